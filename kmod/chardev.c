@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * icfab: the character device /dev/icfabN and its ioctls.
+ */
+#include <linux/compat.h>
+#include <linux/fs.h>
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "icfab.h"
+
+/* One open file: attaches to endpoints and owns queues in later work. */
+struct icfab_ctx {
+	struct icfab_fabric *fabric;
+};
+
+static int icfab_open(struct inode *inode, struct file *file)
+{
+	/* misc_open() left the miscdevice in private_data. */
+	struct miscdevice *misc = file->private_data;
+	struct icfab_fabric *fabric = container_of(misc, struct icfab_fabric,
+						   misc);
+	struct icfab_ctx *ctx;
+
+	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+	if (!ctx)
+		return -ENOMEM;
+
+	ctx->fabric = fabric;
+	atomic_inc(&fabric->nr_contexts);
+	file->private_data = ctx;
+	return 0;
+}
+
+static int icfab_release(struct inode *inode, struct file *file)
+{
+	struct icfab_ctx *ctx = file->private_data;
+
+	atomic_dec(&ctx->fabric->nr_contexts);
+	kfree(ctx);
+	return 0;
+}
+
+static bool icfab_all_zero(const __u64 *words, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (words[i])
+			return false;
+	return true;
+}
+
+static long icfab_ioctl_info(struct icfab_ctx *ctx, void __user *uarg)
+{
+	struct icfab_fabric_state st;
+	struct icfab_info info;
+
+	if (copy_from_user(&info, uarg, sizeof(info)))
+		return -EFAULT;
+	if (info.flags || !icfab_all_zero(info.reserved,
+					  ARRAY_SIZE(info.reserved)))
+		return -EINVAL;
+
+	icfab_fabric_snapshot(ctx->fabric, &st);
+
+	memset(&info, 0, sizeof(info));
+	info.abi_version = ICFAB_ABI_VERSION;
+	info.features = ICFAB_F_ALL;
+	info.fabric_id = st.id;
+	info.time_mode = st.time_mode;
+	info.segment_size = st.segment_size;
+	info.dilation = st.dilation;
+	info.now_ps = st.now_ps;
+	info.generation = st.generation;
+	icfab_fill_limits(&info.limits);
+
+	if (copy_to_user(uarg, &info, sizeof(info)))
+		return -EFAULT;
+	return 0;
+}
+
+static long icfab_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct icfab_ctx *ctx = file->private_data;
+	void __user *uarg = (void __user *)arg;
+
+	switch (cmd) {
+	case ICFAB_IOC_INFO:
+		return icfab_ioctl_info(ctx, uarg);
+	default:
+		return -ENOTTY;
+	}
+}
+
+static const struct file_operations icfab_fops = {
+	.owner		= THIS_MODULE,
+	.open		= icfab_open,
+	.release	= icfab_release,
+	.unlocked_ioctl	= icfab_ioctl,
+	.compat_ioctl	= compat_ptr_ioctl,
+	.llseek		= noop_llseek,
+};
+
+int icfab_chardev_init(struct icfab_fabric *fabric)
+{
+	fabric->misc.minor = MISC_DYNAMIC_MINOR;
+	fabric->misc.name = fabric->name;
+	fabric->misc.fops = &icfab_fops;
+	fabric->misc.mode = 0666;
+
+	return misc_register(&fabric->misc);
+}
+
+void icfab_chardev_exit(struct icfab_fabric *fabric)
+{
+	misc_deregister(&fabric->misc);
+}
