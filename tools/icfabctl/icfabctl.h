@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * icfabctl: command-line client of the icfab module.
+ *
+ * Every command lives in a table next to its handler (one table per
+ * source file, collected by main.c).
+ */
+#ifndef ICFABCTL_H
+#define ICFABCTL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <netlink/attr.h>
+
+#define ICFABCTL_DEFAULT_DEVICE	"/dev/icfab0"
+
+/* Exit codes. */
+#define ICFABCTL_EXIT_OK	0
+#define ICFABCTL_EXIT_ERROR	1
+#define ICFABCTL_EXIT_USAGE	2
+
+/* Global options, shared by all commands. */
+struct icfabctl {
+	const char *device;	/* -d: character device for "info" */
+	bool json;		/* -j: JSON output */
+};
+
+struct icfabctl_cmd {
+	const char *group;	/* "fabric", or NULL for a top-level command */
+	const char *name;
+	const char *args;	/* argument synopsis, or NULL */
+	const char *help;
+	/* argv holds only the command's arguments; returns an exit code. */
+	int (*handler)(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
+		       int argc, char **argv);
+};
+
+/* The tables; each ends with an entry whose name is NULL. */
+extern const struct icfabctl_cmd icfabctl_info_cmds[];
+extern const struct icfabctl_cmd icfabctl_fabric_cmds[];
+extern const struct icfabctl_cmd icfabctl_monitor_cmds[];
+extern const struct icfabctl_cmd icfabctl_main_cmds[];
+
+/* util.c: messages */
+void icfabctl_warn(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+/* "icfabctl: <what>: strerror(err)"; returns ICFABCTL_EXIT_ERROR. */
+int icfabctl_fail(int err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* "icfabctl: <msg>" plus the command's synopsis; returns ICFABCTL_EXIT_USAGE. */
+int icfabctl_usage_error(const struct icfabctl_cmd *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void icfabctl_print_synopsis(FILE *f, const struct icfabctl_cmd *cmd);
+
+/* util.c: strict number parsing (decimal or 0x-hex, no sign) */
+int icfabctl_parse_u32(const char *s, uint32_t *out);
+
+/* util.c: names */
+const char *icfabctl_time_mode_name(uint32_t mode);	/* NULL if unknown */
+int icfabctl_time_mode_parse(const char *s, uint32_t *out);
+/* "netlink (0x1)", "none (0x0)", unknown bits as "bitN". */
+void icfabctl_print_features(FILE *f, uint64_t features);
+
+/* util.c: a small JSON writer (compact, one document per call chain) */
+struct icfabctl_json {
+	FILE *f;
+	int depth;
+	bool need_comma[16];
+};
+void json_init(struct icfabctl_json *j, FILE *f);
+void json_begin_object(struct icfabctl_json *j, const char *key);
+void json_end_object(struct icfabctl_json *j);
+void json_begin_array(struct icfabctl_json *j, const char *key);
+void json_end_array(struct icfabctl_json *j);
+void json_u64(struct icfabctl_json *j, const char *key, uint64_t v);
+void json_string(struct icfabctl_json *j, const char *key, const char *s);
+void json_hex(struct icfabctl_json *j, const char *key, const void *data,
+	      size_t len);
+void json_features(struct icfabctl_json *j, uint64_t features);
+void json_time_mode(struct icfabctl_json *j, uint32_t mode);
+
+/* nl.c: generic netlink */
+struct icfabctl_nl {
+	struct nl_sock *sk;
+	int family;
+};
+int icfabctl_nl_open(struct icfabctl_nl *nl);	/* prints; returns exit code */
+void icfabctl_nl_close(struct icfabctl_nl *nl);
+struct nl_msg *icfabctl_nl_msg(struct icfabctl_nl *nl, uint8_t cmd, int flags);
+/*
+ * Send msg (consumed) and process replies until the ACK / DONE / error,
+ * calling valid(msg, arg) for each reply. On an error prints the kernel's
+ * extack text ("kernel reports: ...") and "icfabctl: <what>: <strerror>".
+ * Returns an exit code.
+ */
+int icfabctl_nl_transact(struct icfabctl_nl *nl, struct nl_msg *msg,
+			 int (*valid)(struct nl_msg *msg, void *arg),
+			 void *arg, const char *what);
+
+/* fabric.c: fabric attributes, shared with monitor.c */
+const char *icfabctl_fabric_attr_name(int type);	/* ICFAB_A_* name */
+/*
+ * Validate the attributes of a FABRIC_GET / FABRIC_NTF message into tb
+ * (ICFAB_A_MAX + 1 entries). Returns 0 or -EINVAL (bad length).
+ */
+int icfabctl_fabric_parse(struct nl_msg *msg, struct nlattr **tb);
+/* Every attribute as a JSON object's members (id, name, ...). */
+void icfabctl_fabric_json(struct icfabctl_json *j, struct nl_msg *msg,
+			  struct nlattr **tb);
+
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+
+#endif /* ICFABCTL_H */

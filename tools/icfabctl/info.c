@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * icfabctl info: ICFAB_IOC_INFO on the character device.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <linux/icfab.h>
+
+#include "icfabctl.h"
+
+#define KEY_WIDTH	18	/* "min-segment-size:" plus a space */
+
+static void print_kv(const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void print_kv(const char *key, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s:%*s", key, (int)(KEY_WIDTH - strlen(key) - 1), "");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+static void print_info_text(const char *device, const struct icfab_info *info)
+{
+	const struct icfab_limits *l = &info->limits;
+	const char *mode = icfabctl_time_mode_name(info->time_mode);
+
+	print_kv("device", "%s", device);
+	print_kv("abi-version", "%" PRIu32, (uint32_t)info->abi_version);
+	printf("features:%*s", KEY_WIDTH - 9, "");
+	icfabctl_print_features(stdout, info->features);
+	putchar('\n');
+	print_kv("fabric-id", "%" PRIu32, (uint32_t)info->fabric_id);
+	if (mode)
+		print_kv("time-mode", "%s", mode);
+	else
+		print_kv("time-mode", "unknown (%" PRIu32 ")",
+			 (uint32_t)info->time_mode);
+	print_kv("segment-size", "%" PRIu32 " bytes",
+		 (uint32_t)info->segment_size);
+	print_kv("dilation", "%" PRIu32, (uint32_t)info->dilation);
+	print_kv("clock", "%" PRIu64 " ps", (uint64_t)info->now_ps);
+	print_kv("generation", "%" PRIu64, (uint64_t)info->generation);
+	print_kv("max-endpoints", "%" PRIu32, (uint32_t)l->max_endpoints);
+	print_kv("max-switches", "%" PRIu32, (uint32_t)l->max_switches);
+	print_kv("max-links", "%" PRIu32, (uint32_t)l->max_links);
+	print_kv("max-ports", "%" PRIu32, (uint32_t)l->max_ports);
+	print_kv("max-colors", "%" PRIu32, (uint32_t)l->max_colors);
+	print_kv("max-queues", "%" PRIu32, (uint32_t)l->max_queues);
+	print_kv("max-queue-depth", "%" PRIu32, (uint32_t)l->max_queue_depth);
+	print_kv("min-segment-size", "%" PRIu32 " bytes",
+		 (uint32_t)l->min_segment_size);
+	print_kv("max-segment-size", "%" PRIu32 " bytes",
+		 (uint32_t)l->max_segment_size);
+	print_kv("max-dilation", "%" PRIu32, (uint32_t)l->max_dilation);
+}
+
+static void print_info_json(const char *device, const struct icfab_info *info)
+{
+	const struct icfab_limits *l = &info->limits;
+	struct icfabctl_json j;
+
+	json_init(&j, stdout);
+	json_begin_object(&j, NULL);
+	json_string(&j, "device", device);
+	json_u64(&j, "abi_version", info->abi_version);
+	json_features(&j, info->features);
+	json_u64(&j, "fabric_id", info->fabric_id);
+	json_time_mode(&j, info->time_mode);
+	json_u64(&j, "segment_size", info->segment_size);
+	json_u64(&j, "dilation", info->dilation);
+	json_u64(&j, "now_ps", info->now_ps);
+	json_u64(&j, "generation", info->generation);
+	json_begin_object(&j, "limits");
+	json_u64(&j, "max_endpoints", l->max_endpoints);
+	json_u64(&j, "max_switches", l->max_switches);
+	json_u64(&j, "max_links", l->max_links);
+	json_u64(&j, "max_ports", l->max_ports);
+	json_u64(&j, "max_colors", l->max_colors);
+	json_u64(&j, "max_queues", l->max_queues);
+	json_u64(&j, "max_queue_depth", l->max_queue_depth);
+	json_u64(&j, "min_segment_size", l->min_segment_size);
+	json_u64(&j, "max_segment_size", l->max_segment_size);
+	json_u64(&j, "max_dilation", l->max_dilation);
+	json_end_object(&j);
+	json_end_object(&j);
+}
+
+static int cmd_info(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
+		    int argc, char **argv)
+{
+	struct icfab_info info;
+	int fd, err;
+
+	(void)argv;
+	if (argc)
+		return icfabctl_usage_error(cmd, "info takes no arguments");
+
+	fd = open(ctl->device, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err = errno;
+		icfabctl_fail(err, "%s", ctl->device);
+		if (err == ENOENT || err == ENXIO || err == ENODEV)
+			icfabctl_warn("icfab module not loaded?");
+		return ICFABCTL_EXIT_ERROR;
+	}
+
+	memset(&info, 0, sizeof(info));	/* flags and reserved must be 0 */
+	if (ioctl(fd, ICFAB_IOC_INFO, &info) < 0) {
+		err = errno;
+		close(fd);
+		icfabctl_fail(err, "%s: ICFAB_IOC_INFO", ctl->device);
+		if (err == ENOTTY)
+			icfabctl_warn("%s is not an icfab device?", ctl->device);
+		return ICFABCTL_EXIT_ERROR;
+	}
+	close(fd);
+
+	if (info.abi_version != ICFAB_ABI_VERSION)
+		icfabctl_warn("%s: ABI version %u, this tool knows %u",
+			      ctl->device, info.abi_version, ICFAB_ABI_VERSION);
+
+	if (ctl->json)
+		print_info_json(ctl->device, &info);
+	else
+		print_info_text(ctl->device, &info);
+	return ICFABCTL_EXIT_OK;
+}
+
+const struct icfabctl_cmd icfabctl_info_cmds[] = {
+	{
+		.name = "info",
+		.handler = cmd_info,
+		.help = "Show the ABI version, features, parameters and limits "
+			"of a fabric (ICFAB_IOC_INFO on the device, see -d).",
+	},
+	{ 0 }
+};

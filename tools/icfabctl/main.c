@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * icfabctl: command-line client of the icfab module.
+ *
+ *	icfabctl [-d DEV] [-j] COMMAND [ARGS...]
+ *
+ * Commands come from the tables of the command files, listed below.
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "icfabctl.h"
+
+static const struct icfabctl_cmd *const cmd_tables[] = {
+	icfabctl_info_cmds,
+	icfabctl_fabric_cmds,
+	icfabctl_monitor_cmds,
+	icfabctl_main_cmds,
+};
+
+#define for_each_cmd(i, c)						\
+	for (i = 0; i < ARRAY_SIZE(cmd_tables); i++)			\
+		for (c = cmd_tables[i]; c->name; c++)
+
+static void print_help(FILE *f, const char *group)
+{
+	const struct icfabctl_cmd *c;
+	size_t i;
+
+	fputs("Usage: icfabctl [options] COMMAND [ARGS...]\n"
+	      "\n"
+	      "Options:\n"
+	      "  -d, --device DEV  device for 'info' (default "
+	      ICFABCTL_DEFAULT_DEVICE ")\n"
+	      "  -j, --json        JSON output (info, fabric show, monitor)\n"
+	      "  -h, --help        this help\n"
+	      "\n"
+	      "Commands:\n", f);
+	for_each_cmd(i, c) {
+		if (group && (!c->group || strcmp(c->group, group)))
+			continue;
+		fputs("  ", f);
+		if (c->group)
+			fprintf(f, "%s ", c->group);
+		fputs(c->name, f);
+		if (c->args)
+			fprintf(f, " %s", c->args);
+		fprintf(f, "\n\t%s\n", c->help);
+	}
+}
+
+static bool is_group(const char *name)
+{
+	const struct icfabctl_cmd *c;
+	size_t i;
+
+	for_each_cmd(i, c)
+		if (c->group && !strcmp(c->group, name))
+			return true;
+	return false;
+}
+
+static int cmd_help(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
+		    int argc, char **argv)
+{
+	(void)ctl;
+	if (argc > 1)
+		return icfabctl_usage_error(cmd, "too many arguments");
+	if (argc && !is_group(argv[0]))
+		return icfabctl_usage_error(cmd, "no command group '%s'",
+					    argv[0]);
+	print_help(stdout, argc ? argv[0] : NULL);
+	return ICFABCTL_EXIT_OK;
+}
+
+const struct icfabctl_cmd icfabctl_main_cmds[] = {
+	{
+		.name = "help",
+		.args = "[GROUP]",
+		.handler = cmd_help,
+		.help = "List the commands (of GROUP, e.g. \"fabric\").",
+	},
+	{ 0 }
+};
+
+int main(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "device",	required_argument,	NULL, 'd' },
+		{ "json",	no_argument,		NULL, 'j' },
+		{ "help",	no_argument,		NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct icfabctl ctl = { .device = ICFABCTL_DEFAULT_DEVICE };
+	const struct icfabctl_cmd *c;
+	const char *group = NULL;
+	size_t i;
+	int opt;
+
+	opterr = 0;	/* our own messages below */
+	/* '+': options end at the command, so "fabric set 0 ..." is safe. */
+	while ((opt = getopt_long(argc, argv, "+:d:jh", options, NULL)) != -1) {
+		switch (opt) {
+		case 'd':
+			ctl.device = optarg;
+			break;
+		case 'j':
+			ctl.json = true;
+			break;
+		case 'h':
+			print_help(stdout, NULL);
+			return ICFABCTL_EXIT_OK;
+		case ':':
+			icfabctl_warn("option '%s' needs an argument",
+				      argv[optind - 1]);
+			fputs("Try 'icfabctl help'.\n", stderr);
+			return ICFABCTL_EXIT_USAGE;
+		default:
+			if (optopt)
+				icfabctl_warn("unknown option '-%c'", optopt);
+			else
+				icfabctl_warn("unknown option '%s'",
+					      argv[optind - 1]);
+			fputs("Try 'icfabctl help'.\n", stderr);
+			return ICFABCTL_EXIT_USAGE;
+		}
+	}
+	argc -= optind;
+	argv += optind;
+
+	if (!argc) {
+		print_help(stderr, NULL);
+		return ICFABCTL_EXIT_USAGE;
+	}
+
+	if (is_group(argv[0])) {
+		group = argv[0];
+		argc--;
+		argv++;
+		if (!argc) {
+			icfabctl_warn("%s: missing command", group);
+			print_help(stderr, group);
+			return ICFABCTL_EXIT_USAGE;
+		}
+	}
+
+	for_each_cmd(i, c) {
+		if ((group ? c->group && !strcmp(c->group, group) : !c->group) &&
+		    !strcmp(c->name, argv[0]))
+			return c->handler(&ctl, c, argc - 1, argv + 1);
+	}
+
+	if (group)
+		icfabctl_warn("unknown command '%s %s'", group, argv[0]);
+	else
+		icfabctl_warn("unknown command '%s'", argv[0]);
+	fputs("Try 'icfabctl help'.\n", stderr);
+	return ICFABCTL_EXIT_USAGE;
+}

@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * icfabctl: messages, number parsing, names and a small JSON writer.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <linux/icfab.h>
+
+#include "icfabctl.h"
+
+void icfabctl_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fputs("icfabctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int icfabctl_fail(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fputs("icfabctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, ": %s\n", strerror(err));
+	return ICFABCTL_EXIT_ERROR;
+}
+
+void icfabctl_print_synopsis(FILE *f, const struct icfabctl_cmd *cmd)
+{
+	fputs("icfabctl [options] ", f);
+	if (cmd->group)
+		fprintf(f, "%s ", cmd->group);
+	fputs(cmd->name, f);
+	if (cmd->args)
+		fprintf(f, " %s", cmd->args);
+	fputc('\n', f);
+}
+
+int icfabctl_usage_error(const struct icfabctl_cmd *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fputs("icfabctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	if (cmd) {
+		fputs("usage: ", stderr);
+		icfabctl_print_synopsis(stderr, cmd);
+	}
+	return ICFABCTL_EXIT_USAGE;
+}
+
+/*
+ * Decimal, or hexadecimal with a 0x prefix. No sign, no white space, no
+ * trailing characters, nothing above UINT32_MAX. (A leading 0 does not
+ * mean octal.)
+ */
+int icfabctl_parse_u32(const char *s, uint32_t *out)
+{
+	unsigned long long v;
+	int base = 10;
+	char *end;
+
+	if (!s || !isdigit((unsigned char)s[0]))
+		return -EINVAL;
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		base = 16;
+		s += 2;
+		if (!isxdigit((unsigned char)s[0]))
+			return -EINVAL;
+	}
+	errno = 0;
+	v = strtoull(s, &end, base);
+	if (errno == ERANGE || v > UINT32_MAX)
+		return -ERANGE;
+	if (errno || *end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static const char *const time_mode_names[] = {
+	[ICFAB_TIME_VIRTUAL]	= "virtual",
+	[ICFAB_TIME_PACED]	= "paced",
+};
+
+const char *icfabctl_time_mode_name(uint32_t mode)
+{
+	if (mode < ARRAY_SIZE(time_mode_names))
+		return time_mode_names[mode];
+	return NULL;
+}
+
+int icfabctl_time_mode_parse(const char *s, uint32_t *out)
+{
+	uint32_t i;
+
+	for (i = 0; i < ARRAY_SIZE(time_mode_names); i++) {
+		if (time_mode_names[i] && !strcmp(s, time_mode_names[i])) {
+			*out = i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static const struct {
+	uint64_t bit;
+	const char *name;
+} feature_names[] = {
+	{ ICFAB_F_NETLINK, "netlink" },
+};
+
+/* Calls fn for the name of every bit set in features. */
+static void for_each_feature(uint64_t features,
+			     void (*fn)(const char *name, void *arg), void *arg)
+{
+	char buf[16];
+	size_t i;
+	int bit;
+
+	for (i = 0; i < ARRAY_SIZE(feature_names); i++) {
+		if (features & feature_names[i].bit) {
+			fn(feature_names[i].name, arg);
+			features &= ~feature_names[i].bit;
+		}
+	}
+	for (bit = 0; bit < 64; bit++) {
+		if (features & (1ULL << bit)) {
+			snprintf(buf, sizeof(buf), "bit%d", bit);
+			fn(buf, arg);
+		}
+	}
+}
+
+static void print_feature(const char *name, void *arg)
+{
+	fprintf(arg, "%s ", name);
+}
+
+void icfabctl_print_features(FILE *f, uint64_t features)
+{
+	if (!features)
+		fputs("none ", f);
+	for_each_feature(features, print_feature, f);
+	fprintf(f, "(%#" PRIx64 ")", features);
+}
+
+/* JSON */
+
+void json_init(struct icfabctl_json *j, FILE *f)
+{
+	memset(j, 0, sizeof(*j));
+	j->f = f;
+}
+
+static void json_quoted(FILE *f, const char *s)
+{
+	const unsigned char *p;
+
+	fputc('"', f);
+	for (p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20 || *p == 0x7f)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+/* Comma and key before a value at the current level. */
+static void json_member(struct icfabctl_json *j, const char *key)
+{
+	if (j->need_comma[j->depth])
+		fputc(',', j->f);
+	j->need_comma[j->depth] = true;
+	if (key) {
+		json_quoted(j->f, key);
+		fputc(':', j->f);
+	}
+}
+
+static void json_open(struct icfabctl_json *j, const char *key, char c)
+{
+	json_member(j, key);
+	fputc(c, j->f);
+	if (j->depth + 1 < (int)ARRAY_SIZE(j->need_comma))
+		j->depth++;
+	j->need_comma[j->depth] = false;
+}
+
+static void json_close(struct icfabctl_json *j, char c)
+{
+	fputc(c, j->f);
+	if (j->depth > 0)
+		j->depth--;
+	if (j->depth == 0)
+		fputc('\n', j->f);
+}
+
+void json_begin_object(struct icfabctl_json *j, const char *key)
+{
+	json_open(j, key, '{');
+}
+
+void json_end_object(struct icfabctl_json *j)
+{
+	json_close(j, '}');
+}
+
+void json_begin_array(struct icfabctl_json *j, const char *key)
+{
+	json_open(j, key, '[');
+}
+
+void json_end_array(struct icfabctl_json *j)
+{
+	json_close(j, ']');
+}
+
+void json_u64(struct icfabctl_json *j, const char *key, uint64_t v)
+{
+	json_member(j, key);
+	fprintf(j->f, "%" PRIu64, v);
+}
+
+void json_string(struct icfabctl_json *j, const char *key, const char *s)
+{
+	json_member(j, key);
+	json_quoted(j->f, s);
+}
+
+/* Bytes as a string of hex digits. */
+void json_hex(struct icfabctl_json *j, const char *key, const void *data,
+	      size_t len)
+{
+	const unsigned char *p = data;
+	size_t i;
+
+	json_member(j, key);
+	fputc('"', j->f);
+	for (i = 0; i < len; i++)
+		fprintf(j->f, "%02x", p[i]);
+	fputc('"', j->f);
+}
+
+static void json_feature(const char *name, void *arg)
+{
+	json_string(arg, NULL, name);
+}
+
+/* "features": mask, "feature_names": [...] */
+void json_features(struct icfabctl_json *j, uint64_t features)
+{
+	json_u64(j, "features", features);
+	json_begin_array(j, "feature_names");
+	for_each_feature(features, json_feature, j);
+	json_end_array(j);
+}
+
+/* "time_mode": name ("unknown-N" for a mode this tool does not know) */
+void json_time_mode(struct icfabctl_json *j, uint32_t mode)
+{
+	const char *name = icfabctl_time_mode_name(mode);
+	char buf[32];
+
+	if (!name) {
+		snprintf(buf, sizeof(buf), "unknown-%" PRIu32, mode);
+		name = buf;
+	}
+	json_string(j, "time_mode", name);
+}
