@@ -372,7 +372,10 @@ TEST_F(nl, set_unknown_fabric_is_enodev)
 	EXPECT_EQ(ICFAB_A_FABRIC_ID, self->gs.bad_attr_type);
 }
 
-/* Out-of-range values: rejected, named, and nothing is applied. */
+/*
+ * Out-of-range values: rejected with ERANGE (the netlink core's answer to a
+ * range policy), named, and nothing is applied.
+ */
 FIXTURE(bad_set) {
 	struct genl_sock gs;
 	struct fabric before;
@@ -415,11 +418,11 @@ FIXTURE_TEARDOWN(bad_set)
 	genl_close(&self->gs);
 }
 
-TEST_F(bad_set, is_einval_and_changes_nothing)
+TEST_F(bad_set, is_erange_and_changes_nothing)
 {
 	struct fabric f;
 
-	EXPECT_EQ(-EINVAL, fabric_set(&self->gs, variant->seg, variant->mode,
+	EXPECT_EQ(-ERANGE, fabric_set(&self->gs, variant->seg, variant->mode,
 				      variant->dil));
 	EXPECT_EQ(variant->bad, self->gs.bad_attr_type);
 	EXPECT_NE(0, self->gs.extack[0]);
