@@ -10,6 +10,9 @@ typedef __UINT8_TYPE__	icfab_u8;
 typedef __UINT32_TYPE__	icfab_u32;
 typedef __UINT64_TYPE__	icfab_u64;
 
+/* No libc and no kernel headers here, so no NULL either. */
+#define ICFAB_NULL		((void *)0)
+
 #define ICFAB_PS_PER_S		1000000000000ULL
 #define ICFAB_PS_PER_NS		1000ULL
 

@@ -63,7 +63,8 @@ struct icfab_limits {
 	__u32 max_endpoints;		/* endpoints per fabric */
 	__u32 max_switches;		/* switches (routers) per fabric */
 	__u32 max_links;		/* directed links per fabric */
-	__u32 max_ports;		/* ports per node */
+	__u32 max_ports;		/* ports per node; node ids are below
+					 * max_endpoints + max_switches */
 	__u32 max_colors;		/* color-table entries per router */
 	__u32 max_queues;		/* queues per context */
 	__u32 max_queue_depth;		/* descriptors per queue */

@@ -13,6 +13,8 @@
 #ifndef _UAPI_LINUX_ICFAB_GENL_H
 #define _UAPI_LINUX_ICFAB_GENL_H
 
+#include <linux/types.h>
+
 #define ICFAB_GENL_NAME		"icfab"
 #define ICFAB_GENL_VERSION	1
 
@@ -39,6 +41,30 @@ enum icfab_cmd {
 	/* FABRIC_NTF: notification only; same attributes as FABRIC_GET. */
 	ICFAB_CMD_FABRIC_NTF,
 
+	/*
+	 * Topology. Every *_NEW, *_DEL, *_SET and ROUTE_SET (CAP_NET_ADMIN)
+	 * changes the fabric's STAGED configuration only, which starts as a
+	 * copy of the committed one. FABRIC_COMMIT validates the staged
+	 * configuration as a whole and makes it the committed one in one
+	 * step, or changes nothing; FABRIC_ABORT drops it. GETs and dumps
+	 * read the committed configuration, or the staged one when the
+	 * request carries ICFAB_A_STAGED. Every reply carries the
+	 * generation it was read from, and a dump that spans a commit is
+	 * flagged NLM_F_DUMP_INTR.
+	 */
+	ICFAB_CMD_NODE_NEW,		/* NODE_ID, NODE_KIND, NODE_NAME, NODE_* */
+	ICFAB_CMD_NODE_DEL,		/* NODE_ID; refused while links use it */
+	ICFAB_CMD_NODE_GET,		/* NODE_ID, or dump */
+	ICFAB_CMD_LINK_NEW,		/* LINK_ID, LINK_* */
+	ICFAB_CMD_LINK_DEL,		/* LINK_ID */
+	ICFAB_CMD_LINK_SET,		/* LINK_ID, LINK_STATE, LINK_BW_PERMILLE */
+	ICFAB_CMD_LINK_GET,		/* LINK_ID, or dump */
+	ICFAB_CMD_ROUTE_SET,		/* ROUTE_NODE, ROUTE_DST_FIRST, ROUTE_PORTS */
+	ICFAB_CMD_ROUTE_GET,		/* ROUTE_NODE, or dump (one per node) */
+	ICFAB_CMD_FABRIC_COMMIT,	/* optional FABRIC_GENERATION to expect */
+	ICFAB_CMD_FABRIC_ABORT,
+	/* Reply to ROUTE_GET/NODE_GET/LINK_GET use the request's command. */
+
 	__ICFAB_CMD_MAX,
 };
 #define ICFAB_CMD_MAX		(__ICFAB_CMD_MAX - 1)
@@ -61,8 +87,93 @@ enum icfab_attr {
 	ICFAB_A_FABRIC_NR_LINKS,	/* u32 */
 	ICFAB_A_FABRIC_NR_CONTEXTS,	/* u32: open files on the device */
 
+	ICFAB_A_STAGED,			/* flag: read/describe the staged config */
+	ICFAB_A_FABRIC_HAS_STAGED,	/* u8: uncommitted changes exist */
+
+	ICFAB_A_NODE_ID,		/* u32: below max_endpoints + max_switches;
+					 * ids are dense (0..N-1) at commit */
+	ICFAB_A_NODE_KIND,		/* u32: enum icfab_node_kind */
+	ICFAB_A_NODE_NAME,		/* string, at most ICFAB_NAME_MAX - 1 */
+	ICFAB_A_NODE_PORTS,		/* u32: 1..max_ports */
+	ICFAB_A_NODE_MEM_BYTES,		/* u64: endpoint device memory */
+	ICFAB_A_NODE_DMA_ENGINES,	/* u32: endpoint DMA engines */
+	ICFAB_A_NODE_COLORS,		/* u32: switch color-table entries */
+
+	ICFAB_A_LINK_ID,		/* u32: 0..max_links-1 */
+	ICFAB_A_LINK_SRC_NODE,		/* u32 */
+	ICFAB_A_LINK_SRC_PORT,		/* u32 */
+	ICFAB_A_LINK_DST_NODE,		/* u32 */
+	ICFAB_A_LINK_DST_PORT,		/* u32 */
+	ICFAB_A_LINK_BANDWIDTH,		/* u64: bytes/s, > 0 */
+	ICFAB_A_LINK_LATENCY_PS,	/* u64: ps */
+	ICFAB_A_LINK_CLASS,		/* u32: enum icfab_link_class */
+	ICFAB_A_LINK_STATE,		/* u32: enum icfab_link_state */
+	ICFAB_A_LINK_BW_PERMILLE,	/* u32: DEGRADED: share of bandwidth, 1..999 */
+
+	ICFAB_A_ROUTE_NODE,		/* u32: the node whose table this is */
+	ICFAB_A_ROUTE_DST_FIRST,	/* u32: destination node of ROUTE_PORTS[0] */
+	/*
+	 * binary: one __u16 (host order) per destination node, starting at
+	 * DST_FIRST: the port of ROUTE_NODE to leave by, or ICFAB_ROUTE_NONE.
+	 * A whole table fits in one message (2 * max_nodes bytes).
+	 */
+	ICFAB_A_ROUTE_PORTS,
+
+	ICFAB_A_FABRIC_MEM_BYTES,	/* u64: memory the committed tables take */
+
 	__ICFAB_A_MAX,
 };
 #define ICFAB_A_MAX		(__ICFAB_A_MAX - 1)
+
+#define ICFAB_NAME_MAX		32	/* bytes, with the NUL */
+
+/*
+ * When FABRIC_COMMIT rejects a staged configuration, the extack message
+ * says what is wrong and the extack cookie (NLMSGERR_ATTR_COOKIE) says
+ * where: this struct, in host byte order.
+ */
+enum icfab_err_obj {
+	ICFAB_ERR_OBJ_NONE,
+	ICFAB_ERR_OBJ_NODE,		/* id: the node */
+	ICFAB_ERR_OBJ_LINK,		/* id: the link */
+	ICFAB_ERR_OBJ_ROUTE,		/* id: the node, id2: the destination */
+};
+
+struct icfab_err_cookie {
+	__u32 obj;			/* enum icfab_err_obj */
+	__u32 id;
+	__u32 id2;
+	__u32 reserved;
+};
+#define ICFAB_ROUTE_NONE	0xffff	/* no route to this destination */
+
+enum icfab_node_kind {
+	ICFAB_NODE_ENDPOINT,		/* accelerator or tile: a destination */
+	ICFAB_NODE_SWITCH,		/* router: forwards, has a color table */
+	__ICFAB_NODE_KIND_MAX,
+};
+#define ICFAB_NODE_KIND_MAX	(__ICFAB_NODE_KIND_MAX - 1)
+
+enum icfab_link_class {
+	ICFAB_LINK_CLASS_OTHER,
+	ICFAB_LINK_CLASS_NVLINK,
+	ICFAB_LINK_CLASS_PCIE,
+	ICFAB_LINK_CLASS_NIC,
+	ICFAB_LINK_CLASS_ICI,
+	ICFAB_LINK_CLASS_OCS,
+	ICFAB_LINK_CLASS_MESH,
+	ICFAB_LINK_CLASS_IPU,
+	ICFAB_LINK_CLASS_UALINK,
+	__ICFAB_LINK_CLASS_MAX,
+};
+#define ICFAB_LINK_CLASS_MAX	(__ICFAB_LINK_CLASS_MAX - 1)
+
+enum icfab_link_state {
+	ICFAB_LINK_UP,
+	ICFAB_LINK_DOWN,
+	ICFAB_LINK_DEGRADED,		/* runs at BW_PERMILLE of its bandwidth */
+	__ICFAB_LINK_STATE_MAX,
+};
+#define ICFAB_LINK_STATE_MAX	(__ICFAB_LINK_STATE_MAX - 1)
 
 #endif /* _UAPI_LINUX_ICFAB_GENL_H */

@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * icfab fabric model: topology validation, run on every commit.
+ *
+ * A commit either installs a topology that passes every check here or
+ * changes nothing, so the engine can trust what it is given: every link
+ * joins two real ports, and every route it follows reaches its
+ * destination without a loop.
+ */
+#include "topo.h"
+
+static int icfab_topo_fail(struct icfab_topo_err *err,
+			   enum icfab_topo_err_obj obj, icfab_u32 id,
+			   icfab_u32 id2, const char *msg)
+{
+	err->obj = obj;
+	err->id = id;
+	err->id2 = id2;
+	err->msg = msg;
+	return -1;
+}
+
+static int icfab_topo_check_nodes(const struct icfab_mtopo *t,
+				  const struct icfab_topo_limits *lim,
+				  struct icfab_topo_err *err)
+{
+	icfab_u32 i, endpoints = 0, switches = 0;
+
+	for (i = 0; i < t->nodes_cap; i++) {
+		const struct icfab_mnode *n = &t->nodes[i];
+
+		if (!n->present) {
+			if (i < t->nr_nodes)
+				return icfab_topo_fail(err, ICFAB_TOPO_ERR_NODE,
+					i, 0, "node ids must be dense: this id is missing");
+			continue;
+		}
+		if (i >= t->nr_nodes)
+			return icfab_topo_fail(err, ICFAB_TOPO_ERR_NODE, i, 0,
+				"node ids must be dense: this id is past the end");
+		if (!n->nr_ports || n->nr_ports > lim->max_ports)
+			return icfab_topo_fail(err, ICFAB_TOPO_ERR_NODE, i, 0,
+				"port count is zero or over the module's limit");
+		if (n->kind == ICFAB_MODEL_ENDPOINT) {
+			endpoints++;
+		} else {
+			switches++;
+			if (n->colors > lim->max_colors)
+				return icfab_topo_fail(err, ICFAB_TOPO_ERR_NODE,
+					i, 0, "color table over the module's limit");
+		}
+	}
+	if (endpoints > lim->max_endpoints)
+		return icfab_topo_fail(err, ICFAB_TOPO_ERR_NODE, 0, 0,
+				       "more endpoints than the module allows");
+	if (switches > lim->max_switches)
+		return icfab_topo_fail(err, ICFAB_TOPO_ERR_NODE, 0, 0,
+				       "more switches than the module allows");
+	return 0;
+}
+
+static int icfab_topo_check_links(struct icfab_mtopo *t,
+				  const struct icfab_topo_limits *lim,
+				  struct icfab_topo_err *err)
+{
+	icfab_u32 i, p, links = 0;
+
+	for (i = 0; i < t->nr_nodes; i++)
+		for (p = 0; p < t->nodes[i].nr_ports; p++) {
+			t->nodes[i].port_out[p] = ICFAB_MODEL_NO_LINK;
+			t->nodes[i].port_in[p] = ICFAB_MODEL_NO_LINK;
+		}
+
+	for (i = 0; i < t->links_cap; i++) {
+		const struct icfab_mlink *l = &t->links[i];
+		struct icfab_mnode *src, *dst;
+
+		if (!l->present)
+			continue;
+		links++;
+		if (l->src >= t->nr_nodes || l->dst >= t->nr_nodes)
+			return icfab_topo_fail(err, ICFAB_TOPO_ERR_LINK, i, 0,
+					       "link to or from a missing node");
+		if (l->src == l->dst)
+			return icfab_topo_fail(err, ICFAB_TOPO_ERR_LINK, i, 0,
+					       "link from a node to itself");
+		src = &t->nodes[l->src];
+		dst = &t->nodes[l->dst];
+		if (l->src_port >= src->nr_ports || l->dst_port >= dst->nr_ports)
+			return icfab_topo_fail(err, ICFAB_TOPO_ERR_LINK, i, 0,
+					       "port beyond the node's port count");
+		if (src->port_out[l->src_port] != ICFAB_MODEL_NO_LINK)
+			return icfab_topo_fail(err, ICFAB_TOPO_ERR_LINK, i, 0,
+					       "another link leaves by this source port");
+		if (dst->port_in[l->dst_port] != ICFAB_MODEL_NO_LINK)
+			return icfab_topo_fail(err, ICFAB_TOPO_ERR_LINK, i, 0,
+					       "another link arrives at this destination port");
+		src->port_out[l->src_port] = i;
+		dst->port_in[l->dst_port] = i;
+	}
+	if (links > lim->max_links)
+		return icfab_topo_fail(err, ICFAB_TOPO_ERR_LINK, 0, 0,
+				       "more links than the module allows");
+	return 0;
+}
+
+static int icfab_topo_check_route_entries(const struct icfab_mtopo *t,
+					  struct icfab_topo_err *err)
+{
+	icfab_u32 n, d;
+
+	for (n = 0; n < t->nr_nodes; n++) {
+		const struct icfab_mnode *node = &t->nodes[n];
+
+		for (d = 0; d < node->routes_len; d++) {
+			icfab_u16 p = node->routes[d];
+
+			if (p == ICFAB_MODEL_NO_PORT)
+				continue;
+			if (d >= t->nr_nodes)
+				return icfab_topo_fail(err, ICFAB_TOPO_ERR_ROUTE,
+					n, d, "route to a missing node");
+			if (t->nodes[d].kind != ICFAB_MODEL_ENDPOINT)
+				return icfab_topo_fail(err, ICFAB_TOPO_ERR_ROUTE,
+					n, d, "route to a switch: only endpoints are destinations");
+			if (d == n)
+				return icfab_topo_fail(err, ICFAB_TOPO_ERR_ROUTE,
+					n, d, "route from a node to itself");
+			if (p >= node->nr_ports ||
+			    node->port_out[p] == ICFAB_MODEL_NO_LINK)
+				return icfab_topo_fail(err, ICFAB_TOPO_ERR_ROUTE,
+					n, d, "route by a port without a link");
+		}
+	}
+	return 0;
+}
+
+enum {
+	WALK_UNKNOWN = 0,
+	WALK_ON_PATH,		/* on the walk being followed now */
+	WALK_REACHES,		/* known to reach the destination */
+};
+
+/*
+ * For one destination, the next-hop choices of all nodes form a graph in
+ * which every node has at most one successor. Every node that has a route
+ * must reach @dst: walk from each node, marking the walk, until a node
+ * already known to reach @dst (fine), a node on the current walk (a loop)
+ * or a node without a route (a black hole). O(nodes) per destination.
+ */
+static int icfab_topo_check_walks(const struct icfab_mtopo *t, icfab_u32 dst,
+				  icfab_u8 *mark, struct icfab_topo_err *err)
+{
+	icfab_u32 i, n;
+
+	for (i = 0; i < t->nr_nodes; i++)
+		mark[i] = WALK_UNKNOWN;
+	mark[dst] = WALK_REACHES;
+
+	for (i = 0; i < t->nr_nodes; i++) {
+		icfab_u8 end;
+
+		if (mark[i] != WALK_UNKNOWN ||
+		    icfab_topo_next_port(t, i, dst) == ICFAB_MODEL_NO_PORT)
+			continue;
+
+		for (n = i; mark[n] == WALK_UNKNOWN;) {
+			icfab_u16 p = icfab_topo_next_port(t, n, dst);
+
+			if (p == ICFAB_MODEL_NO_PORT)
+				return icfab_topo_fail(err, ICFAB_TOPO_ERR_ROUTE,
+					n, dst, "a route towards this destination stops at this node");
+			mark[n] = WALK_ON_PATH;
+			n = t->links[t->nodes[n].port_out[p]].dst;
+		}
+		if (mark[n] == WALK_ON_PATH)
+			return icfab_topo_fail(err, ICFAB_TOPO_ERR_ROUTE, n, dst,
+					       "routing loop towards this destination");
+		end = mark[n];
+		for (n = i; mark[n] == WALK_ON_PATH;) {
+			mark[n] = end;
+			n = t->links[t->nodes[n].port_out[
+				icfab_topo_next_port(t, n, dst)]].dst;
+		}
+	}
+	return 0;
+}
+
+int icfab_topo_validate(struct icfab_mtopo *t,
+			const struct icfab_topo_limits *lim,
+			icfab_u8 *scratch, struct icfab_topo_err *err)
+{
+	icfab_u32 d;
+
+	err->obj = ICFAB_TOPO_ERR_NONE;
+	err->msg = ICFAB_NULL;
+
+	if (icfab_topo_check_nodes(t, lim, err) ||
+	    icfab_topo_check_links(t, lim, err) ||
+	    icfab_topo_check_route_entries(t, err))
+		return -1;
+
+	for (d = 0; d < t->nr_nodes; d++) {
+		if (t->nodes[d].kind != ICFAB_MODEL_ENDPOINT)
+			continue;
+		if (icfab_topo_check_walks(t, d, scratch, err))
+			return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * icfab fabric model: the topology a fabric runs on, and its validation.
+ *
+ * A topology is nodes (endpoints and switches, dense ids 0..N-1), directed
+ * links between node ports, and destination-based forwarding tables: for
+ * every node, the port to leave by towards each destination node. A port
+ * is full duplex: at most one link leaves by it and one arrives at it.
+ *
+ * The model neither allocates nor locks. Its owner (the kernel module, or
+ * a host test) provides the arrays and the scratch space.
+ */
+#ifndef _ICFAB_MODEL_TOPO_H
+#define _ICFAB_MODEL_TOPO_H
+
+#include "model.h"
+
+typedef __UINT16_TYPE__	icfab_u16;
+
+#define ICFAB_MODEL_NAME_MAX	32		/* bytes, with the NUL */
+#define ICFAB_MODEL_NO_PORT	0xffffU		/* = ICFAB_ROUTE_NONE */
+#define ICFAB_MODEL_NO_LINK	0xffffffffU
+
+enum {
+	ICFAB_MODEL_ENDPOINT	= 0,		/* = ICFAB_NODE_ENDPOINT */
+	ICFAB_MODEL_SWITCH	= 1,		/* = ICFAB_NODE_SWITCH */
+};
+
+enum {
+	ICFAB_MODEL_LINK_UP		= 0,	/* = ICFAB_LINK_UP */
+	ICFAB_MODEL_LINK_DOWN		= 1,
+	ICFAB_MODEL_LINK_DEGRADED	= 2,
+};
+
+struct icfab_mnode {
+	icfab_u8 present;
+	icfab_u8 kind;			/* ICFAB_MODEL_ENDPOINT/SWITCH */
+	icfab_u16 pad;
+	icfab_u32 nr_ports;
+	icfab_u32 dma_engines;		/* endpoint */
+	icfab_u32 colors;		/* switch: color-table entries */
+	icfab_u64 mem_bytes;		/* endpoint: device memory, bytes */
+	char name[ICFAB_MODEL_NAME_MAX];
+	/* Forwarding: out port per destination id, routes_len entries. */
+	icfab_u16 *routes;
+	icfab_u32 routes_len;
+	/*
+	 * Derived at validation, nr_ports entries each, allocated by the
+	 * owner: the link leaving by and the link arriving at each port.
+	 */
+	icfab_u32 *port_out;
+	icfab_u32 *port_in;
+};
+
+struct icfab_mlink {
+	icfab_u8 present;
+	icfab_u8 state;			/* ICFAB_MODEL_LINK_* */
+	icfab_u16 permille;		/* DEGRADED: share of bandwidth, 1..999 */
+	icfab_u32 class;		/* enum icfab_link_class */
+	icfab_u32 src, src_port;
+	icfab_u32 dst, dst_port;
+	icfab_u64 bandwidth;		/* bytes/s */
+	icfab_u64 latency_ps;		/* ps */
+};
+
+struct icfab_topo_limits {
+	icfab_u32 max_endpoints;
+	icfab_u32 max_switches;
+	icfab_u32 max_links;
+	icfab_u32 max_ports;
+	icfab_u32 max_colors;
+};
+
+struct icfab_mtopo {
+	icfab_u32 nodes_cap;		/* entries in nodes[] */
+	icfab_u32 links_cap;		/* entries in links[] */
+	struct icfab_mnode *nodes;	/* indexed by node id */
+	struct icfab_mlink *links;	/* indexed by link id */
+	/* Counts of present objects, kept by the owner. */
+	icfab_u32 nr_nodes;
+	icfab_u32 nr_endpoints;
+	icfab_u32 nr_switches;
+	icfab_u32 nr_links;
+};
+
+/* What validation found wrong, for an error message naming the object. */
+enum icfab_topo_err_obj {
+	ICFAB_TOPO_ERR_NONE,
+	ICFAB_TOPO_ERR_NODE,		/* id: the node */
+	ICFAB_TOPO_ERR_LINK,		/* id: the link */
+	ICFAB_TOPO_ERR_ROUTE,		/* id: the node, id2: the destination */
+};
+
+struct icfab_topo_err {
+	enum icfab_topo_err_obj obj;
+	icfab_u32 id, id2;
+	const char *msg;		/* static string */
+};
+
+/*
+ * Check @t as a whole and fill every present node's port_out[] and
+ * port_in[]. @scratch holds nr_nodes bytes.
+ * Returns 0, or -1 with @err describing the first problem found:
+ *  - node ids not dense, counts over @lim, a switch's colors over the
+ *    limit, ports over the limit or zero;
+ *  - a link from or to a missing node or port, a self loop, two links
+ *    leaving by one port or arriving at one port;
+ *  - a route to a missing node or to a switch, by a port without a link,
+ *    a loop towards a destination, or a path that stops short of it.
+ */
+int icfab_topo_validate(struct icfab_mtopo *t,
+			const struct icfab_topo_limits *lim,
+			icfab_u8 *scratch, struct icfab_topo_err *err);
+
+/* The port @node leaves by towards @dst, or ICFAB_MODEL_NO_PORT. */
+static inline icfab_u16 icfab_topo_next_port(const struct icfab_mtopo *t,
+					     icfab_u32 node, icfab_u32 dst)
+{
+	const struct icfab_mnode *n = &t->nodes[node];
+
+	return dst < n->routes_len ? n->routes[dst] : ICFAB_MODEL_NO_PORT;
+}
+
+#endif /* _ICFAB_MODEL_TOPO_H */
