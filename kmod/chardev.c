@@ -63,7 +63,7 @@ static long icfab_ioctl_info(struct icfab_ctx *ctx, void __user *uarg)
 					  ARRAY_SIZE(info.reserved)))
 		return -EINVAL;
 
-	icfab_fabric_snapshot(ctx->fabric, &st);
+	icfab_fabric_snapshot(ctx->fabric, &st, false);
 
 	memset(&info, 0, sizeof(info));
 	info.abi_version = ICFAB_ABI_VERSION;

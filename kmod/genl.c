@@ -2,7 +2,10 @@
 /*
  * icfab: the generic netlink family "icfab".
  */
+#include <linux/err.h>
 #include <linux/module.h>
+#include <linux/notifier.h>
+#include <linux/version.h>
 #include <net/genetlink.h>
 
 #include <linux/icfab_genl.h>
@@ -19,6 +22,7 @@ static const struct genl_multicast_group icfab_genl_mcgrps[] = {
 
 static const struct nla_policy icfab_fabric_get_policy[ICFAB_A_MAX + 1] = {
 	[ICFAB_A_FABRIC_ID]		= { .type = NLA_U32 },
+	[ICFAB_A_STAGED]		= { .type = NLA_FLAG },
 };
 
 /* Not const: 6.1 declares nla_policy.range without const. */
@@ -42,14 +46,22 @@ static const struct nla_policy icfab_fabric_set_policy[ICFAB_A_MAX + 1] = {
 		NLA_POLICY_FULL_RANGE(NLA_U32, &icfab_dilation_range),
 };
 
-static struct genl_family icfab_genl_family;
+/* The parsed attributes of a dump request; where they live changed in 6.2. */
+struct nlattr **icfab_genl_dump_attrs(struct netlink_callback *cb)
+{
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 2, 0)
+	return genl_info_dump(cb)->attrs;
+#else
+	return genl_dumpit_info(cb)->attrs;
+#endif
+}
 
 /*
  * Resolve ICFAB_A_FABRIC_ID (fabric 0 when absent). Returns NULL with the
  * extack set when there is no such fabric.
  */
-static struct icfab_fabric *icfab_genl_fabric(struct nlattr **attrs,
-					       struct netlink_ext_ack *extack)
+struct icfab_fabric *icfab_genl_fabric(struct nlattr **attrs,
+				       struct netlink_ext_ack *extack)
 {
 	struct nlattr *attr = attrs[ICFAB_A_FABRIC_ID];
 	struct icfab_fabric *fabric;
@@ -62,7 +74,7 @@ static struct icfab_fabric *icfab_genl_fabric(struct nlattr **attrs,
 
 static int icfab_genl_fill_fabric(struct sk_buff *skb,
 				  struct icfab_fabric *fabric, u8 cmd,
-				  u32 portid, u32 seq, int flags)
+				  u32 portid, u32 seq, int flags, bool staged)
 {
 	struct icfab_fabric_state st;
 	void *hdr;
@@ -71,7 +83,7 @@ static int icfab_genl_fill_fabric(struct sk_buff *skb,
 	if (!hdr)
 		return -EMSGSIZE;
 
-	icfab_fabric_snapshot(fabric, &st);
+	icfab_fabric_snapshot(fabric, &st, staged);
 
 	if (nla_put_u32(skb, ICFAB_A_FABRIC_ID, st.id) ||
 	    nla_put_string(skb, ICFAB_A_FABRIC_NAME, fabric->name) ||
@@ -88,7 +100,10 @@ static int icfab_genl_fill_fabric(struct sk_buff *skb,
 	    nla_put_u32(skb, ICFAB_A_FABRIC_NR_ENDPOINTS, st.nr_endpoints) ||
 	    nla_put_u32(skb, ICFAB_A_FABRIC_NR_SWITCHES, st.nr_switches) ||
 	    nla_put_u32(skb, ICFAB_A_FABRIC_NR_LINKS, st.nr_links) ||
-	    nla_put_u32(skb, ICFAB_A_FABRIC_NR_CONTEXTS, st.nr_contexts)) {
+	    nla_put_u32(skb, ICFAB_A_FABRIC_NR_CONTEXTS, st.nr_contexts) ||
+	    nla_put_u8(skb, ICFAB_A_FABRIC_HAS_STAGED, st.has_staged) ||
+	    nla_put_u64_64bit(skb, ICFAB_A_FABRIC_MEM_BYTES, st.mem_bytes,
+			      ICFAB_A_PAD)) {
 		genlmsg_cancel(skb, hdr);
 		return -EMSGSIZE;
 	}
@@ -113,7 +128,8 @@ static int icfab_genl_fabric_get_doit(struct sk_buff *skb,
 		return -ENOMEM;
 
 	err = icfab_genl_fill_fabric(msg, fabric, ICFAB_CMD_FABRIC_GET,
-				     info->snd_portid, info->snd_seq, 0);
+				     info->snd_portid, info->snd_seq, 0,
+				     info->attrs[ICFAB_A_STAGED]);
 	if (err) {
 		nlmsg_free(msg);
 		return err;
@@ -124,6 +140,7 @@ static int icfab_genl_fabric_get_doit(struct sk_buff *skb,
 static int icfab_genl_fabric_get_dumpit(struct sk_buff *skb,
 					struct netlink_callback *cb)
 {
+	struct nlattr **attrs = icfab_genl_dump_attrs(cb);
 	unsigned long id;	/* cb->args[0]: next fabric to dump */
 	int err;
 
@@ -131,7 +148,8 @@ static int icfab_genl_fabric_get_dumpit(struct sk_buff *skb,
 		err = icfab_genl_fill_fabric(skb, icfab_fabric_get_by_id(id),
 					     ICFAB_CMD_FABRIC_GET,
 					     NETLINK_CB(cb->skb).portid,
-					     cb->nlh->nlmsg_seq, NLM_F_MULTI);
+					     cb->nlh->nlmsg_seq, NLM_F_MULTI,
+					     attrs[ICFAB_A_STAGED]);
 		if (err)
 			break;
 	}
@@ -148,7 +166,7 @@ void icfab_genl_notify_fabric(struct icfab_fabric *fabric)
 		return;
 
 	if (icfab_genl_fill_fabric(msg, fabric, ICFAB_CMD_FABRIC_NTF, 0, 0,
-				   0)) {
+				   0, false)) {
 		nlmsg_free(msg);
 		return;
 	}
@@ -162,6 +180,7 @@ static int icfab_genl_fabric_set_doit(struct sk_buff *skb,
 {
 	struct nlattr **attrs = info->attrs;
 	struct icfab_fabric *fabric;
+	struct icfab_topo *t;
 
 	fabric = icfab_genl_fabric(attrs, info->extack);
 	if (!fabric)
@@ -175,40 +194,56 @@ static int icfab_genl_fabric_set_doit(struct sk_buff *skb,
 		return -EINVAL;
 	}
 
-	/* The policy validated every value; apply them all at once. */
-	mutex_lock(&fabric->lock);
+	/* The policy validated every value; stage them all at once. */
+	t = icfab_lock_staged(fabric, info);
+	if (IS_ERR(t))
+		return PTR_ERR(t);
 	if (attrs[ICFAB_A_FABRIC_TIME_MODE])
-		fabric->time_mode = nla_get_u32(attrs[ICFAB_A_FABRIC_TIME_MODE]);
+		t->time_mode = nla_get_u32(attrs[ICFAB_A_FABRIC_TIME_MODE]);
 	if (attrs[ICFAB_A_FABRIC_SEGMENT_SIZE])
-		fabric->segment_size =
-			nla_get_u32(attrs[ICFAB_A_FABRIC_SEGMENT_SIZE]);
+		t->segment_size = nla_get_u32(attrs[ICFAB_A_FABRIC_SEGMENT_SIZE]);
 	if (attrs[ICFAB_A_FABRIC_DILATION])
-		fabric->dilation = nla_get_u32(attrs[ICFAB_A_FABRIC_DILATION]);
-	fabric->generation++;
+		t->dilation = nla_get_u32(attrs[ICFAB_A_FABRIC_DILATION]);
+	fabric->change_seq++;
 	mutex_unlock(&fabric->lock);
-
-	icfab_genl_notify_fabric(fabric);
 	return 0;
 }
 
+#define ICFAB_OP(_cmd, _doit, _dumpit, _policy, _flags) {		\
+	.cmd = (_cmd), .doit = (_doit), .dumpit = (_dumpit),		\
+	.policy = (_policy), .maxattr = ICFAB_A_MAX, .flags = (_flags),	\
+}
+
 static const struct genl_ops icfab_genl_ops[] = {
-	{
-		.cmd		= ICFAB_CMD_FABRIC_GET,
-		.doit		= icfab_genl_fabric_get_doit,
-		.dumpit		= icfab_genl_fabric_get_dumpit,
-		.policy		= icfab_fabric_get_policy,
-		.maxattr	= ICFAB_A_MAX,
-	},
-	{
-		.cmd		= ICFAB_CMD_FABRIC_SET,
-		.doit		= icfab_genl_fabric_set_doit,
-		.policy		= icfab_fabric_set_policy,
-		.maxattr	= ICFAB_A_MAX,
-		.flags		= GENL_ADMIN_PERM,
-	},
+	ICFAB_OP(ICFAB_CMD_FABRIC_GET, icfab_genl_fabric_get_doit,
+		 icfab_genl_fabric_get_dumpit, icfab_fabric_get_policy, 0),
+	ICFAB_OP(ICFAB_CMD_FABRIC_SET, icfab_genl_fabric_set_doit, NULL,
+		 icfab_fabric_set_policy, GENL_ADMIN_PERM),
+	ICFAB_OP(ICFAB_CMD_NODE_NEW, icfab_genl_node_new_doit, NULL,
+		 icfab_node_new_policy, GENL_ADMIN_PERM),
+	ICFAB_OP(ICFAB_CMD_NODE_DEL, icfab_genl_node_del_doit, NULL,
+		 icfab_node_del_policy, GENL_ADMIN_PERM),
+	ICFAB_OP(ICFAB_CMD_NODE_GET, icfab_genl_node_get_doit,
+		 icfab_genl_node_get_dumpit, icfab_node_get_policy, 0),
+	ICFAB_OP(ICFAB_CMD_LINK_NEW, icfab_genl_link_new_doit, NULL,
+		 icfab_link_new_policy, GENL_ADMIN_PERM),
+	ICFAB_OP(ICFAB_CMD_LINK_DEL, icfab_genl_link_del_doit, NULL,
+		 icfab_link_del_policy, GENL_ADMIN_PERM),
+	ICFAB_OP(ICFAB_CMD_LINK_SET, icfab_genl_link_set_doit, NULL,
+		 icfab_link_set_policy, GENL_ADMIN_PERM),
+	ICFAB_OP(ICFAB_CMD_LINK_GET, icfab_genl_link_get_doit,
+		 icfab_genl_link_get_dumpit, icfab_link_get_policy, 0),
+	ICFAB_OP(ICFAB_CMD_ROUTE_SET, icfab_genl_route_set_doit, NULL,
+		 icfab_route_set_policy, GENL_ADMIN_PERM),
+	ICFAB_OP(ICFAB_CMD_ROUTE_GET, NULL, icfab_genl_route_get_dumpit,
+		 icfab_route_get_policy, 0),
+	ICFAB_OP(ICFAB_CMD_FABRIC_COMMIT, icfab_genl_commit_doit, NULL,
+		 icfab_commit_policy, GENL_ADMIN_PERM),
+	ICFAB_OP(ICFAB_CMD_FABRIC_ABORT, icfab_genl_abort_doit, NULL,
+		 icfab_abort_policy, GENL_ADMIN_PERM),
 };
 
-static struct genl_family icfab_genl_family __ro_after_init = {
+struct genl_family icfab_genl_family __ro_after_init = {
 	.name		= ICFAB_GENL_NAME,
 	.version	= ICFAB_GENL_VERSION,
 	.maxattr	= ICFAB_A_MAX,
@@ -219,12 +254,41 @@ static struct genl_family icfab_genl_family __ro_after_init = {
 	.n_mcgrps	= ARRAY_SIZE(icfab_genl_mcgrps),
 };
 
+/* A socket that staged a configuration and closed leaves nothing behind. */
+static int icfab_genl_netlink_event(struct notifier_block *nb,
+				    unsigned long event, void *ptr)
+{
+	struct netlink_notify *n = ptr;
+
+	if (event == NETLINK_URELEASE && n->protocol == NETLINK_GENERIC &&
+	    net_eq(n->net, &init_net))
+		icfab_fabrics_release_portid(n->portid);
+	return NOTIFY_DONE;
+}
+
+static struct notifier_block icfab_genl_netlink_nb = {
+	.notifier_call = icfab_genl_netlink_event,
+};
+
 int icfab_genl_init(void)
 {
-	return genl_register_family(&icfab_genl_family);
+	int err;
+
+	err = netlink_register_notifier(&icfab_genl_netlink_nb);
+	if (err)
+		return err;
+	err = genl_register_family(&icfab_genl_family);
+	if (err)
+		goto err_unregister_notifier;
+	return 0;
+
+err_unregister_notifier:
+	netlink_unregister_notifier(&icfab_genl_netlink_nb);
+	return err;
 }
 
 void icfab_genl_exit(void)
 {
 	genl_unregister_family(&icfab_genl_family);
+	netlink_unregister_notifier(&icfab_genl_netlink_nb);
 }

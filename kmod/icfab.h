@@ -12,16 +12,20 @@
 #include <linux/miscdevice.h>
 #include <linux/mutex.h>
 #include <linux/types.h>
+#include <net/genetlink.h>
 
 #include <linux/icfab.h>
+#include <linux/icfab_genl.h>
+
+#include "model/topo.h"
 
 #define ICFAB_MAX_FABRICS		8
 
 /* Limits of one fabric; reported through ICFAB_IOC_INFO. */
 #define ICFAB_MAX_ENDPOINTS		4096
-#define ICFAB_MAX_SWITCHES		4096
+#define ICFAB_MAX_SWITCHES		1024
 #define ICFAB_MAX_LINKS			65536
-#define ICFAB_MAX_PORTS			64
+#define ICFAB_MAX_PORTS			2048
 #define ICFAB_MAX_COLORS		64
 #define ICFAB_MAX_QUEUES		256
 #define ICFAB_MAX_QUEUE_DEPTH		4096
@@ -29,6 +33,19 @@
 #define ICFAB_MAX_SEGMENT_SIZE		(1U << 20)	/* bytes */
 #define ICFAB_DEFAULT_SEGMENT_SIZE	4096		/* bytes */
 #define ICFAB_MAX_DILATION		1000000
+/* Node ids are shared by endpoints and switches. */
+#define ICFAB_MAX_NODES			(ICFAB_MAX_ENDPOINTS + ICFAB_MAX_SWITCHES)
+
+/*
+ * A fabric's configuration: its parameters and its topology. A committed
+ * one is never modified; staging works on a deep copy (kmod/topo.c).
+ */
+struct icfab_topo {
+	u32 time_mode;			/* enum icfab_time_mode */
+	u32 segment_size;		/* bytes */
+	u32 dilation;			/* wall ns per fabric ns, paced mode */
+	struct icfab_mtopo m;
+};
 
 struct icfab_fabric {
 	u32 id;				/* N of /dev/icfabN */
@@ -36,14 +53,13 @@ struct icfab_fabric {
 	struct miscdevice misc;
 
 	struct mutex lock;		/* protects the fields below */
-	u32 time_mode;			/* enum icfab_time_mode */
-	u32 segment_size;		/* bytes */
-	u32 dilation;			/* wall ns per fabric ns, paced mode */
+	struct icfab_topo *active;	/* committed configuration, never NULL */
+	struct icfab_topo *staged;	/* being edited, or NULL */
+	u32 staged_portid;		/* netlink socket that owns staged */
 	u64 now_ps;			/* fabric clock, ps */
-	u64 generation;			/* bumped by every configuration change */
-	u32 nr_endpoints;
-	u32 nr_switches;
-	u32 nr_links;
+	u64 generation;			/* bumped by every commit */
+	u32 change_seq;			/* bumped by every commit or staging edit;
+					 * dumps use it to flag NLM_F_DUMP_INTR */
 
 	atomic_t nr_contexts;		/* open files */
 };
@@ -60,22 +76,84 @@ struct icfab_fabric_state {
 	u32 nr_switches;
 	u32 nr_links;
 	u32 nr_contexts;
+	bool has_staged;
+	u64 mem_bytes;			/* committed configuration's tables */
 };
 
 /* main.c */
 extern unsigned int icfab_nr_fabrics;
 struct icfab_fabric *icfab_fabric_get_by_id(u32 id);
 void icfab_fabric_snapshot(struct icfab_fabric *fabric,
-			   struct icfab_fabric_state *st);
+			   struct icfab_fabric_state *st, bool staged);
 void icfab_fill_limits(struct icfab_limits *limits);
 
 /* chardev.c */
 int icfab_chardev_init(struct icfab_fabric *fabric);
 void icfab_chardev_exit(struct icfab_fabric *fabric);
 
+/* topo.c; all with the fabric's lock held */
+struct icfab_topo *icfab_topo_create(void);
+void icfab_topo_destroy(struct icfab_topo *t);
+struct icfab_topo *icfab_topo_clone(const struct icfab_topo *src);
+struct icfab_mnode *icfab_topo_node(struct icfab_topo *t, u32 id);
+struct icfab_mlink *icfab_topo_link(struct icfab_topo *t, u32 id);
+int icfab_topo_node_add(struct icfab_topo *t, u32 id,
+			const struct icfab_mnode *tmpl);
+int icfab_topo_node_del(struct icfab_topo *t, u32 id);
+int icfab_topo_link_add(struct icfab_topo *t, u32 id,
+			const struct icfab_mlink *tmpl);
+int icfab_topo_link_del(struct icfab_topo *t, u32 id);
+int icfab_topo_routes_set(struct icfab_topo *t, u32 node, u32 dst_first,
+			  const u16 *ports, u32 n);
+int icfab_topo_validate_commit(struct icfab_topo *t,
+			       struct icfab_topo_err *err);
+u64 icfab_topo_mem_bytes(const struct icfab_topo *t);
+
+/* main.c */
+struct icfab_topo *icfab_fabric_staged(struct icfab_fabric *fabric,
+				       u32 portid);
+struct icfab_topo *icfab_fabric_unstage(struct icfab_fabric *fabric);
+void icfab_fabrics_release_portid(u32 portid);
+
 /* genl.c */
 int icfab_genl_init(void);
 void icfab_genl_exit(void);
 void icfab_genl_notify_fabric(struct icfab_fabric *fabric);
+struct nlattr **icfab_genl_dump_attrs(struct netlink_callback *cb);
+struct icfab_fabric *icfab_genl_fabric(struct nlattr **attrs,
+				       struct netlink_ext_ack *extack);
+
+extern struct genl_family icfab_genl_family;
+struct icfab_topo *icfab_lock_staged(struct icfab_fabric *fabric,
+				     struct genl_info *info);
+
+/* genl_topo.c: policies and handlers, listed in genl.c's ops table */
+extern const struct nla_policy icfab_node_new_policy[ICFAB_A_MAX + 1];
+extern const struct nla_policy icfab_node_del_policy[ICFAB_A_MAX + 1];
+extern const struct nla_policy icfab_node_get_policy[ICFAB_A_MAX + 1];
+extern const struct nla_policy icfab_link_new_policy[ICFAB_A_MAX + 1];
+extern const struct nla_policy icfab_link_set_policy[ICFAB_A_MAX + 1];
+extern const struct nla_policy icfab_link_del_policy[ICFAB_A_MAX + 1];
+extern const struct nla_policy icfab_link_get_policy[ICFAB_A_MAX + 1];
+extern const struct nla_policy icfab_route_set_policy[ICFAB_A_MAX + 1];
+extern const struct nla_policy icfab_route_get_policy[ICFAB_A_MAX + 1];
+extern const struct nla_policy icfab_commit_policy[ICFAB_A_MAX + 1];
+extern const struct nla_policy icfab_abort_policy[ICFAB_A_MAX + 1];
+int icfab_genl_node_new_doit(struct sk_buff *skb, struct genl_info *info);
+int icfab_genl_node_del_doit(struct sk_buff *skb, struct genl_info *info);
+int icfab_genl_node_get_doit(struct sk_buff *skb, struct genl_info *info);
+int icfab_genl_node_get_dumpit(struct sk_buff *skb,
+			       struct netlink_callback *cb);
+int icfab_genl_link_new_doit(struct sk_buff *skb, struct genl_info *info);
+int icfab_genl_link_set_doit(struct sk_buff *skb, struct genl_info *info);
+int icfab_genl_link_del_doit(struct sk_buff *skb, struct genl_info *info);
+int icfab_genl_link_get_doit(struct sk_buff *skb, struct genl_info *info);
+int icfab_genl_link_get_dumpit(struct sk_buff *skb,
+			       struct netlink_callback *cb);
+int icfab_genl_route_set_doit(struct sk_buff *skb, struct genl_info *info);
+int icfab_genl_route_get_dumpit(struct sk_buff *skb,
+				struct netlink_callback *cb);
+int icfab_genl_commit_doit(struct sk_buff *skb, struct genl_info *info);
+int icfab_genl_abort_doit(struct sk_buff *skb, struct genl_info *info);
 
 #endif /* _ICFAB_H */

@@ -6,6 +6,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/err.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 
@@ -32,19 +33,28 @@ struct icfab_fabric *icfab_fabric_get_by_id(u32 id)
 	return icfab_fabrics[id];
 }
 
+/*
+ * Read a fabric's state: its committed configuration, or the staged one
+ * when @staged is set and there is one.
+ */
 void icfab_fabric_snapshot(struct icfab_fabric *fabric,
-			   struct icfab_fabric_state *st)
+			   struct icfab_fabric_state *st, bool staged)
 {
+	const struct icfab_topo *t;
+
 	mutex_lock(&fabric->lock);
+	t = staged && fabric->staged ? fabric->staged : fabric->active;
 	st->id = fabric->id;
-	st->time_mode = fabric->time_mode;
-	st->segment_size = fabric->segment_size;
-	st->dilation = fabric->dilation;
+	st->time_mode = t->time_mode;
+	st->segment_size = t->segment_size;
+	st->dilation = t->dilation;
 	st->now_ps = fabric->now_ps;
 	st->generation = fabric->generation;
-	st->nr_endpoints = fabric->nr_endpoints;
-	st->nr_switches = fabric->nr_switches;
-	st->nr_links = fabric->nr_links;
+	st->nr_endpoints = t->m.nr_endpoints;
+	st->nr_switches = t->m.nr_switches;
+	st->nr_links = t->m.nr_links;
+	st->has_staged = fabric->staged;
+	st->mem_bytes = icfab_topo_mem_bytes(t);
 	mutex_unlock(&fabric->lock);
 	st->nr_contexts = atomic_read(&fabric->nr_contexts);
 }
@@ -76,17 +86,75 @@ static struct icfab_fabric *icfab_fabric_create(u32 id)
 	snprintf(fabric->name, sizeof(fabric->name), ICFAB_DEV_NAME_PREFIX "%u",
 		 id);
 	mutex_init(&fabric->lock);
-	fabric->time_mode = ICFAB_TIME_VIRTUAL;
-	fabric->segment_size = ICFAB_DEFAULT_SEGMENT_SIZE;
-	fabric->dilation = 1;
 	atomic_set(&fabric->nr_contexts, 0);
+	fabric->active = icfab_topo_create();
+	if (!fabric->active) {
+		kfree(fabric);
+		return NULL;
+	}
 	return fabric;
 }
 
 static void icfab_fabric_destroy(struct icfab_fabric *fabric)
 {
+	icfab_topo_destroy(fabric->staged);
+	icfab_topo_destroy(fabric->active);
 	mutex_destroy(&fabric->lock);
 	kfree(fabric);
+}
+
+/*
+ * The staged configuration, created on first use as a copy of the
+ * committed one and owned by the netlink socket @portid until it commits
+ * or aborts, or closes. Another socket gets -EBUSY, so two configurators
+ * never commit each other's half-made changes. Called with the lock held.
+ */
+struct icfab_topo *icfab_fabric_staged(struct icfab_fabric *fabric,
+				       u32 portid)
+{
+	lockdep_assert_held(&fabric->lock);
+
+	if (fabric->staged) {
+		if (fabric->staged_portid != portid)
+			return ERR_PTR(-EBUSY);
+		return fabric->staged;
+	}
+	fabric->staged = icfab_topo_clone(fabric->active);
+	if (!fabric->staged)
+		return ERR_PTR(-ENOMEM);
+	fabric->staged_portid = portid;
+	fabric->change_seq++;
+	return fabric->staged;
+}
+
+/* Detach the staged configuration; the caller destroys it unlocked. */
+struct icfab_topo *icfab_fabric_unstage(struct icfab_fabric *fabric)
+{
+	struct icfab_topo *staged = fabric->staged;
+
+	lockdep_assert_held(&fabric->lock);
+	fabric->staged = NULL;
+	fabric->staged_portid = 0;
+	if (staged)
+		fabric->change_seq++;
+	return staged;
+}
+
+/* A netlink socket closed: drop whatever it had staged. */
+void icfab_fabrics_release_portid(u32 portid)
+{
+	unsigned int i;
+
+	for (i = 0; i < icfab_nr_fabrics; i++) {
+		struct icfab_fabric *fabric = icfab_fabrics[i];
+		struct icfab_topo *staged = NULL;
+
+		mutex_lock(&fabric->lock);
+		if (fabric->staged && fabric->staged_portid == portid)
+			staged = icfab_fabric_unstage(fabric);
+		mutex_unlock(&fabric->lock);
+		icfab_topo_destroy(staged);
+	}
 }
 
 static void icfab_fabrics_destroy(void)

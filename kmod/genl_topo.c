@@ -1,0 +1,850 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * icfab: netlink commands for the topology: nodes, links, routes, and the
+ * staged-then-committed configuration.
+ *
+ * Edits go to the fabric's staged configuration. Reads go to the
+ * committed one unless the request carries ICFAB_A_STAGED. Every reply
+ * carries the generation it was read from; dumps set cb->seq from the
+ * fabric's change counter so that a dump spanning a change is flagged
+ * NLM_F_DUMP_INTR.
+ */
+#include <linux/err.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <net/genetlink.h>
+
+#include <linux/icfab_genl.h>
+
+#include "icfab.h"
+
+/* Routes are dumped in chunks so that a message stays small. */
+#define ICFAB_ROUTE_CHUNK	1024	/* destinations per message */
+
+static struct netlink_range_validation icfab_node_id_range = {
+	.max = ICFAB_MAX_NODES - 1,
+};
+
+static struct netlink_range_validation icfab_link_id_range = {
+	.max = ICFAB_MAX_LINKS - 1,
+};
+
+static struct netlink_range_validation icfab_ports_range = {
+	.min = 1,
+	.max = ICFAB_MAX_PORTS,
+};
+
+static struct netlink_range_validation icfab_port_range = {
+	.max = ICFAB_MAX_PORTS - 1,
+};
+
+static struct netlink_range_validation icfab_colors_range = {
+	.max = ICFAB_MAX_COLORS,
+};
+
+static struct netlink_range_validation icfab_permille_range = {
+	.min = 1,
+	.max = 999,
+};
+
+#define ICFAB_POLICY_NODE_ID \
+	NLA_POLICY_FULL_RANGE(NLA_U32, &icfab_node_id_range)
+#define ICFAB_POLICY_LINK_ID \
+	NLA_POLICY_FULL_RANGE(NLA_U32, &icfab_link_id_range)
+#define ICFAB_POLICY_PORT \
+	NLA_POLICY_FULL_RANGE(NLA_U32, &icfab_port_range)
+
+const struct nla_policy icfab_node_new_policy[ICFAB_A_MAX + 1] = {
+	[ICFAB_A_FABRIC_ID]		= { .type = NLA_U32 },
+	[ICFAB_A_NODE_ID]		= ICFAB_POLICY_NODE_ID,
+	[ICFAB_A_NODE_KIND]		= NLA_POLICY_MAX(NLA_U32,
+							 ICFAB_NODE_KIND_MAX),
+	[ICFAB_A_NODE_NAME]		= { .type = NLA_NUL_STRING,
+					    .len = ICFAB_NAME_MAX - 1 },
+	[ICFAB_A_NODE_PORTS]		=
+		NLA_POLICY_FULL_RANGE(NLA_U32, &icfab_ports_range),
+	[ICFAB_A_NODE_MEM_BYTES]	= { .type = NLA_U64 },
+	[ICFAB_A_NODE_DMA_ENGINES]	= NLA_POLICY_MAX(NLA_U32, 1024),
+	[ICFAB_A_NODE_COLORS]		=
+		NLA_POLICY_FULL_RANGE(NLA_U32, &icfab_colors_range),
+};
+
+const struct nla_policy icfab_node_del_policy[ICFAB_A_MAX + 1] = {
+	[ICFAB_A_FABRIC_ID]		= { .type = NLA_U32 },
+	[ICFAB_A_NODE_ID]		= ICFAB_POLICY_NODE_ID,
+};
+
+const struct nla_policy icfab_node_get_policy[ICFAB_A_MAX + 1] = {
+	[ICFAB_A_FABRIC_ID]		= { .type = NLA_U32 },
+	[ICFAB_A_NODE_ID]		= ICFAB_POLICY_NODE_ID,
+	[ICFAB_A_STAGED]		= { .type = NLA_FLAG },
+};
+
+const struct nla_policy icfab_link_new_policy[ICFAB_A_MAX + 1] = {
+	[ICFAB_A_FABRIC_ID]		= { .type = NLA_U32 },
+	[ICFAB_A_LINK_ID]		= ICFAB_POLICY_LINK_ID,
+	[ICFAB_A_LINK_SRC_NODE]		= ICFAB_POLICY_NODE_ID,
+	[ICFAB_A_LINK_SRC_PORT]		= ICFAB_POLICY_PORT,
+	[ICFAB_A_LINK_DST_NODE]		= ICFAB_POLICY_NODE_ID,
+	[ICFAB_A_LINK_DST_PORT]		= ICFAB_POLICY_PORT,
+	[ICFAB_A_LINK_BANDWIDTH]	= NLA_POLICY_MIN(NLA_U64, 1),
+	[ICFAB_A_LINK_LATENCY_PS]	= { .type = NLA_U64 },
+	[ICFAB_A_LINK_CLASS]		= NLA_POLICY_MAX(NLA_U32,
+							 ICFAB_LINK_CLASS_MAX),
+	[ICFAB_A_LINK_STATE]		= NLA_POLICY_MAX(NLA_U32,
+							 ICFAB_LINK_STATE_MAX),
+	[ICFAB_A_LINK_BW_PERMILLE]	=
+		NLA_POLICY_FULL_RANGE(NLA_U32, &icfab_permille_range),
+};
+
+const struct nla_policy icfab_link_set_policy[ICFAB_A_MAX + 1] = {
+	[ICFAB_A_FABRIC_ID]		= { .type = NLA_U32 },
+	[ICFAB_A_LINK_ID]		= ICFAB_POLICY_LINK_ID,
+	[ICFAB_A_LINK_STATE]		= NLA_POLICY_MAX(NLA_U32,
+							 ICFAB_LINK_STATE_MAX),
+	[ICFAB_A_LINK_BW_PERMILLE]	=
+		NLA_POLICY_FULL_RANGE(NLA_U32, &icfab_permille_range),
+};
+
+const struct nla_policy icfab_link_del_policy[ICFAB_A_MAX + 1] = {
+	[ICFAB_A_FABRIC_ID]		= { .type = NLA_U32 },
+	[ICFAB_A_LINK_ID]		= ICFAB_POLICY_LINK_ID,
+};
+
+const struct nla_policy icfab_link_get_policy[ICFAB_A_MAX + 1] = {
+	[ICFAB_A_FABRIC_ID]		= { .type = NLA_U32 },
+	[ICFAB_A_LINK_ID]		= ICFAB_POLICY_LINK_ID,
+	[ICFAB_A_STAGED]		= { .type = NLA_FLAG },
+};
+
+const struct nla_policy icfab_route_set_policy[ICFAB_A_MAX + 1] = {
+	[ICFAB_A_FABRIC_ID]		= { .type = NLA_U32 },
+	[ICFAB_A_ROUTE_NODE]		= ICFAB_POLICY_NODE_ID,
+	[ICFAB_A_ROUTE_DST_FIRST]	= ICFAB_POLICY_NODE_ID,
+	[ICFAB_A_ROUTE_PORTS]		= NLA_POLICY_RANGE(NLA_BINARY, 2,
+						2 * ICFAB_MAX_NODES),
+};
+
+const struct nla_policy icfab_route_get_policy[ICFAB_A_MAX + 1] = {
+	[ICFAB_A_FABRIC_ID]		= { .type = NLA_U32 },
+	[ICFAB_A_ROUTE_NODE]		= ICFAB_POLICY_NODE_ID,
+	[ICFAB_A_STAGED]		= { .type = NLA_FLAG },
+};
+
+const struct nla_policy icfab_commit_policy[ICFAB_A_MAX + 1] = {
+	[ICFAB_A_FABRIC_ID]		= { .type = NLA_U32 },
+	[ICFAB_A_FABRIC_GENERATION]	= { .type = NLA_U64 },
+};
+
+const struct nla_policy icfab_abort_policy[ICFAB_A_MAX + 1] = {
+	[ICFAB_A_FABRIC_ID]		= { .type = NLA_U32 },
+};
+
+static u32 icfab_attr_u32(struct nlattr **attrs, int type, u32 dflt)
+{
+	return attrs[type] ? nla_get_u32(attrs[type]) : dflt;
+}
+
+/* The configuration a read looks at. */
+static struct icfab_topo *icfab_view(struct icfab_fabric *fabric,
+				     struct nlattr **attrs)
+{
+	lockdep_assert_held(&fabric->lock);
+
+	if (attrs[ICFAB_A_STAGED] && fabric->staged)
+		return fabric->staged;
+	return fabric->active;
+}
+
+/*
+ * Take the lock and the caller's staged configuration. On failure the
+ * lock is not held and the extack says why.
+ */
+struct icfab_topo *icfab_lock_staged(struct icfab_fabric *fabric,
+				     struct genl_info *info)
+{
+	struct icfab_topo *t;
+
+	mutex_lock(&fabric->lock);
+	t = icfab_fabric_staged(fabric, info->snd_portid);
+	if (IS_ERR(t)) {
+		mutex_unlock(&fabric->lock);
+		if (PTR_ERR(t) == -EBUSY)
+			NL_SET_ERR_MSG(info->extack,
+				       "another socket is staging a configuration");
+		else
+			NL_SET_ERR_MSG(info->extack,
+				       "no memory to stage a configuration");
+	}
+	return t;
+}
+
+/* ---- nodes ---- */
+
+int icfab_genl_node_new_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr **attrs = info->attrs;
+	struct icfab_fabric *fabric;
+	struct icfab_mnode tmpl = {};
+	struct icfab_topo *t;
+	int err;
+
+	fabric = icfab_genl_fabric(attrs, info->extack);
+	if (!fabric)
+		return -ENODEV;
+	if (GENL_REQ_ATTR_CHECK(info, ICFAB_A_NODE_ID) ||
+	    GENL_REQ_ATTR_CHECK(info, ICFAB_A_NODE_KIND) ||
+	    GENL_REQ_ATTR_CHECK(info, ICFAB_A_NODE_PORTS))
+		return -EINVAL;
+
+	tmpl.kind = nla_get_u32(attrs[ICFAB_A_NODE_KIND]);
+	tmpl.nr_ports = nla_get_u32(attrs[ICFAB_A_NODE_PORTS]);
+	if (attrs[ICFAB_A_NODE_NAME])
+		nla_strscpy(tmpl.name, attrs[ICFAB_A_NODE_NAME],
+			    sizeof(tmpl.name));
+	if (tmpl.kind == ICFAB_NODE_ENDPOINT) {
+		if (attrs[ICFAB_A_NODE_COLORS]) {
+			NL_SET_ERR_MSG_ATTR(info->extack,
+					    attrs[ICFAB_A_NODE_COLORS],
+					    "only switches have a color table");
+			return -EINVAL;
+		}
+		tmpl.mem_bytes = attrs[ICFAB_A_NODE_MEM_BYTES] ?
+			nla_get_u64(attrs[ICFAB_A_NODE_MEM_BYTES]) : 0;
+		tmpl.dma_engines = icfab_attr_u32(attrs,
+						  ICFAB_A_NODE_DMA_ENGINES, 1);
+	} else {
+		if (attrs[ICFAB_A_NODE_MEM_BYTES] ||
+		    attrs[ICFAB_A_NODE_DMA_ENGINES]) {
+			NL_SET_ERR_MSG_ATTR(info->extack,
+					    attrs[ICFAB_A_NODE_MEM_BYTES] ?:
+					    attrs[ICFAB_A_NODE_DMA_ENGINES],
+					    "switches have no device memory or DMA engines");
+			return -EINVAL;
+		}
+		tmpl.colors = icfab_attr_u32(attrs, ICFAB_A_NODE_COLORS, 0);
+	}
+
+	t = icfab_lock_staged(fabric, info);
+	if (IS_ERR(t))
+		return PTR_ERR(t);
+	err = icfab_topo_node_add(t, nla_get_u32(attrs[ICFAB_A_NODE_ID]),
+				  &tmpl);
+	if (!err)
+		fabric->change_seq++;
+	mutex_unlock(&fabric->lock);
+
+	if (err == -EEXIST)
+		NL_SET_ERR_MSG_ATTR(info->extack, attrs[ICFAB_A_NODE_ID],
+				    "a node with this id is already staged");
+	return err;
+}
+
+int icfab_genl_node_del_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr **attrs = info->attrs;
+	struct icfab_fabric *fabric;
+	struct icfab_topo *t;
+	int err;
+
+	fabric = icfab_genl_fabric(attrs, info->extack);
+	if (!fabric)
+		return -ENODEV;
+	if (GENL_REQ_ATTR_CHECK(info, ICFAB_A_NODE_ID))
+		return -EINVAL;
+
+	t = icfab_lock_staged(fabric, info);
+	if (IS_ERR(t))
+		return PTR_ERR(t);
+	err = icfab_topo_node_del(t, nla_get_u32(attrs[ICFAB_A_NODE_ID]));
+	if (!err)
+		fabric->change_seq++;
+	mutex_unlock(&fabric->lock);
+
+	if (err == -ENOENT)
+		NL_SET_ERR_MSG_ATTR(info->extack, attrs[ICFAB_A_NODE_ID],
+				    "no node with this id");
+	else if (err == -EBUSY)
+		NL_SET_ERR_MSG_ATTR(info->extack, attrs[ICFAB_A_NODE_ID],
+				    "links still use this node");
+	return err;
+}
+
+static int icfab_fill_node(struct sk_buff *skb, u32 portid, u32 seq,
+			   int flags, struct icfab_fabric *fabric,
+			   struct netlink_callback *cb, u32 id,
+			   const struct icfab_mnode *n)
+{
+	void *hdr;
+
+	hdr = genlmsg_put(skb, portid, seq, &icfab_genl_family, flags,
+			  ICFAB_CMD_NODE_GET);
+	if (!hdr)
+		return -EMSGSIZE;
+	if (cb)
+		genl_dump_check_consistent(cb, hdr);
+
+	if (nla_put_u32(skb, ICFAB_A_FABRIC_ID, fabric->id) ||
+	    nla_put_u64_64bit(skb, ICFAB_A_FABRIC_GENERATION,
+			      fabric->generation, ICFAB_A_PAD) ||
+	    nla_put_u32(skb, ICFAB_A_NODE_ID, id) ||
+	    nla_put_u32(skb, ICFAB_A_NODE_KIND, n->kind) ||
+	    nla_put_string(skb, ICFAB_A_NODE_NAME, n->name) ||
+	    nla_put_u32(skb, ICFAB_A_NODE_PORTS, n->nr_ports))
+		goto err_cancel;
+	if (n->kind == ICFAB_NODE_ENDPOINT) {
+		if (nla_put_u64_64bit(skb, ICFAB_A_NODE_MEM_BYTES,
+				      n->mem_bytes, ICFAB_A_PAD) ||
+		    nla_put_u32(skb, ICFAB_A_NODE_DMA_ENGINES, n->dma_engines))
+			goto err_cancel;
+	} else if (nla_put_u32(skb, ICFAB_A_NODE_COLORS, n->colors)) {
+		goto err_cancel;
+	}
+	genlmsg_end(skb, hdr);
+	return 0;
+
+err_cancel:
+	genlmsg_cancel(skb, hdr);
+	return -EMSGSIZE;
+}
+
+int icfab_genl_node_get_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr **attrs = info->attrs;
+	struct icfab_fabric *fabric;
+	struct icfab_mnode *n;
+	struct sk_buff *msg;
+	int err;
+
+	fabric = icfab_genl_fabric(attrs, info->extack);
+	if (!fabric)
+		return -ENODEV;
+	if (GENL_REQ_ATTR_CHECK(info, ICFAB_A_NODE_ID))
+		return -EINVAL;
+
+	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	if (!msg)
+		return -ENOMEM;
+
+	mutex_lock(&fabric->lock);
+	n = icfab_topo_node(icfab_view(fabric, attrs),
+			    nla_get_u32(attrs[ICFAB_A_NODE_ID]));
+	err = n ? icfab_fill_node(msg, info->snd_portid, info->snd_seq, 0,
+				  fabric, NULL,
+				  nla_get_u32(attrs[ICFAB_A_NODE_ID]), n) :
+		  -ENOENT;
+	mutex_unlock(&fabric->lock);
+
+	if (err) {
+		if (err == -ENOENT)
+			NL_SET_ERR_MSG_ATTR(info->extack,
+					    attrs[ICFAB_A_NODE_ID],
+					    "no node with this id");
+		nlmsg_free(msg);
+		return err;
+	}
+	return genlmsg_reply(msg, info);
+}
+
+int icfab_genl_node_get_dumpit(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	struct nlattr **attrs = icfab_genl_dump_attrs(cb);
+	struct icfab_fabric *fabric;
+	struct icfab_topo *t;
+	unsigned long id;	/* cb->args[0]: next node id */
+	int err = 0;
+
+	fabric = icfab_genl_fabric(attrs, cb->extack);
+	if (!fabric)
+		return -ENODEV;
+
+	mutex_lock(&fabric->lock);
+	cb->seq = fabric->change_seq;
+	t = icfab_view(fabric, attrs);
+	for (id = cb->args[0]; id < t->m.nodes_cap; id++) {
+		if (!t->m.nodes[id].present)
+			continue;
+		err = icfab_fill_node(skb, NETLINK_CB(cb->skb).portid,
+				      cb->nlh->nlmsg_seq, NLM_F_MULTI, fabric,
+				      cb, id, &t->m.nodes[id]);
+		if (err)
+			break;
+	}
+	mutex_unlock(&fabric->lock);
+	cb->args[0] = id;
+	return err && !skb->len ? err : skb->len;
+}
+
+/* ---- links ---- */
+
+int icfab_genl_link_new_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr **attrs = info->attrs;
+	struct icfab_fabric *fabric;
+	struct icfab_mlink tmpl = {};
+	struct icfab_topo *t;
+	int err;
+
+	fabric = icfab_genl_fabric(attrs, info->extack);
+	if (!fabric)
+		return -ENODEV;
+	if (GENL_REQ_ATTR_CHECK(info, ICFAB_A_LINK_ID) ||
+	    GENL_REQ_ATTR_CHECK(info, ICFAB_A_LINK_SRC_NODE) ||
+	    GENL_REQ_ATTR_CHECK(info, ICFAB_A_LINK_SRC_PORT) ||
+	    GENL_REQ_ATTR_CHECK(info, ICFAB_A_LINK_DST_NODE) ||
+	    GENL_REQ_ATTR_CHECK(info, ICFAB_A_LINK_DST_PORT) ||
+	    GENL_REQ_ATTR_CHECK(info, ICFAB_A_LINK_BANDWIDTH))
+		return -EINVAL;
+
+	tmpl.src = nla_get_u32(attrs[ICFAB_A_LINK_SRC_NODE]);
+	tmpl.src_port = nla_get_u32(attrs[ICFAB_A_LINK_SRC_PORT]);
+	tmpl.dst = nla_get_u32(attrs[ICFAB_A_LINK_DST_NODE]);
+	tmpl.dst_port = nla_get_u32(attrs[ICFAB_A_LINK_DST_PORT]);
+	tmpl.bandwidth = nla_get_u64(attrs[ICFAB_A_LINK_BANDWIDTH]);
+	tmpl.latency_ps = attrs[ICFAB_A_LINK_LATENCY_PS] ?
+		nla_get_u64(attrs[ICFAB_A_LINK_LATENCY_PS]) : 0;
+	tmpl.class = icfab_attr_u32(attrs, ICFAB_A_LINK_CLASS,
+				    ICFAB_LINK_CLASS_OTHER);
+	tmpl.state = icfab_attr_u32(attrs, ICFAB_A_LINK_STATE, ICFAB_LINK_UP);
+	tmpl.permille = icfab_attr_u32(attrs, ICFAB_A_LINK_BW_PERMILLE, 1000);
+	if (tmpl.src == tmpl.dst) {
+		NL_SET_ERR_MSG_ATTR(info->extack, attrs[ICFAB_A_LINK_DST_NODE],
+				    "a link cannot join a node to itself");
+		return -EINVAL;
+	}
+	if ((tmpl.state == ICFAB_LINK_DEGRADED) !=
+	    !!attrs[ICFAB_A_LINK_BW_PERMILLE]) {
+		NL_SET_ERR_MSG_ATTR(info->extack, attrs[ICFAB_A_LINK_STATE],
+				    "DEGRADED needs BW_PERMILLE, and only it takes one");
+		return -EINVAL;
+	}
+
+	t = icfab_lock_staged(fabric, info);
+	if (IS_ERR(t))
+		return PTR_ERR(t);
+	if (!icfab_topo_node(t, tmpl.src)) {
+		NL_SET_ERR_MSG_ATTR(info->extack, attrs[ICFAB_A_LINK_SRC_NODE],
+				    "no node with this id is staged");
+		err = -ENOENT;
+	} else if (!icfab_topo_node(t, tmpl.dst)) {
+		NL_SET_ERR_MSG_ATTR(info->extack, attrs[ICFAB_A_LINK_DST_NODE],
+				    "no node with this id is staged");
+		err = -ENOENT;
+	} else {
+		err = icfab_topo_link_add(t,
+				nla_get_u32(attrs[ICFAB_A_LINK_ID]), &tmpl);
+		if (err == -EEXIST)
+			NL_SET_ERR_MSG_ATTR(info->extack,
+					    attrs[ICFAB_A_LINK_ID],
+					    "a link with this id is already staged");
+	}
+	if (!err)
+		fabric->change_seq++;
+	mutex_unlock(&fabric->lock);
+	return err;
+}
+
+int icfab_genl_link_set_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr **attrs = info->attrs;
+	struct icfab_fabric *fabric;
+	struct icfab_mlink *l;
+	struct icfab_topo *t;
+	u32 state;
+
+	fabric = icfab_genl_fabric(attrs, info->extack);
+	if (!fabric)
+		return -ENODEV;
+	if (GENL_REQ_ATTR_CHECK(info, ICFAB_A_LINK_ID) ||
+	    GENL_REQ_ATTR_CHECK(info, ICFAB_A_LINK_STATE))
+		return -EINVAL;
+	state = nla_get_u32(attrs[ICFAB_A_LINK_STATE]);
+	if ((state == ICFAB_LINK_DEGRADED) != !!attrs[ICFAB_A_LINK_BW_PERMILLE]) {
+		NL_SET_ERR_MSG_ATTR(info->extack, attrs[ICFAB_A_LINK_STATE],
+				    "DEGRADED needs BW_PERMILLE, and only it takes one");
+		return -EINVAL;
+	}
+
+	t = icfab_lock_staged(fabric, info);
+	if (IS_ERR(t))
+		return PTR_ERR(t);
+	l = icfab_topo_link(t, nla_get_u32(attrs[ICFAB_A_LINK_ID]));
+	if (l) {
+		l->state = state;
+		l->permille = icfab_attr_u32(attrs, ICFAB_A_LINK_BW_PERMILLE,
+					     1000);
+		fabric->change_seq++;
+	}
+	mutex_unlock(&fabric->lock);
+
+	if (!l) {
+		NL_SET_ERR_MSG_ATTR(info->extack, attrs[ICFAB_A_LINK_ID],
+				    "no link with this id is staged");
+		return -ENOENT;
+	}
+	return 0;
+}
+
+int icfab_genl_link_del_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr **attrs = info->attrs;
+	struct icfab_fabric *fabric;
+	struct icfab_topo *t;
+	int err;
+
+	fabric = icfab_genl_fabric(attrs, info->extack);
+	if (!fabric)
+		return -ENODEV;
+	if (GENL_REQ_ATTR_CHECK(info, ICFAB_A_LINK_ID))
+		return -EINVAL;
+
+	t = icfab_lock_staged(fabric, info);
+	if (IS_ERR(t))
+		return PTR_ERR(t);
+	err = icfab_topo_link_del(t, nla_get_u32(attrs[ICFAB_A_LINK_ID]));
+	if (!err)
+		fabric->change_seq++;
+	mutex_unlock(&fabric->lock);
+
+	if (err == -ENOENT)
+		NL_SET_ERR_MSG_ATTR(info->extack, attrs[ICFAB_A_LINK_ID],
+				    "no link with this id is staged");
+	return err;
+}
+
+static int icfab_fill_link(struct sk_buff *skb, u32 portid, u32 seq,
+			   int flags, struct icfab_fabric *fabric,
+			   struct netlink_callback *cb, u32 id,
+			   const struct icfab_mlink *l)
+{
+	void *hdr;
+
+	hdr = genlmsg_put(skb, portid, seq, &icfab_genl_family, flags,
+			  ICFAB_CMD_LINK_GET);
+	if (!hdr)
+		return -EMSGSIZE;
+	if (cb)
+		genl_dump_check_consistent(cb, hdr);
+
+	if (nla_put_u32(skb, ICFAB_A_FABRIC_ID, fabric->id) ||
+	    nla_put_u64_64bit(skb, ICFAB_A_FABRIC_GENERATION,
+			      fabric->generation, ICFAB_A_PAD) ||
+	    nla_put_u32(skb, ICFAB_A_LINK_ID, id) ||
+	    nla_put_u32(skb, ICFAB_A_LINK_SRC_NODE, l->src) ||
+	    nla_put_u32(skb, ICFAB_A_LINK_SRC_PORT, l->src_port) ||
+	    nla_put_u32(skb, ICFAB_A_LINK_DST_NODE, l->dst) ||
+	    nla_put_u32(skb, ICFAB_A_LINK_DST_PORT, l->dst_port) ||
+	    nla_put_u64_64bit(skb, ICFAB_A_LINK_BANDWIDTH, l->bandwidth,
+			      ICFAB_A_PAD) ||
+	    nla_put_u64_64bit(skb, ICFAB_A_LINK_LATENCY_PS, l->latency_ps,
+			      ICFAB_A_PAD) ||
+	    nla_put_u32(skb, ICFAB_A_LINK_CLASS, l->class) ||
+	    nla_put_u32(skb, ICFAB_A_LINK_STATE, l->state) ||
+	    (l->state == ICFAB_LINK_DEGRADED &&
+	     nla_put_u32(skb, ICFAB_A_LINK_BW_PERMILLE, l->permille))) {
+		genlmsg_cancel(skb, hdr);
+		return -EMSGSIZE;
+	}
+	genlmsg_end(skb, hdr);
+	return 0;
+}
+
+int icfab_genl_link_get_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr **attrs = info->attrs;
+	struct icfab_fabric *fabric;
+	struct icfab_mlink *l;
+	struct sk_buff *msg;
+	int err;
+
+	fabric = icfab_genl_fabric(attrs, info->extack);
+	if (!fabric)
+		return -ENODEV;
+	if (GENL_REQ_ATTR_CHECK(info, ICFAB_A_LINK_ID))
+		return -EINVAL;
+
+	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	if (!msg)
+		return -ENOMEM;
+
+	mutex_lock(&fabric->lock);
+	l = icfab_topo_link(icfab_view(fabric, attrs),
+			    nla_get_u32(attrs[ICFAB_A_LINK_ID]));
+	err = l ? icfab_fill_link(msg, info->snd_portid, info->snd_seq, 0,
+				  fabric, NULL,
+				  nla_get_u32(attrs[ICFAB_A_LINK_ID]), l) :
+		  -ENOENT;
+	mutex_unlock(&fabric->lock);
+
+	if (err) {
+		if (err == -ENOENT)
+			NL_SET_ERR_MSG_ATTR(info->extack,
+					    attrs[ICFAB_A_LINK_ID],
+					    "no link with this id");
+		nlmsg_free(msg);
+		return err;
+	}
+	return genlmsg_reply(msg, info);
+}
+
+int icfab_genl_link_get_dumpit(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	struct nlattr **attrs = icfab_genl_dump_attrs(cb);
+	struct icfab_fabric *fabric;
+	struct icfab_topo *t;
+	unsigned long id;	/* cb->args[0]: next link id */
+	int err = 0;
+
+	fabric = icfab_genl_fabric(attrs, cb->extack);
+	if (!fabric)
+		return -ENODEV;
+
+	mutex_lock(&fabric->lock);
+	cb->seq = fabric->change_seq;
+	t = icfab_view(fabric, attrs);
+	for (id = cb->args[0]; id < t->m.links_cap; id++) {
+		if (!t->m.links[id].present)
+			continue;
+		err = icfab_fill_link(skb, NETLINK_CB(cb->skb).portid,
+				      cb->nlh->nlmsg_seq, NLM_F_MULTI, fabric,
+				      cb, id, &t->m.links[id]);
+		if (err)
+			break;
+	}
+	mutex_unlock(&fabric->lock);
+	cb->args[0] = id;
+	return err && !skb->len ? err : skb->len;
+}
+
+/* ---- routes ---- */
+
+int icfab_genl_route_set_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr **attrs = info->attrs;
+	struct icfab_fabric *fabric;
+	struct icfab_topo *t;
+	u32 first, n, end;
+	int err;
+
+	fabric = icfab_genl_fabric(attrs, info->extack);
+	if (!fabric)
+		return -ENODEV;
+	if (GENL_REQ_ATTR_CHECK(info, ICFAB_A_ROUTE_NODE) ||
+	    GENL_REQ_ATTR_CHECK(info, ICFAB_A_ROUTE_PORTS))
+		return -EINVAL;
+
+	first = icfab_attr_u32(attrs, ICFAB_A_ROUTE_DST_FIRST, 0);
+	if (nla_len(attrs[ICFAB_A_ROUTE_PORTS]) % sizeof(u16)) {
+		NL_SET_ERR_MSG_ATTR(info->extack, attrs[ICFAB_A_ROUTE_PORTS],
+				    "ports are __u16: the length must be even");
+		return -EINVAL;
+	}
+	n = nla_len(attrs[ICFAB_A_ROUTE_PORTS]) / sizeof(u16);
+	if (check_add_overflow(first, n, &end) || end > ICFAB_MAX_NODES) {
+		NL_SET_ERR_MSG_ATTR(info->extack, attrs[ICFAB_A_ROUTE_PORTS],
+				    "destinations run past the last node id");
+		return -ERANGE;
+	}
+
+	t = icfab_lock_staged(fabric, info);
+	if (IS_ERR(t))
+		return PTR_ERR(t);
+	/* nla_data() of a binary attribute is only 4-byte aligned: fine. */
+	err = icfab_topo_routes_set(t, nla_get_u32(attrs[ICFAB_A_ROUTE_NODE]),
+				    first, nla_data(attrs[ICFAB_A_ROUTE_PORTS]),
+				    n);
+	if (!err)
+		fabric->change_seq++;
+	mutex_unlock(&fabric->lock);
+
+	if (err == -ENOENT)
+		NL_SET_ERR_MSG_ATTR(info->extack, attrs[ICFAB_A_ROUTE_NODE],
+				    "no node with this id is staged");
+	return err;
+}
+
+/* One message: @node's routes for destinations first..first+n-1. */
+static int icfab_fill_routes(struct sk_buff *skb, u32 portid, u32 seq,
+			     int flags, struct icfab_fabric *fabric,
+			     struct netlink_callback *cb, u32 node,
+			     const struct icfab_mnode *nd, u32 first, u32 n)
+{
+	void *hdr;
+
+	hdr = genlmsg_put(skb, portid, seq, &icfab_genl_family, flags,
+			  ICFAB_CMD_ROUTE_GET);
+	if (!hdr)
+		return -EMSGSIZE;
+	if (cb)
+		genl_dump_check_consistent(cb, hdr);
+
+	if (nla_put_u32(skb, ICFAB_A_FABRIC_ID, fabric->id) ||
+	    nla_put_u64_64bit(skb, ICFAB_A_FABRIC_GENERATION,
+			      fabric->generation, ICFAB_A_PAD) ||
+	    nla_put_u32(skb, ICFAB_A_ROUTE_NODE, node) ||
+	    nla_put_u32(skb, ICFAB_A_ROUTE_DST_FIRST, first) ||
+	    (n && nla_put(skb, ICFAB_A_ROUTE_PORTS, n * sizeof(u16),
+			  nd->routes + first))) {
+		genlmsg_cancel(skb, hdr);
+		return -EMSGSIZE;
+	}
+	genlmsg_end(skb, hdr);
+	return 0;
+}
+
+/*
+ * ROUTE_GET is always a dump, in chunks of ICFAB_ROUTE_CHUNK destinations:
+ * of one node's table with ICFAB_A_ROUTE_NODE, of every table without.
+ * Nodes without a table send nothing.
+ */
+int icfab_genl_route_get_dumpit(struct sk_buff *skb,
+				struct netlink_callback *cb)
+{
+	struct nlattr **attrs = icfab_genl_dump_attrs(cb);
+	struct icfab_fabric *fabric;
+	struct icfab_topo *t;
+	unsigned long node = cb->args[0], first = cb->args[1];
+	unsigned long last;
+	int err = 0;
+
+	fabric = icfab_genl_fabric(attrs, cb->extack);
+	if (!fabric)
+		return -ENODEV;
+
+	mutex_lock(&fabric->lock);
+	cb->seq = fabric->change_seq;
+	t = icfab_view(fabric, attrs);
+	last = t->m.nodes_cap;
+	if (attrs[ICFAB_A_ROUTE_NODE]) {
+		u32 only = nla_get_u32(attrs[ICFAB_A_ROUTE_NODE]);
+
+		if (!icfab_topo_node(t, only)) {
+			mutex_unlock(&fabric->lock);
+			NL_SET_ERR_MSG_ATTR(cb->extack, attrs[ICFAB_A_ROUTE_NODE],
+					    "no node with this id");
+			return -ENOENT;
+		}
+		node = max_t(unsigned long, node, only);
+		last = only + 1;
+	}
+
+	for (; node < last; node++, first = 0) {
+		const struct icfab_mnode *nd = &t->m.nodes[node];
+
+		if (!nd->present)
+			continue;
+		for (; first < nd->routes_len; first += ICFAB_ROUTE_CHUNK) {
+			u32 n = min_t(u32, ICFAB_ROUTE_CHUNK,
+				      nd->routes_len - first);
+
+			err = icfab_fill_routes(skb, NETLINK_CB(cb->skb).portid,
+						cb->nlh->nlmsg_seq, NLM_F_MULTI,
+						fabric, cb, node, nd, first, n);
+			if (err)
+				goto out;
+		}
+	}
+out:
+	mutex_unlock(&fabric->lock);
+	cb->args[0] = node;
+	cb->args[1] = first;
+	return err && !skb->len ? err : skb->len;
+}
+
+/* ---- commit and abort ---- */
+
+/* Only the socket that staged a configuration may commit or abort it. */
+static int icfab_check_owner(struct icfab_fabric *fabric,
+			     struct genl_info *info)
+{
+	lockdep_assert_held(&fabric->lock);
+
+	if (!fabric->staged) {
+		NL_SET_ERR_MSG(info->extack, "nothing is staged");
+		return -ENOENT;
+	}
+	if (fabric->staged_portid != info->snd_portid) {
+		NL_SET_ERR_MSG(info->extack,
+			       "another socket is staging a configuration");
+		return -EBUSY;
+	}
+	return 0;
+}
+
+int icfab_genl_commit_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr **attrs = info->attrs;
+	struct icfab_fabric *fabric;
+	struct icfab_topo_err verr;
+	struct icfab_topo *old;
+	int err;
+
+	fabric = icfab_genl_fabric(attrs, info->extack);
+	if (!fabric)
+		return -ENODEV;
+
+	mutex_lock(&fabric->lock);
+	err = icfab_check_owner(fabric, info);
+	if (err) {
+		mutex_unlock(&fabric->lock);
+		return err;
+	}
+	if (attrs[ICFAB_A_FABRIC_GENERATION] &&
+	    nla_get_u64(attrs[ICFAB_A_FABRIC_GENERATION]) !=
+	    fabric->generation) {
+		mutex_unlock(&fabric->lock);
+		NL_SET_ERR_MSG_ATTR(info->extack,
+				    attrs[ICFAB_A_FABRIC_GENERATION],
+				    "the committed generation is not the expected one");
+		return -ESTALE;
+	}
+
+	err = icfab_topo_validate_commit(fabric->staged, &verr);
+	if (err) {
+		mutex_unlock(&fabric->lock);
+		if (err == -EINVAL) {
+			struct icfab_err_cookie c = {
+				.obj = verr.obj, .id = verr.id, .id2 = verr.id2,
+			};
+
+			/*
+			 * NL_SET_ERR_MSG() wants a literal; the model's
+			 * messages are static strings, as safe to point at.
+			 */
+			info->extack->_msg = verr.msg;
+			BUILD_BUG_ON(sizeof(c) > NETLINK_MAX_COOKIE_LEN);
+			memcpy(info->extack->cookie, &c, sizeof(c));
+			info->extack->cookie_len = sizeof(c);
+		}
+		return err;
+	}
+
+	old = fabric->active;
+	fabric->active = icfab_fabric_unstage(fabric);
+	fabric->generation++;
+	mutex_unlock(&fabric->lock);
+
+	icfab_topo_destroy(old);
+	icfab_genl_notify_fabric(fabric);
+	return 0;
+}
+
+int icfab_genl_abort_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct icfab_topo *staged = NULL;
+	struct icfab_fabric *fabric;
+	int err;
+
+	fabric = icfab_genl_fabric(info->attrs, info->extack);
+	if (!fabric)
+		return -ENODEV;
+
+	mutex_lock(&fabric->lock);
+	err = icfab_check_owner(fabric, info);
+	if (!err)
+		staged = icfab_fabric_unstage(fabric);
+	mutex_unlock(&fabric->lock);
+
+	icfab_topo_destroy(staged);
+	return err;
+}

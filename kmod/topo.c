@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * icfab: the storage behind a fabric's topology.
+ *
+ * A fabric has a committed topology (what the engine uses) and, while a
+ * configurator is at work, a staged one: a deep copy of the committed
+ * topology that netlink commands edit. COMMIT validates the staged copy
+ * with the model's rules and swaps it in; ABORT frees it. Nothing here
+ * locks: every function is called with the fabric's lock held.
+ */
+#include <linux/minmax.h>
+#include <linux/mm.h>
+#include <linux/overflow.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+
+#include "icfab.h"
+
+struct icfab_topo *icfab_topo_create(void)
+{
+	struct icfab_topo *t = kzalloc(sizeof(*t), GFP_KERNEL);
+
+	if (!t)
+		return NULL;
+	t->time_mode = ICFAB_TIME_VIRTUAL;
+	t->segment_size = ICFAB_DEFAULT_SEGMENT_SIZE;
+	t->dilation = 1;
+	return t;
+}
+
+static void icfab_node_free_tables(struct icfab_mnode *n)
+{
+	kvfree(n->routes);
+	n->routes = NULL;
+	n->routes_len = 0;
+	kvfree(n->port_out);	/* port_in shares the allocation */
+	n->port_out = NULL;
+	n->port_in = NULL;
+}
+
+void icfab_topo_destroy(struct icfab_topo *t)
+{
+	u32 i;
+
+	if (!t)
+		return;
+	for (i = 0; i < t->m.nodes_cap; i++)
+		icfab_node_free_tables(&t->m.nodes[i]);
+	kvfree(t->m.nodes);
+	kvfree(t->m.links);
+	kfree(t);
+}
+
+struct icfab_topo *icfab_topo_clone(const struct icfab_topo *src)
+{
+	struct icfab_topo *t;
+	u32 i;
+
+	t = kmemdup(src, sizeof(*src), GFP_KERNEL);
+	if (!t)
+		return NULL;
+	t->m.nodes = NULL;
+	t->m.links = NULL;
+	t->m.nodes_cap = 0;
+	t->m.links_cap = 0;
+
+	if (src->m.nodes_cap) {
+		t->m.nodes = kvmalloc_array(src->m.nodes_cap,
+					    sizeof(*t->m.nodes), GFP_KERNEL);
+		if (!t->m.nodes)
+			goto err_destroy;
+		memcpy(t->m.nodes, src->m.nodes,
+		       array_size(src->m.nodes_cap, sizeof(*t->m.nodes)));
+		/* Until their tables are copied, the nodes own none. */
+		for (i = 0; i < src->m.nodes_cap; i++) {
+			t->m.nodes[i].routes = NULL;
+			t->m.nodes[i].routes_len = 0;
+			t->m.nodes[i].port_out = NULL;
+			t->m.nodes[i].port_in = NULL;
+		}
+		t->m.nodes_cap = src->m.nodes_cap;
+	}
+	if (src->m.links_cap) {
+		t->m.links = kvmalloc_array(src->m.links_cap,
+					    sizeof(*t->m.links), GFP_KERNEL);
+		if (!t->m.links)
+			goto err_destroy;
+		memcpy(t->m.links, src->m.links,
+		       array_size(src->m.links_cap, sizeof(*t->m.links)));
+		t->m.links_cap = src->m.links_cap;
+	}
+
+	/* Port maps are derived at commit; only the routes are state. */
+	for (i = 0; i < src->m.nodes_cap; i++) {
+		const struct icfab_mnode *sn = &src->m.nodes[i];
+		struct icfab_mnode *n = &t->m.nodes[i];
+
+		if (!sn->routes_len)
+			continue;
+		n->routes = kvmalloc_array(sn->routes_len, sizeof(*n->routes),
+					   GFP_KERNEL);
+		if (!n->routes)
+			goto err_destroy;
+		memcpy(n->routes, sn->routes,
+		       array_size(sn->routes_len, sizeof(*n->routes)));
+		n->routes_len = sn->routes_len;
+	}
+	return t;
+
+err_destroy:
+	icfab_topo_destroy(t);
+	return NULL;
+}
+
+/* Grow *arr (of *cap elements) to hold index @need, doubling, zero-filled. */
+static int icfab_grow(void **arr, u32 *cap, u32 need, size_t elem, u32 max)
+{
+	u32 new_cap;
+	void *n;
+
+	if (need < *cap)
+		return 0;
+	new_cap = max_t(u32, 16, *cap);
+	while (new_cap <= need)
+		new_cap *= 2;
+	new_cap = min(new_cap, max);
+
+	n = kvcalloc(new_cap, elem, GFP_KERNEL);
+	if (!n)
+		return -ENOMEM;
+	if (*arr)
+		memcpy(n, *arr, array_size(*cap, elem));
+	kvfree(*arr);
+	*arr = n;
+	*cap = new_cap;
+	return 0;
+}
+
+struct icfab_mnode *icfab_topo_node(struct icfab_topo *t, u32 id)
+{
+	if (id >= t->m.nodes_cap || !t->m.nodes[id].present)
+		return NULL;
+	return &t->m.nodes[id];
+}
+
+struct icfab_mlink *icfab_topo_link(struct icfab_topo *t, u32 id)
+{
+	if (id >= t->m.links_cap || !t->m.links[id].present)
+		return NULL;
+	return &t->m.links[id];
+}
+
+int icfab_topo_node_add(struct icfab_topo *t, u32 id,
+			const struct icfab_mnode *tmpl)
+{
+	struct icfab_mnode *n;
+	int err;
+
+	if (id >= ICFAB_MAX_NODES)
+		return -EINVAL;
+	if (icfab_topo_node(t, id))
+		return -EEXIST;
+	err = icfab_grow((void **)&t->m.nodes, &t->m.nodes_cap, id,
+			 sizeof(*t->m.nodes), ICFAB_MAX_NODES);
+	if (err)
+		return err;
+
+	n = &t->m.nodes[id];
+	*n = *tmpl;
+	n->present = 1;
+	n->routes = NULL;
+	n->routes_len = 0;
+	n->port_out = NULL;
+	n->port_in = NULL;
+	t->m.nr_nodes++;
+	if (n->kind == ICFAB_MODEL_ENDPOINT)
+		t->m.nr_endpoints++;
+	else
+		t->m.nr_switches++;
+	return 0;
+}
+
+int icfab_topo_node_del(struct icfab_topo *t, u32 id)
+{
+	struct icfab_mnode *n = icfab_topo_node(t, id);
+	u32 i;
+
+	if (!n)
+		return -ENOENT;
+	for (i = 0; i < t->m.links_cap; i++) {
+		const struct icfab_mlink *l = &t->m.links[i];
+
+		if (l->present && (l->src == id || l->dst == id))
+			return -EBUSY;
+	}
+	if (n->kind == ICFAB_MODEL_ENDPOINT)
+		t->m.nr_endpoints--;
+	else
+		t->m.nr_switches--;
+	t->m.nr_nodes--;
+	icfab_node_free_tables(n);
+	memset(n, 0, sizeof(*n));
+	return 0;
+}
+
+int icfab_topo_link_add(struct icfab_topo *t, u32 id,
+			const struct icfab_mlink *tmpl)
+{
+	int err;
+
+	if (id >= ICFAB_MAX_LINKS)
+		return -EINVAL;
+	if (icfab_topo_link(t, id))
+		return -EEXIST;
+	err = icfab_grow((void **)&t->m.links, &t->m.links_cap, id,
+			 sizeof(*t->m.links), ICFAB_MAX_LINKS);
+	if (err)
+		return err;
+	t->m.links[id] = *tmpl;
+	t->m.links[id].present = 1;
+	t->m.nr_links++;
+	return 0;
+}
+
+int icfab_topo_link_del(struct icfab_topo *t, u32 id)
+{
+	struct icfab_mlink *l = icfab_topo_link(t, id);
+
+	if (!l)
+		return -ENOENT;
+	memset(l, 0, sizeof(*l));
+	t->m.nr_links--;
+	return 0;
+}
+
+/* Set @n routes of @node, for destinations dst_first.., growing its table. */
+int icfab_topo_routes_set(struct icfab_topo *t, u32 node, u32 dst_first,
+			  const u16 *ports, u32 n)
+{
+	struct icfab_mnode *nd = icfab_topo_node(t, node);
+	u32 end, i;
+
+	if (!nd)
+		return -ENOENT;
+	if (check_add_overflow(dst_first, n, &end) || end > ICFAB_MAX_NODES)
+		return -EINVAL;
+
+	if (end > nd->routes_len) {
+		u16 *r = kvmalloc_array(end, sizeof(*r), GFP_KERNEL);
+
+		if (!r)
+			return -ENOMEM;
+		if (nd->routes)
+			memcpy(r, nd->routes,
+			       array_size(nd->routes_len, sizeof(*r)));
+		for (i = nd->routes_len; i < end; i++)
+			r[i] = ICFAB_MODEL_NO_PORT;
+		kvfree(nd->routes);
+		nd->routes = r;
+		nd->routes_len = end;
+	}
+	memcpy(nd->routes + dst_first, ports, array_size(n, sizeof(*ports)));
+	return 0;
+}
+
+static const struct icfab_topo_limits icfab_topo_limits = {
+	.max_endpoints	= ICFAB_MAX_ENDPOINTS,
+	.max_switches	= ICFAB_MAX_SWITCHES,
+	.max_links	= ICFAB_MAX_LINKS,
+	.max_ports	= ICFAB_MAX_PORTS,
+	.max_colors	= ICFAB_MAX_COLORS,
+};
+
+/*
+ * Make @t ready to be committed: allocate every node's port maps and run
+ * the model's validation. Returns 0, -ENOMEM, or -EINVAL with @err set.
+ */
+int icfab_topo_validate_commit(struct icfab_topo *t, struct icfab_topo_err *err)
+{
+	u8 *scratch;
+	u32 i;
+	int ret;
+
+	for (i = 0; i < t->m.nodes_cap; i++) {
+		struct icfab_mnode *n = &t->m.nodes[i];
+
+		kvfree(n->port_out);
+		n->port_out = NULL;
+		n->port_in = NULL;
+		if (!n->present || !n->nr_ports ||
+		    n->nr_ports > ICFAB_MAX_PORTS)
+			continue;	/* validation reports a bad count */
+		n->port_out = kvmalloc_array(2 * n->nr_ports,
+					     sizeof(*n->port_out), GFP_KERNEL);
+		if (!n->port_out)
+			return -ENOMEM;
+		n->port_in = n->port_out + n->nr_ports;
+	}
+
+	scratch = kvmalloc(max_t(u32, t->m.nr_nodes, 1), GFP_KERNEL);
+	if (!scratch)
+		return -ENOMEM;
+	ret = icfab_topo_validate(&t->m, &icfab_topo_limits, scratch, err);
+	kvfree(scratch);
+	return ret ? -EINVAL : 0;
+}
+
+/* Bytes the topology's tables take, for the FABRIC_GET report. */
+u64 icfab_topo_mem_bytes(const struct icfab_topo *t)
+{
+	u64 bytes = sizeof(*t);
+	u32 i;
+
+	bytes += (u64)t->m.nodes_cap * sizeof(*t->m.nodes);
+	bytes += (u64)t->m.links_cap * sizeof(*t->m.links);
+	for (i = 0; i < t->m.nodes_cap; i++) {
+		const struct icfab_mnode *n = &t->m.nodes[i];
+
+		bytes += (u64)n->routes_len * sizeof(*n->routes);
+		if (n->port_out)
+			bytes += 2ULL * n->nr_ports * sizeof(*n->port_out);
+	}
+	return bytes;
+}
