@@ -139,6 +139,8 @@ static int genl_parse_error(struct genl_sock *gs, struct nlmsghdr *nlh,
 
 	gs->extack[0] = '\0';
 	gs->bad_attr_type = -1;
+	gs->missing_attr_type = -1;
+	gs->cookie_len = 0;
 	if (!(nlh->nlmsg_flags & NLM_F_ACK_TLVS))
 		return e->error;
 
@@ -162,43 +164,70 @@ static int genl_parse_error(struct genl_sock *gs, struct nlmsghdr *nlh,
 	if (tb[NLMSGERR_ATTR_OFFS] && req)
 		gs->bad_attr_type = genl_attr_at(req,
 					genl_u32(tb[NLMSGERR_ATTR_OFFS]));
+	if (tb[NLMSGERR_ATTR_MISS_TYPE])
+		gs->missing_attr_type = genl_u32(tb[NLMSGERR_ATTR_MISS_TYPE]);
+	if (tb[NLMSGERR_ATTR_COOKIE]) {
+		size_t n = tb[NLMSGERR_ATTR_COOKIE]->nla_len - NLA_HDRLEN;
+
+		if (n > sizeof(gs->cookie))
+			n = sizeof(gs->cookie);
+		memcpy(gs->cookie, (char *)tb[NLMSGERR_ATTR_COOKIE] + NLA_HDRLEN,
+		       n);
+		gs->cookie_len = n;
+	}
 	return e->error;
+}
+
+int genl_send(struct genl_sock *gs, struct genl_msg *m)
+{
+	m->nlh.nlmsg_seq = ++gs->seq;
+	gs->dump_intr = 0;
+	gs->cb_err = 0;
+	if (send(gs->fd, m->buf, m->nlh.nlmsg_len, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+int genl_request_part(struct genl_sock *gs, struct genl_msg *m,
+		      genl_reply_cb cb, void *arg)
+{
+	struct nlmsghdr *nlh;
+	ssize_t n;
+
+	n = recv(gs->fd, rx.buf, sizeof(rx.buf), 0);
+	if (n < 0)
+		return -errno;
+
+	for (nlh = &rx.nlh; NLMSG_OK(nlh, n); nlh = NLMSG_NEXT(nlh, n)) {
+		struct genl_reply reply;
+
+		if (nlh->nlmsg_seq != gs->seq)
+			continue;
+		if (nlh->nlmsg_flags & NLM_F_DUMP_INTR)
+			gs->dump_intr = 1;
+		if (nlh->nlmsg_type == NLMSG_ERROR) {
+			int err = genl_parse_error(gs, nlh, m);
+
+			return err ? err : gs->cb_err;
+		}
+		if (nlh->nlmsg_type == NLMSG_DONE)
+			return gs->cb_err;
+		genl_parse_reply(nlh, &reply);
+		if (cb && !gs->cb_err)
+			gs->cb_err = cb(&reply, arg);
+	}
+	return 1;
 }
 
 int genl_request(struct genl_sock *gs, struct genl_msg *m, genl_reply_cb cb,
 		 void *arg)
 {
-	int cb_err = 0;
+	int ret = genl_send(gs, m);
 
-	m->nlh.nlmsg_seq = ++gs->seq;
-	if (send(gs->fd, m->buf, m->nlh.nlmsg_len, 0) < 0)
-		return -errno;
-
-	for (;;) {
-		struct nlmsghdr *nlh;
-		ssize_t n;
-
-		n = recv(gs->fd, rx.buf, sizeof(rx.buf), 0);
-		if (n < 0)
-			return -errno;
-
-		for (nlh = &rx.nlh; NLMSG_OK(nlh, n); nlh = NLMSG_NEXT(nlh, n)) {
-			struct genl_reply reply;
-
-			if (nlh->nlmsg_seq != gs->seq)
-				continue;
-			if (nlh->nlmsg_type == NLMSG_ERROR) {
-				int err = genl_parse_error(gs, nlh, m);
-
-				return err ? err : cb_err;
-			}
-			if (nlh->nlmsg_type == NLMSG_DONE)
-				return cb_err;
-			genl_parse_reply(nlh, &reply);
-			if (cb && !cb_err)
-				cb_err = cb(&reply, arg);
-		}
-	}
+	while (ret == 0 || ret == 1)
+		if ((ret = genl_request_part(gs, m, cb, arg)) <= 0)
+			break;
+	return ret;
 }
 
 static int genl_resolve_cb(const struct genl_reply *r, void *arg)

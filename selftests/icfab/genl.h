@@ -30,6 +30,12 @@ struct genl_sock {
 	/* From the last NLMSG_ERROR: extack text and bad attribute. */
 	char extack[256];
 	int bad_attr_type;		/* -1 when the kernel named none */
+	int missing_attr_type;		/* -1 when none was reported missing */
+	unsigned char cookie[20];
+	int cookie_len;
+	/* Set when a reply of the last request had NLM_F_DUMP_INTR. */
+	int dump_intr;
+	int cb_err;			/* first error a reply callback returned */
 };
 
 /* A parsed reply: attributes by type, valid until the next request. */
@@ -60,6 +66,15 @@ void genl_put_u64(struct genl_msg *m, uint16_t type, uint64_t v);
  */
 int genl_request(struct genl_sock *gs, struct genl_msg *m, genl_reply_cb cb,
 		 void *arg);
+
+/*
+ * Split request, for tests that act in the middle of a dump: send @m, then
+ * read one recv() worth of replies (genl_request_part returns 1 while the
+ * dump goes on, 0 at its end, or -errno).
+ */
+int genl_send(struct genl_sock *gs, struct genl_msg *m);
+int genl_request_part(struct genl_sock *gs, struct genl_msg *m,
+		      genl_reply_cb cb, void *arg);
 
 /* Join a multicast group; then genl_recv_one() reads one notification. */
 int genl_join(struct genl_sock *gs, uint32_t group);

@@ -23,9 +23,9 @@ struct fabric {
 	int seen;
 	uint32_t id, abi, time_mode, segment_size, dilation, nr_contexts;
 	uint32_t nr_endpoints, nr_switches, nr_links;
-	uint64_t features, generation, now_ps;
+	uint64_t features, generation, now_ps, mem_bytes;
 	char name[16];
-	int has_all;
+	int has_all, has_staged;
 };
 
 static int fabric_cb(const struct genl_reply *r, void *arg)
@@ -38,7 +38,8 @@ static int fabric_cb(const struct genl_reply *r, void *arg)
 		ICFAB_A_FABRIC_SEGMENT_SIZE, ICFAB_A_FABRIC_DILATION,
 		ICFAB_A_FABRIC_NOW_PS, ICFAB_A_FABRIC_NR_ENDPOINTS,
 		ICFAB_A_FABRIC_NR_SWITCHES, ICFAB_A_FABRIC_NR_LINKS,
-		ICFAB_A_FABRIC_NR_CONTEXTS,
+		ICFAB_A_FABRIC_NR_CONTEXTS, ICFAB_A_FABRIC_HAS_STAGED,
+		ICFAB_A_FABRIC_MEM_BYTES,
 	};
 
 	f->seen++;
@@ -63,17 +64,36 @@ static int fabric_cb(const struct genl_reply *r, void *arg)
 	f->nr_switches = genl_u32(r->tb[ICFAB_A_FABRIC_NR_SWITCHES]);
 	f->nr_links = genl_u32(r->tb[ICFAB_A_FABRIC_NR_LINKS]);
 	f->nr_contexts = genl_u32(r->tb[ICFAB_A_FABRIC_NR_CONTEXTS]);
+	f->has_staged = *((uint8_t *)r->tb[ICFAB_A_FABRIC_HAS_STAGED] +
+			  NLA_HDRLEN);
+	f->mem_bytes = genl_u64(r->tb[ICFAB_A_FABRIC_MEM_BYTES]);
 	return 0;
 }
 
-static int fabric_get(struct genl_sock *gs, uint32_t id, struct fabric *f)
+static int fabric_get_view(struct genl_sock *gs, uint32_t id, int staged,
+			   struct fabric *f)
 {
 	struct genl_msg m;
 
 	memset(f, 0, sizeof(*f));
 	genl_msg_init(&m, gs->family, ICFAB_CMD_FABRIC_GET, 0);
 	genl_put_u32(&m, ICFAB_A_FABRIC_ID, id);
+	if (staged)
+		genl_put(&m, ICFAB_A_STAGED, NULL, 0);
 	return genl_request(gs, &m, fabric_cb, f);
+}
+
+static int fabric_get(struct genl_sock *gs, uint32_t id, struct fabric *f)
+{
+	return fabric_get_view(gs, id, 0, f);
+}
+
+static int fabric_cmd(struct genl_sock *gs, uint8_t cmd)
+{
+	struct genl_msg m;
+
+	genl_msg_init(&m, gs->family, cmd, 0);
+	return genl_request(gs, &m, NULL, NULL);
 }
 
 /* Dump: count the replies and keep the first 16. */
@@ -128,13 +148,23 @@ FIXTURE_SETUP(nl)
 FIXTURE_TEARDOWN(nl)
 {
 	struct genl_msg m;
+	struct fabric f;
 
 	/* Put back whatever a test changed. */
-	genl_msg_init(&m, self->gs.family, ICFAB_CMD_FABRIC_SET, 0);
-	genl_put_u32(&m, ICFAB_A_FABRIC_SEGMENT_SIZE, self->before.segment_size);
-	genl_put_u32(&m, ICFAB_A_FABRIC_TIME_MODE, self->before.time_mode);
-	genl_put_u32(&m, ICFAB_A_FABRIC_DILATION, self->before.dilation);
-	EXPECT_EQ(0, genl_request(&self->gs, &m, NULL, NULL));
+	fabric_cmd(&self->gs, ICFAB_CMD_FABRIC_ABORT);
+	ASSERT_EQ(0, fabric_get(&self->gs, 0, &f));
+	if (f.segment_size != self->before.segment_size ||
+	    f.time_mode != self->before.time_mode ||
+	    f.dilation != self->before.dilation) {
+		genl_msg_init(&m, self->gs.family, ICFAB_CMD_FABRIC_SET, 0);
+		genl_put_u32(&m, ICFAB_A_FABRIC_SEGMENT_SIZE,
+			     self->before.segment_size);
+		genl_put_u32(&m, ICFAB_A_FABRIC_TIME_MODE,
+			     self->before.time_mode);
+		genl_put_u32(&m, ICFAB_A_FABRIC_DILATION, self->before.dilation);
+		EXPECT_EQ(0, genl_request(&self->gs, &m, NULL, NULL));
+		EXPECT_EQ(0, fabric_cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
+	}
 	genl_close(&self->gs);
 }
 
@@ -306,7 +336,7 @@ static int fabric_set(struct genl_sock *gs, int seg, int mode, int dil)
 	return genl_request(gs, &m, NULL, NULL);
 }
 
-TEST_F(nl, set_applies_bumps_generation_and_notifies)
+TEST_F(nl, set_stages_and_commit_applies_and_notifies)
 {
 	struct genl_sock listener;
 	struct genl_reply ntf;
@@ -319,7 +349,20 @@ TEST_F(nl, set_applies_bumps_generation_and_notifies)
 
 	ASSERT_EQ(0, fabric_set(&self->gs, 8192, ICFAB_TIME_PACED, 10));
 
+	/* Staged: the committed state is untouched, the staged view shows it. */
 	ASSERT_EQ(0, fabric_get(&self->gs, 0, &f));
+	EXPECT_EQ(self->before.segment_size, f.segment_size);
+	EXPECT_EQ(self->before.generation, f.generation);
+	EXPECT_EQ(1, f.has_staged);
+	ASSERT_EQ(0, fabric_get_view(&self->gs, 0, 1, &f));
+	EXPECT_EQ(8192, f.segment_size);
+	EXPECT_EQ(ICFAB_TIME_PACED, f.time_mode);
+	EXPECT_EQ(-ETIMEDOUT, genl_recv_one(&listener, &ntf, 200));
+
+	ASSERT_EQ(0, fabric_cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
+
+	ASSERT_EQ(0, fabric_get(&self->gs, 0, &f));
+	EXPECT_EQ(0, f.has_staged);
 	EXPECT_EQ(8192, f.segment_size);
 	EXPECT_EQ(ICFAB_TIME_PACED, f.time_mode);
 	EXPECT_EQ(10, f.dilation);
@@ -348,6 +391,22 @@ TEST_F(nl, set_without_parameters_is_einval)
 	EXPECT_NE(NULL, strstr(self->gs.extack, "SEGMENT_SIZE"));
 	ASSERT_EQ(0, fabric_get(&self->gs, 0, &f));
 	EXPECT_EQ(self->before.generation, f.generation);
+	EXPECT_EQ(0, f.has_staged);
+}
+
+TEST_F(nl, abort_drops_the_staged_parameters)
+{
+	struct fabric f;
+
+	ASSERT_EQ(0, fabric_set(&self->gs, 8192, -1, -1));
+	ASSERT_EQ(0, fabric_cmd(&self->gs, ICFAB_CMD_FABRIC_ABORT));
+	ASSERT_EQ(0, fabric_get_view(&self->gs, 0, 1, &f));
+	EXPECT_EQ(0, f.has_staged);
+	EXPECT_EQ(self->before.segment_size, f.segment_size);
+	EXPECT_EQ(self->before.generation, f.generation);
+	/* Nothing left to commit or abort. */
+	EXPECT_EQ(-ENOENT, fabric_cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
+	EXPECT_EQ(-ENOENT, fabric_cmd(&self->gs, ICFAB_CMD_FABRIC_ABORT));
 }
 
 TEST_F(nl, set_output_only_attribute_is_einval)
@@ -427,8 +486,9 @@ TEST_F(bad_set, is_erange_and_changes_nothing)
 	EXPECT_EQ(variant->bad, self->gs.bad_attr_type);
 	EXPECT_NE(0, self->gs.extack[0]);
 
-	ASSERT_EQ(0, fabric_get(&self->gs, 0, &f));
+	ASSERT_EQ(0, fabric_get_view(&self->gs, 0, 1, &f));
 	EXPECT_EQ(self->before.generation, f.generation);
+	EXPECT_EQ(0, f.has_staged);
 	EXPECT_EQ(self->before.segment_size, f.segment_size);
 	EXPECT_EQ(self->before.time_mode, f.time_mode);
 	EXPECT_EQ(self->before.dilation, f.dilation);
@@ -456,9 +516,13 @@ TEST_F(nl, set_needs_cap_net_admin)
 		/* Reading is allowed... */
 		if (fabric_get(&gs, 0, &g))
 			_exit(12);
-		/* ...changing is not. */
+		/* ...changing, committing and aborting are not. */
 		err = fabric_set(&gs, 8192, -1, -1);
-		_exit(err == -EPERM ? 0 : 13);
+		if (err != -EPERM)
+			_exit(13);
+		if (fabric_cmd(&gs, ICFAB_CMD_FABRIC_COMMIT) != -EPERM)
+			_exit(14);
+		_exit(fabric_cmd(&gs, ICFAB_CMD_FABRIC_ABORT) == -EPERM ? 0 : 15);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status));
