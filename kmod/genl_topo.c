@@ -5,8 +5,8 @@
  *
  * Edits go to the fabric's staged configuration. Reads go to the
  * committed one unless the request carries ICFAB_A_STAGED. Every reply
- * carries the generation it was read from; dumps set cb->seq from the
- * fabric's change counter so that a dump spanning a change is flagged
+ * carries the generation it was read from; dumps set cb->seq so that a
+ * dump spanning a commit (or, of the staged view, any change) is flagged
  * NLM_F_DUMP_INTR.
  */
 #include <linux/err.h>
@@ -143,6 +143,21 @@ const struct nla_policy icfab_abort_policy[ICFAB_A_MAX + 1] = {
 static u32 icfab_attr_u32(struct nlattr **attrs, int type, u32 dflt)
 {
 	return attrs[type] ? nla_get_u32(attrs[type]) : dflt;
+}
+
+/*
+ * What a dump of this view compares between its parts: the generation for
+ * the committed configuration (so staging elsewhere does not disturb it),
+ * every change for the staged one. Never 0, which means "unset" to
+ * genl_dump_check_consistent().
+ */
+static u32 icfab_dump_seq(struct icfab_fabric *fabric, struct nlattr **attrs)
+{
+	lockdep_assert_held(&fabric->lock);
+
+	if (attrs[ICFAB_A_STAGED] && fabric->staged)
+		return fabric->change_seq | 1U << 31;
+	return (u32)fabric->generation + 1;
 }
 
 /* The configuration a read looks at. */
@@ -359,7 +374,7 @@ int icfab_genl_node_get_dumpit(struct sk_buff *skb, struct netlink_callback *cb)
 		return -ENODEV;
 
 	mutex_lock(&fabric->lock);
-	cb->seq = fabric->change_seq;
+	cb->seq = icfab_dump_seq(fabric, attrs);
 	t = icfab_view(fabric, attrs);
 	for (id = cb->args[0]; id < t->m.nodes_cap; id++) {
 		if (!t->m.nodes[id].present)
@@ -600,7 +615,7 @@ int icfab_genl_link_get_dumpit(struct sk_buff *skb, struct netlink_callback *cb)
 		return -ENODEV;
 
 	mutex_lock(&fabric->lock);
-	cb->seq = fabric->change_seq;
+	cb->seq = icfab_dump_seq(fabric, attrs);
 	t = icfab_view(fabric, attrs);
 	for (id = cb->args[0]; id < t->m.links_cap; id++) {
 		if (!t->m.links[id].present)
@@ -712,7 +727,7 @@ int icfab_genl_route_get_dumpit(struct sk_buff *skb,
 		return -ENODEV;
 
 	mutex_lock(&fabric->lock);
-	cb->seq = fabric->change_seq;
+	cb->seq = icfab_dump_seq(fabric, attrs);
 	t = icfab_view(fabric, attrs);
 	last = t->m.nodes_cap;
 	if (attrs[ICFAB_A_ROUTE_NODE]) {

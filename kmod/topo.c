@@ -51,8 +51,32 @@ void icfab_topo_destroy(struct icfab_topo *t)
 	kfree(t);
 }
 
+/* One past the highest present node and link: what a copy must hold. */
+static u32 icfab_nodes_used(const struct icfab_topo *t)
+{
+	u32 n = t->m.nodes_cap;
+
+	while (n && !t->m.nodes[n - 1].present)
+		n--;
+	return n;
+}
+
+static u32 icfab_links_used(const struct icfab_topo *t)
+{
+	u32 n = t->m.links_cap;
+
+	while (n && !t->m.links[n - 1].present)
+		n--;
+	return n;
+}
+
+/*
+ * A deep copy of @src for staging. Arrays are sized to what is in use,
+ * so a fabric that shrank gives its memory back at the next commit.
+ */
 struct icfab_topo *icfab_topo_clone(const struct icfab_topo *src)
 {
+	u32 nodes = icfab_nodes_used(src), links = icfab_links_used(src);
 	struct icfab_topo *t;
 	u32 i;
 
@@ -64,34 +88,34 @@ struct icfab_topo *icfab_topo_clone(const struct icfab_topo *src)
 	t->m.nodes_cap = 0;
 	t->m.links_cap = 0;
 
-	if (src->m.nodes_cap) {
-		t->m.nodes = kvmalloc_array(src->m.nodes_cap,
-					    sizeof(*t->m.nodes), GFP_KERNEL);
+	if (nodes) {
+		t->m.nodes = kvmalloc_array(nodes, sizeof(*t->m.nodes),
+					    GFP_KERNEL);
 		if (!t->m.nodes)
 			goto err_destroy;
 		memcpy(t->m.nodes, src->m.nodes,
-		       array_size(src->m.nodes_cap, sizeof(*t->m.nodes)));
+		       array_size(nodes, sizeof(*t->m.nodes)));
 		/* Until their tables are copied, the nodes own none. */
-		for (i = 0; i < src->m.nodes_cap; i++) {
+		for (i = 0; i < nodes; i++) {
 			t->m.nodes[i].routes = NULL;
 			t->m.nodes[i].routes_len = 0;
 			t->m.nodes[i].port_out = NULL;
 			t->m.nodes[i].port_in = NULL;
 		}
-		t->m.nodes_cap = src->m.nodes_cap;
+		t->m.nodes_cap = nodes;
 	}
-	if (src->m.links_cap) {
-		t->m.links = kvmalloc_array(src->m.links_cap,
-					    sizeof(*t->m.links), GFP_KERNEL);
+	if (links) {
+		t->m.links = kvmalloc_array(links, sizeof(*t->m.links),
+					    GFP_KERNEL);
 		if (!t->m.links)
 			goto err_destroy;
 		memcpy(t->m.links, src->m.links,
-		       array_size(src->m.links_cap, sizeof(*t->m.links)));
-		t->m.links_cap = src->m.links_cap;
+		       array_size(links, sizeof(*t->m.links)));
+		t->m.links_cap = links;
 	}
 
 	/* Port maps are derived at commit; only the routes are state. */
-	for (i = 0; i < src->m.nodes_cap; i++) {
+	for (i = 0; i < nodes; i++) {
 		const struct icfab_mnode *sn = &src->m.nodes[i];
 		struct icfab_mnode *n = &t->m.nodes[i];
 

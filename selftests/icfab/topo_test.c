@@ -433,10 +433,10 @@ TEST_F(topo, commit_with_a_stale_generation_is_refused)
 	EXPECT_EQ(1, f.nr_endpoints);
 }
 
-TEST_F(topo, dump_spanning_a_change_is_flagged)
+TEST_F(topo, dump_spanning_a_commit_is_flagged)
 {
 	struct genl_sock other;
-	struct genl_msg m;
+	struct genl_msg m, set;
 	int ret, parts = 0;
 
 	/* Enough nodes that the dump needs many messages. */
@@ -453,9 +453,17 @@ TEST_F(topo, dump_spanning_a_change_is_flagged)
 	ASSERT_EQ(1, genl_request_part(&self->gs, &m, NULL, NULL));
 	EXPECT_EQ(0, self->gs.dump_intr);
 
-	/* A change between two parts of the dump. */
+	/* Staging alone does not disturb a dump of the committed state... */
 	ASSERT_EQ(0, node_new(&other, 5000, ICFAB_NODE_SWITCH, 1, "sw"));
 	EXPECT_EQ(0, cmd(&other, ICFAB_CMD_FABRIC_ABORT));
+	ASSERT_EQ(1, genl_request_part(&self->gs, &m, NULL, NULL));
+	EXPECT_EQ(0, self->gs.dump_intr);
+
+	/* ...a commit between two parts of it does. */
+	genl_msg_init(&set, other.family, ICFAB_CMD_FABRIC_SET, 0);
+	genl_put_u32(&set, ICFAB_A_FABRIC_DILATION, 1);
+	ASSERT_EQ(0, genl_request(&other, &set, NULL, NULL));
+	ASSERT_EQ(0, cmd(&other, ICFAB_CMD_FABRIC_COMMIT));
 
 	while ((ret = genl_request_part(&self->gs, &m, NULL, NULL)) == 1)
 		parts++;

@@ -49,8 +49,8 @@ enum icfab_cmd {
 	 * step, or changes nothing; FABRIC_ABORT drops it. GETs and dumps
 	 * read the committed configuration, or the staged one when the
 	 * request carries ICFAB_A_STAGED. Every reply carries the
-	 * generation it was read from, and a dump that spans a commit is
-	 * flagged NLM_F_DUMP_INTR.
+	 * generation it was read from, and a dump that spans a commit (or,
+	 * for a staged view, any staging change) is flagged NLM_F_DUMP_INTR.
 	 */
 	ICFAB_CMD_NODE_NEW,		/* NODE_ID, NODE_KIND, NODE_NAME, NODE_* */
 	ICFAB_CMD_NODE_DEL,		/* NODE_ID; refused while links use it */
@@ -115,7 +115,8 @@ enum icfab_attr {
 	/*
 	 * binary: one __u16 (host order) per destination node, starting at
 	 * DST_FIRST: the port of ROUTE_NODE to leave by, or ICFAB_ROUTE_NONE.
-	 * A whole table fits in one message (2 * max_nodes bytes).
+	 * ROUTE_SET takes up to a whole table in one message (2 * max_nodes
+	 * bytes); ROUTE_GET replies carry at most 1024 destinations each.
 	 */
 	ICFAB_A_ROUTE_PORTS,
 
