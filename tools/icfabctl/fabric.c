@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * icfabctl fabric show / set: FABRIC_GET and FABRIC_SET over netlink.
+ * icfabctl fabric show / set: FABRIC_GET, and FABRIC_SET then FABRIC_COMMIT
+ * over netlink.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -22,6 +23,8 @@ enum attr_kind {
 	KIND_STRING,
 	KIND_TIME_MODE,	/* u32 */
 	KIND_FEATURES,	/* u64 */
+	KIND_YESNO,	/* u8: yes / no, a JSON boolean */
+	KIND_BYTES,	/* u64: bytes, with a human unit in text */
 };
 
 static const struct fabric_attr {
@@ -54,13 +57,60 @@ static const struct fabric_attr {
 	A(ICFAB_A_FABRIC_NR_LINKS,	"links", "nr_links", KIND_U32, NULL),
 	A(ICFAB_A_FABRIC_NR_CONTEXTS,	"contexts", "nr_contexts",
 	  KIND_U32, NULL),
+	A(ICFAB_A_FABRIC_HAS_STAGED,	"staged", "has_staged",
+	  KIND_YESNO, NULL),
+	A(ICFAB_A_FABRIC_MEM_BYTES,	"memory", "mem_bytes",
+	  KIND_BYTES, NULL),
 #undef A
+};
+
+/* Every attribute's name, for "offending attribute: ..." */
+static const char *const attr_names[ICFAB_A_MAX + 1] = {
+#define N(type) [type] = #type
+	N(ICFAB_A_PAD),
+	N(ICFAB_A_FABRIC_ID),
+	N(ICFAB_A_FABRIC_NAME),
+	N(ICFAB_A_FABRIC_ABI_VERSION),
+	N(ICFAB_A_FABRIC_FEATURES),
+	N(ICFAB_A_FABRIC_GENERATION),
+	N(ICFAB_A_FABRIC_TIME_MODE),
+	N(ICFAB_A_FABRIC_SEGMENT_SIZE),
+	N(ICFAB_A_FABRIC_DILATION),
+	N(ICFAB_A_FABRIC_NOW_PS),
+	N(ICFAB_A_FABRIC_NR_ENDPOINTS),
+	N(ICFAB_A_FABRIC_NR_SWITCHES),
+	N(ICFAB_A_FABRIC_NR_LINKS),
+	N(ICFAB_A_FABRIC_NR_CONTEXTS),
+	N(ICFAB_A_STAGED),
+	N(ICFAB_A_FABRIC_HAS_STAGED),
+	N(ICFAB_A_NODE_ID),
+	N(ICFAB_A_NODE_KIND),
+	N(ICFAB_A_NODE_NAME),
+	N(ICFAB_A_NODE_PORTS),
+	N(ICFAB_A_NODE_MEM_BYTES),
+	N(ICFAB_A_NODE_DMA_ENGINES),
+	N(ICFAB_A_NODE_COLORS),
+	N(ICFAB_A_LINK_ID),
+	N(ICFAB_A_LINK_SRC_NODE),
+	N(ICFAB_A_LINK_SRC_PORT),
+	N(ICFAB_A_LINK_DST_NODE),
+	N(ICFAB_A_LINK_DST_PORT),
+	N(ICFAB_A_LINK_BANDWIDTH),
+	N(ICFAB_A_LINK_LATENCY_PS),
+	N(ICFAB_A_LINK_CLASS),
+	N(ICFAB_A_LINK_STATE),
+	N(ICFAB_A_LINK_BW_PERMILLE),
+	N(ICFAB_A_ROUTE_NODE),
+	N(ICFAB_A_ROUTE_DST_FIRST),
+	N(ICFAB_A_ROUTE_PORTS),
+	N(ICFAB_A_FABRIC_MEM_BYTES),
+#undef N
 };
 
 const char *icfabctl_fabric_attr_name(int type)
 {
 	if (type > 0 && type <= ICFAB_A_MAX)
-		return fabric_attrs[type].enum_name;
+		return attr_names[type];
 	return NULL;
 }
 
@@ -96,7 +146,12 @@ int icfabctl_fabric_parse(struct nl_msg *msg, struct nlattr **tb)
 			break;
 		case KIND_U64:
 		case KIND_FEATURES:
+		case KIND_BYTES:
 			if (len != 8)
+				return -EBADMSG;
+			break;
+		case KIND_YESNO:
+			if (len != 1)
 				return -EBADMSG;
 			break;
 		case KIND_STRING:
@@ -125,6 +180,8 @@ static void print_attr_text(FILE *f, const struct fabric_attr *fa,
 			    const struct nlattr *a)
 {
 	const char *mode;
+	char buf[32];
+	uint64_t b;
 	uint32_t v;
 
 	switch (fa->kind) {
@@ -148,6 +205,15 @@ static void print_attr_text(FILE *f, const struct fabric_attr *fa,
 	case KIND_FEATURES:
 		icfabctl_print_features(f,
 					nla_get_u64((struct nlattr *)a));
+		break;
+	case KIND_YESNO:
+		fputs(nla_get_u8((struct nlattr *)a) ? "yes" : "no", f);
+		break;
+	case KIND_BYTES:
+		b = nla_get_u64((struct nlattr *)a);
+		fputs(icfabctl_fmt_bytes(buf, sizeof(buf), b), f);
+		if (b >= 1024)
+			fprintf(f, " (%" PRIu64 " bytes)", b);
 		break;
 	case KIND_NONE:
 		break;
@@ -234,6 +300,12 @@ void icfabctl_fabric_json(struct icfabctl_json *j, struct nl_msg *msg,
 		case KIND_FEATURES:
 			json_features(j, nla_get_u64(a));
 			break;
+		case KIND_YESNO:
+			json_bool(j, fa->json, nla_get_u8(a));
+			break;
+		case KIND_BYTES:
+			json_u64(j, fa->json, nla_get_u64(a));
+			break;
 		case KIND_NONE:
 			break;
 		}
@@ -275,26 +347,38 @@ static int cmd_fabric_show(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 			   int argc, char **argv)
 {
 	struct show_state s = { .json = ctl->json };
+	bool have_id = false, staged = false;
 	struct icfabctl_nl nl;
 	struct nl_msg *msg;
 	char *buf = NULL;
 	size_t size = 0;
 	uint32_t id = 0;
-	int ret;
+	int i, ret;
 
-	if (argc > 1)
-		return icfabctl_usage_error(cmd, "too many arguments");
-	if (argc == 1 && icfabctl_parse_u32(argv[0], &id))
-		return icfabctl_usage_error(cmd, "invalid fabric id '%s'",
-					    argv[0]);
+	for (i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--staged"))
+			staged = true;
+		else if (have_id)
+			return icfabctl_usage_error(cmd, "too many arguments");
+		else if (icfabctl_parse_u32(argv[i], &id))
+			return icfabctl_usage_error(cmd,
+					"invalid fabric id '%s'", argv[i]);
+		else
+			have_id = true;
+	}
+	if (!have_id && ctl->fabric_given) {
+		id = ctl->fabric;
+		have_id = true;
+	}
 
 	ret = icfabctl_nl_open(&nl);
 	if (ret)
 		return ret;
 
 	msg = icfabctl_nl_msg(&nl, ICFAB_CMD_FABRIC_GET,
-			      argc ? 0 : NLM_F_DUMP);
-	if (!msg || (argc && nla_put_u32(msg, ICFAB_A_FABRIC_ID, id) < 0)) {
+			      have_id ? 0 : NLM_F_DUMP);
+	if (!msg || (have_id && nla_put_u32(msg, ICFAB_A_FABRIC_ID, id) < 0) ||
+	    (staged && nla_put_flag(msg, ICFAB_A_STAGED) < 0)) {
 		if (msg)
 			nlmsg_free(msg);
 		icfabctl_nl_close(&nl);
@@ -345,8 +429,6 @@ static int cmd_fabric_set(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 	size_t k;
 	int i = 0, ret, attr;
 
-	(void)ctl;
-
 	/* Everything is checked before anything is sent. */
 	if (argc > 0 && (argv[0][0] == '-' || (argv[0][0] >= '0' &&
 					       argv[0][0] <= '9'))) {
@@ -381,10 +463,16 @@ static int cmd_fabric_set(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 	if (!any)
 		return icfabctl_usage_error(cmd, "nothing to set");
 
+	if (!have_id && ctl->fabric_given) {
+		id = ctl->fabric;
+		have_id = true;
+	}
+
 	ret = icfabctl_nl_open(&nl);
 	if (ret)
 		return ret;
 
+	/* Stage the parameters ... */
 	msg = icfabctl_nl_msg(&nl, ICFAB_CMD_FABRIC_SET, 0);
 	if (!msg)
 		goto nomem;
@@ -395,8 +483,30 @@ static int cmd_fabric_set(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 		if (given[attr] && nla_put_u32(msg, attr, values[attr]) < 0)
 			goto nomem;
 	}
-
 	ret = icfabctl_nl_transact(&nl, msg, NULL, NULL, "fabric set");
+	if (ret)
+		goto out;
+
+	/*
+	 * ... and commit them from the same socket: what is staged belongs
+	 * to it. A rejected commit is aborted rather than left to the close.
+	 */
+	msg = icfabctl_nl_msg(&nl, ICFAB_CMD_FABRIC_COMMIT, 0);
+	if (!msg || (have_id && nla_put_u32(msg, ICFAB_A_FABRIC_ID, id) < 0))
+		goto nomem;
+	if (icfabctl_nl_request(&nl, msg, NULL, NULL)) {
+		icfabctl_nl_report(&nl, "fabric set: commit");
+		ret = ICFABCTL_EXIT_ERROR;
+		msg = icfabctl_nl_msg(&nl, ICFAB_CMD_FABRIC_ABORT, 0);
+		if (!msg ||
+		    (have_id && nla_put_u32(msg, ICFAB_A_FABRIC_ID, id) < 0))
+			goto nomem;
+		if (icfabctl_nl_request(&nl, msg, NULL, NULL))
+			icfabctl_nl_report(&nl, "fabric set: abort");
+		else
+			icfabctl_warn("fabric set: nothing was changed");
+	}
+out:
 	icfabctl_nl_close(&nl);
 	return ret;
 
@@ -411,10 +521,10 @@ const struct icfabctl_cmd icfabctl_fabric_cmds[] = {
 	{
 		.group = "fabric",
 		.name = "show",
-		.args = "[ID]",
+		.args = "[--staged] [ID]",
 		.handler = cmd_fabric_show,
 		.help = "Show every attribute of fabric ID, or of all fabrics "
-			"(FABRIC_GET).",
+			"(FABRIC_GET); --staged: of the staged configuration.",
 	},
 	{
 		.group = "fabric",
@@ -422,8 +532,9 @@ const struct icfabctl_cmd icfabctl_fabric_cmds[] = {
 		.args = "[ID] [segment-size BYTES] [time-mode virtual|paced] "
 			"[dilation N]",
 		.handler = cmd_fabric_set,
-		.help = "Change the parameters of fabric ID (default 0); needs "
-			"CAP_NET_ADMIN (FABRIC_SET).",
+		.help = "Change the parameters of fabric ID (default 0): stage "
+			"them and commit (FABRIC_SET, FABRIC_COMMIT); needs "
+			"CAP_NET_ADMIN.",
 	},
 	{ 0 }
 };

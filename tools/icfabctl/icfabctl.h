@@ -14,6 +14,8 @@
 
 #include <netlink/attr.h>
 
+#include <linux/icfab_genl.h>
+
 #define ICFABCTL_DEFAULT_DEVICE	"/dev/icfab0"
 
 /* Exit codes. */
@@ -25,6 +27,8 @@
 struct icfabctl {
 	const char *device;	/* -d: character device for "info" */
 	bool json;		/* -j: JSON output */
+	uint32_t fabric;	/* -f: fabric of topo, node, link, route */
+	bool fabric_given;	/* -f was given */
 };
 
 struct icfabctl_cmd {
@@ -41,6 +45,7 @@ struct icfabctl_cmd {
 extern const struct icfabctl_cmd icfabctl_info_cmds[];
 extern const struct icfabctl_cmd icfabctl_fabric_cmds[];
 extern const struct icfabctl_cmd icfabctl_monitor_cmds[];
+extern const struct icfabctl_cmd icfabctl_topo_cmds[];
 extern const struct icfabctl_cmd icfabctl_main_cmds[];
 
 /* util.c: messages */
@@ -63,6 +68,19 @@ int icfabctl_time_mode_parse(const char *s, uint32_t *out);
 /* "netlink (0x1)", "none (0x0)", unknown bits as "bitN". */
 void icfabctl_print_features(FILE *f, uint64_t features);
 
+/* util.c: quantities with a unit chosen for the size, e.g. "12.5 GB/s" */
+/* bytes/s, decimal (kB/s, MB/s, GB/s, TB/s) */
+const char *icfabctl_fmt_bandwidth(char *buf, size_t len, uint64_t bytes_per_s);
+/* picoseconds as ps, ns, us, ms or s */
+const char *icfabctl_fmt_latency(char *buf, size_t len, uint64_t ps);
+/* bytes, binary (KiB, MiB, GiB, TiB, PiB) */
+const char *icfabctl_fmt_bytes(char *buf, size_t len, uint64_t bytes);
+
+/* util.c: topology names; "class-N" etc. (in buf) for unknown values */
+const char *icfabctl_link_class_name(char *buf, size_t len, uint32_t cls);
+const char *icfabctl_link_state_name(char *buf, size_t len, uint32_t state);
+const char *icfabctl_node_kind_name(char *buf, size_t len, uint32_t kind);
+
 /* util.c: a small JSON writer (compact, one document per call chain) */
 struct icfabctl_json {
 	FILE *f;
@@ -76,15 +94,31 @@ void json_begin_array(struct icfabctl_json *j, const char *key);
 void json_end_array(struct icfabctl_json *j);
 void json_u64(struct icfabctl_json *j, const char *key, uint64_t v);
 void json_string(struct icfabctl_json *j, const char *key, const char *s);
+void json_bool(struct icfabctl_json *j, const char *key, bool v);
 void json_hex(struct icfabctl_json *j, const char *key, const void *data,
 	      size_t len);
 void json_features(struct icfabctl_json *j, uint64_t features);
 void json_time_mode(struct icfabctl_json *j, uint32_t mode);
 
 /* nl.c: generic netlink */
+
+/* How the last request failed. */
+struct icfabctl_nl_err {
+	int err;			/* 0 or -errno */
+	char msg[256];			/* NLMSGERR_ATTR_MSG, or "" */
+	int bad_attr;			/* attribute NLMSGERR_ATTR_OFFS names */
+	bool has_cookie;		/* NLMSGERR_ATTR_COOKIE was icfab's */
+	struct icfab_err_cookie cookie;
+	const char *transport;		/* not the kernel: "sending ..." */
+	int nl_err;			/* then: the libnl error */
+};
+
 struct icfabctl_nl {
 	struct nl_sock *sk;
 	int family;
+	uint32_t fabric;		/* for locating errors; 0 on open */
+	struct icfabctl_nl_err last;	/* of the last request */
+	bool dump_intr;			/* the last dump spanned a change */
 };
 int icfabctl_nl_open(struct icfabctl_nl *nl);	/* prints; returns exit code */
 void icfabctl_nl_close(struct icfabctl_nl *nl);
@@ -98,6 +132,23 @@ struct nl_msg *icfabctl_nl_msg(struct icfabctl_nl *nl, uint8_t cmd, int flags);
 int icfabctl_nl_transact(struct icfabctl_nl *nl, struct nl_msg *msg,
 			 int (*valid)(struct nl_msg *msg, void *arg),
 			 void *arg, const char *what);
+/*
+ * The same without printing: returns 0 or -errno, with the details in
+ * nl->last (and nl->dump_intr for a dump). A valid() error is returned
+ * once the replies have been read to their end.
+ */
+int icfabctl_nl_request(struct icfabctl_nl *nl, struct nl_msg *msg,
+			int (*valid)(struct nl_msg *msg, void *arg), void *arg);
+/*
+ * Print nl->last as icfabctl_nl_transact() does; the place an icfab
+ * cookie names is resolved over nl (names by NODE_GET).
+ */
+void icfabctl_nl_report(struct icfabctl_nl *nl, const char *what);
+
+/* topo.c: "node 3 \"chip3\", destination 4 \"chip4\"" for an error cookie */
+void icfabctl_err_location(struct icfabctl_nl *nl,
+			   const struct icfab_err_cookie *c,
+			   char *buf, size_t len);
 
 /* fabric.c: fabric attributes, shared with monitor.c */
 const char *icfabctl_fabric_attr_name(int type);	/* ICFAB_A_* name */

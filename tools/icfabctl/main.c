@@ -15,6 +15,7 @@
 static const struct icfabctl_cmd *const cmd_tables[] = {
 	icfabctl_info_cmds,
 	icfabctl_fabric_cmds,
+	icfabctl_topo_cmds,
 	icfabctl_monitor_cmds,
 	icfabctl_main_cmds,
 };
@@ -33,7 +34,8 @@ static void print_help(FILE *f, const char *group)
 	      "Options:\n"
 	      "  -d, --device DEV  device for 'info' (default "
 	      ICFABCTL_DEFAULT_DEVICE ")\n"
-	      "  -j, --json        JSON output (info, fabric show, monitor)\n"
+	      "  -f, --fabric ID   fabric of the netlink commands (default 0)\n"
+	      "  -j, --json        JSON output\n"
 	      "  -h, --help        this help\n"
 	      "\n"
 	      "Commands:\n", f);
@@ -88,6 +90,7 @@ int main(int argc, char **argv)
 {
 	static const struct option options[] = {
 		{ "device",	required_argument,	NULL, 'd' },
+		{ "fabric",	required_argument,	NULL, 'f' },
 		{ "json",	no_argument,		NULL, 'j' },
 		{ "help",	no_argument,		NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -100,10 +103,17 @@ int main(int argc, char **argv)
 
 	opterr = 0;	/* our own messages below */
 	/* '+': options end at the command, so "fabric set 0 ..." is safe. */
-	while ((opt = getopt_long(argc, argv, "+:d:jh", options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+:d:f:jh", options, NULL)) != -1) {
 		switch (opt) {
 		case 'd':
 			ctl.device = optarg;
+			break;
+		case 'f':
+			if (icfabctl_parse_u32(optarg, &ctl.fabric)) {
+				icfabctl_warn("invalid fabric id '%s'", optarg);
+				return ICFABCTL_EXIT_USAGE;
+			}
+			ctl.fabric_given = true;
 			break;
 		case 'j':
 			ctl.json = true;

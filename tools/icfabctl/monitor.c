@@ -22,7 +22,8 @@ static void print_u32(const char *key, struct nlattr *a)
 
 /*
  * One line per FABRIC_NTF:
- *	fabric 0 (icfab0) generation 3: time-mode paced segment-size 4096 dilation 10
+ *	fabric 0 (icfab0) generation 3: time-mode paced segment-size 4096
+ *		dilation 10 endpoints 8 switches 0 links 16 clock 0ps (one line)
  */
 static void print_fabric_ntf(struct nlattr **tb)
 {
@@ -51,6 +52,9 @@ static void print_fabric_ntf(struct nlattr **tb)
 	}
 	print_u32("segment-size", tb[ICFAB_A_FABRIC_SEGMENT_SIZE]);
 	print_u32("dilation", tb[ICFAB_A_FABRIC_DILATION]);
+	print_u32("endpoints", tb[ICFAB_A_FABRIC_NR_ENDPOINTS]);
+	print_u32("switches", tb[ICFAB_A_FABRIC_NR_SWITCHES]);
+	print_u32("links", tb[ICFAB_A_FABRIC_NR_LINKS]);
 	if (tb[ICFAB_A_FABRIC_NOW_PS])
 		printf(" clock %" PRIu64 "ps",
 		       (uint64_t)nla_get_u64(tb[ICFAB_A_FABRIC_NOW_PS]));

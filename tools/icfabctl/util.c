@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <linux/icfab.h>
+#include <linux/icfab_genl.h>
 
 #include "icfabctl.h"
 
@@ -162,6 +163,133 @@ void icfabctl_print_features(FILE *f, uint64_t features)
 	fprintf(f, "(%#" PRIx64 ")", features);
 }
 
+/* Quantities */
+
+struct unit {
+	uint64_t div;
+	const char *name;
+};
+
+/*
+ * v in the largest unit it is at least one of, with up to two decimals,
+ * trailing zeros dropped: "50 GB/s", "12.5 GB/s", "1.33 us".
+ */
+static const char *fmt_scaled(char *buf, size_t len, uint64_t v,
+			      const struct unit *units, size_t n)
+{
+	uint64_t q, r, frac;
+	size_t i = 0;
+
+	while (i + 1 < n && v >= units[i + 1].div)
+		i++;
+	q = v / units[i].div;
+	r = v % units[i].div;
+	frac = (r * 100 + units[i].div / 2) / units[i].div;
+	if (frac >= 100) {
+		q++;
+		frac = 0;
+	}
+	if (!frac)
+		snprintf(buf, len, "%" PRIu64 " %s", q, units[i].name);
+	else if (frac % 10 == 0)
+		snprintf(buf, len, "%" PRIu64 ".%" PRIu64 " %s", q, frac / 10,
+			 units[i].name);
+	else
+		snprintf(buf, len, "%" PRIu64 ".%02" PRIu64 " %s", q, frac,
+			 units[i].name);
+	return buf;
+}
+
+const char *icfabctl_fmt_bandwidth(char *buf, size_t len, uint64_t bytes_per_s)
+{
+	static const struct unit units[] = {
+		{ 1, "B/s" },
+		{ 1000ULL, "kB/s" },
+		{ 1000000ULL, "MB/s" },
+		{ 1000000000ULL, "GB/s" },
+		{ 1000000000000ULL, "TB/s" },
+		{ 1000000000000000ULL, "PB/s" },
+	};
+
+	return fmt_scaled(buf, len, bytes_per_s, units, ARRAY_SIZE(units));
+}
+
+const char *icfabctl_fmt_latency(char *buf, size_t len, uint64_t ps)
+{
+	static const struct unit units[] = {
+		{ 1, "ps" },
+		{ 1000ULL, "ns" },
+		{ 1000000ULL, "us" },
+		{ 1000000000ULL, "ms" },
+		{ 1000000000000ULL, "s" },
+	};
+
+	return fmt_scaled(buf, len, ps, units, ARRAY_SIZE(units));
+}
+
+const char *icfabctl_fmt_bytes(char *buf, size_t len, uint64_t bytes)
+{
+	static const struct unit units[] = {
+		{ 1, "bytes" },
+		{ 1ULL << 10, "KiB" },
+		{ 1ULL << 20, "MiB" },
+		{ 1ULL << 30, "GiB" },
+		{ 1ULL << 40, "TiB" },
+		{ 1ULL << 50, "PiB" },
+	};
+
+	return fmt_scaled(buf, len, bytes, units, ARRAY_SIZE(units));
+}
+
+/* Topology names */
+
+static const char *enum_name(char *buf, size_t len, const char *const *names,
+			     size_t n, uint32_t v, const char *prefix)
+{
+	if (v < n && names[v])
+		return names[v];
+	snprintf(buf, len, "%s-%" PRIu32, prefix, v);
+	return buf;
+}
+
+const char *icfabctl_link_class_name(char *buf, size_t len, uint32_t cls)
+{
+	static const char *const names[] = {
+		[ICFAB_LINK_CLASS_OTHER]	= "other",
+		[ICFAB_LINK_CLASS_NVLINK]	= "nvlink",
+		[ICFAB_LINK_CLASS_PCIE]		= "pcie",
+		[ICFAB_LINK_CLASS_NIC]		= "nic",
+		[ICFAB_LINK_CLASS_ICI]		= "ici",
+		[ICFAB_LINK_CLASS_OCS]		= "ocs",
+		[ICFAB_LINK_CLASS_MESH]		= "mesh",
+		[ICFAB_LINK_CLASS_IPU]		= "ipu",
+		[ICFAB_LINK_CLASS_UALINK]	= "ualink",
+	};
+
+	return enum_name(buf, len, names, ARRAY_SIZE(names), cls, "class");
+}
+
+const char *icfabctl_link_state_name(char *buf, size_t len, uint32_t state)
+{
+	static const char *const names[] = {
+		[ICFAB_LINK_UP]		= "up",
+		[ICFAB_LINK_DOWN]	= "down",
+		[ICFAB_LINK_DEGRADED]	= "degraded",
+	};
+
+	return enum_name(buf, len, names, ARRAY_SIZE(names), state, "state");
+}
+
+const char *icfabctl_node_kind_name(char *buf, size_t len, uint32_t kind)
+{
+	static const char *const names[] = {
+		[ICFAB_NODE_ENDPOINT]	= "endpoint",
+		[ICFAB_NODE_SWITCH]	= "switch",
+	};
+
+	return enum_name(buf, len, names, ARRAY_SIZE(names), kind, "kind");
+}
+
 /* JSON */
 
 void json_init(struct icfabctl_json *j, FILE *f)
@@ -246,6 +374,12 @@ void json_string(struct icfabctl_json *j, const char *key, const char *s)
 {
 	json_member(j, key);
 	json_quoted(j->f, s);
+}
+
+void json_bool(struct icfabctl_json *j, const char *key, bool v)
+{
+	json_member(j, key);
+	fputs(v ? "true" : "false", j->f);
 }
 
 /* Bytes as a string of hex digits. */
