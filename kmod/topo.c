@@ -192,6 +192,7 @@ int icfab_topo_node_add(struct icfab_topo *t, u32 id,
 	n = &t->m.nodes[id];
 	*n = *tmpl;
 	n->present = 1;
+	n->nr_link_ends = 0;
 	n->routes = NULL;
 	n->routes_len = 0;
 	n->port_out = NULL;
@@ -207,16 +208,12 @@ int icfab_topo_node_add(struct icfab_topo *t, u32 id,
 int icfab_topo_node_del(struct icfab_topo *t, u32 id)
 {
 	struct icfab_mnode *n = icfab_topo_node(t, id);
-	u32 i;
 
 	if (!n)
 		return -ENOENT;
-	for (i = 0; i < t->m.links_cap; i++) {
-		const struct icfab_mlink *l = &t->m.links[i];
-
-		if (l->present && (l->src == id || l->dst == id))
-			return -EBUSY;
-	}
+	/* Counted, not searched: tearing down a large fabric stays linear. */
+	if (n->nr_link_ends)
+		return -EBUSY;
 	if (n->kind == ICFAB_MODEL_ENDPOINT)
 		t->m.nr_endpoints--;
 	else
@@ -230,9 +227,11 @@ int icfab_topo_node_del(struct icfab_topo *t, u32 id)
 int icfab_topo_link_add(struct icfab_topo *t, u32 id,
 			const struct icfab_mlink *tmpl)
 {
+	struct icfab_mnode *src = icfab_topo_node(t, tmpl->src);
+	struct icfab_mnode *dst = icfab_topo_node(t, tmpl->dst);
 	int err;
 
-	if (id >= ICFAB_MAX_LINKS)
+	if (id >= ICFAB_MAX_LINKS || !src || !dst)
 		return -EINVAL;
 	if (icfab_topo_link(t, id))
 		return -EEXIST;
@@ -243,6 +242,8 @@ int icfab_topo_link_add(struct icfab_topo *t, u32 id,
 	t->m.links[id] = *tmpl;
 	t->m.links[id].present = 1;
 	t->m.nr_links++;
+	src->nr_link_ends++;
+	dst->nr_link_ends++;
 	return 0;
 }
 
@@ -252,6 +253,8 @@ int icfab_topo_link_del(struct icfab_topo *t, u32 id)
 
 	if (!l)
 		return -ENOENT;
+	t->m.nodes[l->src].nr_link_ends--;
+	t->m.nodes[l->dst].nr_link_ends--;
 	memset(l, 0, sizeof(*l));
 	t->m.nr_links--;
 	return 0;

@@ -39,6 +39,7 @@ struct icfab_mnode {
 	icfab_u32 nr_ports;
 	icfab_u32 dma_engines;		/* endpoint */
 	icfab_u32 colors;		/* switch: color-table entries */
+	icfab_u32 nr_link_ends;		/* links from or to this node */
 	icfab_u64 mem_bytes;		/* endpoint: device memory, bytes */
 	char name[ICFAB_MODEL_NAME_MAX];
 	/* Forwarding: out port per destination id, routes_len entries. */
