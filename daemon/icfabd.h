@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * icfabd's kernel side: the netlink layer (nl.c), reading the module's
+ * configuration back and applying a topology as a difference (fabric.c),
+ * logging (log.c), systemd readiness (notify.c) and the daemon proper
+ * (daemon.c). The topology library (topo.h) knows nothing of these.
+ *
+ * Errors come back as -errno; the netlink layer keeps the kernel's extack
+ * text ("kernel reports: ...") and cookie of the last failed request.
+ */
+#ifndef ICFABD_H
+#define ICFABD_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <syslog.h>
+
+#include "topo.h"
+
+struct nl_sock;
+struct nl_msg;
+struct nlattr;
+
+/* ---- nl.c: generic netlink "icfab" ---- */
+
+struct icfab_nl {
+	struct nl_sock *sk;
+	int family;			/* resolved "icfab" family id */
+	int events_grp;			/* multicast group id of "events" */
+	uint32_t fabric_id;		/* N of /dev/icfabN */
+	int last_err;			/* -errno of the last failed request */
+	char err_msg[256];		/* the kernel's extack text, or "" */
+	bool has_cookie;		/* err_cookie is valid */
+	struct icfab_err_cookie err_cookie;
+};
+
+/* Called for each message of a reply or dump with its parsed attributes. */
+typedef int (*icfab_nl_parse_fn)(struct nlattr **tb, void *arg);
+
+int icfab_nl_open(struct icfab_nl *nl, uint32_t fabric_id);
+void icfab_nl_close(struct icfab_nl *nl);
+struct nl_msg *icfab_nl_msg(struct icfab_nl *nl, uint8_t cmd, int flags,
+			    size_t payload);
+int icfab_nl_request(struct icfab_nl *nl, struct nl_msg *msg,
+		     icfab_nl_parse_fn fn, void *arg);
+int icfab_nl_dump(struct icfab_nl *nl, struct nl_msg *msg,
+		  icfab_nl_parse_fn fn, void *arg);
+int icfab_nl_subscribe(struct icfab_nl *nl);
+int icfab_nl_fd(const struct icfab_nl *nl);
+int icfab_nl_recv_events(struct icfab_nl *nl, icfab_nl_parse_fn fn, void *arg);
+const char *icfab_nl_strerror(const struct icfab_nl *nl, int err,
+			      char *buf, size_t len);
+
+/* ICFAB_IOC_INFO on /dev/icfabN. */
+int icfab_dev_info(uint32_t fabric_id, struct icfab_info *info);
+
+/* ---- fabric.c: readback, difference, apply ---- */
+
+/* The module's configuration as read back, in topology-library terms. */
+struct fabric_state {
+	uint64_t generation;
+	uint64_t mem_bytes;		/* committed tables, bytes */
+	bool has_staged;		/* somebody is staging right now */
+	struct topo *topo;		/* nodes, links; routes nr_nodes^2 */
+	uint32_t *link_id;		/* topo link index -> module link id */
+	uint32_t *routes_len;		/* per node: entries the module holds */
+	uint8_t *row_tail;		/* per node: a port set beyond nr_nodes */
+};
+
+int fabric_read(struct icfab_nl *nl, bool staged, struct fabric_state *st);
+void fabric_state_free(struct fabric_state *st);
+
+/* What a difference consists of; counts only, the list goes to a FILE. */
+struct fabric_diff {
+	bool params;			/* segment size, time mode, dilation */
+	uint32_t nodes_added, nodes_removed, nodes_replaced;
+	uint32_t links_added, links_removed, links_replaced;
+	uint32_t link_states;		/* LINK_SET only */
+	uint32_t route_rows;		/* rows that ROUTE_SET rewrites */
+	uint32_t route_entries;		/* entries that differ in them */
+};
+
+static inline bool fabric_diff_empty(const struct fabric_diff *d)
+{
+	return !d->params && !d->nodes_added && !d->nodes_removed &&
+	       !d->nodes_replaced && !d->links_added && !d->links_removed &&
+	       !d->links_replaced && !d->link_states && !d->route_rows;
+}
+
+/* Differences only in link states and routes (what faults change). */
+static inline bool fabric_diff_runtime_only(const struct fabric_diff *d)
+{
+	return !d->params && !d->nodes_added && !d->nodes_removed &&
+	       !d->nodes_replaced && !d->links_added && !d->links_removed &&
+	       !d->links_replaced;
+}
+
+/*
+ * Compare @want (routed) with @have. With @out, one line per difference
+ * (at most @max_lines, then a count of the rest).
+ */
+int fabric_diff(const struct topo *want, const struct fabric_state *have,
+		struct fabric_diff *d, FILE *out, unsigned int max_lines);
+
+/*
+ * Stage the difference between @want and @have on @nl and commit it,
+ * expecting @have->generation. On failure the staging is aborted and the
+ * committed configuration is unchanged; @why gets the reason.
+ */
+int fabric_apply(struct icfab_nl *nl, const struct topo *want,
+		 const struct fabric_state *have, struct fabric_diff *d,
+		 char *why, size_t why_len);
+
+/* What the module's tables do, entry by entry (for --status and tests). */
+struct fabric_route_check {
+	uint32_t links_down, links_degraded;
+	uint64_t pairs;			/* endpoint -> other endpoint */
+	uint64_t unreachable;		/* pairs whose source has no entry */
+	uint64_t via_down;		/* entries (any node) out by a DOWN link */
+	uint64_t via_nothing;		/* entries out by a port without a link */
+};
+
+int fabric_route_check(const struct fabric_state *st,
+		       struct fabric_route_check *rc);
+
+/* Copy the module's link states into @t, which has the same links. */
+uint32_t fabric_adopt_link_states(struct topo *t, const struct fabric_state *st);
+/* A routable topology of the module's configuration (takes st->topo). */
+struct topo *fabric_take_topo(struct fabric_state *st);
+
+/* The outcome of fabric_sync(). */
+struct fabric_result {
+	uint64_t gen_before, gen_after;	/* equal when nothing changed */
+	struct fabric_diff diff;
+	uint32_t nr_nodes, nr_links;	/* of the module afterwards */
+};
+
+/*
+ * Read the module, apply the difference to @want, commit; once more from
+ * a fresh read when somebody else committed in between (-ESTALE).
+ */
+int fabric_sync(uint32_t fabric_id, const struct topo *want,
+		struct fabric_result *res, char *why, size_t why_len);
+
+/* ---- log.c ---- */
+
+enum log_target { LOG_TO_STDERR, LOG_TO_SYSLOG };
+
+void log_init(enum log_target target, int max_level);
+void log_msg(int level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#define log_err(...)	log_msg(LOG_ERR, __VA_ARGS__)
+#define log_warn(...)	log_msg(LOG_WARNING, __VA_ARGS__)
+#define log_notice(...)	log_msg(LOG_NOTICE, __VA_ARGS__)
+#define log_info(...)	log_msg(LOG_INFO, __VA_ARGS__)
+#define log_debug(...)	log_msg(LOG_DEBUG, __VA_ARGS__)
+
+/* ---- notify.c: sd_notify(3) without libsystemd ---- */
+
+int notify_systemd(const char *state);
+
+/* ---- daemon.c ---- */
+
+struct daemon_opts {
+	const char *file;		/* --config FILE */
+	const char *preset;		/* or --preset NAME */
+	uint32_t fabric_id;
+	bool foreground;		/* log to stderr */
+	bool fork;			/* --daemon: detach */
+	bool verbose;
+};
+
+int daemon_run(const struct daemon_opts *o);
+
+/* icfabd.c: load, check against @lim, route, check the tables. */
+int load_topology(const char *file, const char *preset,
+		  const struct icfab_limits *lim, struct topo **tp,
+		  char *why, size_t why_len);
+
+#endif /* ICFABD_H */

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The parser against corpora: every file in tests/bad/ must be rejected
+ * for the reason it names in its first line,
+ *
+ *	# expect: LINE: SUBSTRING
+ *
+ * with the message starting "FILE:LINE: " and containing SUBSTRING (a
+ * file rejected for another reason fails); every file in tests/good/
+ * must load, check and route. Both go through the same steps as
+ * "icfabd --check".
+ */
+#include <dirent.h>
+#include <unistd.h>
+
+#include "tap.h"
+
+#ifndef TOPO_TEST_DIR
+#define TOPO_TEST_DIR "tests"
+#endif
+
+static int run_check(const char *path, struct topo_err *err)
+{
+	struct icfab_limits lim;
+	struct topo *t = NULL;
+	int ret;
+
+	topo_default_limits(&lim);
+	err->msg[0] = '\0';
+	ret = topo_load_file(path, &t, err);
+	if (!ret)
+		ret = topo_check(t, &lim, err);
+	if (!ret)
+		ret = topo_route(t, err);
+	if (!ret)
+		ret = topo_check(t, &lim, err);
+	topo_free(t);
+	return ret;
+}
+
+static int read_expect(const char *path, unsigned int *line, char *sub, size_t len)
+{
+	char buf[512], *p;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -1;
+	p = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	if (!p || sscanf(buf, "# expect: %u: ", line) != 1)
+		return -1;
+	p = strchr(strchr(buf, ':') + 1, ':') + 2;
+	p[strcspn(p, "\n")] = '\0';
+	snprintf(sub, len, "%s", p);
+	return 0;
+}
+
+static int by_name(const struct dirent **a, const struct dirent **b)
+{
+	return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+static int yaml_file(const struct dirent *e)
+{
+	size_t n = strlen(e->d_name);
+
+	return n > 5 && !strcmp(e->d_name + n - 5, ".yaml");
+}
+
+static void run_dir(const char *sub, bool bad)
+{
+	char dir[512], path[1024], want[256], prefix[1100];
+	struct dirent **list;
+	struct topo_err err;
+	unsigned int line;
+	int n, i;
+
+	snprintf(dir, sizeof(dir), "%s/%s", TOPO_TEST_DIR, sub);
+	n = scandir(dir, &list, yaml_file, by_name);
+	ok(n > (bad ? 30 : 14), "%s: %d files", dir, n);
+	for (i = 0; i < n; i++) {
+		int ret;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, list[i]->d_name);
+		ret = run_check(path, &err);
+		if (!bad) {
+			ok(!ret, "good/%s accepted%s%s", list[i]->d_name,
+			   ret ? ": " : "", ret ? err.msg : "");
+		} else if (read_expect(path, &line, want, sizeof(want))) {
+			ok(0, "bad/%s has no '# expect: LINE: TEXT' line", list[i]->d_name);
+		} else {
+			snprintf(prefix, sizeof(prefix), "%s:%u: ", path, line);
+			ok(ret && !strncmp(err.msg, prefix, strlen(prefix)) &&
+			   strstr(err.msg, want),
+			   "bad/%s rejected at line %u for '%s'%s%s", list[i]->d_name,
+			   line, want, ret ? "; got: " : ": accepted",
+			   ret ? err.msg + strlen(dir) + 1 : "");
+		}
+		free(list[i]);
+	}
+	if (n >= 0)
+		free(list);
+}
+
+/* A preset's own file, written out and read back, is the same fabric. */
+static void run_preset_files(void)
+{
+	const struct topo_preset *p;
+	struct topo_err err;
+	size_t n, i;
+
+	p = topo_presets(&n);
+	for (i = 0; i < n; i++) {
+		char path[] = "/tmp/icfab-preset-XXXXXX";
+		struct topo *a = NULL, *b = NULL;
+		int fd = mkstemp(path);
+		FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+		bool same;
+
+		if (f) {
+			fputs(p[i].yaml, f);
+			fclose(f);
+		}
+		same = f && !topo_load_preset(p[i].name, &a, &err) &&
+		       !topo_load_file(path, &b, &err) &&
+		       a->nr_nodes == b->nr_nodes && a->nr_links == b->nr_links &&
+		       true;
+		for (uint32_t l = 0; same && l < a->nr_links; l++)
+			same = a->links[l].src_node == b->links[l].src_node &&
+			       a->links[l].dst_port == b->links[l].dst_port &&
+			       a->links[l].bandwidth == b->links[l].bandwidth &&
+			       a->links[l].latency_ps == b->links[l].latency_ps;
+		ok(same, "preset %s as a file loads to the same fabric", p[i].name);
+		topo_free(a);
+		topo_free(b);
+		unlink(path);
+	}
+}
+
+int main(void)
+{
+	run_dir("bad", true);
+	run_dir("good", false);
+	run_preset_files();
+	return done();
+}

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Every preset loads, checks and routes, and carries the figures that
+ * daemon/TOPOLOGY.md quotes for it.
+ */
+#include "tap.h"
+
+#define GB	1000000000ULL
+#define NS	1000ULL
+
+static struct topo *preset(const char *name, double *ms)
+{
+	struct topo_err err = { "" };
+	struct icfab_limits lim;
+	struct topo *t = NULL;
+	double t0 = now_ms();
+
+	topo_default_limits(&lim);
+	if (topo_load_preset(name, &t, &err) || topo_check(t, &lim, &err) ||
+	    topo_route(t, &err) || topo_check(t, &lim, &err)) {
+		diag("%s: %s", name, err.msg);
+		topo_free(t);
+		t = NULL;
+	}
+	*ms = now_ms() - t0;
+	return t;
+}
+
+/* All links of a class carry this bandwidth and latency (0: any). */
+static unsigned int links_of(const struct topo *t, uint32_t class,
+			     uint64_t bw, uint64_t lat_ps)
+{
+	unsigned int n = 0;
+	uint32_t i;
+
+	for (i = 0; i < t->nr_links; i++) {
+		const struct topo_link *l = &t->links[i];
+
+		if (l->class == class && (!bw || l->bandwidth == bw) &&
+		    (!lat_ps || l->latency_ps == lat_ps))
+			n++;
+	}
+	return n;
+}
+
+static uint32_t max_hops(const struct topo *t)
+{
+	uint32_t s, d, max = 0;
+
+	for (s = 0; s < t->nr_nodes; s++)
+		for (d = 0; d < t->nr_nodes; d++)
+			if (s != d && t->nodes[s].kind == ICFAB_NODE_ENDPOINT &&
+			    t->nodes[d].kind == ICFAB_NODE_ENDPOINT) {
+				int h = topo_route_hops(t, s, d);
+
+				if (h < 0)
+					return UINT32_MAX;
+				if ((uint32_t)h > max)
+					max = h;
+			}
+	return max;
+}
+
+static void check_all_load(void)
+{
+	const struct topo_preset *p;
+	size_t n, i;
+	double ms;
+
+	p = topo_presets(&n);
+	ok(n == 10, "10 presets");
+	for (i = 0; i < n; i++) {
+		struct topo *t = preset(p[i].name, &ms);
+		struct topo_mem m;
+
+		if (t)
+			topo_mem(t, &m);
+		ok(t != NULL, "preset %s loads, checks, routes (%u nodes, %u links, tables %.1f MiB, %.0f ms under ASan)",
+		   p[i].name, t ? t->nr_nodes : 0, t ? t->nr_links : 0,
+		   t ? m.route_bytes / 1048576.0 : 0, ms);
+		topo_free(t);
+	}
+}
+
+static void check_figures(void)
+{
+	struct topo *t;
+	uint32_t i, bad;
+	double ms;
+
+	t = preset("ipu-mk2", &ms);
+	ok(t && t->nr_endpoints == 1472 && t->nr_switches == 1 &&
+	   links_of(t, ICFAB_LINK_CLASS_IPU, 5500000000ULL, 50 * NS) == 2944 &&
+	   t->nodes[0].mem_bytes == 624 * 1024,
+	   "ipu-mk2: 1472 tiles, 624 KiB each, 5.5 GB/s per tile, 50 ns");
+	ok(t && 1472 * 5500000000ULL >= 8000 * GB && 1472 * 5500000000ULL < 8200 * GB,
+	   "ipu-mk2: aggregate 1472 x 5.5 GB/s = 8.1 TB/s (~8 TB/s)");
+	topo_free(t);
+
+	t = preset("ipu-pod4", &ms);
+	ok(t && t->nr_endpoints == 4 && t->nodes[0].nr_ports == 9 &&
+	   links_of(t, ICFAB_LINK_CLASS_IPU, 32 * GB, 0) == 36 && max_hops(t) == 1,
+	   "ipu-pod4: 4 IPUs, 9 IPU-Links of 32 GB/s each, all 1 hop");
+	topo_free(t);
+
+	t = preset("wse2", &ms);
+	for (bad = 0, i = 0; t && i < t->nr_nodes; i++)
+		bad += t->nodes[i].kind == ICFAB_NODE_SWITCH &&
+		       (t->nodes[i].colors != 24 || t->nodes[i].nr_ports > 5);
+	ok(t && t->nr_endpoints == 256 && t->nr_switches == 256 && !bad &&
+	   links_of(t, ICFAB_LINK_CLASS_MESH, 4400000000ULL, 1 * NS) == t->nr_links,
+	   "wse2: 16x16 PEs, 5-port routers with 24 colors, 4.4 GB/s (32 bit x 1.1 GHz), 1 ns");
+	ok(t && max_hops(t) == 30 + 2, "wse2: corner to corner is 30 mesh hops + 2");
+	topo_free(t);
+
+	t = preset("tpu-v4-cube", &ms);
+	ok(t && t->nr_endpoints == 64 && t->nr_links == 384 &&
+	   links_of(t, ICFAB_LINK_CLASS_ICI, 50 * GB, 1000 * NS) == 384 &&
+	   t->nodes[0].nr_ports == 6 && max_hops(t) == 6,
+	   "tpu-v4-cube: 64 chips, 6 ICI links of 50 GB/s each, diameter 6");
+	topo_free(t);
+
+	t = preset("tpu-v4-pod", &ms);
+	ok(t && t->nr_endpoints == 4096 && t->nr_links == 24576 &&
+	   links_of(t, ICFAB_LINK_CLASS_OCS, 50 * GB, 1500 * NS) == 6144 &&
+	   links_of(t, ICFAB_LINK_CLASS_ICI, 50 * GB, 1000 * NS) == 18432,
+	   "tpu-v4-pod: 4096 chips, 24576 links, 6144 of them through OCS (%.0f ms)", ms);
+	ok(t && t->routes && t->routed_with == TOPO_ROUTING_DOR &&
+	   topo_route_hops(t, 0, topo_find_node(t, "chip8_8_8")) == 24,
+	   "tpu-v4-pod: DOR, the farthest chip is 24 hops");
+	topo_free(t);
+
+	t = preset("dgx-h100", &ms);
+	ok(t && t->nr_endpoints == 8 && t->nr_switches == 1 &&
+	   links_of(t, ICFAB_LINK_CLASS_NVLINK, 450 * GB, 0) == 16 && max_hops(t) == 2,
+	   "dgx-h100: 8 GPUs, 450 GB/s each way into NVSwitch, 2 hops");
+	topo_free(t);
+
+	t = preset("h800-pod", &ms);
+	ok(t && t->nr_endpoints == 32 && t->nr_switches == 5 &&
+	   links_of(t, ICFAB_LINK_CLASS_NVLINK, 160 * GB, 0) == 64 &&
+	   links_of(t, ICFAB_LINK_CLASS_NIC, 50 * GB, 0) == 64,
+	   "h800-pod: 4x8 GPUs, 160 GB/s NVLink + one 50 GB/s NIC each");
+	topo_free(t);
+
+	t = preset("ualink-pod", &ms);
+	ok(t && t->nr_endpoints == 1024 && t->nr_switches == 48 &&
+	   links_of(t, ICFAB_LINK_CLASS_UALINK, 100 * GB, 100 * NS) == t->nr_links,
+	   "ualink-pod: 1024 accelerators, 32 leaves + 16 spines, 4x200 Gb/s ports, 100 ns (%.0f ms)",
+	   ms);
+	ok(t && max_hops(t) == 4, "ualink-pod: at most leaf-spine-leaf (4 links)");
+	topo_free(t);
+
+	t = preset("supermesh-bi", &ms);
+	ok(t && links_of(t, ICFAB_LINK_CLASS_MESH, 0, 0) == 32 + 48 + 24 &&
+	   out_links(t, topo_find_node(t, "rt0_0")) == 5,
+	   "supermesh-bi: corner router has 4 mesh links + local");
+	topo_free(t);
+
+	t = preset("supermesh-alter", &ms);
+	for (bad = 0, i = 0; t && i < t->nr_nodes; i++)
+		bad += t->nodes[i].nr_ports > 5;
+	ok(t && !bad && t->nr_links == 32 + 48 + 16,
+	   "supermesh-alter: every router at most 5 ports");
+	topo_free(t);
+}
+
+int main(void)
+{
+	check_all_load();
+	check_figures();
+	return done();
+}

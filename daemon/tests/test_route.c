@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Routes: walk the tables hop by hop from every source endpoint to every
+ * destination endpoint and compare with known distances; after link
+ * failures, check that nothing loops or crosses a DOWN link.
+ */
+#include <errno.h>
+
+#include "tap.h"
+
+typedef int (*expect_fn)(const struct topo *t, uint32_t s, uint32_t d);
+
+/* Pairs whose walked hop count differs from expect(); -1 = unreachable. */
+static unsigned int walk_all(const struct topo *t, expect_fn expect)
+{
+	unsigned int bad = 0;
+	uint32_t s, d;
+
+	for (s = 0; s < t->nr_nodes; s++) {
+		if (t->nodes[s].kind != ICFAB_NODE_ENDPOINT)
+			continue;
+		for (d = 0; d < t->nr_nodes; d++) {
+			int hops, want;
+
+			if (d == s || t->nodes[d].kind != ICFAB_NODE_ENDPOINT)
+				continue;
+			hops = topo_route_hops(t, s, d);
+			want = expect ? expect(t, s, d) : hops;
+			if (hops != want || (hops < 0 && want >= 0)) {
+				if (bad++ < 3)
+					diag("%s -> %s: %d hops, expected %d",
+					     t->nodes[s].name, t->nodes[d].name, hops, want);
+			}
+		}
+	}
+	return bad;
+}
+
+/* Any loop, missing route or DOWN link on any pair. */
+static unsigned int walk_broken(const struct topo *t)
+{
+	unsigned int bad = 0;
+	uint32_t s, d;
+
+	for (s = 0; s < t->nr_nodes; s++)
+		for (d = 0; d < t->nr_nodes; d++)
+			if (s != d && t->nodes[s].kind == ICFAB_NODE_ENDPOINT &&
+			    t->nodes[d].kind == ICFAB_NODE_ENDPOINT &&
+			    topo_route_hops(t, s, d) < 0)
+				bad++;
+	return bad;
+}
+
+static int coord(const struct topo *t, uint32_t node, uint32_t dim)
+{
+	uint32_t pos = t->nodes[node].grid_pos, i;
+
+	for (i = 0; i < dim; i++)
+		pos /= t->grid->size[i];
+	return pos % t->grid->size[dim];
+}
+
+static int torus_dist(const struct topo *t, uint32_t s, uint32_t d)
+{
+	int sum = 0;
+	uint32_t i;
+
+	for (i = 0; i < t->grid->ndims; i++) {
+		int n = t->grid->size[i], x = abs(coord(t, s, i) - coord(t, d, i));
+
+		sum += x < n - x ? x : n - x;
+	}
+	return sum;
+}
+
+static int manhattan(const struct topo *t, uint32_t s, uint32_t d)
+{
+	int sum = 0;
+	uint32_t i;
+
+	for (i = 0; i < t->grid->ndims; i++)
+		sum += abs(coord(t, s, i) - coord(t, d, i));
+	return sum;
+}
+
+static int manhattan_routers(const struct topo *t, uint32_t s, uint32_t d)
+{
+	return manhattan(t, s, d) + 2;	/* up to the router and down again */
+}
+
+static int two(const struct topo *t, uint32_t s, uint32_t d)
+{
+	(void)t, (void)s, (void)d;
+	return 2;
+}
+
+static int one(const struct topo *t, uint32_t s, uint32_t d)
+{
+	(void)t, (void)s, (void)d;
+	return 1;
+}
+
+/* hierarchical 3x4 on one scale-out switch: always 2 hops */
+static int hier_leafspine(const struct topo *t, uint32_t s, uint32_t d)
+{
+	/* 4x8 on radix 8: 4 GPUs per leaf, so GPU id / 4 is the leaf */
+	if (s / 8 == d / 8)
+		return 2;		/* NVSwitch */
+	return s / 4 == d / 4 ? 2 : 4;	/* same leaf, or leaf-spine-leaf */
+	(void)t;
+}
+
+static void test_distances(void)
+{
+	struct topo *t;
+
+	t = load_routed("topology:\n  torus: {dims: [5, 4, 3], bandwidth: 1GB/s}\n");
+	ok(t && t->routed_with == TOPO_ROUTING_DOR && !walk_all(t, torus_dist),
+	   "torus 5x4x3 (dor): hops = sum of min(|d|, n-|d|)");
+	topo_free(t);
+
+	t = load_routed("topology:\n  torus: {dims: [5, 4, 3], bandwidth: 1GB/s}\nrouting: shortest\n");
+	ok(t && t->routed_with == TOPO_ROUTING_SHORTEST && !walk_all(t, torus_dist),
+	   "torus 5x4x3 (shortest): same distances");
+	topo_free(t);
+
+	t = load_routed("topology:\n  ring: {nodes: 7, bandwidth: 1GB/s}\n");
+	ok(t && !walk_all(t, torus_dist), "ring 7: hops = min(|d|, 7-|d|)");
+	topo_free(t);
+
+	t = load_routed("topology:\n  mesh: {dims: [4, 3, 2], bandwidth: 1GB/s}\n");
+	ok(t && !walk_all(t, manhattan), "mesh 4x3x2: hops = Manhattan distance");
+	topo_free(t);
+
+	t = load_routed("topology:\n  mesh: {dims: [4, 4], routers: true, bandwidth: 1GB/s}\n");
+	ok(t && !walk_all(t, manhattan_routers), "mesh 4x4 with routers: Manhattan + 2");
+	topo_free(t);
+
+	t = load_routed("topology:\n  supermesh: {dims: [4, 4], variant: bi, bandwidth: 1GB/s}\n");
+	ok(t && !walk_all(t, manhattan), "supermesh bi: DOR on the base mesh, Manhattan");
+	topo_free(t);
+
+	t = load_routed("topology:\n  switch: {endpoints: 6, bandwidth: 1GB/s}\n");
+	ok(t && t->routed_with == TOPO_ROUTING_UPDOWN && !walk_all(t, two),
+	   "switch 6: 2 hops");
+	topo_free(t);
+
+	t = load_routed("topology:\n  exchange: {tiles: 6, bandwidth: 1GB/s}\n");
+	ok(t && !walk_all(t, one), "exchange direct: 1 hop");
+	topo_free(t);
+
+	t = load_routed("topology:\n  exchange: {tiles: 70, bandwidth: 1GB/s}\n");
+	ok(t && !walk_all(t, two), "exchange crossbar: 2 hops");
+	topo_free(t);
+
+	t = load_routed("topology:\n  hierarchical:\n    nodes: 3\n    per_node: 4\n"
+			"    scale_up: {bandwidth: 160GB/s, latency: 300ns}\n"
+			"    scale_out: {bandwidth: 50GB/s, latency: 2us}\n");
+	ok(t && !walk_all(t, two), "hierarchical 3x4, one network switch: 2 hops");
+	ok(t && topo_route_port(t, 0, 1) == 0 && topo_route_port(t, 0, 4) == 1,
+	   "hierarchical: intra-node over NVLink (port 0), inter-node over the NIC (port 1)");
+	topo_free(t);
+
+	t = load_routed("topology:\n  hierarchical:\n    nodes: 4\n    per_node: 8\n    radix: 8\n"
+			"    scale_up: {bandwidth: 160GB/s, latency: 300ns}\n"
+			"    scale_out: {bandwidth: 50GB/s, latency: 2us}\n");
+	ok(t && !walk_all(t, hier_leafspine),
+	   "hierarchical leaf/spine: 2 hops intra-node or same leaf, 4 across the spine");
+	topo_free(t);
+}
+
+static void test_tiebreak(void)
+{
+	struct topo *t = load_routed("topology:\n  ring: {nodes: 4, bandwidth: 1GB/s}\n");
+	uint16_t plus;
+
+	/* n0 -> n2 is 2 hops either way: the + direction wins */
+	plus = t ? t->grid->dir_port[0] : 0;
+	ok(t && topo_route_port(t, 0, 2) == plus, "torus tie: + direction");
+	topo_free(t);
+}
+
+/* Take a cable down (both directions). */
+static void cut(struct topo *t, const char *a, const char *b)
+{
+	int l = t ? topo_find_link(t, node_id(t, a), node_id(t, b)) : -1;
+
+	if (l < 0)
+		return;
+	topo_link_set_state(t, l, ICFAB_LINK_DOWN, 0);
+	if (t->links[l].peer != TOPO_NONE)
+		topo_link_set_state(t, t->links[l].peer, ICFAB_LINK_DOWN, 0);
+}
+
+static int reroute_check(struct topo *t, struct topo_err *err)
+{
+	struct icfab_limits lim;
+
+	topo_default_limits(&lim);
+	err->msg[0] = '\0';
+	return topo_route(t, err) || topo_check(t, &lim, err);
+}
+
+static void test_failures(void)
+{
+	struct topo_err err;
+	struct topo *t;
+	int ret;
+
+	t = load_routed("topology:\n  torus: {dims: [4, 4], bandwidth: 1GB/s}\n");
+	cut(t, "chip0_0", "chip1_0");
+	ok(t && topo_route_hops(t, node_id(t, "chip0_0"), node_id(t, "chip1_0")) == -ENETDOWN,
+	   "stale tables after a cut: the walk reports the DOWN link");
+	ret = reroute_check(t, &err);
+	ok(t && !ret && !walk_broken(t), "torus 4x4, one cable cut: rerouted, no loop, no DOWN link");
+	ok(t && topo_route_hops(t, node_id(t, "chip0_0"), node_id(t, "chip1_0")) == 3,
+	   "torus: the cut neighbour is now 3 hops away");
+	ok(t && topo_route_hops(t, node_id(t, "chip0_1"), node_id(t, "chip3_1")) == 1,
+	   "torus: unaffected pairs keep their DOR path");
+	cut(t, "chip0_0", "chip3_0");
+	cut(t, "chip0_0", "chip0_1");
+	ret = reroute_check(t, &err);
+	ok(t && !ret && !walk_broken(t), "torus: three of four cables of a node cut, still reachable");
+	cut(t, "chip0_0", "chip0_3");
+	ret = reroute_check(t, &err);
+	ok(t && ret && strstr(err.msg, "cannot reach each other") && strstr(err.msg, "chip0_0"),
+	   "torus: node cut off, reported: %s", err.msg);
+	topo_free(t);
+
+	t = load_routed("topology:\n  mesh: {dims: [6, 6], routers: true, bandwidth: 1GB/s}\n");
+	cut(t, "rt2_2", "rt3_2");
+	cut(t, "rt3_3", "rt3_4");
+	ret = reroute_check(t, &err);
+	ok(t && !ret && !walk_broken(t), "mesh with routers, two cables cut: DOR + detours, no loop");
+	topo_free(t);
+
+	t = load_routed("topology:\n  mesh: {dims: [3], bandwidth: 1GB/s}\n");
+	cut(t, "pe1", "pe2");
+	ret = reroute_check(t, &err);
+	ok(t && ret && strstr(err.msg, "cannot reach each other") &&
+	   strstr(err.msg, "'pe0'") && strstr(err.msg, "'pe2'"),
+	   "line of 3, only path cut: unreachable pair named: %s", err.msg);
+	topo_free(t);
+
+	t = load_routed("topology:\n  switch: {endpoints: 64, radix: 16, bandwidth: 1GB/s}\n");
+	cut(t, "leaf0", "spine0");
+	cut(t, "leaf1", "spine1");
+	ret = reroute_check(t, &err);
+	ok(t && !ret && !walk_broken(t), "leaf/spine, uplinks cut: up*down* reroutes, no loop");
+	topo_free(t);
+
+	t = load_routed("topology:\n  ring: {nodes: 6, bandwidth: 1GB/s}\nrouting: shortest\n");
+	cut(t, "n0", "n1");
+	ret = reroute_check(t, &err);
+	ok(t && !ret && !walk_broken(t) &&
+	   topo_route_hops(t, node_id(t, "n0"), node_id(t, "n1")) == 5,
+	   "ring, shortest: the long way round after a cut");
+	topo_free(t);
+
+	/* degraded links stay in use */
+	t = load_routed("topology:\n  ring: {nodes: 6, bandwidth: 1GB/s}\n");
+	if (t) {
+		int l = topo_find_link(t, node_id(t, "n0"), node_id(t, "n1"));
+
+		topo_link_set_state(t, l, ICFAB_LINK_DEGRADED, 500);
+	}
+	ret = reroute_check(t, &err);
+	ok(t && !ret && topo_route_hops(t, node_id(t, "n0"), node_id(t, "n1")) == 1,
+	   "a DEGRADED link is still used");
+	topo_free(t);
+}
+
+/*
+ * c is dual-homed on s1 and s2; s1 and s2 meet only at the slow root r.
+ * a -> s1 -> c -> s2 -> b is cheapest but goes down (s1 -> c) then up
+ * (c -> s2): up*down* must take a -> s1 -> r -> s2 -> b instead.
+ */
+#define DUAL_HOMED							\
+	"nodes:\n"							\
+	"  - {name: a, kind: endpoint}\n  - {name: b, kind: endpoint}\n"	\
+	"  - {name: c, kind: endpoint}\n  - {name: s1, kind: switch}\n"	\
+	"  - {name: s2, kind: switch}\n  - {name: r, kind: switch}\n"	\
+	"defaults:\n  link: {bandwidth: 1GB/s, latency: 10ns}\n"		\
+	"links:\n"							\
+	"  - {from: a, to: s1}\n  - {from: c, to: s1}\n"			\
+	"  - {from: c, to: s2}\n  - {from: b, to: s2}\n"			\
+	"  - {from: s1, to: r, latency: 10us}\n"			\
+	"  - {from: s2, to: r, latency: 10us}\n"
+
+static void test_updown_no_transit(void)
+{
+	struct topo *t = load_routed(DUAL_HOMED "routing: updown\n");
+	int s1 = t ? node_id(t, "s1") : 0;
+
+	ok(t && topo_route_hops(t, 0, 1) == 4 &&
+	   t->links[topo_port_link(t, s1, topo_route_port(t, s1, 1))].dst_node ==
+	   (uint32_t)node_id(t, "r"),
+	   "updown: a -> b climbs to the root rather than down-then-up through c");
+	topo_free(t);
+
+	t = load_routed(DUAL_HOMED "routing: shortest\n");
+	ok(t && topo_route_hops(t, 0, 1) == 4 &&
+	   t->links[topo_port_link(t, s1, topo_route_port(t, s1, 1))].dst_node == 2,
+	   "shortest: the same pair goes through endpoint c");
+	topo_free(t);
+}
+
+static void test_timing(void)
+{
+	struct topo_err err;
+	struct topo *t = NULL;
+	double t0 = now_ms(), t1;
+	int ret;
+
+	ret = topo_load_preset("tpu-v4-pod", &t, &err) || reroute_check(t, &err);
+	t1 = now_ms();
+	ok(!ret && t1 - t0 < 20000, "tpu-v4-pod loads, routes and checks (%.0f ms under ASan)",
+	   t1 - t0);
+	cut(t, "chip0_0_0", "chip1_0_0");
+	t0 = now_ms();
+	ret = reroute_check(t, &err);
+	ok(!ret, "tpu-v4-pod, one cable cut: rerouted and checked (%.0f ms under ASan)",
+	   now_ms() - t0);
+	topo_free(t);
+}
+
+int main(void)
+{
+	test_distances();
+	test_tiebreak();
+	test_failures();
+	test_updown_no_transit();
+	test_timing();
+	return done();
+}

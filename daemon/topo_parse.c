@@ -1,0 +1,935 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Topology files (YAML, schema in daemon/TOPOLOGY.md).
+ *
+ * libyaml's document API keeps the start mark of every node, so every
+ * message can name the line of the value it is about. The schema is
+ * strict: unknown and duplicate keys are errors, because a misspelt
+ * "bandwdith" that silently falls back to a default is the worst kind of
+ * wrong result.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <yaml.h>
+
+#include "topo.h"
+
+struct pctx {
+	struct topo *t;
+	yaml_document_t doc;
+	const char *file;		/* interned in t */
+	struct topo_err *err;
+	struct topo_defaults defs;
+};
+
+static struct topo_src src_of(const struct pctx *c, const yaml_node_t *n)
+{
+	struct topo_src s = { c->file, n ? n->start_mark.line + 1 : 0 };
+
+	return s;
+}
+
+static int perr(struct pctx *c, const yaml_node_t *n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int perr(struct pctx *c, const yaml_node_t *n, const char *fmt, ...)
+{
+	struct topo_src s = src_of(c, n);
+	char msg[sizeof(c->err->msg)];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return topo_errf(c->err, &s, "%s", msg);
+}
+
+static yaml_node_t *node_at(struct pctx *c, int index)
+{
+	return yaml_document_get_node(&c->doc, index);
+}
+
+static const char *scalar_of(const yaml_node_t *n)
+{
+	return n && n->type == YAML_SCALAR_NODE ?
+		(const char *)n->data.scalar.value : NULL;
+}
+
+#define for_each_pair(c, map, p)					\
+	for (p = (map)->data.mapping.pairs.start;			\
+	     p < (map)->data.mapping.pairs.top; p++)
+
+/*
+ * A mapping whose keys are all in keys[] (NULL-terminated), each at most
+ * once. what names the mapping in messages ("topology.torus").
+ */
+static int check_map(struct pctx *c, yaml_node_t *map, const char *what,
+		     const char *const *keys)
+{
+	yaml_node_pair_t *p, *q;
+	const char *const *k;
+
+	if (!map || map->type != YAML_MAPPING_NODE)
+		return perr(c, map, "%s: expected a mapping of keys to values", what);
+	for_each_pair(c, map, p) {
+		yaml_node_t *kn = node_at(c, p->key);
+		const char *key = scalar_of(kn);
+
+		if (!key)
+			return perr(c, kn, "%s: keys must be plain words", what);
+		for (k = keys; *k && strcmp(*k, key); k++)
+			;
+		if (!*k) {
+			char known[256] = "";
+			size_t off = 0;
+
+			for (k = keys; *k && off < sizeof(known); k++)
+				off += snprintf(known + off, sizeof(known) - off,
+						"%s%s", k == keys ? "" : ", ", *k);
+			return perr(c, kn, "unknown key '%s' in %s (known: %s)",
+				    key, what, known);
+		}
+		for (q = map->data.mapping.pairs.start; q < p; q++)
+			if (!strcmp(scalar_of(node_at(c, q->key)), key))
+				return perr(c, kn, "duplicate key '%s' in %s",
+					    key, what);
+	}
+	return 0;
+}
+
+static yaml_node_t *map_get(struct pctx *c, yaml_node_t *map, const char *key)
+{
+	yaml_node_pair_t *p;
+
+	for_each_pair(c, map, p)
+		if (!strcmp(scalar_of(node_at(c, p->key)), key))
+			return node_at(c, p->value);
+	return NULL;
+}
+
+/* The value of key as a string; 0 and *v untouched when absent. */
+static int get_str(struct pctx *c, yaml_node_t *map, const char *key,
+		   const char **v)
+{
+	yaml_node_t *n = map_get(c, map, key);
+
+	if (!n)
+		return 0;
+	if (!scalar_of(n) || !*scalar_of(n))
+		return perr(c, n, "%s: expected a value", key);
+	*v = scalar_of(n);
+	return 0;
+}
+
+typedef int (*unit_parser)(const char *s, uint64_t *v, const char **why);
+
+static int get_unit(struct pctx *c, yaml_node_t *map, const char *key,
+		    uint64_t *v, unit_parser parse, const char *example)
+{
+	const char *s = NULL, *why = NULL;
+	yaml_node_t *n = map_get(c, map, key);
+	int ret = get_str(c, map, key, &s);
+
+	if (ret || !s)
+		return ret;
+	if (parse(s, v, &why))
+		return perr(c, n, "%s: '%s': %s (e.g. %s)", key, s, why, example);
+	return 0;
+}
+
+static int get_bw(struct pctx *c, yaml_node_t *map, const char *key, uint64_t *v)
+{
+	return get_unit(c, map, key, v, topo_parse_bandwidth,
+			"50GB/s, 400Gb/s, 4B/cycle@1.1GHz");
+}
+
+static int get_size(struct pctx *c, yaml_node_t *map, const char *key, uint64_t *v)
+{
+	return get_unit(c, map, key, v, topo_parse_size, "80GiB, 624KB, 4096");
+}
+
+static int get_time(struct pctx *c, yaml_node_t *map, const char *key, uint64_t *v)
+{
+	return get_unit(c, map, key, v, topo_parse_time, "500ns, 1.5us");
+}
+
+static int get_u32(struct pctx *c, yaml_node_t *map, const char *key,
+		   uint32_t *v, uint32_t min, uint32_t max)
+{
+	const char *s = NULL, *why = NULL;
+	yaml_node_t *n = map_get(c, map, key);
+	uint32_t x;
+	int ret = get_str(c, map, key, &s);
+
+	if (ret || !s)
+		return ret;
+	if (topo_parse_u32(s, &x, &why))
+		return perr(c, n, "%s: '%s': %s", key, s, why);
+	if (x < min || x > max)
+		return perr(c, n, "%s: %u is out of range (%u..%u)", key, x, min, max);
+	*v = x;
+	return 0;
+}
+
+static int get_bool(struct pctx *c, yaml_node_t *map, const char *key, bool *v)
+{
+	const char *s = NULL;
+	int ret = get_str(c, map, key, &s);
+
+	if (ret || !s)
+		return ret;
+	if (!strcmp(s, "true"))
+		*v = true;
+	else if (!strcmp(s, "false"))
+		*v = false;
+	else
+		return perr(c, map_get(c, map, key),
+			    "%s: '%s': expected true or false", key, s);
+	return 0;
+}
+
+/* One of a list of words; the index goes to *v. */
+static int get_word(struct pctx *c, yaml_node_t *map, const char *key,
+		    int *v, int (*parse)(const char *), const char *known)
+{
+	const char *s = NULL;
+	int ret = get_str(c, map, key, &s), x;
+
+	if (ret || !s)
+		return ret;
+	x = parse(s);
+	if (x < 0)
+		return perr(c, map_get(c, map, key), "%s: '%s': expected one of %s",
+			    key, s, known);
+	*v = x;
+	return 0;
+}
+
+#define CLASSES "other, nvlink, pcie, nic, ici, ocs, mesh, ipu, ualink"
+
+static int get_class(struct pctx *c, yaml_node_t *map, uint32_t *class)
+{
+	int v = *class, ret = get_word(c, map, "class", &v, topo_class_parse, CLASSES);
+
+	*class = v;
+	return ret;
+}
+
+/* bandwidth, latency and class of map, on top of what spec holds. */
+static int get_link_fields(struct pctx *c, yaml_node_t *map,
+			   struct topo_link_spec *spec)
+{
+	int ret = get_bw(c, map, "bandwidth", &spec->bandwidth);
+
+	if (!ret)
+		ret = get_time(c, map, "latency", &spec->latency_ps);
+	if (!ret)
+		ret = get_class(c, map, &spec->class);
+	return ret;
+}
+
+static int need_bandwidth(struct pctx *c, yaml_node_t *n, const char *what,
+			  const struct topo_link_spec *spec)
+{
+	if (!spec->bandwidth)
+		return perr(c, n, "%s: no bandwidth (give one here or in defaults.link)",
+			    what);
+	return 0;
+}
+
+/* A sub-mapping {bandwidth, latency, class}; absent fields keep *spec. */
+static int get_link_block(struct pctx *c, yaml_node_t *map, const char *key,
+			  const char *what, struct topo_link_spec *spec)
+{
+	static const char *const keys[] = { "bandwidth", "latency", "class", NULL };
+	yaml_node_t *n = map_get(c, map, key);
+	char path[96];
+	int ret;
+
+	if (!n)
+		return 0;
+	snprintf(path, sizeof(path), "%s.%s", what, key);
+	ret = check_map(c, n, path, keys);
+	if (!ret)
+		ret = get_link_fields(c, n, spec);
+	if (!ret)
+		ret = need_bandwidth(c, n, path, spec);
+	return ret;
+}
+
+/* dims: [4, 4, 4] */
+static int get_dims(struct pctx *c, yaml_node_t *map, const char *key,
+		    uint32_t *ndims, uint32_t *size, bool required)
+{
+	yaml_node_t *n = map_get(c, map, key);
+	yaml_node_item_t *it;
+	const char *why;
+
+	if (!n) {
+		if (required)
+			return perr(c, map, "%s: required", key);
+		return 0;
+	}
+	if (n->type != YAML_SEQUENCE_NODE)
+		return perr(c, n, "%s: expected a list such as [4, 4, 4]", key);
+	*ndims = 0;
+	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
+		yaml_node_t *e = node_at(c, *it);
+
+		if (*ndims == TOPO_MAX_DIMS)
+			return perr(c, e, "%s: at most %d dimensions", key, TOPO_MAX_DIMS);
+		if (!scalar_of(e) || topo_parse_u32(scalar_of(e), &size[*ndims], &why))
+			return perr(c, e, "%s: '%s' is not a size", key,
+				    scalar_of(e) ? scalar_of(e) : "");
+		if (!size[*ndims])
+			return perr(c, e, "%s: a dimension of size 0", key);
+		(*ndims)++;
+	}
+	if (!*ndims)
+		return perr(c, n, "%s: at least one dimension", key);
+	return 0;
+}
+
+/* ---- fabric and defaults ------------------------------------------- */
+
+static int parse_fabric(struct pctx *c, yaml_node_t *n)
+{
+	static const char *const keys[] = {
+		"name", "segment_size", "time_mode", "dilation", NULL
+	};
+	const char *name = NULL, *mode = NULL;
+	uint64_t seg = c->t->segment_size;
+	int ret;
+
+	ret = check_map(c, n, "fabric", keys);
+	c->t->src = src_of(c, n);
+	if (!ret)
+		ret = get_str(c, n, "name", &name);
+	if (!ret && name && strlen(name) >= ICFAB_NAME_MAX)
+		return perr(c, map_get(c, n, "name"), "name: at most %d characters",
+			    ICFAB_NAME_MAX - 1);
+	if (!ret)
+		ret = get_size(c, n, "segment_size", &seg);
+	if (!ret && seg > UINT32_MAX)
+		return perr(c, map_get(c, n, "segment_size"),
+			    "segment_size: too large");
+	if (!ret)
+		ret = get_str(c, n, "time_mode", &mode);
+	if (!ret && mode) {
+		if (!strcmp(mode, "virtual"))
+			c->t->time_mode = ICFAB_TIME_VIRTUAL;
+		else if (!strcmp(mode, "paced"))
+			c->t->time_mode = ICFAB_TIME_PACED;
+		else
+			return perr(c, map_get(c, n, "time_mode"),
+				    "time_mode: '%s': expected virtual or paced", mode);
+	}
+	if (!ret)
+		ret = get_u32(c, n, "dilation", &c->t->dilation, 1, UINT32_MAX);
+	if (ret)
+		return ret;
+	if (name)
+		strcpy(c->t->name, name);
+	c->t->segment_size = seg;
+	return 0;
+}
+
+static int parse_defaults(struct pctx *c, yaml_node_t *n)
+{
+	static const char *const keys[] = { "endpoint", "switch", "link", NULL };
+	static const char *const ep_keys[] = { "memory", "dma_engines", NULL };
+	static const char *const sw_keys[] = { "colors", NULL };
+	static const char *const link_keys[] = {
+		"bandwidth", "latency", "class", NULL
+	};
+	struct topo_defaults *d = &c->defs;
+	yaml_node_t *sub;
+	int ret;
+
+	ret = check_map(c, n, "defaults", keys);
+	if (ret)
+		return ret;
+	sub = map_get(c, n, "endpoint");
+	if (sub) {
+		ret = check_map(c, sub, "defaults.endpoint", ep_keys);
+		if (!ret)
+			ret = get_size(c, sub, "memory", &d->mem_bytes);
+		if (!ret)
+			ret = get_u32(c, sub, "dma_engines", &d->dma_engines, 1, 1024);
+		if (ret)
+			return ret;
+	}
+	sub = map_get(c, n, "switch");
+	if (sub) {
+		ret = check_map(c, sub, "defaults.switch", sw_keys);
+		if (!ret)
+			ret = get_u32(c, sub, "colors", &d->colors, 0, UINT32_MAX);
+		if (ret)
+			return ret;
+	}
+	sub = map_get(c, n, "link");
+	if (sub) {
+		ret = check_map(c, sub, "defaults.link", link_keys);
+		if (!ret)
+			ret = get_link_fields(c, sub, &d->link);
+	}
+	return ret;
+}
+
+/* ---- generators ---------------------------------------------------- */
+
+/* The generator's own bandwidth/latency/class, over defaults.link. */
+static int gen_link(struct pctx *c, yaml_node_t *n, const char *what,
+		    struct topo_link_spec *spec)
+{
+	int ret;
+
+	*spec = c->defs.link;
+	ret = get_link_fields(c, n, spec);
+	if (!ret)
+		ret = need_bandwidth(c, n, what, spec);
+	return ret;
+}
+
+static int parse_grid(struct pctx *c, yaml_node_t *key, yaml_node_t *n,
+		      const char *gen)
+{
+	static const char *const mesh_keys[] = {
+		"dims", "name", "routers", "router_name", "bandwidth",
+		"latency", "class", "local", NULL
+	};
+	static const char *const torus_keys[] = {
+		"dims", "name", "routers", "router_name", "bandwidth",
+		"latency", "class", "local", "blocks", "block_link", NULL
+	};
+	static const char *const ring_keys[] = {
+		"nodes", "name", "bandwidth", "latency", "class", NULL
+	};
+	static const char *const sm_keys[] = {
+		"dims", "variant", "name", "routers", "router_name",
+		"bandwidth", "latency", "class", "local", "boundary", NULL
+	};
+	bool ring = !strcmp(gen, "ring"), sm = !strcmp(gen, "supermesh");
+	struct topo_gen_grid g = {
+		.router_name = "rt",
+		.torus = ring || !strcmp(gen, "torus"),
+	};
+	struct topo_src src = src_of(c, key);
+	char what[64];
+	int ret;
+
+	snprintf(what, sizeof(what), "topology.%s", gen);
+	ret = check_map(c, n, what, ring ? ring_keys : sm ? sm_keys :
+			g.torus ? torus_keys : mesh_keys);
+	if (ret)
+		return ret;
+	g.name = ring ? "n" : sm ? "chiplet" : g.torus ? "chip" : "pe";
+	if (ring) {
+		g.ndims = 1;
+		ret = get_u32(c, n, "nodes", &g.size[0], 1, UINT32_MAX);
+		if (!ret && !map_get(c, n, "nodes"))
+			return perr(c, n, "nodes: required");
+	} else {
+		ret = get_dims(c, n, "dims", &g.ndims, g.size, true);
+	}
+	if (!ret)
+		ret = get_str(c, n, "name", &g.name);
+	if (!ret)
+		ret = get_bool(c, n, "routers", &g.routers);
+	if (!ret)
+		ret = get_str(c, n, "router_name", &g.router_name);
+	if (!ret)
+		ret = gen_link(c, n, what, &g.link);
+	if (ret)
+		return ret;
+	g.local = g.block_link = g.boundary = g.link;
+	ret = get_link_block(c, n, "local", what, &g.local);
+	if (!ret)
+		ret = get_link_block(c, n, "block_link", what, &g.block_link);
+	if (!ret)
+		ret = get_link_block(c, n, "boundary", what, &g.boundary);
+	if (!ret) {
+		uint32_t nb = 0;
+
+		ret = get_dims(c, n, "blocks", &nb, g.block, false);
+		if (!ret && nb && nb != g.ndims)
+			return perr(c, map_get(c, n, "blocks"),
+				    "blocks: %u dimensions, but dims has %u", nb, g.ndims);
+	}
+	if (!ret && sm) {
+		const char *v = NULL;
+
+		ret = get_str(c, n, "variant", &v);
+		if (!ret && !v)
+			return perr(c, n, "variant: required (bi or alter)");
+		if (!ret && !strcmp(v, "bi"))
+			g.supermesh = TOPO_SUPERMESH_BI;
+		else if (!ret && !strcmp(v, "alter"))
+			g.supermesh = TOPO_SUPERMESH_ALTER;
+		else if (!ret)
+			return perr(c, map_get(c, n, "variant"),
+				    "variant: '%s': expected bi or alter", v);
+	}
+	if (ret)
+		return ret;
+	return topo_gen_grid(c->t, &g, &c->defs, &src, c->err);
+}
+
+static int parse_switch(struct pctx *c, yaml_node_t *key, yaml_node_t *n)
+{
+	static const char *const keys[] = {
+		"endpoints", "name", "switch_name", "radix",
+		"links_per_endpoint", "bandwidth", "latency", "class",
+		"uplink", NULL
+	};
+	struct topo_gen_switch g = { .name = "ep", .switch_name = "sw" };
+	struct topo_src src = src_of(c, key);
+	int ret;
+
+	ret = check_map(c, n, "topology.switch", keys);
+	if (!ret && !map_get(c, n, "endpoints"))
+		return perr(c, n, "endpoints: required");
+	if (!ret)
+		ret = get_u32(c, n, "endpoints", &g.endpoints, 1, UINT32_MAX);
+	if (!ret)
+		ret = get_str(c, n, "name", &g.name);
+	if (!ret)
+		ret = get_str(c, n, "switch_name", &g.switch_name);
+	if (!ret)
+		ret = get_u32(c, n, "radix", &g.radix, 2, ICFAB_ROUTE_NONE - 1);
+	if (!ret)
+		ret = get_u32(c, n, "links_per_endpoint", &g.links_per_endpoint, 1, 64);
+	if (!ret)
+		ret = gen_link(c, n, "topology.switch", &g.link);
+	if (ret)
+		return ret;
+	g.uplink = g.link;
+	ret = get_link_block(c, n, "uplink", "topology.switch", &g.uplink);
+	if (ret)
+		return ret;
+	return topo_gen_switch(c->t, &g, &c->defs, &src, c->err);
+}
+
+/* Up to this many tiles, mode: auto wires every pair directly. */
+#define EXCHANGE_DIRECT_MAX	64
+
+static int parse_exchange(struct pctx *c, yaml_node_t *key, yaml_node_t *n)
+{
+	static const char *const keys[] = {
+		"tiles", "name", "mode", "links_per_pair", "bandwidth",
+		"latency", "class", NULL
+	};
+	struct topo_gen_exchange g = { .name = "tile" };
+	struct topo_src src = src_of(c, key);
+	const char *mode = "auto";
+	int ret;
+
+	ret = check_map(c, n, "topology.exchange", keys);
+	if (!ret && !map_get(c, n, "tiles"))
+		return perr(c, n, "tiles: required");
+	if (!ret)
+		ret = get_u32(c, n, "tiles", &g.tiles, 2, UINT32_MAX);
+	if (!ret)
+		ret = get_str(c, n, "name", &g.name);
+	if (!ret)
+		ret = get_str(c, n, "mode", &mode);
+	if (!ret)
+		ret = get_u32(c, n, "links_per_pair", &g.links_per_pair, 1, 64);
+	if (!ret)
+		ret = gen_link(c, n, "topology.exchange", &g.link);
+	if (ret)
+		return ret;
+	if (!strcmp(mode, "auto"))
+		g.crossbar = g.tiles > EXCHANGE_DIRECT_MAX;
+	else if (!strcmp(mode, "crossbar"))
+		g.crossbar = true;
+	else if (strcmp(mode, "direct"))
+		return perr(c, map_get(c, n, "mode"),
+			    "mode: '%s': expected auto, direct or crossbar", mode);
+	if (g.crossbar && g.links_per_pair > 1)
+		return perr(c, map_get(c, n, "links_per_pair"),
+			    "links_per_pair: only with mode: direct");
+	return topo_gen_exchange(c->t, &g, &c->defs, &src, c->err);
+}
+
+static int parse_hier(struct pctx *c, yaml_node_t *key, yaml_node_t *n)
+{
+	static const char *const keys[] = {
+		"nodes", "per_node", "name", "switch_name", "radix",
+		"scale_up", "scale_out", "uplink", NULL
+	};
+	struct topo_gen_hier g = { .name = "gpu", .switch_name = "nvsw" };
+	struct topo_src src = src_of(c, key);
+	const char *what = "topology.hierarchical";
+	int ret;
+
+	ret = check_map(c, n, what, keys);
+	if (!ret && (!map_get(c, n, "nodes") || !map_get(c, n, "per_node")))
+		return perr(c, n, "nodes and per_node: required");
+	if (!ret && !map_get(c, n, "scale_out") && !c->defs.link.bandwidth)
+		return perr(c, n, "scale_out: required");
+	if (!ret)
+		ret = get_u32(c, n, "nodes", &g.nodes, 1, UINT32_MAX);
+	if (!ret)
+		ret = get_u32(c, n, "per_node", &g.per_node, 1, UINT32_MAX);
+	if (!ret)
+		ret = get_str(c, n, "name", &g.name);
+	if (!ret)
+		ret = get_str(c, n, "switch_name", &g.switch_name);
+	if (!ret)
+		ret = get_u32(c, n, "radix", &g.radix, 2, ICFAB_ROUTE_NONE - 1);
+	if (ret)
+		return ret;
+	g.scale_up = g.scale_out = c->defs.link;
+	ret = get_link_block(c, n, "scale_up", what, &g.scale_up);
+	if (!ret)
+		ret = get_link_block(c, n, "scale_out", what, &g.scale_out);
+	if (!ret && g.per_node > 1)
+		ret = need_bandwidth(c, n, "topology.hierarchical.scale_up",
+				     &g.scale_up);
+	if (!ret)
+		ret = need_bandwidth(c, n, "topology.hierarchical.scale_out",
+				     &g.scale_out);
+	g.uplink = g.scale_out;
+	if (!ret)
+		ret = get_link_block(c, n, "uplink", what, &g.uplink);
+	if (ret)
+		return ret;
+	return topo_gen_hier(c->t, &g, &c->defs, &src, c->err);
+}
+
+static int parse_topology(struct pctx *c, yaml_node_t *n)
+{
+	static const char *const keys[] = {
+		"switch", "ring", "mesh", "torus", "supermesh", "exchange",
+		"hierarchical", NULL
+	};
+	yaml_node_t *key, *val;
+	const char *gen;
+	int ret;
+
+	ret = check_map(c, n, "topology", keys);
+	if (ret)
+		return ret;
+	if (n->data.mapping.pairs.top - n->data.mapping.pairs.start != 1)
+		return perr(c, n, "topology: exactly one generator (switch, ring, mesh, torus, supermesh, exchange or hierarchical)");
+	key = node_at(c, n->data.mapping.pairs.start->key);
+	val = node_at(c, n->data.mapping.pairs.start->value);
+	gen = scalar_of(key);
+	if (!strcmp(gen, "switch"))
+		return parse_switch(c, key, val);
+	if (!strcmp(gen, "exchange"))
+		return parse_exchange(c, key, val);
+	if (!strcmp(gen, "hierarchical"))
+		return parse_hier(c, key, val);
+	return parse_grid(c, key, val, gen);
+}
+
+/* ---- explicit nodes and links -------------------------------------- */
+
+static int parse_node(struct pctx *c, yaml_node_t *n)
+{
+	static const char *const keys[] = {
+		"name", "kind", "ports", "memory", "dma_engines", "colors", NULL
+	};
+	const char *name = NULL, *kind = NULL;
+	struct topo_src src = src_of(c, n);
+	struct topo_node *node;
+	uint32_t k, ports = 0;
+	int ret, id;
+
+	ret = check_map(c, n, "nodes[]", keys);
+	if (!ret)
+		ret = get_str(c, n, "name", &name);
+	if (!ret)
+		ret = get_str(c, n, "kind", &kind);
+	if (ret)
+		return ret;
+	if (!name || !kind)
+		return perr(c, n, "nodes[]: name and kind are required");
+	if (!strcmp(kind, "endpoint"))
+		k = ICFAB_NODE_ENDPOINT;
+	else if (!strcmp(kind, "switch"))
+		k = ICFAB_NODE_SWITCH;
+	else
+		return perr(c, map_get(c, n, "kind"),
+			    "kind: '%s': expected endpoint or switch", kind);
+	if (k == ICFAB_NODE_SWITCH &&
+	    (map_get(c, n, "memory") || map_get(c, n, "dma_engines")))
+		return perr(c, n, "node '%s': memory and dma_engines are for endpoints", name);
+	if (k == ICFAB_NODE_ENDPOINT && map_get(c, n, "colors"))
+		return perr(c, map_get(c, n, "colors"),
+			    "node '%s': colors are for switches", name);
+	ret = get_u32(c, n, "ports", &ports, 1, ICFAB_ROUTE_NONE - 1);
+	if (ret)
+		return ret;
+	id = topo_add_node(c->t, name, k, &c->defs, &src, c->err);
+	if (id < 0)
+		return id;
+	node = &c->t->nodes[id];
+	if (ports) {
+		node->nr_ports = ports;
+		node->ports_fixed = true;
+	}
+	ret = get_size(c, n, "memory", &node->mem_bytes);
+	if (!ret)
+		ret = get_u32(c, n, "dma_engines", &node->dma_engines, 1, 1024);
+	if (!ret)
+		ret = get_u32(c, n, "colors", &node->colors, 0, UINT32_MAX);
+	return ret;
+}
+
+/* "name" (next free port) or "name:port". */
+static int link_end(struct pctx *c, yaml_node_t *link, const char *key,
+		    uint32_t *node, uint32_t *port)
+{
+	yaml_node_t *n = map_get(c, link, key);
+	struct topo_src src = src_of(c, n);
+	char name[ICFAB_NAME_MAX + 16];
+	const char *s = scalar_of(n), *colon, *why;
+	int id, p;
+
+	if (!n)
+		return perr(c, link, "links[]: '%s' is required", key);
+	if (!s || !*s || strlen(s) >= sizeof(name))
+		return perr(c, n, "%s: expected a node name or name:port", key);
+	strcpy(name, s);
+	colon = strchr(s, ':');
+	if (colon)
+		name[colon - s] = '\0';
+	id = topo_find_node(c->t, name);
+	if (id < 0)
+		return perr(c, n, "%s: no node named '%s'", key, name);
+	*node = id;
+	if (!colon) {
+		p = topo_alloc_port(c->t, id, &src, c->err);
+	} else {
+		if (topo_parse_u32(colon + 1, port, &why))
+			return perr(c, n, "%s: port '%s': %s", key, colon + 1, why);
+		p = topo_use_port(c->t, id, *port, &src, c->err);
+	}
+	if (p < 0)
+		return p;
+	*port = p;
+	return 0;
+}
+
+static int parse_link(struct pctx *c, yaml_node_t *n)
+{
+	static const char *const keys[] = {
+		"from", "to", "bandwidth", "latency", "class", "duplex",
+		"state", "bw_permille", NULL
+	};
+	struct topo_link_spec spec = c->defs.link;
+	struct topo_src src = src_of(c, n);
+	uint32_t a, pa, b, pb, permille = 0;
+	int ret, state = ICFAB_LINK_UP, ab, ba = -1;
+	bool duplex = true;
+
+	ret = check_map(c, n, "links[]", keys);
+	if (!ret)
+		ret = get_link_fields(c, n, &spec);
+	if (!ret)
+		ret = need_bandwidth(c, n, "links[]", &spec);
+	if (!ret)
+		ret = get_bool(c, n, "duplex", &duplex);
+	if (!ret)
+		ret = get_word(c, n, "state", &state, topo_state_parse,
+			       "up, down, degraded");
+	if (!ret)
+		ret = get_u32(c, n, "bw_permille", &permille, 1, 999);
+	if (ret)
+		return ret;
+	if ((state == ICFAB_LINK_DEGRADED) != !!permille)
+		return perr(c, n, "links[]: bw_permille (1..999) goes with state: degraded, and only with it");
+	ret = link_end(c, n, "from", &a, &pa);
+	if (!ret)
+		ret = link_end(c, n, "to", &b, &pb);
+	if (ret)
+		return ret;
+	if (a == b)
+		return perr(c, n, "links[]: a link from node '%s' to itself",
+			    c->t->nodes[a].name);
+	ab = topo_add_link(c->t, a, pa, b, pb, &spec, &src, c->err);
+	if (ab < 0)
+		return ab;
+	if (duplex) {
+		ba = topo_add_link(c->t, b, pb, a, pa, &spec, &src, c->err);
+		if (ba < 0)
+			return ba;
+		c->t->links[ab].peer = ba;
+		c->t->links[ba].peer = ab;
+		topo_link_set_state(c->t, ba, state, permille);
+	}
+	topo_link_set_state(c->t, ab, state, permille);
+	return 0;
+}
+
+static int parse_list(struct pctx *c, yaml_node_t *n, const char *what,
+		      int (*one)(struct pctx *c, yaml_node_t *n))
+{
+	yaml_node_item_t *it;
+	int ret;
+
+	if (n->type != YAML_SEQUENCE_NODE)
+		return perr(c, n, "%s: expected a list", what);
+	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
+		ret = one(c, node_at(c, *it));
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int parse_routing(struct pctx *c, yaml_node_t *n)
+{
+	const char *s = scalar_of(n);
+	int r = s ? topo_routing_parse(s) : -EINVAL;
+
+	if (r < 0)
+		return perr(c, n, "routing: '%s': expected auto, dor, shortest or updown",
+			    s ? s : "");
+	if (r == TOPO_ROUTING_DOR && !c->t->grid)
+		return perr(c, n, "routing: dor needs a ring, mesh, torus or supermesh generator");
+	c->t->routing = r;
+	return 0;
+}
+
+static int parse_root(struct pctx *c, yaml_node_t *root)
+{
+	static const char *const keys[] = {
+		"fabric", "defaults", "topology", "nodes", "links", "routing", NULL
+	};
+	yaml_node_t *n;
+	int ret;
+
+	ret = check_map(c, root, "the topology file", keys);
+	if (ret)
+		return ret;
+	/* In dependency order, whatever the order in the file. */
+	if ((n = map_get(c, root, "fabric")) && (ret = parse_fabric(c, n)))
+		return ret;
+	if ((n = map_get(c, root, "defaults")) && (ret = parse_defaults(c, n)))
+		return ret;
+	if ((n = map_get(c, root, "topology")) && (ret = parse_topology(c, n)))
+		return ret;
+	if ((n = map_get(c, root, "nodes")) &&
+	    (ret = parse_list(c, n, "nodes", parse_node)))
+		return ret;
+	if ((n = map_get(c, root, "links")) &&
+	    (ret = parse_list(c, n, "links", parse_link)))
+		return ret;
+	if ((n = map_get(c, root, "routing")) && (ret = parse_routing(c, n)))
+		return ret;
+	if (!c->t->nr_nodes)
+		return perr(c, root, "no nodes: give a topology: generator or a nodes: list");
+	return 0;
+}
+
+static int yaml_error(struct pctx *c, yaml_parser_t *p)
+{
+	struct topo_src s = { c->file, p->problem_mark.line + 1 };
+
+	if (p->error == YAML_MEMORY_ERROR)
+		return -ENOMEM;
+	return topo_errf(c->err, &s, "YAML syntax: %s%s%s",
+			 p->problem ? p->problem : "error",
+			 p->context ? " " : "", p->context ? p->context : "");
+}
+
+int topo_load_string(const char *text, size_t len, const char *file,
+		     struct topo **tp, struct topo_err *err)
+{
+	struct pctx c = { .err = err };
+	yaml_parser_t parser;
+	yaml_node_t *root;
+	int ret;
+
+	c.t = topo_new();
+	if (!c.t)
+		return -ENOMEM;
+	topo_defaults_init(&c.defs);
+	c.file = topo_intern_file(c.t, file);
+	c.t->src.file = c.file;
+	c.t->src.line = 1;
+	if (!c.file || !yaml_parser_initialize(&parser)) {
+		topo_free(c.t);
+		return -ENOMEM;
+	}
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+	if (!yaml_parser_load(&parser, &c.doc)) {
+		ret = yaml_error(&c, &parser);
+		goto out_parser;
+	}
+	root = yaml_document_get_root_node(&c.doc);
+	if (!root) {
+		struct topo_src s = { c.file, 1 };
+
+		ret = topo_errf(err, &s, "empty topology file");
+	} else {
+		ret = parse_root(&c, root);
+	}
+	yaml_document_delete(&c.doc);
+	if (ret)
+		goto out_parser;
+
+	/* A second document would be silently ignored: refuse it. */
+	if (!yaml_parser_load(&parser, &c.doc)) {
+		ret = yaml_error(&c, &parser);
+		goto out_parser;
+	}
+	root = yaml_document_get_root_node(&c.doc);
+	if (root)
+		ret = perr(&c, root, "only one YAML document per topology file");
+	yaml_document_delete(&c.doc);
+out_parser:
+	yaml_parser_delete(&parser);
+	if (ret) {
+		topo_free(c.t);
+		return ret;
+	}
+	*tp = c.t;
+	return 0;
+}
+
+int topo_load_file(const char *path, struct topo **tp, struct topo_err *err)
+{
+	struct topo_src s = { path, 0 };
+	size_t len = 0, cap = 0, n;
+	char *buf = NULL, *nbuf;
+	FILE *f;
+	int ret;
+
+	f = fopen(path, "r");
+	if (!f) {
+		ret = -errno;
+		topo_errf(err, &s, "cannot open: %s", strerror(-ret));
+		return ret;
+	}
+	do {
+		if (len == cap) {
+			cap = cap ? 2 * cap : 16384;
+			nbuf = realloc(buf, cap);
+			if (!nbuf) {
+				free(buf);
+				fclose(f);
+				return -ENOMEM;
+			}
+			buf = nbuf;
+		}
+		n = fread(buf + len, 1, cap - len, f);
+		len += n;
+	} while (n);
+	if (ferror(f)) {
+		topo_errf(err, &s, "read error");
+		ret = -EIO;
+	} else {
+		ret = topo_load_string(buf, len, path, tp, err);
+	}
+	fclose(f);
+	free(buf);
+	return ret;
+}

@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Built-in presets. Each one is an ordinary topology file, so that
+ * "icfabd --dump --yaml --preset NAME" prints something a user can copy
+ * and edit, and so that presets exercise the same parser as user files.
+ * Figures and their sources are in daemon/TOPOLOGY.md; values marked
+ * "assumed" there are not from the seeds.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "topo_priv.h"
+
+static const struct topo_preset presets[] = {
+	{
+		"ipu-mk2",
+		"Graphcore IPU MK2: 1472 tiles on a non-blocking exchange",
+		"# Graphcore Colossus MK2: 1472 tiles, 624 KiB SRAM each, every\n"
+		"# tile reaches any other at ~5.5 GB/s (1472 x 5.5 = ~8 TB/s).\n"
+		"fabric:\n"
+		"  name: ipu-mk2\n"
+		"defaults:\n"
+		"  endpoint: {memory: 624KiB, dma_engines: 1}\n"
+		"topology:\n"
+		"  exchange:\n"
+		"    tiles: 1472\n"
+		"    name: tile\n"
+		"    mode: crossbar\n"
+		"    bandwidth: 5.5GB/s\n"
+		"    latency: 50ns\n"
+		"    class: ipu\n"
+	},
+	{
+		"ipu-pod4",
+		"Graphcore IPU-POD4: 4 IPUs, IPU-Links of 32 GB/s",
+		"# 4 x IPU MK2; each IPU has 10 IPU-Links of ~32 GB/s per direction\n"
+		"# (320 GB/s). Here 3 cables to each of the other 3 IPUs (9 links).\n"
+		"fabric:\n"
+		"  name: ipu-pod4\n"
+		"defaults:\n"
+		"  endpoint: {memory: 876MiB, dma_engines: 4}\n"
+		"topology:\n"
+		"  exchange:\n"
+		"    tiles: 4\n"
+		"    name: ipu\n"
+		"    mode: direct\n"
+		"    links_per_pair: 3\n"
+		"    bandwidth: 32GB/s\n"
+		"    latency: 500ns\n"
+		"    class: ipu\n"
+	},
+	{
+		"wse2",
+		"Cerebras WSE-2 region: 16x16 PEs, one 5-port router each",
+		"# A 16x16 region of the WSE-2 mesh: a router per PE (N, S, E, W and\n"
+		"# the RAMP link to its PE), 32 bit/cycle per link at ~1.1 GHz,\n"
+		"# ~1 ns per hop, 24 colors per router, 48 KiB SRAM per PE.\n"
+		"fabric:\n"
+		"  name: wse2\n"
+		"  segment_size: 64\n"
+		"defaults:\n"
+		"  endpoint: {memory: 48KiB, dma_engines: 1}\n"
+		"  switch: {colors: 24}\n"
+		"topology:\n"
+		"  mesh:\n"
+		"    dims: [16, 16]\n"
+		"    name: pe\n"
+		"    routers: true\n"
+		"    router_name: rt\n"
+		"    bandwidth: 4B/cycle@1.1GHz\n"
+		"    latency: 1ns\n"
+		"    class: mesh\n"
+	},
+	{
+		"tpu-v4-cube",
+		"Google TPU v4 cube: 4x4x4 3D torus over ICI",
+		"# 64 TPU v4 chips, 6 ICI links each, ~50 GB/s per direction.\n"
+		"fabric:\n"
+		"  name: tpu-v4-cube\n"
+		"defaults:\n"
+		"  endpoint: {memory: 32GiB, dma_engines: 4}\n"
+		"topology:\n"
+		"  torus:\n"
+		"    dims: [4, 4, 4]\n"
+		"    name: chip\n"
+		"    bandwidth: 50GB/s\n"
+		"    latency: 1us\n"
+		"    class: ici\n"
+	},
+	{
+		"tpu-v4-pod",
+		"Google TPU v4 pod: 64 cubes joined by OCS into a 16x16x16 torus",
+		"# 4096 chips: 64 4x4x4 cubes whose faces are joined through optical\n"
+		"# circuit switches into one 16x16x16 torus. Cables that leave a cube\n"
+		"# are class ocs.\n"
+		"fabric:\n"
+		"  name: tpu-v4-pod\n"
+		"defaults:\n"
+		"  endpoint: {memory: 32GiB, dma_engines: 4}\n"
+		"topology:\n"
+		"  torus:\n"
+		"    dims: [16, 16, 16]\n"
+		"    name: chip\n"
+		"    bandwidth: 50GB/s\n"
+		"    latency: 1us\n"
+		"    class: ici\n"
+		"    blocks: [4, 4, 4]\n"
+		"    block_link: {class: ocs, latency: 1.5us}\n"
+	},
+	{
+		"dgx-h100",
+		"NVIDIA DGX H100: 8 GPUs on NVSwitch",
+		"# 8 H100 GPUs, 450 GB/s per direction each into the NVSwitch fabric\n"
+		"# (its 4 NVSwitch chips modelled as one non-blocking switch).\n"
+		"fabric:\n"
+		"  name: dgx-h100\n"
+		"defaults:\n"
+		"  endpoint: {memory: 80GiB, dma_engines: 8}\n"
+		"topology:\n"
+		"  switch:\n"
+		"    endpoints: 8\n"
+		"    name: gpu\n"
+		"    switch_name: nvswitch\n"
+		"    bandwidth: 450GB/s\n"
+		"    latency: 500ns\n"
+		"    class: nvlink\n"
+	},
+	{
+		"h800-pod",
+		"H800 pod: 4 nodes of 8 GPUs on NVLink, one RDMA NIC per GPU",
+		"# Nodes of 8 H800s on NVSwitch at ~160 GB/s per direction per GPU,\n"
+		"# plus one 400 Gb/s (~50 GB/s) RDMA NIC per GPU into the scale-out\n"
+		"# network: one switch while the NICs fit on it, leaf/spine beyond.\n"
+		"fabric:\n"
+		"  name: h800-pod\n"
+		"defaults:\n"
+		"  endpoint: {memory: 80GiB, dma_engines: 8}\n"
+		"topology:\n"
+		"  hierarchical:\n"
+		"    nodes: 4\n"
+		"    per_node: 8\n"
+		"    name: gpu\n"
+		"    switch_name: nvsw\n"
+		"    radix: 64\n"
+		"    scale_up: {bandwidth: 160GB/s, latency: 500ns, class: nvlink}\n"
+		"    scale_out: {bandwidth: 400Gb/s, latency: 2us, class: nic}\n"
+	},
+	{
+		"ualink-pod",
+		"UALink pod: 1024 accelerators on a leaf/spine of 64-port switches",
+		"# UALink 1.0: up to 1024 accelerators, 200 Gb/s lanes (x4 per port\n"
+		"# here: 100 GB/s), 100 ns per cable so a path through one switch is\n"
+		"# 200 ns and leaf-spine-leaf 400 ns (round trip < 1 us).\n"
+		"fabric:\n"
+		"  name: ualink-pod\n"
+		"defaults:\n"
+		"  endpoint: {memory: 192GiB, dma_engines: 8}\n"
+		"topology:\n"
+		"  switch:\n"
+		"    endpoints: 1024\n"
+		"    name: acc\n"
+		"    radix: 64\n"
+		"    bandwidth: 800Gb/s\n"
+		"    latency: 100ns\n"
+		"    class: ualink\n"
+	},
+	{
+		"supermesh-bi",
+		"SuperMesh Bi: 4x4 chiplet mesh, every boundary cable doubled",
+		"# SuperMesh (MICRO'25) Bi: a parallel cable on every boundary link,\n"
+		"# corners go from 2 to 4 mesh links.\n"
+		"fabric:\n"
+		"  name: supermesh-bi\n"
+		"defaults:\n"
+		"  endpoint: {memory: 16GiB, dma_engines: 4}\n"
+		"topology:\n"
+		"  supermesh:\n"
+		"    dims: [4, 4]\n"
+		"    variant: bi\n"
+		"    name: chiplet\n"
+		"    routers: true\n"
+		"    bandwidth: 64GB/s\n"
+		"    latency: 20ns\n"
+		"    class: mesh\n"
+	},
+	{
+		"supermesh-alter",
+		"SuperMesh Alter: 4x4 chiplet mesh, alternate boundary cables doubled",
+		"# SuperMesh (MICRO'25) Alter: extra cables on alternate boundary\n"
+		"# links, so no router needs more than 5 ports.\n"
+		"fabric:\n"
+		"  name: supermesh-alter\n"
+		"defaults:\n"
+		"  endpoint: {memory: 16GiB, dma_engines: 4}\n"
+		"topology:\n"
+		"  supermesh:\n"
+		"    dims: [4, 4]\n"
+		"    variant: alter\n"
+		"    name: chiplet\n"
+		"    routers: true\n"
+		"    bandwidth: 64GB/s\n"
+		"    latency: 20ns\n"
+		"    class: mesh\n"
+	},
+};
+
+const struct topo_preset *topo_presets(size_t *n)
+{
+	*n = ARRAY_SIZE(presets);
+	return presets;
+}
+
+const struct topo_preset *topo_preset_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(presets); i++)
+		if (!strcmp(presets[i].name, name))
+			return &presets[i];
+	return NULL;
+}
+
+int topo_load_preset(const char *name, struct topo **tp, struct topo_err *err)
+{
+	const struct topo_preset *p = topo_preset_find(name);
+	char file[64];
+
+	if (!p) {
+		snprintf(err->msg, sizeof(err->msg),
+			 "no preset named '%s' (see --list-presets)", name);
+		return -ENOENT;
+	}
+	/* diagnostics name the preset: "<preset:wse2>:12: ..." */
+	snprintf(file, sizeof(file), "<preset:%s>", name);
+	return topo_load_string(p->yaml, strlen(p->yaml), file, tp, err);
+}
