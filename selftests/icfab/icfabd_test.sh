@@ -1,0 +1,202 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# icfabd against the real module, in the test VM (as root): --apply is a
+# difference applied in one commit and --diff reads it back identical; a
+# second --apply changes nothing; a broken file and an unprivileged user
+# change nothing and say why; the daemon adopts a running configuration
+# after kill -9 without committing, follows a link taken down by another
+# client with new routes that avoid it, re-applies its file on SIGHUP and
+# leaves on SIGTERM with the module configured; the 4096-endpoint
+# tpu-v4-pod loads and reads back. TAP output.
+
+top=$(cd "$(dirname "$0")/../../.." 2>/dev/null && pwd)
+icfabd=${ICFABD:-$top/build/bin/icfabd}
+tmp=$(mktemp -d)
+dpid=
+trap 'cleanup' EXIT
+n=0
+failed=0
+
+cleanup() {
+	[ -n "$dpid" ] && kill -9 "$dpid" 2>/dev/null && wait "$dpid" 2>/dev/null
+	rm -rf "$tmp"
+}
+
+check() {	# check DESCRIPTION COMMAND...
+	desc=$1
+	shift
+	n=$((n + 1))
+	if "$@"; then
+		echo "ok $n $desc"
+	else
+		echo "not ok $n $desc"
+		failed=1
+	fi
+}
+
+# state PRESET: $gen and $nodes of the module, $same=0 when it runs PRESET
+state() {
+	"$icfabd" --diff --preset "$1" > "$tmp/diff" 2>&1
+	same=$?
+	line=$(grep -E '^(identical|different):' "$tmp/diff")
+	gen=$(echo "$line" | sed -n 's/.*(generation \([0-9][0-9]*\).*/\1/p')
+	nodes=$(echo "$line" | sed -n 's/.*(generation [0-9]*, \([0-9]*\) nodes.*/\1/p')
+}
+
+# wait_for FILE PATTERN SECONDS
+wait_for() {
+	i=0
+	while [ $i -lt $(($3 * 4)) ]; do
+		grep -q "$2" "$1" && return 0
+		sleep 0.25
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# wait_gen PRESET GENERATION SECONDS: until the module is at GENERATION
+wait_gen() {
+	i=0
+	while [ $i -lt $(($3 * 2)) ]; do
+		state "$1"
+		[ "$gen" = "$2" ] && return 0
+		sleep 0.5
+		i=$((i + 1))
+	done
+	return 1
+}
+
+start_daemon() {	# start_daemon LOG
+	"$icfabd" --foreground --preset tpu-v4-cube > "$1" 2>&1 &
+	dpid=$!
+	wait_for "$1" "ready:" 120
+}
+
+echo "TAP version 13"
+
+# ---- one-shot apply and diff ----
+
+check "apply dgx-h100 (whatever ran before)" \
+	sh -c "'$icfabd' --apply --preset dgx-h100 > '$tmp/out'"
+state dgx-h100
+g0=$gen
+"$icfabd" --apply --preset tpu-v4-cube > "$tmp/out" 2> "$tmp/err"
+rc=$?
+cat "$tmp/out" "$tmp/err" | sed 's/^/# /'
+check "apply tpu-v4-cube over it: exit 0" test $rc -eq 0
+check "apply: says what changed" \
+	grep -qE "^applied tpu-v4-cube: generation $g0 -> $((g0 + 1)) \(64 nodes, 384 links, 64 route rows changed; nodes \+[0-9]+ -0 ~[0-9]+" "$tmp/out"
+state tpu-v4-cube
+check "diff: identical after apply (round trip)" test $same -eq 0
+check "the generation moved by exactly 1" test "$gen" = $((g0 + 1))
+check "64 nodes read back" test "$nodes" = 64
+g1=$gen
+
+"$icfabd" --apply --preset tpu-v4-cube > "$tmp/out" 2>&1
+rc=$?
+check "apply again: exit 0" test $rc -eq 0
+check "apply again: nothing to do" grep -q "^unchanged: the module runs tpu-v4-cube already" "$tmp/out"
+state tpu-v4-cube
+check "apply again: generation unchanged" test "$gen" = "$g1"
+
+"$icfabd" --diff --preset dgx-h100 > "$tmp/out" 2>&1
+rc=$?
+check "diff against another preset: exit 1" test $rc -eq 1
+check "diff: lists nodes and routes" \
+	sh -c "grep -q '^- node 9 ' '$tmp/out' && grep -q '^different:' '$tmp/out'"
+
+# ---- rejected changes change nothing ----
+
+cp "$top/daemon/tests/bad/port-in-use.yaml" "$tmp/broken.yaml"
+"$icfabd" --apply "$tmp/broken.yaml" > "$tmp/out" 2> "$tmp/err"
+rc=$?
+sed 's/^/# /' "$tmp/err"
+check "broken file: exit 1" test $rc -eq 1
+check "broken file: reported as file:line" \
+	grep -qE "broken.yaml:[0-9]+: " "$tmp/err"
+state tpu-v4-cube
+check "broken file: module unchanged" \
+	test "$same" -eq 0 -a "$gen" = "$g1" -a "$nodes" = 64
+
+setpriv --reuid=65534 --regid=65534 --clear-groups \
+	"$icfabd" --apply --preset dgx-h100 > "$tmp/out" 2> "$tmp/err"
+rc=$?
+sed 's/^/# /' "$tmp/err"
+check "unprivileged apply: exit 1" test $rc -eq 1
+check "unprivileged apply: EPERM, CAP_NET_ADMIN named" \
+	sh -c "grep -q 'Operation not permitted' '$tmp/err' && grep -q CAP_NET_ADMIN '$tmp/err'"
+state tpu-v4-cube
+check "unprivileged apply: module unchanged" \
+	test "$same" -eq 0 -a "$gen" = "$g1" -a "$nodes" = 64
+
+# ---- the daemon ----
+
+start_daemon "$tmp/d1.log"
+check "daemon: ready" test $? -eq 0
+check "daemon: adopted the running configuration" \
+	grep -q "adopted without changes" "$tmp/d1.log"
+kill -9 "$dpid"
+wait "$dpid" 2>/dev/null
+dpid=
+
+start_daemon "$tmp/d2.log"
+check "daemon after kill -9: ready again" test $? -eq 0
+check "daemon after kill -9: adopted without changes" \
+	grep -q "adopted without changes" "$tmp/d2.log"
+state tpu-v4-cube
+check "daemon after kill -9: no commit (generation unchanged)" \
+	test "$same" -eq 0 -a "$gen" = "$g1"
+
+"$icfabd" --link-state 0 down > "$tmp/out" 2>&1
+rc=$?
+cat "$tmp/out" | sed 's/^/# /'
+check "another client takes link 0 down" test $rc -eq 0
+check "daemon: recomputed and committed routes (generation +2)" \
+	wait_gen tpu-v4-cube $((g1 + 2)) 60
+sed 's/^/# /' "$tmp/d2.log"
+check "daemon: logged the link-state change" \
+	grep -q "1 links changed state: recomputing routes" "$tmp/d2.log"
+"$icfabd" --status > "$tmp/status" 2>&1
+sed 's/^/# /' "$tmp/status"
+check "status: one link down" grep -q "384 links (1 down, 0 degraded)" "$tmp/status"
+check "no route leaves by the down link, none is missing" \
+	grep -q "routes: 4032 endpoint pairs, 0 unreachable, 0 entries leave by a down link, 0 by a port without a link" "$tmp/status"
+state tpu-v4-cube
+check "diff: only link state and routes differ from the file" \
+	grep -qE "^different: .*nodes \+0 -0 ~0, links \+0 -0 ~0, 1 link states, [1-9][0-9]* route rows" "$tmp/diff"
+g2=$gen
+
+kill -HUP "$dpid"
+check "SIGHUP: the file is applied again" wait_gen tpu-v4-cube $((g2 + 1)) 60
+check "SIGHUP: identical to the file" test "$same" -eq 0
+
+kill -TERM "$dpid"
+wait "$dpid"
+rc=$?
+dpid=
+check "SIGTERM: exit 0" test $rc -eq 0
+check "SIGTERM: says the module keeps its configuration" \
+	grep -q "exiting; the module keeps generation" "$tmp/d2.log"
+state tpu-v4-cube
+check "SIGTERM: module still configured" test "$same" -eq 0 -a "$nodes" = 64
+
+# ---- the largest preset ----
+
+t0=$(date +%s.%N)
+"$icfabd" --apply --preset tpu-v4-pod > "$tmp/out" 2> "$tmp/err"
+rc=$?
+t1=$(date +%s.%N)
+cat "$tmp/out" "$tmp/err" | sed 's/^/# /'
+echo "# tpu-v4-pod apply: $(awk "BEGIN { printf \"%.2f\", $t1 - $t0 }") s wall"
+check "tpu-v4-pod: applied" test $rc -eq 0
+t0=$(date +%s.%N)
+state tpu-v4-pod
+t1=$(date +%s.%N)
+sed 's/^/# /' "$tmp/diff"
+echo "# tpu-v4-pod diff (readback): $(awk "BEGIN { printf \"%.2f\", $t1 - $t0 }") s wall"
+check "tpu-v4-pod: identical on readback, 4096 nodes" \
+	test "$same" -eq 0 -a "$nodes" = 4096
+
+echo "1..$n"
+exit $failed
