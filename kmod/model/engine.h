@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * icfab fabric model: the timing engine.
+ *
+ * The engine times transfers over a validated topology by the normative
+ * model of DESIGN.md: segments cross the links of their route as FIFO
+ * servers, store and forward, self-clocked at injection, with DMA engines
+ * as servers at the source. It is a discrete-event simulation driven by
+ * its caller: transfers are submitted with a fabric time and a stable key,
+ * and run_until() processes events in a fixed total order up to a horizon,
+ * reporting completions as it reaches them.
+ *
+ * Determinism: the results are a function of the set of submitted
+ * transfers only, not of how submissions and run_until() calls are
+ * interleaved, provided every submission sorts after every event already
+ * processed (see icfab_engine_submit()). Keys should be unique among
+ * transfers in flight; duplicates are ordered by transfer id, which
+ * depends on the call pattern.
+ *
+ * Like the rest of the model it neither allocates nor locks: the caller
+ * provides every array (struct icfab_engine_storage) and serialises calls.
+ *
+ * Capacity: every transfer reserves, at submission, one event per segment
+ * plus one (icfab_engine_events_needed()). That is the real worst case:
+ * under contention a transfer's segments can all be injected and still be
+ * queued downstream (a fast injection link feeding a slower or shared
+ * bottleneck), and each queued segment needs its own pending event to be
+ * served in FIFO order. So the memory a transfer costs is one
+ * struct icfab_engine_xfer plus (segments + 1) struct icfab_engine_event
+ * (32 bytes each). A submission that does not fit fails with -ENOSPC and
+ * changes nothing; nothing fails for lack of space while running.
+ */
+#ifndef _ICFAB_MODEL_ENGINE_H
+#define _ICFAB_MODEL_ENGINE_H
+
+#include "model.h"
+#include "topo.h"
+
+/* errno values, positive here, returned negated as in the kernel. */
+#define ICFAB_ENGINE_EINVAL		22
+#define ICFAB_ENGINE_ENOSPC		28
+#define ICFAB_ENGINE_ERANGE		34
+#define ICFAB_ENGINE_EHOSTUNREACH	113
+#define ICFAB_ENGINE_ECANCELED		125
+
+/* A time that is never reached; also "no horizon" for run_until(). */
+#define ICFAB_ENGINE_NEVER		(~0ULL)
+
+#define ICFAB_ENGINE_NO_XFER		0xffffffffU
+
+/* What a completion reports for one transfer. */
+struct icfab_xfer_result {
+	icfab_u64 key;			/* as submitted */
+	icfab_u64 bytes;
+	icfab_u64 submit_ps;		/* ps */
+	icfab_u64 start_ps;		/* ps, DMA engine acquired */
+	icfab_u64 finish_ps;		/* ps, last segment arrived */
+	/*
+	 * ps: time spent behind other traffic. The wait for a DMA engine
+	 * plus, over every segment and hop, departure - ready when the
+	 * segment waited for another transfer's segment. Waiting for its
+	 * own (a short last segment catching up with the one before it) is
+	 * not contention and is not counted. Summed over segments, so a long
+	 * transfer can queue for longer than it took.
+	 */
+	icfab_u64 queued_ps;
+	icfab_u32 src, dst;		/* node ids */
+	icfab_u32 hops;			/* links on the route, or 0 */
+	int status;			/* 0, -EHOSTUNREACH, -ECANCELED */
+};
+
+/* Per link: the FIFO server's state and its statistics. */
+struct icfab_engine_link {
+	icfab_u64 next_free_ps;		/* ps */
+	icfab_u64 bytes;		/* bytes carried */
+	icfab_u64 segments;		/* segments carried */
+	icfab_u64 busy_ps;		/* ps, sum of serialisation times */
+	icfab_u64 max_queued_ps;	/* ps, longest departure - ready */
+	icfab_u64 last_key;		/* of the last segment to depart */
+	/*
+	 * Serialisation time of a full segment at the link's effective
+	 * bandwidth, so that the common case costs no division. Valid while
+	 * bandwidth, state and permille are what they were when computed.
+	 */
+	icfab_u64 cache_bandwidth;	/* bytes/s, as in the topology */
+	icfab_u64 cache_eff_bw;		/* bytes/s, after degradation */
+	icfab_u64 cache_full_ps;	/* ps */
+	icfab_u16 cache_permille;
+	icfab_u8 cache_state;
+	icfab_u8 cache_valid;
+	icfab_u32 pad;
+};
+
+/* Per node: its DMA engines and the transfers waiting for one. */
+struct icfab_engine_ep {
+	icfab_u32 first_dma;		/* index into dma_free[] */
+	icfab_u32 nr_dma;		/* 0 for switches */
+	icfab_u32 wait_head, wait_tail;	/* xfer ids, FIFO */
+};
+
+/* Engine-private; the caller only provides the storage. */
+struct icfab_engine_xfer {
+	icfab_u64 key;
+	icfab_u64 bytes;
+	icfab_u64 submit_ps, start_ps;	/* ps */
+	icfab_u64 queued_ps;		/* ps */
+	icfab_u32 nr_segs;
+	icfab_u32 src, dst;
+	icfab_u32 dma;			/* dma_free[] index held */
+	icfab_u32 next;			/* free list or DMA wait list */
+	icfab_u32 events;		/* pending events */
+	icfab_u16 hops;
+	icfab_u8 state;
+	icfab_u8 pad;
+	int status;
+};
+
+/*
+ * One pending event, ordered by (time, key, seg, hop, xfer). A segment
+ * event means "segment @seg is ready at the link leaving @node, its hop
+ * @hop"; the same tuple with @node the destination is its arrival, and
+ * @seg == nr_segs at hop 0 is the release of the DMA engine.
+ */
+struct icfab_engine_event {
+	icfab_u64 time_ps;		/* ps */
+	icfab_u64 key;
+	icfab_u32 seg;
+	icfab_u32 xfer;
+	icfab_u32 node;
+	icfab_u16 hop;
+	icfab_u16 pad;
+};
+
+/* The caller's arrays; the engine keeps pointers to them. */
+struct icfab_engine_storage {
+	struct icfab_engine_link *links;	/* topo->links_cap */
+	struct icfab_engine_ep *eps;		/* topo->nodes_cap */
+	icfab_u64 *dma_free;			/* ps, or busy */
+	icfab_u32 dma_cap;			/* >= icfab_engine_dma_needed */
+	icfab_u32 xfers_cap;
+	struct icfab_engine_xfer *xfers;
+	struct icfab_engine_event *events;	/* the heap */
+	icfab_u32 events_cap;
+};
+
+/*
+ * Called for each completion, with the transfer already retired (its id
+ * may be reused by a submission from inside the callback; submitting is
+ * the only engine call a callback may make). Return nonzero
+ * to make run_until() return right after this event, for instance because
+ * the completion woke a context whose clock now holds the engine back.
+ */
+typedef int (*icfab_engine_complete_fn)(void *arg, icfab_u32 xfer_id,
+					const struct icfab_xfer_result *r);
+
+/* Called for each segment departing a link, when set. */
+typedef void (*icfab_engine_trace_fn)(void *arg, icfab_u32 xfer_id,
+				      icfab_u32 link, icfab_u64 bytes,
+				      icfab_u64 ready_ps, icfab_u64 depart_ps);
+
+struct icfab_engine {
+	const struct icfab_mtopo *topo;
+	icfab_u32 segment_size;		/* bytes */
+	struct icfab_engine_link *links;
+	struct icfab_engine_ep *eps;
+	icfab_u64 *dma_free;		/* ps; busy engines hold ~0 */
+	struct icfab_engine_xfer *xfers;
+	struct icfab_engine_event *events;
+	icfab_u32 xfers_cap, events_cap;
+	icfab_u32 free_xfer;		/* head of the free list */
+	icfab_u32 nr_xfers;		/* in flight */
+	icfab_u32 nr_events;		/* in the heap */
+	icfab_u32 max_events;		/* high-water mark of nr_events */
+	icfab_u64 events_reserved;	/* by the transfers in flight */
+	/*
+	 * Every event before now_ps has been processed. The last processed
+	 * event sorts at (last_ps, last_key) at most; a submission must sort
+	 * after it, or it could have changed what was already decided.
+	 */
+	icfab_u64 now_ps;		/* ps */
+	icfab_u64 last_ps;		/* ps */
+	icfab_u64 last_key;
+	int processed;			/* last_ps/last_key are valid */
+	icfab_engine_trace_fn trace;	/* may be NULL */
+	void *trace_arg;
+};
+
+/* DMA engine entries the topology needs: one per engine per endpoint. */
+icfab_u32 icfab_engine_dma_needed(const struct icfab_mtopo *topo);
+
+/* Heap entries a transfer of @bytes reserves, at most, while in flight. */
+icfab_u64 icfab_engine_events_needed(icfab_u64 bytes, icfab_u32 segment_size);
+
+/*
+ * Bind @e to the validated topology @topo and the caller's storage, with
+ * every link idle and time 0. Bandwidth, latency, state and permille of
+ * links may change between calls and apply to later departures; nodes,
+ * DMA engine counts and link ids must not change without a new init.
+ * A route or link that breaks under a transfer in flight fails it with
+ * -EHOSTUNREACH: segments reaching the break are lost, no more are
+ * injected, and it completes at its last pending event.
+ * Returns 0, -EINVAL for a zero segment size or missing storage, or
+ * -ENOSPC when dma_cap is below icfab_engine_dma_needed().
+ */
+int icfab_engine_init(struct icfab_engine *e, const struct icfab_mtopo *topo,
+		      icfab_u32 segment_size,
+		      const struct icfab_engine_storage *s);
+
+/*
+ * Submit @bytes from endpoint @src to endpoint @dst at fabric time
+ * @submit_ps with the tie-breaking @key (say, queue and sequence). The
+ * submission must sort after everything processed: @submit_ps >= now_ps,
+ * and when @submit_ps is the time of the last processed event, @key above
+ * its key; otherwise -ERANGE. A transfer with no route, or over a DOWN
+ * link, is accepted and completes at its start with -EHOSTUNREACH; one of
+ * zero bytes or to itself completes at its start with 0.
+ * Returns 0 and sets *@xfer_id, -EINVAL for a bad endpoint, or -ENOSPC
+ * when the transfer table or the event heap cannot hold it.
+ */
+int icfab_engine_submit(struct icfab_engine *e, icfab_u32 src, icfab_u32 dst,
+			icfab_u64 bytes, icfab_u64 submit_ps, icfab_u64 key,
+			icfab_u32 *xfer_id);
+
+/*
+ * Process every event before @horizon_ps (all of them for
+ * ICFAB_ENGINE_NEVER), calling @complete for each transfer that finishes.
+ * Returns 0 when the horizon was reached, 1 when @complete asked to stop,
+ * or a negative errno on an engine bug (an event the engine cannot place).
+ */
+int icfab_engine_run_until(struct icfab_engine *e, icfab_u64 horizon_ps,
+			   icfab_engine_complete_fn complete, void *arg);
+
+/* Time of the earliest pending event, or ICFAB_ENGINE_NEVER. */
+icfab_u64 icfab_engine_next_ps(const struct icfab_engine *e);
+
+/*
+ * Teardown: complete every transfer in flight with -ECANCELED, each once,
+ * in transfer id order, finishing at now_ps (or at its start, if later;
+ * one still waiting for a DMA engine starts then too), and leave the
+ * engine empty with every DMA engine idle. Links keep their state.
+ */
+void icfab_engine_cancel_all(struct icfab_engine *e,
+			     icfab_engine_complete_fn complete, void *arg);
+
+#endif /* _ICFAB_MODEL_ENGINE_H */

@@ -1,0 +1,964 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Host unit tests for kmod/model/engine.c, the timing engine.
+ *
+ * Every expectation is fabric time computed from the model (exactly where
+ * the model gives a closed form, within 0.1% or 1% where rounding or
+ * interleaving enters), never the host's time.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../engine.h"
+
+static int failures, count;
+
+#define CHECK(cond, ...) do {						\
+	count++;							\
+	if (!(cond)) {							\
+		failures++;						\
+		printf("not ok %d - ", count);				\
+	} else {							\
+		printf("ok %d - ", count);				\
+	}								\
+	printf(__VA_ARGS__);						\
+	printf("\n");							\
+} while (0)
+
+typedef unsigned long long ull;
+
+#define BW	50000000000ULL		/* bytes/s: 4 KiB in 81920 ps */
+#define LAT	100000ULL		/* ps */
+#define SEG	4096U			/* bytes */
+#define SER	81920ULL		/* ps, SEG at BW */
+
+static const struct icfab_topo_limits lim = {
+	.max_endpoints = 4096, .max_switches = 1024, .max_links = 65536,
+	.max_ports = 2048, .max_colors = 64,
+};
+
+/* ---- topologies ---- */
+
+static struct icfab_mtopo *topo_new(unsigned int nodes, unsigned int links)
+{
+	struct icfab_mtopo *t = calloc(1, sizeof(*t));
+
+	t->nodes_cap = nodes;
+	t->links_cap = links;
+	t->nodes = calloc(nodes, sizeof(*t->nodes));
+	t->links = calloc(links, sizeof(*t->links));
+	return t;
+}
+
+static void add_node(struct icfab_mtopo *t, unsigned int kind,
+		     unsigned int ports, unsigned int dma)
+{
+	struct icfab_mnode *n = &t->nodes[t->nr_nodes++];
+
+	n->present = 1;
+	n->kind = kind;
+	n->nr_ports = ports;
+	n->dma_engines = dma;
+	n->port_out = calloc(ports, sizeof(icfab_u32));
+	n->port_in = calloc(ports, sizeof(icfab_u32));
+	n->routes_len = t->nodes_cap;
+	n->routes = malloc(t->nodes_cap * sizeof(icfab_u16));
+	for (unsigned int d = 0; d < t->nodes_cap; d++)
+		n->routes[d] = ICFAB_MODEL_NO_PORT;
+	if (kind == ICFAB_MODEL_ENDPOINT)
+		t->nr_endpoints++;
+	else
+		t->nr_switches++;
+}
+
+static void add_link(struct icfab_mtopo *t, unsigned int src,
+		     unsigned int sport, unsigned int dst, unsigned int dport)
+{
+	t->links[t->nr_links++] = (struct icfab_mlink){
+		.present = 1, .src = src, .src_port = sport, .dst = dst,
+		.dst_port = dport, .bandwidth = BW, .latency_ps = LAT,
+	};
+}
+
+static int topo_validate(struct icfab_mtopo *t)
+{
+	struct icfab_topo_err err;
+	icfab_u8 scratch[64];
+
+	if (icfab_topo_validate(t, &lim, scratch, &err)) {
+		printf("# invalid topology: %s\n", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static void topo_free(struct icfab_mtopo *t)
+{
+	for (unsigned int i = 0; i < t->nodes_cap; i++) {
+		free(t->nodes[i].port_out);
+		free(t->nodes[i].port_in);
+		free(t->nodes[i].routes);
+	}
+	free(t->nodes);
+	free(t->links);
+	free(t);
+}
+
+/*
+ * A chain of @n endpoints, 0 - 1 - ... - n-1, links both ways: port 0
+ * towards higher ids (link 2i is i -> i+1), port 1 towards lower ones.
+ */
+static struct icfab_mtopo *chain(unsigned int n)
+{
+	struct icfab_mtopo *t = topo_new(n, 2 * (n - 1));
+
+	for (unsigned int i = 0; i < n; i++)
+		add_node(t, ICFAB_MODEL_ENDPOINT, 2, 1);
+	for (unsigned int i = 0; i + 1 < n; i++) {
+		add_link(t, i, 0, i + 1, 1);
+		add_link(t, i + 1, 1, i, 0);
+	}
+	for (unsigned int i = 0; i < n; i++)
+		for (unsigned int d = 0; d < n; d++)
+			if (d != i)
+				t->nodes[i].routes[d] = d > i ? 0 : 1;
+	return t;
+}
+
+/*
+ * Endpoints 1..n on switch 0. Link 2(i-1) is the injection link i -> 0,
+ * link 2(i-1)+1 the ejection link 0 -> i; the switch reaches i by port i-1.
+ */
+static struct icfab_mtopo *star(unsigned int n, unsigned int dma)
+{
+	struct icfab_mtopo *t = topo_new(n + 1, 2 * n);
+
+	add_node(t, ICFAB_MODEL_SWITCH, n, 0);
+	for (unsigned int i = 1; i <= n; i++)
+		add_node(t, ICFAB_MODEL_ENDPOINT, 1, dma);
+	for (unsigned int i = 1; i <= n; i++) {
+		add_link(t, i, 0, 0, i - 1);
+		add_link(t, 0, i - 1, i, 0);
+	}
+	for (unsigned int i = 1; i <= n; i++) {
+		t->nodes[0].routes[i] = i - 1;
+		for (unsigned int d = 1; d <= n; d++)
+			if (d != i)
+				t->nodes[i].routes[d] = 0;
+	}
+	return t;
+}
+
+static unsigned int inj(unsigned int ep) { return 2 * (ep - 1); }
+static unsigned int ejl(unsigned int ep) { return 2 * (ep - 1) + 1; }
+
+/* ---- an engine with storage, recording completions by key ---- */
+
+struct rec {
+	struct icfab_xfer_result r;
+	int n;				/* completions seen for this key */
+};
+
+struct harness {
+	struct icfab_engine e;
+	struct icfab_engine_storage s;
+	struct rec *recs;
+	unsigned int nrecs;
+	int completions;
+	int stop;			/* callback asks to stop */
+	/* trace totals */
+	ull trace_segs, trace_bytes;
+	int trace_bad;
+};
+
+static int on_complete(void *arg, icfab_u32 id,
+		       const struct icfab_xfer_result *r)
+{
+	struct harness *h = arg;
+
+	(void)id;
+	h->completions++;
+	if (r->key < h->nrecs) {
+		h->recs[r->key].r = *r;
+		h->recs[r->key].n++;
+	}
+	return h->stop;
+}
+
+static struct harness *h_new(struct icfab_mtopo *t, icfab_u32 seg,
+			     icfab_u32 xfers, icfab_u32 events,
+			     unsigned int nrecs)
+{
+	struct harness *h = calloc(1, sizeof(*h));
+	int err;
+
+	h->s.links = calloc(t->links_cap, sizeof(*h->s.links));
+	h->s.eps = calloc(t->nodes_cap, sizeof(*h->s.eps));
+	h->s.dma_cap = icfab_engine_dma_needed(t);
+	h->s.dma_free = calloc(h->s.dma_cap + 1, sizeof(icfab_u64));
+	h->s.xfers_cap = xfers;
+	h->s.xfers = calloc(xfers, sizeof(*h->s.xfers));
+	h->s.events_cap = events;
+	h->s.events = calloc(events, sizeof(*h->s.events));
+	h->recs = calloc(nrecs, sizeof(*h->recs));
+	h->nrecs = nrecs;
+	err = icfab_engine_init(&h->e, t, seg, &h->s);
+	if (err)
+		printf("# init: %d\n", err);
+	return h;
+}
+
+static void h_free(struct harness *h)
+{
+	free(h->s.links);
+	free(h->s.eps);
+	free(h->s.dma_free);
+	free(h->s.xfers);
+	free(h->s.events);
+	free(h->recs);
+	free(h);
+}
+
+static int submit(struct harness *h, unsigned int src, unsigned int dst,
+		  ull bytes, ull at, ull key)
+{
+	icfab_u32 id;
+	int err = icfab_engine_submit(&h->e, src, dst, bytes, at, key, &id);
+
+	if (err)
+		printf("# submit %u -> %u %llu B at %llu key %llu: %d\n",
+		       src, dst, bytes, at, key, err);
+	return err;
+}
+
+static void run_all(struct harness *h)
+{
+	icfab_engine_run_until(&h->e, ICFAB_ENGINE_NEVER, on_complete, h);
+}
+
+static ull dur(const struct rec *r)
+{
+	return r->r.finish_ps - r->r.start_ps;
+}
+
+/* |a - b| <= b * ppm / 1e6 */
+static int within(double a, double b, double ppm)
+{
+	double d = a > b ? a - b : b - a;
+
+	return d <= b * ppm / 1e6;
+}
+
+/* ---- tests ---- */
+
+static void test_uncontended(void)
+{
+	static const ull sizes[] = {
+		1, 100, 4095, 4096, 4097, 3 * 4096, 100000, 1 << 20,
+		12345678,
+	};
+	static const unsigned int hops[] = { 1, 2, 5 };
+	static const struct { ull bw, lat; } links[] = {
+		{ BW, LAT }, { 900000000000ULL, 0 }, { 4000000000ULL, 500000 },
+	};
+
+	for (unsigned int hi = 0; hi < 3; hi++) {
+		int bad = 0, cases = 0;
+
+		for (unsigned int li = 0; li < 3; li++)
+		for (unsigned int si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
+			struct icfab_mtopo *t = chain(6);
+			struct harness *h;
+			ull want, t0 = 777777;
+			struct rec *r;
+
+			for (unsigned int l = 0; l < t->nr_links; l++) {
+				t->links[l].bandwidth = links[li].bw;
+				t->links[l].latency_ps = links[li].lat;
+			}
+			topo_validate(t);
+			h = h_new(t, SEG, 4, 4096, 1);
+			submit(h, 0, hops[hi], sizes[si], t0, 0);
+			run_all(h);
+			r = &h->recs[0];
+			want = icfab_uncontended_ps(sizes[si], SEG, hops[hi],
+						    links[li].bw, links[li].lat);
+			cases++;
+			if (r->n != 1 || r->r.status || r->r.start_ps != t0 ||
+			    dur(r) != want || r->r.queued_ps ||
+			    r->r.hops != hops[hi] ||
+			    r->r.submit_ps != t0 || r->r.bytes != sizes[si]) {
+				if (bad++ < 3)
+					printf("# %u hops %llu B: n %d status %d start %llu took %llu want %llu queued %llu\n",
+					       hops[hi], sizes[si], r->n,
+					       r->r.status, (ull)r->r.start_ps,
+					       dur(r), want,
+					       (ull)r->r.queued_ps);
+			}
+			h_free(h);
+			topo_free(t);
+		}
+		CHECK(!bad, "uncontended over %u hop(s) equals the closed form exactly, no queueing (%d cases, %d bad)",
+		      hops[hi], cases, bad);
+	}
+}
+
+/* k sources through the one ejection link of endpoint 1. */
+static void test_incast(unsigned int k, int exact_capacity)
+{
+	const ull nseg = 1000, bytes = nseg * SEG, t0 = 5000;
+	struct icfab_mtopo *t = star(k + 1, 1);
+	icfab_u32 events = exact_capacity ?
+		k * (icfab_u32)icfab_engine_events_needed(bytes, SEG) : 65536;
+	struct harness *h;
+	ull last = 0, want_last;
+	int rate_bad = 0, n_ok = 1;
+	double worst = 0;
+
+	topo_validate(t);
+	h = h_new(t, SEG, k, events, k);
+	for (unsigned int i = 0; i < k; i++)
+		submit(h, i + 2, 1, bytes, t0, i);
+	run_all(h);
+
+	for (unsigned int i = 0; i < k; i++) {
+		struct rec *r = &h->recs[i];
+		double rate = (double)bytes * 1e12 / (double)dur(r);
+		double want = (double)BW / k;
+		double err = (rate > want ? rate - want : want - rate) / want;
+
+		if (r->n != 1 || r->r.status)
+			n_ok = 0;
+		if (err > worst)
+			worst = err;
+		if (!within(rate, want, 10000))
+			rate_bad++;
+		if (r->r.finish_ps > last)
+			last = r->r.finish_ps;
+	}
+	/*
+	 * The ejection link is busy from the first segment's arrival at the
+	 * switch until all k * nseg segments have left it.
+	 */
+	want_last = t0 + SER + LAT + k * nseg * SER + LAT;
+	if (exact_capacity) {
+		CHECK(n_ok && last == want_last &&
+		      h->e.max_events <= events,
+		      "incast of %u with exactly the documented event capacity (%u) runs correctly (high-water %u)",
+		      k, events, h->e.max_events);
+	} else {
+		CHECK(n_ok && !rate_bad,
+		      "incast of %u: each flow gets B/%u within 1%% (worst %.4f%%)",
+		      k, k, worst * 100);
+		CHECK(within(last - t0, (double)k * bytes * 1e12 / BW +
+			     SER + 2 * LAT, 1000) && last == want_last,
+		      "incast of %u: last finish %llu = t0 + kS/B + s/B + 2L = %llu",
+		      k, last, want_last);
+		CHECK(h->s.links[ejl(1)].bytes == k * bytes &&
+		      h->s.links[ejl(1)].busy_ps == k * nseg * SER &&
+		      h->s.links[ejl(1)].segments == k * nseg,
+		      "incast of %u: the bottleneck carried k*S bytes, busy k*n*s/B",
+		      k);
+	}
+	h_free(h);
+	topo_free(t);
+}
+
+static void test_disjoint(void)
+{
+	const ull bytes = 300 * SEG + 17;
+	struct icfab_mtopo *t = star(4, 1);
+	struct harness *alone, *both, *shared;
+	int same;
+
+	topo_validate(t);
+	alone = h_new(t, SEG, 4, 4096, 2);
+	submit(alone, 1, 2, bytes, 0, 0);
+	run_all(alone);
+	both = h_new(t, SEG, 4, 4096, 2);
+	submit(both, 1, 2, bytes, 0, 0);
+	submit(both, 3, 4, bytes, 0, 1);
+	run_all(both);
+	same = !memcmp(&alone->recs[0].r, &both->recs[0].r,
+		       sizeof(alone->recs[0].r)) &&
+	       dur(&both->recs[1]) == dur(&alone->recs[0]) &&
+	       both->recs[1].r.queued_ps == 0;
+	CHECK(same, "flows on disjoint paths do not affect each other (%llu ps each)",
+	      dur(&both->recs[0]));
+
+	/* The same two flows onto one destination do: the check can fail. */
+	shared = h_new(t, SEG, 4, 4096, 2);
+	submit(shared, 1, 2, bytes, 0, 0);
+	submit(shared, 3, 2, bytes, 0, 1);
+	run_all(shared);
+	CHECK(dur(&shared->recs[1]) > dur(&alone->recs[0]) &&
+	      shared->recs[1].r.queued_ps > 0,
+	      "the same flows into one destination do interfere");
+	h_free(alone);
+	h_free(both);
+	h_free(shared);
+	topo_free(t);
+}
+
+/*
+ * All-to-all on a switch. With one DMA engine each and the shift order
+ * (round r: i sends to i + r), every round is a permutation, so the
+ * injection links are the only constraint and the time is exact. With
+ * n - 1 engines every flow starts at once and they share the links.
+ */
+static void test_all_to_all(unsigned int n, unsigned int dma)
+{
+	const ull nseg = 64, S = nseg * SEG, t0 = 0;
+	struct icfab_mtopo *t = star(n, dma);
+	unsigned int nx = n * (n - 1);
+	struct harness *h;
+	ull last = 0, want;
+	int ok = 1, links_ok = 1;
+
+	topo_validate(t);
+	h = h_new(t, SEG, nx, nx * (nseg + 1), nx);
+	for (unsigned int r = 1; r < n; r++)
+		for (unsigned int i = 1; i <= n; i++)
+			submit(h, i, (i - 1 + r) % n + 1, S, t0,
+			       (r - 1) * n + (i - 1));
+	run_all(h);
+	for (unsigned int x = 0; x < nx; x++) {
+		if (h->recs[x].n != 1 || h->recs[x].r.status)
+			ok = 0;
+		if (h->recs[x].r.finish_ps > last)
+			last = h->recs[x].r.finish_ps;
+	}
+	for (unsigned int i = 1; i <= n; i++)
+		if (h->s.links[inj(i)].bytes != (n - 1) * S ||
+		    h->s.links[ejl(i)].bytes != (n - 1) * S)
+			links_ok = 0;
+	CHECK(ok && links_ok,
+	      "all-to-all of %u (%u DMA): every injection and ejection link carries (n-1)*S",
+	      n, dma);
+	/* Injection bound: (n-1)*S/B, then the last segment's two hops. */
+	want = t0 + (n - 1) * nseg * SER + LAT + SER + LAT;
+	if (dma == 1)
+		CHECK(last == want,
+		      "all-to-all of %u, shift order: finish %llu = (n-1)S/B + s/B + 2L = %llu exactly",
+		      n, last, want);
+	else
+		CHECK(within(last, want, 10000),
+		      "all-to-all of %u, all flows at once: finish %llu within 1%% of (n-1)S/B + s/B + 2L = %llu",
+		      n, last, want);
+	h_free(h);
+	topo_free(t);
+}
+
+static void test_degraded(void)
+{
+	const ull bytes = 10 * SEG + 100;
+	struct icfab_mtopo *t = chain(2);
+	struct harness *up, *deg;
+
+	topo_validate(t);
+	up = h_new(t, SEG, 2, 64, 1);
+	submit(up, 0, 1, bytes, 0, 0);
+	run_all(up);
+	t->links[0].state = ICFAB_MODEL_LINK_DEGRADED;
+	t->links[0].permille = 250;
+	deg = h_new(t, SEG, 2, 64, 1);
+	submit(deg, 0, 1, bytes, 0, 0);
+	run_all(deg);
+	CHECK(deg->s.links[0].busy_ps == 4 * up->s.links[0].busy_ps &&
+	      dur(&deg->recs[0]) - LAT == 4 * (dur(&up->recs[0]) - LAT),
+	      "a link DEGRADED to 250 permille serialises 4x slower (%llu vs %llu ps)",
+	      (ull)deg->s.links[0].busy_ps, (ull)up->s.links[0].busy_ps);
+	CHECK(dur(&deg->recs[0]) ==
+	      icfab_uncontended_ps(bytes, SEG, 1, BW / 4, LAT),
+	      "DEGRADED equals the closed form at a quarter of the bandwidth");
+	h_free(up);
+	h_free(deg);
+	topo_free(t);
+}
+
+static void test_unreachable(void)
+{
+	struct icfab_mtopo *t = star(4, 1);
+	struct harness *h;
+	struct rec *r;
+
+	/* Nobody routes to endpoint 4: validation allows that. */
+	for (unsigned int n = 0; n <= 4; n++)
+		t->nodes[n].routes[4] = ICFAB_MODEL_NO_PORT;
+	topo_validate(t);
+	t->links[ejl(3)].state = ICFAB_MODEL_LINK_DOWN;
+	h = h_new(t, SEG, 8, 1024, 3);
+	submit(h, 1, 4, 100 * SEG, 1000, 0);
+	submit(h, 1, 3, 100 * SEG, 1000, 1);
+	submit(h, 1, 2, 10 * SEG, 1000, 2);	/* behind both, 1 DMA engine */
+	run_all(h);
+	r = h->recs;
+	CHECK(r[0].n == 1 && r[0].r.status == -ICFAB_ENGINE_EHOSTUNREACH &&
+	      r[0].r.finish_ps == r[0].r.start_ps && r[0].r.start_ps == 1000,
+	      "no route: -EHOSTUNREACH at its start (status %d)", r[0].r.status);
+	CHECK(r[1].n == 1 && r[1].r.status == -ICFAB_ENGINE_EHOSTUNREACH &&
+	      r[1].r.finish_ps == r[1].r.start_ps,
+	      "a DOWN link on the path: -EHOSTUNREACH at its start (status %d)",
+	      r[1].r.status);
+	CHECK(r[2].n == 1 && !r[2].r.status && r[2].r.start_ps == 1000 &&
+	      dur(&r[2]) == icfab_uncontended_ps(10 * SEG, SEG, 2, BW, LAT) &&
+	      icfab_engine_next_ps(&h->e) == ICFAB_ENGINE_NEVER &&
+	      h->s.links[ejl(3)].bytes == 0,
+	      "failed transfers release their DMA engine at once and leave nothing pending");
+	h_free(h);
+	topo_free(t);
+}
+
+/* xorshift64*: the same sequence on every run. */
+static ull rng_state;
+static ull rng(void)
+{
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 2685821657736338717ULL;
+}
+
+#define DET_N		300
+#define DET_EPS		8
+
+struct det_xfer {
+	unsigned int src, dst;
+	ull bytes, at;
+};
+
+static struct det_xfer det[DET_N];
+static unsigned int det_order[DET_N];	/* by submit time */
+
+static void det_workload(void)
+{
+	rng_state = 0x9e3779b97f4a7c15ULL;
+	for (unsigned int i = 0; i < DET_N; i++) {
+		det[i].src = rng() % DET_EPS + 1;
+		do
+			det[i].dst = rng() % DET_EPS + 1;
+		while (det[i].dst == det[i].src);
+		/* Sizes from nothing to ~50 segments, often odd. */
+		det[i].bytes = rng() % 5 ? rng() % (50 * SEG) : rng() % 3 * SEG;
+		/* Few distinct times, so that ties are common. */
+		det[i].at = rng() % 20 * 1000000ULL;
+		det_order[i] = i;
+	}
+	for (unsigned int i = 1; i < DET_N; i++)	/* stable insertion sort */
+		for (unsigned int j = i; j && det[det_order[j - 1]].at >
+					      det[det_order[j]].at; j--) {
+			unsigned int tmp = det_order[j];
+
+			det_order[j] = det_order[j - 1];
+			det_order[j - 1] = tmp;
+		}
+}
+
+static struct harness *det_new(struct icfab_mtopo *t)
+{
+	return h_new(t, SEG, DET_N, DET_N * 60, DET_N);
+}
+
+static int det_same(const struct harness *a, const struct harness *b,
+		    const struct icfab_mtopo *t)
+{
+	for (unsigned int i = 0; i < DET_N; i++)
+		if (a->recs[i].n != 1 || b->recs[i].n != 1 ||
+		    memcmp(&a->recs[i].r, &b->recs[i].r, sizeof(a->recs[i].r)))
+			return 0;
+	for (unsigned int l = 0; l < t->links_cap; l++)
+		if (memcmp(&a->s.links[l], &b->s.links[l],
+			   sizeof(a->s.links[l])))
+			return 0;
+	return 1;
+}
+
+static void test_determinism(void)
+{
+	struct icfab_mtopo *t = star(DET_EPS, 2);
+	struct harness *once, *steps, *rev, *stop;
+	unsigned int next = 0, calls = 0;
+	ull horizon = 0, queued = 0;
+	int err = 0;
+
+	topo_validate(t);
+	det_workload();
+
+	once = det_new(t);
+	for (unsigned int i = 0; i < DET_N; i++)
+		err |= submit(once, det[i].src, det[i].dst, det[i].bytes,
+			      det[i].at, i);
+	run_all(once);
+	for (unsigned int i = 0; i < DET_N; i++)
+		queued += once->recs[i].r.queued_ps;
+
+	/* Submissions interleaved with 1000 random horizon steps. */
+	steps = det_new(t);
+	for (unsigned int s = 0; s < 1000; s++) {
+		horizon += rng() % 200000;
+		while (next < DET_N && det[det_order[next]].at < horizon) {
+			unsigned int i = det_order[next++];
+
+			err |= submit(steps, det[i].src, det[i].dst,
+				      det[i].bytes, det[i].at, i);
+		}
+		icfab_engine_run_until(&steps->e, horizon, on_complete, steps);
+		calls++;
+	}
+	printf("# %d of %d completions and %u of %d submissions happened between steps\n",
+	       steps->completions, DET_N, next, DET_N);
+	while (next < DET_N) {
+		unsigned int i = det_order[next++];
+
+		err |= submit(steps, det[i].src, det[i].dst, det[i].bytes,
+			      det[i].at, i);
+	}
+	run_all(steps);
+
+	/* The same transfers and keys, submitted in reverse order. */
+	rev = det_new(t);
+	for (unsigned int i = DET_N; i-- > 0;)
+		err |= submit(rev, det[i].src, det[i].dst, det[i].bytes,
+			      det[i].at, i);
+	run_all(rev);
+
+	/* Stopping after every completion, restarting each time. */
+	stop = det_new(t);
+	stop->stop = 1;
+	for (unsigned int i = 0; i < DET_N; i++)
+		err |= submit(stop, det[i].src, det[i].dst, det[i].bytes,
+			      det[i].at, i);
+	while (icfab_engine_run_until(&stop->e, ICFAB_ENGINE_NEVER,
+				      on_complete, stop) == 1)
+		;
+
+	CHECK(!err && queued > 0 && once->completions == DET_N,
+	      "a contended random workload of %d transfers completes (queued %llu ps in all)",
+	      DET_N, queued);
+	CHECK(det_same(once, steps, t),
+	      "one run_until vs %u random steps with interleaved submissions: bit-identical",
+	      calls);
+	CHECK(det_same(once, rev, t),
+	      "submission order of same-time transfers does not change results");
+	CHECK(det_same(once, stop, t) && stop->completions == DET_N,
+	      "stopping after every completion does not change results");
+	h_free(once);
+	h_free(steps);
+	h_free(rev);
+	h_free(stop);
+	topo_free(t);
+}
+
+static void test_dma(void)
+{
+	const ull nseg = 10, S = nseg * SEG, t0 = 3000;
+	struct icfab_mtopo *t1 = star(3, 1), *t2 = star(3, 2);
+	struct harness *h1, *h2;
+	struct rec *a, *b;
+
+	topo_validate(t1);
+	topo_validate(t2);
+	h1 = h_new(t1, SEG, 4, 64, 2);
+	submit(h1, 1, 3, S, t0, 1);	/* submitted first, but key 1 */
+	submit(h1, 1, 2, S, t0, 0);
+	run_all(h1);
+	a = &h1->recs[0];
+	b = &h1->recs[1];
+	CHECK(a->r.start_ps == t0 && b->r.start_ps == t0 + nseg * SER &&
+	      b->r.queued_ps == nseg * SER && a->r.queued_ps == 0 &&
+	      dur(a) == icfab_uncontended_ps(S, SEG, 2, BW, LAT) &&
+	      dur(b) == dur(a),
+	      "1 DMA engine: the second transfer starts when the first injected its last segment (%llu)",
+	      (ull)b->r.start_ps);
+
+	/* Waiters take a released engine in key order. */
+	h_free(h1);
+	h1 = h_new(t1, SEG, 4, 64, 3);
+	submit(h1, 1, 2, S, t0, 2);
+	submit(h1, 1, 3, S, t0, 1);
+	submit(h1, 1, 2, S, t0, 0);
+	run_all(h1);
+	CHECK(h1->recs[0].r.start_ps == t0 &&
+	      h1->recs[1].r.start_ps == t0 + nseg * SER &&
+	      h1->recs[2].r.start_ps == t0 + 2 * nseg * SER &&
+	      h1->recs[2].r.queued_ps == 2 * nseg * SER,
+	      "1 DMA engine: waiting transfers start in key order, back to back");
+
+	h2 = h_new(t2, SEG, 4, 64, 2);
+	submit(h2, 1, 2, S, t0, 0);
+	submit(h2, 1, 3, S, t0, 1);
+	run_all(h2);
+	a = &h2->recs[0];
+	b = &h2->recs[1];
+	/* Interleaved on the injection link: b ends one segment after a. */
+	CHECK(a->r.start_ps == t0 && b->r.start_ps == t0 &&
+	      b->r.finish_ps == a->r.finish_ps + SER &&
+	      h2->s.links[inj(1)].busy_ps == 2 * nseg * SER,
+	      "2 DMA engines: both start at t0 and share the injection link");
+	h_free(h1);
+	h_free(h2);
+	topo_free(t1);
+	topo_free(t2);
+}
+
+static void test_queued(void)
+{
+	struct icfab_mtopo *t = star(3, 1);
+	struct harness *h;
+	struct rec *a, *b;
+
+	topo_validate(t);
+	h = h_new(t, SEG, 4, 64, 2);
+	submit(h, 2, 1, 2 * SEG, 0, 0);
+	submit(h, 3, 1, 2 * SEG, 0, 1);
+	run_all(h);
+	a = &h->recs[0];
+	b = &h->recs[1];
+	/*
+	 * By hand, s = SER: a0 and b0 reach the switch at s + L; a0 leaves
+	 * at once, b0 waits s. a1 and b1 arrive at 2s + L, when the link is
+	 * busy until 3s + L: a1 waits s, b1 (behind a1) waits 2s. So a
+	 * queues s, b 3s; a ends at 4s + 2L, b at 5s + 2L.
+	 */
+	CHECK(a->r.queued_ps == SER && b->r.queued_ps == 3 * SER &&
+	      a->r.finish_ps == 4 * SER + 2 * LAT &&
+	      b->r.finish_ps == 5 * SER + 2 * LAT &&
+	      h->s.links[ejl(1)].max_queued_ps == 2 * SER &&
+	      h->s.links[inj(2)].max_queued_ps == 0,
+	      "queued time matches the hand computation (a %llu, b %llu ps)",
+	      (ull)a->r.queued_ps, (ull)b->r.queued_ps);
+	h_free(h);
+	topo_free(t);
+}
+
+static void test_capacity(void)
+{
+	struct icfab_mtopo *t = chain(3);
+	struct harness *h;
+	struct icfab_engine e;
+	struct icfab_engine_storage s;
+	icfab_u32 id;
+	int e1, e2, e3, e4, e5;
+
+	topo_validate(t);
+	h = h_new(t, SEG, 2, 10, 2);
+	e1 = icfab_engine_submit(&h->e, 0, 2, 9 * SEG, 0, 0, &id);
+	e2 = icfab_engine_submit(&h->e, 0, 2, 1, 0, 1, &id);
+	CHECK(!e1 && e2 == -ICFAB_ENGINE_ENOSPC && h->e.nr_xfers == 1,
+	      "an event heap too small for the next transfer: -ENOSPC, nothing changed (%d)",
+	      e2);
+	e3 = icfab_engine_submit(&h->e, 0, 2, 10 * SEG, 0, 1, &id);
+	CHECK(e3 == -ICFAB_ENGINE_ENOSPC,
+	      "a transfer bigger than the whole heap: -ENOSPC");
+	run_all(h);
+	CHECK(h->recs[0].n == 1 && dur(&h->recs[0]) ==
+	      icfab_uncontended_ps(9 * SEG, SEG, 2, BW, LAT) &&
+	      h->e.max_events <= 10 && h->e.events_reserved == 0,
+	      "the admitted transfer runs correctly within its reservation");
+	e1 = icfab_engine_submit(&h->e, 0, 2, 1, h->e.now_ps, 2, &id);
+	e2 = icfab_engine_submit(&h->e, 1, 2, 1, h->e.now_ps, 3, &id);
+	e3 = icfab_engine_submit(&h->e, 1, 0, 1, h->e.now_ps, 4, &id);
+	CHECK(!e1 && !e2 && e3 == -ICFAB_ENGINE_ENOSPC,
+	      "a full transfer table: -ENOSPC");
+	e4 = icfab_engine_submit(&h->e, 1, 0, 1, h->e.now_ps - 1, 5, &id);
+	run_all(h);
+	e5 = icfab_engine_submit(&h->e, 1, 0, 1, h->e.last_ps, h->e.last_key,
+				 &id);
+	CHECK(e4 == -ICFAB_ENGINE_ERANGE && e5 == -ICFAB_ENGINE_ERANGE,
+	      "a submission before the processed events: -ERANGE");
+	CHECK(icfab_engine_submit(&h->e, 0, 7, 1, h->e.now_ps, 9, &id) ==
+	      -ICFAB_ENGINE_EINVAL, "an unknown endpoint: -EINVAL");
+
+	s = h->s;
+	s.dma_cap = icfab_engine_dma_needed(t) - 1;
+	CHECK(icfab_engine_init(&e, t, SEG, &s) == -ICFAB_ENGINE_ENOSPC,
+	      "DMA storage below the topology's engines: -ENOSPC");
+	h_free(h);
+	topo_free(t);
+}
+
+static void test_cancel(void)
+{
+	struct icfab_mtopo *t = star(4, 1);
+	struct harness *h;
+	int once = 1, cancelled = 0, fine = 0;
+
+	topo_validate(t);
+	h = h_new(t, SEG, 16, 4096, 8);
+	/* Endpoint 1 has one engine: one runs, two wait. */
+	submit(h, 1, 2, 100 * SEG, 0, 0);
+	submit(h, 1, 3, 100 * SEG, 0, 1);
+	submit(h, 1, 4, 100 * SEG, 0, 2);
+	submit(h, 2, 3, 1 * SEG, 0, 3);		/* done before the cancel */
+	submit(h, 3, 4, 50 * SEG, 0, 4);
+	submit(h, 4, 2, 50 * SEG, 100000000ULL, 5);	/* not yet submitted */
+	icfab_engine_run_until(&h->e, 20 * SER, on_complete, h);
+	icfab_engine_cancel_all(&h->e, on_complete, h);
+	for (unsigned int i = 0; i < 6; i++) {
+		if (h->recs[i].n != 1)
+			once = 0;
+		if (h->recs[i].r.status == -ICFAB_ENGINE_ECANCELED)
+			cancelled++;
+		else if (!h->recs[i].r.status)
+			fine++;
+	}
+	CHECK(once && cancelled == 5 && fine == 1 &&
+	      h->recs[5].r.start_ps == 100000000ULL &&
+	      h->recs[0].r.finish_ps == 20 * SER,
+	      "cancel: every transfer completes exactly once, 5 with -ECANCELED");
+	CHECK(h->e.nr_xfers == 0 && h->e.events_reserved == 0 &&
+	      icfab_engine_next_ps(&h->e) == ICFAB_ENGINE_NEVER &&
+	      h->completions == 6,
+	      "cancel leaves the engine empty");
+	memset(h->recs, 0, 8 * sizeof(*h->recs));
+	submit(h, 1, 2, SEG, h->e.now_ps, 7);
+	run_all(h);
+	CHECK(h->recs[7].n == 1 && !h->recs[7].r.status &&
+	      h->recs[7].r.start_ps == 20 * SER,
+	      "after cancel, the freed DMA engine takes new work");
+	h_free(h);
+	topo_free(t);
+}
+
+static void on_trace(void *arg, icfab_u32 xfer_id, icfab_u32 link,
+		     icfab_u64 bytes, icfab_u64 ready_ps, icfab_u64 depart_ps)
+{
+	struct harness *h = arg;
+
+	(void)xfer_id;
+	(void)link;
+	h->trace_segs++;
+	h->trace_bytes += bytes;
+	if (depart_ps < ready_ps)
+		h->trace_bad++;
+}
+
+static void test_trace(void)
+{
+	struct icfab_mtopo *t = chain(4);
+	struct harness *h;
+
+	topo_validate(t);
+	h = h_new(t, SEG, 4, 256, 2);
+	h->e.trace = on_trace;
+	h->e.trace_arg = h;
+	submit(h, 0, 3, 20 * SEG + 1, 0, 0);
+	submit(h, 1, 3, 10 * SEG, 0, 1);
+	run_all(h);
+	CHECK(h->trace_segs == 21 * 3 + 10 * 2 &&
+	      h->trace_bytes == (20 * SEG + 1) * 3 + 10 * SEG * 2 &&
+	      !h->trace_bad,
+	      "the trace callback sees every departure (%llu)", h->trace_segs);
+	h_free(h);
+	topo_free(t);
+}
+
+/* Link changes while segments are in flight apply to later departures. */
+static void test_midflight(void)
+{
+	struct icfab_mtopo *t = star(3, 1);
+	struct harness *h;
+	ull busy;
+
+	topo_validate(t);
+	h = h_new(t, SEG, 4, 256, 3);
+	submit(h, 1, 2, 100 * SEG, 0, 0);
+	/* Segments 0..9 have left the injection link by 10 s/B. */
+	icfab_engine_run_until(&h->e, 10 * SER + 1, on_complete, h);
+	t->links[inj(1)].state = ICFAB_MODEL_LINK_DEGRADED;
+	t->links[inj(1)].permille = 500;
+	run_all(h);
+	busy = h->s.links[inj(1)].busy_ps;
+	CHECK(h->recs[0].n == 1 && !h->recs[0].r.status &&
+	      busy == 11 * SER + 89 * 2 * SER,
+	      "a link degraded mid-transfer slows only later segments (busy %llu ps)",
+	      busy);
+
+	t->links[inj(1)].state = ICFAB_MODEL_LINK_UP;
+	submit(h, 1, 2, 100 * SEG, h->e.now_ps, 1);
+	icfab_engine_run_until(&h->e, h->e.now_ps + 10 * SER, on_complete, h);
+	t->links[ejl(2)].state = ICFAB_MODEL_LINK_DOWN;
+	submit(h, 1, 3, 5 * SEG, h->e.now_ps, 2);	/* waits for the engine */
+	run_all(h);
+	CHECK(h->recs[1].n == 1 &&
+	      h->recs[1].r.status == -ICFAB_ENGINE_EHOSTUNREACH &&
+	      h->s.links[inj(1)].bytes < 205 * SEG &&
+	      h->recs[2].n == 1 && !h->recs[2].r.status &&
+	      h->e.nr_xfers == 0 && h->e.events_reserved == 0 &&
+	      icfab_engine_next_ps(&h->e) == ICFAB_ENGINE_NEVER,
+	      "a link going DOWN under a transfer fails it once, frees its engine, leaves nothing behind");
+	h_free(h);
+	topo_free(t);
+}
+
+/*
+ * Events at the horizon are not processed: a context whose clock is the
+ * horizon may still submit there, with a smaller key, and go first.
+ */
+static void test_horizon(void)
+{
+	struct icfab_mtopo *t = star(3, 1);
+	struct harness *h;
+	int e1, e2;
+
+	topo_validate(t);
+	h = h_new(t, SEG, 4, 64, 2);
+	e1 = submit(h, 1, 2, SEG, 1000000, 1);
+	icfab_engine_run_until(&h->e, 1000000, on_complete, h);
+	e2 = submit(h, 1, 3, SEG, 1000000, 0);
+	run_all(h);
+	CHECK(!e1 && !e2 && h->recs[0].r.start_ps == 1000000 &&
+	      h->recs[1].r.start_ps == 1000000 + SER,
+	      "run_until(h) leaves events at h for a submission at h with a smaller key");
+	h_free(h);
+	topo_free(t);
+}
+
+static void test_empty_and_local(void)
+{
+	struct icfab_mtopo *t = chain(2);
+	struct harness *h;
+
+	topo_validate(t);
+	h = h_new(t, SEG, 4, 16, 2);
+	submit(h, 0, 1, 0, 50, 0);
+	submit(h, 1, 1, 5 * SEG, 60, 1);
+	run_all(h);
+	CHECK(h->recs[0].n == 1 && !h->recs[0].r.status &&
+	      h->recs[0].r.finish_ps == 50 &&
+	      h->recs[1].n == 1 && !h->recs[1].r.status &&
+	      h->recs[1].r.finish_ps == 60 && h->recs[1].r.hops == 0,
+	      "empty and local transfers complete at their start");
+	h_free(h);
+	topo_free(t);
+}
+
+int main(void)
+{
+	printf("TAP version 13\n");
+	test_uncontended();
+	test_incast(2, 0);
+	test_incast(3, 0);
+	test_incast(4, 0);
+	test_incast(8, 0);
+	test_incast(8, 1);
+	test_disjoint();
+	test_all_to_all(4, 1);
+	test_all_to_all(8, 1);
+	test_all_to_all(4, 3);
+	test_all_to_all(8, 7);
+	test_degraded();
+	test_unreachable();
+	test_determinism();
+	test_dma();
+	test_queued();
+	test_capacity();
+	test_cancel();
+	test_trace();
+	test_horizon();
+	test_midflight();
+	test_empty_and_local();
+	printf("1..%d\n", count);
+	return failures ? 1 : 0;
+}
