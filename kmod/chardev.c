@@ -10,11 +10,6 @@
 
 #include "icfab.h"
 
-/* One open file: attaches to endpoints and owns queues in later work. */
-struct icfab_ctx {
-	struct icfab_fabric *fabric;
-};
-
 static int icfab_open(struct inode *inode, struct file *file)
 {
 	/* misc_open() left the miscdevice in private_data. */
@@ -23,11 +18,10 @@ static int icfab_open(struct inode *inode, struct file *file)
 						   misc);
 	struct icfab_ctx *ctx;
 
-	ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+	ctx = icfab_ctx_create(fabric);
 	if (!ctx)
 		return -ENOMEM;
 
-	ctx->fabric = fabric;
 	atomic_inc(&fabric->nr_contexts);
 	file->private_data = ctx;
 	return 0;
@@ -36,9 +30,10 @@ static int icfab_open(struct inode *inode, struct file *file)
 static int icfab_release(struct inode *inode, struct file *file)
 {
 	struct icfab_ctx *ctx = file->private_data;
+	struct icfab_fabric *fabric = icfab_ctx_fabric(ctx);
 
-	atomic_dec(&ctx->fabric->nr_contexts);
-	kfree(ctx);
+	icfab_ctx_destroy(ctx);
+	atomic_dec(&fabric->nr_contexts);
 	return 0;
 }
 
@@ -63,7 +58,7 @@ static long icfab_ioctl_info(struct icfab_ctx *ctx, void __user *uarg)
 					  ARRAY_SIZE(info.reserved)))
 		return -EINVAL;
 
-	icfab_fabric_snapshot(ctx->fabric, &st, false);
+	icfab_fabric_snapshot(icfab_ctx_fabric(ctx), &st, false);
 
 	memset(&info, 0, sizeof(info));
 	info.abi_version = ICFAB_ABI_VERSION;
@@ -89,6 +84,16 @@ static long icfab_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	switch (cmd) {
 	case ICFAB_IOC_INFO:
 		return icfab_ioctl_info(ctx, uarg);
+	case ICFAB_IOC_ATTACH:
+		return icfab_ioctl_attach(ctx, uarg);
+	case ICFAB_IOC_QUEUE_CREATE:
+		return icfab_ioctl_queue_create(ctx, uarg);
+	case ICFAB_IOC_QUEUE_DESTROY:
+		return icfab_ioctl_queue_destroy(ctx, uarg);
+	case ICFAB_IOC_SUBMIT:
+		return icfab_ioctl_submit(ctx, uarg);
+	case ICFAB_IOC_WAIT:
+		return icfab_ioctl_wait(ctx, uarg);
 	default:
 		return -ENOTTY;
 	}

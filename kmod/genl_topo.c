@@ -804,6 +804,13 @@ int icfab_genl_commit_doit(struct sk_buff *skb, struct genl_info *info)
 		mutex_unlock(&fabric->lock);
 		return err;
 	}
+	if (fabric->nr_attached) {
+		/* The engine runs on the committed topology it was built on. */
+		mutex_unlock(&fabric->lock);
+		NL_SET_ERR_MSG(info->extack,
+			       "contexts are attached to the fabric's endpoints");
+		return -EBUSY;
+	}
 	if (attrs[ICFAB_A_FABRIC_GENERATION] &&
 	    nla_get_u64(attrs[ICFAB_A_FABRIC_GENERATION]) !=
 	    fabric->generation) {

@@ -9,6 +9,8 @@
 #define _ICFAB_H
 
 #include <linux/atomic.h>
+#include <linux/list.h>
+#include <linux/wait.h>
 #include <linux/miscdevice.h>
 #include <linux/mutex.h>
 #include <linux/types.h>
@@ -17,6 +19,7 @@
 #include <linux/icfab.h>
 #include <linux/icfab_genl.h>
 
+#include "model/engine.h"
 #include "model/topo.h"
 
 #define ICFAB_MAX_FABRICS		8
@@ -33,6 +36,11 @@
 #define ICFAB_MAX_SEGMENT_SIZE		(1U << 20)	/* bytes */
 #define ICFAB_DEFAULT_SEGMENT_SIZE	4096		/* bytes */
 #define ICFAB_MAX_DILATION		1000000
+/* Data path (kmod/data.c). */
+#define ICFAB_MAX_ATTACH		64		/* endpoints per context */
+#define ICFAB_ENGINE_XFERS		16384		/* transfers in flight */
+#define ICFAB_ENGINE_EVENTS		(256 * 1024)	/* pending segment events */
+
 /* Node ids are shared by endpoints and switches. */
 #define ICFAB_MAX_NODES			(ICFAB_MAX_ENDPOINTS + ICFAB_MAX_SWITCHES)
 
@@ -62,6 +70,12 @@ struct icfab_fabric {
 					 * dumps use it to flag NLM_F_DUMP_INTR */
 
 	atomic_t nr_contexts;		/* open files */
+
+	/* Data path, under lock. The engine exists while contexts attach. */
+	struct icfab_data *data;
+	struct list_head attached;	/* icfab_ctx.attached_node */
+	u32 nr_attached;
+	wait_queue_head_t data_wq;	/* waiters in ICFAB_IOC_WAIT */
 };
 
 /* A snapshot of a fabric's state, taken under fabric->lock. */
@@ -86,6 +100,17 @@ struct icfab_fabric *icfab_fabric_get_by_id(u32 id);
 void icfab_fabric_snapshot(struct icfab_fabric *fabric,
 			   struct icfab_fabric_state *st, bool staged);
 void icfab_fill_limits(struct icfab_limits *limits);
+
+/* data.c: contexts, queues and the engine */
+struct icfab_ctx;
+struct icfab_ctx *icfab_ctx_create(struct icfab_fabric *fabric);
+void icfab_ctx_destroy(struct icfab_ctx *ctx);
+struct icfab_fabric *icfab_ctx_fabric(struct icfab_ctx *ctx);
+long icfab_ioctl_attach(struct icfab_ctx *ctx, void __user *uarg);
+long icfab_ioctl_queue_create(struct icfab_ctx *ctx, void __user *uarg);
+long icfab_ioctl_queue_destroy(struct icfab_ctx *ctx, void __user *uarg);
+long icfab_ioctl_submit(struct icfab_ctx *ctx, void __user *uarg);
+long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg);
 
 /* chardev.c */
 int icfab_chardev_init(struct icfab_fabric *fabric);
