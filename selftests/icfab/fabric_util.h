@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Building small topologies over netlink, for the selftests.
+ */
+#ifndef ICFAB_SELFTEST_FABRIC_UTIL_H
+#define ICFAB_SELFTEST_FABRIC_UTIL_H
+
+#include <stdint.h>
+
+#include "genl.h"
+
+int node_new(struct genl_sock *gs, uint32_t id, uint32_t kind,
+	     uint32_t ports, const char *name);
+int link_new(struct genl_sock *gs, uint32_t id, uint32_t src,
+	     uint32_t sport, uint32_t dst, uint32_t dport, uint64_t bw);
+int route_set(struct genl_sock *gs, uint32_t node, uint32_t first,
+	      const uint16_t *ports, unsigned int n);
+int cmd(struct genl_sock *gs, uint8_t c);
+/*
+ * A bidirectional ring of @n endpoints (n <= 64): port 0 to the next node,
+ * port 1 to the previous; link 2i is i -> i+1, link 2i+1 is i+1 -> i;
+ * 50 GB/s, 500 ns, routes the short way round (clockwise on ties).
+ */
+int stage_ring(struct genl_sock *gs, unsigned int n);
+/* Stage the removal of nodes 0..127 and links 0..255, and commit. */
+int clear_fabric(struct genl_sock *gs);
+
+#endif

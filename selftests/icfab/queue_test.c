@@ -1,0 +1,444 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The data path, first version: attach, queues, synchronous submission of
+ * timing-only transfers and compute delays, completions with fabric
+ * timestamps, virtual time across processes, and the rules that keep
+ * teardown and commits safe.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/icfab.h>
+#include <linux/icfab_genl.h>
+
+#include "fabric_util.h"
+#include "kselftest_harness.h"
+
+#define BW	50000000000ULL		/* bytes/s, stage_ring's links */
+#define LAT	500000ULL		/* ps, stage_ring's links */
+#define SEG	4096ULL			/* bytes, the default segment size */
+
+static uint64_t ser(uint64_t bytes)
+{
+	return (bytes * 1000000000000ULL + BW - 1) / BW;
+}
+
+/* Closed form of the timing model for whole segments over @hops links. */
+static uint64_t uncontended(uint64_t bytes, unsigned int hops)
+{
+	uint64_t n = bytes / SEG;
+
+	return hops * (LAT + ser(SEG)) + (n - 1) * ser(SEG);
+}
+
+static int attach(int fd, uint32_t ep)
+{
+	struct icfab_attach a = { .endpoint = ep };
+
+	return ioctl(fd, ICFAB_IOC_ATTACH, &a) ? -errno : 0;
+}
+
+static int queue(int fd, uint32_t ep, uint32_t depth)
+{
+	struct icfab_queue_create qc = { .endpoint = ep, .depth = depth };
+
+	return ioctl(fd, ICFAB_IOC_QUEUE_CREATE, &qc) ? -errno : (int)qc.queue;
+}
+
+static int submit(int fd, struct icfab_desc *d, unsigned int n)
+{
+	struct icfab_submit s = { .descs = (uintptr_t)d, .nr = n };
+	int ret = ioctl(fd, ICFAB_IOC_SUBMIT, &s);
+
+	return ret < 0 ? -errno : ret;
+}
+
+static int wait_cqes(int fd, struct icfab_cqe *c, unsigned int min,
+		     unsigned int max, uint64_t *clock)
+{
+	struct icfab_wait w = { .cqes = (uintptr_t)c, .min = min, .max = max };
+
+	if (ioctl(fd, ICFAB_IOC_WAIT, &w))
+		return -errno;
+	if (clock)
+		*clock = w.clock_ps;
+	return w.nr;
+}
+
+static struct icfab_desc put(uint32_t q, uint32_t peer, uint64_t len,
+			     uint64_t tag)
+{
+	return (struct icfab_desc){ .op = ICFAB_OP_WRITE, .queue = q,
+		.peer = peer, .len = len, .user_tag = tag,
+		.flags = ICFAB_DESC_F_TIMING_ONLY };
+}
+
+FIXTURE(dp) {
+	struct genl_sock gs;
+	int fd;
+};
+
+FIXTURE_SETUP(dp)
+{
+	ASSERT_EQ(0, genl_open(&self->gs));
+	ASSERT_EQ(0, genl_resolve(&self->gs, ICFAB_GENL_NAME));
+	clear_fabric(&self->gs);
+	ASSERT_EQ(0, stage_ring(&self->gs, 8));
+	ASSERT_EQ(0, cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
+	self->fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+}
+
+FIXTURE_TEARDOWN(dp)
+{
+	close(self->fd);
+	clear_fabric(&self->gs);
+	genl_close(&self->gs);
+}
+
+TEST_F(dp, info_announces_queues)
+{
+	struct icfab_info in;
+
+	memset(&in, 0, sizeof(in));
+	ASSERT_EQ(0, ioctl(self->fd, ICFAB_IOC_INFO, &in));
+	EXPECT_TRUE(in.features & ICFAB_F_QUEUES);
+}
+
+TEST_F(dp, attach_rules)
+{
+	struct icfab_attach a = { .endpoint = 0, .reserved = { 0, 1, 0 } };
+
+	EXPECT_EQ(-1, ioctl(self->fd, ICFAB_IOC_ATTACH, &a));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-ENOENT, attach(self->fd, 8));	/* no such node */
+	EXPECT_EQ(0, attach(self->fd, 3));
+	EXPECT_EQ(-EALREADY, attach(self->fd, 3));
+	EXPECT_EQ(0, attach(self->fd, 4));
+}
+
+TEST_F(dp, queue_rules)
+{
+	struct icfab_queue_destroy qd = { .queue = 0 };
+
+	EXPECT_EQ(-ENOENT, queue(self->fd, 0, 4));	/* not attached */
+	ASSERT_EQ(0, attach(self->fd, 0));
+	EXPECT_EQ(-EINVAL, queue(self->fd, 0, 0));
+	EXPECT_EQ(-EINVAL, queue(self->fd, 0, 1u << 30));
+	EXPECT_EQ(0, queue(self->fd, 0, 4));
+	EXPECT_EQ(1, queue(self->fd, 0, 4));
+	EXPECT_EQ(0, ioctl(self->fd, ICFAB_IOC_QUEUE_DESTROY, &qd));
+	EXPECT_EQ(-1, ioctl(self->fd, ICFAB_IOC_QUEUE_DESTROY, &qd));
+	EXPECT_EQ(ENOENT, errno);
+}
+
+TEST_F(dp, uncontended_transfers_match_the_closed_form)
+{
+	static const unsigned int hops[] = { 1, 2, 4 };
+	struct icfab_cqe c;
+	uint64_t clock;
+	int q;
+
+	ASSERT_EQ(0, attach(self->fd, 0));
+	q = queue(self->fd, 0, 8);
+	ASSERT_LE(0, q);
+	for (unsigned int i = 0; i < 3; i++) {
+		struct icfab_desc d = put(q, hops[i], 8 * SEG, i);
+
+		ASSERT_EQ(1, submit(self->fd, &d, 1));
+		ASSERT_EQ(1, wait_cqes(self->fd, &c, 1, 1, &clock));
+		EXPECT_EQ(i, c.user_tag);
+		EXPECT_EQ(0, c.status);
+		EXPECT_EQ(c.start_ps, c.submit_ps);
+		EXPECT_EQ(uncontended(8 * SEG, hops[i]),
+			  c.finish_ps - c.start_ps);
+		EXPECT_EQ(0, c.queued_ps);
+		/* Waiting moved the clock to the completion. */
+		EXPECT_EQ(c.finish_ps, clock);
+	}
+}
+
+TEST_F(dp, delay_advances_the_clock)
+{
+	struct icfab_desc d = { .op = ICFAB_OP_DELAY, .len = 123456,
+				.user_tag = 7 };
+	struct icfab_cqe c[2];
+	uint64_t clock;
+	int q;
+
+	ASSERT_EQ(0, attach(self->fd, 0));
+	q = queue(self->fd, 0, 4);
+	ASSERT_LE(0, q);
+	d.queue = q;
+	ASSERT_EQ(1, submit(self->fd, &d, 1));
+	ASSERT_EQ(1, wait_cqes(self->fd, c, 1, 2, &clock));
+	EXPECT_EQ(7, c[0].user_tag);
+	EXPECT_EQ(123456, c[0].finish_ps - c[0].start_ps);
+	EXPECT_EQ(c[0].finish_ps, clock);
+
+	/* A transfer after it starts where the delay ended. */
+	d = put(q, 1, SEG, 8);
+	ASSERT_EQ(1, submit(self->fd, &d, 1));
+	ASSERT_EQ(1, wait_cqes(self->fd, c, 1, 2, NULL));
+	EXPECT_EQ(clock, c[0].start_ps);
+}
+
+TEST_F(dp, two_flows_share_a_link_fairly)
+{
+	struct icfab_desc d[2];
+	struct icfab_cqe c[2];
+	uint64_t alone, t0, t1;
+	int q0, q1;
+
+	/* 0 -> 2 and 1 -> 2 both cross the link 1 -> 2. */
+	ASSERT_EQ(0, attach(self->fd, 0));
+	ASSERT_EQ(0, attach(self->fd, 1));
+	q0 = queue(self->fd, 0, 4);
+	q1 = queue(self->fd, 1, 4);
+	ASSERT_LE(0, q0);
+	ASSERT_LE(0, q1);
+	d[0] = put(q0, 2, 64 * SEG, 0);
+	d[1] = put(q1, 2, 64 * SEG, 1);
+	ASSERT_EQ(2, submit(self->fd, d, 2));
+	ASSERT_EQ(2, wait_cqes(self->fd, c, 2, 2, NULL));
+
+	/*
+	 * Flow 1 is alone on 1 -> 2 until flow 0's first segment has crossed
+	 * 0 -> 1 (one segment time and the latency, about 7 segment times);
+	 * from then on the two interleave segment by segment. So flow 1
+	 * takes about 7 + 2 * 57 = 121 segment times instead of 64, and the
+	 * shared link never idles: the last byte lands 128 segment times
+	 * after the start plus at most the latencies and a segment.
+	 */
+	alone = uncontended(64 * SEG, 1);
+	t1 = c[1].finish_ps - c[1].start_ps;
+	EXPECT_GT(t1, alone * 18 / 10);
+	EXPECT_LT(t1, alone * 2);
+	t0 = c[0].finish_ps > c[1].finish_ps ? c[0].finish_ps : c[1].finish_ps;
+	EXPECT_GE(t0, 128 * ser(SEG));
+	EXPECT_LE(t0, 128 * ser(SEG) + 2 * LAT + 2 * ser(SEG));
+	EXPECT_GT(c[0].queued_ps + c[1].queued_ps, 0);
+}
+
+TEST_F(dp, full_queue_pushes_back)
+{
+	struct icfab_desc d[3];
+	struct icfab_cqe c[3];
+	int q;
+
+	ASSERT_EQ(0, attach(self->fd, 0));
+	q = queue(self->fd, 0, 2);
+	ASSERT_LE(0, q);
+	for (int i = 0; i < 3; i++)
+		d[i] = put(q, 1, SEG, i);
+	EXPECT_EQ(2, submit(self->fd, d, 3));
+	EXPECT_EQ(-EAGAIN, submit(self->fd, &d[2], 1));
+	/* Reaping makes room; nothing was dropped. */
+	ASSERT_EQ(2, wait_cqes(self->fd, c, 2, 3, NULL));
+	EXPECT_EQ(0, c[0].user_tag);
+	EXPECT_EQ(1, c[1].user_tag);
+	EXPECT_EQ(1, submit(self->fd, &d[2], 1));
+	ASSERT_EQ(1, wait_cqes(self->fd, c, 1, 3, NULL));
+	EXPECT_EQ(2, c[0].user_tag);
+}
+
+TEST_F(dp, malformed_descriptors_are_refused)
+{
+	struct icfab_desc d;
+	int q;
+
+	ASSERT_EQ(0, attach(self->fd, 0));
+	q = queue(self->fd, 0, 4);
+	ASSERT_LE(0, q);
+
+	d = put(q, 1, SEG, 0);
+	d.reserved[1] = 1;
+	EXPECT_EQ(-EINVAL, submit(self->fd, &d, 1));
+	d = put(q, 1, SEG, 0);
+	d.op = 99;
+	EXPECT_EQ(-EINVAL, submit(self->fd, &d, 1));
+	d = put(q, 99, SEG, 0);
+	EXPECT_EQ(-EINVAL, submit(self->fd, &d, 1));
+	d = put(q + 1, 1, SEG, 0);
+	EXPECT_EQ(-ENOENT, submit(self->fd, &d, 1));
+	d = put(q, 1, SEG, 0);
+	d.flags = 0;		/* moving bytes needs device memory */
+	EXPECT_EQ(-EOPNOTSUPP, submit(self->fd, &d, 1));
+	d = (struct icfab_desc){ .op = ICFAB_OP_FENCE, .queue = q };
+	EXPECT_EQ(-EOPNOTSUPP, submit(self->fd, &d, 1));
+	EXPECT_EQ(-EFAULT, submit(self->fd, (void *)8, 1));
+	/* Nothing was accepted, so there is nothing to wait for. */
+	EXPECT_EQ(-EDEADLK, wait_cqes(self->fd, NULL, 1, 1, NULL));
+}
+
+TEST_F(dp, no_route_completes_with_ehostunreach)
+{
+	struct icfab_desc d;
+	struct icfab_cqe c;
+	int q;
+
+	/* Take away every route towards node 5. */
+	for (unsigned int n = 0; n < 8; n++) {
+		uint16_t p = ICFAB_ROUTE_NONE;
+
+		ASSERT_EQ(0, route_set(&self->gs, n, 5, &p, 1));
+	}
+	ASSERT_EQ(0, cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
+
+	ASSERT_EQ(0, attach(self->fd, 0));
+	q = queue(self->fd, 0, 4);
+	ASSERT_LE(0, q);
+	d = put(q, 5, SEG, 9);
+	ASSERT_EQ(1, submit(self->fd, &d, 1));
+	ASSERT_EQ(1, wait_cqes(self->fd, &c, 1, 1, NULL));
+	EXPECT_EQ(-EHOSTUNREACH, c.status);
+	EXPECT_EQ(9, c.user_tag);
+}
+
+TEST_F(dp, commit_is_refused_while_attached)
+{
+	struct genl_msg m;
+
+	ASSERT_EQ(0, attach(self->fd, 0));
+	genl_msg_init(&m, self->gs.family, ICFAB_CMD_LINK_SET, 0);
+	genl_put_u32(&m, ICFAB_A_LINK_ID, 0);
+	genl_put_u32(&m, ICFAB_A_LINK_STATE, ICFAB_LINK_DOWN);
+	ASSERT_EQ(0, genl_request(&self->gs, &m, NULL, NULL));
+	EXPECT_EQ(-EBUSY, cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
+	EXPECT_NE(NULL, strstr(self->gs.extack, "attached"));
+	close(self->fd);
+	self->fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	EXPECT_EQ(0, cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
+}
+
+TEST_F(dp, closing_with_transfers_in_flight)
+{
+	struct icfab_desc d[4];
+	int q;
+
+	ASSERT_EQ(0, attach(self->fd, 0));
+	q = queue(self->fd, 0, 4);
+	ASSERT_LE(0, q);
+	for (int i = 0; i < 4; i++)
+		d[i] = put(q, 4, 256 * SEG, i);
+	ASSERT_EQ(4, submit(self->fd, d, 4));
+	/* Teardown must neither hang nor leak (the runner checks both). */
+	close(self->fd);
+	self->fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+}
+
+/*
+ * Two processes, each on its own endpoint, both sending to node 2 through
+ * the shared link 1 -> 2, write their completions to @out. Optionally
+ * with a CPU hog beside them.
+ */
+static void run_pair(struct icfab_cqe *out, int hog)
+{
+	pid_t pids[3] = { 0, 0, 0 };
+	int ready[2], go[2];
+	char byte;
+
+	/*
+	 * Both attach before either starts: a context that has not attached
+	 * cannot hold the engine back, so determinism needs every
+	 * participant on board first (as ranks of a job rendezvous).
+	 */
+	if (pipe(ready) || pipe(go))
+		return;
+
+	if (hog) {
+		pids[2] = fork();
+		if (pids[2] == 0) {
+			close(ready[0]);
+			close(ready[1]);
+			close(go[0]);
+			close(go[1]);
+			for (;;)
+				;
+		}
+	}
+	for (int p = 0; p < 2; p++) {
+		pids[p] = fork();
+		if (pids[p] == 0) {
+			int fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+			struct icfab_desc d[8];
+			int q;
+
+			close(go[1]);
+			close(ready[0]);
+			if (fd < 0 || attach(fd, p))
+				_exit(1);
+			if (write(ready[1], "r", 1) != 1 ||
+			    read(go[0], &byte, 1) != 0)
+				_exit(4);
+			q = queue(fd, p, 8);
+			for (int i = 0; i < 8; i++)
+				d[i] = put(q, 2, (3 + i) * SEG + 17 * p, i);
+			if (submit(fd, d, 8) != 8)
+				_exit(2);
+			if (wait_cqes(fd, &out[p * 8], 8, 8, NULL) != 8)
+				_exit(3);
+			_exit(0);
+		}
+	}
+	close(ready[1]);
+	close(go[0]);
+	for (int p = 0; p < 2; p++)
+		if (read(ready[0], &byte, 1) != 1)
+			break;
+	close(go[1]);		/* everyone reads EOF: go */
+	close(ready[0]);
+	for (int p = 0; p < 2; p++) {
+		int status;
+
+		waitpid(pids[p], &status, 0);
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			out[p * 8].status = -1000 - WEXITSTATUS(status);
+	}
+	if (hog) {
+		kill(pids[2], SIGKILL);
+		waitpid(pids[2], NULL, 0);
+	}
+}
+
+TEST_F(dp, virtual_time_is_deterministic_across_processes)
+{
+	struct icfab_cqe *a, *b;
+	uint64_t queued = 0;
+
+	a = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	b = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, a);
+	ASSERT_NE(MAP_FAILED, b);
+	memset(a, 0, 4096);
+	memset(b, 0, 4096);
+
+	run_pair(a, 0);
+	run_pair(b, 1);
+	for (int i = 0; i < 16; i++) {
+		EXPECT_EQ(0, a[i].status);
+		EXPECT_EQ(a[i].user_tag, b[i].user_tag);
+		EXPECT_EQ(a[i].start_ps, b[i].start_ps);
+		EXPECT_EQ(a[i].finish_ps, b[i].finish_ps);
+		EXPECT_EQ(a[i].queued_ps, b[i].queued_ps);
+	}
+	/* They did contend: someone queued behind the other. */
+	for (int i = 0; i < 16; i++)
+		queued += a[i].queued_ps;
+	EXPECT_GT(queued, 0);
+	munmap(a, 4096);
+	munmap(b, 4096);
+}
+
+TEST_HARNESS_MAIN
