@@ -126,6 +126,7 @@ static const struct {
 	const char *name;
 } feature_names[] = {
 	{ ICFAB_F_NETLINK, "netlink" },
+	{ ICFAB_F_QUEUES, "queues" },
 };
 
 /* Calls fn for the name of every bit set in features. */
