@@ -58,6 +58,7 @@ kmod:
 user:
 	@$(MAKE) -s -C daemon all tests
 	@$(MAKE) -s -C tools/icfabctl
+	@$(MAKE) -s -C tools/a2a
 	@$(MAKE) -s -C selftests/icfab
 	@$(MAKE) -s -C kmod/model/tests
 
