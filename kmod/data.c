@@ -307,17 +307,13 @@ long icfab_ioctl_queue_create(struct icfab_ctx *ctx, void __user *uarg)
 			break;
 	if (id == ICFAB_MAX_QUEUES)
 		goto err_unlock;
+	/* Tell the caller first: a queue is never visible, then taken back. */
+	qc.queue = id;
+	ret = -EFAULT;
+	if (copy_to_user(uarg, &qc, sizeof(qc)))
+		goto err_unlock;
 	ctx->queues[id] = q;
 	mutex_unlock(&fabric->lock);
-
-	qc.queue = id;
-	if (copy_to_user(uarg, &qc, sizeof(qc))) {
-		mutex_lock(&fabric->lock);
-		ctx->queues[id] = NULL;
-		mutex_unlock(&fabric->lock);
-		kfree(q);
-		return -EFAULT;
-	}
 	return 0;
 
 err_unlock:

@@ -140,6 +140,24 @@ TEST_F(dp, queue_rules)
 	EXPECT_EQ(ENOENT, errno);
 }
 
+TEST_F(dp, queue_create_into_a_read_only_buffer_creates_nothing)
+{
+	struct icfab_queue_create *qc;
+
+	ASSERT_EQ(0, attach(self->fd, 0));
+	qc = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, qc);
+	qc->endpoint = 0;
+	qc->depth = 4;
+	ASSERT_EQ(0, mprotect(qc, 4096, PROT_READ));
+	EXPECT_EQ(-1, ioctl(self->fd, ICFAB_IOC_QUEUE_CREATE, qc));
+	EXPECT_EQ(EFAULT, errno);
+	munmap(qc, 4096);
+	/* The id it would have had is still free. */
+	EXPECT_EQ(0, queue(self->fd, 0, 4));
+}
+
 TEST_F(dp, uncontended_transfers_match_the_closed_form)
 {
 	static const unsigned int hops[] = { 1, 2, 4 };
