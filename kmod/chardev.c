@@ -37,16 +37,6 @@ static int icfab_release(struct inode *inode, struct file *file)
 	return 0;
 }
 
-static bool icfab_all_zero(const __u64 *words, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (words[i])
-			return false;
-	return true;
-}
-
 static long icfab_ioctl_info(struct icfab_ctx *ctx, void __user *uarg)
 {
 	struct icfab_fabric_state st;
@@ -54,8 +44,8 @@ static long icfab_ioctl_info(struct icfab_ctx *ctx, void __user *uarg)
 
 	if (copy_from_user(&info, uarg, sizeof(info)))
 		return -EFAULT;
-	if (info.flags || !icfab_all_zero(info.reserved,
-					  ARRAY_SIZE(info.reserved)))
+	if (info.flags || !icfab_reserved_zero(info.reserved,
+					       ARRAY_SIZE(info.reserved)))
 		return -EINVAL;
 
 	icfab_fabric_snapshot(icfab_ctx_fabric(ctx), &st, false);

@@ -206,16 +206,6 @@ static void icfab_data_advance(struct icfab_fabric *fabric)
 	wake_up_all(&fabric->data_wq);
 }
 
-static bool icfab_all_zero64(const __u64 *w, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (w[i])
-			return false;
-	return true;
-}
-
 static bool icfab_ctx_has_ep(struct icfab_ctx *ctx, u32 ep)
 {
 	u32 i;
@@ -240,7 +230,7 @@ long icfab_ioctl_attach(struct icfab_ctx *ctx, void __user *uarg)
 
 	if (copy_from_user(&a, uarg, sizeof(a)))
 		return -EFAULT;
-	if (a.flags || !icfab_all_zero64(a.reserved, ARRAY_SIZE(a.reserved)))
+	if (a.flags || !icfab_reserved_zero(a.reserved, ARRAY_SIZE(a.reserved)))
 		return -EINVAL;
 
 	mutex_lock(&fabric->lock);
@@ -287,7 +277,7 @@ long icfab_ioctl_queue_create(struct icfab_ctx *ctx, void __user *uarg)
 	if (copy_from_user(&qc, uarg, sizeof(qc)))
 		return -EFAULT;
 	if (qc.flags || qc.queue ||
-	    !icfab_all_zero64(qc.reserved, ARRAY_SIZE(qc.reserved)) ||
+	    !icfab_reserved_zero(qc.reserved, ARRAY_SIZE(qc.reserved)) ||
 	    !qc.depth || qc.depth > ICFAB_MAX_QUEUE_DEPTH)
 		return -EINVAL;
 
@@ -359,7 +349,7 @@ static int icfab_desc_check(struct icfab_ctx *ctx, const struct icfab_desc *dd,
 	struct icfab_queue *q;
 
 	if (dd->pad || dd->reserved0 ||
-	    !icfab_all_zero64(dd->reserved, ARRAY_SIZE(dd->reserved)) ||
+	    !icfab_reserved_zero(dd->reserved, ARRAY_SIZE(dd->reserved)) ||
 	    dd->flags & ~ICFAB_DESC_F_ALL)
 		return -EINVAL;
 	if (dd->queue >= ICFAB_MAX_QUEUES || !ctx->queues[dd->queue])
@@ -468,7 +458,7 @@ long icfab_ioctl_submit(struct icfab_ctx *ctx, void __user *uarg)
 
 	if (copy_from_user(&sub, uarg, sizeof(sub)))
 		return -EFAULT;
-	if (sub.flags || !icfab_all_zero64(sub.reserved,
+	if (sub.flags || !icfab_reserved_zero(sub.reserved,
 					   ARRAY_SIZE(sub.reserved)))
 		return -EINVAL;
 	udescs = u64_to_user_ptr(sub.descs);
@@ -528,7 +518,7 @@ long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
 	if (copy_from_user(&w, uarg, sizeof(w)))
 		return -EFAULT;
 	if (w.nr || w.clock_ps ||
-	    !icfab_all_zero64(w.reserved, ARRAY_SIZE(w.reserved)) ||
+	    !icfab_reserved_zero(w.reserved, ARRAY_SIZE(w.reserved)) ||
 	    w.min > w.max)
 		return -EINVAL;
 	ucqes = u64_to_user_ptr(w.cqes);

@@ -94,6 +94,17 @@ struct icfab_fabric_state {
 	u64 mem_bytes;			/* committed configuration's tables */
 };
 
+/* ABI reserved words must be zero on input (-EINVAL otherwise). */
+static inline bool icfab_reserved_zero(const __u64 *words, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (words[i])
+			return false;
+	return true;
+}
+
 /* main.c */
 extern unsigned int icfab_nr_fabrics;
 struct icfab_fabric *icfab_fabric_get_by_id(u32 id);
