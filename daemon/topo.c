@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "icfab_names.h"
 #include "topo_priv.h"
 
 #define TOPO_DEFAULT_SEGMENT_SIZE	4096	/* bytes, the module's default */
@@ -392,29 +393,6 @@ void topo_mem(const struct topo *t, struct topo_mem *m)
 	m->link_bytes = (size_t)t->nr_links * sizeof(struct topo_link);
 }
 
-static const char *const kind_names[] = {
-	[ICFAB_NODE_ENDPOINT] = "endpoint",
-	[ICFAB_NODE_SWITCH] = "switch",
-};
-
-static const char *const class_names[] = {
-	[ICFAB_LINK_CLASS_OTHER] = "other",
-	[ICFAB_LINK_CLASS_NVLINK] = "nvlink",
-	[ICFAB_LINK_CLASS_PCIE] = "pcie",
-	[ICFAB_LINK_CLASS_NIC] = "nic",
-	[ICFAB_LINK_CLASS_ICI] = "ici",
-	[ICFAB_LINK_CLASS_OCS] = "ocs",
-	[ICFAB_LINK_CLASS_MESH] = "mesh",
-	[ICFAB_LINK_CLASS_IPU] = "ipu",
-	[ICFAB_LINK_CLASS_UALINK] = "ualink",
-};
-
-static const char *const state_names[] = {
-	[ICFAB_LINK_UP] = "up",
-	[ICFAB_LINK_DOWN] = "down",
-	[ICFAB_LINK_DEGRADED] = "degraded",
-};
-
 static const char *const routing_names[] = {
 	[TOPO_ROUTING_AUTO] = "auto",
 	[TOPO_ROUTING_DOR] = "dor",
@@ -441,17 +419,17 @@ static int parse_name(const char *const *names, size_t n, const char *s)
 
 const char *topo_kind_name(uint32_t kind)
 {
-	return name_of(kind_names, ARRAY_SIZE(kind_names), kind);
+	return name_of(icfab_kind_names, ARRAY_SIZE(icfab_kind_names), kind);
 }
 
 const char *topo_class_name(uint32_t class)
 {
-	return name_of(class_names, ARRAY_SIZE(class_names), class);
+	return name_of(icfab_class_names, ARRAY_SIZE(icfab_class_names), class);
 }
 
 const char *topo_state_name(uint32_t state)
 {
-	return name_of(state_names, ARRAY_SIZE(state_names), state);
+	return name_of(icfab_state_names, ARRAY_SIZE(icfab_state_names), state);
 }
 
 const char *topo_routing_name(enum topo_routing r)
@@ -461,12 +439,12 @@ const char *topo_routing_name(enum topo_routing r)
 
 int topo_class_parse(const char *s)
 {
-	return parse_name(class_names, ARRAY_SIZE(class_names), s);
+	return parse_name(icfab_class_names, ARRAY_SIZE(icfab_class_names), s);
 }
 
 int topo_state_parse(const char *s)
 {
-	return parse_name(state_names, ARRAY_SIZE(state_names), s);
+	return parse_name(icfab_state_names, ARRAY_SIZE(icfab_state_names), s);
 }
 
 int topo_routing_parse(const char *s)

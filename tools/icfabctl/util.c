@@ -12,6 +12,7 @@
 #include <linux/icfab.h>
 #include <linux/icfab_genl.h>
 
+#include "icfab_names.h"
 #include "icfabctl.h"
 
 void icfabctl_warn(const char *fmt, ...)
@@ -255,40 +256,20 @@ static const char *enum_name(char *buf, size_t len, const char *const *names,
 
 const char *icfabctl_link_class_name(char *buf, size_t len, uint32_t cls)
 {
-	static const char *const names[] = {
-		[ICFAB_LINK_CLASS_OTHER]	= "other",
-		[ICFAB_LINK_CLASS_NVLINK]	= "nvlink",
-		[ICFAB_LINK_CLASS_PCIE]		= "pcie",
-		[ICFAB_LINK_CLASS_NIC]		= "nic",
-		[ICFAB_LINK_CLASS_ICI]		= "ici",
-		[ICFAB_LINK_CLASS_OCS]		= "ocs",
-		[ICFAB_LINK_CLASS_MESH]		= "mesh",
-		[ICFAB_LINK_CLASS_IPU]		= "ipu",
-		[ICFAB_LINK_CLASS_UALINK]	= "ualink",
-	};
-
-	return enum_name(buf, len, names, ARRAY_SIZE(names), cls, "class");
+	return enum_name(buf, len, icfab_class_names,
+			 ICFAB_NAMES_LEN(icfab_class_names), cls, "class");
 }
 
 const char *icfabctl_link_state_name(char *buf, size_t len, uint32_t state)
 {
-	static const char *const names[] = {
-		[ICFAB_LINK_UP]		= "up",
-		[ICFAB_LINK_DOWN]	= "down",
-		[ICFAB_LINK_DEGRADED]	= "degraded",
-	};
-
-	return enum_name(buf, len, names, ARRAY_SIZE(names), state, "state");
+	return enum_name(buf, len, icfab_state_names,
+			 ICFAB_NAMES_LEN(icfab_state_names), state, "state");
 }
 
 const char *icfabctl_node_kind_name(char *buf, size_t len, uint32_t kind)
 {
-	static const char *const names[] = {
-		[ICFAB_NODE_ENDPOINT]	= "endpoint",
-		[ICFAB_NODE_SWITCH]	= "switch",
-	};
-
-	return enum_name(buf, len, names, ARRAY_SIZE(names), kind, "kind");
+	return enum_name(buf, len, icfab_kind_names,
+			 ICFAB_NAMES_LEN(icfab_kind_names), kind, "kind");
 }
 
 /* JSON */
