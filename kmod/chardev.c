@@ -52,7 +52,7 @@ static long icfab_ioctl_info(struct icfab_ctx *ctx, void __user *uarg)
 
 	memset(&info, 0, sizeof(info));
 	info.abi_version = ICFAB_ABI_VERSION;
-	info.features = ICFAB_F_ALL;
+	info.features = ICFAB_F_SUPPORTED;
 	info.fabric_id = st.id;
 	info.time_mode = st.time_mode;
 	info.segment_size = st.segment_size;

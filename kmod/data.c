@@ -348,8 +348,7 @@ static int icfab_desc_check(struct icfab_ctx *ctx, const struct icfab_desc *dd,
 	const struct icfab_topo *t = ctx->fabric->active;
 	struct icfab_queue *q;
 
-	if (dd->pad || dd->reserved0 ||
-	    !icfab_reserved_zero(dd->reserved, ARRAY_SIZE(dd->reserved)) ||
+	if (dd->pad || dd->reserved0 || dd->circuit ||
 	    dd->flags & ~ICFAB_DESC_F_ALL)
 		return -EINVAL;
 	if (dd->queue >= ICFAB_MAX_QUEUES || !ctx->queues[dd->queue])
@@ -365,9 +364,12 @@ static int icfab_desc_check(struct icfab_ctx *ctx, const struct icfab_desc *dd,
 		/* Device memory is not there yet: only timing. */
 		if (!(dd->flags & ICFAB_DESC_F_TIMING_ONLY))
 			return -EOPNOTSUPP;
+		if (dd->region || dd->local_off || dd->rkey || dd->remote_off)
+			return -EINVAL;
 		break;
 	case ICFAB_OP_DELAY:
-		if (dd->peer || dd->flags)
+		if (dd->peer || dd->flags || dd->region || dd->local_off ||
+		    dd->rkey || dd->remote_off)
 			return -EINVAL;
 		break;
 	case ICFAB_OP_FENCE:

@@ -88,7 +88,7 @@ static int icfab_genl_fill_fabric(struct sk_buff *skb,
 	if (nla_put_u32(skb, ICFAB_A_FABRIC_ID, st.id) ||
 	    nla_put_string(skb, ICFAB_A_FABRIC_NAME, fabric->name) ||
 	    nla_put_u32(skb, ICFAB_A_FABRIC_ABI_VERSION, ICFAB_ABI_VERSION) ||
-	    nla_put_u64_64bit(skb, ICFAB_A_FABRIC_FEATURES, ICFAB_F_ALL,
+	    nla_put_u64_64bit(skb, ICFAB_A_FABRIC_FEATURES, ICFAB_F_SUPPORTED,
 			      ICFAB_A_PAD) ||
 	    nla_put_u64_64bit(skb, ICFAB_A_FABRIC_GENERATION, st.generation,
 			      ICFAB_A_PAD) ||

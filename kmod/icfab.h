@@ -37,6 +37,12 @@
 #define ICFAB_DEFAULT_SEGMENT_SIZE	4096		/* bytes */
 #define ICFAB_MAX_DILATION		1000000
 /* Data path (kmod/data.c). */
+/*
+ * The ICFAB_F_* bits this build implements. A bit joins this mask in the
+ * commit that makes it true, never before.
+ */
+#define ICFAB_F_SUPPORTED		(ICFAB_F_NETLINK | ICFAB_F_QUEUES)
+
 #define ICFAB_MAX_ATTACH		64		/* endpoints per context */
 #define ICFAB_ENGINE_XFERS		16384		/* transfers in flight */
 #define ICFAB_ENGINE_EVENTS		(256 * 1024)	/* pending segment events */

@@ -225,7 +225,7 @@ static int __init icfab_init(void)
 		goto err_genl_exit;
 
 	pr_info("%u fabric(s), ABI %u, features %#llx\n", icfab_nr_fabrics,
-		ICFAB_ABI_VERSION, (unsigned long long)ICFAB_F_ALL);
+		ICFAB_ABI_VERSION, (unsigned long long)ICFAB_F_SUPPORTED);
 	return 0;
 
 err_genl_exit:

@@ -278,7 +278,7 @@ TEST_F(dp, malformed_descriptors_are_refused)
 	ASSERT_LE(0, q);
 
 	d = put(q, 1, SEG, 0);
-	d.reserved[1] = 1;
+	d.reserved0 = 1;
 	EXPECT_EQ(-EINVAL, submit(self->fd, &d, 1));
 	d = put(q, 1, SEG, 0);
 	d.op = 99;

@@ -128,6 +128,9 @@ static const struct {
 } feature_names[] = {
 	{ ICFAB_F_NETLINK, "netlink" },
 	{ ICFAB_F_QUEUES, "queues" },
+	{ ICFAB_F_MEMORY, "memory" },
+	{ ICFAB_F_URING_CMD, "uring-cmd" },
+	{ ICFAB_F_FREE_RUN, "free-run" },
 };
 
 /* Calls fn for the name of every bit set in features. */

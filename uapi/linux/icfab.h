@@ -44,16 +44,45 @@
  *	topology (ICFAB_IOC_ATTACH), creates DMA queues on them
  *	(ICFAB_IOC_QUEUE_CREATE), submits descriptors synchronously
  *	(ICFAB_IOC_SUBMIT) and reads their completions (ICFAB_IOC_WAIT),
- *	timed by the fabric's engine in virtual time. This first version
- *	times transfers without moving bytes: WRITE and READ need
- *	ICFAB_DESC_F_TIMING_ONLY, and FENCE is not accepted.
+ *	timed by the fabric's engine. WRITE and READ with
+ *	ICFAB_DESC_F_TIMING_ONLY time a transfer without moving bytes.
  *	Preconditions: a committed topology with endpoints. While any
  *	context is attached, FABRIC_COMMIT is refused with -EBUSY.
  */
 #define ICFAB_F_QUEUES		(1ULL << 1)
 
+/*
+ * ICFAB_F_MEMORY
+ *	Device memory: ICFAB_IOC_REGION_ALLOC/FREE/EXPORT/IMPORT, mmap() of
+ *	a region at its mmap_offset, WRITE and READ that move bytes between
+ *	a local region and a remote one named by its key (copied when the
+ *	last segment arrives), and FENCE.
+ *	Preconditions: ICFAB_F_QUEUES.
+ */
+#define ICFAB_F_MEMORY		(1ULL << 2)
+
+/*
+ * ICFAB_F_URING_CMD
+ *	IORING_OP_URING_CMD on the device file: ICFAB_UCMD_SUBMIT carries
+ *	one descriptor in a big SQE and completes when the descriptor does;
+ *	ICFAB_UCMD_WAIT is the io_uring form of ICFAB_IOC_WAIT. The ring must
+ *	be set up with IORING_SETUP_SQE128 | IORING_SETUP_CQE32.
+ *	Preconditions: ICFAB_F_QUEUES.
+ */
+#define ICFAB_F_URING_CMD	(1ULL << 3)
+
+/*
+ * ICFAB_F_FREE_RUN
+ *	ICFAB_ATTACH_F_FREE_RUN: the context's descriptors start at the
+ *	engine's current time and its clock never holds the engine back.
+ *	Not deterministic; for simple tools.
+ */
+#define ICFAB_F_FREE_RUN	(1ULL << 4)
+
 /* Every feature this header knows about. */
-#define ICFAB_F_ALL		(ICFAB_F_NETLINK | ICFAB_F_QUEUES)
+#define ICFAB_F_ALL		(ICFAB_F_NETLINK | ICFAB_F_QUEUES | \
+				 ICFAB_F_MEMORY | ICFAB_F_URING_CMD | \
+				 ICFAB_F_FREE_RUN)
 
 /*
  * Time modes (icfab_info.time_mode, ICFAB_A_FABRIC_TIME_MODE).
@@ -113,11 +142,75 @@ struct icfab_info {
  * clock starts at the engine's current time on its first attach; from
  * then on, in virtual mode, its clock holds the engine back until it
  * waits (ICFAB_IOC_WAIT) or closes.
+ *
+ * ICFAB_ATTACH_F_FREE_RUN (first attach only; later attaches must pass
+ * the same flags, -EINVAL otherwise): the context is free-running.
  */
+#define ICFAB_ATTACH_F_FREE_RUN	(1U << 0)
+#define ICFAB_ATTACH_F_ALL	(ICFAB_ATTACH_F_FREE_RUN)
+
 struct icfab_attach {
 	__u32 endpoint;			/* node id of an endpoint */
-	__u32 flags;			/* must be zero */
+	__u32 flags;			/* ICFAB_ATTACH_F_* */
 	__u64 reserved[3];		/* must be zero */
+};
+
+/*
+ * Device memory (ICFAB_F_MEMORY).
+ *
+ * ICFAB_IOC_REGION_ALLOC: @size bytes (rounded up to whole pages, zeroed)
+ * of device memory on an attached endpoint, charged to the endpoint's
+ * capacity and to the module's cap on real pages (-ENOSPC when either is
+ * exhausted). Returns a handle, private to this context, and the offset
+ * at which mmap() maps it (MAP_SHARED only).
+ *
+ * ICFAB_IOC_REGION_FREE: the handle and its key are gone at once; the
+ * pages stay alive while they are mapped or a transfer uses them.
+ *
+ * ICFAB_IOC_REGION_EXPORT: sets what holders of the region's key may do
+ * (ICFAB_ACCESS_*, at least one) and returns the key: 64 random bits,
+ * never 0, the same for the life of the region.
+ *
+ * ICFAB_IOC_REGION_IMPORT: in any context of the same fabric, checks a
+ * key and says where the region is, how big and what it allows.
+ * -ENOKEY when no live region has this key.
+ */
+#define ICFAB_ACCESS_REMOTE_READ	(1U << 0)	/* READ from it */
+#define ICFAB_ACCESS_REMOTE_WRITE	(1U << 1)	/* WRITE into it */
+#define ICFAB_ACCESS_ALL		(ICFAB_ACCESS_REMOTE_READ | \
+					 ICFAB_ACCESS_REMOTE_WRITE)
+
+struct icfab_region_alloc {
+	__u32 endpoint;			/* in: attached endpoint */
+	__u32 flags;			/* in: must be zero */
+	__u64 size;			/* in: bytes; out: rounded up */
+	__u32 region;			/* out: handle, never 0 */
+	__u32 reserved0;		/* must be zero */
+	__u64 mmap_offset;		/* out: offset argument of mmap() */
+	__u64 reserved[4];		/* must be zero */
+};
+
+struct icfab_region_free {
+	__u32 region;
+	__u32 flags;			/* must be zero */
+	__u64 reserved;			/* must be zero */
+};
+
+struct icfab_region_export {
+	__u32 region;			/* in */
+	__u32 access;			/* in: ICFAB_ACCESS_*, nonzero */
+	__u64 key;			/* out */
+	__u64 reserved[2];		/* must be zero */
+};
+
+struct icfab_region_import {
+	__u64 key;			/* in */
+	__u32 flags;			/* in: must be zero */
+	__u32 endpoint;			/* out: where the region lives */
+	__u64 size;			/* out: bytes */
+	__u32 access;			/* out: ICFAB_ACCESS_* */
+	__u32 reserved0;		/* must be zero */
+	__u64 reserved[2];		/* must be zero */
 };
 
 /* ICFAB_IOC_QUEUE_CREATE: a DMA queue on an attached endpoint. */
@@ -140,28 +233,49 @@ enum icfab_desc_op {
 	ICFAB_OP_WRITE	= 1,		/* put: queue's endpoint -> peer */
 	ICFAB_OP_READ	= 2,		/* get: peer -> queue's endpoint */
 	ICFAB_OP_DELAY	= 3,		/* compute: the context's clock += len ps */
-	ICFAB_OP_FENCE	= 4,		/* not accepted yet (ICFAB_F_QUEUES) */
+	ICFAB_OP_FENCE	= 4,		/* later descriptors on this queue start
+					 * after everything before it finished
+					 * (ICFAB_F_MEMORY) */
 };
 
-/* Time the transfer, move no bytes. Required for WRITE/READ for now. */
+/* Time the transfer, move no bytes. */
 #define ICFAB_DESC_F_TIMING_ONLY	(1U << 0)
 #define ICFAB_DESC_F_ALL		(ICFAB_DESC_F_TIMING_ONLY)
 
+/*
+ * One descriptor.
+ *
+ * WRITE/READ with ICFAB_DESC_F_TIMING_ONLY: @peer is the other endpoint;
+ * @region, @local_off, @rkey and @remote_off must be zero.
+ * WRITE/READ without it (ICFAB_F_MEMORY): @len bytes between
+ * [@local_off, +@len) of the context's region @region, which must live on
+ * the queue's endpoint, and [@remote_off, +@len) of the region whose key
+ * is @rkey (ICFAB_ACCESS_REMOTE_WRITE for WRITE, _READ for READ);
+ * @peer must be zero or that region's endpoint. Errors: -EBADF (no such
+ * local region), -EACCES (unknown key or access not granted), -ERANGE
+ * (past a region's end, or offset + len overflows).
+ * DELAY: @len ps; everything else zero. FENCE: everything else zero.
+ */
 struct icfab_desc {
 	__u8 op;			/* enum icfab_desc_op */
 	__u8 pad;			/* must be zero */
 	__u16 flags;			/* ICFAB_DESC_F_* */
 	__u32 queue;
 	__u32 peer;			/* endpoint: WRITE target, READ source */
-	__u32 reserved0;		/* must be zero */
+	__u32 region;			/* local region handle */
 	__u64 len;			/* bytes (WRITE, READ); ps (DELAY) */
 	__u64 user_tag;			/* returned in the completion */
-	__u64 reserved[2];		/* must be zero */
+	__u64 local_off;		/* bytes into @region */
+	__u64 rkey;			/* key of the remote region */
+	__u64 remote_off;		/* bytes into the remote region */
+	__u32 circuit;			/* must be zero (circuits: later) */
+	__u32 reserved0;		/* must be zero */
 };
 
 struct icfab_cqe {
 	__u64 user_tag;
-	__s32 status;			/* 0, -EHOSTUNREACH, -ECANCELED */
+	__s32 status;			/* 0, or -ECANCELED when the context
+					 * went away with it in flight */
 	__u32 queue;
 	__u64 submit_ps;		/* ps: the context's clock at submission */
 	__u64 start_ps;			/* ps: a DMA engine took it */
@@ -211,6 +325,50 @@ struct icfab_wait {
 				     struct icfab_queue_destroy)
 #define ICFAB_IOC_SUBMIT	_IOW(ICFAB_IOC_MAGIC, 0x04, struct icfab_submit)
 #define ICFAB_IOC_WAIT		_IOWR(ICFAB_IOC_MAGIC, 0x05, struct icfab_wait)
+#define ICFAB_IOC_REGION_ALLOC	_IOWR(ICFAB_IOC_MAGIC, 0x06, \
+				      struct icfab_region_alloc)
+#define ICFAB_IOC_REGION_FREE	_IOW(ICFAB_IOC_MAGIC, 0x07, \
+				     struct icfab_region_free)
+#define ICFAB_IOC_REGION_EXPORT	_IOWR(ICFAB_IOC_MAGIC, 0x08, \
+				      struct icfab_region_export)
+#define ICFAB_IOC_REGION_IMPORT	_IOWR(ICFAB_IOC_MAGIC, 0x09, \
+				      struct icfab_region_import)
+
+/*
+ * io_uring passthrough (ICFAB_F_URING_CMD): IORING_OP_URING_CMD with
+ * sqe->cmd_op one of the ICFAB_UCMD_* below and the command in the big
+ * SQE's command area (80 bytes). Every command gets exactly one CQE.
+ *
+ * ICFAB_UCMD_SUBMIT: struct icfab_uring_submit. Validated exactly as by
+ * ICFAB_IOC_SUBMIT; an invalid descriptor completes at once with the
+ * -errno in cqe->res. Otherwise it completes when the descriptor does:
+ * cqe->res is the status, cqe->big_cqe[0] the finish time in ps, and if
+ * @cqe_addr is not zero the whole struct icfab_cqe is written there
+ * first. It does not count towards ICFAB_IOC_WAIT.
+ *
+ * ICFAB_UCMD_WAIT: struct icfab_uring_wait. "I submit nothing more until
+ * @min more of my io_uring descriptors have completed": completes when
+ * they have, with cqe->res the number counted (at least @min; every
+ * io_uring completion is counted by exactly one WAIT) and
+ * cqe->big_cqe[0] the context's clock, moved to the latest finish among
+ * them. -EDEADLK when fewer than @min are in flight and uncounted.
+ */
+struct icfab_uring_submit {
+	struct icfab_desc desc;
+	__u64 cqe_addr;			/* user pointer to struct icfab_cqe, or 0 */
+	__u64 reserved;			/* must be zero */
+};
+
+struct icfab_uring_wait {
+	__u32 min;			/* completions to wait for, >= 1 */
+	__u32 flags;			/* must be zero */
+	__u64 reserved[9];		/* must be zero */
+};
+
+#define ICFAB_UCMD_SUBMIT	_IOW(ICFAB_IOC_MAGIC, 0x40, \
+				     struct icfab_uring_submit)
+#define ICFAB_UCMD_WAIT		_IOW(ICFAB_IOC_MAGIC, 0x41, \
+				     struct icfab_uring_wait)
 
 #ifdef __cplusplus
 #define __ICFAB_STATIC_ASSERT static_assert
@@ -228,7 +386,19 @@ __ICFAB_STATIC_ASSERT(sizeof(struct icfab_queue_create) == 32,
 		      "struct icfab_queue_create is ABI");
 __ICFAB_STATIC_ASSERT(sizeof(struct icfab_queue_destroy) == 16,
 		      "struct icfab_queue_destroy is ABI");
-__ICFAB_STATIC_ASSERT(sizeof(struct icfab_desc) == 48,
+__ICFAB_STATIC_ASSERT(sizeof(struct icfab_region_alloc) == 64,
+		      "struct icfab_region_alloc is ABI");
+__ICFAB_STATIC_ASSERT(sizeof(struct icfab_region_free) == 16,
+		      "struct icfab_region_free is ABI");
+__ICFAB_STATIC_ASSERT(sizeof(struct icfab_region_export) == 32,
+		      "struct icfab_region_export is ABI");
+__ICFAB_STATIC_ASSERT(sizeof(struct icfab_region_import) == 48,
+		      "struct icfab_region_import is ABI");
+__ICFAB_STATIC_ASSERT(sizeof(struct icfab_uring_submit) == 80,
+		      "struct icfab_uring_submit is ABI");
+__ICFAB_STATIC_ASSERT(sizeof(struct icfab_uring_wait) == 80,
+		      "struct icfab_uring_wait is ABI");
+__ICFAB_STATIC_ASSERT(sizeof(struct icfab_desc) == 64,
 		      "struct icfab_desc is ABI");
 __ICFAB_STATIC_ASSERT(sizeof(struct icfab_cqe) == 64,
 		      "struct icfab_cqe is ABI");
