@@ -23,7 +23,8 @@ DEB_PACKAGES := build-essential pkg-config kmod cpio xz-utils python3 \
 	linux-image-6.12-cloud-amd64 linux-headers-6.12-cloud-amd64 \
 	qemu-system-x86 qemu-system-common busybox-static \
 	libnl-3-dev libnl-genl-3-dev liburing-dev libbpf-dev bpftool \
-	clang llvm sparse linux-source-6.1 libyaml-dev
+	clang llvm sparse linux-source-6.1 libyaml-dev \
+	python3-numpy python3-matplotlib python3-torch
 
 CC ?= gcc
 WARN := -Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes
