@@ -11,6 +11,7 @@
 #include <linux/minmax.h>
 #include <linux/mm.h>
 #include <linux/overflow.h>
+#include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 
@@ -290,12 +291,18 @@ int icfab_topo_routes_set(struct icfab_topo *t, u32 node, u32 dst_first,
 	return 0;
 }
 
+static void icfab_topo_yield(void)
+{
+	cond_resched();
+}
+
 static const struct icfab_topo_limits icfab_topo_limits = {
 	.max_endpoints	= ICFAB_MAX_ENDPOINTS,
 	.max_switches	= ICFAB_MAX_SWITCHES,
 	.max_links	= ICFAB_MAX_LINKS,
 	.max_ports	= ICFAB_MAX_PORTS,
 	.max_colors	= ICFAB_MAX_COLORS,
+	.yield		= icfab_topo_yield,
 };
 
 /*

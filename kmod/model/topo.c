@@ -205,6 +205,8 @@ int icfab_topo_validate(struct icfab_mtopo *t,
 			continue;
 		if (icfab_topo_check_walks(t, d, scratch, err))
 			return -1;
+		if (lim->yield)
+			lim->yield();
 	}
 	return 0;
 }

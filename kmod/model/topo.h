@@ -70,6 +70,12 @@ struct icfab_topo_limits {
 	icfab_u32 max_links;
 	icfab_u32 max_ports;
 	icfab_u32 max_colors;
+	/*
+	 * Called between destinations while routes are walked, which is
+	 * O(nodes) per destination; the kernel passes cond_resched() so a
+	 * large commit does not hog the CPU. May be NULL.
+	 */
+	void (*yield)(void);
 };
 
 struct icfab_mtopo {
