@@ -37,6 +37,21 @@ static int icfab_release(struct inode *inode, struct file *file)
 	return 0;
 }
 
+/*
+ * Every close of a descriptor: the context may have become one that
+ * nobody can submit to (see icfab_ctx_flush()).
+ */
+static int icfab_flush(struct file *file, fl_owner_t id)
+{
+	icfab_ctx_flush(file->private_data, file);
+	return 0;
+}
+
+static int icfab_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	return icfab_region_mmap(file->private_data, vma);
+}
+
 static long icfab_ioctl_info(struct icfab_ctx *ctx, void __user *uarg)
 {
 	struct icfab_fabric_state st;
@@ -84,6 +99,14 @@ static long icfab_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return icfab_ioctl_submit(ctx, uarg);
 	case ICFAB_IOC_WAIT:
 		return icfab_ioctl_wait(ctx, uarg);
+	case ICFAB_IOC_REGION_ALLOC:
+		return icfab_ioctl_region_alloc(ctx, uarg);
+	case ICFAB_IOC_REGION_FREE:
+		return icfab_ioctl_region_free(ctx, uarg);
+	case ICFAB_IOC_REGION_EXPORT:
+		return icfab_ioctl_region_export(ctx, uarg);
+	case ICFAB_IOC_REGION_IMPORT:
+		return icfab_ioctl_region_import(ctx, uarg);
 	default:
 		return -ENOTTY;
 	}
@@ -93,6 +116,9 @@ static const struct file_operations icfab_fops = {
 	.owner		= THIS_MODULE,
 	.open		= icfab_open,
 	.release	= icfab_release,
+	.flush		= icfab_flush,
+	.mmap		= icfab_mmap,
+	.uring_cmd	= icfab_uring_cmd,
 	.unlocked_ioctl	= icfab_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
 	.llseek		= noop_llseek,
@@ -100,15 +126,28 @@ static const struct file_operations icfab_fops = {
 
 int icfab_chardev_init(struct icfab_fabric *fabric)
 {
+	int err;
+
+	err = icfab_region_init(fabric);
+	if (err)
+		return err;
 	fabric->misc.minor = MISC_DYNAMIC_MINOR;
 	fabric->misc.name = fabric->name;
 	fabric->misc.fops = &icfab_fops;
 	fabric->misc.mode = 0666;
 
-	return misc_register(&fabric->misc);
+	err = misc_register(&fabric->misc);
+	if (err)
+		goto err_region_exit;
+	return 0;
+
+err_region_exit:
+	icfab_region_exit(fabric);
+	return err;
 }
 
 void icfab_chardev_exit(struct icfab_fabric *fabric)
 {
 	misc_deregister(&fabric->misc);
+	icfab_region_exit(fabric);
 }

@@ -3,7 +3,7 @@
  * icfab: the data path. Contexts attach to endpoints, create queues and
  * submit descriptors; the fabric's engine (kmod/model/engine.c) times
  * them in virtual time; completions wait in the context until it reaps
- * them with ICFAB_IOC_WAIT.
+ * them with ICFAB_IOC_WAIT, or go to io_uring (kmod/uring.c).
  *
  * Virtual time: every attached context has a clock. A descriptor starts
  * at its context's clock; DELAY advances it; WAIT says "I submit nothing
@@ -13,15 +13,27 @@
  * safe time), so what a context could still submit can never be overtaken
  * by what was already decided, and results do not depend on how the
  * host schedules the processes. The engine runs in the caller's context,
- * under the fabric lock, whenever the safe time may have moved.
+ * under the fabric lock, whenever the safe time may have moved. Contexts
+ * that are free-running, or dead (their owner exited, or their last file
+ * descriptor closed with io_uring commands in flight), never hold it.
  *
  * Transfer keys, which break ties at equal times, are built from the
  * context's first endpoint, the queue and its sequence number, so that
  * they do not depend on which process opened the device first.
  *
- * This first version moves no bytes (ICFAB_DESC_F_TIMING_ONLY) and has no
- * FENCE; and while any context is attached, a commit is refused, because
- * the engine works on the committed topology it was built on.
+ * Bytes move when a transfer completes: in the engine's completion
+ * callback, under the fabric lock, between the two regions the request
+ * holds references on.
+ *
+ * FENCE: a queue counts its transfers in the engine. A FENCE with none
+ * completes at once; otherwise it and everything after it on the queue
+ * wait in the queue's backlog until the count drops to zero, in the
+ * completion callback, which completes the fence at the latest finish and
+ * submits what follows it no earlier than that. DELAY is not a queue
+ * operation (it moves the context's clock) and is never held back.
+ *
+ * While any context is attached, a commit is refused, because the engine
+ * works on the committed topology it was built on.
  */
 #include <linux/mm.h>
 #include <linux/sched/signal.h>
@@ -34,30 +46,69 @@ struct icfab_queue {
 	u32 endpoint;			/* node id */
 	u32 depth;			/* descriptors in flight, at most */
 	u32 inflight;			/* submitted, completion not yet reaped */
-	u32 seq;			/* of the next descriptor */
+	u32 seq;			/* of the next transfer */
+	u32 outstanding;		/* transfers in the engine */
+	u64 max_finish_ps;		/* ps: latest finish of its transfers */
+	u64 fence_ps;			/* ps: nothing starts earlier (FENCE) */
+	struct list_head backlog;	/* of struct icfab_req, behind a FENCE */
 };
 
 /* One submitted descriptor, from submission until its completion is reaped. */
 struct icfab_req {
-	struct list_head node;		/* in ctx->done once complete */
+	struct list_head node;		/* in ctx->done, or q->backlog */
+	struct list_head unode;		/* in ctx->ureqs (io_uring) */
 	struct icfab_ctx *ctx;		/* NULL once the context is gone */
+	struct icfab_queue *q;		/* NULL once the context is gone */
+	struct icfab_region *local;	/* references, or NULL (timing-only) */
+	struct icfab_region *remote;
+	u64 local_off, remote_off;	/* bytes */
+	u64 len;			/* bytes */
+	u32 src, dst;			/* node ids */
+	u32 xfer;			/* engine transfer id, while in_engine */
+	u8 op;
+	bool in_engine;
+	bool in_backlog;
+	struct io_uring_cmd *ucmd;	/* io_uring submission, or NULL */
 	struct icfab_cqe cqe;
+	/* io_uring: its result, which frees the request once posted */
+	struct icfab_uring_result ures;
 };
 
 struct icfab_ctx {
 	struct icfab_fabric *fabric;
+	struct xarray regions;		/* handle -> struct icfab_region */
+	atomic_t uring_holds;		/* io_uring commands not yet done */
+	atomic_t nr_vmas;		/* mappings of its regions */
+	/*
+	 * Requests to reuse: a slab allocation per descriptor costs more
+	 * than the rest of its path (much more with slub_debug).
+	 */
+	spinlock_t pool_lock;		/* protects pool, nr_pool */
+	struct list_head pool;		/* of struct icfab_req, via node */
+	u32 nr_pool;
 
 	/* Under fabric->lock: */
 	struct list_head attached_node;	/* in fabric->attached */
 	u32 nr_eps;
 	u32 eps[ICFAB_MAX_ATTACH];	/* attached endpoint ids */
 	struct icfab_queue *queues[ICFAB_MAX_QUEUES];
+	pid_t owner;			/* tgid of the first attacher */
+	bool free_run;			/* never holds the engine back */
+	bool dead;			/* can submit no more */
 	u64 clock_ps;			/* ps */
 	bool waiting;			/* in WAIT: does not hold the engine */
 	u32 wait_min;			/* completions WAIT needs */
-	u32 nr_inflight;		/* submitted, not complete */
-	u32 nr_done;			/* complete, not reaped */
+	u32 nr_inflight;		/* ioctl: submitted, not complete */
+	u32 nr_done;			/* ioctl: complete, not reaped */
 	struct list_head done;		/* of struct icfab_req */
+	/* io_uring submissions */
+	struct list_head ureqs;		/* of struct icfab_req, in flight */
+	u32 u_inflight;			/* submitted, not complete */
+	u32 u_uncounted;		/* complete, not counted by a WAIT */
+	u64 u_max_finish_ps;		/* ps: latest finish among those */
+	struct io_uring_cmd *uwait;	/* pending ICFAB_UCMD_WAIT, or NULL */
+	struct icfab_uring_result *uwait_res;
+	u32 uwait_min;
 };
 
 /* The engine and its storage, sized for the topology it was built on. */
@@ -66,11 +117,17 @@ struct icfab_data {
 	struct icfab_engine_storage st;
 	struct icfab_req **xfer_req;	/* by engine transfer id */
 	const struct icfab_topo *topo;	/* fabric->active when built */
+	struct icfab_fabric *fabric;
 };
 
 struct icfab_fabric *icfab_ctx_fabric(struct icfab_ctx *ctx)
 {
 	return ctx->fabric;
+}
+
+struct xarray *icfab_ctx_regions(struct icfab_ctx *ctx)
+{
+	return &ctx->regions;
 }
 
 struct icfab_ctx *icfab_ctx_create(struct icfab_fabric *fabric)
@@ -80,8 +137,14 @@ struct icfab_ctx *icfab_ctx_create(struct icfab_fabric *fabric)
 	if (!ctx)
 		return NULL;
 	ctx->fabric = fabric;
+	icfab_regions_ctx_init(&ctx->regions);
+	atomic_set(&ctx->uring_holds, 0);
+	atomic_set(&ctx->nr_vmas, 0);
+	spin_lock_init(&ctx->pool_lock);
+	INIT_LIST_HEAD(&ctx->pool);
 	INIT_LIST_HEAD(&ctx->attached_node);
 	INIT_LIST_HEAD(&ctx->done);
+	INIT_LIST_HEAD(&ctx->ureqs);
 	return ctx;
 }
 
@@ -99,8 +162,9 @@ static void icfab_data_free(struct icfab_data *d)
 }
 
 /* Build an engine on the committed topology. */
-static struct icfab_data *icfab_data_create(const struct icfab_topo *t)
+static struct icfab_data *icfab_data_create(struct icfab_fabric *fabric)
 {
+	const struct icfab_topo *t = fabric->active;
 	const struct icfab_mtopo *m = &t->m;
 	struct icfab_data *d;
 
@@ -108,6 +172,7 @@ static struct icfab_data *icfab_data_create(const struct icfab_topo *t)
 	if (!d)
 		return NULL;
 	d->topo = t;
+	d->fabric = fabric;
 	d->st.dma_cap = max_t(u32, icfab_engine_dma_needed(m), 1);
 	d->st.xfers_cap = ICFAB_ENGINE_XFERS;
 	d->st.events_cap = ICFAB_ENGINE_EVENTS;
@@ -135,53 +200,264 @@ err_free:
 	return NULL;
 }
 
-/* The safe time: the smallest clock of attached contexts not waiting. */
+/* Does @ctx hold the engine back? */
+static bool icfab_ctx_holds(const struct icfab_ctx *ctx)
+{
+	return !ctx->waiting && !ctx->free_run && !ctx->dead;
+}
+
+/*
+ * The safe time: the smallest clock of attached contexts that hold the
+ * engine back. Records who that is, for the tracepoint and the stats.
+ */
 static u64 icfab_data_horizon(struct icfab_fabric *fabric)
 {
+	struct icfab_ctx *ctx, *held = NULL;
 	u64 h = ICFAB_ENGINE_NEVER;
-	struct icfab_ctx *ctx;
 
 	lockdep_assert_held(&fabric->lock);
-	list_for_each_entry(ctx, &fabric->attached, attached_node)
-		if (!ctx->waiting && ctx->clock_ps < h)
+	list_for_each_entry(ctx, &fabric->attached, attached_node) {
+		if (icfab_ctx_holds(ctx) && ctx->clock_ps < h) {
 			h = ctx->clock_ps;
+			held = ctx;
+		}
+	}
+	fabric->held_pid = held ? held->owner : 0;
+	fabric->held_ps = held ? h : 0;
 	return h;
 }
 
-/* Engine callback: a transfer finished; hand its completion over. */
+static void icfab_req_put_regions(struct icfab_req *req)
+{
+	icfab_region_put(req->local);
+	icfab_region_put(req->remote);
+	req->local = NULL;
+	req->remote = NULL;
+}
+
+/* A zeroed request, from the context's pool when it has one. */
+static struct icfab_req *icfab_req_alloc(struct icfab_ctx *ctx)
+{
+	struct icfab_req *req;
+
+	spin_lock(&ctx->pool_lock);
+	req = list_first_entry_or_null(&ctx->pool, struct icfab_req, node);
+	if (req) {
+		list_del(&req->node);
+		ctx->nr_pool--;
+	}
+	spin_unlock(&ctx->pool_lock);
+	if (!req)
+		return kzalloc(sizeof(*req), GFP_KERNEL);
+	memset(req, 0, sizeof(*req));
+	return req;
+}
+
+/* Back to @ctx's pool, or to the slab when there is no context. */
+static void icfab_req_recycle(struct icfab_ctx *ctx, struct icfab_req *req)
+{
+	if (ctx) {
+		spin_lock(&ctx->pool_lock);
+		if (ctx->nr_pool < ICFAB_REQ_POOL) {
+			list_add(&req->node, &ctx->pool);
+			ctx->nr_pool++;
+			req = NULL;
+		}
+		spin_unlock(&ctx->pool_lock);
+	}
+	kfree(req);
+}
+
+static void icfab_req_free(struct icfab_req *req)
+{
+	icfab_req_put_regions(req);
+	icfab_req_recycle(req->ctx, req);
+}
+
+/* uring.c: an io_uring request's result was posted; the request goes. */
+static void icfab_req_uring_release(struct icfab_uring_result *ures)
+{
+	struct icfab_req *req = container_of(ures, struct icfab_req, ures);
+
+	/* Its command still holds the file, so the context is there. */
+	icfab_req_recycle(req->ctx, req);
+}
+
+/* Hand an io_uring command's result to its task; the fabric lock is held. */
+static void __icfab_uring_post(struct io_uring_cmd *cmd,
+			       struct icfab_uring_result *ures, s32 res,
+			       u64 res2)
+{
+	ures->res = res;
+	ures->res2 = res2;
+	icfab_uring_post(cmd, ures);
+}
+
+/*
+ * A descriptor is complete: record its result and give it to whoever
+ * waits for it. Returns 1 when that woke a context, which then holds the
+ * engine back again from this instant. The fabric lock is held.
+ */
+static int __icfab_req_finish(struct icfab_req *req, int status, u64 start,
+			      u64 finish, u64 queued)
+{
+	struct icfab_ctx *ctx = req->ctx;
+	struct icfab_queue *q = req->q;
+
+	req->cqe.status = status;
+	req->cqe.start_ps = start;
+	req->cqe.finish_ps = finish;
+	req->cqe.queued_ps = queued;
+	icfab_req_put_regions(req);
+
+	if (!ctx) {
+		/* Its context closed while it was in flight. */
+		icfab_req_free(req);
+		return 0;
+	}
+
+	if (req->ucmd) {
+		list_del(&req->unode);
+		q->inflight--;
+		ctx->u_inflight--;
+		ctx->u_uncounted++;
+		ctx->u_max_finish_ps = max(ctx->u_max_finish_ps, finish);
+		req->ures.cqe = req->cqe;
+		/* The task work frees it; nothing else refers to it now. */
+		__icfab_uring_post(req->ucmd, &req->ures, status, finish);
+		if (ctx->uwait && ctx->u_uncounted >= ctx->uwait_min) {
+			u32 n = ctx->u_uncounted;
+
+			ctx->waiting = false;
+			ctx->clock_ps = max(ctx->clock_ps, ctx->u_max_finish_ps);
+			ctx->u_uncounted = 0;
+			ctx->u_max_finish_ps = 0;
+			__icfab_uring_post(ctx->uwait, ctx->uwait_res, n,
+					   ctx->clock_ps);
+			ctx->uwait = NULL;
+			ctx->uwait_res = NULL;
+			return 1;
+		}
+		return 0;
+	}
+
+	ctx->nr_inflight--;
+	ctx->nr_done++;
+	list_add_tail(&req->node, &ctx->done);
+	if (ctx->waiting && !ctx->uwait && ctx->nr_done >= ctx->wait_min) {
+		/* It holds the engine again, from this instant. */
+		ctx->waiting = false;
+		ctx->clock_ps = max(ctx->clock_ps, finish);
+		return 1;
+	}
+	return 0;
+}
+
+/* Put a transfer into the engine, starting no earlier than @at. */
+static int icfab_xfer_submit(struct icfab_data *d, struct icfab_ctx *ctx,
+			     struct icfab_queue *q, struct icfab_req *req,
+			     u64 at)
+{
+	struct icfab_engine *e = &d->engine;
+	u64 key;
+	u32 xfer;
+	int err;
+
+	key = (u64)ctx->eps[0] << 40 | (u64)req->cqe.queue << 32 | q->seq;
+	/*
+	 * The engine has decided everything before the last event it
+	 * processed; a submission at that very instant must sort after it.
+	 * When the key would not, it starts one ps later: deterministic,
+	 * since what was processed at that instant is.
+	 */
+	at = max(at, e->now_ps);
+	if (e->processed && at == e->last_ps && key <= e->last_key)
+		at++;
+
+	err = icfab_engine_submit(e, req->src, req->dst, req->len,
+				  at, key, &xfer);
+	if (err)
+		/* A full engine is back-pressure like a full queue. */
+		return err == -ICFAB_ENGINE_ENOSPC ? -EAGAIN : -EINVAL;
+	d->xfer_req[xfer] = req;
+	req->xfer = xfer;
+	req->in_engine = true;
+	q->seq++;
+	q->outstanding++;
+	return 0;
+}
+
+/*
+ * The queue's transfers before its first FENCE have all finished: complete
+ * the fence at the latest finish and submit what follows it, up to the
+ * next fence that still has to wait. Returns 1 when a context woke.
+ */
+static int __icfab_queue_drain(struct icfab_data *d, struct icfab_queue *q)
+{
+	struct icfab_req *req;
+	int woke = 0, err;
+	u64 t;
+
+	while ((req = list_first_entry_or_null(&q->backlog, struct icfab_req,
+					       node))) {
+		if (req->op == ICFAB_OP_FENCE && q->outstanding)
+			break;
+		list_del(&req->node);
+		req->in_backlog = false;
+		if (req->op == ICFAB_OP_FENCE) {
+			t = max3(req->cqe.submit_ps, q->max_finish_ps,
+				 q->fence_ps);
+			q->fence_ps = t;
+			woke |= __icfab_req_finish(req, 0, t, t, 0);
+			continue;
+		}
+		t = max(req->cqe.submit_ps, q->fence_ps);
+		err = icfab_xfer_submit(d, req->ctx, q, req, t);
+		if (err) {
+			/* Nobody can be told -EAGAIN now: it fails. */
+			t = max(t, d->engine.now_ps);
+			woke |= __icfab_req_finish(req, err == -EAGAIN ?
+						   -ENOBUFS : err, t, t, 0);
+		}
+	}
+	return woke;
+}
+
+/* Engine callback: a transfer finished; move its bytes, hand it over. */
 static int icfab_data_complete(void *arg, u32 xfer_id,
 			       const struct icfab_xfer_result *r)
 {
 	struct icfab_data *d = arg;
 	struct icfab_req *req = d->xfer_req[xfer_id];
-	struct icfab_ctx *ctx;
+	struct icfab_queue *q;
+	int woke;
 
+	/* NULL: an io_uring command cancelled while in the engine. */
+	if (!req)
+		return 0;
 	d->xfer_req[xfer_id] = NULL;
-	if (WARN_ON_ONCE(!req))
-		return 0;
+	req->in_engine = false;
 
-	req->cqe.status = r->status;
-	req->cqe.submit_ps = r->submit_ps;
-	req->cqe.start_ps = r->start_ps;
-	req->cqe.finish_ps = r->finish_ps;
-	req->cqe.queued_ps = r->queued_ps;
+	if (!r->status && req->local) {
+		if (req->op == ICFAB_OP_WRITE)
+			icfab_region_copy(req->remote, req->remote_off,
+					  req->local, req->local_off, req->len);
+		else
+			icfab_region_copy(req->local, req->local_off,
+					  req->remote, req->remote_off,
+					  req->len);
+	}
 
-	ctx = req->ctx;
-	if (!ctx) {
-		/* Its context closed while it was in flight. */
-		kfree(req);
-		return 0;
+	q = req->q;
+	if (q) {
+		q->outstanding--;
+		q->max_finish_ps = max(q->max_finish_ps, r->finish_ps);
 	}
-	ctx->nr_inflight--;
-	ctx->nr_done++;
-	list_add_tail(&req->node, &ctx->done);
-	if (ctx->waiting && ctx->nr_done >= ctx->wait_min) {
-		/* It holds the engine again, from this instant. */
-		ctx->waiting = false;
-		ctx->clock_ps = max(ctx->clock_ps, r->finish_ps);
-		return 1;
-	}
-	return 0;
+	woke = __icfab_req_finish(req, r->status, r->start_ps, r->finish_ps,
+				  r->queued_ps);
+	if (q && !q->outstanding)
+		woke |= __icfab_queue_drain(d, q);
+	return woke;
 }
 
 /*
@@ -203,6 +479,7 @@ static void icfab_data_advance(struct icfab_fabric *fabric)
 					     icfab_data_complete, d);
 	} while (ret == 1);
 	WARN_ON_ONCE(ret < 0);
+	icfab_trace_engine_held(fabric, &d->engine);
 	wake_up_all(&fabric->data_wq);
 }
 
@@ -214,6 +491,12 @@ static bool icfab_ctx_has_ep(struct icfab_ctx *ctx, u32 ep)
 		if (ctx->eps[i] == ep)
 			return true;
 	return false;
+}
+
+bool icfab_ctx_attached_to(struct icfab_ctx *ctx, u32 endpoint)
+{
+	lockdep_assert_held(&ctx->fabric->lock);
+	return icfab_ctx_has_ep(ctx, endpoint);
 }
 
 static bool icfab_is_endpoint(const struct icfab_topo *t, u32 id)
@@ -230,10 +513,20 @@ long icfab_ioctl_attach(struct icfab_ctx *ctx, void __user *uarg)
 
 	if (copy_from_user(&a, uarg, sizeof(a)))
 		return -EFAULT;
-	if (a.flags || !icfab_reserved_zero(a.reserved, ARRAY_SIZE(a.reserved)))
+	if (a.flags & ~ICFAB_ATTACH_F_ALL ||
+	    !icfab_reserved_zero(a.reserved, ARRAY_SIZE(a.reserved)))
 		return -EINVAL;
 
 	mutex_lock(&fabric->lock);
+	if (ctx->nr_eps &&
+	    ctx->free_run != !!(a.flags & ICFAB_ATTACH_F_FREE_RUN)) {
+		ret = -EINVAL;
+		goto out_unlock;
+	}
+	if (ctx->dead) {
+		ret = -ECANCELED;
+		goto out_unlock;
+	}
 	if (!icfab_is_endpoint(fabric->active, a.endpoint)) {
 		ret = -ENOENT;
 		goto out_unlock;
@@ -247,15 +540,18 @@ long icfab_ioctl_attach(struct icfab_ctx *ctx, void __user *uarg)
 		goto out_unlock;
 	}
 	if (!fabric->data) {
-		fabric->data = icfab_data_create(fabric->active);
+		fabric->data = icfab_data_create(fabric);
 		if (!fabric->data) {
 			ret = -ENOMEM;
 			goto out_unlock;
 		}
+		icfab_stats_attach(fabric, &fabric->data->engine);
 	}
 	if (!ctx->nr_eps) {
 		/* It joins the fabric now: its clock starts at the engine's. */
 		ctx->clock_ps = fabric->data->engine.now_ps;
+		ctx->free_run = a.flags & ICFAB_ATTACH_F_FREE_RUN;
+		ctx->owner = task_tgid_nr(current);
 		list_add_tail(&ctx->attached_node, &fabric->attached);
 		fabric->nr_attached++;
 	}
@@ -286,6 +582,7 @@ long icfab_ioctl_queue_create(struct icfab_ctx *ctx, void __user *uarg)
 		return -ENOMEM;
 	q->endpoint = qc.endpoint;
 	q->depth = qc.depth;
+	INIT_LIST_HEAD(&q->backlog);
 
 	mutex_lock(&fabric->lock);
 	ret = -ENOENT;
@@ -341,112 +638,190 @@ long icfab_ioctl_queue_destroy(struct icfab_ctx *ctx, void __user *uarg)
 	return ret;
 }
 
-/* Check one descriptor; the fabric lock is held. */
-static int icfab_desc_check(struct icfab_ctx *ctx, const struct icfab_desc *dd,
-			    struct icfab_queue **qp)
+/* [@off, @off + @len) inside @size bytes, without overflow? */
+static bool icfab_range_ok(u64 off, u64 len, u64 size)
+{
+	u64 end;
+
+	return !check_add_overflow(off, len, &end) && end <= size;
+}
+
+/* The byte-moving part of WRITE and READ; the fabric lock is held. */
+static int icfab_desc_check_memory(struct icfab_ctx *ctx,
+				   const struct icfab_desc *dd,
+				   struct icfab_queue *q, struct icfab_req *req)
+{
+	u32 need = dd->op == ICFAB_OP_WRITE ? ICFAB_ACCESS_REMOTE_WRITE :
+					      ICFAB_ACCESS_REMOTE_READ;
+
+	req->local = icfab_region_get_local(&ctx->regions, dd->region);
+	if (!req->local)
+		return -EBADF;
+	if (icfab_region_endpoint(req->local) != q->endpoint)
+		return -EINVAL;
+	req->remote = icfab_region_get_key(ctx->fabric, dd->rkey);
+	if (!req->remote || !(icfab_region_access(req->remote) & need))
+		return -EACCES;
+	if (dd->peer && dd->peer != icfab_region_endpoint(req->remote))
+		return -EINVAL;
+	if (!icfab_range_ok(dd->local_off, dd->len,
+			    icfab_region_size(req->local)) ||
+	    !icfab_range_ok(dd->remote_off, dd->len,
+			    icfab_region_size(req->remote)))
+		return -ERANGE;
+	req->local_off = dd->local_off;
+	req->remote_off = dd->remote_off;
+	if (dd->op == ICFAB_OP_WRITE) {
+		req->src = q->endpoint;
+		req->dst = icfab_region_endpoint(req->remote);
+	} else {
+		req->src = icfab_region_endpoint(req->remote);
+		req->dst = q->endpoint;
+	}
+	return 0;
+}
+
+/*
+ * Check one descriptor and turn it into a request holding what it needs.
+ * One path for the ioctl and io_uring; the fabric lock is held.
+ */
+static int icfab_req_prepare(struct icfab_ctx *ctx,
+			     const struct icfab_desc *dd,
+			     struct icfab_req **reqp)
 {
 	const struct icfab_topo *t = ctx->fabric->active;
 	struct icfab_queue *q;
+	struct icfab_req *req;
+	int err = 0;
 
+	lockdep_assert_held(&ctx->fabric->lock);
 	if (dd->pad || dd->reserved0 || dd->circuit ||
 	    dd->flags & ~ICFAB_DESC_F_ALL)
 		return -EINVAL;
 	if (dd->queue >= ICFAB_MAX_QUEUES || !ctx->queues[dd->queue])
 		return -ENOENT;
 	q = ctx->queues[dd->queue];
-	*qp = q;
+
+	req = icfab_req_alloc(ctx);
+	if (!req)
+		return -ENOMEM;
+	req->ctx = ctx;
+	req->q = q;
+	req->op = dd->op;
+	req->len = dd->len;
+	req->cqe.user_tag = dd->user_tag;
+	req->cqe.queue = dd->queue;
 
 	switch (dd->op) {
 	case ICFAB_OP_WRITE:
 	case ICFAB_OP_READ:
-		if (!icfab_is_endpoint(t, dd->peer))
-			return -EINVAL;
-		/* Device memory is not there yet: only timing. */
-		if (!(dd->flags & ICFAB_DESC_F_TIMING_ONLY))
-			return -EOPNOTSUPP;
-		if (dd->region || dd->local_off || dd->rkey || dd->remote_off)
-			return -EINVAL;
+		if (dd->flags & ICFAB_DESC_F_TIMING_ONLY) {
+			if (!icfab_is_endpoint(t, dd->peer) || dd->region ||
+			    dd->local_off || dd->rkey || dd->remote_off)
+				err = -EINVAL;
+			req->src = dd->op == ICFAB_OP_WRITE ? q->endpoint :
+							      dd->peer;
+			req->dst = dd->op == ICFAB_OP_WRITE ? dd->peer :
+							      q->endpoint;
+		} else {
+			err = icfab_desc_check_memory(ctx, dd, q, req);
+		}
 		break;
 	case ICFAB_OP_DELAY:
 		if (dd->peer || dd->flags || dd->region || dd->local_off ||
 		    dd->rkey || dd->remote_off)
-			return -EINVAL;
+			err = -EINVAL;
 		break;
 	case ICFAB_OP_FENCE:
-		return -EOPNOTSUPP;
+		if (dd->peer || dd->flags || dd->region || dd->local_off ||
+		    dd->rkey || dd->remote_off || dd->len)
+			err = -EINVAL;
+		break;
 	default:
-		return -EINVAL;
+		err = -EINVAL;
 	}
-	if (q->inflight >= q->depth)
-		return -EAGAIN;
+	if (!err && q->inflight >= q->depth)
+		err = -EAGAIN;
+	if (err) {
+		icfab_req_free(req);
+		return err;
+	}
+	*reqp = req;
 	return 0;
 }
 
-/* Complete a descriptor on the spot (DELAY). */
-static void icfab_req_done_now(struct icfab_ctx *ctx, struct icfab_req *req,
-			       u64 start, u64 finish)
-{
-	req->cqe.submit_ps = start;
-	req->cqe.start_ps = start;
-	req->cqe.finish_ps = finish;
-	ctx->nr_done++;
-	list_add_tail(&req->node, &ctx->done);
-}
-
-/* Submit one checked descriptor; the fabric lock is held. */
-static int icfab_desc_submit(struct icfab_ctx *ctx, const struct icfab_desc *dd,
-			     struct icfab_queue *q)
+/*
+ * Start a prepared request: count it, then time it. Sets *@advance when
+ * the safe time may have moved (a DELAY, or a free-running context).
+ * Returns 0, or -errno with the request freed and nothing changed. The
+ * fabric lock is held.
+ */
+static int icfab_req_start(struct icfab_ctx *ctx, struct icfab_req *req,
+			   bool *advance)
 {
 	struct icfab_data *d = ctx->fabric->data;
-	struct icfab_engine *e = &d->engine;
-	struct icfab_req *req;
-	u64 key, at;
-	u32 src, dst, xfer;
+	struct icfab_queue *q = req->q;
+	u64 t;
 	int err;
 
-	req = kzalloc(sizeof(*req), GFP_KERNEL);
-	if (!req)
-		return -ENOMEM;
-	req->ctx = ctx;
-	req->cqe.user_tag = dd->user_tag;
-	req->cqe.queue = dd->queue;
+	q->inflight++;
+	if (req->ucmd) {
+		ctx->u_inflight++;
+		list_add_tail(&req->unode, &ctx->ureqs);
+	} else {
+		ctx->nr_inflight++;
+	}
+	/* The context's clock; a free-running one starts at the engine's. */
+	t = ctx->free_run ? max(ctx->clock_ps, d->engine.now_ps) :
+			    ctx->clock_ps;
+	if (ctx->free_run)
+		ctx->clock_ps = t;
+	req->cqe.submit_ps = t;
+	*advance |= ctx->free_run;
 
-	if (dd->op == ICFAB_OP_DELAY) {
-		u64 start = ctx->clock_ps, finish;
+	switch (req->op) {
+	case ICFAB_OP_DELAY: {
+		u64 finish;
 
-		if (check_add_overflow(start, dd->len, &finish))
+		if (check_add_overflow(t, req->len, &finish))
 			finish = ICFAB_ENGINE_NEVER - 1;
 		ctx->clock_ps = finish;
-		q->inflight++;
-		icfab_req_done_now(ctx, req, start, finish);
+		*advance = true;
+		__icfab_req_finish(req, 0, t, finish, 0);
 		return 0;
 	}
-
-	src = dd->op == ICFAB_OP_WRITE ? q->endpoint : dd->peer;
-	dst = dd->op == ICFAB_OP_WRITE ? dd->peer : q->endpoint;
-	key = (u64)ctx->eps[0] << 40 | (u64)dd->queue << 32 | q->seq;
-
-	/*
-	 * The engine has decided everything before the last event it
-	 * processed; a submission at that very instant must sort after it.
-	 * When the key would not, it starts one ps later: deterministic,
-	 * since what was processed at that instant is.
-	 */
-	at = max(ctx->clock_ps, e->now_ps);
-	if (e->processed && at == e->last_ps && key <= e->last_key)
-		at++;
-
-	err = icfab_engine_submit(e, src, dst, dd->len, at, key, &xfer);
-	if (err) {
-		kfree(req);
-		/* A full engine is back-pressure like a full queue. */
-		return err == -ICFAB_ENGINE_ENOSPC ? -EAGAIN : -EINVAL;
+	case ICFAB_OP_FENCE:
+		if (list_empty(&q->backlog) && !q->outstanding) {
+			t = max3(t, q->max_finish_ps, q->fence_ps);
+			q->fence_ps = t;
+			__icfab_req_finish(req, 0, t, t, 0);
+			return 0;
+		}
+		break;
+	default:
+		if (list_empty(&q->backlog)) {
+			err = icfab_xfer_submit(d, ctx, q, req,
+						max(t, q->fence_ps));
+			if (err)
+				goto err_uncount;
+			req->cqe.submit_ps = max(t, d->engine.now_ps);
+			return 0;
+		}
 	}
-	d->xfer_req[xfer] = req;
-	q->seq++;
-	q->inflight++;
-	ctx->nr_inflight++;
+	list_add_tail(&req->node, &q->backlog);
+	req->in_backlog = true;
 	return 0;
+
+err_uncount:
+	q->inflight--;
+	if (req->ucmd) {
+		ctx->u_inflight--;
+		list_del(&req->unode);
+	} else {
+		ctx->nr_inflight--;
+	}
+	icfab_req_free(req);
+	return err;
 }
 
 long icfab_ioctl_submit(struct icfab_ctx *ctx, void __user *uarg)
@@ -470,8 +845,12 @@ long icfab_ioctl_submit(struct icfab_ctx *ctx, void __user *uarg)
 		ret = -ENOENT;
 		goto out_unlock;
 	}
+	if (ctx->dead) {
+		ret = -ECANCELED;
+		goto out_unlock;
+	}
 	for (i = 0; i < sub.nr; i++) {
-		struct icfab_queue *q;
+		struct icfab_req *req;
 		struct icfab_desc dd;
 		int err;
 
@@ -479,14 +858,13 @@ long icfab_ioctl_submit(struct icfab_ctx *ctx, void __user *uarg)
 		if (copy_from_user(&dd, &udescs[i], sizeof(dd)))
 			err = -EFAULT;
 		else
-			err = icfab_desc_check(ctx, &dd, &q);
+			err = icfab_req_prepare(ctx, &dd, &req);
 		if (!err)
-			err = icfab_desc_submit(ctx, &dd, q);
+			err = icfab_req_start(ctx, req, &advance);
 		if (err) {
 			ret = i ? i : err;
 			goto out_advance;
 		}
-		advance |= dd.op == ICFAB_OP_DELAY;
 		if (fatal_signal_pending(current)) {
 			i++;
 			break;
@@ -532,6 +910,11 @@ long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
 		ret = -ENOENT;
 		goto out_unlock;
 	}
+	if (ctx->waiting) {
+		/* Another thread, or io_uring, waits already. */
+		ret = -EBUSY;
+		goto out_unlock;
+	}
 	if (ctx->nr_done + ctx->nr_inflight < w.min) {
 		/* Waiting for completions that can never come. */
 		ret = -EDEADLK;
@@ -572,16 +955,13 @@ long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
 	}
 	w.nr = n;
 	list_for_each_entry_safe(req, tmp, &ctx->done, node) {
-		struct icfab_queue *q = ctx->queues[req->cqe.queue];
-
 		if (!n--)
 			break;
 		ctx->clock_ps = max(ctx->clock_ps, req->cqe.finish_ps);
-		if (q)
-			q->inflight--;
+		req->q->inflight--;
 		ctx->nr_done--;
 		list_del(&req->node);
-		kfree(req);
+		icfab_req_free(req);
 	}
 	w.clock_ps = ctx->clock_ps;
 	/* The clock may have moved past the safe time others wait on. */
@@ -597,7 +977,216 @@ out_unlock:
 	return ret;
 }
 
-/* The last file reference is gone: leave the fabric, cancel nothing. */
+/*
+ * ICFAB_UCMD_SUBMIT: check @dd and start it, completing @cmd when it
+ * completes, after writing its struct icfab_cqe to @cqe_addr (if not 0).
+ * Returns 0 (the command is queued) or -errno (nothing changed; the
+ * caller completes the command with it).
+ */
+int icfab_uring_submit(struct icfab_ctx *ctx, const struct icfab_desc *dd,
+		       u64 cqe_addr, struct io_uring_cmd *cmd)
+{
+	struct icfab_fabric *fabric = ctx->fabric;
+	struct icfab_req *req;
+	bool advance = false;
+	int err;
+
+	mutex_lock(&fabric->lock);
+	err = -ENOENT;
+	if (!ctx->nr_eps)
+		goto out_unlock;
+	err = -ECANCELED;
+	if (ctx->dead)
+		goto out_unlock;
+	err = icfab_req_prepare(ctx, dd, &req);
+	if (err)
+		goto out_unlock;
+	req->ucmd = cmd;
+	req->ures.cqe_addr = cqe_addr;
+	req->ures.holds = &ctx->uring_holds;
+	req->ures.release = icfab_req_uring_release;
+	icfab_uring_set_req(cmd, req);
+	err = icfab_req_start(ctx, req, &advance);
+	if (err)
+		goto out_unlock;
+	if (advance)
+		icfab_data_advance(fabric);
+out_unlock:
+	mutex_unlock(&fabric->lock);
+	return err;
+}
+
+/*
+ * ICFAB_UCMD_WAIT: complete @cmd with @ures once @min more io_uring
+ * completions have come; meanwhile the context does not hold the engine
+ * back. Returns 0 (queued, or already posted; it owns @ures) or -errno.
+ */
+int icfab_uring_wait(struct icfab_ctx *ctx, u32 min, struct io_uring_cmd *cmd,
+		     struct icfab_uring_result *ures)
+{
+	struct icfab_fabric *fabric = ctx->fabric;
+	int err = 0;
+
+	mutex_lock(&fabric->lock);
+	if (!ctx->nr_eps)
+		err = -ENOENT;
+	else if (ctx->dead)
+		err = -ECANCELED;
+	else if (ctx->waiting)
+		err = -EBUSY;
+	else if (ctx->u_uncounted + ctx->u_inflight < min)
+		err = -EDEADLK;
+	if (err)
+		goto out_unlock;
+
+	icfab_uring_set_req(cmd, NULL);
+	if (ctx->u_uncounted >= min) {
+		u32 n = ctx->u_uncounted;
+
+		ctx->clock_ps = max(ctx->clock_ps, ctx->u_max_finish_ps);
+		ctx->u_uncounted = 0;
+		ctx->u_max_finish_ps = 0;
+		__icfab_uring_post(cmd, ures, n, ctx->clock_ps);
+	} else {
+		ctx->uwait = cmd;
+		ctx->uwait_res = ures;
+		ctx->uwait_min = min;
+		WRITE_ONCE(ctx->waiting, true);
+	}
+	icfab_data_advance(fabric);
+out_unlock:
+	mutex_unlock(&fabric->lock);
+	return err;
+}
+
+/*
+ * Cancel one io_uring request: out of the engine (the transfer goes on,
+ * timed, owned by nobody, moving no bytes) or out of its queue's backlog.
+ * With @drain, what waited behind it may go. The fabric lock is held.
+ */
+static void __icfab_req_cancel(struct icfab_data *d, struct icfab_req *req,
+			       bool drain)
+{
+	struct icfab_queue *q = req->q;
+	u64 t = max(req->ctx->clock_ps, d->engine.now_ps);
+
+	if (req->in_engine) {
+		d->xfer_req[req->xfer] = NULL;
+		req->in_engine = false;
+		q->outstanding--;
+	} else if (req->in_backlog) {
+		list_del(&req->node);
+		req->in_backlog = false;
+	}
+	__icfab_req_finish(req, -ECANCELED, t, t, 0);
+	if (drain && !q->outstanding)
+		__icfab_queue_drain(d, q);
+}
+
+/* The pending io_uring WAIT, if any, completes with -ECANCELED. */
+static void __icfab_uring_wait_cancel(struct icfab_ctx *ctx)
+{
+	struct icfab_data *d = ctx->fabric->data;
+
+	if (!ctx->uwait)
+		return;
+	__icfab_uring_post(ctx->uwait, ctx->uwait_res, -ECANCELED,
+			   ctx->clock_ps);
+	ctx->uwait = NULL;
+	ctx->uwait_res = NULL;
+	ctx->waiting = false;
+	ctx->clock_ps = max(ctx->clock_ps, d->engine.now_ps);
+}
+
+/* io_uring cancels @cmd (IO_URING_F_CANCEL): it completes -ECANCELED. */
+void icfab_uring_cancel(struct icfab_ctx *ctx, struct io_uring_cmd *cmd)
+{
+	struct icfab_fabric *fabric = ctx->fabric;
+	struct icfab_req *req;
+
+	mutex_lock(&fabric->lock);
+	if (icfab_uring_posted(cmd))
+		goto out_unlock;
+	if (ctx->uwait == cmd) {
+		__icfab_uring_wait_cancel(ctx);
+	} else {
+		req = icfab_uring_get_req(cmd);
+		if (req)
+			__icfab_req_cancel(fabric->data, req, true);
+	}
+	icfab_data_advance(fabric);
+out_unlock:
+	mutex_unlock(&fabric->lock);
+}
+
+/*
+ * The context can submit no more: its io_uring commands and everything
+ * behind a FENCE complete with -ECANCELED, and it stops holding the
+ * engine back. Transfers already in the engine from ioctl submissions go
+ * on, as DMA already started would. The fabric lock is held.
+ */
+static void __icfab_ctx_kill(struct icfab_ctx *ctx)
+{
+	struct icfab_data *d = ctx->fabric->data;
+	struct icfab_req *req, *tmp;
+	u32 i;
+
+	ctx->dead = true;
+	for (i = 0; i < ICFAB_MAX_QUEUES; i++) {
+		struct icfab_queue *q = ctx->queues[i];
+
+		if (!q)
+			continue;
+		list_for_each_entry_safe(req, tmp, &q->backlog, node) {
+			if (req->ucmd) {
+				__icfab_req_cancel(d, req, false);
+				continue;
+			}
+			list_del(&req->node);
+			req->in_backlog = false;
+			__icfab_req_finish(req, -ECANCELED, ctx->clock_ps,
+					   ctx->clock_ps, 0);
+		}
+	}
+	list_for_each_entry_safe(req, tmp, &ctx->ureqs, unode)
+		__icfab_req_cancel(d, req, false);
+	__icfab_uring_wait_cancel(ctx);
+	icfab_data_advance(ctx->fabric);
+}
+
+/*
+ * A file descriptor of the context is being closed. When its owner
+ * exits, or this was the last way to submit to it (every other reference
+ * to the file belongs to an io_uring command in flight or to a mapping
+ * of a region), nobody can submit to it any more or wait for it: kill
+ * it, or it would hold the engine back for ever and its io_uring
+ * commands would never complete.
+ */
+void icfab_ctx_flush(struct icfab_ctx *ctx, struct file *file)
+{
+	struct icfab_fabric *fabric = ctx->fabric;
+	bool exiting = current->flags & PF_EXITING;
+
+	mutex_lock(&fabric->lock);
+	if (ctx->nr_eps && !ctx->dead &&
+	    ((exiting && task_tgid_nr(current) == ctx->owner) ||
+	     file_count(file) - atomic_read(&ctx->uring_holds) -
+	     atomic_read(&ctx->nr_vmas) <= 1))
+		__icfab_ctx_kill(ctx);
+	mutex_unlock(&fabric->lock);
+}
+
+atomic_t *icfab_ctx_uring_holds(struct icfab_ctx *ctx)
+{
+	return &ctx->uring_holds;
+}
+
+atomic_t *icfab_ctx_nr_vmas(struct icfab_ctx *ctx)
+{
+	return &ctx->nr_vmas;
+}
+
+/* The last file reference is gone: leave the fabric. */
 void icfab_ctx_destroy(struct icfab_ctx *ctx)
 {
 	struct icfab_fabric *fabric = ctx->fabric;
@@ -610,32 +1199,56 @@ void icfab_ctx_destroy(struct icfab_ctx *ctx)
 	d = fabric->data;
 	if (ctx->nr_eps) {
 		/*
+		 * Nothing of io_uring is left: every command holds the file.
+		 * What waits behind a FENCE never started; it goes.
+		 */
+		for (i = 0; i < ICFAB_MAX_QUEUES; i++) {
+			struct icfab_queue *q = ctx->queues[i];
+
+			if (!q)
+				continue;
+			list_for_each_entry_safe(req, tmp, &q->backlog, node) {
+				list_del(&req->node);
+				icfab_req_free(req);
+			}
+		}
+		/*
 		 * Transfers in flight go on, as DMA already started would;
 		 * their completions have no one to go to and are dropped.
 		 */
-		for (i = 0; d && i < d->st.xfers_cap; i++)
-			if (d->xfer_req[i] && d->xfer_req[i]->ctx == ctx)
-				d->xfer_req[i]->ctx = NULL;
+		for (i = 0; d && i < d->st.xfers_cap; i++) {
+			req = d->xfer_req[i];
+			if (req && req->ctx == ctx) {
+				req->ctx = NULL;
+				req->q = NULL;
+			}
+		}
 		list_del(&ctx->attached_node);
 		fabric->nr_attached--;
 		if (!fabric->nr_attached) {
 			/* Nobody is left to see them: the engine goes. */
 			icfab_engine_cancel_all(&d->engine,
 						icfab_data_complete, d);
+			icfab_stats_fold(fabric, &d->engine);
 			gone = d;
 			fabric->data = NULL;
+			fabric->held_pid = 0;
+			fabric->held_ps = 0;
 		} else {
 			icfab_data_advance(fabric);
 		}
 	}
 	list_for_each_entry_safe(req, tmp, &ctx->done, node) {
 		list_del(&req->node);
-		kfree(req);
+		icfab_req_free(req);
 	}
 	mutex_unlock(&fabric->lock);
 
+	icfab_regions_ctx_destroy(fabric, &ctx->regions);
 	icfab_data_free(gone);
 	for (i = 0; i < ICFAB_MAX_QUEUES; i++)
 		kfree(ctx->queues[i]);
+	list_for_each_entry_safe(req, tmp, &ctx->pool, node)
+		kfree(req);
 	kfree(ctx);
 }

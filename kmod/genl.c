@@ -103,7 +103,8 @@ static int icfab_genl_fill_fabric(struct sk_buff *skb,
 	    nla_put_u32(skb, ICFAB_A_FABRIC_NR_CONTEXTS, st.nr_contexts) ||
 	    nla_put_u8(skb, ICFAB_A_FABRIC_HAS_STAGED, st.has_staged) ||
 	    nla_put_u64_64bit(skb, ICFAB_A_FABRIC_MEM_BYTES, st.mem_bytes,
-			      ICFAB_A_PAD)) {
+			      ICFAB_A_PAD) ||
+	    icfab_stats_put_held(skb, fabric)) {
 		genlmsg_cancel(skb, hdr);
 		return -EMSGSIZE;
 	}
@@ -175,6 +176,14 @@ void icfab_genl_notify_fabric(struct icfab_fabric *fabric)
 			  ICFAB_GENL_MCGRP_EVENTS_ID, GFP_KERNEL);
 }
 
+/* Send @msg (consumed) to the events group. */
+void icfab_genl_multicast_events(struct sk_buff *msg)
+{
+	/* -ESRCH only says that nobody listens. */
+	genlmsg_multicast(&icfab_genl_family, msg, 0,
+			  ICFAB_GENL_MCGRP_EVENTS_ID, GFP_KERNEL);
+}
+
 static int icfab_genl_fabric_set_doit(struct sk_buff *skb,
 				      struct genl_info *info)
 {
@@ -241,6 +250,22 @@ static const struct genl_ops icfab_genl_ops[] = {
 		 icfab_commit_policy, GENL_ADMIN_PERM),
 	ICFAB_OP(ICFAB_CMD_FABRIC_ABORT, icfab_genl_abort_doit, NULL,
 		 icfab_abort_policy, GENL_ADMIN_PERM),
+	ICFAB_OP(ICFAB_CMD_CIRCUIT_NEW, icfab_genl_circuit_new_doit, NULL,
+		 icfab_circuit_new_policy, GENL_ADMIN_PERM),
+	ICFAB_OP(ICFAB_CMD_CIRCUIT_DEL, icfab_genl_circuit_del_doit, NULL,
+		 icfab_circuit_del_policy, GENL_ADMIN_PERM),
+	ICFAB_OP(ICFAB_CMD_CIRCUIT_GET, icfab_genl_circuit_get_doit,
+		 icfab_genl_circuit_get_dumpit, icfab_circuit_get_policy, 0),
+	ICFAB_OP(ICFAB_CMD_COLOR_GET, NULL, icfab_genl_color_get_dumpit,
+		 icfab_color_get_policy, 0),
+	{
+		.cmd = ICFAB_CMD_STATS_GET, .doit = icfab_genl_stats_get_doit,
+		.start = icfab_genl_stats_get_start,
+		.dumpit = icfab_genl_stats_get_dumpit,
+		.policy = icfab_stats_get_policy, .maxattr = ICFAB_A_MAX,
+	},
+	ICFAB_OP(ICFAB_CMD_STATS_RESET, icfab_genl_stats_reset_doit, NULL,
+		 icfab_stats_reset_policy, GENL_ADMIN_PERM),
 };
 
 struct genl_family icfab_genl_family __ro_after_init = {
@@ -291,4 +316,5 @@ void icfab_genl_exit(void)
 {
 	genl_unregister_family(&icfab_genl_family);
 	netlink_unregister_notifier(&icfab_genl_netlink_nb);
+	icfab_stats_exit();
 }

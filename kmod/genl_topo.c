@@ -841,9 +841,17 @@ int icfab_genl_commit_doit(struct sk_buff *skb, struct genl_info *info)
 		return err;
 	}
 
+	/* Circuits must fit the new configuration (kmod/circuit.c). */
+	err = icfab_circuits_commit(fabric, fabric->staged, info->extack);
+	if (err) {
+		mutex_unlock(&fabric->lock);
+		return err;
+	}
+
 	old = fabric->active;
 	fabric->active = icfab_fabric_unstage(fabric);
 	fabric->generation++;
+	icfab_trace_link_states(fabric, old, fabric->active);
 	mutex_unlock(&fabric->lock);
 
 	icfab_topo_destroy(old);

@@ -14,6 +14,7 @@
 #include <linux/miscdevice.h>
 #include <linux/mutex.h>
 #include <linux/types.h>
+#include <linux/xarray.h>
 #include <net/genetlink.h>
 
 #include <linux/icfab.h>
@@ -41,11 +42,16 @@
  * The ICFAB_F_* bits this build implements. A bit joins this mask in the
  * commit that makes it true, never before.
  */
-#define ICFAB_F_SUPPORTED		(ICFAB_F_NETLINK | ICFAB_F_QUEUES)
+#define ICFAB_F_SUPPORTED		(ICFAB_F_NETLINK | ICFAB_F_QUEUES | \
+					 ICFAB_F_MEMORY | ICFAB_F_URING_CMD | \
+					 ICFAB_F_FREE_RUN)
 
 #define ICFAB_MAX_ATTACH		64		/* endpoints per context */
 #define ICFAB_ENGINE_XFERS		16384		/* transfers in flight */
 #define ICFAB_ENGINE_EVENTS		(256 * 1024)	/* pending segment events */
+#define ICFAB_MAX_REGIONS		((1U << 20) - 1) /* handles per context */
+#define ICFAB_REQ_POOL			1024		/* requests kept per context */
+#define ICFAB_REGION_MMAP_SHIFT		40		/* mmap offset = handle << it */
 
 /* Node ids are shared by endpoints and switches. */
 #define ICFAB_MAX_NODES			(ICFAB_MAX_ENDPOINTS + ICFAB_MAX_SWITCHES)
@@ -82,6 +88,42 @@ struct icfab_fabric {
 	struct list_head attached;	/* icfab_ctx.attached_node */
 	u32 nr_attached;
 	wait_queue_head_t data_wq;	/* waiters in ICFAB_IOC_WAIT */
+	/*
+	 * Who holds the engine back, updated under lock whenever the safe
+	 * time is computed: the owner (tgid) of the context whose clock is
+	 * the horizon, and that clock; 0 and 0 when nobody does.
+	 */
+	pid_t held_pid;
+	u64 held_ps;			/* ps */
+	/* Device memory (kmod/region.c), with its own locking rules. */
+	struct icfab_mem *mem;
+
+	/* Circuits (kmod/circuit.c), under lock. */
+	struct xarray circuits;		/* id -> struct icfab_circuit */
+	u32 nr_circuits;
+	u64 *colors_used;		/* per node id of the committed config:
+					 * bit c = color c held there; or NULL */
+	u32 colors_used_len;		/* entries in colors_used */
+	u32 circuit_seq;		/* bumped by every circuit change and
+					 * commit; dumps use it */
+
+	/*
+	 * Link statistics (genl_stats.c), under lock: those of engines
+	 * gone, plus the live engine's, for configuration stats_generation.
+	 */
+	struct icfab_engine *stats_engine;	/* data's engine, or NULL */
+	struct icfab_link_stats *link_stats;	/* by link id, or NULL */
+	u32 nr_link_stats;			/* entries in link_stats */
+	bool stats_incomplete;			/* some went uncounted */
+	u64 stats_generation;
+};
+
+/* One link's counters, as in struct icfab_engine_link. */
+struct icfab_link_stats {
+	u64 bytes;
+	u64 segments;
+	u64 busy_ps;			/* ps */
+	u64 max_queued_ps;		/* ps */
 };
 
 /* A snapshot of a fabric's state, taken under fabric->lock. */
@@ -119,6 +161,8 @@ void icfab_fabric_snapshot(struct icfab_fabric *fabric,
 void icfab_fill_limits(struct icfab_limits *limits);
 
 /* data.c: contexts, queues and the engine */
+struct file;
+struct vm_area_struct;
 struct icfab_ctx;
 struct icfab_ctx *icfab_ctx_create(struct icfab_fabric *fabric);
 void icfab_ctx_destroy(struct icfab_ctx *ctx);
@@ -128,6 +172,62 @@ long icfab_ioctl_queue_create(struct icfab_ctx *ctx, void __user *uarg);
 long icfab_ioctl_queue_destroy(struct icfab_ctx *ctx, void __user *uarg);
 long icfab_ioctl_submit(struct icfab_ctx *ctx, void __user *uarg);
 long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg);
+void icfab_ctx_flush(struct icfab_ctx *ctx, struct file *file);
+
+/* uring.c: io_uring passthrough */
+struct io_uring_cmd;
+struct icfab_req;
+/* An io_uring command's result, on its way to the submitter's task. */
+struct icfab_uring_result {
+	struct icfab_cqe cqe;		/* SUBMIT: written to cqe_addr */
+	u64 cqe_addr;			/* user pointer, or 0 */
+	s32 res;			/* cqe->res */
+	u64 res2;			/* cqe->big_cqe[0] */
+	atomic_t *holds;		/* the context's count of commands */
+	/* Called once posted, in the task work, before the CQE. */
+	void (*release)(struct icfab_uring_result *ures);
+};
+int icfab_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags);
+void icfab_uring_post(struct io_uring_cmd *cmd,
+		      struct icfab_uring_result *ures);
+void icfab_uring_set_req(struct io_uring_cmd *cmd, struct icfab_req *req);
+struct icfab_req *icfab_uring_get_req(struct io_uring_cmd *cmd);
+bool icfab_uring_posted(struct io_uring_cmd *cmd);
+/* data.c, for uring.c */
+int icfab_uring_submit(struct icfab_ctx *ctx, const struct icfab_desc *dd,
+		       u64 cqe_addr, struct io_uring_cmd *cmd);
+int icfab_uring_wait(struct icfab_ctx *ctx, u32 min, struct io_uring_cmd *cmd,
+		     struct icfab_uring_result *ures);
+void icfab_uring_cancel(struct icfab_ctx *ctx, struct io_uring_cmd *cmd);
+atomic_t *icfab_ctx_uring_holds(struct icfab_ctx *ctx);
+/* data.c, for region.c: mappings hold the file, see icfab_ctx_flush() */
+atomic_t *icfab_ctx_nr_vmas(struct icfab_ctx *ctx);
+
+/* region.c: device memory */
+struct icfab_region;
+int icfab_region_init(struct icfab_fabric *fabric);
+void icfab_region_exit(struct icfab_fabric *fabric);
+void icfab_regions_ctx_init(struct xarray *regions);
+void icfab_regions_ctx_destroy(struct icfab_fabric *fabric,
+			       struct xarray *regions);
+long icfab_ioctl_region_alloc(struct icfab_ctx *ctx, void __user *uarg);
+long icfab_ioctl_region_free(struct icfab_ctx *ctx, void __user *uarg);
+long icfab_ioctl_region_export(struct icfab_ctx *ctx, void __user *uarg);
+long icfab_ioctl_region_import(struct icfab_ctx *ctx, void __user *uarg);
+int icfab_region_mmap(struct icfab_ctx *ctx, struct vm_area_struct *vma);
+struct icfab_region *icfab_region_get_local(struct xarray *regions,
+					    u32 handle);
+struct icfab_region *icfab_region_get_key(struct icfab_fabric *fabric,
+					  u64 key);
+void icfab_region_put(struct icfab_region *r);
+u32 icfab_region_endpoint(const struct icfab_region *r);
+u64 icfab_region_size(const struct icfab_region *r);
+u32 icfab_region_access(const struct icfab_region *r);
+void icfab_region_copy(struct icfab_region *dst, u64 dst_off,
+		       struct icfab_region *src, u64 src_off, u64 len);
+/* data.c, for region.c */
+struct xarray *icfab_ctx_regions(struct icfab_ctx *ctx);
+bool icfab_ctx_attached_to(struct icfab_ctx *ctx, u32 endpoint);
 
 /* chardev.c */
 int icfab_chardev_init(struct icfab_fabric *fabric);
@@ -197,5 +297,65 @@ int icfab_genl_route_get_dumpit(struct sk_buff *skb,
 				struct netlink_callback *cb);
 int icfab_genl_commit_doit(struct sk_buff *skb, struct genl_info *info);
 int icfab_genl_abort_doit(struct sk_buff *skb, struct genl_info *info);
+
+/* trace.c */
+void icfab_trace_engine(struct icfab_fabric *fabric, struct icfab_engine *e);
+void icfab_trace_link_states(struct icfab_fabric *fabric,
+			     const struct icfab_topo *old,
+			     const struct icfab_topo *new);
+
+/* genl_stats.c; attach and fold with the fabric's lock held */
+void icfab_stats_attach(struct icfab_fabric *fabric, struct icfab_engine *e);
+void icfab_stats_fold(struct icfab_fabric *fabric, struct icfab_engine *e);
+void icfab_stats_exit(void);
+int icfab_stats_put_held(struct sk_buff *skb, struct icfab_fabric *fabric);
+void icfab_trace_engine_held(struct icfab_fabric *fabric,
+			     const struct icfab_engine *e);
+extern const struct nla_policy icfab_stats_get_policy[ICFAB_A_MAX + 1];
+extern const struct nla_policy icfab_stats_reset_policy[ICFAB_A_MAX + 1];
+int icfab_genl_stats_get_doit(struct sk_buff *skb, struct genl_info *info);
+int icfab_genl_stats_get_start(struct netlink_callback *cb);
+int icfab_genl_stats_get_dumpit(struct sk_buff *skb,
+				struct netlink_callback *cb);
+int icfab_genl_stats_reset_doit(struct sk_buff *skb, struct genl_info *info);
+
+/* circuit.c: circuits and color tables; __ functions with the lock held */
+struct icfab_circuit {
+	u32 id;
+	u32 color;
+	u32 owner_pid;			/* 0: none */
+	u32 owner_uid;
+	u32 src;			/* endpoint node id */
+	u32 nr_dsts;
+	u32 nr_routers;
+	u32 nodes[];			/* nr_dsts destinations, then
+					 * nr_routers routers */
+};
+void icfab_circuits_init(struct icfab_fabric *fabric);
+void icfab_circuits_exit(struct icfab_fabric *fabric);
+struct icfab_circuit *icfab_circuit_alloc(u32 nr_dsts, u32 nr_routers);
+int __icfab_circuit_insert(struct icfab_fabric *fabric, struct icfab_circuit *c,
+			   struct netlink_ext_ack *extack);
+struct icfab_circuit *__icfab_circuit_remove(struct icfab_fabric *fabric,
+					     u32 id);
+u64 __icfab_colors_used(struct icfab_fabric *fabric, u32 node);
+int icfab_circuits_commit(struct icfab_fabric *fabric, struct icfab_topo *t,
+			  struct netlink_ext_ack *extack);
+
+/* genl.c */
+void icfab_genl_multicast_events(struct sk_buff *msg);
+
+/* genl_circuit.c: policies and handlers, listed in genl.c's ops table */
+extern const struct nla_policy icfab_circuit_new_policy[ICFAB_A_MAX + 1];
+extern const struct nla_policy icfab_circuit_del_policy[ICFAB_A_MAX + 1];
+extern const struct nla_policy icfab_circuit_get_policy[ICFAB_A_MAX + 1];
+extern const struct nla_policy icfab_color_get_policy[ICFAB_A_MAX + 1];
+int icfab_genl_circuit_new_doit(struct sk_buff *skb, struct genl_info *info);
+int icfab_genl_circuit_del_doit(struct sk_buff *skb, struct genl_info *info);
+int icfab_genl_circuit_get_doit(struct sk_buff *skb, struct genl_info *info);
+int icfab_genl_circuit_get_dumpit(struct sk_buff *skb,
+				  struct netlink_callback *cb);
+int icfab_genl_color_get_dumpit(struct sk_buff *skb,
+				struct netlink_callback *cb);
 
 #endif /* _ICFAB_H */

@@ -89,6 +89,7 @@ static struct icfab_fabric *icfab_fabric_create(u32 id)
 	atomic_set(&fabric->nr_contexts, 0);
 	INIT_LIST_HEAD(&fabric->attached);
 	init_waitqueue_head(&fabric->data_wq);
+	icfab_circuits_init(fabric);
 	fabric->active = icfab_topo_create();
 	if (!fabric->active) {
 		kfree(fabric);
@@ -99,6 +100,7 @@ static struct icfab_fabric *icfab_fabric_create(u32 id)
 
 static void icfab_fabric_destroy(struct icfab_fabric *fabric)
 {
+	icfab_circuits_exit(fabric);
 	icfab_topo_destroy(fabric->staged);
 	icfab_topo_destroy(fabric->active);
 	mutex_destroy(&fabric->lock);

@@ -301,6 +301,15 @@ int icfab_engine_submit(struct icfab_engine *e, icfab_u32 src, icfab_u32 dst,
 	if (err)
 		return err;	/* unreachable: reserved above */
 	*xfer_id = id;
+	if (e->tracer && e->tracer->submit) {
+		struct icfab_xfer_result r = {
+			.key = key, .bytes = bytes, .submit_ps = submit_ps,
+			.src = src, .dst = dst, .hops = hops,
+			.status = x->status,
+		};
+
+		e->tracer->submit(e->tracer_arg, id, &r);
+	}
 	return 0;
 }
 
@@ -316,6 +325,8 @@ static int xfer_complete(struct icfab_engine *e, icfab_u32 id, int status,
 		.hops = x->hops, .status = status,
 	};
 
+	if (e->tracer && e->tracer->complete)
+		e->tracer->complete(e->tracer_arg, id, &r);
 	/* Retire first, so the callback may submit into the freed slot. */
 	e->events_reserved -= (icfab_u64)x->nr_segs + 1;
 	e->nr_xfers--;
@@ -428,8 +439,15 @@ static int seg_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
 	if (ls->last_key != x->key)
 		x->queued_ps = sat_add(x->queued_ps, depart - now);
 	ls->last_key = x->key;
-	if (e->trace)
-		e->trace(e->trace_arg, id, lid, len, now, depart);
+	if (e->tracer && e->tracer->xmit) {
+		struct icfab_engine_xmit xm = {
+			.key = x->key, .bytes = len, .ready_ps = now,
+			.depart_ps = depart, .done_ps = done, .xfer_id = id,
+			.link = lid, .seg = seg, .hop = (icfab_u16)hop,
+		};
+
+		e->tracer->xmit(e->tracer_arg, &xm);
+	}
 
 	/* Self-clocking: the next segment is ready when this one is out. */
 	if (hop == 0) {
@@ -529,6 +547,28 @@ int icfab_engine_run_until(struct icfab_engine *e, icfab_u64 horizon_ps,
 	if (horizon_ps != ICFAB_ENGINE_NEVER && horizon_ps > e->now_ps)
 		e->now_ps = horizon_ps;
 	return 0;
+}
+
+void icfab_engine_set_tracer(struct icfab_engine *e,
+			     const struct icfab_engine_tracer *tracer,
+			     void *arg)
+{
+	e->tracer = tracer;
+	e->tracer_arg = arg;
+}
+
+void icfab_engine_reset_stats(struct icfab_engine *e)
+{
+	icfab_u32 i;
+
+	for (i = 0; i < e->topo->links_cap; i++) {
+		struct icfab_engine_link *ls = &e->links[i];
+
+		ls->bytes = 0;
+		ls->segments = 0;
+		ls->busy_ps = 0;
+		ls->max_queued_ps = 0;
+	}
 }
 
 icfab_u64 icfab_engine_next_ps(const struct icfab_engine *e)

@@ -75,7 +75,11 @@ struct icfab_engine_link {
 	icfab_u64 bytes;		/* bytes carried */
 	icfab_u64 segments;		/* segments carried */
 	icfab_u64 busy_ps;		/* ps, sum of serialisation times */
-	icfab_u64 max_queued_ps;	/* ps, longest departure - ready */
+	/*
+	 * ps: the longest any one segment waited at this link, departure -
+	 * ready, whoever it waited behind (its own transfer included).
+	 */
+	icfab_u64 max_queued_ps;
 	icfab_u64 last_key;		/* of the last segment to depart */
 	/*
 	 * Serialisation time of a full segment at the link's effective
@@ -153,10 +157,40 @@ struct icfab_engine_storage {
 typedef int (*icfab_engine_complete_fn)(void *arg, icfab_u32 xfer_id,
 					const struct icfab_xfer_result *r);
 
-/* Called for each segment departing a link, when set. */
-typedef void (*icfab_engine_trace_fn)(void *arg, icfab_u32 xfer_id,
-				      icfab_u32 link, icfab_u64 bytes,
-				      icfab_u64 ready_ps, icfab_u64 depart_ps);
+/*
+ * One segment crossing one link, as the engine decided it: ready at the
+ * link at @ready_ps, it starts serialising at @depart_ps = max(ready, the
+ * link's next free time) and its last byte is out at @done_ps. So
+ * depart - ready is its queueing delay at this link and done - depart the
+ * link's busy time for it; the link statistics are the sums of these.
+ */
+struct icfab_engine_xmit {
+	icfab_u64 key;			/* of the transfer */
+	icfab_u64 bytes;		/* of this segment */
+	icfab_u64 ready_ps;		/* ps */
+	icfab_u64 depart_ps;		/* ps */
+	icfab_u64 done_ps;		/* ps */
+	icfab_u32 xfer_id;
+	icfab_u32 link;			/* link id */
+	icfab_u32 seg;			/* segment index in the transfer */
+	icfab_u16 hop;			/* 0: the injection link */
+	icfab_u16 pad;
+};
+
+/*
+ * Observers, each optional, called with the engine's caller's lock held
+ * and allowed no engine call. @submit sees an accepted submission (only
+ * key, bytes, submit_ps, src, dst, hops and status are set), @xmit every
+ * departure of a segment from a link, @complete every completion before
+ * the completion callback.
+ */
+struct icfab_engine_tracer {
+	void (*submit)(void *arg, icfab_u32 xfer_id,
+		       const struct icfab_xfer_result *r);
+	void (*xmit)(void *arg, const struct icfab_engine_xmit *x);
+	void (*complete)(void *arg, icfab_u32 xfer_id,
+			 const struct icfab_xfer_result *r);
+};
 
 struct icfab_engine {
 	const struct icfab_mtopo *topo;
@@ -181,8 +215,8 @@ struct icfab_engine {
 	icfab_u64 last_ps;		/* ps */
 	icfab_u64 last_key;
 	int processed;			/* last_ps/last_key are valid */
-	icfab_engine_trace_fn trace;	/* may be NULL */
-	void *trace_arg;
+	const struct icfab_engine_tracer *tracer;	/* may be NULL */
+	void *tracer_arg;
 };
 
 /* DMA engine entries the topology needs: one per engine per endpoint. */
@@ -229,6 +263,18 @@ int icfab_engine_submit(struct icfab_engine *e, icfab_u32 src, icfab_u32 dst,
  */
 int icfab_engine_run_until(struct icfab_engine *e, icfab_u64 horizon_ps,
 			   icfab_engine_complete_fn complete, void *arg);
+
+/* Set (or, with NULL, clear) the observers of @e. */
+void icfab_engine_set_tracer(struct icfab_engine *e,
+			     const struct icfab_engine_tracer *tracer,
+			     void *arg);
+
+/*
+ * Zero the statistics of every link (bytes, segments, busy_ps,
+ * max_queued_ps) and nothing else: transfers in flight go on as before
+ * and what they carry from now on is counted.
+ */
+void icfab_engine_reset_stats(struct icfab_engine *e);
 
 /* Time of the earliest pending event, or ICFAB_ENGINE_NEVER. */
 icfab_u64 icfab_engine_next_ps(const struct icfab_engine *e);

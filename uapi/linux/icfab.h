@@ -174,6 +174,12 @@ struct icfab_attach {
  * ICFAB_IOC_REGION_IMPORT: in any context of the same fabric, checks a
  * key and says where the region is, how big and what it allows.
  * -ENOKEY when no live region has this key.
+ *
+ * Output fields must be zero on input, like reserved ones. -ENOENT: the
+ * endpoint is not attached (ALLOC), or no such handle (FREE, EXPORT).
+ * mmap(): -EINVAL without MAP_SHARED; -ENXIO when [offset, +length) is
+ * not inside a live region of this context. The module's cap on real
+ * pages is its parameter max_mem_mb.
  */
 #define ICFAB_ACCESS_REMOTE_READ	(1U << 0)	/* READ from it */
 #define ICFAB_ACCESS_REMOTE_WRITE	(1U << 1)	/* WRITE into it */
@@ -255,6 +261,9 @@ enum icfab_desc_op {
  * local region), -EACCES (unknown key or access not granted), -ERANGE
  * (past a region's end, or offset + len overflows).
  * DELAY: @len ps; everything else zero. FENCE: everything else zero.
+ * A FENCE completes at the latest finish of the transfers before it on
+ * its queue (start_ps = finish_ps); DELAY acts on the context's clock at
+ * once and is not held back by a FENCE.
  */
 struct icfab_desc {
 	__u8 op;			/* enum icfab_desc_op */
@@ -352,6 +361,11 @@ struct icfab_wait {
  * io_uring completion is counted by exactly one WAIT) and
  * cqe->big_cqe[0] the context's clock, moved to the latest finish among
  * them. -EDEADLK when fewer than @min are in flight and uncounted.
+ *
+ * When the context's owner exits, or its last file descriptor is closed
+ * (io_uring commands in flight keep the file itself open), its commands
+ * in flight complete with -ECANCELED and it no longer holds the engine
+ * back; the transfers already started go on, owned by nobody.
  */
 struct icfab_uring_submit {
 	struct icfab_desc desc;

@@ -65,6 +65,50 @@ enum icfab_cmd {
 	ICFAB_CMD_FABRIC_ABORT,
 	/* Reply to ROUTE_GET/NODE_GET/LINK_GET use the request's command. */
 
+	/*
+	 * Color-routed circuits (kmod/circuit.c). A circuit holds one color
+	 * at every router (switch with a color table) it crosses. The module
+	 * stores circuits and checks colors; icfabd chooses them.
+	 *
+	 * CIRCUIT_NEW (CAP_NET_ADMIN): CIRCUIT_COLOR, CIRCUIT_SRC,
+	 * CIRCUIT_DSTS, CIRCUIT_ROUTERS, optional CIRCUIT_OWNER_PID/UID
+	 * (0 when absent). The color must be free at every router, or
+	 * nothing is installed: -ENOSPC, the extack names the router and the
+	 * cookie is ICFAB_ERR_OBJ_ROUTER_COLOR. The reply carries the new
+	 * CIRCUIT_ID (the lowest free one) and every attribute; the same
+	 * message, command CIRCUIT_NEW, goes to the events group.
+	 * CIRCUIT_DEL (CAP_NET_ADMIN): CIRCUIT_ID; announced as CIRCUIT_DEL.
+	 * CIRCUIT_GET: CIRCUIT_ID, or dump.
+	 * A FABRIC_COMMIT that would leave a circuit on a node that is gone,
+	 * is no longer a router, or has too few colors fails with -EBUSY
+	 * (cookie ICFAB_ERR_OBJ_CIRCUIT); other commits keep the circuits.
+	 */
+	ICFAB_CMD_CIRCUIT_NEW,
+	ICFAB_CMD_CIRCUIT_DEL,
+	ICFAB_CMD_CIRCUIT_GET,
+	/*
+	 * COLOR_GET: dump, one message per router of the committed
+	 * configuration (or only NODE_ID): NODE_ID, NODE_COLORS,
+	 * COLOR_USED, COLOR_MASK.
+	 */
+	ICFAB_CMD_COLOR_GET,
+
+	/*
+	 * Link statistics (kmod/genl_stats.c), counted by the engine since
+	 * the last reset: STATS_BYTES, STATS_SEGMENTS, STATS_BUSY_PS (sum
+	 * of serialisation times) and STATS_MAX_QUEUED_PS (the longest any
+	 * one segment waited at the link, departure - ready). They outlive
+	 * the engine (folded into the fabric when the last context
+	 * detaches) and start again from zero when a new configuration is
+	 * committed.
+	 * STATS_GET: LINK_ID, or dump (one message per link of the committed
+	 * configuration); each carries FABRIC_GENERATION, LINK_ID, the
+	 * STATS_* values and STATS_INCOMPLETE.
+	 * STATS_RESET (CAP_NET_ADMIN): zero every link's counters.
+	 */
+	ICFAB_CMD_STATS_GET,
+	ICFAB_CMD_STATS_RESET,
+
 	__ICFAB_CMD_MAX,
 };
 #define ICFAB_CMD_MAX		(__ICFAB_CMD_MAX - 1)
@@ -122,6 +166,33 @@ enum icfab_attr {
 
 	ICFAB_A_FABRIC_MEM_BYTES,	/* u64: memory the committed tables take */
 
+	ICFAB_A_CIRCUIT_ID,		/* u32 */
+	ICFAB_A_CIRCUIT_COLOR,		/* u32: 0..colors-1 of every router */
+	ICFAB_A_CIRCUIT_OWNER_PID,	/* u32: requester's pid, 0: none */
+	ICFAB_A_CIRCUIT_OWNER_UID,	/* u32: requester's uid */
+	ICFAB_A_CIRCUIT_SRC,		/* u32: endpoint node id */
+	ICFAB_A_CIRCUIT_DSTS,		/* binary: __u32 endpoint node ids,
+					 * 1..ICFAB_CIRCUIT_MAX_DSTS, distinct */
+	ICFAB_A_CIRCUIT_ROUTERS,	/* binary: __u32 router node ids crossed,
+					 * 1..ICFAB_CIRCUIT_MAX_ROUTERS, distinct */
+	ICFAB_A_COLOR_USED,		/* u32: colors in use at a router */
+	ICFAB_A_COLOR_MASK,		/* u64: bit c set: color c in use */
+
+	ICFAB_A_STATS_BYTES,		/* u64: bytes carried */
+	ICFAB_A_STATS_SEGMENTS,		/* u64: segments carried */
+	ICFAB_A_STATS_BUSY_PS,		/* u64: ps serialising */
+	ICFAB_A_STATS_MAX_QUEUED_PS,	/* u64: ps, longest wait of a segment */
+	ICFAB_A_STATS_INCOMPLETE,	/* u8: 1 when, out of memory, some
+					 * traffic went uncounted */
+	/*
+	 * FABRIC_GET: who holds the engine back (virtual time): the process
+	 * (tgid) whose context's clock is the safe time, and that clock; 0
+	 * and 0 when no context does. The icfab_engine_held tracepoint
+	 * fires each time the engine stops there with work pending.
+	 */
+	ICFAB_A_FABRIC_HELD_PID,	/* u32 */
+	ICFAB_A_FABRIC_HELD_PS,		/* u64: ps */
+
 	__ICFAB_A_MAX,
 };
 #define ICFAB_A_MAX		(__ICFAB_A_MAX - 1)
@@ -138,6 +209,8 @@ enum icfab_err_obj {
 	ICFAB_ERR_OBJ_NODE,		/* id: the node */
 	ICFAB_ERR_OBJ_LINK,		/* id: the link */
 	ICFAB_ERR_OBJ_ROUTE,		/* id: the node, id2: the destination */
+	ICFAB_ERR_OBJ_ROUTER_COLOR,	/* id: the router, id2: the color */
+	ICFAB_ERR_OBJ_CIRCUIT,		/* id: the circuit, id2: the node */
 };
 
 struct icfab_err_cookie {
@@ -147,6 +220,10 @@ struct icfab_err_cookie {
 	__u32 reserved;
 };
 #define ICFAB_ROUTE_NONE	0xffff	/* no route to this destination */
+
+/* Sizes of one circuit, so that it fits one netlink message of a dump. */
+#define ICFAB_CIRCUIT_MAX_DSTS		256
+#define ICFAB_CIRCUIT_MAX_ROUTERS	512
 
 enum icfab_node_kind {
 	ICFAB_NODE_ENDPOINT,		/* accelerator or tile: a destination */

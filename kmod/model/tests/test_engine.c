@@ -169,7 +169,11 @@ struct harness {
 	int stop;			/* callback asks to stop */
 	/* trace totals */
 	ull trace_segs, trace_bytes;
-	int trace_bad;
+	int trace_bad, trace_submits, trace_submit_ok, trace_completes;
+	int trace_b1_ok;
+	struct xmit_sum {
+		ull segs, bytes, busy, max_q;
+	} xsum[8];		/* by link id */
 };
 
 static int on_complete(void *arg, icfab_u32 id,
@@ -821,35 +825,120 @@ static void test_cancel(void)
 	topo_free(t);
 }
 
-static void on_trace(void *arg, icfab_u32 xfer_id, icfab_u32 link,
-		     icfab_u64 bytes, icfab_u64 ready_ps, icfab_u64 depart_ps)
+static void on_trace_submit(void *arg, icfab_u32 xfer_id,
+			    const struct icfab_xfer_result *r)
 {
 	struct harness *h = arg;
 
 	(void)xfer_id;
-	(void)link;
-	h->trace_segs++;
-	h->trace_bytes += bytes;
-	if (depart_ps < ready_ps)
-		h->trace_bad++;
+	h->trace_submits++;
+	if (r->key == 1 && r->bytes == 2 * SEG && r->submit_ps == 0 &&
+	    r->src == 3 && r->dst == 1 && r->hops == 2 && !r->status)
+		h->trace_submit_ok++;
 }
+
+static void on_trace_xmit(void *arg, const struct icfab_engine_xmit *x)
+{
+	struct harness *h = arg;
+	struct xmit_sum *sum;
+
+	if (x->link >= 8 || x->depart_ps < x->ready_ps ||
+	    x->done_ps < x->depart_ps) {
+		h->trace_bad++;
+		return;
+	}
+	sum = &h->xsum[x->link];
+	sum->segs++;
+	sum->bytes += x->bytes;
+	sum->busy += x->done_ps - x->depart_ps;
+	if (x->depart_ps - x->ready_ps > sum->max_q)
+		sum->max_q = x->depart_ps - x->ready_ps;
+	h->trace_segs++;
+	h->trace_bytes += x->bytes;
+	/* The queue of test_queued, segment by segment: b1 waits 2s. */
+	if (x->key == 1 && x->seg == 1 && x->hop == 1 &&
+	    x->ready_ps == 2 * SER + LAT && x->depart_ps == 4 * SER + LAT &&
+	    x->done_ps == 5 * SER + LAT)
+		h->trace_b1_ok++;
+}
+
+static void on_trace_complete(void *arg, icfab_u32 xfer_id,
+			      const struct icfab_xfer_result *r)
+{
+	struct harness *h = arg;
+
+	(void)xfer_id;
+	/* Called before the completion callback, which counts too. */
+	if (r->key < h->nrecs && !h->recs[r->key].n)
+		h->trace_completes++;
+}
+
+static const struct icfab_engine_tracer test_tracer = {
+	.submit = on_trace_submit,
+	.xmit = on_trace_xmit,
+	.complete = on_trace_complete,
+};
 
 static void test_trace(void)
 {
 	struct icfab_mtopo *t = chain(4);
 	struct harness *h;
+	int same = 1;
 
 	topo_validate(t);
 	h = h_new(t, SEG, 4, 256, 2);
-	h->e.trace = on_trace;
-	h->e.trace_arg = h;
+	icfab_engine_set_tracer(&h->e, &test_tracer, h);
 	submit(h, 0, 3, 20 * SEG + 1, 0, 0);
 	submit(h, 1, 3, 10 * SEG, 0, 1);
 	run_all(h);
 	CHECK(h->trace_segs == 21 * 3 + 10 * 2 &&
 	      h->trace_bytes == (20 * SEG + 1) * 3 + 10 * SEG * 2 &&
 	      !h->trace_bad,
-	      "the trace callback sees every departure (%llu)", h->trace_segs);
+	      "the tracer sees every departure (%llu)", h->trace_segs);
+	for (unsigned int l = 0; l < t->links_cap; l++) {
+		const struct icfab_engine_link *ls = &h->s.links[l];
+		const struct xmit_sum *sum = &h->xsum[l];
+
+		if (ls->bytes != sum->bytes || ls->segments != sum->segs ||
+		    ls->busy_ps != sum->busy || ls->max_queued_ps != sum->max_q)
+			same = 0;
+	}
+	CHECK(same && h->s.links[4].bytes == 20 * SEG + 1 + 10 * SEG &&
+	      h->s.links[4].busy_ps == 30 * SER + 20,
+	      "link statistics are the sums of what the tracer saw");
+	CHECK(h->trace_submits == 2 && h->trace_completes == 2,
+	      "the tracer sees every submission and completion, once");
+	icfab_engine_reset_stats(&h->e);
+	memset(h->xsum, 0, sizeof(h->xsum));
+	memset(h->recs, 0, 2 * sizeof(*h->recs));
+	submit(h, 2, 3, SEG, h->e.now_ps + 1, 0);
+	run_all(h);
+	CHECK(h->s.links[4].bytes == SEG && h->s.links[4].segments == 1 &&
+	      h->s.links[4].busy_ps == SER && h->s.links[0].bytes == 0 &&
+	      h->s.links[2].busy_ps == 0 && h->s.links[2].max_queued_ps == 0 &&
+	      h->recs[0].n == 1 && !h->recs[0].r.status,
+	      "reset_stats zeroes the statistics and counting goes on");
+	icfab_engine_set_tracer(&h->e, NULL, NULL);
+	h->trace_segs = 0;
+	submit(h, 0, 3, SEG, h->e.now_ps + 1, 1);
+	run_all(h);
+	CHECK(h->trace_segs == 0 && h->recs[1].n == 1,
+	      "a cleared tracer sees nothing");
+	h_free(h);
+	topo_free(t);
+
+	/* The contended star of test_queued, seen by the tracer. */
+	t = star(3, 1);
+	topo_validate(t);
+	h = h_new(t, SEG, 4, 64, 2);
+	icfab_engine_set_tracer(&h->e, &test_tracer, h);
+	submit(h, 2, 1, 2 * SEG, 0, 0);
+	submit(h, 3, 1, 2 * SEG, 0, 1);
+	run_all(h);
+	CHECK(h->trace_b1_ok == 1 && h->trace_submit_ok == 1 &&
+	      h->xsum[ejl(1)].max_q == 2 * SER &&
+	      h->s.links[ejl(1)].max_queued_ps == 2 * SER,
+	      "a queued segment's ready, departure and done times are exact");
 	h_free(h);
 	topo_free(t);
 }

@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * icfab: color-routed circuits held by the fabric.
+ *
+ * A circuit holds one color at every router (a switch with a color
+ * table) it crosses. icfabd chooses the path and the color; the module
+ * stores the circuit and re-checks, under the fabric lock, that the color
+ * is free at every router, so two requesters can never be given the same
+ * color at one router, whatever the daemon believes. Every check runs
+ * before anything is marked: a refused circuit changes nothing.
+ *
+ * The color tables are one u64 per node id of the committed
+ * configuration (bit c set: color c is held there), allocated with the
+ * first circuit and rebuilt by every commit while circuits exist. A
+ * commit keeps the circuits when every one of their nodes is still what
+ * it was for them (source and destinations endpoints, routers switches
+ * with more colors than the circuit's color), and is refused otherwise:
+ * circuits are closed by their owners, never silently.
+ */
+#include <linux/bitops.h>
+#include <linux/err.h>
+#include <linux/mm.h>
+#include <linux/overflow.h>
+#include <linux/slab.h>
+#include <linux/xarray.h>
+
+#include "icfab.h"
+
+/* Circuit ids: the lowest free one, below this. */
+#define ICFAB_MAX_CIRCUITS	65536
+
+void icfab_circuits_init(struct icfab_fabric *fabric)
+{
+	xa_init_flags(&fabric->circuits, XA_FLAGS_ALLOC);
+	fabric->nr_circuits = 0;
+	fabric->colors_used = NULL;
+	fabric->colors_used_len = 0;
+}
+
+void icfab_circuits_exit(struct icfab_fabric *fabric)
+{
+	struct icfab_circuit *c;
+	unsigned long id;
+
+	xa_for_each(&fabric->circuits, id, c)
+		kfree(c);
+	xa_destroy(&fabric->circuits);
+	kvfree(fabric->colors_used);
+	fabric->colors_used = NULL;
+	fabric->colors_used_len = 0;
+	fabric->nr_circuits = 0;
+}
+
+struct icfab_circuit *icfab_circuit_alloc(u32 nr_dsts, u32 nr_routers)
+{
+	struct icfab_circuit *c;
+
+	c = kzalloc(struct_size(c, nodes, (size_t)nr_dsts + nr_routers),
+		    GFP_KERNEL);
+	if (!c)
+		return NULL;
+	c->nr_dsts = nr_dsts;
+	c->nr_routers = nr_routers;
+	return c;
+}
+
+static bool icfab_is_endpoint(struct icfab_topo *t, u32 id)
+{
+	struct icfab_mnode *n = icfab_topo_node(t, id);
+
+	return n && n->kind == ICFAB_MODEL_ENDPOINT;
+}
+
+static bool icfab_is_router(struct icfab_topo *t, u32 id)
+{
+	struct icfab_mnode *n = icfab_topo_node(t, id);
+
+	return n && n->kind == ICFAB_MODEL_SWITCH && n->colors > 0;
+}
+
+static void icfab_set_cookie(struct netlink_ext_ack *extack, u32 obj, u32 id,
+			     u32 id2)
+{
+	struct icfab_err_cookie c = { .obj = obj, .id = id, .id2 = id2 };
+
+	BUILD_BUG_ON(sizeof(c) > NETLINK_MAX_COOKIE_LEN);
+	memcpy(extack->cookie, &c, sizeof(c));
+	extack->cookie_len = sizeof(c);
+}
+
+/* Is any of @ids[0..n-1] given twice? Returns the index of the second. */
+static int icfab_find_duplicate(const u32 *ids, u32 n)
+{
+	u32 i, j;
+
+	for (i = 1; i < n; i++)
+		for (j = 0; j < i; j++)
+			if (ids[i] == ids[j])
+				return i;
+	return -1;
+}
+
+/* The committed configuration's color table, allocated on first use. */
+static int icfab_colors_table(struct icfab_fabric *fabric)
+{
+	u32 n = fabric->active->m.nr_nodes;
+
+	lockdep_assert_held(&fabric->lock);
+	if (fabric->colors_used)
+		return 0;
+	fabric->colors_used = kvcalloc(n ?: 1, sizeof(u64), GFP_KERNEL);
+	if (!fabric->colors_used)
+		return -ENOMEM;
+	fabric->colors_used_len = n;
+	return 0;
+}
+
+/*
+ * Check @c against the committed configuration and, if every check
+ * passes, give it an id, hold its color at its routers and store it.
+ * On failure nothing changed, the extack says why and the caller still
+ * owns @c.
+ */
+int __icfab_circuit_insert(struct icfab_fabric *fabric, struct icfab_circuit *c,
+			   struct netlink_ext_ack *extack)
+{
+	struct icfab_topo *t = fabric->active;
+	const u32 *dsts = c->nodes, *routers = c->nodes + c->nr_dsts;
+	u32 i, id;
+	int err, dup;
+
+	lockdep_assert_held(&fabric->lock);
+
+	if (!icfab_is_endpoint(t, c->src)) {
+		NL_SET_ERR_MSG(extack, "the source is not an endpoint of the committed configuration");
+		icfab_set_cookie(extack, ICFAB_ERR_OBJ_NODE, c->src, 0);
+		return -ENOENT;
+	}
+	for (i = 0; i < c->nr_dsts; i++) {
+		if (!icfab_is_endpoint(t, dsts[i])) {
+			NL_SET_ERR_MSG(extack, "a destination is not an endpoint of the committed configuration");
+			icfab_set_cookie(extack, ICFAB_ERR_OBJ_NODE, dsts[i], 0);
+			return -ENOENT;
+		}
+		if (dsts[i] == c->src) {
+			NL_SET_ERR_MSG(extack, "a destination is the source");
+			icfab_set_cookie(extack, ICFAB_ERR_OBJ_NODE, dsts[i], 0);
+			return -EINVAL;
+		}
+	}
+	dup = icfab_find_duplicate(dsts, c->nr_dsts);
+	if (dup >= 0) {
+		NL_SET_ERR_MSG(extack, "a destination is given twice");
+		icfab_set_cookie(extack, ICFAB_ERR_OBJ_NODE, dsts[dup], 0);
+		return -EINVAL;
+	}
+	dup = icfab_find_duplicate(routers, c->nr_routers);
+	if (dup >= 0) {
+		NL_SET_ERR_MSG(extack, "a router is given twice");
+		icfab_set_cookie(extack, ICFAB_ERR_OBJ_NODE, routers[dup], 0);
+		return -EINVAL;
+	}
+	for (i = 0; i < c->nr_routers; i++) {
+		struct icfab_mnode *n;
+
+		if (!icfab_is_router(t, routers[i])) {
+			NL_SET_ERR_MSG(extack, "a router is not a switch with a color table");
+			icfab_set_cookie(extack, ICFAB_ERR_OBJ_NODE, routers[i], 0);
+			return -EINVAL;
+		}
+		n = icfab_topo_node(t, routers[i]);
+		if (c->color >= n->colors) {
+			NL_SET_ERR_MSG(extack, "the color is beyond a router's color table");
+			icfab_set_cookie(extack, ICFAB_ERR_OBJ_ROUTER_COLOR,
+					 routers[i], c->color);
+			return -ERANGE;
+		}
+	}
+
+	err = icfab_colors_table(fabric);
+	if (err)
+		return err;
+	for (i = 0; i < c->nr_routers; i++) {
+		u32 r = routers[i];
+
+		if (fabric->colors_used[r] & BIT_ULL(c->color)) {
+			u32 total = icfab_topo_node(t, r)->colors;
+			u32 used = hweight64(fabric->colors_used[r]);
+
+#ifdef NL_SET_ERR_MSG_FMT
+			/* At most 80 bytes: the cookie and NODE_GET give the name. */
+			NL_SET_ERR_MSG_FMT(extack,
+					   "router %u: color %u is in use (%u/%u colors in use)",
+					   r, c->color, used, total);
+#else
+			(void)total;
+			(void)used;
+			NL_SET_ERR_MSG(extack, "the color is in use at a router (the cookie names it)");
+#endif
+			icfab_set_cookie(extack, ICFAB_ERR_OBJ_ROUTER_COLOR, r,
+					 c->color);
+			return -ENOSPC;
+		}
+	}
+
+	err = xa_alloc(&fabric->circuits, &id, c,
+		       XA_LIMIT(0, ICFAB_MAX_CIRCUITS - 1), GFP_KERNEL);
+	if (err) {
+		if (err == -EBUSY) {
+			NL_SET_ERR_MSG(extack, "too many circuits");
+			err = -ENOSPC;
+		}
+		return err;
+	}
+	c->id = id;
+	for (i = 0; i < c->nr_routers; i++)
+		fabric->colors_used[routers[i]] |= BIT_ULL(c->color);
+	fabric->nr_circuits++;
+	fabric->circuit_seq++;
+	return 0;
+}
+
+/* Take circuit @id out and release its color; the caller frees it. */
+struct icfab_circuit *__icfab_circuit_remove(struct icfab_fabric *fabric,
+					     u32 id)
+{
+	struct icfab_circuit *c;
+	u32 i;
+
+	lockdep_assert_held(&fabric->lock);
+
+	c = xa_erase(&fabric->circuits, id);
+	if (!c)
+		return NULL;
+	for (i = 0; i < c->nr_routers; i++) {
+		u32 r = c->nodes[c->nr_dsts + i];
+
+		if (r < fabric->colors_used_len)
+			fabric->colors_used[r] &= ~BIT_ULL(c->color);
+	}
+	fabric->nr_circuits--;
+	fabric->circuit_seq++;
+	return c;
+}
+
+/* Bit c set: color c is held at @node (0 for other nodes). */
+u64 __icfab_colors_used(struct icfab_fabric *fabric, u32 node)
+{
+	lockdep_assert_held(&fabric->lock);
+
+	return node < fabric->colors_used_len ? fabric->colors_used[node] : 0;
+}
+
+/* Does circuit @c still fit @t? Returns the first node that does not. */
+static int icfab_circuit_misfit(struct icfab_topo *t,
+				const struct icfab_circuit *c)
+{
+	u32 i;
+
+	if (!icfab_is_endpoint(t, c->src))
+		return c->src;
+	for (i = 0; i < c->nr_dsts; i++)
+		if (!icfab_is_endpoint(t, c->nodes[i]))
+			return c->nodes[i];
+	for (i = 0; i < c->nr_routers; i++) {
+		u32 r = c->nodes[c->nr_dsts + i];
+
+		if (!icfab_is_router(t, r) ||
+		    c->color >= icfab_topo_node(t, r)->colors)
+			return r;
+	}
+	return -1;
+}
+
+/*
+ * A commit is about to make @t the committed configuration: refuse it
+ * (-EBUSY) when a circuit does not fit it, otherwise rebuild the color
+ * tables for its node ids. Called after @t passed validation, right
+ * before it is swapped in; on failure nothing changed.
+ */
+int icfab_circuits_commit(struct icfab_fabric *fabric, struct icfab_topo *t,
+			  struct netlink_ext_ack *extack)
+{
+	struct icfab_circuit *c;
+	unsigned long id;
+	u64 *table;
+	u32 i;
+
+	lockdep_assert_held(&fabric->lock);
+
+	fabric->circuit_seq++;
+	if (!fabric->nr_circuits) {
+		kvfree(fabric->colors_used);
+		fabric->colors_used = NULL;
+		fabric->colors_used_len = 0;
+		return 0;
+	}
+	xa_for_each(&fabric->circuits, id, c) {
+		int bad = icfab_circuit_misfit(t, c);
+
+		if (bad >= 0) {
+#ifdef NL_SET_ERR_MSG_FMT
+			NL_SET_ERR_MSG_FMT(extack,
+					   "circuit %lu: node %d no longer fits it; close it first",
+					   id, bad);
+#else
+			NL_SET_ERR_MSG(extack, "a circuit uses a node that the configuration removes or changes; close the circuit first");
+#endif
+			icfab_set_cookie(extack, ICFAB_ERR_OBJ_CIRCUIT, id, bad);
+			return -EBUSY;
+		}
+	}
+
+	table = kvcalloc(t->m.nr_nodes ?: 1, sizeof(u64), GFP_KERNEL);
+	if (!table) {
+		NL_SET_ERR_MSG(extack, "no memory for the color tables");
+		return -ENOMEM;
+	}
+	xa_for_each(&fabric->circuits, id, c)
+		for (i = 0; i < c->nr_routers; i++)
+			table[c->nodes[c->nr_dsts + i]] |= BIT_ULL(c->color);
+	kvfree(fabric->colors_used);
+	fabric->colors_used = table;
+	fabric->colors_used_len = t->m.nr_nodes;
+	return 0;
+}
