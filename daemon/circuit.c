@@ -75,6 +75,7 @@ static void circuit_release(struct circuit *c)
 {
 	free(c->dsts);
 	free(c->links);
+	free(c->routers);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -318,32 +319,52 @@ static int tree_color(struct circuit_table *ct, uint32_t src, bool multicast,
 	return __builtin_ctzll(free_all);
 }
 
-static int slot_get(struct circuit_table *ct)
+/* Make slot @id exist (free or not). */
+static int slots_grow(struct circuit_table *ct, uint32_t id)
 {
 	struct circuit *s;
-	uint32_t i, cap;
+	uint32_t cap = ct->nr_slots ? ct->nr_slots : 64;
 
-	for (i = 0; i < ct->nr_slots; i++)
-		if (!ct->slots[i].dsts)
-			return i;
-	cap = ct->nr_slots ? 2 * ct->nr_slots : 64;
+	if (id < ct->nr_slots)
+		return 0;
+	while (cap <= id)
+		cap *= 2;
 	s = realloc(ct->slots, cap * sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	memset(s + ct->nr_slots, 0, (cap - ct->nr_slots) * sizeof(*s));
 	ct->slots = s;
 	ct->nr_slots = cap;
-	return i;
+	return 0;
 }
 
-static int open_tree(struct circuit_table *ct, uint32_t owner, uint32_t src,
-		     const uint32_t *leaves, uint32_t nr_leaves, bool multicast,
-		     struct topo_err *err)
+static int slot_get(struct circuit_table *ct)
 {
-	struct circuit *c;
-	int ret, color, id;
+	uint32_t i;
+	int ret;
+
+	for (i = 0; i < ct->nr_slots; i++)
+		if (!ct->slots[i].dsts)
+			return i;
+	ret = slots_grow(ct, i);
+	return ret ? ret : (int)i;
+}
+
+void circuit_plan_free(struct circuit_plan *p)
+{
+	free(p->links);
+	free(p->routers);
+	memset(p, 0, sizeof(*p));
+}
+
+int circuit_plan(struct circuit_table *ct, uint32_t src,
+		 const uint32_t *leaves, uint32_t nr_leaves, bool multicast,
+		 struct circuit_plan *p, struct topo_err *err)
+{
+	int ret, color;
 	uint32_t i;
 
+	memset(p, 0, sizeof(*p));
 	ret = check_request(ct, src, leaves, nr_leaves, multicast, err);
 	if (ret)
 		return ret;
@@ -354,39 +375,119 @@ static int open_tree(struct circuit_table *ct, uint32_t owner, uint32_t src,
 		ret = color;
 		goto out_reset;
 	}
-	id = slot_get(ct);
-	if (id < 0) {
-		ret = id;
-		goto out_reset;
-	}
-	c = &ct->slots[id];
-	c->dsts = malloc(nr_leaves * sizeof(*c->dsts));
-	c->links = malloc(ct->nr_tree * sizeof(*c->links));
-	if (!c->dsts || !c->links) {
-		circuit_release(c);
+	p->color = color;
+	p->links = malloc((ct->nr_tree + 1) * sizeof(*p->links));
+	p->routers = malloc((ct->nr_tree + 1) * sizeof(*p->routers));
+	if (!p->links || !p->routers) {
+		circuit_plan_free(p);
 		ret = -ENOMEM;
 		goto out_reset;
 	}
-	c->id = id;
-	c->owner = owner;
-	c->color = color;
-	c->src = src;
-	c->multicast = multicast;
-	c->nr_dsts = nr_leaves;
-	memcpy(c->dsts, leaves, nr_leaves * sizeof(*c->dsts));
-	c->nr_links = ct->nr_tree;
-	memcpy(c->links, ct->tree, ct->nr_tree * sizeof(*c->links));
-	for (i = 0; i < c->nr_links; i++) {
-		uint32_t v = ct->t->links[c->links[i]].dst_node;
+	p->nr_links = ct->nr_tree;
+	memcpy(p->links, ct->tree, ct->nr_tree * sizeof(*p->links));
+	for (i = 0; i < ct->nr_tree; i++) {
+		uint32_t v = ct->t->links[ct->tree[i]].dst_node;
 
 		if (circuit_is_router(ct->t, v))
-			ct->used[v] |= 1ULL << color;
+			p->routers[p->nr_routers++] = v;
 	}
-	ct->nr_open++;
-	ret = id;
 out_reset:
 	tree_reset(ct, leaves, nr_leaves);
 	return ret;
+}
+
+static void *dup_array(const uint32_t *a, uint32_t n)
+{
+	uint32_t *d = malloc((n + 1) * sizeof(*d));
+
+	if (d && n)
+		memcpy(d, a, n * sizeof(*d));
+	return d;
+}
+
+int circuit_adopt(struct circuit_table *ct, const struct circuit *c,
+		  struct topo_err *err)
+{
+	struct circuit *s;
+	uint32_t i;
+	int ret;
+
+	if (c->src >= ct->nr_nodes)
+		return topo_errf(err, NULL, "circuit %u: no source node %u",
+				 c->id, c->src);
+	if (!c->nr_dsts)
+		return topo_errf(err, NULL, "circuit %u: no destinations",
+				 c->id);
+	for (i = 0; i < c->nr_dsts; i++)
+		if (c->dsts[i] >= ct->nr_nodes)
+			return topo_errf(err, NULL,
+					 "circuit %u: no destination node %u",
+					 c->id, c->dsts[i]);
+	for (i = 0; i < c->nr_links; i++)
+		if (c->links[i] >= ct->t->nr_links)
+			return topo_errf(err, NULL, "circuit %u: no link %u",
+					 c->id, c->links[i]);
+	if (c->color >= CIRCUIT_MAX_COLORS)
+		return topo_errf(err, NULL, "circuit %u: color %u", c->id,
+				 c->color);
+	for (i = 0; i < c->nr_routers; i++) {
+		uint32_t r = c->routers[i];
+
+		if (!circuit_is_router(ct->t, r) ||
+		    c->color >= ct->t->nodes[r].colors)
+			return topo_errf(err, NULL,
+					 "circuit %u: node %u is not a router with color %u",
+					 c->id, r, c->color);
+	}
+	ret = slots_grow(ct, c->id);
+	if (ret)
+		return ret;
+	s = &ct->slots[c->id];
+	if (s->dsts) {
+		topo_errf(err, NULL, "circuit %u exists already", c->id);
+		return -EEXIST;
+	}
+	*s = *c;
+	s->multicast = c->nr_dsts > 1 || c->multicast;
+	s->dsts = dup_array(c->dsts, c->nr_dsts);
+	s->links = dup_array(c->links, c->nr_links);
+	s->routers = dup_array(c->routers, c->nr_routers);
+	if (!s->dsts || !s->links || !s->routers) {
+		circuit_release(s);
+		return -ENOMEM;
+	}
+	for (i = 0; i < s->nr_routers; i++)
+		ct->used[s->routers[i]] |= 1ULL << s->color;
+	ct->nr_open++;
+	return 0;
+}
+
+static int open_tree(struct circuit_table *ct, uint32_t owner, uint32_t src,
+		     const uint32_t *leaves, uint32_t nr_leaves, bool multicast,
+		     struct topo_err *err)
+{
+	struct circuit_plan p;
+	struct circuit c;
+	int ret, id;
+
+	ret = circuit_plan(ct, src, leaves, nr_leaves, multicast, &p, err);
+	if (ret)
+		return ret;
+	id = slot_get(ct);
+	if (id < 0) {
+		circuit_plan_free(&p);
+		return id;
+	}
+	c = (struct circuit){
+		.id = id, .owner = owner, .color = p.color, .src = src,
+		.multicast = multicast, .nr_dsts = nr_leaves,
+		.dsts = (uint32_t *)leaves, .nr_links = p.nr_links,
+		.links = p.links, .nr_routers = p.nr_routers,
+		.routers = p.routers,
+	};
+	ret = circuit_adopt(ct, &c, err);
+	circuit_plan_free(&p);
+	return ret ? ret : id;
 }
 
 int circuit_open(struct circuit_table *ct, uint32_t owner, uint32_t src,
@@ -406,12 +507,9 @@ static void circuit_unmark(struct circuit_table *ct, struct circuit *c)
 {
 	uint32_t i;
 
-	for (i = 0; i < c->nr_links; i++) {
-		uint32_t v = ct->t->links[c->links[i]].dst_node;
-
-		if (v < ct->nr_nodes)
-			ct->used[v] &= ~(1ULL << c->color);
-	}
+	for (i = 0; i < c->nr_routers; i++)
+		if (c->routers[i] < ct->nr_nodes)
+			ct->used[c->routers[i]] &= ~(1ULL << c->color);
 	circuit_release(c);
 	ct->nr_open--;
 }

@@ -56,6 +56,7 @@
 struct circuit {
 	uint32_t id;
 	uint32_t owner;			/* requester, e.g. a client's pid */
+	uint32_t owner_uid;		/* the requester's uid (icfabd) */
 	uint32_t color;			/* held at every router of links[] */
 	uint32_t src;			/* endpoint node id */
 	bool multicast;			/* opened by circuit_open_multicast() */
@@ -65,7 +66,24 @@ struct circuit {
 	uint32_t *links;		/* link ids, each once; a link's source
 					 * node is reached by an earlier link
 					 * (or is src), so the list is a
-					 * top-down walk of the path or tree */
+					 * top-down walk of the path or tree;
+					 * 0 links for a circuit adopted from
+					 * the module, which keeps routers only */
+	uint32_t nr_routers;
+	uint32_t *routers;		/* router node ids holding color */
+};
+
+/*
+ * What circuit_plan() computes for a request, without marking anything:
+ * the color and where it is held. icfabd installs a plan in the module,
+ * which gives the id, then records it with circuit_adopt().
+ */
+struct circuit_plan {
+	uint32_t color;
+	uint32_t nr_links;
+	uint32_t *links;		/* as in struct circuit */
+	uint32_t nr_routers;
+	uint32_t *routers;		/* in tree order */
 };
 
 struct circuit_table;
@@ -93,6 +111,26 @@ int circuit_open(struct circuit_table *ct, uint32_t owner, uint32_t src,
 int circuit_open_multicast(struct circuit_table *ct, uint32_t owner,
 			   uint32_t src, const uint32_t *leaves,
 			   uint32_t nr_leaves, struct topo_err *err);
+
+/*
+ * Compute a request as circuit_open()/_multicast() would (same errors),
+ * but change nothing: the plan's arrays are the caller's, freed with
+ * circuit_plan_free().
+ */
+int circuit_plan(struct circuit_table *ct, uint32_t src,
+		 const uint32_t *leaves, uint32_t nr_leaves, bool multicast,
+		 struct circuit_plan *p, struct topo_err *err);
+void circuit_plan_free(struct circuit_plan *p);
+
+/*
+ * Record a circuit the module holds, under the module's id: c->dsts,
+ * c->links and c->routers are copied; c->multicast is nr_dsts > 1.
+ * The colors are marked without a check (the module made it), except
+ * that the id must be free (-EEXIST) and every node must exist and every
+ * router have the color (-EINVAL), with err->msg set.
+ */
+int circuit_adopt(struct circuit_table *ct, const struct circuit *c,
+		  struct topo_err *err);
 
 /* Free one circuit: 0, or -ENOENT (with err->msg) when there is no such id. */
 int circuit_close(struct circuit_table *ct, uint32_t id, struct topo_err *err);

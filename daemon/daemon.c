@@ -43,6 +43,7 @@ struct daemon {
 	struct icfab_nl ev;		/* subscribed to "events" */
 	uint64_t ntf_gen;		/* highest generation notified */
 	bool ntf_seen;
+	struct svc *svc;		/* the socket; its circuits use model */
 };
 
 static const char *config_name(const struct daemon_opts *o)
@@ -52,9 +53,14 @@ static const char *config_name(const struct daemon_opts *o)
 
 static void set_model(struct daemon *d, struct topo *t)
 {
-	if (d->model != t)
-		topo_free(d->model);
+	struct topo *old = d->model;
+
 	d->model = t;
+	/* The circuit cache moves to the new model before the old goes. */
+	if (d->svc && old != t)
+		svc_set_model(d->svc, t);
+	if (old != t)
+		topo_free(old);
 }
 
 static void diff_summary(const struct fabric_diff *df, char *buf, size_t len)
@@ -282,19 +288,34 @@ static int reload(struct daemon *d)
 
 static int event_loop(struct daemon *d, int sfd)
 {
-	struct pollfd pfd[2] = {
-		{ .fd = sfd, .events = POLLIN },
-		{ .fd = icfab_nl_fd(&d->ev), .events = POLLIN },
-	};
+	struct pollfd *pfd = NULL;
 	struct signalfd_siginfo si;
+	unsigned int n;
 	int ret;
 
 	for (;;) {
-		if (poll(pfd, 2, -1) < 0) {
+		struct pollfd *np;
+
+		/* The socket's clients and owners come and go. */
+		n = 2 + svc_nfds(d->svc);
+		np = realloc(pfd, n * sizeof(*pfd));
+		if (!np) {
+			free(pfd);
+			log_err("poll: %s", strerror(ENOMEM));
+			return -ENOMEM;
+		}
+		pfd = np;
+		pfd[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+		pfd[1] = (struct pollfd){ .fd = icfab_nl_fd(&d->ev),
+					  .events = POLLIN };
+		svc_pollfds(d->svc, pfd + 2);
+		if (poll(pfd, n, -1) < 0) {
 			if (errno == EINTR)
 				continue;
+			ret = -errno;
 			log_err("poll: %s", strerror(errno));
-			return -errno;
+			free(pfd);
+			return ret;
 		}
 		if (pfd[0].revents & POLLIN) {
 			if (read(sfd, &si, sizeof(si)) != sizeof(si))
@@ -306,6 +327,7 @@ static int event_loop(struct daemon *d, int sfd)
 			log_notice("%s: exiting; the module keeps generation %llu",
 				   strsignal(si.ssi_signo),
 				   (unsigned long long)d->generation);
+			free(pfd);
 			return 0;
 		}
 		if (pfd[1].revents & POLLIN) {
@@ -323,6 +345,8 @@ static int event_loop(struct daemon *d, int sfd)
 				follow_commit(d);
 			}
 		}
+		/* follow_commit() may have changed the model, not the fds. */
+		svc_events(d->svc, pfd + 2);
 	}
 }
 
@@ -407,6 +431,24 @@ int daemon_run(const struct daemon_opts *o)
 	if (ret)
 		goto out_close;
 
+	{
+		struct svc_opts so = {
+			.path = o->socket_path ? o->socket_path :
+				ICFABD_SOCKET_DEFAULT,
+			.fabric_id = o->fabric_id,
+			.has_admin_gid = o->has_admin_gid,
+			.admin_gid = o->admin_gid,
+		};
+
+		ret = svc_open(&so, d.model, &d.svc);
+		if (ret) {
+			log_err("socket %s: not serving: %s", so.path,
+				strerror(-ret));
+			goto out_close;
+		}
+		log_notice("serving %s", so.path);
+	}
+
 	notify_systemd("READY=1");
 	log_notice("ready: %s, generation %llu, %u nodes, %u links",
 		   config_name(o), (unsigned long long)d.generation,
@@ -415,6 +457,7 @@ int daemon_run(const struct daemon_opts *o)
 	notify_systemd("STOPPING=1");
 
 out_close:
+	svc_close(d.svc);
 	icfab_nl_close(&d.ev);
 	close(sfd);
 	topo_free(d.model);

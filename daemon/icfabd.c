@@ -23,6 +23,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,8 @@ struct icfabd_opts {
 	bool verbose;			/* phase timings on stderr */
 	bool foreground;		/* daemon: log to stderr */
 	bool fork;			/* daemon: --daemon */
+	const char *socket;		/* daemon: --socket PATH */
+	const char *admin_group;	/* daemon: --admin-group GROUP */
 };
 
 static void usage(FILE *f)
@@ -85,6 +88,10 @@ static void usage(FILE *f)
 	      "  -C, --config FILE   daemon: the topology to run\n"
 	      "  -f, --foreground    daemon: log to stderr, not syslog\n"
 	      "  -b, --daemon        daemon: fork into the background (not for systemd)\n"
+	      "  -S, --socket PATH   daemon: the requests' Unix socket (default\n"
+	      "                      " ICFABD_SOCKET_DEFAULT "; see docs/SOCKET.md)\n"
+	      "  -G, --admin-group G daemon: members of group G (name or gid) may make\n"
+	      "                      privileged requests, as root may\n"
 	      "  -F, --fabric N      /dev/icfabN (default 0)\n"
 	      "  -d, --dump          print the expanded topology (nodes, links)\n"
 	      "  -p, --preset NAME   a built-in topology instead of FILE\n"
@@ -515,12 +522,14 @@ static int parse_args(int argc, char **argv, struct icfabd_opts *o)
 		{ "daemon", no_argument, NULL, 'b' },
 		{ "fabric", required_argument, NULL, 'F' },
 		{ "status", no_argument, NULL, 's' },
+		{ "socket", required_argument, NULL, 'S' },
+		{ "admin-group", required_argument, NULL, 'G' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *why;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "cdp:rjylvhaDL:C:fbF:s", longopts,
+	while ((c = getopt_long(argc, argv, "cdp:rjylvhaDL:C:fbF:sS:G:", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 'a':
@@ -545,6 +554,12 @@ static int parse_args(int argc, char **argv, struct icfabd_opts *o)
 			break;
 		case 'f':
 			o->foreground = true;
+			break;
+		case 'S':
+			o->socket = optarg;
+			break;
+		case 'G':
+			o->admin_group = optarg;
 			break;
 		case 'b':
 			o->fork = true;
@@ -611,8 +626,9 @@ static int validate_args(const struct icfabd_opts *o)
 		why = "the daemon takes its topology with --config FILE";
 	else if (daemon && o->config && o->preset)
 		why = "give one of --config FILE or --preset NAME";
-	else if (!daemon && (o->config || o->foreground || o->fork))
-		why = "--config, --foreground and --daemon are for the daemon (no mode)";
+	else if (!daemon && (o->config || o->foreground || o->fork ||
+			     o->socket || o->admin_group))
+		why = "--config, --foreground, --daemon, --socket and --admin-group are for the daemon (no mode)";
 	else if (o->foreground && o->fork)
 		why = "--foreground and --daemon exclude each other";
 	else if (o->mode == MODE_LINK_STATE && (!o->file || o->preset))
@@ -647,7 +663,24 @@ int main(int argc, char **argv)
 			.file = o.config, .preset = o.preset,
 			.fabric_id = o.fabric_id, .foreground = o.foreground,
 			.fork = o.fork, .verbose = o.verbose,
+			.socket_path = o.socket,
 		};
+
+		if (o.admin_group) {
+			struct group *g = getgrnam(o.admin_group);
+			uint32_t gid;
+			const char *why;
+
+			if (g)
+				gid = g->gr_gid;
+			else if (topo_parse_u32(o.admin_group, &gid, &why)) {
+				fprintf(stderr, "icfabd: --admin-group %s: no such group\n",
+					o.admin_group);
+				return EXIT_USAGE;
+			}
+			d.has_admin_gid = true;
+			d.admin_gid = gid;
+		}
 
 		return daemon_run(&d);
 	}

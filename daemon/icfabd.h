@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <syslog.h>
 
+#include "proto.h"
 #include "topo.h"
 
 struct nl_sock;
@@ -170,9 +171,41 @@ struct daemon_opts {
 	bool foreground;		/* log to stderr */
 	bool fork;			/* --daemon: detach */
 	bool verbose;
+	const char *socket_path;	/* --socket PATH */
+	bool has_admin_gid;		/* --admin-group was given */
+	uint32_t admin_gid;
 };
 
 int daemon_run(const struct daemon_opts *o);
+
+/* ---- service.c: the Unix socket (docs/SOCKET.md) ---- */
+
+#define ICFABD_SOCKET_DEFAULT	ICFABD_SOCKET_PATH
+
+struct svc_opts {
+	const char *path;
+	uint32_t fabric_id;
+	bool has_admin_gid;
+	uint32_t admin_gid;
+};
+
+struct svc;
+struct pollfd;
+
+/*
+ * Read the module's circuits, free those whose owner is gone, and
+ * listen on o->path. @model must outlive the service or be replaced
+ * with svc_set_model() before it is freed.
+ */
+int svc_open(const struct svc_opts *o, const struct topo *model,
+	     struct svc **sp);
+void svc_close(struct svc *s);
+void svc_set_model(struct svc *s, const struct topo *model);
+/* The service's file descriptors for poll(): svc_nfds() of them. */
+unsigned int svc_nfds(const struct svc *s);
+void svc_pollfds(const struct svc *s, struct pollfd *pfd);
+/* Handle what poll() reported on the svc_pollfds() array. */
+void svc_events(struct svc *s, const struct pollfd *pfd);
 
 /* icfabd.c: load, check against @lim, route, check the tables. */
 int load_topology(const char *file, const char *preset,

@@ -368,8 +368,14 @@ const char *icfab_nl_strerror(const struct icfab_nl *nl, int err,
 			 strerror(EPERM));
 		return buf;
 	}
-	if (nl->has_cookie && nl->err_cookie.obj > ICFAB_ERR_OBJ_NONE &&
-	    nl->err_cookie.obj <= ICFAB_ERR_OBJ_ROUTE) {
+	if (nl->has_cookie && nl->err_cookie.obj == ICFAB_ERR_OBJ_ROUTER_COLOR)
+		snprintf(where, sizeof(where), " (router %u, color %u)",
+			 nl->err_cookie.id, nl->err_cookie.id2);
+	else if (nl->has_cookie && nl->err_cookie.obj == ICFAB_ERR_OBJ_CIRCUIT)
+		snprintf(where, sizeof(where), " (circuit %u, node %u)",
+			 nl->err_cookie.id, nl->err_cookie.id2);
+	else if (nl->has_cookie && nl->err_cookie.obj > ICFAB_ERR_OBJ_NONE &&
+		 nl->err_cookie.obj <= ICFAB_ERR_OBJ_ROUTE) {
 		if (nl->err_cookie.obj == ICFAB_ERR_OBJ_ROUTE)
 			snprintf(where, sizeof(where), " (%s %u to %u)",
 				 objs[nl->err_cookie.obj], nl->err_cookie.id,

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * icfabd's socket protocol without I/O: request parsing, permissions,
+ * error names and reply parsing (shared with icfabctl).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto.h"
+
+static const struct {
+	const char *verb;
+	enum proto_kind kind;
+	uint32_t min_args, max_args;
+	const char *synopsis;
+} verbs[] = {
+	{ "circuit-open", PROTO_CIRCUIT_OPEN, 2, ICFAB_CIRCUIT_MAX_DSTS + 1,
+	  "circuit-open SRC DST [DST...]" },
+	{ "circuit-pin", PROTO_CIRCUIT_PIN, 2, ICFAB_CIRCUIT_MAX_DSTS + 1,
+	  "circuit-pin SRC DST [DST...]" },
+	{ "circuit-close", PROTO_CIRCUIT_CLOSE, 1, 1, "circuit-close ID" },
+	{ "circuit-list", PROTO_CIRCUIT_LIST, 0, 0, "circuit-list" },
+	{ "colors", PROTO_COLORS, 0, 0, "colors" },
+};
+
+#define ARRAY_LEN(a)	(sizeof(a) / sizeof((a)[0]))
+
+bool proto_parse_u32(const char *s, uint32_t *out)
+{
+	unsigned long v;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v > UINT32_MAX)
+		return false;
+	*out = v;
+	return true;
+}
+
+int proto_parse(char *line, struct proto_request *r, char *why, size_t len)
+{
+	char *words[PROTO_MAX_WORDS + 1];
+	uint32_t n = 0, i;
+	char *save, *w;
+
+	memset(r, 0, sizeof(*r));
+	for (w = strtok_r(line, " \t", &save); w;
+	     w = strtok_r(NULL, " \t", &save)) {
+		if (n == PROTO_MAX_WORDS + 1) {
+			snprintf(why, len, "%s: more than %u words", words[0],
+				 PROTO_MAX_WORDS);
+			return -E2BIG;
+		}
+		words[n++] = w;
+	}
+	if (!n) {
+		snprintf(why, len, "empty request");
+		return -EINVAL;
+	}
+	for (i = 0; i < ARRAY_LEN(verbs); i++)
+		if (!strcmp(words[0], verbs[i].verb))
+			break;
+	if (i == ARRAY_LEN(verbs)) {
+		snprintf(why, len, "unknown request '%.64s'", words[0]);
+		return -EBADMSG;
+	}
+	r->kind = verbs[i].kind;
+	r->verb = verbs[i].verb;
+	r->nr_args = n - 1;
+	if (r->nr_args < verbs[i].min_args || r->nr_args > verbs[i].max_args) {
+		snprintf(why, len, "%s: %u arguments; usage: %s", r->verb,
+			 r->nr_args, verbs[i].synopsis);
+		return r->nr_args > verbs[i].max_args ? -E2BIG : -EINVAL;
+	}
+	memcpy(r->args, words + 1, r->nr_args * sizeof(*r->args));
+	if (r->kind == PROTO_CIRCUIT_CLOSE && !proto_parse_u32(r->args[0], &r->id)) {
+		snprintf(why, len, "%s: '%.64s' is not a circuit id", r->verb,
+			 r->args[0]);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+enum proto_perm proto_needs(enum proto_kind kind)
+{
+	switch (kind) {
+	case PROTO_CIRCUIT_PIN:
+		return PROTO_PERM_ADMIN;
+	case PROTO_CIRCUIT_OPEN:
+	case PROTO_CIRCUIT_CLOSE:	/* someone else's: ADMIN, checked later */
+	case PROTO_CIRCUIT_LIST:
+	case PROTO_COLORS:
+	default:
+		return PROTO_PERM_USER;
+	}
+}
+
+static bool in_groups(const struct proto_peer *p, uint32_t gid)
+{
+	uint32_t i;
+
+	if (p->gid == gid)
+		return true;
+	for (i = 0; i < p->nr_groups; i++)
+		if (p->groups[i] == gid)
+			return true;
+	return false;
+}
+
+enum proto_perm proto_peer_perm(const struct proto_peer *p,
+				const struct proto_dev *dev,
+				bool has_admin_gid, uint32_t admin_gid)
+{
+	uint32_t rw;
+
+	if (p->uid == 0 || (has_admin_gid && in_groups(p, admin_gid)))
+		return PROTO_PERM_ADMIN;
+	/* As the kernel checks: the first class that matches decides. */
+	if (p->uid == dev->uid)
+		rw = (dev->mode >> 6) & 06;
+	else if (in_groups(p, dev->gid))
+		rw = (dev->mode >> 3) & 06;
+	else
+		rw = dev->mode & 06;
+	return rw == 06 ? PROTO_PERM_USER : PROTO_PERM_NONE;
+}
+
+const char *proto_perm_name(enum proto_perm perm)
+{
+	switch (perm) {
+	case PROTO_PERM_ADMIN:
+		return "admin";
+	case PROTO_PERM_USER:
+		return "user";
+	default:
+		return "none";
+	}
+}
+
+static const struct {
+	int err;
+	const char *name;
+} errnames[] = {
+	{ EPERM, "EPERM" }, { ENOENT, "ENOENT" }, { ESRCH, "ESRCH" },
+	{ EIO, "EIO" }, { E2BIG, "E2BIG" }, { ENOMEM, "ENOMEM" },
+	{ EACCES, "EACCES" }, { EBUSY, "EBUSY" }, { EEXIST, "EEXIST" },
+	{ ENODEV, "ENODEV" }, { EINVAL, "EINVAL" }, { ENOSPC, "ENOSPC" },
+	{ ERANGE, "ERANGE" }, { ELOOP, "ELOOP" }, { EBADMSG, "EBADMSG" },
+	{ EPROTO, "EPROTO" }, { EOPNOTSUPP, "EOPNOTSUPP" },
+	{ ENETDOWN, "ENETDOWN" }, { EHOSTUNREACH, "EHOSTUNREACH" },
+	{ ESTALE, "ESTALE" }, { EINTR, "EINTR" }, { EAGAIN, "EAGAIN" },
+	{ EMSGSIZE, "EMSGSIZE" },
+};
+
+const char *proto_errname(int err)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_LEN(errnames); i++)
+		if (errnames[i].err == err)
+			return errnames[i].name;
+	return "E?";
+}
+
+int proto_errno(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_LEN(errnames); i++)
+		if (!strcmp(errnames[i].name, name))
+			return errnames[i].err;
+	return 0;
+}
+
+int proto_reply(char *line, char **rest)
+{
+	char *sp;
+	int e;
+
+	if (!strcmp(line, "ok") || !strncmp(line, "ok ", 3)) {
+		*rest = line + (line[2] ? 3 : 2);
+		return 0;
+	}
+	if (strncmp(line, "err ", 4))
+		return -EPROTO;
+	sp = strchr(line + 4, ' ');
+	if (sp)
+		*sp = '\0';
+	e = proto_errno(line + 4);
+	*rest = sp ? sp + 1 : line + strlen(line);
+	return e ? -e : -EPROTO;
+}
+
+bool proto_value(const char *line, const char *key, char *buf, size_t len)
+{
+	size_t klen = strlen(key);
+	const char *p = line;
+
+	while ((p = strstr(p, key))) {
+		if ((p == line || p[-1] == ' ') && p[klen] == '=') {
+			size_t n = strcspn(p + klen + 1, " ");
+
+			if (n >= len)
+				return false;
+			memcpy(buf, p + klen + 1, n);
+			buf[n] = '\0';
+			return true;
+		}
+		p += klen;
+	}
+	return false;
+}

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * icfabd's Unix socket protocol, version 1 (docs/SOCKET.md): the parts
+ * without I/O, so that host tests can check them.
+ *
+ * A connection starts with the server's line "icfabd 1". Then each
+ * request is one line of words; each reply starts with "ok ..." or
+ * "err ENAME message". Replies of list requests carry count=N and then
+ * N more lines.
+ */
+#ifndef ICFABD_PROTO_H
+#define ICFABD_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/icfab_genl.h>
+
+#define PROTO_VERSION		1
+#define ICFABD_SOCKET_PATH	"/run/icfabd.sock"	/* the default */
+#define PROTO_LINE_MAX		4096	/* bytes of a request, with the '\n' */
+#define PROTO_MAX_WORDS		(ICFAB_CIRCUIT_MAX_DSTS + 2)
+
+enum proto_kind {
+	PROTO_CIRCUIT_OPEN,		/* circuit-open SRC DST [DST...] */
+	PROTO_CIRCUIT_PIN,		/* circuit-pin SRC DST [DST...]: no owner */
+	PROTO_CIRCUIT_CLOSE,		/* circuit-close ID */
+	PROTO_CIRCUIT_LIST,		/* circuit-list */
+	PROTO_COLORS,			/* colors */
+};
+
+/* What a peer may do; each level includes the ones below. */
+enum proto_perm {
+	PROTO_PERM_NONE,		/* may connect, and is told no */
+	PROTO_PERM_USER,		/* may open /dev/icfabN: circuits */
+	PROTO_PERM_ADMIN,		/* root or --admin-group: everything */
+};
+
+struct proto_request {
+	enum proto_kind kind;
+	const char *verb;
+	uint32_t nr_args;
+	char *args[PROTO_MAX_WORDS];	/* point into the parsed line */
+	uint32_t id;			/* circuit-close */
+};
+
+/*
+ * Parse one request line (without its '\n'; words are cut in place).
+ * Returns 0, or -errno with why set: -EBADMSG for an unknown verb,
+ * -EINVAL for wrong arguments, -E2BIG for too many.
+ */
+int proto_parse(char *line, struct proto_request *r, char *why, size_t len);
+
+/* The level a request needs. */
+enum proto_perm proto_needs(enum proto_kind kind);
+
+/* Who is asking (SO_PEERCRED, SO_PEERGROUPS). */
+struct proto_peer {
+	uint32_t pid, uid, gid;
+	uint32_t nr_groups;
+	const uint32_t *groups;		/* supplementary groups */
+};
+
+/* The device file's owner and mode, from stat(2). */
+struct proto_dev {
+	uint32_t uid, gid, mode;
+};
+
+/*
+ * What @p may do: ADMIN for uid 0 or a member of @admin_gid (when
+ * @has_admin_gid); USER when @dev's mode lets @p open it read-write, as
+ * the kernel's permission check would (owner, group, other); NONE else.
+ */
+enum proto_perm proto_peer_perm(const struct proto_peer *p,
+				const struct proto_dev *dev,
+				bool has_admin_gid, uint32_t admin_gid);
+const char *proto_perm_name(enum proto_perm perm);
+
+/* Strict decimal u32. */
+bool proto_parse_u32(const char *s, uint32_t *out);
+
+/* "ENOSPC" for ENOSPC (positive); "E?" for one not in the table. */
+const char *proto_errname(int err);
+/* The errno of a name, or 0. */
+int proto_errno(const char *name);
+
+/*
+ * A reply's first line: "ok ..." gives 0 and the rest in *rest; "err
+ * ENAME message" gives -errno and the message in *rest; -EPROTO for
+ * anything else.
+ */
+int proto_reply(char *line, char **rest);
+
+/* Find "key=" in a reply line; its value, cut at the next space. */
+bool proto_value(const char *line, const char *key, char *buf, size_t len);
+
+#endif /* ICFABD_PROTO_H */

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * icfabd's socket protocol (proto.c) and the allocator glue the service
+ * uses: plan a request, let "the module" choose the id, adopt it; a
+ * restarted daemon adopts the module's circuits and gets the same
+ * colors back; bad input changes nothing.
+ */
+#include <errno.h>
+
+#include "circuit.h"
+#include "proto.h"
+#include "tap.h"
+
+static void test_parse(void)
+{
+	struct proto_request r;
+	char why[256], line[8192];
+	int ret, i, off;
+
+	strcpy(line, "circuit-open pe0_0 pe1_0");
+	ret = proto_parse(line, &r, why, sizeof(why));
+	ok(!ret && r.kind == PROTO_CIRCUIT_OPEN && r.nr_args == 2 &&
+	   !strcmp(r.args[0], "pe0_0") && !strcmp(r.args[1], "pe1_0"),
+	   "circuit-open SRC DST parses");
+
+	strcpy(line, "  circuit-open\tpe0_0  pe1_0 pe2_0  ");
+	ret = proto_parse(line, &r, why, sizeof(why));
+	ok(!ret && r.nr_args == 3 && !strcmp(r.args[2], "pe2_0"),
+	   "tabs and runs of spaces separate words; a tree has 3 args");
+
+	strcpy(line, "circuit-open pe0_0");
+	ret = proto_parse(line, &r, why, sizeof(why));
+	ok(ret == -EINVAL && strstr(why, "usage: circuit-open SRC DST"),
+	   "circuit-open without a destination: -EINVAL '%s'", why);
+
+	strcpy(line, "circuit-close 12");
+	ret = proto_parse(line, &r, why, sizeof(why));
+	ok(!ret && r.kind == PROTO_CIRCUIT_CLOSE && r.id == 12,
+	   "circuit-close 12");
+	strcpy(line, "circuit-close 12x");
+	ret = proto_parse(line, &r, why, sizeof(why));
+	ok(ret == -EINVAL && strstr(why, "'12x' is not a circuit id"),
+	   "circuit-close 12x: '%s'", why);
+	strcpy(line, "circuit-close -1");
+	ok(proto_parse(line, &r, why, sizeof(why)) == -EINVAL,
+	   "circuit-close -1 is refused");
+	strcpy(line, "circuit-close 4294967296");
+	ok(proto_parse(line, &r, why, sizeof(why)) == -EINVAL,
+	   "circuit-close 2^32 is refused");
+	strcpy(line, "circuit-list extra");
+	ok(proto_parse(line, &r, why, sizeof(why)) == -E2BIG,
+	   "circuit-list takes no argument");
+
+	strcpy(line, "reconfigure-ocs now");
+	ret = proto_parse(line, &r, why, sizeof(why));
+	ok(ret == -EBADMSG && strstr(why, "unknown request 'reconfigure-ocs'"),
+	   "unknown verb: -EBADMSG '%s'", why);
+	strcpy(line, "   ");
+	ok(proto_parse(line, &r, why, sizeof(why)) == -EINVAL,
+	   "an empty line is refused");
+
+	off = sprintf(line, "circuit-open s");
+	for (i = 0; i < ICFAB_CIRCUIT_MAX_DSTS + 1; i++)
+		off += sprintf(line + off, " d");
+	ret = proto_parse(line, &r, why, sizeof(why));
+	ok(ret == -E2BIG, "%d destinations: -E2BIG", ICFAB_CIRCUIT_MAX_DSTS + 1);
+	off = sprintf(line, "circuit-open s");
+	for (i = 0; i < ICFAB_CIRCUIT_MAX_DSTS; i++)
+		off += sprintf(line + off, " d");
+	ok(!proto_parse(line, &r, why, sizeof(why)) &&
+	   r.nr_args == ICFAB_CIRCUIT_MAX_DSTS + 1,
+	   "%d destinations parse", ICFAB_CIRCUIT_MAX_DSTS);
+
+	ok(proto_needs(PROTO_CIRCUIT_PIN) == PROTO_PERM_ADMIN &&
+	   proto_needs(PROTO_CIRCUIT_OPEN) == PROTO_PERM_USER &&
+	   proto_needs(PROTO_COLORS) == PROTO_PERM_USER,
+	   "pinning needs an administrator; open and colors a user");
+}
+
+static void test_perm(void)
+{
+	uint32_t groups[] = { 10, 44 };
+	struct proto_peer root = { .pid = 1, .uid = 0, .gid = 0 };
+	struct proto_peer user = { .pid = 2, .uid = 1000, .gid = 1000,
+				   .nr_groups = 2, .groups = groups };
+	struct proto_peer nobody = { .pid = 3, .uid = 65534, .gid = 65534 };
+	struct proto_dev dev666 = { 0, 0, 020666 }, dev660 = { 0, 44, 020660 };
+	struct proto_dev dev600 = { 0, 0, 020600 }, dev_own = { 1000, 0, 020066 };
+
+	ok(proto_peer_perm(&root, &dev600, false, 0) == PROTO_PERM_ADMIN,
+	   "root is an administrator");
+	ok(proto_peer_perm(&nobody, &dev666, false, 0) == PROTO_PERM_USER,
+	   "anyone may use circuits when the device is 0666");
+	ok(proto_peer_perm(&nobody, &dev600, false, 0) == PROTO_PERM_NONE,
+	   "nobody may not when it is 0600");
+	ok(proto_peer_perm(&user, &dev660, false, 0) == PROTO_PERM_USER &&
+	   proto_peer_perm(&nobody, &dev660, false, 0) == PROTO_PERM_NONE,
+	   "0660 group 44: a supplementary member may, others not");
+	ok(proto_peer_perm(&user, &dev_own, false, 0) == PROTO_PERM_NONE,
+	   "the owner class decides first (owner 1000, mode 0066)");
+	ok(proto_peer_perm(&user, &dev600, true, 10) == PROTO_PERM_ADMIN &&
+	   proto_peer_perm(&user, &dev600, true, 11) == PROTO_PERM_NONE,
+	   "--admin-group: members are administrators");
+}
+
+static void test_replies(void)
+{
+	char line[256], *rest, buf[32];
+
+	strcpy(line, "ok id=3 color=5 routers=4");
+	ok(proto_reply(line, &rest) == 0 && proto_value(rest, "id", buf, sizeof(buf)) &&
+	   !strcmp(buf, "3") && proto_value(rest, "routers", buf, sizeof(buf)) &&
+	   !strcmp(buf, "4"), "ok reply with values");
+	ok(!proto_value("ok xid=3", "id", buf, sizeof(buf)),
+	   "a key matches whole words only");
+	strcpy(line, "err ENOSPC router (1,0): 4/4 colors in use");
+	ok(proto_reply(line, &rest) == -ENOSPC &&
+	   !strcmp(rest, "router (1,0): 4/4 colors in use"),
+	   "err reply: -ENOSPC and the message");
+	strcpy(line, "err EWHAT x");
+	ok(proto_reply(line, &rest) == -EPROTO, "an unknown errno name: -EPROTO");
+	strcpy(line, "hello");
+	ok(proto_reply(line, &rest) == -EPROTO, "garbage: -EPROTO");
+	ok(!strcmp(proto_errname(EHOSTUNREACH), "EHOSTUNREACH") &&
+	   proto_errno("EACCES") == EACCES && !proto_errno("ENOTHING"),
+	   "errno names both ways");
+}
+
+/* The service's path: plan, "the module" gives the id, adopt. */
+static void test_glue(void)
+{
+	const char *yaml =
+		"defaults:\n"
+		"  switch: {colors: 2}\n"
+		"topology:\n"
+		"  mesh: {dims: [3, 1], routers: true, bandwidth: 1GB/s, latency: 1ns}\n";
+	struct topo_err err = { "" };
+	struct circuit_table *ct = NULL, *ct2 = NULL;
+	struct circuit_plan p;
+	struct topo *t = NULL;
+	uint32_t a, b, c, dsts[2];
+	struct circuit rec;
+	const struct circuit *got;
+	int ret;
+
+	if (topo_load_string(yaml, strlen(yaml), "glue.yaml", &t, &err) ||
+	    topo_route(t, &err) || circuit_table_new(t, &ct, &err)) {
+		ok(0, "a 3x1 mesh with 2-color routers: %s", err.msg);
+		topo_free(t);
+		return;
+	}
+	a = topo_find_node(t, "pe0_0");
+	b = topo_find_node(t, "pe1_0");
+	c = topo_find_node(t, "pe2_0");
+
+	ret = circuit_plan(ct, a, &c, 1, false, &p, &err);
+	ok(!ret && p.color == 0 && p.nr_routers == 3,
+	   "plan pe0_0 -> pe2_0: color 0 at 3 routers (%d: %s)", ret, err.msg);
+	ok(circuit_count(ct) == 0 && !circuit_router_mask(ct, p.routers[1]),
+	   "a plan marks nothing");
+	rec = (struct circuit){ .id = 7, .owner = 1234, .owner_uid = 1000,
+		.color = p.color, .src = a, .nr_dsts = 1, .dsts = &c,
+		.nr_links = p.nr_links, .links = p.links,
+		.nr_routers = p.nr_routers, .routers = p.routers };
+	ok(!circuit_adopt(ct, &rec, &err), "adopted under the module's id 7");
+	got = circuit_get(ct, 7);
+	ok(got && got->owner == 1234 && got->owner_uid == 1000 &&
+	   got->nr_routers == 3 && circuit_count(ct) == 1,
+	   "circuit 7 records owner pid/uid and its routers");
+	ok(circuit_adopt(ct, &rec, &err) == -EEXIST && circuit_count(ct) == 1,
+	   "adopting id 7 again: -EEXIST, nothing changed");
+	circuit_plan_free(&p);
+
+	/* A restarted daemon: a fresh table adopts what the module holds. */
+	ok(!circuit_table_new(t, &ct2, &err), "a second table (restart)");
+	rec = *circuit_get(ct, 7);
+	rec.nr_links = 0;	/* the module keeps routers, not links */
+	rec.links = NULL;
+	ok(!circuit_adopt(ct2, &rec, &err) &&
+	   circuit_router_mask(ct2, rec.routers[0]) == 1,
+	   "the restarted table holds color 0 where the module does");
+	ok(!circuit_plan(ct2, a, &b, 1, false, &p, &err) && p.color == 1,
+	   "the next plan gets color 1, as in the first table");
+	circuit_plan_free(&p);
+	ok(!circuit_close(ct2, 7, &err) && !circuit_router_mask(ct2, rec.routers[0]),
+	   "closing an adopted circuit frees its color at its routers");
+
+	/* Bad adoptions change nothing. */
+	rec.id = 3;
+	rec.color = 2;
+	ok(circuit_adopt(ct2, &rec, &err) < 0 && strstr(err.msg, "not a router with color 2") &&
+	   circuit_count(ct2) == 0, "color beyond the table: refused (%s)", err.msg);
+	rec.color = 0;
+	dsts[0] = t->nr_nodes;
+	rec.dsts = dsts;
+	ok(circuit_adopt(ct2, &rec, &err) < 0 && strstr(err.msg, "no destination node") &&
+	   circuit_count(ct2) == 0, "missing destination: refused (%s)", err.msg);
+
+	/* Budget: 2 colors; the third plan names the full router. */
+	ok(circuit_open(ct2, 1, a, c, &err) >= 0 && circuit_open(ct2, 1, a, c, &err) >= 0,
+	   "two circuits use both colors");
+	ret = circuit_plan(ct2, b, &c, 1, false, &p, &err);
+	ok(ret == -ENOSPC && strstr(err.msg, "router (1,0): 2/2 colors in use"),
+	   "the third plan: -ENOSPC '%s'", err.msg);
+
+	circuit_table_free(ct2);
+	circuit_table_free(ct);
+	topo_free(t);
+}
+
+int main(void)
+{
+	test_parse();
+	test_perm();
+	test_replies();
+	test_glue();
+	return done();
+}
