@@ -60,8 +60,10 @@ user:
 	@$(MAKE) -s -C daemon all tests
 	@$(MAKE) -s -C tools/icfabctl
 	@$(MAKE) -s -C tools/a2a
+	@$(MAKE) -s -C tools/icfab-contention
 	@$(MAKE) -s -C selftests/icfab
 	@$(MAKE) -s -C kmod/model/tests
+	@$(MAKE) -s -C libfabricdev
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do \

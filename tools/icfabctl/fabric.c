@@ -61,6 +61,9 @@ static const struct fabric_attr {
 	  KIND_YESNO, NULL),
 	A(ICFAB_A_FABRIC_MEM_BYTES,	"memory", "mem_bytes",
 	  KIND_BYTES, NULL),
+	A(ICFAB_A_FABRIC_HELD_PID,	"held-by-pid", "held_pid",
+	  KIND_U32, NULL),
+	A(ICFAB_A_FABRIC_HELD_PS,	"held-at", "held_ps", KIND_U64, "ps"),
 #undef A
 };
 
@@ -104,6 +107,13 @@ static const char *const attr_names[ICFAB_A_MAX + 1] = {
 	N(ICFAB_A_ROUTE_DST_FIRST),
 	N(ICFAB_A_ROUTE_PORTS),
 	N(ICFAB_A_FABRIC_MEM_BYTES),
+	N(ICFAB_A_STATS_BYTES),
+	N(ICFAB_A_STATS_SEGMENTS),
+	N(ICFAB_A_STATS_BUSY_PS),
+	N(ICFAB_A_STATS_MAX_QUEUED_PS),
+	N(ICFAB_A_STATS_INCOMPLETE),
+	N(ICFAB_A_FABRIC_HELD_PID),
+	N(ICFAB_A_FABRIC_HELD_PS),
 #undef N
 };
 

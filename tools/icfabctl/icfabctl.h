@@ -47,6 +47,9 @@ extern const struct icfabctl_cmd icfabctl_fabric_cmds[];
 extern const struct icfabctl_cmd icfabctl_monitor_cmds[];
 extern const struct icfabctl_cmd icfabctl_topo_cmds[];
 extern const struct icfabctl_cmd icfabctl_main_cmds[];
+extern const struct icfabctl_cmd icfabctl_circuit_cmds[];
+extern const struct icfabctl_cmd icfabctl_stats_cmds[];
+extern const struct icfabctl_cmd icfabctl_trace_cmds[];
 
 /* util.c: messages */
 void icfabctl_warn(const char *fmt, ...)

@@ -17,6 +17,9 @@ static const struct icfabctl_cmd *const cmd_tables[] = {
 	icfabctl_fabric_cmds,
 	icfabctl_topo_cmds,
 	icfabctl_monitor_cmds,
+	icfabctl_stats_cmds,
+	icfabctl_trace_cmds,
+	icfabctl_circuit_cmds,
 	icfabctl_main_cmds,
 };
 

@@ -1,0 +1,92 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# Host test of icfab-plot on statistics recorded in the test VM (tests/:
+# icfabctl -j stats and -j topo show after icfab-a2a -j 16K, on
+# supermesh-bi and h800-pod). The numbers it prints are checked against
+# the same JSON computed independently here. TAP output.
+
+dir=$(cd "$(dirname "$0")" && pwd)
+plot=$dir/icfab-plot
+t=$dir/tests
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+failed=0
+
+check() {	# check DESCRIPTION COMMAND...
+	desc=$1
+	shift
+	n=$((n + 1))
+	if "$@"; then
+		echo "ok $n $desc"
+	else
+		echo "not ok $n $desc"
+		failed=1
+	fi
+}
+
+is_png() {
+	test "$(head -c 8 "$1" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a
+}
+
+# Debian's python3 (icfab-plot's #!), not one earlier in PATH.
+py=/usr/bin/python3
+
+echo "TAP version 13"
+if ! $py -c 'import matplotlib' 2> /dev/null; then
+	echo "1..0 # SKIP python3-matplotlib is not installed"
+	exit 0
+fi
+
+time_of() {
+	$py -c 'import json, sys; print(json.load(open(sys.argv[1]))["time_ps"])' "$1"
+}
+
+sm=$(time_of "$t/supermesh-bi-a2a.json")
+check "supermesh-bi: a grid heat map" sh -c "
+	'$plot' --time-ps $sm '$t/supermesh-bi-stats.json' '$t/supermesh-bi-topo.json' '$tmp/sm.png' > '$tmp/sm.txt'"
+check "it is a PNG" is_png "$tmp/sm.png"
+check "its numbers are the stats'" $py - "$t/supermesh-bi-stats.json" "$t/supermesh-bi-topo.json" "$sm" "$tmp/sm.txt" <<'PY'
+import json, re, sys
+s = json.load(open(sys.argv[1])); t = json.load(open(sys.argv[2])); T = int(sys.argv[3])
+line = open(sys.argv[4]).read().strip()
+name = {n["id"]: n["name"] for n in t["nodes"]}
+def pos(i):
+    m = re.search(r"(\d+)_(\d+)$", name[i])
+    return m.groups() if m else None
+busy = {l["id"]: l["busy_ps"] for l in s["links"]}
+u = [busy[l["id"]] / T for l in t["links"] if pos(l["src"]) and pos(l["dst"]) and pos(l["src"]) != pos(l["dst"])]
+want = "grid z=0: 16 points, %d links between points, utilisation max %.6f mean %.6f" % (len(u), max(u), sum(u) / len(u))
+print("# " + line)
+sys.exit(0 if line == want else 1)
+PY
+
+h8=$(time_of "$t/h800-pod-a2a.json")
+check "h800-pod: per-tier bars" sh -c "
+	'$plot' --time-ps $h8 '$t/h800-pod-stats.json' '$t/h800-pod-topo.json' '$tmp/h8.png' > '$tmp/h8.txt'"
+check "it is a PNG" is_png "$tmp/h8.png"
+check "four tiers (NVLink and NIC, up and down) holding every byte" $py - "$t/h800-pod-stats.json" "$tmp/h8.txt" <<'PY'
+import json, re, sys
+s = json.load(open(sys.argv[1]))
+lines = open(sys.argv[2]).read().strip().split("\n")
+for l in lines:
+    print("# " + l)
+got = sum(int(re.search(r" (\d+) bytes", l).group(1)) for l in lines)
+sys.exit(0 if len(lines) == 4 and got == sum(l["bytes"] for l in s["links"]) else 1)
+PY
+check "relative mode: the busiest link is 1" sh -c "
+	'$plot' '$t/h800-pod-stats.json' '$t/h800-pod-topo.json' '$tmp/r.png' | grep -q 'max 1.000000'"
+$py -c '
+import json, sys
+d = json.load(open(sys.argv[1])); d["generation"] += 1
+json.dump(d, open(sys.argv[2], "w"))' "$t/h800-pod-stats.json" "$tmp/other.json"
+check "stats of another configuration are refused" sh -c "
+	! '$plot' '$tmp/other.json' '$t/h800-pod-topo.json' '$tmp/x.png' 2> /dev/null && test ! -e '$tmp/x.png'"
+check "a grid of a topology without coordinates is refused" sh -c "
+	cp '$t/h800-pod-topo.json' '$tmp/t.json' &&
+	$py -c 'import json,sys; d=json.load(open(sys.argv[1])); [n.update(name=\"n\") for n in d[\"nodes\"]]; json.dump(d, open(sys.argv[1], \"w\"))' '$tmp/t.json' &&
+	! '$plot' --mode grid '$t/h800-pod-stats.json' '$tmp/t.json' '$tmp/y.png' 2> /dev/null"
+
+echo "1..$n"
+exit $failed
