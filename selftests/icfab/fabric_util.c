@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <linux/icfab_genl.h>
@@ -99,21 +101,64 @@ int stage_ring(struct genl_sock *gs, unsigned int n)
 }
 
 
-int clear_fabric(struct genl_sock *gs)
+struct ids {
+	uint32_t *id;
+	unsigned int n, cap;
+	int attr;
+};
+
+static int ids_cb(const struct genl_reply *r, void *arg)
 {
+	struct ids *x = arg;
+
+	if (x->n == x->cap) {
+		unsigned int cap = x->cap ? 2 * x->cap : 1024;
+		uint32_t *p = realloc(x->id, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		x->id = p;
+		x->cap = cap;
+	}
+	x->id[x->n++] = genl_u32(r->tb[x->attr]);
+	return 0;
+}
+
+/* Delete every object of a dump of @get (ids in @attr) with @del. */
+static int delete_every(struct genl_sock *gs, uint8_t get, uint8_t del,
+			int attr)
+{
+	struct ids x = { .attr = attr };
 	struct genl_msg m;
 	unsigned int i;
+	int err;
+
+	genl_msg_init(&m, gs->family, get, NLM_F_DUMP);
+	err = genl_request(gs, &m, ids_cb, &x);
+	for (i = 0; !err && i < x.n; i++) {
+		genl_msg_init(&m, gs->family, del, 0);
+		genl_put_u32(&m, attr, x.id[i]);
+		err = genl_request(gs, &m, NULL, NULL);
+	}
+	free(x.id);
+	return err;
+}
+
+/*
+ * An empty fabric, whatever ran before: every link and node the module
+ * lists is deleted (icfabd_test leaves thousands), then committed.
+ */
+int clear_fabric(struct genl_sock *gs)
+{
+	int err;
 
 	cmd(gs, ICFAB_CMD_FABRIC_ABORT);
-	for (i = 0; i < 256; i++) {
-		genl_msg_init(&m, gs->family, ICFAB_CMD_LINK_DEL, 0);
-		genl_put_u32(&m, ICFAB_A_LINK_ID, i);
-		genl_request(gs, &m, NULL, NULL);
-	}
-	for (i = 0; i < 128; i++) {
-		genl_msg_init(&m, gs->family, ICFAB_CMD_NODE_DEL, 0);
-		genl_put_u32(&m, ICFAB_A_NODE_ID, i);
-		genl_request(gs, &m, NULL, NULL);
-	}
-	return cmd(gs, ICFAB_CMD_FABRIC_COMMIT);
+	err = delete_every(gs, ICFAB_CMD_LINK_GET, ICFAB_CMD_LINK_DEL,
+			   ICFAB_A_LINK_ID);
+	if (!err)
+		err = delete_every(gs, ICFAB_CMD_NODE_GET, ICFAB_CMD_NODE_DEL,
+				   ICFAB_A_NODE_ID);
+	if (!err)
+		err = cmd(gs, ICFAB_CMD_FABRIC_COMMIT);
+	return err == -ENOENT ? 0 : err;	/* it was empty: nothing staged */
 }

@@ -22,7 +22,7 @@ int cmd(struct genl_sock *gs, uint8_t c);
  * 50 GB/s, 500 ns, routes the short way round (clockwise on ties).
  */
 int stage_ring(struct genl_sock *gs, unsigned int n);
-/* Stage the removal of nodes 0..127 and links 0..255, and commit. */
+/* Delete every link and node, and commit; 0 when it was empty already. */
 int clear_fabric(struct genl_sock *gs);
 
 #endif
