@@ -288,10 +288,13 @@ TEST_F(dp, malformed_descriptors_are_refused)
 	d = put(q + 1, 1, SEG, 0);
 	EXPECT_EQ(-ENOENT, submit(self->fd, &d, 1));
 	d = put(q, 1, SEG, 0);
-	d.flags = 0;		/* moving bytes needs device memory */
-	EXPECT_EQ(-EOPNOTSUPP, submit(self->fd, &d, 1));
-	d = (struct icfab_desc){ .op = ICFAB_OP_FENCE, .queue = q };
-	EXPECT_EQ(-EOPNOTSUPP, submit(self->fd, &d, 1));
+	d.flags = 0;		/* moving bytes needs a local region */
+	EXPECT_EQ(-EBADF, submit(self->fd, &d, 1));
+	d = put(q, 1, SEG, 0);
+	d.region = 1;		/* timing-only names no memory */
+	EXPECT_EQ(-EINVAL, submit(self->fd, &d, 1));
+	d = (struct icfab_desc){ .op = ICFAB_OP_FENCE, .queue = q, .len = 1 };
+	EXPECT_EQ(-EINVAL, submit(self->fd, &d, 1));
 	EXPECT_EQ(-EFAULT, submit(self->fd, (void *)8, 1));
 	/* Nothing was accepted, so there is nothing to wait for. */
 	EXPECT_EQ(-EDEADLK, wait_cqes(self->fd, NULL, 1, 1, NULL));
@@ -352,6 +355,68 @@ TEST_F(dp, closing_with_transfers_in_flight)
 	close(self->fd);
 	self->fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, self->fd);
+}
+
+TEST_F(dp, free_running_contexts_never_hold_the_engine)
+{
+	struct icfab_attach a = { .endpoint = 1,
+				  .flags = ICFAB_ATTACH_F_FREE_RUN };
+	struct icfab_desc d;
+	struct icfab_cqe c;
+	struct icfab_info in;
+	uint64_t t;
+	int fr, q, qf;
+
+	memset(&in, 0, sizeof(in));
+	ASSERT_EQ(0, ioctl(self->fd, ICFAB_IOC_INFO, &in));
+	EXPECT_TRUE(in.features & ICFAB_F_FREE_RUN);
+
+	fr = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fr);
+	a.flags = 1U << 5;
+	EXPECT_EQ(-1, ioctl(fr, ICFAB_IOC_ATTACH, &a));
+	EXPECT_EQ(EINVAL, errno);
+	a.flags = ICFAB_ATTACH_F_FREE_RUN;
+	ASSERT_EQ(0, ioctl(fr, ICFAB_IOC_ATTACH, &a));
+	/* Later attaches must say the same. */
+	EXPECT_EQ(-EINVAL, attach(fr, 2));
+	a.endpoint = 2;
+	EXPECT_EQ(0, ioctl(fr, ICFAB_IOC_ATTACH, &a));
+	qf = queue(fr, 1, 4);
+	ASSERT_LE(0, qf);
+	/* It has work in flight and never waits... */
+	d = put(qf, 4, 64 * SEG, 1);
+	ASSERT_EQ(1, submit(fr, &d, 1));
+
+	/* ...yet a deterministic context is not held back by it. */
+	ASSERT_EQ(0, attach(self->fd, 0));
+	q = queue(self->fd, 0, 4);
+	ASSERT_LE(0, q);
+	d = put(q, 1, 8 * SEG, 2);
+	ASSERT_EQ(1, submit(self->fd, &d, 1));
+	ASSERT_EQ(1, wait_cqes(self->fd, &c, 1, 1, &t));
+	EXPECT_EQ(2, c.user_tag);
+	EXPECT_EQ(uncontended(8 * SEG, 1), c.finish_ps - c.start_ps);
+
+	/*
+	 * It starts at the engine's time, not at a clock of its own (which
+	 * never moved). The other context leaves first: it would hold the
+	 * engine at its clock.
+	 */
+	close(self->fd);
+	self->fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	d = put(qf, 2, SEG, 3);
+	ASSERT_EQ(1, submit(fr, &d, 1));
+	do {
+		struct icfab_cqe two[2];
+
+		ASSERT_EQ(2, wait_cqes(fr, two, 2, 2, NULL));
+		EXPECT_EQ(1, two[0].user_tag);
+		EXPECT_EQ(3, two[1].user_tag);
+		EXPECT_GE(two[1].start_ps, t);
+		EXPECT_EQ(two[1].submit_ps, two[1].start_ps);
+	} while (0);
+	close(fr);
 }
 
 /*

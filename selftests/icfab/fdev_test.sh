@@ -1,0 +1,211 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# libfabricdev on the module (TAP):
+#  - the core API and its errors (fdev_dev_test api);
+#  - the io_uring fallback is announced once per process;
+#  - collectives, timing only, one process driving 8 ranks on dgx-h100
+#    (8 GPUs on one switch: alpha = 2 L + seg/B per step, B per GPU, both
+#    read from the topology icfabd loads): ring all-reduce, ring
+#    all-gather and direct all-to-all match the alpha-beta closed forms
+#    within 1%; every other algorithm runs; a run repeats to the ps;
+#  - 8 independently started processes (FDEV_RANK/FDEV_SIZE/FDEV_JOB)
+#    form a communicator and run the same all-to-all, twice, with the
+#    same emulated time as one process driving all 8;
+#  - MoE dispatch/combine, timing only, throughput and low latency;
+#  - data (when the module has ICFAB_F_MEMORY): collectives and
+#    dispatch/combine element by element, the Python binding, 4
+#    independent processes moving data with the same emulated time as one
+#    process, and free-running processes. The PyTorch example is
+#    fdev_torch_test.sh (slow under TCG: importing torch takes minutes).
+#  - a rank that dies is excluded (EPIPE), a missing one times out.
+
+top=${ICFAB_TOP:-$(cd "$(dirname "$0")/../../.." 2>/dev/null && pwd)}
+icfabd=$top/build/bin/icfabd
+t=$top/build/libfabricdev/tests/fdev_dev_test
+unit=$top/build/libfabricdev/tests/unit_test
+bench=$top/build/bin/moe_bench
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+failed=0
+
+check() {	# check DESCRIPTION COMMAND...
+	desc=$1
+	shift
+	n=$((n + 1))
+	if "$@"; then
+		echo "ok $n $desc"
+	else
+		echo "not ok $n $desc"
+		failed=1
+	fi
+}
+
+echo "TAP version 13"
+
+check "dgx-h100 applied" sh -c "'$icfabd' --apply --preset dgx-h100 > /dev/null"
+"$icfabd" --dump --json --preset dgx-h100 > "$tmp/topo.json"
+
+check "core API (fdev_dev_test api)" sh -c "'$t' api > '$tmp/api' 2> '$tmp/api.err'"
+sed 's/^/# /' "$tmp/api"
+check "the ioctl fallback is announced exactly once, or io_uring is used" sh -c "
+	c=\$(grep -c 'libfabricdev: .*using the ioctl path' '$tmp/api.err')
+	if grep -q '^# uring 1' '$tmp/api'; then [ \$c = 0 ]; else [ \$c = 1 ]; fi"
+if grep -q '^# uring 1' "$tmp/api" && [ -w /proc/sys/kernel/io_uring_disabled ]; then
+	check "kernel.io_uring_disabled=2: the ioctl path, said once, and the API still passes" sh -c "
+		old=\$(cat /proc/sys/kernel/io_uring_disabled); echo 2 > /proc/sys/kernel/io_uring_disabled
+		'$t' api > '$tmp/dis' 2> '$tmp/dis.err'; rc=\$?
+		echo \$old > /proc/sys/kernel/io_uring_disabled
+		[ \$rc = 0 ] && [ \$(grep -c 'kernel.io_uring_disabled); using the ioctl path' '$tmp/dis.err') = 1 ]"
+fi
+check "FDEV_NO_URING=1 forces the ioctl path and says so once" sh -c "
+	FDEV_NO_URING=1 '$t' api > /dev/null 2> '$tmp/nu.err'
+	[ \$(grep -c 'using the ioctl path' '$tmp/nu.err') = 1 ]"
+
+coll() {	# coll NAME OP ALGO N BYTES [NODE]
+	name=$1
+	shift
+	"$t" coll "$@" > "$tmp/$name" 2> "$tmp/$name.err"
+}
+
+closed() {	# closed FILE KIND: compare time_ps with the closed form
+	python3 - "$tmp/topo.json" "$1" "$2" <<'PY'
+import json, sys
+topo = json.load(open(sys.argv[1]))
+r = json.load(open(sys.argv[2]))
+kind = sys.argv[3]
+seg = topo["fabric"]["segment_size"]
+# endpoint -> switch and switch -> endpoint: two hops, the same on every path
+up = [l for l in topo["links"] if l["src"] == 0][0]
+down = [l for l in topo["links"] if l["dst"] == 1][0]
+B = min(up["bandwidth"], down["bandwidth"])
+alpha = (up["latency_ps"] + down["latency_ps"]) + seg / B * 1e12
+n, S = r["ranks"], r["bytes"]
+if kind == "allreduce":
+    want = 2 * (n - 1) * alpha + 2 * (n - 1) / n * S / B * 1e12
+elif kind == "allgather":
+    want = (n - 1) * (alpha + S / B * 1e12)
+else:  # direct all-to-all: n-1 pieces of S leave each GPU back to back
+    want = alpha + (n - 1) * S / B * 1e12
+got = r["time_ps"]
+print("# %s %s: %d ps, closed form %.0f ps (alpha %.0f ps, B %.0f GB/s): %+.3f%%"
+      % (kind, r["algo"], got, want, alpha, B / 1e9, (got - want) / want * 100))
+sys.exit(0 if abs(got - want) / want < 0.01 else 1)
+PY
+}
+
+check "ring all-reduce of 8 MiB over 8 ranks runs" coll ar allreduce ring 8 8388608
+check "ring all-reduce = 2(n-1) alpha + 2(n-1)/n S/B within 1%" closed "$tmp/ar" allreduce
+check "ring all-gather of 1 MiB per rank runs" coll ag allgather ring 8 1048576
+check "ring all-gather = (n-1)(alpha + S/B) within 1%" closed "$tmp/ag" allgather
+check "direct all-to-all of 1 MiB per pair runs" coll a2a alltoall direct 8 1048576
+check "direct all-to-all = alpha + (n-1) S/B within 1%" closed "$tmp/a2a" alltoall
+check "the ring all-reduce repeats to the picosecond" sh -c "
+	'$t' coll allreduce ring 8 8388608 > '$tmp/ar2' && cmp -s '$tmp/ar' '$tmp/ar2'"
+for spec in "allreduce direct" "allreduce tree" "allreduce hier" \
+	    "reducescatter ring" "reducescatter direct" "allgather direct" \
+	    "alltoall ring" "alltoall hier" "broadcast tree" "broadcast ring" \
+	    "broadcast direct"; do
+	set -- $spec
+	check "$1 $2 runs" sh -c "'$t' coll $1 $2 8 1048576 4 > '$tmp/x' 2> /dev/null && grep -q time_ps '$tmp/x'"
+done
+check "tree all-reduce is slower than ring for 8 MiB (bandwidth-bound)" python3 -c "
+import json, subprocess, sys
+def t(a):
+    return json.loads(subprocess.check_output(['$t', 'coll', 'allreduce', a, '8', '8388608'], stderr=subprocess.DEVNULL))['time_ps']
+print('# ring %d ps, tree %d ps, direct %d ps' % (t('ring'), t('tree'), t('direct')))
+sys.exit(0 if t('tree') > t('ring') else 1)"
+
+# Independently started processes: 8 of them, one rank each.
+mp() {	# mp JOB OP ALGO BYTES REPEAT
+	job=$1
+	shift
+	pids=
+	for r in 0 1 2 3 4 5 6 7; do
+		FDEV_JOB=$job FDEV_RANK=$r FDEV_SIZE=8 FDEV_TIMEOUT_MS=120000 \
+			"$t" mp "$@" > "$tmp/mp.$r" 2> "$tmp/mp.$r.err" &
+		pids="$pids $!"
+	done
+	rc=0
+	for p in $pids; do wait $p || rc=1; done
+	return $rc
+}
+check "8 independent processes rendezvous and run an all-to-all twice" \
+	mp "fdevtest$$" alltoall direct 1048576 2
+check "every rank saw the same emulated time as one process driving all 8" python3 -c "
+import json, sys
+one = json.load(open('$tmp/a2a'))['time_ps']
+rs = [json.load(open('$tmp/mp.%d' % r)) for r in range(8)]
+ts = set(r['time_ps'] for r in rs) | set(r['last_ps'] for r in rs)
+print('# one process %d ps, 8 processes %s' % (one, sorted(ts)))
+sys.exit(0 if ts == {one} and all(r['barrier'] == 0 for r in rs) else 1)"
+check "the job's rendezvous file is gone afterwards" sh -c "! ls /dev/shm/fdev-*-fdevtest$$ 2>/dev/null"
+check "a rank that never comes makes the others fail with a timeout, not hang" sh -c "
+	FDEV_JOB=late$$ FDEV_RANK=0 FDEV_SIZE=3 FDEV_TIMEOUT_MS=2000 \
+		timeout 60 '$t' mp alltoall direct 4096 > /dev/null 2> '$tmp/late0' & p0=\$!
+	FDEV_JOB=late$$ FDEV_RANK=1 FDEV_SIZE=3 FDEV_TIMEOUT_MS=2000 \
+		timeout 60 '$t' mp alltoall direct 4096 > /dev/null 2> '$tmp/late1' & p1=\$!
+	wait \$p0; r0=\$?; wait \$p1; r1=\$?
+	rm -f /dev/shm/fdev-*-late$$
+	[ \$r0 = 1 ] && [ \$r1 = 1 ] && grep -q 'timed out' '$tmp/late0'"
+
+check "a rank that dies is excluded: the others get EPIPE once, then carry on" sh -c "
+	pids=; for r in 0 1 2; do
+		FDEV_JOB=die$$ FDEV_RANK=\$r FDEV_SIZE=3 FDEV_TIMEOUT_MS=60000 \
+			timeout 120 '$t' mpdie > /dev/null 2> '$tmp/die.'\$r & pids=\"\$pids \$!\"; done
+	set -- \$pids; wait \$1; a=\$?; wait \$2; b=\$?; wait \$3; c=\$?
+	rm -f /dev/shm/fdev-*-die$$
+	[ \$a = 4 ] && [ \$b = 4 ] && [ \$c = 0 ] && cat '$tmp'/die.? | grep -q 'rank 2 .* died; excluded'"
+
+# MoE, timing only.
+check "throughput dispatch/combine, 8 ranks, 512 tokens, H=7168, top-8 of 256" sh -c "
+	'$bench' -n 8 -t 512 -H 7168 -e 256 -k 8 -b 450 > '$tmp/moe' && cat '$tmp/moe' | sed 's/^/# /'"
+check "low-latency dispatch/combine runs" sh -c "
+	'$bench' -n 8 -t 128 -H 7168 -e 256 -k 8 -m ll -b 450 | sed 's/^/# /'"
+check "dispatch moves the bytes the layout says, at most at the link rate" python3 -c "
+import json, sys
+r = json.load(open('$tmp/moe'))
+print('# dispatch %.2f GB/s per rank (%.0f%% of 450)' % (r['dispatch_gbps'], r['dispatch_vs_bound'] * 100))
+sys.exit(0 if r['dispatch_ps'] > 0 and 0.5 < r['dispatch_vs_bound'] <= 1.0 else 1)"
+check "the same dispatch repeats to the picosecond" sh -c "
+	'$bench' -n 8 -t 512 -H 7168 -e 256 -k 8 -b 450 | cmp -s - '$tmp/moe'"
+
+# Data: element by element, when the module moves bytes.
+py=/usr/bin/python3
+pydir=$top/libfabricdev/python
+if grep -q '^# uring . features 0x.*[4567cdefCDEF]$' "$tmp/api"; then
+	check "collectives and dispatch/combine on device memory, element by element" \
+		sh -c "'$unit' --device > '$tmp/unit' 2>&1; rc=\$?; grep -c '^ok' '$tmp/unit' | sed 's/^/# passed: /'; grep '^not ok' '$tmp/unit'; exit \$rc"
+	check "the Python binding's collectives on the fabric equal numpy's" \
+		sh -c "'$py' '$pydir/test_binding.py' --device > '$tmp/py' 2>&1; rc=\$?; grep -v '^ok' '$tmp/py' | sed 's/^/# /'; exit \$rc"
+	mpdata() {	# mpdata JOB [free]: 4 processes, all must pass
+		pids=
+		for r in 0 1 2 3; do
+			FDEV_JOB=$1 FDEV_RANK=$r FDEV_SIZE=4 FDEV_TIMEOUT_MS=120000 \
+				timeout 300 "$t" mpdata 1000 $2 > "$tmp/md.$r" 2>&1 &
+			pids="$pids $!"
+		done
+		rc=0
+		for p in $pids; do wait $p || rc=1; done
+		sed 's/^/# /' "$tmp"/md.?
+		[ $rc = 0 ] && [ $(cat "$tmp"/md.? | grep -c '^ok') = 8 ]
+	}
+	check "4 independent processes move data in virtual time (rank 0 drives): exact" \
+		mpdata pxy$$
+	check "... with the time of one process driving 4 ranks, on every rank" sh -c "
+		'$t' coll allreduce ring 4 4000 2> /dev/null > '$tmp/ar4'
+		want=\$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[\"time_ps\"])' '$tmp/ar4')
+		got=\$(cat '$tmp'/md.? | sed -n 's/.*all-reduce time_ps //p' | sort -u)
+		echo \"# one process \$want ps, 4 processes \$got ps\"; [ \"\$got\" = \"\$want\" ]"
+	if grep -q '^# uring . features 0x1[0-9a-f]$' "$tmp/api"; then
+		check "4 independent free-running processes move data: exact" mpdata free$$ free
+	else
+		echo "ok $((n = n + 1)) # SKIP free-running processes: no ICFAB_F_FREE_RUN"
+	fi
+else
+	echo "ok $((n = n + 1)) # SKIP data tests: the module lacks ICFAB_F_MEMORY"
+fi
+
+echo "1..$n"
+exit $failed

@@ -1,0 +1,691 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Byte-moving WRITE and READ between regions, and FENCE: data integrity
+ * for odd sizes, offsets and page crossings over many segments; the
+ * descriptor checks and their errnos; regions freed under a transfer;
+ * FENCE ordering in exact virtual time; keys exchanged between processes;
+ * one process on many endpoints; determinism with a CPU hog beside it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/icfab.h>
+#include <linux/icfab_genl.h>
+
+#include "fabric_util.h"
+#include "kselftest_harness.h"
+
+#define BW	50000000000ULL		/* bytes/s, stage_ring's links */
+#define LAT	500000ULL		/* ps, stage_ring's links */
+#define SEG	4096ULL			/* bytes, the default segment size */
+#define PAGE	4096ULL
+#define RSIZE	(20 * PAGE)		/* bytes, the fixture's regions */
+
+static uint64_t ser(uint64_t bytes)
+{
+	return (bytes * 1000000000000ULL + BW - 1) / BW;
+}
+
+static uint64_t uncontended(uint64_t bytes, unsigned int hops)
+{
+	uint64_t n = bytes / SEG;
+
+	return hops * (LAT + ser(SEG)) + (n - 1) * ser(SEG);
+}
+
+static int attach(int fd, uint32_t ep)
+{
+	struct icfab_attach a = { .endpoint = ep };
+
+	return ioctl(fd, ICFAB_IOC_ATTACH, &a) ? -errno : 0;
+}
+
+static int queue(int fd, uint32_t ep, uint32_t depth)
+{
+	struct icfab_queue_create qc = { .endpoint = ep, .depth = depth };
+
+	return ioctl(fd, ICFAB_IOC_QUEUE_CREATE, &qc) ? -errno : (int)qc.queue;
+}
+
+static int submit(int fd, struct icfab_desc *d, unsigned int n)
+{
+	struct icfab_submit s = { .descs = (uintptr_t)d, .nr = n };
+	int ret = ioctl(fd, ICFAB_IOC_SUBMIT, &s);
+
+	return ret < 0 ? -errno : ret;
+}
+
+static int wait_cqes(int fd, struct icfab_cqe *c, unsigned int min,
+		     unsigned int max)
+{
+	struct icfab_wait w = { .cqes = (uintptr_t)c, .min = min, .max = max };
+
+	return ioctl(fd, ICFAB_IOC_WAIT, &w) ? -errno : (int)w.nr;
+}
+
+/* A region of @size on @ep, mapped at *@map, exported with @access. */
+static int region(int fd, uint32_t ep, uint64_t size, uint32_t access,
+		  uint32_t *handle, uint64_t *key, unsigned char **map)
+{
+	struct icfab_region_alloc ra = { .endpoint = ep, .size = size };
+	struct icfab_region_export re = { .access = access };
+
+	if (ioctl(fd, ICFAB_IOC_REGION_ALLOC, &ra))
+		return -errno;
+	*handle = ra.region;
+	*map = mmap(NULL, ra.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		    ra.mmap_offset);
+	if (*map == MAP_FAILED)
+		return -errno;
+	if (!access)
+		return 0;
+	re.region = ra.region;
+	if (ioctl(fd, ICFAB_IOC_REGION_EXPORT, &re))
+		return -errno;
+	*key = re.key;
+	return 0;
+}
+
+static int rfree(int fd, uint32_t region)
+{
+	struct icfab_region_free rf = { .region = region };
+
+	return ioctl(fd, ICFAB_IOC_REGION_FREE, &rf) ? -errno : 0;
+}
+
+static struct icfab_desc mv(uint8_t op, uint32_t q, uint32_t region,
+			    uint64_t loff, uint64_t rkey, uint64_t roff,
+			    uint64_t len, uint64_t tag)
+{
+	return (struct icfab_desc){ .op = op, .queue = q, .region = region,
+		.local_off = loff, .rkey = rkey, .remote_off = roff,
+		.len = len, .user_tag = tag };
+}
+
+static struct icfab_desc put(uint32_t q, uint32_t peer, uint64_t len,
+			     uint64_t tag)
+{
+	return (struct icfab_desc){ .op = ICFAB_OP_WRITE, .queue = q,
+		.peer = peer, .len = len, .user_tag = tag,
+		.flags = ICFAB_DESC_F_TIMING_ONLY };
+}
+
+static void fill(unsigned char *p, uint64_t n, unsigned int seed)
+{
+	for (uint64_t i = 0; i < n; i++) {
+		seed = seed * 1103515245u + 12345u;
+		p[i] = seed >> 16;
+	}
+}
+
+/* One descriptor, submitted and reaped; its status, or -errno. */
+static int one(int fd, struct icfab_desc d, struct icfab_cqe *c)
+{
+	int ret = submit(fd, &d, 1);
+
+	if (ret != 1)
+		return ret < 0 ? ret : -EIO;
+	if (wait_cqes(fd, c, 1, 1) != 1)
+		return -EIO;
+	return c->status;
+}
+
+FIXTURE(dm) {
+	struct genl_sock gs;
+	int fd, q;
+	uint32_t a, b;			/* on endpoints 0 and 3 */
+	uint64_t akey, bkey;
+	unsigned char *am, *bm;
+};
+
+FIXTURE_SETUP(dm)
+{
+	ASSERT_EQ(0, genl_open(&self->gs));
+	ASSERT_EQ(0, genl_resolve(&self->gs, ICFAB_GENL_NAME));
+	clear_fabric(&self->gs);
+	ASSERT_EQ(0, stage_ring(&self->gs, 8));
+	ASSERT_EQ(0, cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
+	self->fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, attach(self->fd, 0));
+	ASSERT_EQ(0, attach(self->fd, 3));
+	self->q = queue(self->fd, 0, 16);
+	ASSERT_LE(0, self->q);
+	ASSERT_EQ(0, region(self->fd, 0, RSIZE, ICFAB_ACCESS_ALL, &self->a,
+			    &self->akey, &self->am));
+	ASSERT_EQ(0, region(self->fd, 3, RSIZE, ICFAB_ACCESS_ALL, &self->b,
+			    &self->bkey, &self->bm));
+}
+
+FIXTURE_TEARDOWN(dm)
+{
+	if (self->am)
+		munmap(self->am, RSIZE);
+	if (self->bm)
+		munmap(self->bm, RSIZE);
+	if (self->fd >= 0)
+		close(self->fd);
+	clear_fabric(&self->gs);
+	genl_close(&self->gs);
+}
+
+static const uint64_t sizes[] = { 1, 7, 4095, 4096, 4097, 12289, 65537 };
+static const uint64_t offs[][2] = { { 0, 0 }, { 1, 4095 }, { 4095, 1 },
+				    { 123, 8191 } };
+
+TEST_F(dm, write_moves_exactly_the_bytes)
+{
+	struct icfab_cqe c;
+	unsigned int seed = 1;
+
+	for (unsigned int s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		for (unsigned int o = 0; o < 4; o++) {
+			uint64_t len = sizes[s], lo = offs[o][0],
+				 ro = offs[o][1];
+
+			fill(self->am, RSIZE, seed++);
+			memset(self->bm, 0, RSIZE);
+			ASSERT_EQ(0, one(self->fd, mv(ICFAB_OP_WRITE, self->q,
+						      self->a, lo, self->bkey,
+						      ro, len, s), &c));
+			EXPECT_EQ(s, c.user_tag);
+			EXPECT_GT(c.finish_ps, c.start_ps);
+			for (uint64_t i = 0; i < RSIZE; i++) {
+				unsigned char want = i >= ro && i < ro + len ?
+					self->am[lo + i - ro] : 0;
+
+				ASSERT_EQ(want, self->bm[i]) {
+					TH_LOG("len %llu lo %llu ro %llu at %llu",
+					       (unsigned long long)len,
+					       (unsigned long long)lo,
+					       (unsigned long long)ro,
+					       (unsigned long long)i);
+				}
+			}
+		}
+	}
+}
+
+TEST_F(dm, read_moves_exactly_the_bytes)
+{
+	struct icfab_cqe c;
+	unsigned int seed = 100;
+
+	for (unsigned int s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		for (unsigned int o = 0; o < 4; o++) {
+			uint64_t len = sizes[s], lo = offs[o][0],
+				 ro = offs[o][1];
+
+			fill(self->bm, RSIZE, seed++);
+			memset(self->am, 0, RSIZE);
+			ASSERT_EQ(0, one(self->fd, mv(ICFAB_OP_READ, self->q,
+						      self->a, lo, self->bkey,
+						      ro, len, s), &c));
+			for (uint64_t i = 0; i < RSIZE; i++) {
+				unsigned char want = i >= lo && i < lo + len ?
+					self->bm[ro + i - lo] : 0;
+
+				ASSERT_EQ(want, self->am[i]);
+			}
+		}
+	}
+}
+
+TEST_F(dm, a_transfer_takes_the_time_of_its_bytes)
+{
+	struct icfab_cqe c, t;
+
+	/* Endpoint 0 to 3 is 3 hops; bytes or timing only, the same time. */
+	ASSERT_EQ(0, one(self->fd, mv(ICFAB_OP_WRITE, self->q, self->a, 0,
+				      self->bkey, 0, 8 * SEG, 1), &c));
+	EXPECT_EQ(uncontended(8 * SEG, 3), c.finish_ps - c.start_ps);
+	ASSERT_EQ(0, one(self->fd, put(self->q, 3, 8 * SEG, 2), &t));
+	EXPECT_EQ(c.finish_ps - c.start_ps, t.finish_ps - t.start_ps);
+	/* The peer may be named, if it is the region's endpoint. */
+	c.status = 1;
+	{
+		struct icfab_desc d = mv(ICFAB_OP_READ, self->q, self->a, 0,
+					 self->bkey, 0, 8 * SEG, 3);
+
+		d.peer = 3;
+		ASSERT_EQ(0, one(self->fd, d, &c));
+	}
+	EXPECT_EQ(uncontended(8 * SEG, 3), c.finish_ps - c.start_ps);
+}
+
+TEST_F(dm, bad_descriptors_are_refused_with_their_errno)
+{
+	uint32_t ro, c3;
+	uint64_t rokey, c3key;
+	unsigned char *rom, *c3m;
+	struct icfab_desc d;
+
+	ASSERT_EQ(0, region(self->fd, 3, PAGE, ICFAB_ACCESS_REMOTE_READ, &ro,
+			    &rokey, &rom));
+	ASSERT_EQ(0, region(self->fd, 3, PAGE, 0, &c3, &c3key, &c3m));
+
+	d = mv(ICFAB_OP_WRITE, self->q, 0, 0, self->bkey, 0, 8, 0);
+	EXPECT_EQ(-EBADF, submit(self->fd, &d, 1));
+	d.region = 999;
+	EXPECT_EQ(-EBADF, submit(self->fd, &d, 1));
+
+	d = mv(ICFAB_OP_WRITE, self->q, self->a, 0, 0, 0, 8, 0);
+	EXPECT_EQ(-EACCES, submit(self->fd, &d, 1));
+	d.rkey = self->bkey ^ 0x100;
+	EXPECT_EQ(-EACCES, submit(self->fd, &d, 1));
+	d.rkey = rokey;		/* read-only */
+	EXPECT_EQ(-EACCES, submit(self->fd, &d, 1));
+	d.op = ICFAB_OP_READ;
+	d.user_tag = 5;
+	EXPECT_EQ(1, submit(self->fd, &d, 1));
+
+	d = mv(ICFAB_OP_WRITE, self->q, self->a, RSIZE - 7, self->bkey, 0, 8, 0);
+	EXPECT_EQ(-ERANGE, submit(self->fd, &d, 1));
+	d = mv(ICFAB_OP_WRITE, self->q, self->a, 0, self->bkey, RSIZE, 1, 0);
+	EXPECT_EQ(-ERANGE, submit(self->fd, &d, 1));
+	d = mv(ICFAB_OP_WRITE, self->q, self->a, ~0ULL, self->bkey, 0, 2, 0);
+	EXPECT_EQ(-ERANGE, submit(self->fd, &d, 1));
+	d = mv(ICFAB_OP_READ, self->q, self->a, 0, self->bkey, 8, ~0ULL, 0);
+	EXPECT_EQ(-ERANGE, submit(self->fd, &d, 1));
+
+	/* The peer, when named, must be the remote region's endpoint. */
+	d = mv(ICFAB_OP_WRITE, self->q, self->a, 0, self->bkey, 0, 8, 0);
+	d.peer = 5;
+	EXPECT_EQ(-EINVAL, submit(self->fd, &d, 1));
+	/* The local region must be on the queue's endpoint. */
+	d = mv(ICFAB_OP_WRITE, self->q, self->b, 0, self->akey, 0, 8, 0);
+	EXPECT_EQ(-EINVAL, submit(self->fd, &d, 1));
+	d = mv(ICFAB_OP_WRITE, self->q, self->a, 0, self->bkey, 0, 8, 0);
+	d.circuit = 1;
+	EXPECT_EQ(-EINVAL, submit(self->fd, &d, 1));
+	d.circuit = 0;
+	d.pad = 1;
+	EXPECT_EQ(-EINVAL, submit(self->fd, &d, 1));
+
+	/* A batch stops at the first bad one. */
+	do {
+		struct icfab_desc two[3] = {
+			mv(ICFAB_OP_WRITE, self->q, self->a, 0, self->bkey, 0,
+			   8, 6),
+			mv(ICFAB_OP_WRITE, self->q, self->a, 0, 0, 0, 8, 7),
+			mv(ICFAB_OP_WRITE, self->q, self->a, 0, self->bkey, 0,
+			   8, 8),
+		};
+		struct icfab_cqe c[4];
+
+		EXPECT_EQ(1, submit(self->fd, two, 3));
+		/* Only the good READ and this first one were accepted. */
+		ASSERT_EQ(2, wait_cqes(self->fd, c, 2, 4));
+		EXPECT_EQ(11, c[0].user_tag + c[1].user_tag);
+		EXPECT_EQ(-EDEADLK, wait_cqes(self->fd, c, 1, 4));
+	} while (0);
+	munmap(rom, PAGE);
+	munmap(c3m, PAGE);
+}
+
+TEST_F(dm, regions_freed_under_a_transfer_complete_it_unharmed)
+{
+	struct icfab_desc d[2];
+	struct icfab_cqe c[2];
+
+	fill(self->am, RSIZE, 7);
+	memset(self->bm, 0, RSIZE);
+	d[0] = mv(ICFAB_OP_WRITE, self->q, self->a, 0, self->bkey, 0, RSIZE, 1);
+	d[1] = mv(ICFAB_OP_WRITE, self->q, self->a, 5, self->bkey, 3, 100, 2);
+	ASSERT_EQ(2, submit(self->fd, d, 2));
+	ASSERT_EQ(0, rfree(self->fd, self->a));
+	ASSERT_EQ(0, rfree(self->fd, self->b));
+	/* New descriptors can no longer name them... */
+	EXPECT_EQ(-EBADF, submit(self->fd, d, 1));
+	d[0].region = 0;
+	/* ...but those in flight complete, and the bytes arrive. */
+	ASSERT_EQ(2, wait_cqes(self->fd, c, 2, 2));
+	EXPECT_EQ(0, c[0].status);
+	EXPECT_EQ(0, c[1].status);
+	for (uint64_t i = 0; i < RSIZE; i++) {
+		unsigned char want = i >= 3 && i < 103 ? self->am[i + 2] :
+						       self->am[i];
+
+		ASSERT_EQ(want, self->bm[i]);
+	}
+}
+
+TEST_F(dm, closing_with_copies_in_flight)
+{
+	struct icfab_desc d[8];
+
+	for (int i = 0; i < 8; i++)
+		d[i] = mv(ICFAB_OP_WRITE, self->q, self->a, 0, self->bkey, 0,
+			  RSIZE, i);
+	ASSERT_EQ(8, submit(self->fd, d, 8));
+	ASSERT_EQ(0, rfree(self->fd, self->b));
+	close(self->fd);
+	self->fd = -1;
+	/* The runner checks that nothing leaked or hung. */
+}
+
+static struct icfab_cqe *by_tag(struct icfab_cqe *c, int n, uint64_t tag)
+{
+	for (int i = 0; i < n; i++)
+		if (c[i].user_tag == tag)
+			return &c[i];
+	return NULL;
+}
+
+TEST_F(dm, fence_orders_in_exact_virtual_time)
+{
+	struct icfab_desc d[4];
+	struct icfab_cqe c[4], *w1, *w2, *f, *w3, g;
+	uint64_t last;
+
+	d[0] = put(self->q, 1, 8 * SEG, 1);
+	d[1] = put(self->q, 2, 4 * SEG, 2);
+	d[2] = (struct icfab_desc){ .op = ICFAB_OP_FENCE, .queue = self->q,
+				    .user_tag = 3 };
+	d[3] = put(self->q, 1, SEG, 4);
+	ASSERT_EQ(4, submit(self->fd, d, 4));
+	ASSERT_EQ(4, wait_cqes(self->fd, c, 4, 4));
+	w1 = by_tag(c, 4, 1);
+	w2 = by_tag(c, 4, 2);
+	f = by_tag(c, 4, 3);
+	w3 = by_tag(c, 4, 4);
+	ASSERT_TRUE(w1 && w2 && f && w3);
+	EXPECT_EQ(0, f->status);
+	last = w1->finish_ps > w2->finish_ps ? w1->finish_ps : w2->finish_ps;
+	EXPECT_EQ(last, f->finish_ps);
+	EXPECT_EQ(f->finish_ps, f->start_ps);
+	/* After the fence, on idle links: exactly the closed form. */
+	EXPECT_EQ(f->finish_ps, w3->start_ps);
+	EXPECT_EQ(uncontended(SEG, 1), w3->finish_ps - w3->start_ps);
+	EXPECT_EQ(w1->submit_ps, w3->submit_ps);
+
+	/* A fence with nothing before it completes at the clock. */
+	d[0] = (struct icfab_desc){ .op = ICFAB_OP_FENCE, .queue = self->q,
+				    .user_tag = 9 };
+	ASSERT_EQ(0, one(self->fd, d[0], &g));
+	EXPECT_EQ(w3->finish_ps, g.finish_ps);
+
+	/* Without the fence the last one does not wait. */
+	d[0] = put(self->q, 1, 8 * SEG, 1);
+	d[1] = put(self->q, 2, 4 * SEG, 2);
+	d[2] = put(self->q, 1, SEG, 4);
+	ASSERT_EQ(3, submit(self->fd, d, 3));
+	ASSERT_EQ(3, wait_cqes(self->fd, c, 3, 3));
+	w1 = by_tag(c, 3, 1);
+	w3 = by_tag(c, 3, 4);
+	ASSERT_TRUE(w1 && w3);
+	EXPECT_LT(w3->start_ps, w1->finish_ps);
+}
+
+TEST_F(dm, fence_orders_the_bytes)
+{
+	uint32_t a2;
+	uint64_t key2;
+	unsigned char *a2m;
+	struct icfab_desc d[3];
+	struct icfab_cqe c[3];
+
+	ASSERT_EQ(0, region(self->fd, 0, RSIZE, 0, &a2, &key2, &a2m));
+	fill(self->am, RSIZE, 3);
+	memset(self->bm, 0, RSIZE);
+	/* Write to 3, then read it back, twice as fast as it went. */
+	d[0] = mv(ICFAB_OP_WRITE, self->q, self->a, 0, self->bkey, 0, RSIZE, 1);
+	d[1] = (struct icfab_desc){ .op = ICFAB_OP_FENCE, .queue = self->q,
+				    .user_tag = 2 };
+	d[2] = mv(ICFAB_OP_READ, self->q, a2, 0, self->bkey, 0, RSIZE, 3);
+	ASSERT_EQ(3, submit(self->fd, d, 3));
+	ASSERT_EQ(3, wait_cqes(self->fd, c, 3, 3));
+	EXPECT_EQ(0, memcmp(self->am, a2m, RSIZE));
+	EXPECT_EQ(0, memcmp(self->am, self->bm, RSIZE));
+	munmap(a2m, RSIZE);
+}
+
+TEST_F(dm, one_process_on_many_endpoints)
+{
+	uint32_t h[8];
+	uint64_t key[8];
+	unsigned char *m[8];
+	int q[8];
+	struct icfab_desc d[8];
+	struct icfab_cqe c[8];
+
+	for (uint32_t i = 0; i < 8; i++) {
+		if (i != 0 && i != 3)
+			ASSERT_EQ(0, attach(self->fd, i));
+		q[i] = queue(self->fd, i, 4);
+		ASSERT_LE(0, q[i]);
+		ASSERT_EQ(0, region(self->fd, i, 2 * PAGE, ICFAB_ACCESS_ALL,
+				    &h[i], &key[i], &m[i]));
+		fill(m[i], PAGE, 50 + i);
+	}
+	/* Everyone writes its first page into the next one's second. */
+	for (uint32_t i = 0; i < 8; i++)
+		d[i] = mv(ICFAB_OP_WRITE, q[i], h[i], 0, key[(i + 1) % 8], PAGE,
+			  PAGE, i);
+	ASSERT_EQ(8, submit(self->fd, d, 8));
+	ASSERT_EQ(8, wait_cqes(self->fd, c, 8, 8));
+	for (uint32_t i = 0; i < 8; i++) {
+		EXPECT_EQ(0, c[i].status);
+		EXPECT_EQ(0, memcmp(m[i], m[(i + 1) % 8] + PAGE, PAGE));
+	}
+	for (uint32_t i = 0; i < 8; i++)
+		munmap(m[i], 2 * PAGE);
+}
+
+/* The child: a region on endpoint 5, its key to the parent, then check. */
+static int key_child(int kfd, int dfd)
+{
+	int fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	struct icfab_desc d = { .op = ICFAB_OP_DELAY, .len = 1000000000000ULL };
+	struct icfab_cqe c;
+	unsigned char *m, want[PAGE];
+	uint32_t h;
+	uint64_t key;
+	char byte;
+	int q;
+
+	if (fd < 0 || attach(fd, 5))
+		return 1;
+	if (region(fd, 5, 2 * PAGE, ICFAB_ACCESS_ALL, &h, &key, &m))
+		return 2;
+	fill(m, PAGE, 77);
+	if (write(kfd, &key, sizeof(key)) != sizeof(key))
+		return 3;
+	/* Out of the parent's way: nothing more before a second from now. */
+	q = queue(fd, 5, 1);
+	d.queue = q;
+	if (q < 0 || one(fd, d, &c))
+		return 4;
+	if (read(dfd, &byte, 1) != 1)
+		return 5;
+	fill(want, PAGE, 78);
+	return memcmp(m + PAGE, want, PAGE) ? 6 : 0;
+}
+
+TEST_F(dm, two_processes_exchange_keys)
+{
+	struct icfab_region_import ri = { 0 };
+	int kp[2], dp[2], status;
+	unsigned char want[PAGE];
+	struct icfab_cqe c;
+	uint64_t key;
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe(kp));
+	ASSERT_EQ(0, pipe(dp));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		close(kp[0]);
+		close(dp[1]);
+		_exit(key_child(kp[1], dp[0]));
+	}
+	close(kp[1]);
+	close(dp[0]);
+	ASSERT_EQ(sizeof(key), read(kp[0], &key, sizeof(key)));
+	ri.key = key;
+	ASSERT_EQ(0, ioctl(self->fd, ICFAB_IOC_REGION_IMPORT, &ri));
+	EXPECT_EQ(5, ri.endpoint);
+	EXPECT_EQ(2 * PAGE, ri.size);
+
+	memset(self->am, 0, RSIZE);
+	ASSERT_EQ(0, one(self->fd, mv(ICFAB_OP_READ, self->q, self->a, 0, key,
+				      0, PAGE, 1), &c));
+	fill(want, PAGE, 77);
+	EXPECT_EQ(0, memcmp(self->am, want, PAGE));
+	fill(self->am + PAGE, PAGE, 78);
+	ASSERT_EQ(0, one(self->fd, mv(ICFAB_OP_WRITE, self->q, self->a, PAGE,
+				      key, PAGE, PAGE, 2), &c));
+	ASSERT_EQ(1, write(dp[1], "d", 1));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	/* Its context is gone, and the key with it. */
+	EXPECT_EQ(-1, ioctl(self->fd, ICFAB_IOC_REGION_IMPORT, &ri));
+	EXPECT_EQ(EINVAL, errno);	/* ri's outputs are set */
+	memset(&ri, 0, sizeof(ri));
+	ri.key = key;
+	EXPECT_EQ(-1, ioctl(self->fd, ICFAB_IOC_REGION_IMPORT, &ri));
+	EXPECT_EQ(ENOKEY, errno);
+	close(kp[0]);
+	close(dp[1]);
+}
+
+#define PAIR_N	6
+
+/*
+ * One rank: attached to its endpoint @p and to 2, it writes into its own
+ * region on 2 over the shared link 1 -> 2, fences, reads it back.
+ */
+static int pair_rank(int p, int ready, int go, struct icfab_cqe *out)
+{
+	int fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	unsigned char *lm, *rm;
+	struct icfab_desc d[PAIR_N];
+	uint32_t lh, rh;
+	uint64_t lk, rk;
+	char byte;
+	int q;
+
+	if (fd < 0 || attach(fd, p) || attach(fd, 2))
+		return 1;
+	if (region(fd, p, 16 * PAGE, 0, &lh, &lk, &lm) ||
+	    region(fd, 2, 16 * PAGE, ICFAB_ACCESS_ALL, &rh, &rk, &rm))
+		return 2;
+	fill(lm, 16 * PAGE, 9 + p);
+	q = queue(fd, p, PAIR_N);
+	if (q < 0)
+		return 3;
+	if (write(ready, "r", 1) != 1 || read(go, &byte, 1) != 0)
+		return 4;
+	for (int i = 0; i < 4; i++)
+		d[i] = mv(ICFAB_OP_WRITE, q, lh, i * 4 * PAGE, rk,
+			  i * 4 * PAGE, (1 + i) * PAGE - 17 * p, i);
+	d[4] = (struct icfab_desc){ .op = ICFAB_OP_FENCE, .queue = q,
+				    .user_tag = 4 };
+	d[5] = mv(ICFAB_OP_READ, q, lh, 0, rk, 4 * PAGE, 3 * PAGE + 1, 5);
+	if (submit(fd, d, PAIR_N) != PAIR_N)
+		return 5;
+	if (wait_cqes(fd, out, PAIR_N, PAIR_N) != PAIR_N)
+		return 6;
+	return 0;
+}
+
+static void run_pair(struct icfab_cqe *out, int hog)
+{
+	pid_t pids[3] = { 0, 0, 0 };
+	int ready[2], go[2];
+	char byte;
+
+	if (pipe(ready) || pipe(go))
+		return;
+	if (hog) {
+		pids[2] = fork();
+		if (pids[2] == 0) {
+			close(ready[0]);
+			close(ready[1]);
+			close(go[0]);
+			close(go[1]);
+			for (;;)
+				;
+		}
+	}
+	for (int p = 0; p < 2; p++) {
+		pids[p] = fork();
+		if (pids[p] == 0) {
+			close(go[1]);
+			close(ready[0]);
+			_exit(pair_rank(p, ready[1], go[0], &out[p * PAIR_N]));
+		}
+	}
+	close(ready[1]);
+	close(go[0]);
+	for (int p = 0; p < 2; p++)
+		if (read(ready[0], &byte, 1) != 1)
+			break;
+	close(go[1]);
+	close(ready[0]);
+	for (int p = 0; p < 2; p++) {
+		int status;
+
+		waitpid(pids[p], &status, 0);
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			out[p * PAIR_N].status = -1000 - WEXITSTATUS(status);
+	}
+	if (hog) {
+		kill(pids[2], SIGKILL);
+		waitpid(pids[2], NULL, 0);
+	}
+}
+
+TEST_F(dm, deterministic_with_a_cpu_hog)
+{
+	struct icfab_cqe *a, *b;
+	uint64_t queued = 0;
+
+	a = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	b = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, a);
+	ASSERT_NE(MAP_FAILED, b);
+	memset(a, 0, 4096);
+	memset(b, 0, 4096);
+	/*
+	 * The fixture's context goes, mappings and all, so that both runs
+	 * start on a fresh engine at time 0 with nobody else attached.
+	 */
+	munmap(self->am, RSIZE);
+	munmap(self->bm, RSIZE);
+	self->am = NULL;
+	self->bm = NULL;
+	close(self->fd);
+	self->fd = -1;
+
+	run_pair(a, 0);
+	run_pair(b, 1);
+	for (int i = 0; i < 2 * PAIR_N; i++) {
+		EXPECT_EQ(0, a[i].status);
+		EXPECT_EQ(a[i].user_tag, b[i].user_tag);
+		EXPECT_EQ(a[i].submit_ps, b[i].submit_ps);
+		EXPECT_EQ(a[i].start_ps, b[i].start_ps);
+		EXPECT_EQ(a[i].finish_ps, b[i].finish_ps);
+		EXPECT_EQ(a[i].queued_ps, b[i].queued_ps);
+		queued += a[i].queued_ps;
+	}
+	/* A fresh engine: the first run started at time 0. */
+	EXPECT_EQ(0, a[0].submit_ps);
+	EXPECT_GT(queued, 0);
+	munmap(a, 4096);
+	munmap(b, 4096);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * desc_cost: what one descriptor costs on the host, side by side with
+ * what io_uring itself costs, in one run (these machines are shared and
+ * noisy, so only ratios measured together mean anything).
+ *
+ * On a two-endpoint fabric with zero-latency links of very high
+ * bandwidth, 64-byte timing-only WRITEs in batches of 32:
+ *   uring: 32 ICFAB_UCMD_SUBMIT + 1 ICFAB_UCMD_WAIT per io_uring_enter
+ *   ioctl: ICFAB_IOC_SUBMIT of 32, then ICFAB_IOC_WAIT for 32
+ *   nop:   32 IORING_OP_NOP per io_uring_enter, the floor
+ * and prints ns per descriptor for each and the ratios to nop.
+ *
+ * Needs the module loaded and CAP_NET_ADMIN (it replaces the topology
+ * of fabric 0). Build:
+ *   cc -O2 -Iuapi -Iselftests/icfab -o build/bench/desc_cost \
+ *      tools/bench/desc_cost.c selftests/icfab/genl.c -luring
+ * usage: desc_cost [ROUNDS]   (batches per method, default 2000)
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/icfab.h>
+#include <linux/icfab_genl.h>
+
+#include "genl.h"
+
+#define BATCH	32
+#define LEN	64		/* bytes */
+#define BW	(1ULL << 50)	/* bytes/s */
+
+static double now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static int req(struct genl_sock *gs, struct genl_msg *m)
+{
+	return genl_request(gs, m, NULL, NULL);
+}
+
+/* Endpoints 0 and 1, one link each way, no latency, 1 PB/s. */
+static int two_endpoints(struct genl_sock *gs)
+{
+	uint16_t r0[2] = { ICFAB_ROUTE_NONE, 0 }, r1[2] = { 0, ICFAB_ROUTE_NONE };
+	struct genl_msg m;
+	int err = 0;
+
+	genl_msg_init(&m, gs->family, ICFAB_CMD_FABRIC_ABORT, 0);
+	req(gs, &m);
+	for (uint32_t i = 0; i < 4; i++) {
+		genl_msg_init(&m, gs->family, ICFAB_CMD_LINK_DEL, 0);
+		genl_put_u32(&m, ICFAB_A_LINK_ID, i);
+		req(gs, &m);
+	}
+	for (uint32_t i = 0; i < 128; i++) {
+		genl_msg_init(&m, gs->family, ICFAB_CMD_NODE_DEL, 0);
+		genl_put_u32(&m, ICFAB_A_NODE_ID, i);
+		req(gs, &m);
+	}
+	for (uint32_t i = 0; i < 2 && !err; i++) {
+		genl_msg_init(&m, gs->family, ICFAB_CMD_NODE_NEW, 0);
+		genl_put_u32(&m, ICFAB_A_NODE_ID, i);
+		genl_put_u32(&m, ICFAB_A_NODE_KIND, ICFAB_NODE_ENDPOINT);
+		genl_put_u32(&m, ICFAB_A_NODE_PORTS, 1);
+		genl_put_u64(&m, ICFAB_A_NODE_MEM_BYTES, 1ULL << 30);
+		err = req(gs, &m);
+	}
+	for (uint32_t i = 0; i < 2 && !err; i++) {
+		genl_msg_init(&m, gs->family, ICFAB_CMD_LINK_NEW, 0);
+		genl_put_u32(&m, ICFAB_A_LINK_ID, i);
+		genl_put_u32(&m, ICFAB_A_LINK_SRC_NODE, i);
+		genl_put_u32(&m, ICFAB_A_LINK_SRC_PORT, 0);
+		genl_put_u32(&m, ICFAB_A_LINK_DST_NODE, 1 - i);
+		genl_put_u32(&m, ICFAB_A_LINK_DST_PORT, 0);
+		genl_put_u64(&m, ICFAB_A_LINK_BANDWIDTH, BW);
+		genl_put_u64(&m, ICFAB_A_LINK_LATENCY_PS, 0);
+		err = req(gs, &m);
+	}
+	if (!err) {
+		genl_msg_init(&m, gs->family, ICFAB_CMD_ROUTE_SET, 0);
+		genl_put_u32(&m, ICFAB_A_ROUTE_NODE, 0);
+		genl_put_u32(&m, ICFAB_A_ROUTE_DST_FIRST, 0);
+		genl_put(&m, ICFAB_A_ROUTE_PORTS, r0, sizeof(r0));
+		err = req(gs, &m);
+	}
+	if (!err) {
+		genl_msg_init(&m, gs->family, ICFAB_CMD_ROUTE_SET, 0);
+		genl_put_u32(&m, ICFAB_A_ROUTE_NODE, 1);
+		genl_put_u32(&m, ICFAB_A_ROUTE_DST_FIRST, 0);
+		genl_put(&m, ICFAB_A_ROUTE_PORTS, r1, sizeof(r1));
+		err = req(gs, &m);
+	}
+	if (!err) {
+		genl_msg_init(&m, gs->family, ICFAB_CMD_FABRIC_COMMIT, 0);
+		err = req(gs, &m);
+	}
+	return err;
+}
+
+static void prep_cmd(struct io_uring *ring, int fd, uint32_t op,
+		     const void *payload)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+
+	io_uring_prep_rw(IORING_OP_URING_CMD, sqe, fd, NULL, 0, 0);
+	sqe->cmd_op = op;
+	memcpy(sqe->cmd, payload, 80);
+}
+
+static int reap(struct io_uring *ring, unsigned int n)
+{
+	struct io_uring_cqe *cqe;
+	int bad = 0;
+
+	for (unsigned int i = 0; i < n; i++) {
+		if (io_uring_wait_cqe(ring, &cqe))
+			return -1;
+		bad |= cqe->res < 0;
+		io_uring_cqe_seen(ring, cqe);
+	}
+	return bad ? -1 : 0;
+}
+
+static double run_uring(struct io_uring *ring, int fd, uint32_t q, int rounds)
+{
+	struct icfab_uring_submit us;
+	struct icfab_uring_wait w = { .min = BATCH };
+	double t0;
+
+	memset(&us, 0, sizeof(us));
+	us.desc = (struct icfab_desc){ .op = ICFAB_OP_WRITE, .queue = q,
+		.peer = 1, .len = LEN, .flags = ICFAB_DESC_F_TIMING_ONLY };
+	t0 = now_ns();
+	for (int r = 0; r < rounds; r++) {
+		for (int i = 0; i < BATCH; i++)
+			prep_cmd(ring, fd, ICFAB_UCMD_SUBMIT, &us);
+		prep_cmd(ring, fd, ICFAB_UCMD_WAIT, &w);
+		if (io_uring_submit_and_wait(ring, BATCH + 1) != BATCH + 1 ||
+		    reap(ring, BATCH + 1))
+			return -1;
+	}
+	return (now_ns() - t0) / ((double)rounds * BATCH);
+}
+
+static double run_ioctl(int fd, uint32_t q, int rounds)
+{
+	struct icfab_desc d[BATCH];
+	struct icfab_cqe c[BATCH];
+	struct icfab_submit s = { .descs = (uintptr_t)d, .nr = BATCH };
+	struct icfab_wait w = { .cqes = (uintptr_t)c, .min = BATCH,
+				.max = BATCH };
+	double t0;
+
+	for (int i = 0; i < BATCH; i++)
+		d[i] = (struct icfab_desc){ .op = ICFAB_OP_WRITE, .queue = q,
+			.peer = 1, .len = LEN,
+			.flags = ICFAB_DESC_F_TIMING_ONLY };
+	t0 = now_ns();
+	for (int r = 0; r < rounds; r++) {
+		w.nr = 0;
+		w.clock_ps = 0;
+		if (ioctl(fd, ICFAB_IOC_SUBMIT, &s) != BATCH ||
+		    ioctl(fd, ICFAB_IOC_WAIT, &w) || w.nr != BATCH)
+			return -1;
+	}
+	return (now_ns() - t0) / ((double)rounds * BATCH);
+}
+
+static double run_nop(struct io_uring *ring, int rounds)
+{
+	double t0 = now_ns();
+
+	for (int r = 0; r < rounds; r++) {
+		for (int i = 0; i < BATCH; i++)
+			io_uring_prep_nop(io_uring_get_sqe(ring));
+		if (io_uring_submit_and_wait(ring, BATCH) != BATCH ||
+		    reap(ring, BATCH))
+			return -1;
+	}
+	return (now_ns() - t0) / ((double)rounds * BATCH);
+}
+
+int main(int argc, char **argv)
+{
+	int rounds = argc > 1 ? atoi(argv[1]) : 2000;
+	struct icfab_queue_create qc = { .endpoint = 0, .depth = BATCH };
+	struct icfab_attach a = { .endpoint = 0 };
+	double uring, ioc, nop;
+	int slices = 0;
+	struct io_uring ring;
+	struct genl_sock gs;
+	int fd, err;
+
+	if (rounds < 1)
+		rounds = 1;
+	if (genl_open(&gs) || genl_resolve(&gs, ICFAB_GENL_NAME)) {
+		fprintf(stderr, "desc_cost: no icfab netlink family\n");
+		return 1;
+	}
+	err = two_endpoints(&gs);
+	if (err) {
+		fprintf(stderr, "desc_cost: topology: %s (%s)\n", strerror(-err),
+			gs.extack);
+		return 1;
+	}
+	fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	if (fd < 0 || ioctl(fd, ICFAB_IOC_ATTACH, &a) ||
+	    ioctl(fd, ICFAB_IOC_QUEUE_CREATE, &qc)) {
+		perror("desc_cost: /dev/icfab0");
+		return 1;
+	}
+	err = io_uring_queue_init(2 * BATCH, &ring,
+				  IORING_SETUP_SQE128 | IORING_SETUP_CQE32);
+	if (err) {
+		fprintf(stderr, "desc_cost: io_uring: %s\n", strerror(-err));
+		return 1;
+	}
+	/*
+	 * Warm up, then interleave the three in slices of 10 batches, so
+	 * that the host's noise falls on all of them alike.
+	 */
+	run_nop(&ring, 10);
+	run_uring(&ring, fd, qc.queue, 10);
+	run_ioctl(fd, qc.queue, 10);
+	nop = uring = ioc = 0;
+	for (int r = 0; r < rounds; r += 10, slices++) {
+		double n = run_nop(&ring, 10);
+		double u = run_uring(&ring, fd, qc.queue, 10);
+		double i = run_ioctl(fd, qc.queue, 10);
+
+		if (n < 0 || u < 0 || i < 0) {
+			fprintf(stderr, "desc_cost: a run failed\n");
+			return 1;
+		}
+		nop += n;
+		uring += u;
+		ioc += i;
+	}
+	rounds = slices * 10;
+	nop /= slices;
+	uring /= slices;
+	ioc /= slices;
+	printf("desc_cost: %d batches of %d, %d-byte timing-only WRITEs\n",
+	       rounds, BATCH, LEN);
+	printf("  io_uring NOP          %8.0f ns/op\n", nop);
+	printf("  icfab io_uring SUBMIT %8.0f ns/desc  (%.1fx NOP)\n", uring,
+	       uring / nop);
+	printf("  icfab ioctl SUBMIT    %8.0f ns/desc  (%.1fx NOP)\n", ioc,
+	       ioc / nop);
+	io_uring_queue_exit(&ring);
+	close(fd);
+	genl_close(&gs);
+	return 0;
+}
