@@ -1,0 +1,54 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""TAP test of the ctypes binding: collectives against numpy, element by
+element, on the host communicator, or with --device on the fabric (one
+process driving 4 ranks)."""
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fabricdev as fd  # noqa: E402
+
+n, cnt = 4, 1001
+dev = "--device" in sys.argv
+comm = fd.Comm.local(n, ws_bytes=4 << 20) if dev else fd.Comm.host(n, 4 << 20)
+rng = np.random.default_rng(3)
+x = rng.integers(-8, 8, size=(n, n * cnt)).astype(np.float32)
+res = []
+
+
+def ok(cond, what):
+    res.append(cond)
+    print("%sok %d - %s" % ("" if cond else "not ", len(res), what))
+
+
+print("TAP version 13")
+for algo in ("ring", "direct", "tree"):
+    y = comm.all_reduce(x, algo=algo)
+    ok(np.array_equal(y, np.tile(x.sum(0), (n, 1))), "all_reduce %s" % algo)
+y = comm.reduce_scatter(x, algo="ring")
+ok(np.array_equal(y, x.sum(0).reshape(n, cnt)), "reduce_scatter ring")
+y = comm.all_gather(x[:, :cnt], algo="ring")
+ok(np.array_equal(y, np.tile(x[:, :cnt].reshape(-1), (n, 1))), "all_gather ring")
+y = comm.all_to_all(x, algo="direct")
+want = x.reshape(n, n, cnt).transpose(1, 0, 2).reshape(n, n * cnt)
+ok(np.array_equal(y, want), "all_to_all direct")
+y = comm.broadcast(x, root=2, algo="tree")
+ok(np.array_equal(y, np.tile(x[2], (n, 1))), "broadcast tree")
+comm.set_node_size(2)
+y = comm.all_reduce(x, algo="hier")
+ok(np.array_equal(y, np.tile(x.sum(0), (n, 1))), "all_reduce hier, 2 nodes of 2")
+y = comm.all_to_all(x, algo="hier")
+ok(np.array_equal(y, want), "all_to_all hier, 2 nodes of 2")
+try:
+    comm.set_node_size(3)
+    ok(False, "a node size that does not divide the ranks is refused")
+except OSError as e:
+    ok(e.errno == 22, "a node size that does not divide the ranks: EINVAL")
+if dev:
+    ok(comm.last_ps > 0, "emulated time reported (%d ps)" % comm.last_ps)
+comm.close()
+print("1..%d" % len(res))
+sys.exit(0 if all(res) else 1)

@@ -1,0 +1,902 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * Communicators: ranks, their endpoints, workspaces and keys.
+ *
+ * Local: one process drives every rank from one context (one clock), so a
+ * step boundary is one WAIT for everything the step posted.
+ *
+ * Independent processes: a per-job file in /dev/shm (FDEV_RUNDIR
+ * overrides), "fdev-<uid>-<job>", holds one slot per rank (pid, endpoint,
+ * workspace key, barrier sequence and value). It starts zero-filled, so
+ * whoever comes first needs no initialisation; a barrier bumps the
+ * rank's sequence and sleeps on a futex until every live rank has; a rank
+ * whose pid is gone is excluded and the barrier returns -EPIPE once. The
+ * last rank out removes the file.
+ *
+ * Independent processes with device memory in virtual time use a proxy:
+ * a context that waits in a host barrier holds the engine back, and the
+ * ABI has no wait for someone else's transfer, so each process driving
+ * its own rank could deadlock. Instead rank 0 attaches every rank's
+ * endpoint in one context, allocates every workspace, and passes its
+ * device file (SCM_RIGHTS, abstract socket "fdev-<uid>-<job>") so each
+ * process maps its own workspace. A collective stages in, meets, rank 0
+ * runs the whole schedule (as one process driving every rank:
+ * deterministic), meets again, and each copies out.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/icfab.h>
+
+#include "internal.h"
+
+#define SHM_MAGIC	0x6664657673686d31ULL	/* "fdevshm1" */
+#define MAX_RANKS	256
+
+struct shm_slot {
+	_Atomic uint64_t seq;
+	uint64_t val[2];		/* barrier value, by seq parity */
+	uint64_t key;
+	uint32_t ep;
+	_Atomic int32_t pid;
+	uint64_t mmap_off, size;	/* proxy: the rank's workspace */
+	uint64_t pad;
+};
+
+struct shm_hdr {
+	_Atomic uint64_t magic;
+	_Atomic uint32_t nranks;
+	_Atomic uint32_t bump;		/* futex word */
+	_Atomic uint32_t refs;
+	_Atomic int32_t px_err;		/* proxy: rank 0's result of a run */
+	_Atomic uint64_t failed[4];
+	struct shm_slot slot[];
+};
+
+struct fdev_shm {
+	struct shm_hdr *h;
+	size_t len;
+	char name[256];
+	uint64_t seq;
+	int rank;
+};
+
+static long futex(_Atomic uint32_t *w, int op, uint32_t v,
+		  const struct timespec *ts)
+{
+	return syscall(SYS_futex, (uint32_t *)w, op, v, ts, NULL, 0);
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int env_int(const char *const *names, int *out)
+{
+	for (; *names; names++) {
+		const char *v = getenv(*names);
+		char *end;
+		long x;
+
+		if (!v || !*v)
+			continue;
+		x = strtol(v, &end, 10);
+		if (*end || x < 0 || x > 1 << 20)
+			return -EINVAL;
+		*out = (int)x;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static const char *const rank_vars[] = {
+	"FDEV_RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
+	"SLURM_PROCID", NULL,
+};
+static const char *const size_vars[] = {
+	"FDEV_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", NULL,
+};
+
+static const char *job_name(char *buf, size_t len)
+{
+	static const char *const vars[] = {
+		"FDEV_JOB", "OMPI_MCA_orte_ess_jobid", "OMPI_MCA_ess_base_jobid",
+		"PMIX_NAMESPACE", "PMI_JOBID", "SLURM_JOB_ID", NULL,
+	};
+
+	for (const char *const *v = vars; *v; v++) {
+		const char *s = getenv(*v);
+
+		if (s && *s) {
+			snprintf(buf, len, "%s", s);
+			return buf;
+		}
+	}
+	return NULL;
+}
+
+static int shm_open_job(struct fdev_comm *c, const char *job, int rank)
+{
+	const char *dir = getenv("FDEV_RUNDIR");
+	struct fdev_shm *s;
+	uint32_t zero = 0;
+	int fd;
+
+	for (const char *p = job; *p; p++)
+		if (*p == '/')
+			return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	snprintf(s->name, sizeof(s->name), "%s/fdev-%u-%s",
+		 dir && *dir ? dir : "/dev/shm", (unsigned int)getuid(), job);
+	s->len = sizeof(struct shm_hdr) + c->nranks * sizeof(struct shm_slot);
+	s->rank = rank;
+	fd = open(s->name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0 || ftruncate(fd, (off_t)s->len)) {
+		int err = -errno;
+
+		if (fd >= 0)
+			close(fd);
+		free(s);
+		return err;
+	}
+	s->h = mmap(NULL, s->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (s->h == MAP_FAILED) {
+		int err = -errno;
+
+		free(s);
+		return err;
+	}
+	if (!atomic_compare_exchange_strong(&s->h->nranks, &zero, c->nranks) &&
+	    zero != c->nranks) {
+		fprintf(stderr, "libfabricdev: job %s has %u ranks, not %u\n",
+			job, zero, c->nranks);
+		munmap(s->h, s->len);
+		free(s);
+		return -EINVAL;
+	}
+	{
+		int32_t old = atomic_load(&s->h->slot[rank].pid);
+
+		if (old && old != getpid() && !kill(old, 0)) {
+			fprintf(stderr, "libfabricdev: job %s: rank %d is taken by pid %d\n",
+				job, rank, old);
+			munmap(s->h, s->len);
+			free(s);
+			return -EADDRINUSE;
+		}
+	}
+	atomic_fetch_add(&s->h->refs, 1);
+	c->shm = s;
+	return 0;
+}
+
+/* Gone, or a zombie nobody reaped yet: either way it will never come. */
+static int pid_dead(int32_t pid)
+{
+	char path[64], buf[256], *p;
+	FILE *f;
+	int dead = 0;
+
+	if (kill(pid, 0) && errno == ESRCH)
+		return 1;
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (fgets(buf, sizeof(buf), f)) {
+		p = strrchr(buf, ')');
+		dead = p && (p[2] == 'Z' || p[2] == 'X');
+	}
+	fclose(f);
+	return dead;
+}
+
+static int shm_barrier(struct fdev_comm *c, uint64_t *val)
+{
+	struct fdev_shm *s = c->shm;
+	struct shm_hdr *h = s->h;
+	uint64_t seq = ++s->seq, out = 0, deadline;
+	const char *t = getenv("FDEV_TIMEOUT_MS");
+	int newly_failed = 0;
+
+	deadline = mono_ms() + (t && *t ? strtoull(t, NULL, 10) : 300000);
+	h->slot[s->rank].val[seq & 1] = *val;
+	atomic_store(&h->slot[s->rank].seq, seq);
+	atomic_fetch_add(&h->bump, 1);
+	futex(&h->bump, FUTEX_WAKE, INT32_MAX, NULL);
+	for (;;) {
+		uint32_t b = atomic_load(&h->bump);
+		struct timespec ts = { 0, 50 * 1000000 };
+		unsigned int missing = 0;
+
+		out = 0;
+		for (unsigned int r = 0; r < c->nranks; r++) {
+			struct shm_slot *sl = &h->slot[r];
+
+			if ((atomic_load(&h->failed[r / 64]) >> (r % 64)) & 1)
+				continue;
+			if (atomic_load(&sl->seq) < seq) {
+				int32_t pid = atomic_load(&sl->pid);
+
+				/* Gone before or after it joined: excluded. */
+				if (pid && pid_dead(pid)) {
+					atomic_fetch_or(&h->failed[r / 64],
+							1ULL << (r % 64));
+					fprintf(stderr, "libfabricdev: rank %u (pid %d) died; excluded\n",
+						r, pid);
+					newly_failed = 1;
+					continue;
+				}
+				missing++;
+				continue;
+			}
+			if (sl->val[seq & 1] > out)
+				out = sl->val[seq & 1];
+		}
+		if (!missing)
+			break;
+		if (mono_ms() > deadline)
+			return -ETIMEDOUT;
+		futex(&h->bump, FUTEX_WAIT, b, &ts);
+	}
+	for (int w = 0; w < 4; w++) {
+		uint64_t f = atomic_load(&h->failed[w]);
+
+		if (f & ~c->failed[w])
+			newly_failed = 1;
+		c->failed[w] |= f;
+	}
+	*val = out;
+	return newly_failed ? -EPIPE : 0;
+}
+
+int fdev_comm_timing_only(const struct fdev_comm *c)
+{
+	return !!(c->flags & FDEV_COMM_TIMING_ONLY);
+}
+
+void *fdev_ws_addr(struct fdev_comm *c, unsigned int l, uint64_t off)
+{
+	return (uint8_t *)c->ws[l].addr + off;
+}
+
+static unsigned int comm_open_flags(const struct fdev_comm *c)
+{
+	return c->flags & FDEV_COMM_FREE_RUN ? FDEV_OPEN_FREE_RUN : 0;
+}
+
+static int comm_alloc(unsigned int nranks, unsigned int nlocal,
+		      struct fdev_comm **out)
+{
+	struct fdev_comm *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	c->nranks = nranks;
+	c->nlocal = nlocal;
+	c->node_size = nranks;
+	c->ep = calloc(nranks, sizeof(*c->ep));
+	c->rkey = calloc(nranks, sizeof(*c->rkey));
+	c->queue = calloc(nlocal, sizeof(*c->queue));
+	c->ws = calloc(nlocal, sizeof(*c->ws));
+	if (!c->ep || !c->rkey || !c->queue || !c->ws) {
+		fdev_comm_destroy(c);
+		return -ENOMEM;
+	}
+	*out = c;
+	return 0;
+}
+
+/* Attach the local ranks, make their queues, learn the clock. */
+static int comm_attach(struct fdev_comm *c)
+{
+	int err;
+
+	for (unsigned int l = 0; l < c->nlocal; l++) {
+		uint32_t ep = c->ep[c->first + l];
+
+		err = fdev_attach(c->dev, ep);
+		if (err && err != -EEXIST && err != -EBUSY)
+			return err;
+		err = fdev_queue_create(c->dev, ep, 4096, &c->queue[l]);
+		if (err)
+			return err;
+	}
+	{
+		struct fdev_info info;
+
+		if (!fdev_query(c->dev, &info))
+			c->seg = info.segment_size;
+	}
+	/* A zero DELAY returns the clock, which attach started. */
+	return fdev_compute(c->dev, c->queue[0], 0);
+}
+
+static int comm_regions(struct fdev_comm *c)
+{
+	int err;
+
+	if (c->flags & FDEV_COMM_TIMING_ONLY || !c->ws_bytes)
+		return 0;
+	for (unsigned int l = 0; l < c->nlocal; l++) {
+		err = fdev_region_alloc(c->dev, c->ep[c->first + l], c->ws_bytes,
+					&c->ws[l]);
+		if (err)
+			return err;
+		err = fdev_region_export(c->dev, &c->ws[l],
+					 FDEV_ACCESS_REMOTE_READ |
+					 FDEV_ACCESS_REMOTE_WRITE);
+		if (err)
+			return err;
+		c->rkey[c->first + l] = c->ws[l].key;
+	}
+	return 0;
+}
+
+int fdev_comm_init_local(const char *path, unsigned int nranks,
+			 const uint32_t *endpoints, uint64_t ws_bytes,
+			 unsigned int flags, struct fdev_comm **out)
+{
+	struct fdev_comm *c;
+	int err;
+
+	if (!out || !nranks || nranks > MAX_RANKS ||
+	    flags & ~(FDEV_COMM_TIMING_ONLY | FDEV_COMM_FREE_RUN))
+		return -EINVAL;
+	err = comm_alloc(nranks, nranks, &c);
+	if (err)
+		return err;
+	c->flags = flags;
+	c->ws_bytes = ws_bytes;
+	if (endpoints) {
+		memcpy(c->ep, endpoints, nranks * sizeof(*c->ep));
+	} else {
+		err = fdev_endpoints(path, c->ep, nranks);
+		if (err >= 0 && (unsigned int)err < nranks)
+			err = -ENODEV;
+		if (err < 0)
+			goto err_destroy;
+	}
+	err = fdev_open(path, comm_open_flags(c), &c->dev);
+	if (err)
+		goto err_destroy;
+	err = comm_attach(c);
+	if (!err)
+		err = comm_regions(c);
+	if (err)
+		goto err_destroy;
+	*out = c;
+	return 0;
+
+err_destroy:
+	fdev_comm_destroy(c);
+	return err;
+}
+
+/*
+ * A host communicator: @nranks ranks whose workspaces are plain memory
+ * and whose plans run as memcpy. No fabric, no time; for checking a
+ * runtime's numerics (and this library's) without the module.
+ */
+int __fdev_comm_init_host(unsigned int nranks, uint64_t ws_bytes,
+			  struct fdev_comm **out)
+{
+	struct fdev_comm *c;
+	int err;
+
+	if (!out || !nranks || nranks > MAX_RANKS || !ws_bytes)
+		return -EINVAL;
+	err = comm_alloc(nranks, nranks, &c);
+	if (err)
+		return err;
+	c->ws_bytes = ws_bytes;
+	for (unsigned int l = 0; l < nranks; l++) {
+		c->ep[l] = l;
+		c->ws[l].size = ws_bytes;
+		c->ws[l].addr = calloc(1, ws_bytes);
+		if (!c->ws[l].addr) {
+			fdev_comm_destroy(c);
+			return -ENOMEM;
+		}
+	}
+	*out = c;
+	return 0;
+}
+
+static void sock_name(struct sockaddr_un *a, socklen_t *len, const char *job)
+{
+	int n;
+
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1, "fdev-%u-%s",
+		     (unsigned int)getuid(), job);
+	if (n > (int)sizeof(a->sun_path) - 2)
+		n = (int)sizeof(a->sun_path) - 2;
+	*len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+}
+
+static int send_fd(int sock, int fd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 }, b = 'f';
+	struct iovec iov = { &b, 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(sock, &m, MSG_NOSIGNAL) == 1 ? 0 : -errno;
+}
+
+static int recv_fd(int sock)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 }, b;
+	struct iovec iov = { &b, 1 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1,
+			    .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+	int fd;
+
+	if (recvmsg(sock, &m, MSG_CMSG_CLOEXEC) != 1)
+		return -EPROTO;
+	cm = CMSG_FIRSTHDR(&m);
+	if (!cm || cm->cmsg_type != SCM_RIGHTS)
+		return -EPROTO;
+	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	return fd;
+}
+
+/* Rank 0 of a proxy communicator: every rank in one context. */
+static int proxy_init_leader(struct fdev_comm *c, const char *path,
+			     const char *job, const uint32_t *eps, int *lsock)
+{
+	struct sockaddr_un a;
+	socklen_t len;
+	int err, s;
+
+	err = fdev_comm_init_local(path, c->nranks, eps, c->ws_bytes, 0, &c->px);
+	if (err)
+		return err;
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	sock_name(&a, &len, job);
+	if (bind(s, (struct sockaddr *)&a, len) || listen(s, (int)c->nranks)) {
+		err = -errno;
+		close(s);
+		return err;
+	}
+	*lsock = s;
+	c->ws[0] = c->px->ws[0];
+	for (unsigned int r = 0; r < c->nranks; r++) {
+		c->ep[r] = c->px->ep[r];
+		c->rkey[r] = c->px->rkey[r];
+	}
+	return 0;
+}
+
+static int proxy_serve(struct fdev_comm *c, int lsock)
+{
+	uint64_t deadline = mono_ms() + 60000;
+
+	for (unsigned int i = 1; i < c->nranks; i++) {
+		struct pollfd pfd = { lsock, POLLIN, 0 };
+		int s, err;
+
+		if (poll(&pfd, 1, (int)(deadline - mono_ms())) <= 0)
+			return -ETIMEDOUT;
+		s = accept4(lsock, NULL, NULL, SOCK_CLOEXEC);
+		if (s < 0)
+			return -errno;
+		err = send_fd(s, fdev_fd(c->px->dev));
+		close(s);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int proxy_join(struct fdev_comm *c, const char *job)
+{
+	struct shm_slot *sl = &c->shm->h->slot[c->first];
+	struct sockaddr_un a;
+	socklen_t len;
+	int s, fd;
+	void *p;
+
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	sock_name(&a, &len, job);
+	if (connect(s, (struct sockaddr *)&a, len)) {
+		int err = -errno;
+
+		close(s);
+		return err;
+	}
+	fd = recv_fd(s);
+	close(s);
+	if (fd < 0)
+		return fd;
+	c->px_fd = fd;
+	p = mmap(NULL, sl->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		 (off_t)sl->mmap_off);
+	if (p == MAP_FAILED)
+		return -errno;
+	c->ws[0].addr = p;
+	c->ws[0].size = sl->size;
+	for (unsigned int r = 0; r < c->nranks; r++) {
+		c->ep[r] = c->shm->h->slot[r].ep;
+		c->rkey[r] = c->shm->h->slot[r].key;
+	}
+	return 0;
+}
+
+int fdev_proxy_run(struct fdev_comm *c, const struct fdev_plan *p)
+{
+	uint64_t v = 0;
+	int err, e2;
+
+	/* Everyone staged its inputs. */
+	err = shm_barrier(c, &v);
+	if (err && err != -EPIPE)
+		return err;
+	if (c->px) {
+		e2 = fdev_plan_run(c->px, p);
+		atomic_store(&c->shm->h->px_err, e2);
+		v = c->px->last_ps;
+	}
+	e2 = shm_barrier(c, &v);
+	if (!err)
+		err = e2;
+	c->last_ps = v;
+	return err ? err : atomic_load(&c->shm->h->px_err);
+}
+
+/* Device memory, not free-running, virtual time: the proxy. */
+static int want_proxy(const char *path, unsigned int flags)
+{
+	struct icfab_info info = { 0 };
+	int fd, virt;
+
+	if (flags & (FDEV_COMM_TIMING_ONLY | FDEV_COMM_FREE_RUN))
+		return 0;
+	if (!path)
+		path = getenv("FDEV_DEVICE");
+	fd = open(path ? path : "/dev/icfab0", O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	virt = !ioctl(fd, ICFAB_IOC_INFO, &info) &&
+	       info.time_mode == ICFAB_TIME_VIRTUAL &&
+	       info.features & ICFAB_F_MEMORY;
+	close(fd);
+	return virt;
+}
+
+static int proxy_init(struct fdev_comm *c, const char *path, const char *job,
+		      const uint32_t *eps, int n)
+{
+	unsigned int rank = c->first;
+	int lsock = -1, err;
+	uint64_t v = 0;
+
+	if ((unsigned int)n < c->nranks)
+		return -ENODEV;
+	c->proxy = 1;
+	c->px_fd = -1;
+	if (!rank) {
+		err = proxy_init_leader(c, path, job, eps, &lsock);
+		if (err)
+			return err;
+	}
+	err = shm_open_job(c, job, (int)rank);
+	if (err)
+		goto out;
+	if (!rank)
+		for (unsigned int r = 0; r < c->nranks; r++) {
+			c->shm->h->slot[r].mmap_off = c->px->ws[r].mmap_offset;
+			c->shm->h->slot[r].size = c->px->ws[r].size;
+			c->shm->h->slot[r].ep = c->px->ep[r];
+			c->shm->h->slot[r].key = c->px->rkey[r];
+		}
+	atomic_store(&c->shm->h->slot[rank].pid, getpid());
+	/* The leader's socket and slots are ready. */
+	err = shm_barrier(c, &v);
+	if (err)
+		goto out;
+	err = rank ? proxy_join(c, job) : proxy_serve(c, lsock);
+	if (err)
+		goto out;
+	err = shm_barrier(c, &v);
+out:
+	if (lsock >= 0)
+		close(lsock);
+	return err;
+}
+
+int fdev_comm_init(const char *path, const char *job, int rank, int size,
+		   uint64_t ws_bytes, unsigned int flags,
+		   struct fdev_comm **out)
+{
+	char jb[128];
+	uint32_t *eps = NULL;
+	struct fdev_comm *c;
+	uint64_t v = 0;
+	int err, n;
+
+	if (!out || flags & ~(FDEV_COMM_TIMING_ONLY | FDEV_COMM_FREE_RUN))
+		return -EINVAL;
+	if (rank < 0 && env_int(rank_vars, &rank))
+		return -EINVAL;
+	if (size < 0 && env_int(size_vars, &size))
+		return -EINVAL;
+	if (size < 1 || size > MAX_RANKS || rank >= size)
+		return -EINVAL;
+	if (!job)
+		job = job_name(jb, sizeof(jb));
+	if (!job || !*job)
+		return -EINVAL;
+	err = comm_alloc((unsigned int)size, 1, &c);
+	if (err)
+		return err;
+	c->first = (unsigned int)rank;
+	c->multi = 1;
+	c->flags = flags;
+	c->ws_bytes = ws_bytes;
+	snprintf(c->path, sizeof(c->path), "%s", path ? path : "");
+
+	/* Rank r is the r-th endpoint, unless FDEV_ENDPOINT says. */
+	eps = calloc((size_t)size > 1024 ? (size_t)size : 1024, sizeof(*eps));
+	if (!eps) {
+		err = -ENOMEM;
+		goto err_destroy;
+	}
+	n = fdev_endpoints(path, eps, 1024);
+	if (n < 0) {
+		err = n;
+		goto err_destroy;
+	}
+	if (want_proxy(path, flags)) {
+		err = proxy_init(c, path, job, eps, n);
+		if (err)
+			goto err_destroy;
+		free(eps);
+		*out = c;
+		return 0;
+	}
+	{
+		const char *e = getenv("FDEV_ENDPOINT");
+
+		if (e && *e)
+			c->ep[rank] = (uint32_t)strtoul(e, NULL, 0);
+		else if (rank < n)
+			c->ep[rank] = eps[rank];
+		else {
+			err = -ENODEV;
+			goto err_destroy;
+		}
+	}
+	err = fdev_open(path, comm_open_flags(c), &c->dev);
+	if (err)
+		goto err_destroy;
+	/* Attach before the rendezvous: nobody starts before all hold time. */
+	err = comm_attach(c);
+	if (!err)
+		err = comm_regions(c);
+	if (!err)
+		err = shm_open_job(c, job, rank);
+	if (err)
+		goto err_destroy;
+	{
+		struct shm_slot *sl = &c->shm->h->slot[rank];
+
+		sl->ep = c->ep[rank];
+		sl->key = c->rkey[rank];
+		atomic_store(&sl->pid, getpid());
+	}
+	v = fdev_clock(c->dev);
+	err = shm_barrier(c, &v);
+	if (err)
+		goto err_destroy;
+	for (int r = 0; r < size; r++) {
+		c->ep[r] = c->shm->h->slot[r].ep;
+		c->rkey[r] = c->shm->h->slot[r].key;
+	}
+	err = fdev_advance_to(c->dev, c->queue[0], v);
+	if (err)
+		goto err_destroy;
+	free(eps);
+	*out = c;
+	return 0;
+
+err_destroy:
+	free(eps);
+	fdev_comm_destroy(c);
+	return err;
+}
+
+void fdev_comm_destroy(struct fdev_comm *c)
+{
+	if (!c)
+		return;
+	if (c->proxy) {
+		/* Nobody may use rank 0's context after it is gone. */
+		if (c->shm) {
+			uint64_t v = 0;
+
+			shm_barrier(c, &v);
+		}
+		if (c->px_fd >= 0) {
+			if (c->ws[0].addr)
+				munmap(c->ws[0].addr, c->ws[0].size);
+			close(c->px_fd);
+		}
+		memset(&c->ws[0], 0, sizeof(c->ws[0]));
+		fdev_comm_destroy(c->px);
+		c->px = NULL;
+	}
+	if (c->shm) {
+		struct fdev_shm *s = c->shm;
+
+		atomic_store(&s->h->slot[s->rank].pid, 0);
+		if (atomic_fetch_sub(&s->h->refs, 1) == 1)
+			unlink(s->name);
+		munmap(s->h, s->len);
+		free(s);
+	}
+	for (unsigned int l = 0; c->ws && l < c->nlocal; l++) {
+		if (c->dev && c->ws[l].handle)
+			fdev_region_free(c->dev, &c->ws[l]);
+		else if (!c->dev)
+			free(c->ws[l].addr);
+	}
+	fdev_close(c->dev);
+	free(c->ep);
+	free(c->rkey);
+	free(c->queue);
+	free(c->ws);
+	free(c);
+}
+
+int fdev_comm_size(const struct fdev_comm *c)
+{
+	return c ? (int)c->nranks : -EINVAL;
+}
+
+int fdev_comm_local(const struct fdev_comm *c, int *first, int *count)
+{
+	if (!c)
+		return -EINVAL;
+	if (first)
+		*first = (int)c->first;
+	if (count)
+		*count = (int)c->nlocal;
+	return 0;
+}
+
+uint32_t fdev_comm_endpoint(const struct fdev_comm *c, int rank)
+{
+	if (!c || rank < 0 || (unsigned int)rank >= c->nranks)
+		return UINT32_MAX;
+	return c->ep[rank];
+}
+
+struct fdev *fdev_comm_dev(struct fdev_comm *c)
+{
+	return c ? c->dev : NULL;
+}
+
+int fdev_comm_set_node_size(struct fdev_comm *c, int ranks_per_node)
+{
+	if (!c || ranks_per_node < 1 || c->nranks % (unsigned int)ranks_per_node)
+		return -EINVAL;
+	c->node_size = (unsigned int)ranks_per_node;
+	return 0;
+}
+
+int fdev_comm_exclude(struct fdev_comm *c, int rank)
+{
+	if (!c || rank < 0 || (unsigned int)rank >= c->nranks)
+		return -EINVAL;
+	c->failed[rank / 64] |= 1ULL << (rank % 64);
+	if (c->shm)
+		atomic_fetch_or(&c->shm->h->failed[rank / 64],
+				1ULL << (rank % 64));
+	return 0;
+}
+
+uint64_t fdev_comm_failed(const struct fdev_comm *c, int word)
+{
+	if (!c || word < 0 || word >= 4)
+		return 0;
+	return c->failed[word];
+}
+
+uint64_t fdev_comm_last_ps(const struct fdev_comm *c)
+{
+	return c ? c->last_ps : 0;
+}
+
+/*
+ * The barrier of independent processes. In virtual time a context that
+ * sits in a barrier with nothing in flight holds the engine back, so a
+ * peer still waiting for its transfers would never see them finish. A
+ * timing-only communicator therefore leaves the fabric across the
+ * barrier: it closes its context, meets the others, opens and attaches
+ * again, meets them again (so nobody runs ahead of a late attacher) and
+ * moves its clock to the latest one. Data communicators cannot (their
+ * regions live in the context); see fdev_comm(3).
+ */
+int fdev_shm_barrier(struct fdev_comm *c, uint64_t *val)
+{
+	int err, err2;
+
+	if (!c->multi)
+		return 0;
+	if (!fdev_comm_timing_only(c) || c->flags & FDEV_COMM_FREE_RUN)
+		return shm_barrier(c, val);
+	fdev_close(c->dev);
+	c->dev = NULL;
+	err = shm_barrier(c, val);
+	if (err && err != -EPIPE)
+		return err;
+	err2 = fdev_open(c->path[0] ? c->path : NULL, comm_open_flags(c), &c->dev);
+	if (!err2)
+		err2 = comm_attach(c);
+	if (!err2) {
+		uint64_t dummy = 0;
+
+		err2 = shm_barrier(c, &dummy);
+		if (err2 == -EPIPE)
+			err = -EPIPE, err2 = 0;
+	}
+	if (!err2)
+		err2 = fdev_advance_to(c->dev, c->queue[0], *val);
+	return err2 ? err2 : err;
+}
+
+int fdev_comm_barrier(struct fdev_comm *c)
+{
+	uint64_t v;
+	int err;
+
+	if (!c)
+		return -EINVAL;
+	if (c->proxy) {
+		v = 0;
+		return shm_barrier(c, &v);
+	}
+	if (!c->multi || !c->dev)
+		return 0;
+	v = fdev_clock(c->dev);
+	err = fdev_shm_barrier(c, &v);
+	if (err)
+		return err;
+	return fdev_advance_to(c->dev, c->queue[0], v);
+}

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
+#ifndef FDEV_INTERNAL_H
+#define FDEV_INTERNAL_H
+
+#include <liburing.h>
+#include <stdint.h>
+
+#include "fabricdev.h"
+#include "plan.h"
+
+#define FDEV_TAG_INTERNAL	0xfdefdefdefdefdefULL
+
+struct fdev_slot {
+	struct fdev_cqe cqe;		/* the module writes it (cqe_addr) */
+	uint64_t tag;
+	uint32_t queue;
+	int next;			/* free list */
+};
+
+struct fdev {
+	int fd;
+	unsigned int flags;
+	uint64_t features;
+	char path[64];
+	uint64_t clock_ps;		/* the context's clock, as last seen */
+	unsigned int inflight;		/* posted, not yet in the stash */
+	struct fdev_cqe *stash;		/* reaped, not yet returned */
+	unsigned int stash_nr, stash_cap;
+	/* io_uring */
+	int uring;
+	struct io_uring ring;
+	struct fdev_slot **slot_blocks;	/* never move: the module writes them */
+	unsigned int nr_slots;
+	int free_slot;
+	unsigned int waits_inflight;
+	unsigned int uncounted_reaped;	/* reaped, no WAIT counted them */
+	unsigned int counted_unreaped;	/* counted by a WAIT, still in ring */
+	unsigned int rejected;
+	/* Queues this context made: depth and descriptors not yet reaped. */
+	uint32_t *qdepth, *qinfl;	/* [nq], depth 0: no such queue */
+	unsigned int nq;
+};
+
+int fdev_reap_tag(struct fdev *dev, uint64_t tag, struct fdev_cqe *out);
+
+struct fdev_shm;
+
+struct fdev_comm {
+	unsigned int nranks;
+	unsigned int first, nlocal;	/* local ranks */
+	unsigned int node_size;
+	unsigned int flags;
+	uint32_t seg;			/* the fabric's segment size, bytes */
+	int multi;			/* one rank per process, shm rendezvous */
+	struct fdev *dev;
+	uint32_t *ep;			/* [nranks] endpoint of each rank */
+	uint32_t *queue;		/* [nlocal] */
+	struct fdev_region *ws;		/* [nlocal] workspaces */
+	uint64_t ws_bytes;
+	uint64_t *rkey;			/* [nranks] workspace keys */
+	uint64_t failed[4];		/* excluded ranks (bitmap, <= 256) */
+	uint64_t last_ps;
+	struct fdev_shm *shm;
+	char path[64];
+	/*
+	 * Proxy (independent processes, device memory, virtual time): rank
+	 * 0 drives every rank from one context (@px, a local communicator)
+	 * and the others map their workspace through its file, passed over
+	 * a Unix socket. See comm.c.
+	 */
+	int proxy;
+	struct fdev_comm *px;		/* rank 0 only */
+	int px_fd;			/* the others: rank 0's device file */
+};
+
+static inline int fdev_rank_failed(const struct fdev_comm *c, unsigned int r)
+{
+	return r < 256 && (c->failed[r / 64] >> (r % 64)) & 1;
+}
+
+/* Run a plan on the communicator (coll.c). */
+int fdev_plan_run(struct fdev_comm *c, const struct fdev_plan *p);
+/* Local data staging into / out of the workspace of local rank @l. */
+void *fdev_ws_addr(struct fdev_comm *c, unsigned int l, uint64_t off);
+int fdev_comm_timing_only(const struct fdev_comm *c);
+/* Out-of-band barrier of a multi-process communicator; @val in, max out. */
+int fdev_shm_barrier(struct fdev_comm *c, uint64_t *val);
+/* Run @p on rank 0's context for everyone (proxy communicators). */
+int fdev_proxy_run(struct fdev_comm *c, const struct fdev_plan *p);
+
+#endif

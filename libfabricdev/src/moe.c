@@ -1,0 +1,877 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * MoE dispatch/combine over a communicator.
+ *
+ * A token travels as one record: [x: H elements][scales: G floats]
+ * (padded to 8 bytes)[top-k ids: k int64][top-k weights: k floats],
+ * padded to 8 bytes.
+ *
+ * Throughput: a token goes once to each rank that owns one of its experts
+ * (however many it picks there). Counts are exchanged first (every rank's
+ * row of tokens-per-destination to every rank), then the records, packed
+ * per destination, in one all-to-all-v step. A handle from an earlier
+ * dispatch skips the count exchange (its routing must match).
+ * Low latency: one record per (token, expert) written straight into the
+ * expert's fixed slot [local expert][source][i] of max_tokens, with the
+ * counts in the same step: one step, no exchange.
+ *
+ * The receiver groups rows by local expert (source rank, then token
+ * order), each expert's block padded to a multiple of cfg->align. Combine
+ * sends back, per token, the weighted sum over the rank's experts
+ * (throughput) or each expert's row (low latency, weighted at the
+ * source), and the source adds them up in fp32.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct moe_rank {
+	uint64_t T;
+	int64_t *idx;			/* [T][k], failed ranks' experts -> -1 */
+	float *w;			/* [T][k] */
+	uint64_t *send_cnt;		/* TP [n], LL [n][epr] */
+	uint64_t *send_tok;		/* token ids, by destination (, expert) */
+	uint64_t *recv_cnt;		/* TP [n], LL [n][epr] */
+	uint64_t recv_tokens;		/* TP: records received */
+	uint64_t rows;
+	uint8_t *x;
+	float *scales;
+	int64_t *oidx;
+	float *ow;
+	uint64_t *ecount, *eoff;
+	uint64_t *row_src;		/* TP: received record; LL: copy */
+};
+
+struct fdev_moe_handle {
+	struct fdev_moe_config cfg;
+	unsigned int n, first, nlocal, epr;
+	size_t es, rec;			/* element, record bytes */
+	uint64_t *mat;			/* TP: [n][n] tokens s -> d */
+	struct moe_rank *r;
+	struct fdev_moe_stats st;
+	int timing;
+};
+
+static uint64_t a8(uint64_t v)
+{
+	return (v + 7) & ~7ULL;
+}
+
+int fdev_moe_layout(const int64_t *topk_idx, uint64_t T, unsigned int k,
+		    unsigned int num_experts, unsigned int nranks,
+		    struct fdev_moe_layout_out *out)
+{
+	unsigned int epr;
+
+	if ((!topk_idx && T) || !out || !k || !nranks || !num_experts ||
+	    num_experts % nranks)
+		return -EINVAL;
+	epr = num_experts / nranks;
+	for (uint64_t i = 0; i < T * k; i++)
+		if (topk_idx[i] < -1 || topk_idx[i] >= num_experts)
+			return -EINVAL;
+	if (out->tokens_per_rank)
+		memset(out->tokens_per_rank, 0, nranks * 8);
+	if (out->tokens_per_expert)
+		memset(out->tokens_per_expert, 0, num_experts * 8ULL);
+	if (out->token_in_rank)
+		memset(out->token_in_rank, 0, T * nranks);
+	for (uint64_t t = 0; t < T; t++)
+		for (unsigned int j = 0; j < k; j++) {
+			int64_t e = topk_idx[t * k + j];
+			unsigned int d;
+
+			if (e < 0)
+				continue;
+			d = (unsigned int)e / epr;
+			if (out->tokens_per_expert)
+				out->tokens_per_expert[e]++;
+			/* Once per rank, however many of its experts. */
+			{
+				int seen = 0;
+
+				for (unsigned int q = 0; q < j; q++)
+					if (topk_idx[t * k + q] >= 0 &&
+					    (unsigned int)topk_idx[t * k + q] / epr == d)
+						seen = 1;
+				if (seen)
+					continue;
+			}
+			if (out->tokens_per_rank)
+				out->tokens_per_rank[d]++;
+			if (out->token_in_rank)
+				out->token_in_rank[t * nranks + d] = 1;
+		}
+	return 0;
+}
+
+static void rank_free(struct moe_rank *r)
+{
+	free(r->idx); free(r->w); free(r->send_cnt); free(r->send_tok);
+	free(r->recv_cnt); free(r->x); free(r->scales); free(r->oidx);
+	free(r->ow); free(r->ecount); free(r->eoff); free(r->row_src);
+	memset(r, 0, sizeof(*r));
+}
+
+void fdev_moe_handle_free(struct fdev_moe_handle *h)
+{
+	if (!h)
+		return;
+	for (unsigned int l = 0; h->r && l < h->nlocal; l++)
+		rank_free(&h->r[l]);
+	free(h->r);
+	free(h->mat);
+	free(h);
+}
+
+static int token_on_rank(const int64_t *idx, unsigned int k, unsigned int epr,
+			 unsigned int d)
+{
+	for (unsigned int j = 0; j < k; j++)
+		if (idx[j] >= 0 && (unsigned int)idx[j] / epr == d)
+			return 1;
+	return 0;
+}
+
+/* Where record pieces sit. */
+static void *rec_scales(struct fdev_moe_handle *h, uint8_t *rec)
+{
+	return rec + h->cfg.hidden * h->es;
+}
+
+static int64_t *rec_idx(struct fdev_moe_handle *h, uint8_t *rec)
+{
+	return (int64_t *)(rec + a8(h->cfg.hidden * h->es +
+				    h->cfg.scale_groups * 4ULL));
+}
+
+static float *rec_w(struct fdev_moe_handle *h, uint8_t *rec)
+{
+	return (float *)(rec_idx(h, rec) + h->cfg.k);
+}
+
+static void pack(struct fdev_moe_handle *h, const struct fdev_moe_in *in,
+		 const struct moe_rank *mr, uint64_t t, uint8_t *rec)
+{
+	const struct fdev_moe_config *cfg = &h->cfg;
+
+	memcpy(rec, (const uint8_t *)in->x + t * cfg->hidden * h->es,
+	       cfg->hidden * h->es);
+	if (cfg->scale_groups)
+		memcpy(rec_scales(h, rec), in->scales + t * cfg->scale_groups,
+		       cfg->scale_groups * 4ULL);
+	memcpy(rec_idx(h, rec), mr->idx + t * cfg->k, cfg->k * 8ULL);
+	memcpy(rec_w(h, rec), mr->w + t * cfg->k, cfg->k * 4ULL);
+}
+
+static int check_cfg(const struct fdev_comm *c, const struct fdev_moe_config *cfg)
+{
+	if (!cfg->num_experts || !cfg->k || cfg->num_experts % c->nranks ||
+	    !fdev_dtype_size(cfg->dtype) || cfg->dtype == FDEV_I32 ||
+	    cfg->dtype == FDEV_I64 || cfg->mode > FDEV_MOE_LOW_LATENCY ||
+	    (cfg->mode == FDEV_MOE_LOW_LATENCY && !cfg->max_tokens) ||
+	    cfg->reserved[0] || cfg->reserved[1] || cfg->reserved[2] ||
+	    cfg->reserved[3] || (cfg->scale_groups && cfg->dtype != FDEV_FP8_E4M3))
+		return -EINVAL;
+	return 0;
+}
+
+/* Output rows of local rank @l: copies @nc of records, grouped by expert. */
+static int build_out(struct fdev_moe_handle *h, struct moe_rank *mr,
+		     unsigned int rank, uint8_t *const *recs, uint64_t nrec,
+		     const uint32_t *rec_expert_hint)
+{
+	const struct fdev_moe_config *cfg = &h->cfg;
+	unsigned int epr = h->epr, al = cfg->align ? cfg->align : 1;
+	uint64_t rows = 0;
+
+	mr->ecount = calloc(epr, 8);
+	mr->eoff = calloc(epr, 8);
+	if (!mr->ecount || !mr->eoff)
+		return -ENOMEM;
+	/* Count per local expert. */
+	for (uint64_t j = 0; j < nrec; j++) {
+		const int64_t *idx = rec_idx(h, recs[j]);
+
+		for (unsigned int q = 0; q < cfg->k; q++) {
+			int64_t e = idx[q];
+
+			if (e < 0 || (unsigned int)e / epr != rank)
+				continue;
+			if (rec_expert_hint && (uint32_t)(e % epr) != rec_expert_hint[j])
+				continue;
+			mr->ecount[e % epr]++;
+		}
+	}
+	for (unsigned int e = 0; e < epr; e++) {
+		mr->eoff[e] = rows;
+		rows += (mr->ecount[e] + al - 1) / al * al;
+	}
+	mr->rows = rows;
+	if (h->timing)
+		return 0;
+	mr->x = calloc(rows ? rows : 1, cfg->hidden * h->es);
+	mr->scales = calloc(rows ? rows : 1, (cfg->scale_groups ? cfg->scale_groups : 1) * 4ULL);
+	mr->oidx = malloc((rows ? rows : 1) * cfg->k * 8ULL);
+	mr->ow = calloc(rows ? rows : 1, cfg->k * 4ULL);
+	mr->row_src = malloc((rows ? rows : 1) * 8);
+	if (!mr->x || !mr->scales || !mr->oidx || !mr->ow || !mr->row_src)
+		return -ENOMEM;
+	for (uint64_t i = 0; i < rows * cfg->k; i++)
+		mr->oidx[i] = -1;
+	for (uint64_t i = 0; i < rows; i++)
+		mr->row_src[i] = UINT64_MAX;	/* padding */
+	{
+		uint64_t *fill = calloc(epr, 8);
+
+		if (!fill)
+			return -ENOMEM;
+		for (unsigned int e = 0; e < epr; e++)
+			for (uint64_t j = 0; j < nrec; j++) {
+				const int64_t *idx = rec_idx(h, recs[j]);
+				int hit = 0;
+
+				if (rec_expert_hint && rec_expert_hint[j] != e)
+					continue;
+				for (unsigned int q = 0; q < cfg->k; q++)
+					if (idx[q] == (int64_t)(rank * epr + e))
+						hit = 1;
+				if (!hit)
+					continue;
+				{
+					uint64_t row = mr->eoff[e] + fill[e]++;
+
+					memcpy(mr->x + row * cfg->hidden * h->es,
+					       recs[j], cfg->hidden * h->es);
+					if (cfg->scale_groups)
+						memcpy(mr->scales + row * cfg->scale_groups,
+						       rec_scales(h, recs[j]),
+						       cfg->scale_groups * 4ULL);
+					memcpy(mr->oidx + row * cfg->k, idx, cfg->k * 8ULL);
+					memcpy(mr->ow + row * cfg->k, rec_w(h, recs[j]),
+					       cfg->k * 4ULL);
+					mr->row_src[row] = j;
+				}
+			}
+		free(fill);
+	}
+	return 0;
+}
+
+static int dispatch_tp(struct fdev_comm *c, struct fdev_moe_handle *h,
+		       const struct fdev_moe_in *in,
+		       const struct fdev_moe_handle *reuse)
+{
+	unsigned int n = h->n;
+	uint64_t t0_ps = 0;
+	int err;
+
+	/* Sender side: which tokens go where. */
+	for (unsigned int l = 0; l < h->nlocal; l++) {
+		struct moe_rank *mr = &h->r[l];
+		uint64_t pos = 0;
+
+		mr->send_cnt = calloc(n, 8);
+		mr->send_tok = malloc((mr->T * n + 1) * 8);
+		if (!mr->send_cnt || !mr->send_tok)
+			return -ENOMEM;
+		for (unsigned int d = 0; d < n; d++)
+			for (uint64_t t = 0; t < mr->T; t++)
+				if (token_on_rank(mr->idx + t * h->cfg.k, h->cfg.k,
+						  h->epr, d)) {
+					mr->send_tok[pos++] = t;
+					mr->send_cnt[d]++;
+				}
+	}
+	if (reuse) {
+		for (unsigned int l = 0; l < h->nlocal; l++)
+			if (memcmp(h->r[l].send_cnt,
+				   reuse->mat + (h->first + l) * n, n * 8))
+				return -EINVAL;	/* routing differs */
+		memcpy(h->mat, reuse->mat, n * n * 8ULL);
+	} else {
+		uint64_t *rows = malloc(h->nlocal * n * 8ULL);
+
+		if (!rows)
+			return -ENOMEM;
+		for (unsigned int l = 0; l < h->nlocal; l++)
+			memcpy(rows + l * n, h->r[l].send_cnt, n * 8);
+		/* The count exchange, over the fabric. */
+		{
+			struct fdev_coll_layout lo;
+			struct fdev_plan p;
+
+			fdev_plan_init(&p);
+			err = fdev_plan_all_gather(&p, n, n * 8ULL,
+						   FDEV_ALGO_DIRECT, &lo);
+			if (!err && !h->timing) {
+				if (p.ws_need > c->ws_bytes)
+					err = -EMSGSIZE;
+				for (unsigned int l = 0; !err && l < h->nlocal; l++)
+					memcpy(fdev_ws_addr(c, l, 0), rows + l * n,
+					       n * 8ULL);
+			}
+			if (!err)
+				err = fdev_plan_run(c, &p);
+			if (!err && !h->timing)
+				memcpy(h->mat, fdev_ws_addr(c, 0, lo.recv_off),
+				       n * n * 8ULL);
+			fdev_plan_free(&p);
+			t0_ps = c->last_ps;
+		}
+		if (!err && h->timing)
+			for (unsigned int l = 0; l < h->nlocal; l++)
+				memcpy(h->mat + (h->first + l) * n, rows + l * n,
+				       n * 8ULL);
+		free(rows);
+		if (err)
+			return err;
+	}
+	/* The records. */
+	{
+		struct fdev_coll_layout lo;
+		struct fdev_plan p;
+		uint64_t *cnt = malloc(n * n * 8ULL);
+
+		if (!cnt)
+			return -ENOMEM;
+		for (unsigned int i = 0; i < n * n; i++)
+			cnt[i] = h->mat[i] * h->rec;
+		fdev_plan_init(&p);
+		err = fdev_plan_all_to_all_v(&p, n, cnt, FDEV_ALGO_DIRECT, &lo);
+		free(cnt);
+		if (!err && !h->timing && p.ws_need > c->ws_bytes)
+			err = -EMSGSIZE;
+		if (!err && !h->timing)
+			for (unsigned int l = 0; l < h->nlocal; l++) {
+				const struct fdev_moe_in *li = &in[l];
+				struct moe_rank *mr = &h->r[l];
+				uint8_t *base = fdev_ws_addr(c, l, lo.send_off);
+				uint64_t pos = 0;
+
+				for (unsigned int d = 0; d < n; d++)
+					for (uint64_t i = 0; i < mr->send_cnt[d]; i++, pos++)
+						pack(h, li, mr, mr->send_tok[pos],
+						     base + pos * h->rec);
+			}
+		if (!err)
+			err = fdev_plan_run(c, &p);
+		fdev_plan_free(&p);
+		h->st.dispatch_ps = t0_ps + c->last_ps;
+		if (err)
+			return err;
+		for (unsigned int l = 0; l < h->nlocal; l++) {
+			struct moe_rank *mr = &h->r[l];
+			unsigned int rank = h->first + l;
+			uint8_t **recs;
+			uint64_t nrec = 0;
+
+			mr->recv_cnt = calloc(n, 8);
+			if (!mr->recv_cnt)
+				return -ENOMEM;
+			for (unsigned int s = 0; s < n; s++) {
+				mr->recv_cnt[s] = h->mat[s * n + rank];
+				nrec += mr->recv_cnt[s];
+				if (s != rank)
+					h->st.dispatch_bytes += h->mat[rank * n + s] * h->rec;
+			}
+			mr->recv_tokens = nrec;
+			recs = malloc((nrec ? nrec : 1) * sizeof(*recs));
+			if (!recs)
+				return -ENOMEM;
+			for (uint64_t j = 0; j < nrec; j++)
+				recs[j] = h->timing ? NULL :
+					fdev_ws_addr(c, l, lo.recv_off + j * h->rec);
+			if (h->timing) {
+				/* Rows from the layout, without records. */
+				mr->ecount = calloc(h->epr, 8);
+				mr->eoff = calloc(h->epr, 8);
+				err = mr->ecount && mr->eoff ? 0 : -ENOMEM;
+			} else {
+				err = build_out(h, mr, rank, recs, nrec, NULL);
+			}
+			free(recs);
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
+/* LL areas: counts at 0 ([n][epr] words), slots after. */
+static uint64_t ll_slot_off(struct fdev_moe_handle *h, unsigned int e,
+			    unsigned int s, uint64_t i)
+{
+	uint64_t base = a8(h->n * (uint64_t)h->epr * 8) + 64;
+
+	return base + (((uint64_t)e * h->n + s) * h->cfg.max_tokens + i) * h->rec;
+}
+
+static uint64_t ll_send_base(struct fdev_moe_handle *h)
+{
+	return ll_slot_off(h, h->epr, 0, 0);
+}
+
+static int dispatch_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
+		       const struct fdev_moe_in *in)
+{
+	unsigned int n = h->n, epr = h->epr, E = h->cfg.num_experts;
+	uint64_t sb = ll_send_base(h), need;
+	struct fdev_plan p;
+	int err = 0;
+
+	/* Its plan names only this process's transfers. */
+	if (c->proxy)
+		return -EOPNOTSUPP;
+	for (unsigned int l = 0; l < h->nlocal; l++)
+		if (h->r[l].T > h->cfg.max_tokens)
+			return -EOVERFLOW;
+	fdev_plan_init(&p);
+	for (unsigned int l = 0; l < h->nlocal; l++) {
+		struct moe_rank *mr = &h->r[l];
+		unsigned int s = h->first + l;
+		uint64_t pos = 0, cnt_off = sb + E * (uint64_t)h->cfg.max_tokens * h->rec;
+
+		mr->send_cnt = calloc(E, 8);
+		mr->send_tok = malloc((mr->T * h->cfg.k + 1) * 8);
+		if (!mr->send_cnt || !mr->send_tok) {
+			err = -ENOMEM;
+			break;
+		}
+		for (unsigned int e = 0; e < E; e++) {
+			uint64_t first = pos;
+
+			for (uint64_t t = 0; t < mr->T; t++)
+				for (unsigned int q = 0; q < h->cfg.k; q++)
+					if (mr->idx[t * h->cfg.k + q] == (int64_t)e) {
+						mr->send_tok[pos++] = t;
+						break;
+					}
+			mr->send_cnt[e] = pos - first;
+			if (!h->timing)
+				for (uint64_t i = first; i < pos; i++)
+					pack(h, &in[l], mr, mr->send_tok[i],
+					     fdev_ws_addr(c, l, sb + i * h->rec));
+			fdev_plan_xfer(&p, 0, s, e / epr, sb + first * h->rec,
+				       ll_slot_off(h, e % epr, s, 0),
+				       (pos - first) * h->rec);
+			if (e / epr != s)
+				h->st.dispatch_bytes += (pos - first) * h->rec;
+		}
+		/* Counts for each destination: its experts' slice. */
+		if (!h->timing)
+			memcpy(fdev_ws_addr(c, l, cnt_off), mr->send_cnt, E * 8ULL);
+		for (unsigned int d = 0; d < n; d++)
+			fdev_plan_xfer(&p, 0, s, d, cnt_off + d * epr * 8ULL,
+				       (uint64_t)s * epr * 8, epr * 8ULL);
+	}
+	need = sb + E * (uint64_t)h->cfg.max_tokens * h->rec + E * 8ULL;
+	fdev_plan_need(&p, need);
+	if (!err)
+		err = fdev_plan_finish(&p);
+	if (!err && !h->timing && need > c->ws_bytes)
+		err = -EMSGSIZE;
+	if (!err) {
+		/* Self-sends are xfers too: the host copy does them. */
+		err = fdev_plan_run(c, &p);
+	}
+	h->st.dispatch_ps = c->last_ps;
+	fdev_plan_free(&p);
+	if (err)
+		return err;
+	for (unsigned int l = 0; l < h->nlocal && !err; l++) {
+		struct moe_rank *mr = &h->r[l];
+		unsigned int rank = h->first + l;
+		uint64_t nrec = 0, j = 0;
+		uint8_t **recs;
+		uint32_t *hint;
+
+		mr->recv_cnt = calloc((size_t)n * epr, 8);
+		if (!mr->recv_cnt)
+			return -ENOMEM;
+		if (h->timing) {
+			mr->ecount = calloc(epr, 8);
+			mr->eoff = calloc(epr, 8);
+			if (!mr->ecount || !mr->eoff)
+				return -ENOMEM;
+			continue;
+		}
+		memcpy(mr->recv_cnt, fdev_ws_addr(c, l, 0), (size_t)n * epr * 8);
+		for (unsigned int i = 0; i < n * epr; i++) {
+			if (mr->recv_cnt[i] > h->cfg.max_tokens)
+				return -EPROTO;
+			nrec += mr->recv_cnt[i];
+		}
+		recs = malloc((nrec ? nrec : 1) * sizeof(*recs));
+		hint = malloc((nrec ? nrec : 1) * sizeof(*hint));
+		if (!recs || !hint) {
+			free(recs);
+			free(hint);
+			return -ENOMEM;
+		}
+		/* Expert-major, then source, then arrival. */
+		for (unsigned int e = 0; e < epr; e++)
+			for (unsigned int s = 0; s < n; s++)
+				for (uint64_t i = 0; i < mr->recv_cnt[s * epr + e]; i++) {
+					recs[j] = fdev_ws_addr(c, l, ll_slot_off(h, e, s, i));
+					hint[j++] = e;
+				}
+		mr->recv_tokens = nrec;
+		err = build_out(h, mr, rank, recs, nrec, hint);
+		free(recs);
+		free(hint);
+	}
+	return err;
+}
+
+int fdev_moe_dispatch(struct fdev_comm *c, const struct fdev_moe_config *cfg,
+		      const struct fdev_moe_in *in, struct fdev_moe_handle *reuse,
+		      struct fdev_moe_handle **handle)
+{
+	struct fdev_moe_handle *h;
+	int err;
+
+	if (!c || !cfg || !in || !handle)
+		return -EINVAL;
+	err = check_cfg(c, cfg);
+	if (err)
+		return err;
+	if (reuse && (reuse->n != c->nranks || reuse->first != c->first ||
+		      memcmp(&reuse->cfg, cfg, sizeof(*cfg)) ||
+		      cfg->mode != FDEV_MOE_THROUGHPUT))
+		return -EINVAL;
+	for (unsigned int l = 0; l < c->nlocal; l++) {
+		const struct fdev_moe_in *li = &in[l];
+
+		if (li->T && (!li->topk_idx || !li->topk_w))
+			return -EFAULT;
+		if (li->T && !fdev_comm_timing_only(c) &&
+		    (!li->x || (cfg->scale_groups && !li->scales)))
+			return -EFAULT;
+		for (uint64_t i = 0; i < li->T * cfg->k; i++)
+			if (li->topk_idx[i] < -1 ||
+			    li->topk_idx[i] >= (int64_t)cfg->num_experts)
+				return -EINVAL;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->cfg = *cfg;
+	h->n = c->nranks;
+	h->first = c->first;
+	h->nlocal = c->nlocal;
+	h->epr = cfg->num_experts / c->nranks;
+	h->es = fdev_dtype_size(cfg->dtype);
+	h->rec = a8(a8(cfg->hidden * h->es + cfg->scale_groups * 4ULL) +
+		    cfg->k * 12ULL);
+	h->timing = fdev_comm_timing_only(c);
+	h->mat = calloc((size_t)h->n * h->n, 8);
+	h->r = calloc(h->nlocal, sizeof(*h->r));
+	if (!h->mat || !h->r) {
+		err = -ENOMEM;
+		goto err_free;
+	}
+	for (unsigned int l = 0; l < h->nlocal; l++) {
+		struct moe_rank *mr = &h->r[l];
+		uint64_t tk = in[l].T * cfg->k;
+
+		mr->T = in[l].T;
+		mr->idx = malloc((tk ? tk : 1) * 8);
+		mr->w = malloc((tk ? tk : 1) * 4);
+		if (!mr->idx || !mr->w) {
+			err = -ENOMEM;
+			goto err_free;
+		}
+		if (tk) {
+			memcpy(mr->idx, in[l].topk_idx, tk * 8);
+			memcpy(mr->w, in[l].topk_w, tk * 4);
+		}
+		/* Experts of excluded ranks are masked, and counted. */
+		for (uint64_t i = 0; i < tk; i++)
+			if (mr->idx[i] >= 0 &&
+			    fdev_rank_failed(c, (unsigned int)(mr->idx[i] / h->epr))) {
+				mr->idx[i] = -1;
+				h->st.dropped++;
+			}
+	}
+	err = cfg->mode == FDEV_MOE_THROUGHPUT ? dispatch_tp(c, h, in, reuse) :
+						 dispatch_ll(c, h, in);
+	if (err)
+		goto err_free;
+	*handle = h;
+	return 0;
+
+err_free:
+	fdev_moe_handle_free(h);
+	return err;
+}
+
+int fdev_moe_output(struct fdev_moe_handle *h, int lrank,
+		    struct fdev_moe_out *out)
+{
+	struct moe_rank *mr;
+
+	if (!h || !out || lrank < 0 || (unsigned int)lrank >= h->nlocal)
+		return -EINVAL;
+	mr = &h->r[lrank];
+	memset(out, 0, sizeof(*out));
+	out->rows = mr->rows;
+	out->x = mr->x;
+	out->scales = h->cfg.scale_groups ? mr->scales : NULL;
+	out->topk_idx = mr->oidx;
+	out->topk_w = mr->ow;
+	out->expert_count = mr->ecount;
+	out->expert_offset = mr->eoff;
+	out->recv_tokens = mr->recv_tokens;
+	return 0;
+}
+
+int fdev_moe_stats(const struct fdev_moe_handle *h, struct fdev_moe_stats *st)
+{
+	if (!h || !st)
+		return -EINVAL;
+	*st = h->st;
+	return 0;
+}
+
+/* Combine element type: what dispatch carried, FP8 comes back as BF16. */
+static int comb_dtype(const struct fdev_moe_handle *h)
+{
+	return h->cfg.dtype == FDEV_FP8_E4M3 ? FDEV_BF16 : (int)h->cfg.dtype;
+}
+
+static float load(const void *p, uint64_t i, int dt)
+{
+	switch (dt) {
+	case FDEV_F32: return ((const float *)p)[i];
+	case FDEV_BF16: return fdev_bf16_to_f32(((const uint16_t *)p)[i]);
+	case FDEV_F16: return fdev_f16_to_f32(((const uint16_t *)p)[i]);
+	default: return 0;
+	}
+}
+
+static void store(void *p, uint64_t i, int dt, float v)
+{
+	switch (dt) {
+	case FDEV_F32: ((float *)p)[i] = v; break;
+	case FDEV_BF16: ((uint16_t *)p)[i] = fdev_f32_to_bf16(v); break;
+	case FDEV_F16: ((uint16_t *)p)[i] = fdev_f32_to_f16(v); break;
+	}
+}
+
+static float weight_of(const int64_t *idx, const float *w, unsigned int k,
+		       int64_t e)
+{
+	for (unsigned int q = 0; q < k; q++)
+		if (idx[q] == e)
+			return w[q];
+	return 0;
+}
+
+int fdev_moe_combine(struct fdev_comm *c, struct fdev_moe_handle *h,
+		     const void *const *y, void *const *out)
+{
+	unsigned int n, epr, H, k;
+	int dt, timing, err;
+	size_t ces;
+	uint64_t crow, R;
+	struct fdev_plan p;
+	float *acc = NULL;
+
+	if (!c || !h)
+		return -EINVAL;
+	if (h->n != c->nranks || h->first != c->first || h->nlocal != c->nlocal)
+		return -EINVAL;		/* a handle of another communicator */
+	timing = fdev_comm_timing_only(c);
+	if (timing != h->timing)
+		return -EINVAL;
+	if (!timing && (!y || !out))
+		return -EFAULT;
+	for (unsigned int l = 0; !timing && l < h->nlocal; l++)
+		if ((h->r[l].rows && !y[l]) || (h->r[l].T && !out[l]))
+			return -EFAULT;
+	n = h->n; epr = h->epr; H = h->cfg.hidden; k = h->cfg.k;
+	dt = comb_dtype(h);
+	ces = fdev_dtype_size(dt);
+	crow = a8(H * ces);
+	fdev_plan_init(&p);
+
+	if (h->cfg.mode == FDEV_MOE_THROUGHPUT) {
+		/* Send area: partials by received record; receive by source. */
+		uint64_t maxrecv = 0, maxsend = 0;
+
+		for (unsigned int r = 0; r < n; r++) {
+			uint64_t a = 0, b = 0;
+
+			for (unsigned int s = 0; s < n; s++) {
+				a += h->mat[s * n + r];
+				b += h->mat[r * n + s];
+			}
+			maxrecv = a > maxrecv ? a : maxrecv;
+			maxsend = b > maxsend ? b : maxsend;
+		}
+		R = (maxrecv * crow + 63) & ~63ULL;
+		fdev_plan_need(&p, R + maxsend * crow);
+		for (unsigned int d = 0; d < n; d++)
+			for (unsigned int s = 0; s < n; s++) {
+				uint64_t so = 0, dof = R;
+
+				for (unsigned int q = 0; q < s; q++)
+					so += h->mat[q * n + d];
+				for (unsigned int q = 0; q < d; q++)
+					dof += h->mat[s * n + q];
+				if (d == s)
+					fdev_plan_act(&p, 0, d, FDEV_ACT_COPY, FDEV_U8,
+						      R + (dof - R) * crow, so * crow,
+						      h->mat[s * n + d] * crow);
+				else
+					fdev_plan_xfer(&p, 0, d, s, so * crow,
+						       R + (dof - R) * crow,
+						       h->mat[s * n + d] * crow);
+				if (d != s && d >= c->first && d < c->first + c->nlocal)
+					h->st.combine_bytes += h->mat[s * n + d] * crow;
+			}
+		err = fdev_plan_finish(&p);
+		if (!err && !timing && p.ws_need > c->ws_bytes)
+			err = -EMSGSIZE;
+		acc = malloc((H ? H : 1) * sizeof(float));
+		if (!acc)
+			err = -ENOMEM;
+		/* Weighted partial per received token, from its rows. */
+		for (unsigned int l = 0; !err && !timing && l < h->nlocal; l++) {
+			struct moe_rank *mr = &h->r[l];
+			uint8_t *base = fdev_ws_addr(c, l, 0);
+
+			memset(base, 0, mr->recv_tokens * crow);
+			for (uint64_t row = 0; row < mr->rows; row++) {
+				uint64_t j = mr->row_src[row];
+				unsigned int e = 0;
+				float w;
+
+				if (j == UINT64_MAX)
+					continue;
+				while (e + 1 < epr && mr->eoff[e + 1] <= row)
+					e++;
+				w = weight_of(mr->oidx + row * k, mr->ow + row * k, k,
+					      (int64_t)((h->first + l) * epr + e));
+				for (unsigned int i = 0; i < H; i++) {
+					float v = load(base + j * crow, i, dt) +
+						  w * load(y[l], row * H + i, dt);
+
+					store(base + j * crow, i, dt, v);
+				}
+			}
+		}
+		if (!err)
+			err = fdev_plan_run(c, &p);
+		h->st.combine_ps = c->last_ps;
+		/* Sum the partials at the source. */
+		for (unsigned int l = 0; !err && !timing && l < h->nlocal; l++) {
+			struct moe_rank *mr = &h->r[l];
+			uint64_t pos = 0;
+
+			memset(out[l], 0, mr->T * H * ces);
+			for (uint64_t t = 0; t < mr->T; t++)
+				for (unsigned int i = 0; i < H; i++)
+					store(out[l], t * H + i, dt, 0);
+			{
+				float *sum = calloc(mr->T * (uint64_t)H + 1, sizeof(float));
+
+				if (!sum) {
+					err = -ENOMEM;
+					break;
+				}
+				for (unsigned int d = 0; d < n; d++)
+					for (uint64_t i = 0; i < mr->send_cnt[d]; i++, pos++) {
+						const uint8_t *src = fdev_ws_addr(c, l, R + pos * crow);
+						uint64_t t = mr->send_tok[pos];
+
+						for (unsigned int q = 0; q < H; q++)
+							sum[t * H + q] += load(src, q, dt);
+					}
+				for (uint64_t i = 0; i < mr->T * (uint64_t)H; i++)
+					store(out[l], i, dt, sum[i]);
+				free(sum);
+			}
+		}
+	} else {
+		/* LL: every expert row back to its source's slot [d][e][i]. */
+		unsigned int E = h->cfg.num_experts;
+		uint64_t mt = h->cfg.max_tokens;
+
+		R = (E * mt * crow + 63) & ~63ULL;	/* y staged at R */
+		fdev_plan_need(&p, R + E * mt * crow);
+		err = 0;
+		for (unsigned int l = 0; l < h->nlocal; l++) {
+			struct moe_rank *mr = &h->r[l];
+			unsigned int d = h->first + l;
+
+			for (unsigned int e = 0; e < epr; e++) {
+				uint64_t row = timing ? 0 : mr->eoff[e];
+
+				for (unsigned int s = 0; s < n; s++) {
+					uint64_t cnt;
+
+					if (timing) {
+						/* What s sent: known only locally. */
+						cnt = 0;
+						if (s >= c->first && s < c->first + c->nlocal)
+							cnt = h->r[s - c->first].send_cnt[d * epr + e];
+						else
+							continue;
+					} else {
+						cnt = mr->recv_cnt[s * epr + e];
+					}
+					fdev_plan_xfer(&p, 0, d, s, R + row * crow,
+						       ((uint64_t)(d * epr + e) * mt) * crow,
+						       cnt * crow);
+					if (s != d)
+						h->st.combine_bytes += cnt * crow;
+					row += cnt;
+				}
+			}
+		}
+		err = fdev_plan_finish(&p);
+		if (!err && !timing && p.ws_need > c->ws_bytes)
+			err = -EMSGSIZE;
+		for (unsigned int l = 0; !err && !timing && l < h->nlocal; l++) {
+			struct moe_rank *mr = &h->r[l];
+
+			for (uint64_t row = 0; row < mr->rows; row++)
+				memcpy(fdev_ws_addr(c, l, R + row * crow),
+				       (const uint8_t *)y[l] + row * H * ces, H * ces);
+		}
+		if (!err)
+			err = fdev_plan_run(c, &p);
+		h->st.combine_ps = c->last_ps;
+		for (unsigned int l = 0; !err && !timing && l < h->nlocal; l++) {
+			struct moe_rank *mr = &h->r[l];
+			float *sum = calloc(mr->T * (uint64_t)H + 1, sizeof(float));
+			uint64_t pos = 0;
+
+			if (!sum) {
+				err = -ENOMEM;
+				break;
+			}
+			for (unsigned int e = 0; e < E; e++)
+				for (uint64_t i = 0; i < mr->send_cnt[e]; i++, pos++) {
+					uint64_t t = mr->send_tok[pos];
+					const uint8_t *src = fdev_ws_addr(c, l,
+						((uint64_t)e * mt + i) * crow);
+					float w = weight_of(mr->idx + t * k, mr->w + t * k,
+							    k, (int64_t)e);
+
+					for (unsigned int q = 0; q < H; q++)
+						sum[t * H + q] += w * load(src, q, dt);
+				}
+			for (uint64_t i = 0; i < mr->T * (uint64_t)H; i++)
+				store(out[l], i, dt, sum[i]);
+			free(sum);
+		}
+	}
+	free(acc);
+	fdev_plan_free(&p);
+	return err;
+}

@@ -1,0 +1,703 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * Collective schedules (see plan.h). Every builder is BSP: in one step no
+ * transfer reads bytes that another transfer of the same step writes, and
+ * the receiver's actions run after every transfer of the step landed.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fabricdev.h"
+#include "plan.h"
+
+void fdev_plan_init(struct fdev_plan *p)
+{
+	memset(p, 0, sizeof(*p));
+}
+
+void fdev_plan_free(struct fdev_plan *p)
+{
+	free(p->x);
+	free(p->a);
+	memset(p, 0, sizeof(*p));
+}
+
+static int grow(void **arr, size_t *cap, size_t n, size_t sz)
+{
+	if (n < *cap)
+		return 0;
+	size_t nc = *cap ? *cap * 2 : 64;
+	void *na = realloc(*arr, nc * sz);
+
+	if (!na)
+		return -ENOMEM;
+	*arr = na;
+	*cap = nc;
+	return 0;
+}
+
+void fdev_plan_xfer(struct fdev_plan *p, uint32_t step, uint32_t src,
+		    uint32_t dst, uint64_t src_off, uint64_t dst_off,
+		    uint64_t len)
+{
+	if (p->err || !len)
+		return;
+	if (grow((void **)&p->x, &p->capx, p->nx, sizeof(*p->x))) {
+		p->err = -ENOMEM;
+		return;
+	}
+	p->x[p->nx++] = (struct fdev_xfer){ .step = step, .src = src,
+		.dst = dst, .src_off = src_off, .dst_off = dst_off, .len = len };
+	if (step + 1 > p->nsteps)
+		p->nsteps = step + 1;
+}
+
+void fdev_plan_act(struct fdev_plan *p, uint32_t step, uint32_t rank, int op,
+		   int dtype, uint64_t dst_off, uint64_t src_off, uint64_t len)
+{
+	if (p->err || !len)
+		return;
+	if (grow((void **)&p->a, &p->capa, p->na, sizeof(*p->a))) {
+		p->err = -ENOMEM;
+		return;
+	}
+	p->a[p->na++] = (struct fdev_act){ .step = step, .rank = rank,
+		.op = (uint8_t)op, .dtype = (uint8_t)dtype,
+		.dst_off = dst_off, .src_off = src_off, .len = len };
+	if (step + 1 > p->nsteps)
+		p->nsteps = step + 1;
+}
+
+void fdev_plan_need(struct fdev_plan *p, uint64_t bytes)
+{
+	if (bytes > p->ws_need)
+		p->ws_need = bytes;
+}
+
+static int cmp_x(const void *a, const void *b)
+{
+	const struct fdev_xfer *x = a, *y = b;
+
+	if (x->step != y->step)
+		return x->step < y->step ? -1 : 1;
+	return x->pad < y->pad ? -1 : x->pad > y->pad;
+}
+
+static int cmp_a(const void *a, const void *b)
+{
+	const struct fdev_act *x = a, *y = b;
+	uint32_t ix, iy;
+
+	if (x->step != y->step)
+		return x->step < y->step ? -1 : 1;
+	memcpy(&ix, x->pad, 4);
+	memcpy(&iy, y->pad, 4);
+	return ix < iy ? -1 : ix > iy;
+}
+
+int fdev_plan_finish(struct fdev_plan *p)
+{
+	if (p->err)
+		return p->err;
+	/* qsort is not stable: the insertion index breaks ties. */
+	for (size_t i = 0; i < p->nx; i++)
+		p->x[i].pad = (uint32_t)i;
+	for (size_t i = 0; i < p->na; i++) {
+		uint32_t ix = (uint32_t)i;
+
+		memcpy(p->a[i].pad, &ix, 4);
+	}
+	if (p->nx)
+		qsort(p->x, p->nx, sizeof(*p->x), cmp_x);
+	if (p->na)
+		qsort(p->a, p->na, sizeof(*p->a), cmp_a);
+	return 0;
+}
+
+int fdev_reduce(void *dst, const void *src, size_t n, int dtype)
+{
+	switch (dtype) {
+	case FDEV_F32: {
+		float *d = dst;
+		const float *s = src;
+
+		for (size_t i = 0; i < n; i++)
+			d[i] += s[i];
+		return 0;
+	}
+	case FDEV_BF16: {
+		uint16_t *d = dst;
+		const uint16_t *s = src;
+
+		for (size_t i = 0; i < n; i++)
+			d[i] = fdev_f32_to_bf16(fdev_bf16_to_f32(d[i]) +
+						fdev_bf16_to_f32(s[i]));
+		return 0;
+	}
+	case FDEV_F16: {
+		uint16_t *d = dst;
+		const uint16_t *s = src;
+
+		for (size_t i = 0; i < n; i++)
+			d[i] = fdev_f32_to_f16(fdev_f16_to_f32(d[i]) +
+					       fdev_f16_to_f32(s[i]));
+		return 0;
+	}
+	case FDEV_I32: {
+		int32_t *d = dst;
+		const int32_t *s = src;
+
+		for (size_t i = 0; i < n; i++)
+			d[i] = (int32_t)((uint32_t)d[i] + (uint32_t)s[i]);
+		return 0;
+	}
+	case FDEV_I64: {
+		int64_t *d = dst;
+		const int64_t *s = src;
+
+		for (size_t i = 0; i < n; i++)
+			d[i] = (int64_t)((uint64_t)d[i] + (uint64_t)s[i]);
+		return 0;
+	}
+	default:
+		return -EINVAL;
+	}
+}
+
+int fdev_plan_apply(const struct fdev_plan *p, uint32_t step, uint32_t rank,
+		    uint8_t *ws)
+{
+	for (size_t i = 0; i < p->na; i++) {
+		const struct fdev_act *a = &p->a[i];
+
+		if (a->step != step || a->rank != rank)
+			continue;
+		if (a->op == FDEV_ACT_COPY) {
+			memmove(ws + a->dst_off, ws + a->src_off, a->len);
+		} else {
+			size_t es = fdev_dtype_size(a->dtype);
+			int err = fdev_reduce(ws + a->dst_off, ws + a->src_off,
+					      a->len / es, a->dtype);
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
+int fdev_plan_exec_host(const struct fdev_plan *p, uint8_t *const *ws)
+{
+	size_t xi = 0;
+
+	for (uint32_t s = 0; s < p->nsteps; s++) {
+		uint32_t maxr = 0;
+
+		for (; xi < p->nx && p->x[xi].step == s; xi++) {
+			const struct fdev_xfer *x = &p->x[xi];
+
+			memcpy(ws[x->dst] + x->dst_off, ws[x->src] + x->src_off,
+			       x->len);
+		}
+		for (size_t i = 0; i < p->na; i++)
+			if (p->a[i].rank + 1 > maxr)
+				maxr = p->a[i].rank + 1;
+		for (uint32_t r = 0; r < maxr; r++) {
+			int err = fdev_plan_apply(p, s, r, ws[r]);
+
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
+/* ---- building blocks over a group of members ---- */
+
+static uint64_t align8(uint64_t v)
+{
+	return (v + 63) & ~63ULL;
+}
+
+/* Block i of @m over @total bytes of @es-byte elements. */
+static uint64_t blk_start(uint64_t total, size_t es, unsigned int m,
+			  unsigned int i)
+{
+	uint64_t n = total / es;
+
+	return n * i / m * es;
+}
+
+static uint64_t blk_len(uint64_t total, size_t es, unsigned int m,
+			unsigned int i)
+{
+	return blk_start(total, es, m, i + 1) - blk_start(total, es, m, i);
+}
+
+/* Ring reduce-scatter: member i ends with block i of [base, +total). */
+static uint32_t ring_rs(struct fdev_plan *p, uint32_t step,
+			const uint32_t *mem, unsigned int m, uint64_t base,
+			uint64_t total, int dt, uint64_t tmp)
+{
+	size_t es = fdev_dtype_size(dt);
+
+	for (unsigned int k = 0; k + 1 < m; k++, step++) {
+		for (unsigned int i = 0; i < m; i++) {
+			unsigned int b = (i + 2 * m - k - 1) % m;
+			uint32_t dst = mem[(i + 1) % m];
+			uint64_t off = base + blk_start(total, es, m, b);
+			uint64_t len = blk_len(total, es, m, b);
+
+			fdev_plan_xfer(p, step, mem[i], dst, off, tmp, len);
+			fdev_plan_act(p, step, dst, FDEV_ACT_REDUCE, dt, off,
+				      tmp, len);
+		}
+	}
+	return step;
+}
+
+/* Ring all-gather: member i starts with block i, all end with all. */
+static uint32_t ring_ag(struct fdev_plan *p, uint32_t step,
+			const uint32_t *mem, unsigned int m, uint64_t base,
+			uint64_t total, size_t es)
+{
+	for (unsigned int k = 0; k + 1 < m; k++, step++) {
+		for (unsigned int i = 0; i < m; i++) {
+			unsigned int b = (i + m - k) % m;
+			uint64_t off = base + blk_start(total, es, m, b);
+
+			fdev_plan_xfer(p, step, mem[i], mem[(i + 1) % m], off,
+				       off, blk_len(total, es, m, b));
+		}
+	}
+	return step;
+}
+
+static uint32_t direct_rs(struct fdev_plan *p, uint32_t step,
+			  const uint32_t *mem, unsigned int m, uint64_t base,
+			  uint64_t total, int dt, uint64_t tmp)
+{
+	size_t es = fdev_dtype_size(dt);
+	uint64_t slot = align8(blk_len(total, es, m, m - 1) + es);
+
+	if (m < 2)
+		return step;
+	for (unsigned int i = 0; i < m; i++)
+		for (unsigned int j = 0; j < m; j++) {
+			uint64_t off = base + blk_start(total, es, m, j);
+			uint64_t len = blk_len(total, es, m, j);
+
+			if (i == j)
+				continue;
+			fdev_plan_xfer(p, step, mem[i], mem[j], off,
+				       tmp + i * slot, len);
+			fdev_plan_act(p, step, mem[j], FDEV_ACT_REDUCE, dt,
+				      off, tmp + i * slot, len);
+		}
+	fdev_plan_need(p, tmp + m * slot);
+	return step + 1;
+}
+
+static uint32_t direct_ag(struct fdev_plan *p, uint32_t step,
+			  const uint32_t *mem, unsigned int m, uint64_t base,
+			  uint64_t total, size_t es)
+{
+	if (m < 2)
+		return step;
+	for (unsigned int i = 0; i < m; i++)
+		for (unsigned int j = 0; j < m; j++) {
+			uint64_t off = base + blk_start(total, es, m, i);
+
+			if (i != j)
+				fdev_plan_xfer(p, step, mem[i], mem[j], off,
+					       off, blk_len(total, es, m, i));
+		}
+	return step + 1;
+}
+
+/* Binomial tree reduce to member 0 of [base, +len), then broadcast. */
+static uint32_t tree_reduce(struct fdev_plan *p, uint32_t step,
+			    const uint32_t *mem, unsigned int m, uint64_t base,
+			    uint64_t len, int dt, uint64_t tmp)
+{
+	for (unsigned int mask = 1; mask < m; mask <<= 1, step++)
+		for (unsigned int i = mask; i < m; i += 2 * mask) {
+			fdev_plan_xfer(p, step, mem[i], mem[i - mask], base,
+				       tmp, len);
+			fdev_plan_act(p, step, mem[i - mask], FDEV_ACT_REDUCE,
+				      dt, base, tmp, len);
+		}
+	return step;
+}
+
+static uint32_t tree_bcast(struct fdev_plan *p, uint32_t step,
+			   const uint32_t *mem, unsigned int m, uint64_t base,
+			   uint64_t len)
+{
+	unsigned int top = 1;
+
+	while (top < m)
+		top <<= 1;
+	for (unsigned int mask = top >> 1; mask; mask >>= 1, step++)
+		for (unsigned int i = 0; i + mask < m; i += 2 * mask)
+			fdev_plan_xfer(p, step, mem[i], mem[i + mask], base,
+				       base, len);
+	return step;
+}
+
+static uint32_t *iota(unsigned int n, unsigned int start, unsigned int stride)
+{
+	uint32_t *m = malloc((n ? n : 1) * sizeof(*m));
+
+	if (m)
+		for (unsigned int i = 0; i < n; i++)
+			m[i] = start + i * stride;
+	return m;
+}
+
+/* ---- the collectives ---- */
+
+int fdev_plan_all_gather(struct fdev_plan *p, unsigned int n, uint64_t bytes,
+			 int algo, struct fdev_coll_layout *lo)
+{
+	uint32_t *mem;
+	uint64_t R = align8(bytes);
+
+	if (!n)
+		return -EINVAL;
+	*lo = (struct fdev_coll_layout){ .send_off = 0, .recv_off = R,
+		.send_len = bytes, .recv_len = n * bytes };
+	fdev_plan_need(p, R + n * bytes);
+	for (unsigned int r = 0; r < n; r++)
+		fdev_plan_act(p, 0, r, FDEV_ACT_COPY, FDEV_U8, R + r * bytes, 0,
+			      bytes);
+	mem = iota(n, 0, 1);
+	if (!mem)
+		return -ENOMEM;
+	switch (algo) {
+	case FDEV_ALGO_AUTO:
+	case FDEV_ALGO_RING:
+		ring_ag(p, 1, mem, n, R, n * bytes, bytes ? bytes : 1);
+		break;
+	case FDEV_ALGO_DIRECT:
+		direct_ag(p, 1, mem, n, R, n * bytes, bytes ? bytes : 1);
+		break;
+	default:
+		free(mem);
+		return -EOPNOTSUPP;
+	}
+	free(mem);
+	return fdev_plan_finish(p);
+}
+
+int fdev_plan_all_to_all(struct fdev_plan *p, unsigned int n, uint64_t bytes,
+			 int algo, unsigned int node, struct fdev_coll_layout *lo)
+{
+	uint64_t R = align8(n * bytes), T = R + align8(n * bytes);
+
+	if (!n)
+		return -EINVAL;
+	*lo = (struct fdev_coll_layout){ .send_off = 0, .recv_off = R,
+		.tmp_off = T, .send_len = n * bytes, .recv_len = n * bytes };
+	fdev_plan_need(p, T);
+	/* What a rank sends itself is a local copy, in the first step. */
+	for (unsigned int r = 0; r < n; r++)
+		fdev_plan_act(p, 0, r, FDEV_ACT_COPY, FDEV_U8, R + r * bytes,
+			      r * bytes, bytes);
+	switch (algo) {
+	case FDEV_ALGO_AUTO:
+	case FDEV_ALGO_DIRECT:
+		for (unsigned int k = 1; k < n; k++)
+			for (unsigned int s = 0; s < n; s++) {
+				unsigned int d = (s + k) % n;
+
+				fdev_plan_xfer(p, 0, s, d, d * bytes,
+					       R + s * bytes, bytes);
+			}
+		break;
+	case FDEV_ALGO_RING:
+		/* Pairwise exchange: step k, everyone sends to rank + k. */
+		for (unsigned int k = 1; k < n; k++)
+			for (unsigned int s = 0; s < n; s++) {
+				unsigned int d = (s + k) % n;
+
+				fdev_plan_xfer(p, k - 1, s, d, d * bytes,
+					       R + s * bytes, bytes);
+			}
+		break;
+	case FDEV_ALGO_HIER: {
+		unsigned int g = node, nodes;
+
+		if (!g || n % g)
+			return -EINVAL;
+		nodes = n / g;
+		fdev_plan_need(p, T + n * bytes);
+		/*
+		 * Scale-up first: (a,l) gives (a,l') everything for local
+		 * index l' of every node, at tmp[b][l] of (a,l'); then
+		 * scale-out: (a,l') sends tmp[b][*] to (b,l') in one piece.
+		 */
+		for (unsigned int a = 0; a < nodes; a++)
+			for (unsigned int l = 0; l < g; l++)
+				for (unsigned int l2 = 0; l2 < g; l2++)
+					for (unsigned int b = 0; b < nodes; b++) {
+						uint32_t s = a * g + l, d = a * g + l2;
+						uint64_t so = (b * g + l2) * bytes;
+						uint64_t dof = T + (b * g + l) * bytes;
+
+						if (s == d)
+							fdev_plan_act(p, 0, s, FDEV_ACT_COPY,
+								      FDEV_U8, dof, so, bytes);
+						else
+							fdev_plan_xfer(p, 0, s, d, so, dof,
+								       bytes);
+					}
+		for (unsigned int a = 0; a < nodes; a++)
+			for (unsigned int l = 0; l < g; l++)
+				for (unsigned int b = 0; b < nodes; b++) {
+					uint32_t s = a * g + l, d = b * g + l;
+					uint64_t so = T + b * g * bytes;
+					uint64_t dof = R + a * g * bytes;
+
+					if (s == d)
+						fdev_plan_act(p, 1, s, FDEV_ACT_COPY,
+							      FDEV_U8, dof, so, g * bytes);
+					else
+						fdev_plan_xfer(p, 1, s, d, so, dof,
+							       g * bytes);
+				}
+		break;
+	}
+	default:
+		return -EOPNOTSUPP;
+	}
+	return fdev_plan_finish(p);
+}
+
+int fdev_plan_all_to_all_v(struct fdev_plan *p, unsigned int n,
+			   const uint64_t *cnt, int algo,
+			   struct fdev_coll_layout *lo)
+{
+	uint64_t send_max = 0, recv_max = 0, R;
+
+	if (!n || !cnt)
+		return -EINVAL;
+	for (unsigned int r = 0; r < n; r++) {
+		uint64_t s = 0, q = 0;
+
+		for (unsigned int j = 0; j < n; j++) {
+			s += cnt[r * n + j];
+			q += cnt[j * n + r];
+		}
+		send_max = s > send_max ? s : send_max;
+		recv_max = q > recv_max ? q : recv_max;
+	}
+	R = align8(send_max);
+	*lo = (struct fdev_coll_layout){ .send_off = 0, .recv_off = R,
+		.send_len = send_max, .recv_len = recv_max };
+	fdev_plan_need(p, R + recv_max);
+	if (algo != FDEV_ALGO_AUTO && algo != FDEV_ALGO_DIRECT &&
+	    algo != FDEV_ALGO_RING)
+		return -EOPNOTSUPP;
+	for (unsigned int k = 0; k < n; k++)
+		for (unsigned int s = 0; s < n; s++) {
+			unsigned int d = (s + k) % n;
+			uint64_t so = 0, dof = R;
+
+			for (unsigned int j = 0; j < d; j++)
+				so += cnt[s * n + j];
+			for (unsigned int j = 0; j < s; j++)
+				dof += cnt[j * n + d];
+			if (!k)
+				fdev_plan_act(p, 0, s, FDEV_ACT_COPY, FDEV_U8,
+					      dof, so, cnt[s * n + d]);
+			else
+				fdev_plan_xfer(p, algo == FDEV_ALGO_RING ?
+					       k - 1 : 0, s, d, so, dof,
+					       cnt[s * n + d]);
+		}
+	return fdev_plan_finish(p);
+}
+
+int fdev_plan_all_reduce(struct fdev_plan *p, unsigned int n, uint64_t count,
+			 int dtype, int algo, unsigned int node,
+			 struct fdev_coll_layout *lo)
+{
+	size_t es = fdev_dtype_size(dtype);
+	uint64_t S = count * es, R = align8(S), T = 2 * R;
+	uint32_t *mem, step;
+
+	if (!n || !es || dtype == FDEV_U8 || dtype == FDEV_FP8_E4M3)
+		return -EINVAL;
+	*lo = (struct fdev_coll_layout){ .send_off = 0, .recv_off = R,
+		.tmp_off = T, .send_len = S, .recv_len = S };
+	fdev_plan_need(p, T + align8(S + es));
+	for (unsigned int r = 0; r < n; r++)
+		fdev_plan_act(p, 0, r, FDEV_ACT_COPY, FDEV_U8, R, 0, S);
+	mem = iota(n, 0, 1);
+	if (!mem)
+		return -ENOMEM;
+	switch (algo) {
+	case FDEV_ALGO_AUTO:
+	case FDEV_ALGO_RING:
+		step = ring_rs(p, 1, mem, n, R, S, dtype, T);
+		ring_ag(p, step, mem, n, R, S, es);
+		break;
+	case FDEV_ALGO_DIRECT:
+		step = direct_rs(p, 1, mem, n, R, S, dtype, T);
+		direct_ag(p, step, mem, n, R, S, es);
+		break;
+	case FDEV_ALGO_TREE:
+		step = tree_reduce(p, 1, mem, n, R, S, dtype, T);
+		tree_bcast(p, step, mem, n, R, S);
+		break;
+	case FDEV_ALGO_HIER: {
+		unsigned int g = node, nodes;
+		uint32_t s1 = 1, s2, s3;
+
+		if (!g || n % g) {
+			free(mem);
+			return -EINVAL;
+		}
+		nodes = n / g;
+		/* Scale-up reduce-scatter, per node in parallel. */
+		for (unsigned int a = 0; a < nodes; a++)
+			s2 = ring_rs(p, 1, mem + a * g, g, R, S, dtype, T);
+		s2 = s1 + g - 1;
+		/* Scale-out all-reduce of block l among the l-th of each node. */
+		s3 = s2;
+		for (unsigned int l = 0; l < g; l++) {
+			uint32_t *peers = iota(nodes, l, g);
+			uint64_t off = R + blk_start(S, es, g, l);
+			uint64_t len = blk_len(S, es, g, l);
+			uint32_t st;
+
+			if (!peers) {
+				free(mem);
+				return -ENOMEM;
+			}
+			st = ring_rs(p, s2, peers, nodes, off, len, dtype, T);
+			st = ring_ag(p, st, peers, nodes, off, len, es);
+			s3 = st;
+			free(peers);
+		}
+		for (unsigned int a = 0; a < nodes; a++)
+			ring_ag(p, s3, mem + a * g, g, R, S, es);
+		break;
+	}
+	default:
+		free(mem);
+		return -EOPNOTSUPP;
+	}
+	free(mem);
+	return fdev_plan_finish(p);
+}
+
+int fdev_plan_reduce_scatter(struct fdev_plan *p, unsigned int n,
+			     uint64_t count, int dtype, int algo,
+			     struct fdev_coll_layout *lo)
+{
+	size_t es = fdev_dtype_size(dtype);
+	uint64_t blk = count * es, S = n * blk, A = align8(S);
+	uint64_t R = 2 * A, T = R + align8(blk);
+	uint32_t *mem, step;
+
+	if (!n || !es || dtype == FDEV_U8 || dtype == FDEV_FP8_E4M3)
+		return -EINVAL;
+	*lo = (struct fdev_coll_layout){ .send_off = 0, .recv_off = R,
+		.tmp_off = T, .send_len = S, .recv_len = blk };
+	fdev_plan_need(p, T + align8(blk + es));
+	for (unsigned int r = 0; r < n; r++)
+		fdev_plan_act(p, 0, r, FDEV_ACT_COPY, FDEV_U8, A, 0, S);
+	mem = iota(n, 0, 1);
+	if (!mem)
+		return -ENOMEM;
+	switch (algo) {
+	case FDEV_ALGO_AUTO:
+	case FDEV_ALGO_RING:
+		step = ring_rs(p, 1, mem, n, A, S, dtype, T);
+		break;
+	case FDEV_ALGO_DIRECT:
+		step = direct_rs(p, 1, mem, n, A, S, dtype, T);
+		break;
+	default:
+		free(mem);
+		return -EOPNOTSUPP;
+	}
+	free(mem);
+	for (unsigned int r = 0; r < n; r++)
+		fdev_plan_act(p, step > 1 ? step - 1 : 0, r, FDEV_ACT_COPY,
+			      FDEV_U8, R, A + r * blk, blk);
+	return fdev_plan_finish(p);
+}
+
+int fdev_plan_broadcast(struct fdev_plan *p, unsigned int n, uint64_t bytes,
+			unsigned int root, int algo,
+			struct fdev_coll_layout *lo)
+{
+	uint64_t R = align8(bytes);
+	uint32_t *mem;
+
+	if (!n || root >= n)
+		return -EINVAL;
+	*lo = (struct fdev_coll_layout){ .send_off = 0, .recv_off = R,
+		.send_len = bytes, .recv_len = bytes };
+	fdev_plan_need(p, R + bytes);
+	fdev_plan_act(p, 0, root, FDEV_ACT_COPY, FDEV_U8, R, 0, bytes);
+	/* Members in order from the root, so the tree is rooted there. */
+	mem = malloc(n * sizeof(*mem));
+	if (!mem)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < n; i++)
+		mem[i] = (root + i) % n;
+	switch (algo) {
+	case FDEV_ALGO_AUTO:
+	case FDEV_ALGO_TREE:
+		tree_bcast(p, 1, mem, n, R, bytes);
+		break;
+	case FDEV_ALGO_DIRECT:
+		for (unsigned int i = 1; i < n; i++)
+			fdev_plan_xfer(p, 1, root, mem[i], R, R, bytes);
+		break;
+	case FDEV_ALGO_RING:
+		for (unsigned int i = 1; i < n; i++)
+			fdev_plan_xfer(p, i, mem[i - 1], mem[i], R, R, bytes);
+		break;
+	default:
+		free(mem);
+		return -EOPNOTSUPP;
+	}
+	free(mem);
+	return fdev_plan_finish(p);
+}
+
+/* ---- closed forms ---- */
+
+static uint64_t ps_of(uint64_t bytes, uint64_t bw)
+{
+	return (uint64_t)((double)bytes * 1e12 / (double)bw + 0.5);
+}
+
+uint64_t fdev_cf_ring_all_reduce(unsigned int n, uint64_t bytes, uint64_t alpha,
+				 uint64_t bw)
+{
+	if (n < 2 || !bw)
+		return 0;
+	return 2ULL * (n - 1) * alpha + ps_of(2ULL * (n - 1) * bytes / n, bw);
+}
+
+uint64_t fdev_cf_ring_all_gather(unsigned int n, uint64_t bytes, uint64_t alpha,
+				 uint64_t bw)
+{
+	if (n < 2 || !bw)
+		return 0;
+	return (uint64_t)(n - 1) * (alpha + ps_of(bytes, bw));
+}
+
+uint64_t fdev_cf_direct_all_to_all(unsigned int n, uint64_t bytes_per_pair,
+				   uint64_t alpha, uint64_t bw)
+{
+	if (n < 2 || !bw)
+		return 0;
+	return alpha + ps_of((uint64_t)(n - 1) * bytes_per_pair, bw);
+}

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
+/*
+ * Collective schedules as data: steps of transfers between ranks'
+ * workspaces, then local actions (copy, reduce) on each rank. Pure logic,
+ * no fabric: the same plan runs on the device (coll.c) or in host memory
+ * (the unit tests and the host communicator).
+ */
+#ifndef FDEV_PLAN_H
+#define FDEV_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { FDEV_ACT_COPY = 1, FDEV_ACT_REDUCE = 2 };
+
+struct fdev_xfer {
+	uint32_t step, src, dst, pad;
+	uint64_t src_off, dst_off, len;	/* bytes in the workspaces */
+};
+
+struct fdev_act {
+	uint32_t step, rank;
+	uint8_t op, dtype;		/* FDEV_ACT_*, enum fdev_dtype */
+	uint8_t pad[6];
+	uint64_t dst_off, src_off, len;	/* bytes */
+};
+
+struct fdev_plan {
+	struct fdev_xfer *x;
+	struct fdev_act *a;
+	size_t nx, na, capx, capa;
+	uint32_t nsteps;
+	int err;			/* sticky -ENOMEM */
+	uint64_t ws_need;		/* bytes of workspace per rank */
+};
+
+void fdev_plan_init(struct fdev_plan *p);
+void fdev_plan_free(struct fdev_plan *p);
+void fdev_plan_xfer(struct fdev_plan *p, uint32_t step, uint32_t src,
+		    uint32_t dst, uint64_t src_off, uint64_t dst_off,
+		    uint64_t len);
+void fdev_plan_act(struct fdev_plan *p, uint32_t step, uint32_t rank, int op,
+		   int dtype, uint64_t dst_off, uint64_t src_off, uint64_t len);
+/* Sort by step (stable); returns p->err. */
+int fdev_plan_finish(struct fdev_plan *p);
+void fdev_plan_need(struct fdev_plan *p, uint64_t bytes);
+
+/* dst[i] += src[i] for @n elements of @dtype. */
+int fdev_reduce(void *dst, const void *src, size_t n, int dtype);
+/* Apply the actions of @step for @rank on its workspace @ws. */
+int fdev_plan_apply(const struct fdev_plan *p, uint32_t step, uint32_t rank,
+		    uint8_t *ws);
+/* Execute everything in host memory: ws[rank] of ws_need bytes. */
+int fdev_plan_exec_host(const struct fdev_plan *p, uint8_t *const *ws);
+
+/* Builders. Offsets: send at 0, recv and scratch at returned offsets. */
+struct fdev_coll_layout {
+	uint64_t send_off, recv_off, tmp_off;
+	uint64_t send_len, recv_len;	/* bytes per rank */
+};
+
+int fdev_plan_all_gather(struct fdev_plan *p, unsigned int n, uint64_t bytes,
+			 int algo, struct fdev_coll_layout *lo);
+int fdev_plan_all_to_all(struct fdev_plan *p, unsigned int n, uint64_t bytes,
+			 int algo, unsigned int node, struct fdev_coll_layout *lo);
+/* @cnt: [n][n] bytes from s to d. */
+int fdev_plan_all_to_all_v(struct fdev_plan *p, unsigned int n,
+			   const uint64_t *cnt, int algo,
+			   struct fdev_coll_layout *lo);
+int fdev_plan_all_reduce(struct fdev_plan *p, unsigned int n, uint64_t count,
+			 int dtype, int algo, unsigned int node,
+			 struct fdev_coll_layout *lo);
+int fdev_plan_reduce_scatter(struct fdev_plan *p, unsigned int n,
+			     uint64_t count, int dtype, int algo,
+			     struct fdev_coll_layout *lo);
+int fdev_plan_broadcast(struct fdev_plan *p, unsigned int n, uint64_t bytes,
+			unsigned int root, int algo,
+			struct fdev_coll_layout *lo);
+
+/* Alpha-beta closed forms (ps) for uncontended runs: alpha ps, B bytes/s. */
+uint64_t fdev_cf_ring_all_reduce(unsigned int n, uint64_t bytes, uint64_t alpha,
+				 uint64_t bw);
+uint64_t fdev_cf_direct_all_to_all(unsigned int n, uint64_t bytes_per_pair,
+				   uint64_t alpha, uint64_t bw);
+uint64_t fdev_cf_ring_all_gather(unsigned int n, uint64_t bytes, uint64_t alpha,
+				 uint64_t bw);
+
+#endif

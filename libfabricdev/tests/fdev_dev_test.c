@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * fdev_dev_test: libfabricdev against the module (run in the test VM by
+ * selftests/icfab/fdev_test.sh, on a committed topology).
+ *
+ *	fdev_dev_test api                      TAP: the core API, bad arguments
+ *	fdev_dev_test coll OP ALGO N BYTES [NODE]
+ *		one process drives N ranks, timing only; prints JSON
+ *	fdev_dev_test mp OP ALGO BYTES [REPEAT]
+ *		one rank of FDEV_SIZE independent processes (FDEV_RANK,
+ *		FDEV_JOB), timing only; prints JSON
+ *	fdev_dev_test mpdata COUNT [free]
+ *		one rank of independent processes moving data: ring
+ *		all-reduce and direct all-to-all of COUNT floats, checked
+ *	fdev_dev_test mpdie
+ *		the last rank dies after the rendezvous; the others see EPIPE
+ *
+ * OP: allreduce reducescatter allgather alltoall broadcast
+ * ALGO: auto ring tree direct hier
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fabricdev.h"
+
+static int nt, failed;
+
+static void ok(int cond, const char *what, int val)
+{
+	printf("%sok %d - %s (%d)\n", cond ? "" : "not ", ++nt, what, val);
+	if (!cond)
+		failed = 1;
+}
+
+static int test_api(void)
+{
+	struct fdev *dev;
+	struct fdev_info info;
+	struct fdev_desc d[4];
+	struct fdev_cqe cqe[8];
+	struct fdev_region r;
+	uint32_t eps[16], q, q2;
+	uint64_t c0;
+	int n, ret;
+
+	printf("TAP version 13\n");
+	n = fdev_endpoints(NULL, eps, 16);
+	ok(n >= 2, "fdev_endpoints finds the committed endpoints", n);
+	ret = fdev_open(NULL, 0, &dev);
+	ok(!ret, "fdev_open /dev/icfab0", ret);
+	if (ret)
+		return 1;
+	ret = fdev_query(dev, &info);
+	ok(!ret && (info.features & FDEV_F_QUEUES), "fdev_query: QUEUES", ret);
+	printf("# uring %u features 0x%llx\n", info.uring,
+	       (unsigned long long)info.features);
+	ok(fdev_open(NULL, 0x80, &dev) == -EINVAL, "unknown open flag: -EINVAL", 0);
+	ok(fdev_open("/nonexistent", 0, &dev) == -ENOENT, "missing device: -ENOENT", 0);
+	ok(fdev_queue_create(dev, eps[0], 8, &q) == -ENOENT,
+	   "queue before attach: -ENOENT", 0);
+	ret = fdev_attach(dev, eps[0]);
+	ok(!ret, "attach endpoint 0", ret);
+	ret = fdev_attach(dev, eps[1]);
+	ok(!ret, "attach endpoint 1 (one context, many endpoints)", ret);
+	ok(fdev_attach(dev, 0xfffff) < 0, "attach a bogus node fails", 0);
+	ret = fdev_queue_create(dev, eps[0], 2, &q);
+	ok(!ret, "queue of depth 2 on endpoint 0", ret);
+	ret = fdev_queue_create(dev, eps[1], 8, &q2);
+	ok(!ret, "queue on endpoint 1", ret);
+	ok(fdev_queue_create(dev, eps[0], 0, &q) == -EINVAL, "depth 0: -EINVAL", 0);
+	ok(fdev_wait(dev, cqe, 1, 8, 0) == -EDEADLK,
+	   "wait with nothing in flight: -EDEADLK", 0);
+
+	/* DELAY moves the clock by exactly its length. */
+	ret = fdev_compute(dev, q, 0);
+	c0 = fdev_clock(dev);
+	ret = fdev_compute(dev, q, 123456);
+	ok(!ret && fdev_clock(dev) == c0 + 123456,
+	   "compute(123456 ps) advances the clock exactly", ret);
+	ret = fdev_advance_to(dev, q, c0 + 200000);
+	ok(!ret && fdev_clock(dev) == c0 + 200000, "advance_to an absolute time", ret);
+	ret = fdev_advance_to(dev, q, c0);
+	ok(!ret && fdev_clock(dev) == c0 + 200000, "advance_to the past is a no-op", ret);
+
+	/* A batch of 4 on a queue of depth 2: the library makes room. */
+	c0 = fdev_clock(dev);
+	for (int i = 0; i < 4; i++)
+		fdev_prep_timing(&d[i], FDEV_OP_WRITE, q, eps[1], 65536, 100 + i);
+	ret = fdev_post(dev, d, 4);
+	ok(ret == 4, "post 4 timing-only writes on a depth-2 queue", ret);
+	ret = fdev_wait(dev, cqe, (unsigned int)fdev_inflight(dev), 8, 0);
+	ok(ret == 4, "wait returns all 4 completions", ret);
+	{
+		/* Completions may come in any order (io_uring on 6.1: reversed). */
+		struct fdev_cqe by[4] = { 0 };
+		uint64_t last = 0;
+		int good = ret == 4;
+
+		for (int i = 0; i < ret && good; i++) {
+			uint64_t tg = cqe[i].user_tag - 100;
+
+			good &= tg < 4 && !cqe[i].status && !by[tg].user_tag;
+			if (good)
+				by[tg] = cqe[i];
+			if (cqe[i].finish_ps > last)
+				last = cqe[i].finish_ps;
+		}
+		for (int i = 0; i < 4 && good; i++) {
+			good &= by[i].finish_ps > by[i].start_ps && by[i].start_ps >= c0;
+			if (i)
+				good &= by[i].finish_ps > by[i - 1].finish_ps;
+		}
+		ok(good, "each tag once, finishing in queue order, after the clock", 0);
+		ok(fdev_clock(dev) == last, "the clock moved to the last finish", 0);
+	}
+	ok(fdev_poll(dev, cqe, 8) == 0, "poll with nothing left returns 0", 0);
+
+	/* Invalid descriptors are refused with the module's errno. */
+	fdev_prep_timing(&d[0], FDEV_OP_WRITE, 77, eps[1], 1, 0);
+	ok(fdev_post(dev, d, 1) == -ENOENT, "unknown queue: -ENOENT", 0);
+	fdev_prep_timing(&d[0], FDEV_OP_WRITE, q, eps[1], 1, 0);
+	d[0].reserved0 = 1;
+	ok(fdev_post(dev, d, 1) == -EINVAL, "reserved word set: -EINVAL", 0);
+	ok(fdev_post(dev, NULL, 1) == -EINVAL, "NULL descriptors: -EINVAL", 0);
+	ok(fdev_post(NULL, d, 1) == -EINVAL, "NULL device: -EINVAL", 0);
+	ok(fdev_wait(dev, cqe, 2, 1, 0) == -EINVAL, "min > max: -EINVAL", 0);
+
+	/* Poll does not block and finds nothing before the clock moves. */
+	fdev_prep_timing(&d[0], FDEV_OP_WRITE, q2, eps[0], 1 << 20, 7);
+	ret = fdev_post(dev, d, 1);
+	ok(ret == 1, "post one more", ret);
+	ret = fdev_poll(dev, cqe, 8);
+	ok(ret == 0, "poll: not finished by the context's clock", ret);
+	ret = fdev_wait(dev, cqe, 1, 8, 0);
+	ok(ret == 1 && cqe[0].user_tag == 7, "wait gets it", ret);
+
+	ret = fdev_region_alloc(dev, eps[0], 4096, &r);
+	if (info.features & FDEV_F_MEMORY) {
+		ok(!ret && r.addr && r.size >= 4096, "region alloc + map", ret);
+		if (!ret) {
+			struct fdev_remote rem;
+
+			memset(r.addr, 0x5a, 4096);
+			ret = fdev_region_export(dev, &r, FDEV_ACCESS_REMOTE_WRITE);
+			ok(!ret && r.key, "region export gives a key", ret);
+			ret = fdev_region_import(dev, r.key, &rem);
+			ok(!ret && rem.endpoint == eps[0] && rem.size == r.size,
+			   "import finds it", ret);
+			ok(fdev_region_import(dev, r.key ^ 1, &rem) == -ENOKEY,
+			   "a wrong key: -ENOKEY", 0);
+			ret = fdev_region_free(dev, &r);
+			ok(!ret, "region free", ret);
+		}
+	} else {
+		ok(ret == -EOPNOTSUPP, "no ICFAB_F_MEMORY: region alloc -EOPNOTSUPP", ret);
+	}
+	ok(fdev_region_export(dev, NULL, 1) == -EINVAL, "export NULL: -EINVAL", 0);
+	ok(fdev_region_import(dev, 0, NULL) == -EINVAL, "import NULL: -EINVAL", 0);
+	fdev_close(dev);
+	printf("1..%d\n", nt);
+	return failed;
+}
+
+static int algo_of(const char *s)
+{
+	const char *names[] = { "auto", "ring", "tree", "direct", "hier" };
+
+	for (int i = 0; i < 5; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	return -1;
+}
+
+static int run_op(struct fdev_comm *c, const char *op, int algo, uint64_t bytes)
+{
+	int n = fdev_comm_size(c);
+
+	if (!strcmp(op, "allreduce"))
+		return fdev_all_reduce(c, NULL, NULL, bytes / 4, FDEV_F32, algo);
+	if (!strcmp(op, "reducescatter"))
+		return fdev_reduce_scatter(c, NULL, NULL, bytes / 4 / n, FDEV_F32, algo);
+	if (!strcmp(op, "allgather"))
+		return fdev_all_gather(c, NULL, NULL, bytes, FDEV_U8, algo);
+	if (!strcmp(op, "alltoall"))
+		return fdev_all_to_all(c, NULL, NULL, bytes, FDEV_U8, algo);
+	if (!strcmp(op, "broadcast"))
+		return fdev_broadcast(c, NULL, NULL, bytes, FDEV_U8, 0, algo);
+	return -EINVAL;
+}
+
+int main(int argc, char **argv)
+{
+	struct fdev_comm *c;
+	int err, algo;
+
+	if (argc >= 2 && !strcmp(argv[1], "api"))
+		return test_api();
+	if (argc >= 6 && !strcmp(argv[1], "coll")) {
+		unsigned int n = (unsigned int)atoi(argv[4]);
+		uint64_t bytes = strtoull(argv[5], NULL, 0);
+
+		algo = algo_of(argv[3]);
+		err = fdev_comm_init_local(NULL, n, NULL, 0, FDEV_COMM_TIMING_ONLY, &c);
+		if (!err && argc > 6)
+			err = fdev_comm_set_node_size(c, atoi(argv[6]));
+		if (!err)
+			err = run_op(c, argv[2], algo, bytes);
+		if (err) {
+			fprintf(stderr, "fdev_dev_test: %s\n", strerror(-err));
+			return 1;
+		}
+		printf("{\"op\":\"%s\",\"algo\":\"%s\",\"ranks\":%u,\"bytes\":%" PRIu64
+		       ",\"time_ps\":%" PRIu64 "}\n", argv[2], argv[3], n, bytes,
+		       fdev_comm_last_ps(c));
+		fdev_comm_destroy(c);
+		return 0;
+	}
+	if (argc >= 2 && !strcmp(argv[1], "mpdie")) {
+		/*
+		 * The last rank dies right after the rendezvous; the others
+		 * run an all-to-all and must get -EPIPE (it was excluded), then
+		 * carry on without it: exit 4 on that, 0 for the dying one.
+		 */
+		int rank, size;
+
+		err = fdev_comm_init(NULL, NULL, -1, -1, 0, FDEV_COMM_TIMING_ONLY, &c);
+		if (err)
+			return 1;
+		fdev_comm_local(c, &rank, NULL);
+		size = fdev_comm_size(c);
+		if (rank == size - 1)
+			_exit(0);
+		err = fdev_all_to_all(c, NULL, NULL, 4096, FDEV_U8, FDEV_ALGO_DIRECT);
+		if (err != -EPIPE || !(fdev_comm_failed(c, 0) >> (size - 1) & 1))
+			return 1;
+		/* Everyone left agrees, and a barrier now passes. */
+		err = fdev_comm_barrier(c);
+		fdev_comm_destroy(c);
+		return err ? 1 : 4;
+	}
+	if (argc >= 5 && !strcmp(argv[1], "mp")) {
+		uint64_t bytes = strtoull(argv[4], NULL, 0), t[8];
+		int rep = argc > 5 ? atoi(argv[5]) : 1, rank;
+
+		algo = algo_of(argv[3]);
+		err = fdev_comm_init(NULL, NULL, -1, -1, 0, FDEV_COMM_TIMING_ONLY, &c);
+		if (err) {
+			fprintf(stderr, "fdev_dev_test: comm: %s\n", strerror(-err));
+			return 1;
+		}
+		fdev_comm_local(c, &rank, NULL);
+		for (int i = 0; i < rep && i < 8; i++) {
+			err = run_op(c, argv[2], algo, bytes);
+			if (err) {
+				fprintf(stderr, "fdev_dev_test: rank %d: %s\n", rank,
+					strerror(-err));
+				fdev_comm_destroy(c);
+				return 1;
+			}
+			t[i] = fdev_comm_last_ps(c);
+		}
+		err = fdev_comm_barrier(c);
+		printf("{\"rank\":%d,\"time_ps\":%" PRIu64 ",\"last_ps\":%" PRIu64
+		       ",\"barrier\":%d}\n", rank, t[0], t[rep > 8 ? 7 : rep - 1], err);
+		fdev_comm_destroy(c);
+		return err ? 1 : 0;
+	}
+	if (argc >= 3 && !strcmp(argv[1], "mpdata")) {
+		/*
+		 * One rank of independent processes, data in device memory,
+		 * free-running contexts: an all-reduce and an all-to-all,
+		 * checked element by element. Prints "ok" lines.
+		 */
+		size_t cnt = strtoul(argv[2], NULL, 0), n, bad = 0;
+		float *x, *y;
+		int rank;
+
+		int fr = argc > 3 && !strcmp(argv[3], "free");
+		uint64_t t_ar = 0;
+
+		err = fdev_comm_init(NULL, NULL, -1, -1, 16 << 20,
+				     fr ? FDEV_COMM_FREE_RUN : 0, &c);
+		if (err) {
+			fprintf(stderr, "fdev_dev_test: comm: %s\n", strerror(-err));
+			return 1;
+		}
+		fdev_comm_local(c, &rank, NULL);
+		n = (size_t)fdev_comm_size(c);
+		x = malloc(n * cnt * 4);
+		y = malloc(n * cnt * 4);
+		for (size_t i = 0; i < n * cnt; i++)
+			x[i] = (float)((rank * 7 + i * 3) % 17);
+		err = fdev_all_reduce(c, x, y, cnt, FDEV_F32, FDEV_ALGO_RING);
+		t_ar = fdev_comm_last_ps(c);
+		for (size_t i = 0; !err && i < cnt; i++) {
+			float s = 0;
+
+			for (size_t q = 0; q < n; q++)
+				s += (float)((q * 7 + i * 3) % 17);
+			bad += y[i] != s;
+		}
+		printf("%s rank %d all-reduce (%d, %zu bad)\n", !err && !bad ? "ok" : "not ok",
+		       rank, err, bad);
+		bad = 0;
+		if (!err)
+			err = fdev_all_to_all(c, x, y, cnt, FDEV_F32, FDEV_ALGO_DIRECT);
+		for (size_t q = 0; !err && q < n; q++)
+			for (size_t i = 0; i < cnt; i++)
+				bad += y[q * cnt + i] != (float)((q * 7 + (rank * cnt + i) * 3) % 17);
+		printf("%s rank %d all-to-all (%d, %zu bad)\n", !err && !bad ? "ok" : "not ok",
+		       rank, err, bad);
+		printf("# rank %d all-reduce time_ps %" PRIu64 "\n", rank, t_ar);
+		fdev_comm_destroy(c);
+		free(x);
+		free(y);
+		return err || bad;
+	}
+	fprintf(stderr, "usage: fdev_dev_test api | coll OP ALGO N BYTES [NODE] | mp OP ALGO BYTES [REPEAT]\n");
+	return 2;
+}

@@ -1,0 +1,585 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Host unit tests (TAP): dtype conversions, layout, collective schedules
+ * and MoE dispatch/combine run in host memory (the host communicator runs
+ * the same plans as the fabric, as memcpy), checked element by element
+ * against references; closed forms; bad arguments.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fabricdev.h"
+#include "plan.h"
+
+
+static int nt, failed, dev_mode;
+
+/* Host communicator, or with --device one process driving n endpoints. */
+static int mk(unsigned int n, uint64_t ws, struct fdev_comm **c)
+{
+	if (dev_mode)
+		return fdev_comm_init_local(NULL, n, NULL, ws, 0, c);
+	return __fdev_comm_init_host(n, ws, c);
+}
+
+static void ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#include <stdarg.h>
+static void ok(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%sok %d - ", cond ? "" : "not ", ++nt);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	if (!cond)
+		failed = 1;
+}
+
+static uint64_t seed = 88172645463325252ULL;
+static uint64_t rnd(void)
+{
+	seed ^= seed << 13;
+	seed ^= seed >> 7;
+	seed ^= seed << 17;
+	return seed;
+}
+
+static void test_dtype(void)
+{
+	int bad = 0;
+
+	for (uint32_t v = 0; v < 65536; v++) {
+		float f = fdev_bf16_to_f32((uint16_t)v);
+
+		if (!isnan(f) && fdev_f32_to_bf16(f) != v)
+			bad++;
+		f = fdev_f16_to_f32((uint16_t)v);
+		if (!isnan(f) && fdev_f32_to_f16(f) != v)
+			bad++;
+	}
+	ok(!bad, "bf16 and fp16 round-trip every non-NaN value (%d bad)", bad);
+	ok(fdev_f32_to_bf16(1.00390625f) == 0x3f80, "bf16 ties round to even");
+	ok(fdev_f32_to_f16(65520.0f) == 0x7c00 && fdev_f32_to_f16(1e-8f) == 0,
+	   "fp16 overflow to inf, underflow to zero");
+	bad = 0;
+	for (uint32_t v = 0; v < 256; v++) {
+		float f = fdev_fp8_to_f32((uint8_t)v);
+
+		if (!isnan(f) && fdev_f32_to_fp8(f) != v && !(f == 0 && v == 0x80))
+			bad++;
+	}
+	ok(!bad, "fp8 e4m3 round-trips every finite value (%d bad)", bad);
+	ok(fdev_fp8_to_f32(0x7e) == 448.0f && fdev_f32_to_fp8(1000.0f) == 0x7e &&
+	   fdev_fp8_to_f32(0x01) == ldexpf(1, -9), "fp8 max 448, saturates, subnormal 2^-9");
+}
+
+static void test_layout(void)
+{
+	int64_t idx[] = { 0, 1, 3, -1, -1, -1, 2, 3, 0 };	/* T=3, k=3 */
+	uint64_t tpr[2], tpe[4];
+	uint8_t tir[6];
+	struct fdev_moe_layout_out o = { tpr, tpe, tir };
+	int64_t badidx[] = { 4 };
+
+	ok(!fdev_moe_layout(idx, 3, 3, 4, 2, &o), "layout runs");
+	ok(tpr[0] == 2 && tpr[1] == 2, "tokens per rank counts a token once per rank");
+	ok(tpe[0] == 2 && tpe[1] == 1 && tpe[2] == 1 && tpe[3] == 2, "tokens per expert");
+	ok(!memcmp(tir, (uint8_t[]){ 1, 1, 0, 0, 1, 1 }, 6), "is-token-in-rank");
+	ok(fdev_moe_layout(badidx, 1, 1, 4, 2, &o) == -EINVAL, "expert out of range: -EINVAL");
+	ok(fdev_moe_layout(idx, 3, 3, 5, 2, &o) == -EINVAL, "experts not divisible by ranks: -EINVAL");
+	ok(fdev_moe_layout(NULL, 3, 3, 4, 2, &o) == -EINVAL, "NULL indices: -EINVAL");
+}
+
+static float val(unsigned int r, uint64_t i)
+{
+	return (float)((r * 7 + i * 3) % 17) - 8.0f;	/* exact in bf16 */
+}
+
+static void test_colls(void)
+{
+	const char *an[] = { "auto", "ring", "tree", "direct", "hier" };
+	unsigned int shapes[][2] = { { 1, 5 }, { 2, 7 }, { 3, 10 }, { 4, 16 }, { 8, 33 } };
+
+	for (size_t si = 0; si < sizeof(shapes) / sizeof(shapes[0]); si++) {
+		unsigned int n = shapes[si][0], cnt = shapes[si][1];
+		struct fdev_comm *c;
+		float *in = malloc(n * n * cnt * 4), *out = malloc(n * n * cnt * 4);
+		uint16_t *bin = malloc(n * cnt * 2), *bout = malloc(n * cnt * 2);
+
+		if (mk(n, 1 << 20, &c)) {
+			ok(0, "host comm");
+			return;
+		}
+		if (n % 2 == 0)
+			fdev_comm_set_node_size(c, 2);
+		for (int a = 0; a <= FDEV_ALGO_HIER; a++) {
+			int err, bad = 0;
+
+			/* all-reduce fp32 */
+			for (unsigned int r = 0; r < n; r++)
+				for (unsigned int i = 0; i < cnt; i++)
+					in[r * cnt + i] = val(r, i);
+			err = fdev_all_reduce(c, in, out, cnt, FDEV_F32, a);
+			if (err == -EOPNOTSUPP || (err == -EINVAL && a == FDEV_ALGO_HIER)) {
+				ok(1, "all-reduce %s n=%u: not offered (%d)", an[a], n, err);
+			} else {
+				for (unsigned int r = 0; r < n; r++)
+					for (unsigned int i = 0; i < cnt; i++) {
+						float s = 0;
+
+						for (unsigned int q = 0; q < n; q++)
+							s += val(q, i);
+						bad += out[r * cnt + i] != s;
+					}
+				ok(!err && !bad, "all-reduce f32 %s n=%u count=%u (%d, %d bad)",
+				   an[a], n, cnt, err, bad);
+			}
+			/* all-reduce bf16 */
+			for (unsigned int r = 0; r < n; r++)
+				for (unsigned int i = 0; i < cnt; i++)
+					bin[r * cnt + i] = fdev_f32_to_bf16(val(r, i));
+			err = fdev_all_reduce(c, bin, bout, cnt, FDEV_BF16, a);
+			if (!err) {
+				bad = 0;
+				for (unsigned int r = 0; r < n; r++)
+					for (unsigned int i = 0; i < cnt; i++) {
+						float s = 0;
+
+						for (unsigned int q = 0; q < n; q++)
+							s += val(q, i);
+						bad += fdev_bf16_to_f32(bout[r * cnt + i]) != s;
+					}
+				ok(!bad, "all-reduce bf16 %s n=%u (%d bad)", an[a], n, bad);
+			}
+			/* reduce-scatter */
+			for (unsigned int r = 0; r < n; r++)
+				for (unsigned int i = 0; i < n * cnt; i++)
+					in[r * n * cnt + i] = val(r, i);
+			err = fdev_reduce_scatter(c, in, out, cnt, FDEV_F32, a);
+			if (!err) {
+				bad = 0;
+				for (unsigned int r = 0; r < n; r++)
+					for (unsigned int i = 0; i < cnt; i++) {
+						float s = 0;
+
+						for (unsigned int q = 0; q < n; q++)
+							s += val(q, r * cnt + i);
+						bad += out[r * cnt + i] != s;
+					}
+				ok(!bad, "reduce-scatter %s n=%u (%d bad)", an[a], n, bad);
+			} else {
+				ok(err == -EOPNOTSUPP, "reduce-scatter %s: %d", an[a], err);
+			}
+			/* all-gather (bytes of fp32) */
+			for (unsigned int r = 0; r < n; r++)
+				for (unsigned int i = 0; i < cnt; i++)
+					in[r * cnt + i] = val(r, i);
+			err = fdev_all_gather(c, in, out, cnt, FDEV_F32, a);
+			if (!err) {
+				bad = 0;
+				for (unsigned int r = 0; r < n; r++)
+					for (unsigned int q = 0; q < n; q++)
+						for (unsigned int i = 0; i < cnt; i++)
+							bad += out[(r * n + q) * cnt + i] != val(q, i);
+				ok(!bad, "all-gather %s n=%u (%d bad)", an[a], n, bad);
+			} else {
+				ok(err == -EOPNOTSUPP, "all-gather %s: %d", an[a], err);
+			}
+			/* all-to-all */
+			for (unsigned int r = 0; r < n; r++)
+				for (unsigned int i = 0; i < n * cnt; i++)
+					in[r * n * cnt + i] = val(r, i);
+			err = fdev_all_to_all(c, in, out, cnt, FDEV_F32, a);
+			if (!err) {
+				bad = 0;
+				for (unsigned int r = 0; r < n; r++)
+					for (unsigned int q = 0; q < n; q++)
+						for (unsigned int i = 0; i < cnt; i++)
+							bad += out[(r * n + q) * cnt + i] !=
+							       val(q, r * cnt + i);
+				ok(!bad, "all-to-all %s n=%u (%d bad)", an[a], n, bad);
+			} else {
+				ok(err == -EOPNOTSUPP || err == -EINVAL, "all-to-all %s: %d", an[a], err);
+			}
+			/* broadcast from the last rank */
+			for (unsigned int r = 0; r < n; r++)
+				for (unsigned int i = 0; i < cnt; i++)
+					in[r * cnt + i] = r == n - 1 ? val(r, i) : -99;
+			err = fdev_broadcast(c, in, out, cnt, FDEV_F32, (int)n - 1, a);
+			if (!err) {
+				bad = 0;
+				for (unsigned int r = 0; r < n; r++)
+					for (unsigned int i = 0; i < cnt; i++)
+						bad += out[r * cnt + i] != val(n - 1, i);
+				ok(!bad, "broadcast %s n=%u (%d bad)", an[a], n, bad);
+			} else {
+				ok(err == -EOPNOTSUPP, "broadcast %s: %d", an[a], err);
+			}
+		}
+		/* all-to-all-v with skewed counts, zeros included */
+		{
+			uint64_t *sc = calloc(n * n, 8), *rc = calloc(n * n, 8);
+			float *vin = calloc(n * n * cnt, 4), *vout = calloc(n * n * cnt, 4);
+			int bad = 0, err;
+
+			for (unsigned int s = 0; s < n; s++)
+				for (unsigned int d = 0; d < n; d++)
+					sc[s * n + d] = d == 0 ? cnt : (s + d) % 3 == 0 ? 0 : (s + d) % cnt;
+			for (unsigned int s = 0; s < n; s++) {
+				uint64_t pos = 0;
+
+				for (unsigned int d = 0; d < n; d++)
+					for (uint64_t i = 0; i < sc[s * n + d]; i++)
+						vin[s * n * cnt + pos++] = val(s, d * 100 + i);
+			}
+			err = fdev_all_to_all_v(c, vin, sc, vout, rc, FDEV_F32, FDEV_ALGO_DIRECT);
+			/* Outputs are packed per rank with a stride of the largest receive. */
+			ok(err == 0 || err == -EMSGSIZE, "all-to-all-v runs (%d)", err);
+			(void)bad;
+			for (unsigned int d = 0; d < n && !err; d++)
+				for (unsigned int s = 0; s < n; s++)
+					bad += rc[d * n + s] != sc[s * n + d];
+			ok(!err && !bad, "all-to-all-v receive counts n=%u (%d bad)", n, bad);
+			free(sc); free(rc); free(vin); free(vout);
+		}
+		fdev_comm_destroy(c);
+		free(in); free(out); free(bin); free(bout);
+	}
+}
+
+/* Dense reference: out[t] = sum_j w_tj * f_e(x_t) with f_e(x) = (e+1) x + e/8. */
+static float expert_fn(int64_t e, float x)
+{
+	return (float)(e + 1) * x + (float)e / 8;
+}
+
+static void test_moe_case(const char *name, unsigned int n, unsigned int E,
+			  unsigned int k, unsigned int H, const unsigned int *Ts,
+			  int skew, int mode, int dt, unsigned int align)
+{
+	struct fdev_moe_in *in = calloc(n, sizeof(*in));
+	struct fdev_moe_handle *h = NULL;
+	struct fdev_moe_config cfg = { .num_experts = E, .k = k, .hidden = H,
+		.dtype = (uint32_t)dt, .mode = (uint32_t)mode, .align = align,
+		.max_tokens = 64 };
+	size_t es = fdev_dtype_size(dt);
+	void **y = calloc(n, sizeof(*y)), **out = calloc(n, sizeof(*out));
+	struct fdev_comm *c;
+	int err, bad = 0, badc = 0;
+	unsigned int epr = E / n;
+
+	if (mk(n, 8 << 20, &c)) {
+		ok(0, "host comm");
+		return;
+	}
+	for (unsigned int r = 0; r < n; r++) {
+		unsigned int T = Ts[r];
+		int64_t *idx = malloc((T * k + 1) * 8);
+		float *w = malloc((T * k + 1) * 4);
+		uint8_t *x = malloc(T * H * es + 1);
+
+		for (unsigned int t = 0; t < T; t++) {
+			for (unsigned int j = 0; j < k; j++) {
+				int64_t e;
+				int dup;
+
+				do {
+					e = skew && rnd() % 4 ? 1 : (int64_t)(rnd() % E);
+					if (rnd() % 7 == 0)
+						e = -1;
+					dup = 0;
+					for (unsigned int q = 0; q < j; q++)
+						dup |= e >= 0 && idx[t * k + q] == e;
+				} while (dup);
+				idx[t * k + j] = e;
+				w[t * k + j] = (float)(j + 1) / 4;
+			}
+			for (unsigned int i = 0; i < H; i++) {
+				float v = (float)((r * 5 + t * 3 + i) % 9) / 4 - 1;
+
+				if (dt == FDEV_F32)
+					((float *)x)[t * H + i] = v;
+				else if (dt == FDEV_BF16)
+					((uint16_t *)x)[t * H + i] = fdev_f32_to_bf16(v);
+				else
+					((uint16_t *)x)[t * H + i] = fdev_f32_to_f16(v);
+			}
+		}
+		in[r] = (struct fdev_moe_in){ .T = T, .x = x, .topk_idx = idx, .topk_w = w };
+	}
+	err = fdev_moe_dispatch(c, &cfg, in, NULL, &h);
+	ok(!err, "%s: dispatch (%d)", name, err);
+	if (err)
+		return;
+	for (unsigned int r = 0; r < n; r++) {
+		struct fdev_moe_out o;
+		uint64_t want_cnt[64] = { 0 };
+
+		fdev_moe_output(h, (int)r, &o);
+		/* Every expert count equals the reference count. */
+		for (unsigned int s = 0; s < n; s++)
+			for (uint64_t t = 0; t < in[s].T; t++)
+				for (unsigned int j = 0; j < k; j++) {
+					int64_t e = in[s].topk_idx[t * k + j];
+
+					if (e >= 0 && (unsigned int)e / epr == r)
+						want_cnt[e % epr]++;
+				}
+		for (unsigned int e = 0; e < epr; e++) {
+			bad += o.expert_count[e] != want_cnt[e];
+			bad += align > 1 && o.expert_offset[e] % align;
+		}
+		/* Expert outputs: y = f_e(x) per row, in the dispatch layout. */
+		y[r] = calloc(o.rows + 1, H * es);
+		for (unsigned int e = 0; e < epr; e++)
+			for (uint64_t i = 0; i < o.expert_count[e]; i++) {
+				uint64_t row = o.expert_offset[e] + i;
+				int64_t ge = (int64_t)(r * epr + e);
+				int has = 0;
+
+				for (unsigned int j = 0; j < k; j++)
+					has |= o.topk_idx[row * k + j] == ge;
+				bad += !has;
+				for (unsigned int q = 0; q < H; q++) {
+					float xv = dt == FDEV_F32 ? ((float *)o.x)[row * H + q] :
+						dt == FDEV_BF16 ? fdev_bf16_to_f32(((uint16_t *)o.x)[row * H + q]) :
+						fdev_f16_to_f32(((uint16_t *)o.x)[row * H + q]);
+					float v = expert_fn(ge, xv);
+
+					if (dt == FDEV_F32)
+						((float *)y[r])[row * H + q] = v;
+					else if (dt == FDEV_BF16)
+						((uint16_t *)y[r])[row * H + q] = fdev_f32_to_bf16(v);
+					else
+						((uint16_t *)y[r])[row * H + q] = fdev_f32_to_f16(v);
+				}
+			}
+		out[r] = calloc(in[r].T + 1, H * es);
+	}
+	ok(!bad, "%s: per-expert counts, alignment and rows match the reference (%d bad)", name, bad);
+	err = fdev_moe_combine(c, h, (const void *const *)y, out);
+	ok(!err, "%s: combine (%d)", name, err);
+	for (unsigned int r = 0; r < n && !err; r++)
+		for (uint64_t t = 0; t < in[r].T; t++)
+			for (unsigned int q = 0; q < H; q++) {
+				float ref = 0, got, x;
+				const uint8_t *xb = in[r].x;
+
+				x = dt == FDEV_F32 ? ((const float *)xb)[t * H + q] :
+				    dt == FDEV_BF16 ? fdev_bf16_to_f32(((const uint16_t *)xb)[t * H + q]) :
+				    fdev_f16_to_f32(((const uint16_t *)xb)[t * H + q]);
+				for (unsigned int j = 0; j < k; j++) {
+					int64_t e = in[r].topk_idx[t * k + j];
+					float yv;
+
+					if (e < 0)
+						continue;
+					yv = expert_fn(e, x);
+					if (dt == FDEV_BF16)
+						yv = fdev_bf16_to_f32(fdev_f32_to_bf16(yv));
+					else if (dt == FDEV_F16)
+						yv = fdev_f16_to_f32(fdev_f32_to_f16(yv));
+					ref += in[r].topk_w[t * k + j] * yv;
+				}
+				got = dt == FDEV_F32 ? ((float *)out[r])[t * H + q] :
+				      dt == FDEV_BF16 ? fdev_bf16_to_f32(((uint16_t *)out[r])[t * H + q]) :
+				      fdev_f16_to_f32(((uint16_t *)out[r])[t * H + q]);
+				if (fabsf(got - ref) > (dt == FDEV_F32 ? 1e-4f : 0.04f) * (1 + fabsf(ref)))
+					badc++;
+			}
+	ok(!err && !badc, "%s: combine equals the dense reference element by element (%d bad)",
+	   name, badc);
+	/* A handle from another shape is refused, not used. */
+	if (mode == FDEV_MOE_THROUGHPUT) {
+		struct fdev_moe_handle *h2 = NULL;
+		struct fdev_moe_config c2 = cfg;
+
+		err = fdev_moe_dispatch(c, &cfg, in, h, &h2);
+		ok(!err, "%s: dispatch again with the handle (no count exchange) (%d)", name, err);
+		fdev_moe_handle_free(h2);
+		c2.hidden = H + 1;
+		ok(fdev_moe_dispatch(c, &c2, in, h, &h2) == -EINVAL,
+		   "%s: a mismatched handle gives -EINVAL", name);
+	}
+	fdev_moe_handle_free(h);
+	fdev_comm_destroy(c);
+	for (unsigned int r = 0; r < n; r++) {
+		free((void *)in[r].x); free((void *)in[r].topk_idx);
+		free((void *)in[r].topk_w); free(y[r]); free(out[r]);
+	}
+	free(in); free(y); free(out);
+}
+
+/* FP8 travels as bytes with its scales; combine comes back in bf16. */
+static void test_moe_fp8(void)
+{
+	enum { N = 2, E = 4, K = 2, H = 256, G = 2 };
+	unsigned int Ts[N] = { 5, 3 };
+	struct fdev_moe_config cfg = { .num_experts = E, .k = K, .hidden = H,
+		.dtype = FDEV_FP8_E4M3, .scale_groups = G, .align = 1 };
+	struct fdev_moe_in in[N];
+	struct fdev_moe_handle *h = NULL;
+	struct fdev_comm *c;
+	void *y[N], *out[N];
+	int bad = 0, err;
+
+	if (mk(N, 1 << 20, &c)) {
+		ok(0, "comm");
+		return;
+	}
+	for (unsigned int r = 0; r < N; r++) {
+		uint8_t *x = malloc(Ts[r] * H);
+		float *sc = malloc(Ts[r] * G * 4), *w = malloc(Ts[r] * K * 4);
+		int64_t *idx = malloc(Ts[r] * K * 8);
+
+		for (unsigned int t = 0; t < Ts[r]; t++) {
+			for (unsigned int i = 0; i < H; i++)
+				x[t * H + i] = (uint8_t)(i == 0 ? r : i == 1 ? t : (r * 31 + t * 7 + i) & 0x7e);
+			for (unsigned int g = 0; g < G; g++)
+				sc[t * G + g] = (float)(r * 100 + t) + g * 0.5f;
+			idx[t * K] = (t + r) % E;
+			idx[t * K + 1] = t % 3 ? (int64_t)((t + r + 1) % E) : -1;
+			w[t * K] = 0.75f;
+			w[t * K + 1] = 0.25f;
+		}
+		in[r] = (struct fdev_moe_in){ .T = Ts[r], .x = x, .scales = sc,
+					      .topk_idx = idx, .topk_w = w };
+	}
+	err = fdev_moe_dispatch(c, &cfg, in, NULL, &h);
+	ok(!err, "fp8 dispatch with scales (%d)", err);
+	if (err)
+		return;
+	for (unsigned int r = 0; r < N; r++) {
+		struct fdev_moe_out o;
+
+		fdev_moe_output(h, (int)r, &o);
+		y[r] = malloc((o.rows + 1) * H * 2);
+		for (uint64_t row = 0; row < o.rows; row++) {
+			const uint8_t *x = (const uint8_t *)o.x + row * H;
+			unsigned int sr = x[0], t = x[1];
+
+			for (unsigned int i = 2; i < H; i++)
+				bad += x[i] != ((sr * 31 + t * 7 + i) & 0x7e);
+			for (unsigned int g = 0; g < G; g++)
+				bad += o.scales[row * G + g] != (float)(sr * 100 + t) + g * 0.5f;
+			for (unsigned int i = 0; i < H; i++)
+				((uint16_t *)y[r])[row * H + i] = fdev_f32_to_bf16(1.0f);
+		}
+		out[r] = malloc(Ts[r] * H * 2);
+	}
+	ok(!bad, "fp8 bytes and scales arrive unchanged (%d bad)", bad);
+	err = fdev_moe_combine(c, h, (const void *const *)y, out);
+	bad = 0;
+	for (unsigned int r = 0; r < N && !err; r++)
+		for (unsigned int t = 0; t < Ts[r]; t++) {
+			float want = t % 3 ? 1.0f : 0.75f;
+
+			for (unsigned int i = 0; i < H; i++)
+				bad += fdev_bf16_to_f32(((uint16_t *)out[r])[t * H + i]) != want;
+		}
+	ok(!err && !bad, "fp8 combine returns bf16 weighted sums (%d, %d bad)", err, bad);
+	fdev_moe_handle_free(h);
+	fdev_comm_destroy(c);
+	for (unsigned int r = 0; r < N; r++) {
+		free((void *)in[r].x); free((void *)in[r].scales);
+		free((void *)in[r].topk_idx); free((void *)in[r].topk_w);
+		free(y[r]); free(out[r]);
+	}
+}
+
+static void test_moe(void)
+{
+	test_moe_fp8();
+	unsigned int T4[] = { 12, 0, 7, 30 }, T2[] = { 20, 9 }, T8[] = { 5, 5, 0, 9, 1, 0, 13, 2 };
+
+	test_moe_case("tp f32 n=4 E=8 k=2 H=13 T=0 on one rank", 4, 8, 2, 13, T4, 0, 0, FDEV_F32, 1);
+	test_moe_case("tp bf16 skewed n=4 E=8 k=3 H=6 align 4", 4, 8, 3, 6, T4, 1, 0, FDEV_BF16, 4);
+	test_moe_case("tp f16 n=2 E=4 k=4 H=9", 2, 4, 4, 9, T2, 0, 0, FDEV_F16, 1);
+	test_moe_case("tp f32 n=8 E=16 k=2 H=5", 8, 16, 2, 5, T8, 1, 0, FDEV_F32, 2);
+	test_moe_case("ll f32 n=4 E=8 k=2 H=13", 4, 8, 2, 13, T4, 0, 1, FDEV_F32, 1);
+	test_moe_case("ll bf16 skewed n=8 E=16 k=3 H=7 align 8", 8, 16, 3, 7, T8, 1, 1, FDEV_BF16, 8);
+}
+
+static void test_bad_args(void)
+{
+	struct fdev_comm *c;
+	struct fdev_moe_handle *h = NULL;
+	struct fdev_moe_config cfg = { .num_experts = 8, .k = 1, .hidden = 4,
+		.dtype = FDEV_F32 };
+	int64_t idx[2] = { 9, 0 };
+	float w[2] = { 1, 1 }, x[8] = { 0 };
+	struct fdev_moe_in in[2] = { { .T = 1, .x = x, .topk_idx = idx, .topk_w = w },
+				     { .T = 1, .x = x, .topk_idx = idx + 1, .topk_w = w } };
+
+	ok(__fdev_comm_init_host(2, 1 << 16, &c) == 0, "host comm");
+	ok(fdev_moe_dispatch(c, &cfg, in, NULL, &h) == -EINVAL, "expert 9 of 8: -EINVAL");
+	ok(fdev_moe_dispatch(c, NULL, in, NULL, &h) == -EINVAL, "NULL config: -EINVAL");
+	idx[0] = 0;
+	in[0].topk_w = NULL;
+	ok(fdev_moe_dispatch(c, &cfg, in, NULL, &h) == -EFAULT, "NULL weights: -EFAULT");
+	in[0].topk_w = w;
+	cfg.num_experts = 7;
+	ok(fdev_moe_dispatch(c, &cfg, in, NULL, &h) == -EINVAL, "7 experts on 2 ranks: -EINVAL");
+	cfg.num_experts = 8;
+	cfg.reserved[0] = 1;
+	ok(fdev_moe_dispatch(c, &cfg, in, NULL, &h) == -EINVAL, "reserved word set: -EINVAL");
+	ok(fdev_all_reduce(c, x, x, 2, FDEV_U8, FDEV_ALGO_RING) == -EINVAL, "all-reduce of bytes: -EINVAL");
+	ok(fdev_all_reduce(c, NULL, x, 2, FDEV_F32, FDEV_ALGO_RING) == -EFAULT, "NULL send: -EFAULT");
+	ok(fdev_broadcast(c, x, x, 2, FDEV_F32, 5, FDEV_ALGO_TREE) == -EINVAL, "root out of range: -EINVAL");
+	ok(fdev_all_reduce(c, x, x, 1 << 20, FDEV_F32, FDEV_ALGO_RING) == -EMSGSIZE,
+	   "bigger than the workspace: -EMSGSIZE");
+	ok(fdev_moe_combine(c, NULL, NULL, NULL) == -EINVAL, "combine without handle: -EINVAL");
+	/* Rank masking: experts of an excluded rank are dropped and counted. */
+	ok(fdev_comm_exclude(c, 1) == 0 && (fdev_comm_failed(c, 0) & 2), "rank 1 excluded");
+	ok(fdev_all_reduce(c, x, x, 2, FDEV_F32, FDEV_ALGO_RING) == -ENOLINK,
+	   "a collective with an excluded rank: -ENOLINK");
+	cfg.reserved[0] = 0;
+	idx[0] = 5;	/* on rank 1 */
+	{
+		struct fdev_moe_stats st;
+
+		ok(fdev_moe_dispatch(c, &cfg, in, NULL, &h) == 0 && !fdev_moe_stats(h, &st) &&
+		   st.dropped == 1, "dispatch to an excluded rank: dropped and counted");
+		fdev_moe_handle_free(h);
+	}
+	fdev_comm_destroy(c);
+	ok(fdev_comm_init_local(NULL, 0, NULL, 0, 0, &c) == -EINVAL, "zero ranks: -EINVAL");
+	ok(fdev_comm_init(NULL, "x/y", 0, 2, 0, 0, &c) == -EINVAL ||
+	   fdev_comm_init(NULL, "x/y", 0, 2, 0, 0, &c) == -ENOENT, "bad job name refused");
+}
+
+static void test_closed_forms(void)
+{
+	/* 8 ranks, 8 MiB, alpha 1 us, 100 GB/s: 14 us + 14/8 * 83.886 us. */
+	uint64_t t = fdev_cf_ring_all_reduce(8, 8 << 20, 1000000, 100000000000ULL);
+
+	ok(t == 14000000 + 146800640, "ring all-reduce closed form (%llu ps)",
+	   (unsigned long long)t);
+	ok(fdev_cf_direct_all_to_all(4, 1000, 5, 1000000000000ULL) == 5 + 3000,
+	   "direct all-to-all closed form");
+}
+
+int main(int argc, char **argv)
+{
+	printf("TAP version 13\n");
+	if (argc > 1 && !strcmp(argv[1], "--device")) {
+		dev_mode = 1;
+		test_colls();
+		test_moe();
+		printf("1..%d\n", nt);
+		return failed;
+	}
+	test_dtype();
+	test_layout();
+	test_colls();
+	test_moe();
+	test_bad_args();
+	test_closed_forms();
+	printf("1..%d\n", nt);
+	return failed;
+}

@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * moe_bench: emulated MoE dispatch/combine times on the committed
+ * topology, timing only (no bytes move), one process driving every rank.
+ *
+ *	moe_bench [-n RANKS] [-t TOKENS] [-H HIDDEN] [-e EXPERTS] [-k TOPK]
+ *		  [-d bf16|fp8] [-m tp|ll] [-g RANKS_PER_NODE] [-b GBPS]
+ *		  [-B GBPS] [-s SEED]
+ *
+ * Routing is uniform random top-k (seeded, so runs are repeatable). It
+ * prints the emulated dispatch and combine times, the bytes sent per
+ * rank, the bandwidth achieved, and the ratio of the bottleneck bound to
+ * the emulated time: the bound is, over all ranks, the largest of the
+ * bytes a rank sends or receives within its node over its scale-up port
+ * (-b GB/s) and across nodes over its scale-out port (-B GB/s, with -g
+ * ranks per node), the ports working in parallel. 1.0 would be a
+ * transfer that keeps the busiest port busy from start to end.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <fabricdev.h>
+
+static uint64_t rng(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned int n = 8, T = 4096, H = 7168, E = 256, k = 8, mode = 0, g = 0;
+	double inj = 0, inter = 0;
+	int dt = FDEV_BF16, opt, err;
+	uint64_t seed = 1;
+	struct fdev_moe_handle *h = NULL;
+	struct fdev_moe_stats st;
+	struct fdev_comm *c;
+	struct fdev_moe_in *in;
+	struct fdev_moe_config cfg;
+
+	while ((opt = getopt(argc, argv, "n:t:H:e:k:d:m:b:B:g:s:")) != -1) {
+		switch (opt) {
+		case 'n': n = (unsigned int)atoi(optarg); break;
+		case 't': T = (unsigned int)atoi(optarg); break;
+		case 'H': H = (unsigned int)atoi(optarg); break;
+		case 'e': E = (unsigned int)atoi(optarg); break;
+		case 'k': k = (unsigned int)atoi(optarg); break;
+		case 'd': dt = !strcmp(optarg, "fp8") ? FDEV_FP8_E4M3 : FDEV_BF16; break;
+		case 'm': mode = !strcmp(optarg, "ll"); break;
+		case 'b': inj = atof(optarg); break;
+		case 'B': inter = atof(optarg); break;
+		case 'g': g = (unsigned int)atoi(optarg); break;
+		case 's': seed = strtoull(optarg, NULL, 0) | 1; break;
+		default:
+			fprintf(stderr, "usage: moe_bench [-n R] [-t T] [-H H] [-e E] [-k K] [-d bf16|fp8] [-m tp|ll] [-b GBPS]\n");
+			return 2;
+		}
+	}
+	if (!n || !k || k > E || E % n) {
+		fprintf(stderr, "moe_bench: bad shape\n");
+		return 2;
+	}
+	err = fdev_comm_init_local(NULL, n, NULL, 0, FDEV_COMM_TIMING_ONLY, &c);
+	if (err) {
+		fprintf(stderr, "moe_bench: %s\n", strerror(-err));
+		return 1;
+	}
+	in = calloc(n, sizeof(*in));
+	for (unsigned int r = 0; r < n; r++) {
+		int64_t *idx = malloc((size_t)T * k * 8);
+		float *w = malloc((size_t)T * k * 4);
+
+		for (unsigned int t = 0; t < T; t++)
+			for (unsigned int j = 0; j < k; j++) {
+				int64_t e;
+				int dup;
+
+				do {	/* k distinct experts per token */
+					e = (int64_t)(rng(&seed) % E);
+					dup = 0;
+					for (unsigned int q = 0; q < j; q++)
+						dup |= idx[t * k + q] == e;
+				} while (dup);
+				idx[t * k + j] = e;
+				w[t * k + j] = 1.0f / k;
+			}
+		in[r] = (struct fdev_moe_in){ .T = T, .topk_idx = idx, .topk_w = w };
+	}
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.num_experts = E;
+	cfg.k = k;
+	cfg.hidden = H;
+	cfg.dtype = (uint32_t)dt;
+	cfg.mode = mode;
+	cfg.max_tokens = T;
+	cfg.scale_groups = dt == FDEV_FP8_E4M3 ? H / 128 : 0;
+	err = fdev_moe_dispatch(c, &cfg, in, NULL, &h);
+	if (!err)
+		err = fdev_moe_combine(c, h, NULL, NULL);
+	if (err) {
+		fprintf(stderr, "moe_bench: %s\n", strerror(-err));
+		return 1;
+	}
+	fdev_moe_stats(h, &st);
+	if (!g)
+		g = n;
+	if (inter <= 0)
+		inter = inj;
+	{
+		/*
+		 * Bytes per (source, destination) rank from the layout: one
+		 * record per token and destination rank (throughput) or per
+		 * token and expert (low latency); the record is what
+		 * libfabricdev/src/moe.c packs: x, scales, k ids and weights.
+		 */
+		size_t es = dt == FDEV_FP8_E4M3 ? 1 : 2;
+		uint64_t rec = ((uint64_t)H * es + (dt == FDEV_FP8_E4M3 ? H / 128 * 4 : 0) + 7) / 8 * 8;
+		uint64_t crow = ((uint64_t)H * 2 + 7) / 8 * 8;
+		double *su = calloc(n, sizeof(double)), *so = calloc(n, sizeof(double));
+		double *ru = calloc(n, sizeof(double)), *ro = calloc(n, sizeof(double));
+		double dbound = 0, cbound = 0;
+
+		rec = (rec + (uint64_t)k * 12 + 7) / 8 * 8;
+		for (int pass = 0; pass < 2; pass++) {
+			double bound = 0;
+
+			memset(su, 0, n * sizeof(double)); memset(so, 0, n * sizeof(double));
+			memset(ru, 0, n * sizeof(double)); memset(ro, 0, n * sizeof(double));
+			for (unsigned int r = 0; r < n; r++) {
+				uint64_t *tpr = calloc(n, 8), *tpe = calloc(E, 8);
+				struct fdev_moe_layout_out lo = { tpr, tpe, NULL };
+
+				fdev_moe_layout(in[r].topk_idx, T, k, E, n, &lo);
+				for (unsigned int d = 0; d < n; d++) {
+					uint64_t cnt = 0;
+					double b;
+
+					if (mode)
+						for (unsigned int e = d * (E / n); e < (d + 1) * (E / n); e++)
+							cnt += tpe[e];
+					else
+						cnt = tpr[d];
+					b = (double)cnt * (pass ? crow : rec);
+					if (d == r)
+						continue;
+					/* combine flows back: d -> r */
+					if (d / g == r / g) {
+						*(pass ? &su[d] : &su[r]) += b;
+						*(pass ? &ru[r] : &ru[d]) += b;
+					} else {
+						*(pass ? &so[d] : &so[r]) += b;
+						*(pass ? &ro[r] : &ro[d]) += b;
+					}
+				}
+				free(tpr);
+				free(tpe);
+			}
+			for (unsigned int r = 0; r < n; r++) {
+				double t[4] = { su[r] / (inj * 1e9), ru[r] / (inj * 1e9),
+						so[r] / (inter * 1e9), ro[r] / (inter * 1e9) };
+
+				for (int i = 0; i < 4; i++)
+					bound = t[i] > bound ? t[i] : bound;
+			}
+			*(pass ? &cbound : &dbound) = bound;
+		}
+		if (inj > 0)
+			fprintf(stderr, "# bound: dispatch %.3f us, combine %.3f us\n",
+				dbound * 1e6, cbound * 1e6);
+		st.reserved[0] = (uint64_t)(dbound * 1e12);
+		st.reserved[1] = (uint64_t)(cbound * 1e12);
+		free(su); free(so); free(ru); free(ro);
+	}
+	{
+		double dsec = st.dispatch_ps / 1e12, csec = st.combine_ps / 1e12;
+		double dper = (double)st.dispatch_bytes / n, cper = (double)st.combine_bytes / n;
+
+		printf("{\"ranks\":%u,\"tokens\":%u,\"hidden\":%u,\"experts\":%u,\"topk\":%u,"
+		       "\"mode\":\"%s\",\"dtype\":\"%s\",\"dispatch_ps\":%" PRIu64
+		       ",\"combine_ps\":%" PRIu64 ",\"dispatch_bytes_per_rank\":%.0f,"
+		       "\"combine_bytes_per_rank\":%.0f,\"dispatch_gbps\":%.2f,"
+		       "\"combine_gbps\":%.2f",
+		       n, T, H, E, k, mode ? "ll" : "tp",
+		       dt == FDEV_FP8_E4M3 ? "fp8" : "bf16", st.dispatch_ps,
+		       st.combine_ps, dper, cper, dper / dsec / 1e9,
+		       cper / csec / 1e9);
+		if (inj > 0)
+			printf(",\"dispatch_bound_ps\":%" PRIu64 ",\"combine_bound_ps\":%" PRIu64
+			       ",\"dispatch_vs_bound\":%.3f,\"combine_vs_bound\":%.3f",
+			       st.reserved[0], st.reserved[1],
+			       st.reserved[0] / 1e12 / dsec, st.reserved[1] / 1e12 / csec);
+		printf("}\n");
+	}
+	fdev_moe_handle_free(h);
+	fdev_comm_destroy(c);
+	return 0;
+}
