@@ -217,6 +217,7 @@ int __icfab_circuit_insert(struct icfab_fabric *fabric, struct icfab_circuit *c,
 		fabric->colors_used[routers[i]] |= BIT_ULL(c->color);
 	fabric->nr_circuits++;
 	fabric->circuit_seq++;
+	icfab_trace_circuit(fabric, c, true);
 	return 0;
 }
 
@@ -240,6 +241,7 @@ struct icfab_circuit *__icfab_circuit_remove(struct icfab_fabric *fabric,
 	}
 	fabric->nr_circuits--;
 	fabric->circuit_seq++;
+	icfab_trace_circuit(fabric, c, false);
 	return c;
 }
 

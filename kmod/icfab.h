@@ -300,6 +300,9 @@ int icfab_genl_abort_doit(struct sk_buff *skb, struct genl_info *info);
 
 /* trace.c */
 void icfab_trace_engine(struct icfab_fabric *fabric, struct icfab_engine *e);
+struct icfab_circuit;
+void icfab_trace_circuit(struct icfab_fabric *fabric,
+			 const struct icfab_circuit *c, bool alloc);
 void icfab_trace_link_states(struct icfab_fabric *fabric,
 			     const struct icfab_topo *old,
 			     const struct icfab_topo *new);

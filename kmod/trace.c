@@ -95,3 +95,17 @@ void icfab_trace_engine_held(struct icfab_fabric *fabric,
 	trace_icfab_engine_held(fabric->id, fabric->held_pid,
 				fabric->held_ps, next, e->now_ps);
 }
+
+/* A circuit was installed (@alloc) or removed; with the lock held. */
+void icfab_trace_circuit(struct icfab_fabric *fabric,
+			 const struct icfab_circuit *c, bool alloc)
+{
+	if (alloc)
+		trace_icfab_circuit_alloc(fabric->id, c->id, c->color, c->src,
+					  c->nr_dsts, c->nr_routers,
+					  c->owner_pid);
+	else
+		trace_icfab_circuit_free(fabric->id, c->id, c->color, c->src,
+					 c->nr_dsts, c->nr_routers,
+					 c->owner_pid);
+}

@@ -180,6 +180,49 @@ TRACE_EVENT(icfab_engine_held,
 		  __entry->next_ps, __entry->now_ps)
 );
 
+/*
+ * A circuit was installed (icfab_circuit_alloc) or removed
+ * (icfab_circuit_free): it holds @color at each of its @nr_routers
+ * routers, from endpoint @src to @nr_dsts destinations, for @owner_pid
+ * (0: pinned, no owner process).
+ */
+DECLARE_EVENT_CLASS(icfab_circuit,
+	TP_PROTO(u32 fabric, u32 id, u32 color, u32 src, u32 nr_dsts,
+		 u32 nr_routers, u32 owner_pid),
+	TP_ARGS(fabric, id, color, src, nr_dsts, nr_routers, owner_pid),
+	TP_STRUCT__entry(
+		__field(u32, fabric)
+		__field(u32, id)
+		__field(u32, color)
+		__field(u32, src)
+		__field(u32, nr_dsts)
+		__field(u32, nr_routers)
+		__field(u32, owner_pid)
+	),
+	TP_fast_assign(
+		__entry->fabric = fabric;
+		__entry->id = id;
+		__entry->color = color;
+		__entry->src = src;
+		__entry->nr_dsts = nr_dsts;
+		__entry->nr_routers = nr_routers;
+		__entry->owner_pid = owner_pid;
+	),
+	TP_printk("fabric=%u id=%u color=%u src=%u nr_dsts=%u nr_routers=%u owner_pid=%u",
+		  __entry->fabric, __entry->id, __entry->color, __entry->src,
+		  __entry->nr_dsts, __entry->nr_routers, __entry->owner_pid)
+);
+
+DEFINE_EVENT(icfab_circuit, icfab_circuit_alloc,
+	TP_PROTO(u32 fabric, u32 id, u32 color, u32 src, u32 nr_dsts,
+		 u32 nr_routers, u32 owner_pid),
+	TP_ARGS(fabric, id, color, src, nr_dsts, nr_routers, owner_pid));
+
+DEFINE_EVENT(icfab_circuit, icfab_circuit_free,
+	TP_PROTO(u32 fabric, u32 id, u32 color, u32 src, u32 nr_dsts,
+		 u32 nr_routers, u32 owner_pid),
+	TP_ARGS(fabric, id, color, src, nr_dsts, nr_routers, owner_pid));
+
 #endif /* _ICFAB_TRACE_H */
 
 #undef TRACE_INCLUDE_PATH

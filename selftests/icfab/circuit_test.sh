@@ -127,12 +127,22 @@ check "the 3x2 mesh with 4-color routers is applied" \
 check "icfabd starts and serves its socket" start_daemon "$tmp/log1"
 check "no circuits at the start" [ "$(count)" = 0 ]
 
+# The circuit tracepoints, in a tracefs instance of this test's own.
+inst=/sys/kernel/tracing/instances/circuit_test$$
+check "a tracefs instance with icfab_circuit_alloc/free enabled" sh -c "
+	mkdir '$inst' &&
+	echo 1 > '$inst/events/icfab/icfab_circuit_alloc/enable' &&
+	echo 1 > '$inst/events/icfab/icfab_circuit_free/enable'"
+
 # ---- the budget ----
 
 check "circuit 1 pe0_0 -> pe2_0 (rt0_0 rt1_0 rt2_0)" hold h1 pe0_0 pe2_0
 check "circuit 2" hold h2 pe0_0 pe2_0
 check "circuit 3" hold h3 pe0_0 pe2_0
 check "circuit 4" hold h4 pe0_0 pe2_0
+check "icfab_circuit_alloc fired for colors 0..3, 3 routers each" sh -c "
+	grep -o 'icfab_circuit_alloc: fabric=0 id=[0-9]* color=[0-9] src=0 nr_dsts=1 nr_routers=3' '$inst/trace' |
+		sed 's/.*color=\([0-9]\).*/\1/' | sort | tr '\n' ' ' | grep -qx '0 1 2 3 '"
 check "colors 0..3, one each" \
 	[ "$(printf '%s\n' $h1_color $h2_color $h3_color $h4_color | sort | tr '\n' ' ')" = "0 1 2 3 " ]
 ctl colors > "$tmp/colors"
@@ -249,6 +259,11 @@ for p in $holders; do
 done
 holders=
 check "every holder gone: no circuits left" wait_count 0 10
+check "icfab_circuit_free fired for circuit $h4_id and the pinned $pin_id" sh -c "
+	grep -q 'icfab_circuit_free: fabric=0 id=$h4_id ' '$inst/trace' &&
+	grep -q 'icfab_circuit_free: fabric=0 id=$pin_id .* owner_pid=0' '$inst/trace'"
+echo 0 > "$inst/events/icfab/enable" 2>/dev/null
+rmdir "$inst" 2>/dev/null
 check "the daemon stops" stop_daemon
 
 echo "1..$n"
