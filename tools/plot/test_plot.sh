@@ -88,5 +88,24 @@ check "a grid of a topology without coordinates is refused" sh -c "
 	$py -c 'import json,sys; d=json.load(open(sys.argv[1])); [n.update(name=\"n\") for n in d[\"nodes\"]]; json.dump(d, open(sys.argv[1], \"w\"))' '$tmp/t.json' &&
 	! '$plot' --mode grid '$t/h800-pod-stats.json' '$tmp/t.json' '$tmp/y.png' 2> /dev/null"
 
+
+phases=$dir/icfab-phases
+check "icfab-phases: dispatch/combine bars of a recorded moe_bench run" sh -c "
+	'$phases' '$t/h800-16-moe.jsonl' '$tmp/ph.png' > '$tmp/ph.txt'"
+check "it is a PNG" is_png "$tmp/ph.png"
+check "its numbers are the run's: time, bound and their ratio per phase" $py - "$t/h800-16-moe.jsonl" "$tmp/ph.txt" <<'PY'
+import json, sys
+r = json.loads(open(sys.argv[1]).readline())
+got = open(sys.argv[2]).read().strip().split("\n")
+want = ["%d ranks %s %s: %.1f us emulated, bound %.1f us, bound/time %.3f" % (
+        r["ranks"], r["mode"], p, r[p + "_ps"] / 1e6, r[p + "_bound_ps"] / 1e6,
+        r[p + "_bound_ps"] / r[p + "_ps"]) for p in ("dispatch", "combine")]
+for l in got:
+    print("# " + l)
+sys.exit(0 if got == want else 1)
+PY
+check "a file without runs is refused" sh -c "
+	echo 'not json' > '$tmp/none' && ! '$phases' '$tmp/none' '$tmp/z.png' 2> /dev/null && test ! -e '$tmp/z.png'"
+
 echo "1..$n"
 exit $failed
