@@ -3,7 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 
+#include <linux/icfab.h>
 #include <linux/icfab_genl.h>
 
 #include "fabric_util.h"
@@ -161,4 +163,26 @@ int clear_fabric(struct genl_sock *gs)
 	if (!err)
 		err = cmd(gs, ICFAB_CMD_FABRIC_COMMIT);
 	return err == -ENOENT ? 0 : err;	/* it was empty: nothing staged */
+}
+
+int ctx_attach(int fd, uint32_t ep)
+{
+	struct icfab_attach a = { .endpoint = ep };
+
+	return ioctl(fd, ICFAB_IOC_ATTACH, &a) ? -errno : 0;
+}
+
+int ctx_queue(int fd, uint32_t ep, uint32_t depth)
+{
+	struct icfab_queue_create qc = { .endpoint = ep, .depth = depth };
+
+	return ioctl(fd, ICFAB_IOC_QUEUE_CREATE, &qc) ? -errno : (int)qc.queue;
+}
+
+int ctx_submit(int fd, struct icfab_desc *d, unsigned int n)
+{
+	struct icfab_submit s = { .descs = (uintptr_t)d, .nr = n };
+	int ret = ioctl(fd, ICFAB_IOC_SUBMIT, &s);
+
+	return ret < 0 ? -errno : ret;
 }

@@ -25,4 +25,12 @@ int stage_ring(struct genl_sock *gs, unsigned int n);
 /* Delete every link and node, and commit; 0 when it was empty already. */
 int clear_fabric(struct genl_sock *gs);
 
+struct icfab_desc;
+/* The data-path ioctls of a context; each returns -errno on failure. */
+int ctx_attach(int fd, uint32_t ep);
+/* The new queue's id. */
+int ctx_queue(int fd, uint32_t ep, uint32_t depth);
+/* The number of descriptors accepted. */
+int ctx_submit(int fd, struct icfab_desc *d, unsigned int n);
+
 #endif

@@ -41,27 +41,8 @@ static uint64_t uncontended(uint64_t bytes, unsigned int hops)
 	return hops * (LAT + ser(SEG)) + (n - 1) * ser(SEG);
 }
 
-static int attach(int fd, uint32_t ep)
-{
-	struct icfab_attach a = { .endpoint = ep };
 
-	return ioctl(fd, ICFAB_IOC_ATTACH, &a) ? -errno : 0;
-}
 
-static int queue(int fd, uint32_t ep, uint32_t depth)
-{
-	struct icfab_queue_create qc = { .endpoint = ep, .depth = depth };
-
-	return ioctl(fd, ICFAB_IOC_QUEUE_CREATE, &qc) ? -errno : (int)qc.queue;
-}
-
-static int submit(int fd, struct icfab_desc *d, unsigned int n)
-{
-	struct icfab_submit s = { .descs = (uintptr_t)d, .nr = n };
-	int ret = ioctl(fd, ICFAB_IOC_SUBMIT, &s);
-
-	return ret < 0 ? -errno : ret;
-}
 
 static int wait_cqes(int fd, struct icfab_cqe *c, unsigned int min,
 		     unsigned int max)
@@ -129,7 +110,7 @@ static void fill(unsigned char *p, uint64_t n, unsigned int seed)
 /* One descriptor, submitted and reaped; its status, or -errno. */
 static int one(int fd, struct icfab_desc d, struct icfab_cqe *c)
 {
-	int ret = submit(fd, &d, 1);
+	int ret = ctx_submit(fd, &d, 1);
 
 	if (ret != 1)
 		return ret < 0 ? ret : -EIO;
@@ -155,9 +136,9 @@ FIXTURE_SETUP(dm)
 	ASSERT_EQ(0, cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
 	self->fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, self->fd);
-	ASSERT_EQ(0, attach(self->fd, 0));
-	ASSERT_EQ(0, attach(self->fd, 3));
-	self->q = queue(self->fd, 0, 16);
+	ASSERT_EQ(0, ctx_attach(self->fd, 0));
+	ASSERT_EQ(0, ctx_attach(self->fd, 3));
+	self->q = ctx_queue(self->fd, 0, 16);
 	ASSERT_LE(0, self->q);
 	ASSERT_EQ(0, region(self->fd, 0, RSIZE, ICFAB_ACCESS_ALL, &self->a,
 			    &self->akey, &self->am));
@@ -273,42 +254,42 @@ TEST_F(dm, bad_descriptors_are_refused_with_their_errno)
 	ASSERT_EQ(0, region(self->fd, 3, PAGE, 0, &c3, &c3key, &c3m));
 
 	d = mv(ICFAB_OP_WRITE, self->q, 0, 0, self->bkey, 0, 8, 0);
-	EXPECT_EQ(-EBADF, submit(self->fd, &d, 1));
+	EXPECT_EQ(-EBADF, ctx_submit(self->fd, &d, 1));
 	d.region = 999;
-	EXPECT_EQ(-EBADF, submit(self->fd, &d, 1));
+	EXPECT_EQ(-EBADF, ctx_submit(self->fd, &d, 1));
 
 	d = mv(ICFAB_OP_WRITE, self->q, self->a, 0, 0, 0, 8, 0);
-	EXPECT_EQ(-EACCES, submit(self->fd, &d, 1));
+	EXPECT_EQ(-EACCES, ctx_submit(self->fd, &d, 1));
 	d.rkey = self->bkey ^ 0x100;
-	EXPECT_EQ(-EACCES, submit(self->fd, &d, 1));
+	EXPECT_EQ(-EACCES, ctx_submit(self->fd, &d, 1));
 	d.rkey = rokey;		/* read-only */
-	EXPECT_EQ(-EACCES, submit(self->fd, &d, 1));
+	EXPECT_EQ(-EACCES, ctx_submit(self->fd, &d, 1));
 	d.op = ICFAB_OP_READ;
 	d.user_tag = 5;
-	EXPECT_EQ(1, submit(self->fd, &d, 1));
+	EXPECT_EQ(1, ctx_submit(self->fd, &d, 1));
 
 	d = mv(ICFAB_OP_WRITE, self->q, self->a, RSIZE - 7, self->bkey, 0, 8, 0);
-	EXPECT_EQ(-ERANGE, submit(self->fd, &d, 1));
+	EXPECT_EQ(-ERANGE, ctx_submit(self->fd, &d, 1));
 	d = mv(ICFAB_OP_WRITE, self->q, self->a, 0, self->bkey, RSIZE, 1, 0);
-	EXPECT_EQ(-ERANGE, submit(self->fd, &d, 1));
+	EXPECT_EQ(-ERANGE, ctx_submit(self->fd, &d, 1));
 	d = mv(ICFAB_OP_WRITE, self->q, self->a, ~0ULL, self->bkey, 0, 2, 0);
-	EXPECT_EQ(-ERANGE, submit(self->fd, &d, 1));
+	EXPECT_EQ(-ERANGE, ctx_submit(self->fd, &d, 1));
 	d = mv(ICFAB_OP_READ, self->q, self->a, 0, self->bkey, 8, ~0ULL, 0);
-	EXPECT_EQ(-ERANGE, submit(self->fd, &d, 1));
+	EXPECT_EQ(-ERANGE, ctx_submit(self->fd, &d, 1));
 
 	/* The peer, when named, must be the remote region's endpoint. */
 	d = mv(ICFAB_OP_WRITE, self->q, self->a, 0, self->bkey, 0, 8, 0);
 	d.peer = 5;
-	EXPECT_EQ(-EINVAL, submit(self->fd, &d, 1));
+	EXPECT_EQ(-EINVAL, ctx_submit(self->fd, &d, 1));
 	/* The local region must be on the queue's endpoint. */
 	d = mv(ICFAB_OP_WRITE, self->q, self->b, 0, self->akey, 0, 8, 0);
-	EXPECT_EQ(-EINVAL, submit(self->fd, &d, 1));
+	EXPECT_EQ(-EINVAL, ctx_submit(self->fd, &d, 1));
 	d = mv(ICFAB_OP_WRITE, self->q, self->a, 0, self->bkey, 0, 8, 0);
 	d.circuit = 1;
-	EXPECT_EQ(-EINVAL, submit(self->fd, &d, 1));
+	EXPECT_EQ(-EINVAL, ctx_submit(self->fd, &d, 1));
 	d.circuit = 0;
 	d.pad = 1;
-	EXPECT_EQ(-EINVAL, submit(self->fd, &d, 1));
+	EXPECT_EQ(-EINVAL, ctx_submit(self->fd, &d, 1));
 
 	/* A batch stops at the first bad one. */
 	do {
@@ -321,7 +302,7 @@ TEST_F(dm, bad_descriptors_are_refused_with_their_errno)
 		};
 		struct icfab_cqe c[4];
 
-		EXPECT_EQ(1, submit(self->fd, two, 3));
+		EXPECT_EQ(1, ctx_submit(self->fd, two, 3));
 		/* Only the good READ and this first one were accepted. */
 		ASSERT_EQ(2, wait_cqes(self->fd, c, 2, 4));
 		EXPECT_EQ(11, c[0].user_tag + c[1].user_tag);
@@ -340,11 +321,11 @@ TEST_F(dm, regions_freed_under_a_transfer_complete_it_unharmed)
 	memset(self->bm, 0, RSIZE);
 	d[0] = mv(ICFAB_OP_WRITE, self->q, self->a, 0, self->bkey, 0, RSIZE, 1);
 	d[1] = mv(ICFAB_OP_WRITE, self->q, self->a, 5, self->bkey, 3, 100, 2);
-	ASSERT_EQ(2, submit(self->fd, d, 2));
+	ASSERT_EQ(2, ctx_submit(self->fd, d, 2));
 	ASSERT_EQ(0, rfree(self->fd, self->a));
 	ASSERT_EQ(0, rfree(self->fd, self->b));
 	/* New descriptors can no longer name them... */
-	EXPECT_EQ(-EBADF, submit(self->fd, d, 1));
+	EXPECT_EQ(-EBADF, ctx_submit(self->fd, d, 1));
 	d[0].region = 0;
 	/* ...but those in flight complete, and the bytes arrive. */
 	ASSERT_EQ(2, wait_cqes(self->fd, c, 2, 2));
@@ -365,7 +346,7 @@ TEST_F(dm, closing_with_copies_in_flight)
 	for (int i = 0; i < 8; i++)
 		d[i] = mv(ICFAB_OP_WRITE, self->q, self->a, 0, self->bkey, 0,
 			  RSIZE, i);
-	ASSERT_EQ(8, submit(self->fd, d, 8));
+	ASSERT_EQ(8, ctx_submit(self->fd, d, 8));
 	ASSERT_EQ(0, rfree(self->fd, self->b));
 	close(self->fd);
 	self->fd = -1;
@@ -391,7 +372,7 @@ TEST_F(dm, fence_orders_in_exact_virtual_time)
 	d[2] = (struct icfab_desc){ .op = ICFAB_OP_FENCE, .queue = self->q,
 				    .user_tag = 3 };
 	d[3] = put(self->q, 1, SEG, 4);
-	ASSERT_EQ(4, submit(self->fd, d, 4));
+	ASSERT_EQ(4, ctx_submit(self->fd, d, 4));
 	ASSERT_EQ(4, wait_cqes(self->fd, c, 4, 4));
 	w1 = by_tag(c, 4, 1);
 	w2 = by_tag(c, 4, 2);
@@ -417,7 +398,7 @@ TEST_F(dm, fence_orders_in_exact_virtual_time)
 	d[0] = put(self->q, 1, 8 * SEG, 1);
 	d[1] = put(self->q, 2, 4 * SEG, 2);
 	d[2] = put(self->q, 1, SEG, 4);
-	ASSERT_EQ(3, submit(self->fd, d, 3));
+	ASSERT_EQ(3, ctx_submit(self->fd, d, 3));
 	ASSERT_EQ(3, wait_cqes(self->fd, c, 3, 3));
 	w1 = by_tag(c, 3, 1);
 	w3 = by_tag(c, 3, 4);
@@ -441,7 +422,7 @@ TEST_F(dm, fence_orders_the_bytes)
 	d[1] = (struct icfab_desc){ .op = ICFAB_OP_FENCE, .queue = self->q,
 				    .user_tag = 2 };
 	d[2] = mv(ICFAB_OP_READ, self->q, a2, 0, self->bkey, 0, RSIZE, 3);
-	ASSERT_EQ(3, submit(self->fd, d, 3));
+	ASSERT_EQ(3, ctx_submit(self->fd, d, 3));
 	ASSERT_EQ(3, wait_cqes(self->fd, c, 3, 3));
 	EXPECT_EQ(0, memcmp(self->am, a2m, RSIZE));
 	EXPECT_EQ(0, memcmp(self->am, self->bm, RSIZE));
@@ -459,8 +440,8 @@ TEST_F(dm, one_process_on_many_endpoints)
 
 	for (uint32_t i = 0; i < 8; i++) {
 		if (i != 0 && i != 3)
-			ASSERT_EQ(0, attach(self->fd, i));
-		q[i] = queue(self->fd, i, 4);
+			ASSERT_EQ(0, ctx_attach(self->fd, i));
+		q[i] = ctx_queue(self->fd, i, 4);
 		ASSERT_LE(0, q[i]);
 		ASSERT_EQ(0, region(self->fd, i, 2 * PAGE, ICFAB_ACCESS_ALL,
 				    &h[i], &key[i], &m[i]));
@@ -470,7 +451,7 @@ TEST_F(dm, one_process_on_many_endpoints)
 	for (uint32_t i = 0; i < 8; i++)
 		d[i] = mv(ICFAB_OP_WRITE, q[i], h[i], 0, key[(i + 1) % 8], PAGE,
 			  PAGE, i);
-	ASSERT_EQ(8, submit(self->fd, d, 8));
+	ASSERT_EQ(8, ctx_submit(self->fd, d, 8));
 	ASSERT_EQ(8, wait_cqes(self->fd, c, 8, 8));
 	for (uint32_t i = 0; i < 8; i++) {
 		EXPECT_EQ(0, c[i].status);
@@ -492,7 +473,7 @@ static int key_child(int kfd, int dfd)
 	char byte;
 	int q;
 
-	if (fd < 0 || attach(fd, 5))
+	if (fd < 0 || ctx_attach(fd, 5))
 		return 1;
 	if (region(fd, 5, 2 * PAGE, ICFAB_ACCESS_ALL, &h, &key, &m))
 		return 2;
@@ -500,7 +481,7 @@ static int key_child(int kfd, int dfd)
 	if (write(kfd, &key, sizeof(key)) != sizeof(key))
 		return 3;
 	/* Out of the parent's way: nothing more before a second from now. */
-	q = queue(fd, 5, 1);
+	q = ctx_queue(fd, 5, 1);
 	d.queue = q;
 	if (q < 0 || one(fd, d, &c))
 		return 4;
@@ -575,13 +556,13 @@ static int pair_rank(int p, int ready, int go, struct icfab_cqe *out)
 	char byte;
 	int q;
 
-	if (fd < 0 || attach(fd, p) || attach(fd, 2))
+	if (fd < 0 || ctx_attach(fd, p) || ctx_attach(fd, 2))
 		return 1;
 	if (region(fd, p, 16 * PAGE, 0, &lh, &lk, &lm) ||
 	    region(fd, 2, 16 * PAGE, ICFAB_ACCESS_ALL, &rh, &rk, &rm))
 		return 2;
 	fill(lm, 16 * PAGE, 9 + p);
-	q = queue(fd, p, PAIR_N);
+	q = ctx_queue(fd, p, PAIR_N);
 	if (q < 0)
 		return 3;
 	if (write(ready, "r", 1) != 1 || read(go, &byte, 1) != 0)
@@ -592,7 +573,7 @@ static int pair_rank(int p, int ready, int go, struct icfab_cqe *out)
 	d[4] = (struct icfab_desc){ .op = ICFAB_OP_FENCE, .queue = q,
 				    .user_tag = 4 };
 	d[5] = mv(ICFAB_OP_READ, q, lh, 0, rk, 4 * PAGE, 3 * PAGE + 1, 5);
-	if (submit(fd, d, PAIR_N) != PAIR_N)
+	if (ctx_submit(fd, d, PAIR_N) != PAIR_N)
 		return 5;
 	if (wait_cqes(fd, out, PAIR_N, PAIR_N) != PAIR_N)
 		return 6;

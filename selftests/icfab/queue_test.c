@@ -39,27 +39,8 @@ static uint64_t uncontended(uint64_t bytes, unsigned int hops)
 	return hops * (LAT + ser(SEG)) + (n - 1) * ser(SEG);
 }
 
-static int attach(int fd, uint32_t ep)
-{
-	struct icfab_attach a = { .endpoint = ep };
 
-	return ioctl(fd, ICFAB_IOC_ATTACH, &a) ? -errno : 0;
-}
 
-static int queue(int fd, uint32_t ep, uint32_t depth)
-{
-	struct icfab_queue_create qc = { .endpoint = ep, .depth = depth };
-
-	return ioctl(fd, ICFAB_IOC_QUEUE_CREATE, &qc) ? -errno : (int)qc.queue;
-}
-
-static int submit(int fd, struct icfab_desc *d, unsigned int n)
-{
-	struct icfab_submit s = { .descs = (uintptr_t)d, .nr = n };
-	int ret = ioctl(fd, ICFAB_IOC_SUBMIT, &s);
-
-	return ret < 0 ? -errno : ret;
-}
 
 static int wait_cqes(int fd, struct icfab_cqe *c, unsigned int min,
 		     unsigned int max, uint64_t *clock)
@@ -119,22 +100,22 @@ TEST_F(dp, attach_rules)
 
 	EXPECT_EQ(-1, ioctl(self->fd, ICFAB_IOC_ATTACH, &a));
 	EXPECT_EQ(EINVAL, errno);
-	EXPECT_EQ(-ENOENT, attach(self->fd, 8));	/* no such node */
-	EXPECT_EQ(0, attach(self->fd, 3));
-	EXPECT_EQ(-EALREADY, attach(self->fd, 3));
-	EXPECT_EQ(0, attach(self->fd, 4));
+	EXPECT_EQ(-ENOENT, ctx_attach(self->fd, 8));	/* no such node */
+	EXPECT_EQ(0, ctx_attach(self->fd, 3));
+	EXPECT_EQ(-EALREADY, ctx_attach(self->fd, 3));
+	EXPECT_EQ(0, ctx_attach(self->fd, 4));
 }
 
 TEST_F(dp, queue_rules)
 {
 	struct icfab_queue_destroy qd = { .queue = 0 };
 
-	EXPECT_EQ(-ENOENT, queue(self->fd, 0, 4));	/* not attached */
-	ASSERT_EQ(0, attach(self->fd, 0));
-	EXPECT_EQ(-EINVAL, queue(self->fd, 0, 0));
-	EXPECT_EQ(-EINVAL, queue(self->fd, 0, 1u << 30));
-	EXPECT_EQ(0, queue(self->fd, 0, 4));
-	EXPECT_EQ(1, queue(self->fd, 0, 4));
+	EXPECT_EQ(-ENOENT, ctx_queue(self->fd, 0, 4));	/* not attached */
+	ASSERT_EQ(0, ctx_attach(self->fd, 0));
+	EXPECT_EQ(-EINVAL, ctx_queue(self->fd, 0, 0));
+	EXPECT_EQ(-EINVAL, ctx_queue(self->fd, 0, 1u << 30));
+	EXPECT_EQ(0, ctx_queue(self->fd, 0, 4));
+	EXPECT_EQ(1, ctx_queue(self->fd, 0, 4));
 	EXPECT_EQ(0, ioctl(self->fd, ICFAB_IOC_QUEUE_DESTROY, &qd));
 	EXPECT_EQ(-1, ioctl(self->fd, ICFAB_IOC_QUEUE_DESTROY, &qd));
 	EXPECT_EQ(ENOENT, errno);
@@ -144,7 +125,7 @@ TEST_F(dp, queue_create_into_a_read_only_buffer_creates_nothing)
 {
 	struct icfab_queue_create *qc;
 
-	ASSERT_EQ(0, attach(self->fd, 0));
+	ASSERT_EQ(0, ctx_attach(self->fd, 0));
 	qc = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
 		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, qc);
@@ -155,7 +136,7 @@ TEST_F(dp, queue_create_into_a_read_only_buffer_creates_nothing)
 	EXPECT_EQ(EFAULT, errno);
 	munmap(qc, 4096);
 	/* The id it would have had is still free. */
-	EXPECT_EQ(0, queue(self->fd, 0, 4));
+	EXPECT_EQ(0, ctx_queue(self->fd, 0, 4));
 }
 
 TEST_F(dp, uncontended_transfers_match_the_closed_form)
@@ -165,13 +146,13 @@ TEST_F(dp, uncontended_transfers_match_the_closed_form)
 	uint64_t clock;
 	int q;
 
-	ASSERT_EQ(0, attach(self->fd, 0));
-	q = queue(self->fd, 0, 8);
+	ASSERT_EQ(0, ctx_attach(self->fd, 0));
+	q = ctx_queue(self->fd, 0, 8);
 	ASSERT_LE(0, q);
 	for (unsigned int i = 0; i < 3; i++) {
 		struct icfab_desc d = put(q, hops[i], 8 * SEG, i);
 
-		ASSERT_EQ(1, submit(self->fd, &d, 1));
+		ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
 		ASSERT_EQ(1, wait_cqes(self->fd, &c, 1, 1, &clock));
 		EXPECT_EQ(i, c.user_tag);
 		EXPECT_EQ(0, c.status);
@@ -192,11 +173,11 @@ TEST_F(dp, delay_advances_the_clock)
 	uint64_t clock;
 	int q;
 
-	ASSERT_EQ(0, attach(self->fd, 0));
-	q = queue(self->fd, 0, 4);
+	ASSERT_EQ(0, ctx_attach(self->fd, 0));
+	q = ctx_queue(self->fd, 0, 4);
 	ASSERT_LE(0, q);
 	d.queue = q;
-	ASSERT_EQ(1, submit(self->fd, &d, 1));
+	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
 	ASSERT_EQ(1, wait_cqes(self->fd, c, 1, 2, &clock));
 	EXPECT_EQ(7, c[0].user_tag);
 	EXPECT_EQ(123456, c[0].finish_ps - c[0].start_ps);
@@ -204,7 +185,7 @@ TEST_F(dp, delay_advances_the_clock)
 
 	/* A transfer after it starts where the delay ended. */
 	d = put(q, 1, SEG, 8);
-	ASSERT_EQ(1, submit(self->fd, &d, 1));
+	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
 	ASSERT_EQ(1, wait_cqes(self->fd, c, 1, 2, NULL));
 	EXPECT_EQ(clock, c[0].start_ps);
 }
@@ -217,15 +198,15 @@ TEST_F(dp, two_flows_share_a_link_fairly)
 	int q0, q1;
 
 	/* 0 -> 2 and 1 -> 2 both cross the link 1 -> 2. */
-	ASSERT_EQ(0, attach(self->fd, 0));
-	ASSERT_EQ(0, attach(self->fd, 1));
-	q0 = queue(self->fd, 0, 4);
-	q1 = queue(self->fd, 1, 4);
+	ASSERT_EQ(0, ctx_attach(self->fd, 0));
+	ASSERT_EQ(0, ctx_attach(self->fd, 1));
+	q0 = ctx_queue(self->fd, 0, 4);
+	q1 = ctx_queue(self->fd, 1, 4);
 	ASSERT_LE(0, q0);
 	ASSERT_LE(0, q1);
 	d[0] = put(q0, 2, 64 * SEG, 0);
 	d[1] = put(q1, 2, 64 * SEG, 1);
-	ASSERT_EQ(2, submit(self->fd, d, 2));
+	ASSERT_EQ(2, ctx_submit(self->fd, d, 2));
 	ASSERT_EQ(2, wait_cqes(self->fd, c, 2, 2, NULL));
 
 	/*
@@ -252,18 +233,18 @@ TEST_F(dp, full_queue_pushes_back)
 	struct icfab_cqe c[3];
 	int q;
 
-	ASSERT_EQ(0, attach(self->fd, 0));
-	q = queue(self->fd, 0, 2);
+	ASSERT_EQ(0, ctx_attach(self->fd, 0));
+	q = ctx_queue(self->fd, 0, 2);
 	ASSERT_LE(0, q);
 	for (int i = 0; i < 3; i++)
 		d[i] = put(q, 1, SEG, i);
-	EXPECT_EQ(2, submit(self->fd, d, 3));
-	EXPECT_EQ(-EAGAIN, submit(self->fd, &d[2], 1));
+	EXPECT_EQ(2, ctx_submit(self->fd, d, 3));
+	EXPECT_EQ(-EAGAIN, ctx_submit(self->fd, &d[2], 1));
 	/* Reaping makes room; nothing was dropped. */
 	ASSERT_EQ(2, wait_cqes(self->fd, c, 2, 3, NULL));
 	EXPECT_EQ(0, c[0].user_tag);
 	EXPECT_EQ(1, c[1].user_tag);
-	EXPECT_EQ(1, submit(self->fd, &d[2], 1));
+	EXPECT_EQ(1, ctx_submit(self->fd, &d[2], 1));
 	ASSERT_EQ(1, wait_cqes(self->fd, c, 1, 3, NULL));
 	EXPECT_EQ(2, c[0].user_tag);
 }
@@ -273,29 +254,29 @@ TEST_F(dp, malformed_descriptors_are_refused)
 	struct icfab_desc d;
 	int q;
 
-	ASSERT_EQ(0, attach(self->fd, 0));
-	q = queue(self->fd, 0, 4);
+	ASSERT_EQ(0, ctx_attach(self->fd, 0));
+	q = ctx_queue(self->fd, 0, 4);
 	ASSERT_LE(0, q);
 
 	d = put(q, 1, SEG, 0);
 	d.reserved0 = 1;
-	EXPECT_EQ(-EINVAL, submit(self->fd, &d, 1));
+	EXPECT_EQ(-EINVAL, ctx_submit(self->fd, &d, 1));
 	d = put(q, 1, SEG, 0);
 	d.op = 99;
-	EXPECT_EQ(-EINVAL, submit(self->fd, &d, 1));
+	EXPECT_EQ(-EINVAL, ctx_submit(self->fd, &d, 1));
 	d = put(q, 99, SEG, 0);
-	EXPECT_EQ(-EINVAL, submit(self->fd, &d, 1));
+	EXPECT_EQ(-EINVAL, ctx_submit(self->fd, &d, 1));
 	d = put(q + 1, 1, SEG, 0);
-	EXPECT_EQ(-ENOENT, submit(self->fd, &d, 1));
+	EXPECT_EQ(-ENOENT, ctx_submit(self->fd, &d, 1));
 	d = put(q, 1, SEG, 0);
 	d.flags = 0;		/* moving bytes needs a local region */
-	EXPECT_EQ(-EBADF, submit(self->fd, &d, 1));
+	EXPECT_EQ(-EBADF, ctx_submit(self->fd, &d, 1));
 	d = put(q, 1, SEG, 0);
 	d.region = 1;		/* timing-only names no memory */
-	EXPECT_EQ(-EINVAL, submit(self->fd, &d, 1));
+	EXPECT_EQ(-EINVAL, ctx_submit(self->fd, &d, 1));
 	d = (struct icfab_desc){ .op = ICFAB_OP_FENCE, .queue = q, .len = 1 };
-	EXPECT_EQ(-EINVAL, submit(self->fd, &d, 1));
-	EXPECT_EQ(-EFAULT, submit(self->fd, (void *)8, 1));
+	EXPECT_EQ(-EINVAL, ctx_submit(self->fd, &d, 1));
+	EXPECT_EQ(-EFAULT, ctx_submit(self->fd, (void *)8, 1));
 	/* Nothing was accepted, so there is nothing to wait for. */
 	EXPECT_EQ(-EDEADLK, wait_cqes(self->fd, NULL, 1, 1, NULL));
 }
@@ -314,11 +295,11 @@ TEST_F(dp, no_route_completes_with_ehostunreach)
 	}
 	ASSERT_EQ(0, cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
 
-	ASSERT_EQ(0, attach(self->fd, 0));
-	q = queue(self->fd, 0, 4);
+	ASSERT_EQ(0, ctx_attach(self->fd, 0));
+	q = ctx_queue(self->fd, 0, 4);
 	ASSERT_LE(0, q);
 	d = put(q, 5, SEG, 9);
-	ASSERT_EQ(1, submit(self->fd, &d, 1));
+	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
 	ASSERT_EQ(1, wait_cqes(self->fd, &c, 1, 1, NULL));
 	EXPECT_EQ(-EHOSTUNREACH, c.status);
 	EXPECT_EQ(9, c.user_tag);
@@ -328,7 +309,7 @@ TEST_F(dp, commit_is_refused_while_attached)
 {
 	struct genl_msg m;
 
-	ASSERT_EQ(0, attach(self->fd, 0));
+	ASSERT_EQ(0, ctx_attach(self->fd, 0));
 	genl_msg_init(&m, self->gs.family, ICFAB_CMD_LINK_SET, 0);
 	genl_put_u32(&m, ICFAB_A_LINK_ID, 0);
 	genl_put_u32(&m, ICFAB_A_LINK_STATE, ICFAB_LINK_DOWN);
@@ -345,12 +326,12 @@ TEST_F(dp, closing_with_transfers_in_flight)
 	struct icfab_desc d[4];
 	int q;
 
-	ASSERT_EQ(0, attach(self->fd, 0));
-	q = queue(self->fd, 0, 4);
+	ASSERT_EQ(0, ctx_attach(self->fd, 0));
+	q = ctx_queue(self->fd, 0, 4);
 	ASSERT_LE(0, q);
 	for (int i = 0; i < 4; i++)
 		d[i] = put(q, 4, 256 * SEG, i);
-	ASSERT_EQ(4, submit(self->fd, d, 4));
+	ASSERT_EQ(4, ctx_submit(self->fd, d, 4));
 	/* Teardown must neither hang nor leak (the runner checks both). */
 	close(self->fd);
 	self->fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
@@ -379,21 +360,21 @@ TEST_F(dp, free_running_contexts_never_hold_the_engine)
 	a.flags = ICFAB_ATTACH_F_FREE_RUN;
 	ASSERT_EQ(0, ioctl(fr, ICFAB_IOC_ATTACH, &a));
 	/* Later attaches must say the same. */
-	EXPECT_EQ(-EINVAL, attach(fr, 2));
+	EXPECT_EQ(-EINVAL, ctx_attach(fr, 2));
 	a.endpoint = 2;
 	EXPECT_EQ(0, ioctl(fr, ICFAB_IOC_ATTACH, &a));
-	qf = queue(fr, 1, 4);
+	qf = ctx_queue(fr, 1, 4);
 	ASSERT_LE(0, qf);
 	/* It has work in flight and never waits... */
 	d = put(qf, 4, 64 * SEG, 1);
-	ASSERT_EQ(1, submit(fr, &d, 1));
+	ASSERT_EQ(1, ctx_submit(fr, &d, 1));
 
 	/* ...yet a deterministic context is not held back by it. */
-	ASSERT_EQ(0, attach(self->fd, 0));
-	q = queue(self->fd, 0, 4);
+	ASSERT_EQ(0, ctx_attach(self->fd, 0));
+	q = ctx_queue(self->fd, 0, 4);
 	ASSERT_LE(0, q);
 	d = put(q, 1, 8 * SEG, 2);
-	ASSERT_EQ(1, submit(self->fd, &d, 1));
+	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
 	ASSERT_EQ(1, wait_cqes(self->fd, &c, 1, 1, &t));
 	EXPECT_EQ(2, c.user_tag);
 	EXPECT_EQ(uncontended(8 * SEG, 1), c.finish_ps - c.start_ps);
@@ -406,7 +387,7 @@ TEST_F(dp, free_running_contexts_never_hold_the_engine)
 	close(self->fd);
 	self->fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
 	d = put(qf, 2, SEG, 3);
-	ASSERT_EQ(1, submit(fr, &d, 1));
+	ASSERT_EQ(1, ctx_submit(fr, &d, 1));
 	do {
 		struct icfab_cqe two[2];
 
@@ -458,15 +439,15 @@ static void run_pair(struct icfab_cqe *out, int hog)
 
 			close(go[1]);
 			close(ready[0]);
-			if (fd < 0 || attach(fd, p))
+			if (fd < 0 || ctx_attach(fd, p))
 				_exit(1);
 			if (write(ready[1], "r", 1) != 1 ||
 			    read(go[0], &byte, 1) != 0)
 				_exit(4);
-			q = queue(fd, p, 8);
+			q = ctx_queue(fd, p, 8);
 			for (int i = 0; i < 8; i++)
 				d[i] = put(q, 2, (3 + i) * SEG + 17 * p, i);
-			if (submit(fd, d, 8) != 8)
+			if (ctx_submit(fd, d, 8) != 8)
 				_exit(2);
 			if (wait_cqes(fd, &out[p * 8], 8, 8, NULL) != 8)
 				_exit(3);

@@ -24,12 +24,6 @@
 #define PAGE	4096UL
 #define MAX_MEM_MB	"/sys/module/icfab/parameters/max_mem_mb"
 
-static int attach(int fd, uint32_t ep)
-{
-	struct icfab_attach a = { .endpoint = ep };
-
-	return ioctl(fd, ICFAB_IOC_ATTACH, &a) ? -errno : 0;
-}
 
 static int ralloc(int fd, uint32_t ep, uint64_t size, uint32_t *region,
 		  uint64_t *off, uint64_t *rounded)
@@ -148,7 +142,7 @@ TEST_F(mem, alloc_rounds_up_zeroes_and_maps)
 	uint32_t r = 0;
 	unsigned char *a, *b;
 
-	ASSERT_EQ(0, attach(self->fd, 2));
+	ASSERT_EQ(0, ctx_attach(self->fd, 2));
 	ASSERT_EQ(0, ralloc(self->fd, 2, 5000, &r, &off, &size));
 	EXPECT_NE(0, r);
 	EXPECT_EQ(2 * PAGE, size);
@@ -174,13 +168,13 @@ TEST_F(mem, handles_are_distinct_and_private)
 	uint64_t off2 = 0;
 	int other;
 
-	ASSERT_EQ(0, attach(self->fd, 0));
+	ASSERT_EQ(0, ctx_attach(self->fd, 0));
 	ASSERT_EQ(0, ralloc(self->fd, 0, PAGE, &r1, NULL, NULL));
 	ASSERT_EQ(0, ralloc(self->fd, 0, PAGE, &r2, &off2, NULL));
 	EXPECT_NE(r1, r2);
 	other = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, other);
-	ASSERT_EQ(0, attach(other, 0));
+	ASSERT_EQ(0, ctx_attach(other, 0));
 	/* Another context knows neither the handle nor the offset. */
 	EXPECT_EQ(-ENOENT, rfree(other, r2));
 	EXPECT_EQ(MAP_FAILED, mmap(NULL, PAGE, PROT_READ, MAP_SHARED, other,
@@ -197,7 +191,7 @@ TEST_F(mem, alloc_bad_arguments)
 	uint32_t r = 0;
 
 	EXPECT_EQ(-ENOENT, ralloc(self->fd, 0, PAGE, &r, NULL, NULL));
-	ASSERT_EQ(0, attach(self->fd, 0));
+	ASSERT_EQ(0, ctx_attach(self->fd, 0));
 	EXPECT_EQ(-ENOENT, ralloc(self->fd, 1, PAGE, &r, NULL, NULL));
 	EXPECT_EQ(-EINVAL, ralloc(self->fd, 0, 0, &r, NULL, NULL));
 	EXPECT_EQ(-ENOSPC, ralloc(self->fd, 0, ~0ULL, &r, NULL, NULL));
@@ -226,7 +220,7 @@ TEST_F(mem, alloc_into_a_read_only_buffer_allocates_nothing)
 	struct icfab_region_import ri;
 	uint32_t r = 0;
 
-	ASSERT_EQ(0, attach(self->fd, 0));
+	ASSERT_EQ(0, ctx_attach(self->fd, 0));
 	ra = mmap(NULL, PAGE, PROT_READ | PROT_WRITE,
 		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, ra);
@@ -248,7 +242,7 @@ TEST_F(mem, mmap_rules)
 	uint32_t r = 0;
 	void *p;
 
-	ASSERT_EQ(0, attach(self->fd, 0));
+	ASSERT_EQ(0, ctx_attach(self->fd, 0));
 	ASSERT_EQ(0, ralloc(self->fd, 0, 3 * PAGE, &r, &off, &size));
 	p = mmap(NULL, PAGE, PROT_READ, MAP_PRIVATE, self->fd, off);
 	EXPECT_EQ(MAP_FAILED, p);
@@ -286,7 +280,7 @@ TEST_F(mem, mapping_outlives_free_and_close)
 	unsigned char *p;
 	uint32_t r = 0;
 
-	ASSERT_EQ(0, attach(self->fd, 1));
+	ASSERT_EQ(0, ctx_attach(self->fd, 1));
 	ASSERT_EQ(0, ralloc(self->fd, 1, 2 * PAGE, &r, &off, &size));
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, off);
 	ASSERT_NE(MAP_FAILED, p);
@@ -316,7 +310,7 @@ TEST_F(mem, export_and_import)
 	uint32_t r = 0;
 	int other;
 
-	ASSERT_EQ(0, attach(self->fd, 3));
+	ASSERT_EQ(0, ctx_attach(self->fd, 3));
 	ASSERT_EQ(0, ralloc(self->fd, 3, 3 * PAGE + 1, &r, NULL, &size));
 	EXPECT_EQ(-EINVAL, rexport(self->fd, r, 0, &key));
 	EXPECT_EQ(-EINVAL, rexport(self->fd, r, 4, &key));
@@ -363,7 +357,7 @@ TEST_F(mem, keys_are_distinct)
 	uint64_t keys[16];
 	uint32_t r = 0;
 
-	ASSERT_EQ(0, attach(self->fd, 0));
+	ASSERT_EQ(0, ctx_attach(self->fd, 0));
 	for (int i = 0; i < 16; i++) {
 		ASSERT_EQ(0, ralloc(self->fd, 0, PAGE, &r, NULL, NULL));
 		ASSERT_EQ(0, rexport(self->fd, r, ICFAB_ACCESS_ALL, &keys[i]));
@@ -384,8 +378,8 @@ TEST_F(mem, endpoint_capacity_is_charged)
 	ASSERT_EQ(0, cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
 	self->fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, self->fd);
-	ASSERT_EQ(0, attach(self->fd, 0));
-	ASSERT_EQ(0, attach(self->fd, 1));
+	ASSERT_EQ(0, ctx_attach(self->fd, 0));
+	ASSERT_EQ(0, ctx_attach(self->fd, 1));
 
 	ASSERT_EQ(0, ralloc(self->fd, 0, 12 * PAGE, &r1, NULL, NULL));
 	EXPECT_EQ(-ENOSPC, ralloc(self->fd, 0, 5 * PAGE, &r2, NULL, NULL));
@@ -397,7 +391,7 @@ TEST_F(mem, endpoint_capacity_is_charged)
 	/* Another context shares the endpoint's. */
 	other = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, other);
-	ASSERT_EQ(0, attach(other, 0));
+	ASSERT_EQ(0, ctx_attach(other, 0));
 	EXPECT_EQ(-ENOSPC, ralloc(other, 0, 1, &r3, NULL, NULL));
 	EXPECT_EQ(0, rfree(self->fd, r1));
 	EXPECT_EQ(0, ralloc(other, 0, 12 * PAGE, &r3, NULL, NULL));
@@ -418,7 +412,7 @@ TEST_F(mem, a_mapping_keeps_its_charge)
 	ASSERT_EQ(0, cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
 	self->fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, self->fd);
-	ASSERT_EQ(0, attach(self->fd, 0));
+	ASSERT_EQ(0, ctx_attach(self->fd, 0));
 	ASSERT_EQ(0, ralloc(self->fd, 0, 4 * PAGE, &r, &off, &size));
 	p = mmap(NULL, size, PROT_READ, MAP_SHARED, self->fd, off);
 	ASSERT_NE(MAP_FAILED, p);
@@ -433,7 +427,7 @@ TEST_F(mem, module_cap_on_real_pages)
 {
 	uint32_t r1 = 0, r2 = 0;
 
-	ASSERT_EQ(0, attach(self->fd, 0));
+	ASSERT_EQ(0, ctx_attach(self->fd, 0));
 	ASSERT_EQ(0, write_param(MAX_MEM_MB, "1"));
 	EXPECT_EQ(0, ralloc(self->fd, 0, 200 * PAGE, &r1, NULL, NULL));
 	EXPECT_EQ(-ENOSPC, ralloc(self->fd, 0, 100 * PAGE, &r2, NULL, NULL));
@@ -449,7 +443,7 @@ TEST_F(mem, free_bad_arguments)
 	struct icfab_region_free rf = { .region = 1, .flags = 1 };
 	uint32_t r = 0;
 
-	ASSERT_EQ(0, attach(self->fd, 0));
+	ASSERT_EQ(0, ctx_attach(self->fd, 0));
 	ASSERT_EQ(0, ralloc(self->fd, 0, PAGE, &r, NULL, NULL));
 	rf.region = r;
 	EXPECT_EQ(-1, ioctl(self->fd, ICFAB_IOC_REGION_FREE, &rf));

@@ -106,12 +106,6 @@ static int stats_reset(struct genl_sock *gs)
 	return genl_request(gs, &m, NULL, NULL);
 }
 
-static int attach(int fd, uint32_t ep)
-{
-	struct icfab_attach a = { .endpoint = ep };
-
-	return ioctl(fd, ICFAB_IOC_ATTACH, &a) ? -errno : 0;
-}
 
 static int queue(int fd, uint32_t ep)
 {
@@ -140,7 +134,7 @@ static int run(uint32_t dst, const uint32_t *src, const uint64_t *segs,
 		return -errno;
 	*fdp = fd;
 	for (i = 0; i < n; i++) {
-		if (attach(fd, src[i]))
+		if (ctx_attach(fd, src[i]))
 			return -errno;
 		q = queue(fd, src[i]);
 		if (q < 0)
@@ -404,7 +398,7 @@ TEST_F(st, the_context_holding_the_engine_is_named)
 				     "1");
 	fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, attach(fd, 0));
+	ASSERT_EQ(0, ctx_attach(fd, 0));
 	q = queue(fd, 0);
 	ASSERT_LE(0, q);
 	d[0] = (struct icfab_desc){ .op = ICFAB_OP_WRITE, .queue = q,

@@ -29,27 +29,8 @@
 #define PAGE	4096ULL
 #define BATCH	32
 
-static int attach(int fd, uint32_t ep)
-{
-	struct icfab_attach a = { .endpoint = ep };
 
-	return ioctl(fd, ICFAB_IOC_ATTACH, &a) ? -errno : 0;
-}
 
-static int queue(int fd, uint32_t ep, uint32_t depth)
-{
-	struct icfab_queue_create qc = { .endpoint = ep, .depth = depth };
-
-	return ioctl(fd, ICFAB_IOC_QUEUE_CREATE, &qc) ? -errno : (int)qc.queue;
-}
-
-static int submit(int fd, struct icfab_desc *d, unsigned int n)
-{
-	struct icfab_submit s = { .descs = (uintptr_t)d, .nr = n };
-	int ret = ioctl(fd, ICFAB_IOC_SUBMIT, &s);
-
-	return ret < 0 ? -errno : ret;
-}
 
 static int wait_cqes(int fd, struct icfab_cqe *c, unsigned int min,
 		     unsigned int max, unsigned int timeout_ms)
@@ -157,8 +138,8 @@ FIXTURE_SETUP(ur)
 	ASSERT_EQ(0, cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
 	self->fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, self->fd);
-	ASSERT_EQ(0, attach(self->fd, 0));
-	self->q = queue(self->fd, 0, 64);
+	ASSERT_EQ(0, ctx_attach(self->fd, 0));
+	self->q = ctx_queue(self->fd, 0, 64);
 	ASSERT_LE(0, self->q);
 	ASSERT_EQ(0, io_uring_queue_init(64, &self->ring,
 					 IORING_SETUP_SQE128 |
@@ -225,7 +206,7 @@ TEST_F(ur, batched_submits_then_wait)
 
 	/* The same batch through the ioctls, from that clock: same times. */
 	base = latest;
-	ASSERT_EQ(BATCH, submit(self->fd, d, BATCH));
+	ASSERT_EQ(BATCH, ctx_submit(self->fd, d, BATCH));
 	ASSERT_EQ(BATCH, wait_cqes(self->fd, ic, BATCH, BATCH, 0));
 	for (int i = 0; i < BATCH; i++) {
 		struct icfab_cqe *c = NULL;
@@ -315,7 +296,7 @@ TEST_F(ur, errors_come_back_in_the_cqe)
 TEST_F(ur, a_full_queue_pushes_back)
 {
 	struct got g[4];
-	int q = queue(self->fd, 0, 2);
+	int q = ctx_queue(self->fd, 0, 2);
 
 	ASSERT_LE(0, q);
 	for (int i = 0; i < 3; i++)
@@ -364,7 +345,7 @@ TEST_F(ur, bytes_move_through_io_uring)
 	unsigned char *a, *b;
 	struct got g[2];
 
-	ASSERT_EQ(0, attach(self->fd, 2));
+	ASSERT_EQ(0, ctx_attach(self->fd, 2));
 	ASSERT_EQ(0, ioctl(self->fd, ICFAB_IOC_REGION_ALLOC, &ra));
 	ASSERT_EQ(0, ioctl(self->fd, ICFAB_IOC_REGION_ALLOC, &rb));
 	re.region = rb.region;
@@ -423,13 +404,13 @@ TEST_F(ur, closing_the_last_descriptor_cancels_commands_in_flight)
 	/* The fabric is still usable. */
 	fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, attach(fd, 0));
+	ASSERT_EQ(0, ctx_attach(fd, 0));
 	do {
-		int q = queue(fd, 0, 4);
+		int q = ctx_queue(fd, 0, 4);
 		struct icfab_desc d = put(q, 1, SEG, 5);
 		struct icfab_cqe c;
 
-		ASSERT_EQ(1, submit(fd, &d, 1));
+		ASSERT_EQ(1, ctx_submit(fd, &d, 1));
 		ASSERT_EQ(1, wait_cqes(fd, &c, 1, 1, 0));
 		EXPECT_EQ(0, c.status);
 	} while (0);
@@ -480,9 +461,9 @@ static int uring_child(int ready)
 	struct io_uring ring;
 	int q;
 
-	if (fd < 0 || attach(fd, 1))
+	if (fd < 0 || ctx_attach(fd, 1))
 		return 1;
-	q = queue(fd, 1, 8);
+	q = ctx_queue(fd, 1, 8);
 	if (q < 0 || io_uring_queue_init(16, &ring, IORING_SETUP_SQE128 |
 					 IORING_SETUP_CQE32))
 		return 2;
@@ -517,7 +498,7 @@ TEST_F(ur, kill_9_with_commands_in_flight)
 	close(ready[0]);
 
 	/* The child's clock holds the engine: this cannot complete... */
-	ASSERT_EQ(1, submit(self->fd, &d, 1));
+	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
 	EXPECT_EQ(-ETIMEDOUT, wait_cqes(self->fd, &c, 1, 1, 200));
 	/* ...until the child is gone, its commands cancelled. */
 	ASSERT_EQ(0, kill(pid, SIGKILL));
