@@ -40,6 +40,7 @@
 #define ICFAB_ENGINE_EINVAL		22
 #define ICFAB_ENGINE_ENOSPC		28
 #define ICFAB_ENGINE_ERANGE		34
+#define ICFAB_ENGINE_ENETDOWN		100
 #define ICFAB_ENGINE_EHOSTUNREACH	113
 #define ICFAB_ENGINE_ECANCELED		125
 
@@ -66,7 +67,10 @@ struct icfab_xfer_result {
 	icfab_u64 queued_ps;
 	icfab_u32 src, dst;		/* node ids */
 	icfab_u32 hops;			/* links on the route, or 0 */
-	int status;			/* 0, -EHOSTUNREACH, -ECANCELED */
+	/* 0, -EHOSTUNREACH, -ENETDOWN (a held link, hold_fail), -ECANCELED */
+	int status;
+	icfab_u32 nr_leaves;		/* tree transfers: destinations, else 1 */
+	icfab_u32 pad;
 };
 
 /* Per link: the FIFO server's state and its statistics. */
@@ -254,6 +258,64 @@ int icfab_engine_init(struct icfab_engine *e, const struct icfab_mtopo *topo,
 int icfab_engine_submit(struct icfab_engine *e, icfab_u32 src, icfab_u32 dst,
 			icfab_u64 bytes, icfab_u64 submit_ps, icfab_u64 key,
 			icfab_u32 *xfer_id);
+
+/*
+ * An explicit route, for circuit transfers: a tree of links rooted at the
+ * source endpoint. links[] lists link ids so that each link leaves the
+ * source or the destination of an earlier link, and no node is reached
+ * twice; a path is the one-branch case. The leaves (nodes no tree link
+ * leaves) must be endpoints: they are the destinations. A segment that
+ * reaches a node is forwarded on every tree link leaving it, so routers
+ * copy it and each link carries each segment once.
+ * The caller owns the array and keeps it unchanged until the transfer
+ * has completed.
+ */
+struct icfab_engine_tree {
+	icfab_u32 nr_links;
+	icfab_u32 nr_leaves;		/* set by icfab_engine_tree_check() */
+	const icfab_u32 *links;
+};
+
+/*
+ * Check @tree against @e's topology from @src and count its leaves.
+ * Returns 0, or -EINVAL (empty, a link that is not present, does not
+ * leave a node of the tree, reaches a node twice, or a leaf that is
+ * not an endpoint).
+ */
+int icfab_engine_tree_check(const struct icfab_engine *e, icfab_u32 src,
+			    struct icfab_engine_tree *tree);
+
+/* Heap entries a tree transfer of @bytes reserves, at most. */
+icfab_u64 icfab_engine_tree_events_needed(icfab_u64 bytes,
+					  icfab_u32 segment_size,
+					  const struct icfab_engine_tree *tree);
+
+/*
+ * Submit a transfer that follows @tree (checked by
+ * icfab_engine_tree_check()) instead of the routing tables, under the
+ * same rules as icfab_engine_submit(): DMA engine at @src, FIFO links,
+ * store and forward. It completes when every leaf has every segment
+ * (finish_ps is the last arrival; dst is the first leaf, nr_leaves the
+ * number of leaves). A DOWN link on the tree fails it with
+ * -EHOSTUNREACH, a held one with hold_fail with -ENETDOWN.
+ * Returns 0, -EINVAL, -ERANGE or -ENOSPC as icfab_engine_submit().
+ */
+int icfab_engine_submit_tree(struct icfab_engine *e, icfab_u32 src,
+			     const struct icfab_engine_tree *tree,
+			     icfab_u64 bytes, icfab_u64 submit_ps,
+			     icfab_u64 key, icfab_u32 *xfer_id);
+
+/*
+ * Move @e to @topo, a new validated configuration of the same shape:
+ * the same nodes_cap and links_cap, and every node present in one
+ * present in the other with the same kind and DMA engine count. Links
+ * and routes may differ. Link ids keep their FIFO state and statistics.
+ * Segments already departed arrive as decided; every later decision
+ * (next hop, link state, bandwidth, holds) uses @topo. Returns 0, or
+ * -EINVAL (and changes nothing) when the shapes differ.
+ */
+int icfab_engine_retopo(struct icfab_engine *e,
+			const struct icfab_mtopo *topo);
 
 /*
  * Process every event before @horizon_ps (all of them for

@@ -62,6 +62,17 @@ struct icfab_mlink {
 	icfab_u32 dst, dst_port;
 	icfab_u64 bandwidth;		/* bytes/s */
 	icfab_u64 latency_ps;		/* ps */
+	/*
+	 * A link being brought up (OCS reconfiguration): nothing departs on
+	 * it before up_at_ps (fabric ps, 0: not held). A segment that is
+	 * ready earlier waits until then, or with hold_fail set fails its
+	 * transfer with -ENETDOWN. up_delay_ps is the owner's staging field
+	 * (the delay to apply at the next commit); the engine ignores it.
+	 */
+	icfab_u64 up_at_ps;		/* ps */
+	icfab_u64 up_delay_ps;		/* ps, staged */
+	icfab_u8 hold_fail;
+	icfab_u8 pad2[7];
 };
 
 struct icfab_topo_limits {

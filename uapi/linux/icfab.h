@@ -47,7 +47,8 @@
  *	timed by the fabric's engine. WRITE and READ with
  *	ICFAB_DESC_F_TIMING_ONLY time a transfer without moving bytes.
  *	Preconditions: a committed topology with endpoints. While any
- *	context is attached, FABRIC_COMMIT is refused with -EBUSY.
+ *	context is attached, FABRIC_COMMIT is refused with -EBUSY unless
+ *	ICFAB_F_LIVE_COMMIT allows it.
  */
 #define ICFAB_F_QUEUES		(1ULL << 1)
 
@@ -79,10 +80,40 @@
  */
 #define ICFAB_F_FREE_RUN	(1ULL << 4)
 
+/*
+ * ICFAB_F_PACED
+ *	ICFAB_TIME_PACED works: fabric time follows wall time divided by the
+ *	dilation factor, descriptors start at the fabric's current time and
+ *	hrtimers release completions at their deadlines. Clocks of contexts
+ *	never hold the engine back in this mode.
+ *	Preconditions: ICFAB_F_QUEUES.
+ */
+#define ICFAB_F_PACED		(1ULL << 5)
+
+/*
+ * ICFAB_F_LIVE_COMMIT
+ *	FABRIC_COMMIT while contexts are attached, for a staged
+ *	configuration that keeps every node (id, kind, DMA engines): link
+ *	faults, degradation, OCS circuits and new routes under traffic (see
+ *	ICFAB_A_FABRIC_COMMIT_PS in icfab_genl.h). Other commits are still
+ *	refused with -EBUSY while contexts are attached.
+ */
+#define ICFAB_F_LIVE_COMMIT	(1ULL << 6)
+
+/*
+ * ICFAB_F_CIRCUITS
+ *	Descriptors may name a circuit (struct icfab_desc.circuit) and
+ *	travel its path or multicast tree; ICFAB_IOC_CIRCUIT_RECV binds
+ *	where a circuit's bytes land at a destination.
+ *	Preconditions: ICFAB_F_QUEUES, ICFAB_F_MEMORY.
+ */
+#define ICFAB_F_CIRCUITS	(1ULL << 7)
+
 /* Every feature this header knows about. */
 #define ICFAB_F_ALL		(ICFAB_F_NETLINK | ICFAB_F_QUEUES | \
 				 ICFAB_F_MEMORY | ICFAB_F_URING_CMD | \
-				 ICFAB_F_FREE_RUN)
+				 ICFAB_F_FREE_RUN | ICFAB_F_PACED | \
+				 ICFAB_F_LIVE_COMMIT | ICFAB_F_CIRCUITS)
 
 /*
  * Time modes (icfab_info.time_mode, ICFAB_A_FABRIC_TIME_MODE).
@@ -277,9 +308,25 @@ struct icfab_desc {
 	__u64 local_off;		/* bytes into @region */
 	__u64 rkey;			/* key of the remote region */
 	__u64 remote_off;		/* bytes into the remote region */
-	__u32 circuit;			/* must be zero (circuits: later) */
+	__u32 circuit;			/* 0, or a circuit (ICFAB_F_CIRCUITS) */
 	__u32 reserved0;		/* must be zero */
 };
+
+/*
+ * Circuit descriptors (ICFAB_F_CIRCUITS): a WRITE with @circuit nonzero
+ * travels that circuit's path (unicast) or tree (multicast) instead of
+ * the routing tables; routers copy multicast segments, so each link of
+ * the tree carries the bytes once. The circuit must belong to the
+ * calling process (or be pinned, with no owner) and start at the queue's
+ * endpoint; @peer must be zero or, for a unicast circuit, its
+ * destination; @rkey must be zero: the bytes land at every destination
+ * where ICFAB_IOC_CIRCUIT_RECV bound a region, at the bound offset plus
+ * @remote_off. Errors at submission: -ENXIO (no such circuit), -EPERM
+ * (another process's), -EINVAL (READ, wrong source, nonzero @rkey),
+ * -ENOTCONN (a destination has no receive binding; not for timing-only
+ * descriptors), -ERANGE (past a bound region's end). The completion
+ * comes when the last destination has the last byte.
+ */
 
 struct icfab_cqe {
 	__u64 user_tag;
@@ -303,6 +350,26 @@ struct icfab_submit {
 	__u64 descs;			/* user pointer to struct icfab_desc[] */
 	__u32 nr;
 	__u32 flags;			/* must be zero */
+	__u64 reserved[2];		/* must be zero */
+};
+
+/*
+ * ICFAB_IOC_CIRCUIT_RECV: bind where WRITEs over @circuit land at
+ * @endpoint, one of its destinations that this context is attached to:
+ * region @region of this context (which must live on @endpoint) from
+ * @offset. Binding again replaces the binding; @region 0 removes it.
+ * The binding holds a reference on the region and goes with the
+ * context, the circuit or the region handle (REGION_FREE).
+ * Errors: -ENXIO (no such circuit), -EINVAL (not one of its
+ * destinations, not attached, flags or reserved set), -EBADF (no such
+ * region, or not on @endpoint), -ERANGE (@offset past its end).
+ */
+struct icfab_circuit_recv {
+	__u32 circuit;			/* circuit id */
+	__u32 endpoint;			/* a destination of the circuit */
+	__u32 region;			/* local region handle, 0: unbind */
+	__u32 flags;			/* must be zero */
+	__u64 offset;			/* bytes into @region */
 	__u64 reserved[2];		/* must be zero */
 };
 
@@ -342,6 +409,8 @@ struct icfab_wait {
 				      struct icfab_region_export)
 #define ICFAB_IOC_REGION_IMPORT	_IOWR(ICFAB_IOC_MAGIC, 0x09, \
 				      struct icfab_region_import)
+#define ICFAB_IOC_CIRCUIT_RECV	_IOW(ICFAB_IOC_MAGIC, 0x0a, \
+				     struct icfab_circuit_recv)
 
 /*
  * io_uring passthrough (ICFAB_F_URING_CMD): IORING_OP_URING_CMD with

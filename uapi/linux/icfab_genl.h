@@ -193,6 +193,33 @@ enum icfab_attr {
 	ICFAB_A_FABRIC_HELD_PID,	/* u32 */
 	ICFAB_A_FABRIC_HELD_PS,		/* u64: ps */
 
+	/*
+	 * Live commits and OCS reconfiguration (ICFAB_F_LIVE_COMMIT). A
+	 * commit while contexts are attached is allowed when the staged
+	 * configuration keeps every node (id, kind, DMA engines); links may
+	 * come, go, change ends, state, share, bandwidth or latency, and
+	 * routes may change. Segments already on a wire arrive; the others
+	 * follow the new tables from their next hop, and a segment that
+	 * finds no route or a DOWN link fails its transfer with
+	 * -EHOSTUNREACH. The commit takes effect at fabric time
+	 * FABRIC_COMMIT_PS (in FABRIC_GET and the notification): the
+	 * engine's clock, or 0 when no context is attached (fabric time
+	 * starts at 0 when the first context attaches, and a pending
+	 * LINK_UP_AT_PS is moved along with it).
+	 *
+	 * LINK_UP_DELAY_PS (LINK_NEW, LINK_SET; staged): the commit that
+	 * applies it keeps the link dark until COMMIT_PS + delay, reported
+	 * as LINK_UP_AT_PS by LINK_GET (0 once it is up, or never held).
+	 * Segments that reach a dark link wait until then (HOLD, the
+	 * default), or, with LINK_HOLD_FAIL 1, fail their transfer with
+	 * -ENETDOWN. An OCS reconfiguration is a commit whose new circuits
+	 * carry the switch's delay.
+	 */
+	ICFAB_A_FABRIC_COMMIT_PS,	/* u64: ps */
+	ICFAB_A_LINK_UP_DELAY_PS,	/* u64: ps, staged */
+	ICFAB_A_LINK_UP_AT_PS,		/* u64: ps, 0: not held */
+	ICFAB_A_LINK_HOLD_FAIL,		/* u8: 0 hold, 1 fail */
+
 	__ICFAB_A_MAX,
 };
 #define ICFAB_A_MAX		(__ICFAB_A_MAX - 1)
