@@ -2,20 +2,34 @@
 /*
  * icfab fabric model: the timing engine (see engine.h for the contract).
  *
- * Events are processed in the order of (time, key, segment, hop, xfer).
- * Processing a segment's event at a hop is what decides its departure from
- * that link, d = max(ready, next_free), so links serve segments in the
- * order they became ready, which is the FIFO of the model; the segment's
- * next event is its arrival at the next node, d + s/B + L.
+ * Events are processed in the order of (time, key, segment, hop, node,
+ * xfer). Processing a segment's event at a node is what decides its
+ * departure from the link it leaves by, d = max(ready, next_free), so
+ * links serve segments in the order they became ready, which is the FIFO
+ * of the model; the segment's next event is its arrival at the next node,
+ * d + s/B + L.
  *
  * A transfer's life: its first event, at submission, asks for a DMA
  * engine; with none idle it waits in its source's FIFO and is handed an
  * engine, by a new event, when one is released. Holding one, it injects
  * segment k + 1 when segment k has finished serialising on the first link
  * (self-clocking), and after the last one an event at that same instant
- * releases the engine. It completes when its last pending event is
- * processed, which is the last segment's arrival, or the release when both
- * fall at the same time.
+ * releases the engine. Arrivals at a destination are only counted; the
+ * one that completes the count schedules the transfer's last event at
+ * the latest arrival, and the transfer completes when its last pending
+ * event is processed.
+ *
+ * A routed transfer finds its next link at every hop from the forwarding
+ * tables of the topology in force then, so icfab_engine_retopo() moves
+ * segments in flight. A tree transfer follows the caller's list of links
+ * instead and copies a segment onto every tree link leaving the node it
+ * reached.
+ *
+ * A held link (an OCS circuit coming up, mlink.up_at_ps) delays the
+ * segments that reach it until it is up, or fails their transfer with
+ * -ENETDOWN. The hold is read from the topology at every departure,
+ * never cached with the serialisation time, so a commit that sets or
+ * lifts one applies to the next segment.
  */
 #include "engine.h"
 
@@ -29,11 +43,25 @@ enum {
 
 #define DMA_BUSY	(~0ULL)
 
+/* Hop numbers are u16 in events; a walk this long is a loop. */
+#define HOP_MAX		0xffffU
+
 static icfab_u64 sat_add(icfab_u64 a, icfab_u64 b)
 {
 	icfab_u64 c = a + b;
 
 	return c < a ? ~0ULL : c;
+}
+
+static icfab_u32 node_dma_engines(const struct icfab_mnode *n)
+{
+	return n->dma_engines ? n->dma_engines : 1;
+}
+
+static int is_endpoint(const struct icfab_mtopo *t, icfab_u32 node)
+{
+	return node < t->nr_nodes && t->nodes[node].present &&
+	       t->nodes[node].kind == ICFAB_MODEL_ENDPOINT;
 }
 
 icfab_u32 icfab_engine_dma_needed(const struct icfab_mtopo *topo)
@@ -46,7 +74,7 @@ icfab_u32 icfab_engine_dma_needed(const struct icfab_mtopo *topo)
 
 		if (!n->present || n->kind != ICFAB_MODEL_ENDPOINT)
 			continue;
-		total += n->dma_engines ? n->dma_engines : 1;
+		total += node_dma_engines(n);
 	}
 	return total > 0xffffffffULL ? 0xffffffffU : (icfab_u32)total;
 }
@@ -54,6 +82,30 @@ icfab_u32 icfab_engine_dma_needed(const struct icfab_mtopo *topo)
 icfab_u64 icfab_engine_events_needed(icfab_u64 bytes, icfab_u32 segment_size)
 {
 	return sat_add(icfab_nr_segments(bytes, segment_size), 1);
+}
+
+/*
+ * Per segment, the pending events of a tree transfer sit at nodes none of
+ * which descends from another: the event at a node is consumed when its
+ * children's are pushed, and a leaf gets none (its arrival is counted at
+ * the departure that decides it). Such a set of nodes has at most one per
+ * leaf, so segments * leaves, plus the one event of the transfer itself
+ * (the DMA release, or the last arrival, which is only pushed once no
+ * segment has an event left). An unchecked tree (nr_leaves 0) is costed
+ * at one per link, which is never less.
+ */
+icfab_u64 icfab_engine_tree_events_needed(icfab_u64 bytes,
+					  icfab_u32 segment_size,
+					  const struct icfab_engine_tree *tree)
+{
+	icfab_u64 nseg = icfab_nr_segments(bytes, segment_size);
+	icfab_u64 per_seg = tree->nr_leaves;
+
+	if (!per_seg || per_seg > tree->nr_links)
+		per_seg = tree->nr_links;
+	if (per_seg && nseg > (~0ULL - 1) / per_seg)
+		return ~0ULL;
+	return nseg * per_seg + 1;
 }
 
 int icfab_engine_init(struct icfab_engine *e, const struct icfab_mtopo *topo,
@@ -81,11 +133,13 @@ int icfab_engine_init(struct icfab_engine *e, const struct icfab_mtopo *topo,
 		const struct icfab_mnode *n = &topo->nodes[i];
 		struct icfab_engine_ep *ep = &e->eps[i];
 
-		ep->first_dma = dma;
-		ep->nr_dma = 0;
-		ep->wait_head = ep->wait_tail = ICFAB_ENGINE_NO_XFER;
+		*ep = (struct icfab_engine_ep){
+			.first_dma = dma,
+			.wait_head = ICFAB_ENGINE_NO_XFER,
+			.wait_tail = ICFAB_ENGINE_NO_XFER,
+		};
 		if (n->present && n->kind == ICFAB_MODEL_ENDPOINT)
-			ep->nr_dma = n->dma_engines ? n->dma_engines : 1;
+			ep->nr_dma = node_dma_engines(n);
 		dma += ep->nr_dma;
 	}
 	for (i = 0; i < dma; i++)
@@ -112,6 +166,9 @@ static int ev_before(const struct icfab_engine_event *a,
 		return a->seg < b->seg;
 	if (a->hop != b->hop)
 		return a->hop < b->hop;
+	/* Only a tree has one segment at two nodes of one depth. */
+	if (a->node != b->node)
+		return a->node < b->node;
 	return a->xfer < b->xfer;
 }
 
@@ -172,13 +229,47 @@ static void ev_pop(struct icfab_engine *e, struct icfab_engine_event *top)
 	e->events[i] = last;
 }
 
+/*
+ * Two fresh stamps for a tree walk: s (returned) and s + 1. Every stamp
+ * handed out is above every mark left in eps[], so no node carries one
+ * before the walk sets it. On wrap-around, once in 2^31 walks, the marks
+ * are cleared instead.
+ */
+static icfab_u32 stamp_take(struct icfab_engine *e)
+{
+	icfab_u32 i;
+
+	if (e->mark >= 0xfffffffdU) {
+		for (i = 0; i < e->topo->nodes_cap; i++)
+			e->eps[i].mark = 0;
+		e->mark = 0;
+	}
+	e->mark += 2;
+	return e->mark - 1;
+}
+
 /* ---- routes and links ---- */
 
 /*
+ * Whether link @lid can carry a segment: present, not DOWN, between
+ * nodes that exist. Checked at every departure, not trusted from
+ * submission, so that a link changed while segments are in flight cannot
+ * send one off the end of an array.
+ */
+static int link_usable(const struct icfab_mtopo *t, icfab_u32 lid)
+{
+	const struct icfab_mlink *l;
+
+	if (lid >= t->links_cap)
+		return 0;
+	l = &t->links[lid];
+	return l->present && l->state != ICFAB_MODEL_LINK_DOWN &&
+	       l->src < t->nr_nodes && l->dst < t->nr_nodes;
+}
+
+/*
  * The link leaving @node towards @dst, or ICFAB_MODEL_NO_LINK when there
- * is no route or the link is missing or DOWN. Checked at every hop, not
- * trusted from submission, so that a route or link state changed while
- * segments are in flight cannot send one off the end of an array.
+ * is no route or the link is not usable.
  */
 static icfab_u32 route_link(const struct icfab_mtopo *t, icfab_u32 node,
 			    icfab_u32 dst)
@@ -190,11 +281,7 @@ static icfab_u32 route_link(const struct icfab_mtopo *t, icfab_u32 node,
 	if (port == ICFAB_MODEL_NO_PORT || port >= n->nr_ports)
 		return ICFAB_MODEL_NO_LINK;
 	lid = n->port_out[port];
-	if (lid >= t->links_cap || !t->links[lid].present ||
-	    t->links[lid].state == ICFAB_MODEL_LINK_DOWN ||
-	    t->links[lid].dst >= t->nr_nodes)
-		return ICFAB_MODEL_NO_LINK;
-	return lid;
+	return link_usable(t, lid) ? lid : ICFAB_MODEL_NO_LINK;
 }
 
 /* Links from @src to @dst, or 0 when the walk fails or loops. */
@@ -208,7 +295,7 @@ static icfab_u32 route_hops(const struct icfab_mtopo *t, icfab_u32 src,
 
 		/* Validation rules out loops; bound the walk regardless. */
 		if (lid == ICFAB_MODEL_NO_LINK || hops >= t->nr_nodes ||
-		    hops >= 0xffff)
+		    hops >= HOP_MAX)
 			return 0;
 		node = t->links[lid].dst;
 		hops++;
@@ -216,7 +303,20 @@ static icfab_u32 route_hops(const struct icfab_mtopo *t, icfab_u32 src,
 	return hops;
 }
 
-/* ps to serialise @len bytes on link @lid at its effective bandwidth. */
+/*
+ * A held link whose owner asked for failure rather than waiting refuses
+ * a segment ready before it is up. A hold already over is no hold.
+ */
+static int link_hold_fails(const struct icfab_mlink *l, icfab_u64 now)
+{
+	return l->hold_fail && l->up_at_ps > now;
+}
+
+/*
+ * ps to serialise @len bytes on link @lid at its effective bandwidth.
+ * The cache holds only what the serialisation time depends on and is
+ * checked against the topology at every use; holds are not in it.
+ */
 static icfab_u64 link_ser_ps(struct icfab_engine *e, icfab_u32 lid,
 			     icfab_u64 len)
 {
@@ -251,35 +351,103 @@ static icfab_u64 seg_len(const struct icfab_engine *e,
 	return x->bytes - (icfab_u64)(x->nr_segs - 1) * e->segment_size;
 }
 
+/*
+ * Segment @seg of transfer @id, ready at @now, crosses usable link @lid,
+ * its hop @hop: the FIFO decides its departure, the link counts it and
+ * the tracer sees it. Returns the time its last byte is out.
+ */
+static icfab_u64 link_xmit(struct icfab_engine *e, icfab_u32 id,
+			   icfab_u32 lid, icfab_u32 seg, icfab_u32 hop,
+			   icfab_u64 now)
+{
+	struct icfab_engine_xfer *x = &e->xfers[id];
+	const struct icfab_mlink *l = &e->topo->links[lid];
+	struct icfab_engine_link *ls = &e->links[lid];
+	icfab_u64 len = seg_len(e, x, seg);
+	icfab_u64 ser = link_ser_ps(e, lid, len);
+	icfab_u64 ready, depart, done;
+
+	/*
+	 * A circuit still coming up delays the segment, but nobody is
+	 * ahead of it: it is ready, for the FIFO and its statistics, when
+	 * the link is up.
+	 */
+	ready = now > l->up_at_ps ? now : l->up_at_ps;
+	depart = ready > ls->next_free_ps ? ready : ls->next_free_ps;
+	done = sat_add(depart, ser);
+	ls->next_free_ps = done;
+	ls->bytes += len;
+	ls->segments++;
+	ls->busy_ps = sat_add(ls->busy_ps, ser);
+	if (depart - ready > ls->max_queued_ps)
+		ls->max_queued_ps = depart - ready;
+	/*
+	 * The segment that held the link up to now is still on it, so its
+	 * transfer is in flight and keys tell transfers apart.
+	 */
+	if (ls->last_key != x->key)
+		x->queued_ps = sat_add(x->queued_ps, depart - ready);
+	ls->last_key = x->key;
+	if (e->tracer && e->tracer->xmit) {
+		struct icfab_engine_xmit xm = {
+			.key = x->key, .bytes = len, .ready_ps = ready,
+			.depart_ps = depart, .done_ps = done, .xfer_id = id,
+			.link = lid, .seg = seg, .hop = (icfab_u16)hop,
+		};
+
+		e->tracer->xmit(e->tracer_arg, &xm);
+	}
+	return done;
+}
+
 /* ---- transfers ---- */
 
-int icfab_engine_submit(struct icfab_engine *e, icfab_u32 src, icfab_u32 dst,
-			icfab_u64 bytes, icfab_u64 submit_ps, icfab_u64 key,
-			icfab_u32 *xfer_id)
+/* What a submission asks for, once checked. */
+struct xfer_spec {
+	icfab_u64 key, bytes, submit_ps;
+	icfab_u64 nr_segs;		/* 0: completes at its start */
+	icfab_u32 src, dst;
+	icfab_u32 hops, nr_leaves;
+	const icfab_u32 *tree;		/* NULL: routed */
+	icfab_u32 tree_len;
+	int status;
+};
+
+/*
+ * A submission must sort after every event processed, or it could have
+ * changed what was already decided.
+ */
+static int submit_time_ok(const struct icfab_engine *e, icfab_u64 submit_ps,
+			  icfab_u64 key)
 {
-	const struct icfab_mtopo *t = e->topo;
+	if (submit_ps < e->now_ps)
+		return 0;
+	return !e->processed || submit_ps > e->last_ps ||
+	       (submit_ps == e->last_ps && key > e->last_key);
+}
+
+static icfab_u64 xfer_events_reserved(const struct icfab_engine_xfer *x)
+{
+	return (icfab_u64)x->nr_segs * x->nr_leaves + 1;
+}
+
+/* Admit @sp, or fail with -ENOSPC and change nothing. */
+static int xfer_new(struct icfab_engine *e, const struct xfer_spec *sp,
+		    icfab_u32 *xfer_id)
+{
 	struct icfab_engine_xfer *x;
-	icfab_u64 nseg, need;
-	icfab_u32 id, hops = 0;
+	icfab_u64 need;
+	icfab_u32 id;
 	int err;
 
-	if (src >= t->nr_nodes || dst >= t->nr_nodes ||
-	    !t->nodes[src].present || !t->nodes[dst].present ||
-	    t->nodes[src].kind != ICFAB_MODEL_ENDPOINT ||
-	    t->nodes[dst].kind != ICFAB_MODEL_ENDPOINT)
-		return -ICFAB_ENGINE_EINVAL;
-	if (submit_ps < e->now_ps ||
-	    (e->processed && (submit_ps < e->last_ps ||
-			      (submit_ps == e->last_ps && key <= e->last_key))))
-		return -ICFAB_ENGINE_ERANGE;
-
-	if (src != dst)
-		hops = route_hops(t, src, dst);
-	nseg = hops ? icfab_nr_segments(bytes, e->segment_size) : 0;
-	/* Unroutable, empty and local transfers only need their start. */
-	need = nseg + 1;
-	if (nseg >= e->events_cap ||
-	    e->events_reserved + need > e->events_cap)
+	if (sp->nr_segs >= e->events_cap)
+		return -ICFAB_ENGINE_ENOSPC;
+	/*
+	 * Under 2^32 segments times under 2^16 leaves cannot overflow, and
+	 * events_reserved never exceeds events_cap.
+	 */
+	need = sp->nr_segs * sp->nr_leaves + 1;
+	if (need > e->events_cap - e->events_reserved)
 		return -ICFAB_ENGINE_ENOSPC;
 	if (e->free_xfer == ICFAB_ENGINE_NO_XFER)
 		return -ICFAB_ENGINE_ENOSPC;
@@ -288,29 +456,217 @@ int icfab_engine_submit(struct icfab_engine *e, icfab_u32 src, icfab_u32 dst,
 	x = &e->xfers[id];
 	e->free_xfer = x->next;
 	*x = (struct icfab_engine_xfer){
-		.key = key, .bytes = bytes, .submit_ps = submit_ps,
-		.nr_segs = (icfab_u32)nseg, .src = src, .dst = dst,
+		.key = sp->key, .bytes = sp->bytes,
+		.submit_ps = sp->submit_ps,
+		.nr_segs = (icfab_u32)sp->nr_segs,
+		.src = sp->src, .dst = sp->dst,
 		.dma = 0, .next = ICFAB_ENGINE_NO_XFER,
-		.hops = (icfab_u16)hops, .state = XFER_PENDING,
+		.hops = (icfab_u16)sp->hops, .state = XFER_PENDING,
+		.status = sp->status, .nr_leaves = sp->nr_leaves,
+		.tree_len = sp->tree_len, .tree = sp->tree,
+		.undelivered = sp->nr_segs * sp->nr_leaves,
 	};
-	if (src != dst && !hops)
-		x->status = -ICFAB_ENGINE_EHOSTUNREACH;
 	e->events_reserved += need;
 	e->nr_xfers++;
-	err = ev_push(e, id, submit_ps, 0, 0, src);
+	err = ev_push(e, id, sp->submit_ps, 0, 0, sp->src);
 	if (err)
 		return err;	/* unreachable: reserved above */
 	*xfer_id = id;
 	if (e->tracer && e->tracer->submit) {
 		struct icfab_xfer_result r = {
-			.key = key, .bytes = bytes, .submit_ps = submit_ps,
-			.src = src, .dst = dst, .hops = hops,
-			.status = x->status,
+			.key = sp->key, .bytes = sp->bytes,
+			.submit_ps = sp->submit_ps, .src = sp->src,
+			.dst = sp->dst, .hops = sp->hops,
+			.status = sp->status, .nr_leaves = sp->nr_leaves,
 		};
 
 		e->tracer->submit(e->tracer_arg, id, &r);
 	}
 	return 0;
+}
+
+int icfab_engine_submit(struct icfab_engine *e, icfab_u32 src, icfab_u32 dst,
+			icfab_u64 bytes, icfab_u64 submit_ps, icfab_u64 key,
+			icfab_u32 *xfer_id)
+{
+	const struct icfab_mtopo *t = e->topo;
+	struct xfer_spec sp = {
+		.key = key, .bytes = bytes, .submit_ps = submit_ps,
+		.src = src, .dst = dst, .nr_leaves = 1,
+	};
+
+	if (!is_endpoint(t, src) || !is_endpoint(t, dst))
+		return -ICFAB_ENGINE_EINVAL;
+	if (!submit_time_ok(e, submit_ps, key))
+		return -ICFAB_ENGINE_ERANGE;
+
+	if (src != dst) {
+		sp.hops = route_hops(t, src, dst);
+		if (!sp.hops)
+			sp.status = -ICFAB_ENGINE_EHOSTUNREACH;
+	}
+	/* Unroutable, empty and local transfers only need their start. */
+	if (sp.hops)
+		sp.nr_segs = icfab_nr_segments(bytes, e->segment_size);
+	return xfer_new(e, &sp, xfer_id);
+}
+
+/* Link @i of @tree, or NULL unless it is present between real nodes. */
+static const struct icfab_mlink *
+tree_mlink(const struct icfab_mtopo *t, const struct icfab_engine_tree *tree,
+	   icfab_u32 i)
+{
+	icfab_u32 lid = tree->links[i];
+	const struct icfab_mlink *l;
+
+	if (lid >= t->links_cap)
+		return ICFAB_NULL;
+	l = &t->links[lid];
+	if (!l->present || l->src >= t->nr_nodes || l->dst >= t->nr_nodes)
+		return ICFAB_NULL;
+	return l;
+}
+
+static int tree_shape_ok(const struct icfab_mtopo *t, icfab_u32 src,
+			 const struct icfab_engine_tree *tree)
+{
+	/* Depths must fit an event's hop: a deeper tree has a loop. */
+	return is_endpoint(t, src) && tree && tree->links &&
+	       tree->nr_links && tree->nr_links < HOP_MAX;
+}
+
+/*
+ * Without scratch space (the engine is const here) each rule is a scan
+ * of the links before, or all links: O(links^2), for the control path.
+ * icfab_engine_submit_tree() checks the same rules in O(links).
+ */
+int icfab_engine_tree_check(const struct icfab_engine *e, icfab_u32 src,
+			    struct icfab_engine_tree *tree)
+{
+	const struct icfab_mtopo *t = e->topo;
+	icfab_u32 i, j, leaves = 0;
+
+	if (!tree_shape_ok(t, src, tree))
+		return -ICFAB_ENGINE_EINVAL;
+	for (i = 0; i < tree->nr_links; i++) {
+		const struct icfab_mlink *l = tree_mlink(t, tree, i);
+		int leaves_tree, reached;
+
+		if (!l)
+			return -ICFAB_ENGINE_EINVAL;
+		leaves_tree = l->src == src;
+		reached = l->dst == src;
+		for (j = 0; j < i; j++) {
+			const struct icfab_mlink *p = &t->links[tree->links[j]];
+
+			leaves_tree |= p->dst == l->src;
+			reached |= p->dst == l->dst;
+		}
+		if (!leaves_tree || reached)
+			return -ICFAB_ENGINE_EINVAL;
+	}
+	for (i = 0; i < tree->nr_links; i++) {
+		icfab_u32 node = t->links[tree->links[i]].dst;
+
+		for (j = 0; j < tree->nr_links; j++)
+			if (t->links[tree->links[j]].src == node)
+				break;
+		if (j < tree->nr_links)
+			continue;
+		if (t->nodes[node].kind != ICFAB_MODEL_ENDPOINT)
+			return -ICFAB_ENGINE_EINVAL;
+		leaves++;
+	}
+	tree->nr_leaves = leaves;
+	return 0;
+}
+
+/* What a checked tree looks like, for its submission. */
+struct tree_info {
+	icfab_u32 nr_leaves;
+	icfab_u32 first_leaf;
+	icfab_u32 depth;		/* links to the deepest leaf */
+	int down;			/* a link on it is DOWN */
+};
+
+/*
+ * icfab_engine_tree_check()'s rules in one pass, with the nodes marked
+ * in eps[]: s for reached, s + 1 for reached and left by a tree link.
+ */
+static int tree_walk(struct icfab_engine *e, icfab_u32 src,
+		     const struct icfab_engine_tree *tree,
+		     struct tree_info *ti)
+{
+	const struct icfab_mtopo *t = e->topo;
+	icfab_u32 s = stamp_take(e), i;
+
+	*ti = (struct tree_info){ 0 };
+	e->eps[src].mark = s;
+	e->eps[src].depth = 0;
+	for (i = 0; i < tree->nr_links; i++) {
+		const struct icfab_mlink *l = tree_mlink(t, tree, i);
+		struct icfab_engine_ep *from, *to;
+
+		if (!l)
+			return -ICFAB_ENGINE_EINVAL;
+		from = &e->eps[l->src];
+		to = &e->eps[l->dst];
+		if ((from->mark != s && from->mark != s + 1) ||
+		    to->mark == s || to->mark == s + 1)
+			return -ICFAB_ENGINE_EINVAL;
+		from->mark = s + 1;
+		to->mark = s;
+		to->depth = from->depth + 1;
+		if (l->state == ICFAB_MODEL_LINK_DOWN)
+			ti->down = 1;
+	}
+	for (i = 0; i < tree->nr_links; i++) {
+		icfab_u32 node = t->links[tree->links[i]].dst;
+
+		if (e->eps[node].mark != s)
+			continue;
+		if (t->nodes[node].kind != ICFAB_MODEL_ENDPOINT)
+			return -ICFAB_ENGINE_EINVAL;
+		if (!ti->nr_leaves++)
+			ti->first_leaf = node;
+		if (e->eps[node].depth > ti->depth)
+			ti->depth = e->eps[node].depth;
+	}
+	return 0;
+}
+
+int icfab_engine_submit_tree(struct icfab_engine *e, icfab_u32 src,
+			     const struct icfab_engine_tree *tree,
+			     icfab_u64 bytes, icfab_u64 submit_ps,
+			     icfab_u64 key, icfab_u32 *xfer_id)
+{
+	struct tree_info ti;
+	struct xfer_spec sp;
+	int err;
+
+	if (!tree_shape_ok(e->topo, src, tree))
+		return -ICFAB_ENGINE_EINVAL;
+	/*
+	 * Checked again rather than trusted: a tree that is not one could
+	 * copy a segment onto a link twice and outgrow its reservation.
+	 */
+	err = tree_walk(e, src, tree, &ti);
+	if (err)
+		return err;
+	if (!submit_time_ok(e, submit_ps, key))
+		return -ICFAB_ENGINE_ERANGE;
+
+	sp = (struct xfer_spec){
+		.key = key, .bytes = bytes, .submit_ps = submit_ps,
+		.src = src, .dst = ti.first_leaf, .hops = ti.depth,
+		.nr_leaves = ti.nr_leaves, .tree = tree->links,
+		.tree_len = tree->nr_links,
+	};
+	if (ti.down)
+		sp.status = -ICFAB_ENGINE_EHOSTUNREACH;
+	else
+		sp.nr_segs = icfab_nr_segments(bytes, e->segment_size);
+	return xfer_new(e, &sp, xfer_id);
 }
 
 static int xfer_complete(struct icfab_engine *e, icfab_u32 id, int status,
@@ -323,14 +679,16 @@ static int xfer_complete(struct icfab_engine *e, icfab_u32 id, int status,
 		.start_ps = x->start_ps, .finish_ps = finish_ps,
 		.queued_ps = x->queued_ps, .src = x->src, .dst = x->dst,
 		.hops = x->hops, .status = status,
+		.nr_leaves = x->nr_leaves,
 	};
 
 	if (e->tracer && e->tracer->complete)
 		e->tracer->complete(e->tracer_arg, id, &r);
 	/* Retire first, so the callback may submit into the freed slot. */
-	e->events_reserved -= (icfab_u64)x->nr_segs + 1;
+	e->events_reserved -= xfer_events_reserved(x);
 	e->nr_xfers--;
 	x->state = XFER_FREE;
+	x->tree = ICFAB_NULL;
 	x->next = e->free_xfer;
 	e->free_xfer = id;
 	return complete ? complete(arg, id, &r) : 0;
@@ -392,79 +750,157 @@ static int dma_acquire(struct icfab_engine *e, icfab_u32 id, icfab_u64 now)
 }
 
 /*
- * Segment @seg of transfer @id is ready at @now at the link leaving @node,
- * its hop @hop: serve it, and schedule what follows from its departure.
+ * A segment of transfer @id is lost at its hop @hop: the transfer fails
+ * with @status (the first failure is the one reported), and every later
+ * segment is lost when it reaches a hop, so the first hop stops
+ * injecting and releases the DMA engine at once. The transfer completes
+ * at its last pending event.
+ */
+static int seg_lost(struct icfab_engine *e, icfab_u32 id, icfab_u32 hop,
+		    icfab_u64 now, int status)
+{
+	struct icfab_engine_xfer *x = &e->xfers[id];
+
+	if (!x->status)
+		x->status = status;
+	if (hop == 0)
+		return ev_push(e, id, now, x->nr_segs, 0, x->src);
+	return 0;
+}
+
+/*
+ * A segment of transfer @id will reach a destination at @arrive. Once
+ * every segment is due at every destination, the transfer's last event
+ * goes in at the latest of those times.
+ */
+static int seg_delivered(struct icfab_engine *e, icfab_u32 id,
+			 icfab_u64 arrive)
+{
+	struct icfab_engine_xfer *x = &e->xfers[id];
+
+	if (arrive > x->arrive_ps)
+		x->arrive_ps = arrive;
+	if (--x->undelivered)
+		return 0;
+	return ev_push(e, id, x->arrive_ps, x->nr_segs, 1, x->dst);
+}
+
+/*
+ * Segment @seg of routed transfer @id is ready at @now at @node, its hop
+ * @hop: send it on by the route in force now.
  */
 static int seg_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
 		     icfab_u32 hop, icfab_u32 node, icfab_u64 now)
 {
 	struct icfab_engine_xfer *x = &e->xfers[id];
 	const struct icfab_mtopo *t = e->topo;
-	struct icfab_engine_link *ls;
-	icfab_u64 len, ser, depart, done, arrive;
+	icfab_u64 done, arrive;
 	icfab_u32 lid, next;
 	int err;
 
-	lid = x->status ? ICFAB_MODEL_NO_LINK : route_link(t, node, x->dst);
-	if (lid == ICFAB_MODEL_NO_LINK || hop >= t->nr_nodes ||
-	    hop >= 0xffff) {
-		/*
-		 * The route broke while in flight (it was checked at submit;
-		 * the hop bound catches a loop made since). This segment is
-		 * lost, and so is every later one when they reach a hop, so
-		 * the first hop releases the DMA engine at once. The transfer
-		 * completes with -EHOSTUNREACH at its last pending event.
-		 */
-		x->status = -ICFAB_ENGINE_EHOSTUNREACH;
-		if (hop == 0)
-			return ev_push(e, id, now, x->nr_segs, 0, x->src);
-		return 0;
-	}
-
-	ls = &e->links[lid];
-	len = seg_len(e, x, seg);
-	ser = link_ser_ps(e, lid, len);
-	depart = now > ls->next_free_ps ? now : ls->next_free_ps;
-	done = sat_add(depart, ser);
-	ls->next_free_ps = done;
-	ls->bytes += len;
-	ls->segments++;
-	ls->busy_ps = sat_add(ls->busy_ps, ser);
-	if (depart - now > ls->max_queued_ps)
-		ls->max_queued_ps = depart - now;
+	if (x->status)
+		return seg_lost(e, id, hop, now, x->status);
+	lid = route_link(t, node, x->dst);
 	/*
-	 * The segment that held the link up to now is still on it, so its
-	 * transfer is in flight and keys tell transfers apart.
+	 * The route broke while in flight (it was checked at submit; the
+	 * hop bound catches a loop made since).
 	 */
-	if (ls->last_key != x->key)
-		x->queued_ps = sat_add(x->queued_ps, depart - now);
-	ls->last_key = x->key;
-	if (e->tracer && e->tracer->xmit) {
-		struct icfab_engine_xmit xm = {
-			.key = x->key, .bytes = len, .ready_ps = now,
-			.depart_ps = depart, .done_ps = done, .xfer_id = id,
-			.link = lid, .seg = seg, .hop = (icfab_u16)hop,
-		};
+	if (lid == ICFAB_MODEL_NO_LINK || hop >= t->nr_nodes || hop >= HOP_MAX)
+		return seg_lost(e, id, hop, now, -ICFAB_ENGINE_EHOSTUNREACH);
+	if (link_hold_fails(&t->links[lid], now))
+		return seg_lost(e, id, hop, now, -ICFAB_ENGINE_ENETDOWN);
 
-		e->tracer->xmit(e->tracer_arg, &xm);
-	}
-
+	done = link_xmit(e, id, lid, seg, hop, now);
 	/* Self-clocking: the next segment is ready when this one is out. */
 	if (hop == 0) {
 		err = ev_push(e, id, done, seg + 1, 0, x->src);
 		if (err)
 			return err;
 	}
-
 	arrive = sat_add(done, t->links[lid].latency_ps);
 	next = t->links[lid].dst;
-	/*
-	 * Segments of a transfer arrive in order, so only the last one's
-	 * arrival needs an event: it completes the transfer.
-	 */
-	if (next == x->dst && seg + 1 < x->nr_segs)
-		return 0;
+	if (next == x->dst)
+		return seg_delivered(e, id, arrive);
 	return ev_push(e, id, arrive, seg, hop + 1, next);
+}
+
+/*
+ * Mark the nodes the tree links leaving @node reach: s for a leaf, s + 1
+ * for a node some tree link leaves in turn. Returns 0, or the status that
+ * fails the transfer when one of those links cannot carry a segment now.
+ */
+static int tree_mark_children(struct icfab_engine *e,
+			      const struct icfab_engine_xfer *x,
+			      icfab_u32 node, icfab_u64 now, icfab_u32 s)
+{
+	const struct icfab_mtopo *t = e->topo;
+	icfab_u32 i;
+
+	for (i = 0; i < x->tree_len; i++) {
+		const struct icfab_mlink *l = &t->links[x->tree[i]];
+
+		if (l->src != node)
+			continue;
+		if (!link_usable(t, x->tree[i]))
+			return -ICFAB_ENGINE_EHOSTUNREACH;
+		if (link_hold_fails(l, now))
+			return -ICFAB_ENGINE_ENETDOWN;
+		e->eps[l->dst].mark = s;
+	}
+	/* Only the marked children can match; the bound guards the index. */
+	for (i = 0; i < x->tree_len; i++) {
+		const struct icfab_mlink *l = &t->links[x->tree[i]];
+
+		if (l->src < t->nr_nodes && e->eps[l->src].mark == s)
+			e->eps[l->src].mark = s + 1;
+	}
+	return 0;
+}
+
+/*
+ * Segment @seg of tree transfer @id is ready at @now at @node, @hop links
+ * from the source: copy it onto every tree link leaving @node, or onto
+ * none if one of them is broken. Submission and icfab_engine_retopo()
+ * keep the tree a tree of present links, so the ids index the topology.
+ * At the source, the next segment is ready once this one is out on every
+ * link the source feeds: one DMA read, as many ports.
+ */
+static int tree_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
+		      icfab_u32 hop, icfab_u32 node, icfab_u64 now)
+{
+	struct icfab_engine_xfer *x = &e->xfers[id];
+	const struct icfab_mtopo *t = e->topo;
+	icfab_u64 done, last_done = now;
+	icfab_u32 i, s;
+	int err;
+
+	if (x->status)
+		return seg_lost(e, id, hop, now, x->status);
+	s = stamp_take(e);
+	err = tree_mark_children(e, x, node, now, s);
+	if (err)
+		return seg_lost(e, id, hop, now, err);
+
+	for (i = 0; i < x->tree_len; i++) {
+		const struct icfab_mlink *l = &t->links[x->tree[i]];
+		icfab_u64 arrive;
+
+		if (l->src != node)
+			continue;
+		done = link_xmit(e, id, x->tree[i], seg, hop, now);
+		if (done > last_done)
+			last_done = done;
+		arrive = sat_add(done, l->latency_ps);
+		if (e->eps[l->dst].mark == s)
+			err = seg_delivered(e, id, arrive);
+		else
+			err = ev_push(e, id, arrive, seg, hop + 1, l->dst);
+		if (err)
+			return err;
+	}
+	if (hop == 0)
+		return ev_push(e, id, last_done, seg + 1, 0, x->src);
+	return 0;
 }
 
 static int xfer_start(struct icfab_engine *e, icfab_u32 id, icfab_u64 now)
@@ -477,6 +913,8 @@ static int xfer_start(struct icfab_engine *e, icfab_u32 id, icfab_u64 now)
 	e->dma_free[x->dma] = DMA_BUSY;
 	if (!x->nr_segs)
 		return dma_release(e, id, now);
+	if (x->tree)
+		return tree_serve(e, id, 0, 0, x->src, now);
 	return seg_serve(e, id, 0, 0, x->src, now);
 }
 
@@ -497,10 +935,13 @@ static int ev_process(struct icfab_engine *e,
 		err = xfer_start(e, ev->xfer, ev->time_ps);
 		break;
 	case XFER_RUNNING:
+		/* The transfer's own: hop 1 is the last arrival. */
 		if (ev->seg == x->nr_segs)
-			err = dma_release(e, ev->xfer, ev->time_ps);
-		else if (ev->node == x->dst)
-			err = 0;	/* an arrival: see below */
+			err = ev->hop ? 0 :
+			      dma_release(e, ev->xfer, ev->time_ps);
+		else if (x->tree)
+			err = tree_serve(e, ev->xfer, ev->seg, ev->hop,
+					 ev->node, ev->time_ps);
 		else
 			err = seg_serve(e, ev->xfer, ev->seg, ev->hop,
 					ev->node, ev->time_ps);
@@ -546,6 +987,79 @@ int icfab_engine_run_until(struct icfab_engine *e, icfab_u64 horizon_ps,
 	}
 	if (horizon_ps != ICFAB_ENGINE_NEVER && horizon_ps > e->now_ps)
 		e->now_ps = horizon_ps;
+	return 0;
+}
+
+/* Whether every link of tree transfer @x joins the same nodes in @to. */
+static int tree_kept(const struct icfab_mtopo *from,
+		     const struct icfab_mtopo *to,
+		     const struct icfab_engine_xfer *x)
+{
+	icfab_u32 i;
+
+	for (i = 0; i < x->tree_len; i++) {
+		const struct icfab_mlink *a = &from->links[x->tree[i]];
+		const struct icfab_mlink *b = &to->links[x->tree[i]];
+
+		if (!b->present || b->src != a->src || b->dst != a->dst)
+			return 0;
+	}
+	return 1;
+}
+
+static int topo_same_shape(const struct icfab_mtopo *a,
+			   const struct icfab_mtopo *b)
+{
+	icfab_u32 i;
+
+	if (a->nodes_cap != b->nodes_cap || a->links_cap != b->links_cap ||
+	    a->nr_nodes != b->nr_nodes)
+		return 0;
+	for (i = 0; i < a->nodes_cap; i++) {
+		const struct icfab_mnode *na = &a->nodes[i], *nb = &b->nodes[i];
+
+		if (na->present != nb->present)
+			return 0;
+		if (!na->present)
+			continue;
+		if (na->kind != nb->kind)
+			return 0;
+		if (na->kind == ICFAB_MODEL_ENDPOINT &&
+		    node_dma_engines(na) != node_dma_engines(nb))
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Routed segments need nothing: they look their next link up when they
+ * reach a node. A tree is the caller's list of link ids, checked once at
+ * submission; a link that is gone or now joins other nodes would break
+ * that check (a node reached twice, a segment carried twice), so such a
+ * tree fails here, as a broken route does, before any segment uses it.
+ * The old topology is read here, so it must outlive the call.
+ */
+int icfab_engine_retopo(struct icfab_engine *e,
+			const struct icfab_mtopo *topo)
+{
+	icfab_u32 i;
+
+	if (!topo_same_shape(e->topo, topo))
+		return -ICFAB_ENGINE_EINVAL;
+
+	for (i = 0; i < e->xfers_cap; i++) {
+		struct icfab_engine_xfer *x = &e->xfers[i];
+
+		if (x->state == XFER_FREE || !x->tree || x->status ||
+		    !x->undelivered)
+			continue;
+		if (!tree_kept(e->topo, topo, x))
+			x->status = -ICFAB_ENGINE_EHOSTUNREACH;
+	}
+	e->topo = topo;
+	/* The cache compares values, but say plainly that it is stale. */
+	for (i = 0; i < topo->links_cap; i++)
+		e->links[i].cache_valid = 0;
 	return 0;
 }
 

@@ -29,6 +29,13 @@
  * struct icfab_engine_xfer plus (segments + 1) struct icfab_engine_event
  * (32 bytes each). A submission that does not fit fails with -ENOSPC and
  * changes nothing; nothing fails for lack of space while running.
+ *
+ * A tree transfer (icfab_engine_submit_tree()) reserves one event per
+ * segment per leaf, plus one: a segment's pending events sit at tree
+ * nodes none of which is an ancestor of another (an event is consumed
+ * before its node's children get theirs, and leaves get none), and a tree
+ * has no more such nodes than leaves. A path is the one-leaf case, so a
+ * circuit path costs what a routed transfer does.
  */
 #ifndef _ICFAB_MODEL_ENGINE_H
 #define _ICFAB_MODEL_ENGINE_H
@@ -65,11 +72,12 @@ struct icfab_xfer_result {
 	 * transfer can queue for longer than it took.
 	 */
 	icfab_u64 queued_ps;
-	icfab_u32 src, dst;		/* node ids */
-	icfab_u32 hops;			/* links on the route, or 0 */
+	icfab_u32 src, dst;		/* node ids; a tree's first leaf */
+	/* links on the route (a tree: to its deepest leaf), or 0 */
+	icfab_u32 hops;
 	/* 0, -EHOSTUNREACH, -ENETDOWN (a held link, hold_fail), -ECANCELED */
 	int status;
-	icfab_u32 nr_leaves;		/* tree transfers: destinations, else 1 */
+	icfab_u32 nr_leaves;		/* a tree's destinations, else 1 */
 	icfab_u32 pad;
 };
 
@@ -104,6 +112,13 @@ struct icfab_engine_ep {
 	icfab_u32 first_dma;		/* index into dma_free[] */
 	icfab_u32 nr_dma;		/* 0 for switches */
 	icfab_u32 wait_head, wait_tail;	/* xfer ids, FIFO */
+	/*
+	 * Scratch for walking a tree without allocating: meaningful only
+	 * while @mark is one of the two stamps the current walk took from
+	 * icfab_engine.mark.
+	 */
+	icfab_u32 mark;
+	icfab_u32 depth;		/* links from the tree's source */
 };
 
 /* Engine-private; the caller only provides the storage. */
@@ -121,13 +136,28 @@ struct icfab_engine_xfer {
 	icfab_u8 state;
 	icfab_u8 pad;
 	int status;
+	icfab_u32 nr_leaves;		/* 1 unless a tree */
+	icfab_u32 tree_len;		/* links in tree[] */
+	const icfab_u32 *tree;		/* the caller's link ids, or NULL */
+	/*
+	 * (segment, leaf) arrivals not decided yet, and the latest decided.
+	 * Arrivals get no event of their own: the one that brings
+	 * @undelivered to zero schedules a single event at @arrive_ps, so
+	 * segments that overtake one another (a route or latency changed
+	 * under them) still complete the transfer at its true last arrival.
+	 */
+	icfab_u64 undelivered;
+	icfab_u64 arrive_ps;		/* ps */
 };
 
 /*
- * One pending event, ordered by (time, key, seg, hop, xfer). A segment
- * event means "segment @seg is ready at the link leaving @node, its hop
- * @hop"; the same tuple with @node the destination is its arrival, and
- * @seg == nr_segs at hop 0 is the release of the DMA engine.
+ * One pending event, ordered by (time, key, seg, hop, node, xfer). A
+ * segment event means "segment @seg is ready at @node, @hop links from
+ * the source, to leave by the route's link (a tree: by every tree link
+ * leaving @node)". A tree reaches each node once, so @node tells its
+ * events apart where the tree index of a link would: no wider event.
+ * @seg == nr_segs is the transfer's own: at hop 0 the release of the DMA
+ * engine, at hop 1 the last arrival.
  */
 struct icfab_engine_event {
 	icfab_u64 time_ps;		/* ps */
@@ -167,6 +197,8 @@ typedef int (*icfab_engine_complete_fn)(void *arg, icfab_u32 xfer_id,
  * link's next free time) and its last byte is out at @done_ps. So
  * depart - ready is its queueing delay at this link and done - depart the
  * link's busy time for it; the link statistics are the sums of these.
+ * A segment that reached a held link (mlink.up_at_ps) is ready when the
+ * hold ends: waiting for a circuit to come up is not queueing.
  */
 struct icfab_engine_xmit {
 	icfab_u64 key;			/* of the transfer */
@@ -219,6 +251,7 @@ struct icfab_engine {
 	icfab_u64 last_ps;		/* ps */
 	icfab_u64 last_key;
 	int processed;			/* last_ps/last_key are valid */
+	icfab_u32 mark;			/* last stamp given to a tree walk */
 	const struct icfab_engine_tracer *tracer;	/* may be NULL */
 	void *tracer_arg;
 };
@@ -232,11 +265,13 @@ icfab_u64 icfab_engine_events_needed(icfab_u64 bytes, icfab_u32 segment_size);
 /*
  * Bind @e to the validated topology @topo and the caller's storage, with
  * every link idle and time 0. Bandwidth, latency, state and permille of
- * links may change between calls and apply to later departures; nodes,
- * DMA engine counts and link ids must not change without a new init.
+ * links may change between calls and apply to later departures, and so
+ * may holds (up_at_ps, hold_fail); nodes, DMA engine counts and link ids
+ * must not change without a new init or icfab_engine_retopo().
  * A route or link that breaks under a transfer in flight fails it with
- * -EHOSTUNREACH: segments reaching the break are lost, no more are
- * injected, and it completes at its last pending event.
+ * -EHOSTUNREACH (a failing hold: -ENETDOWN): segments reaching the break
+ * are lost, no more are injected, and it completes at its last pending
+ * event. The first failure is the status reported.
  * Returns 0, -EINVAL for a zero segment size or missing storage, or
  * -ENOSPC when dma_cap is below icfab_engine_dma_needed().
  */
@@ -251,7 +286,8 @@ int icfab_engine_init(struct icfab_engine *e, const struct icfab_mtopo *topo,
  * and when @submit_ps is the time of the last processed event, @key above
  * its key; otherwise -ERANGE. A transfer with no route, or over a DOWN
  * link, is accepted and completes at its start with -EHOSTUNREACH; one of
- * zero bytes or to itself completes at its start with 0.
+ * zero bytes or to itself completes at its start with 0. Holds are not
+ * looked at here: the segments meet them.
  * Returns 0 and sets *@xfer_id, -EINVAL for a bad endpoint, or -ENOSPC
  * when the transfer table or the event heap cannot hold it.
  */
@@ -278,14 +314,20 @@ struct icfab_engine_tree {
 
 /*
  * Check @tree against @e's topology from @src and count its leaves.
- * Returns 0, or -EINVAL (empty, a link that is not present, does not
- * leave a node of the tree, reaches a node twice, or a leaf that is
- * not an endpoint).
+ * Returns 0, or -EINVAL (@src not an endpoint, empty, 65535 links or
+ * more, a link that is not present, does not leave a node of the tree,
+ * reaches a node twice, or a leaf that is not an endpoint).
+ * O(links^2), as it may not write to @e: for setting a circuit up, not
+ * for every descriptor.
  */
 int icfab_engine_tree_check(const struct icfab_engine *e, icfab_u32 src,
 			    struct icfab_engine_tree *tree);
 
-/* Heap entries a tree transfer of @bytes reserves, at most. */
+/*
+ * Heap entries a tree transfer of @bytes reserves, at most: segments *
+ * nr_leaves + 1 (see the top of this file), or segments * nr_links + 1
+ * for a tree not checked yet.
+ */
 icfab_u64 icfab_engine_tree_events_needed(icfab_u64 bytes,
 					  icfab_u32 segment_size,
 					  const struct icfab_engine_tree *tree);
@@ -298,6 +340,9 @@ icfab_u64 icfab_engine_tree_events_needed(icfab_u64 bytes,
  * (finish_ps is the last arrival; dst is the first leaf, nr_leaves the
  * number of leaves). A DOWN link on the tree fails it with
  * -EHOSTUNREACH, a held one with hold_fail with -ENETDOWN.
+ * The tree is checked again here, in O(links), so an unchecked or stale
+ * one is refused with -EINVAL rather than trusted; only the array is kept
+ * (not @tree itself, which may live on the caller's stack).
  * Returns 0, -EINVAL, -ERANGE or -ENOSPC as icfab_engine_submit().
  */
 int icfab_engine_submit_tree(struct icfab_engine *e, icfab_u32 src,
@@ -311,8 +356,11 @@ int icfab_engine_submit_tree(struct icfab_engine *e, icfab_u32 src,
  * present in the other with the same kind and DMA engine count. Links
  * and routes may differ. Link ids keep their FIFO state and statistics.
  * Segments already departed arrive as decided; every later decision
- * (next hop, link state, bandwidth, holds) uses @topo. Returns 0, or
- * -EINVAL (and changes nothing) when the shapes differ.
+ * (next hop, link state, bandwidth, holds) uses @topo. A tree transfer
+ * one of whose links is gone from @topo, or joins other nodes there,
+ * fails with -EHOSTUNREACH. The current topology is read during the call
+ * and may be freed after it. Returns 0, or -EINVAL (and changes nothing)
+ * when the shapes differ.
  */
 int icfab_engine_retopo(struct icfab_engine *e,
 			const struct icfab_mtopo *topo);

@@ -173,7 +173,7 @@ struct harness {
 	int trace_b1_ok;
 	struct xmit_sum {
 		ull segs, bytes, busy, max_q;
-	} xsum[8];		/* by link id */
+	} xsum[32];		/* by link id */
 };
 
 static int on_complete(void *arg, icfab_u32 id,
@@ -842,7 +842,7 @@ static void on_trace_xmit(void *arg, const struct icfab_engine_xmit *x)
 	struct harness *h = arg;
 	struct xmit_sum *sum;
 
-	if (x->link >= 8 || x->depart_ps < x->ready_ps ||
+	if (x->link >= 32 || x->depart_ps < x->ready_ps ||
 	    x->done_ps < x->depart_ps) {
 		h->trace_bad++;
 		return;
@@ -1023,6 +1023,654 @@ static void test_empty_and_local(void)
 	topo_free(t);
 }
 
+/* ---- link holds, retopo and trees ---- */
+
+/* A deep copy of @src, to hand the engine as a new configuration. */
+static struct icfab_mtopo *topo_clone(const struct icfab_mtopo *src)
+{
+	struct icfab_mtopo *t = topo_new(src->nodes_cap, src->links_cap);
+
+	t->nr_nodes = src->nr_nodes;
+	t->nr_endpoints = src->nr_endpoints;
+	t->nr_switches = src->nr_switches;
+	t->nr_links = src->nr_links;
+	memcpy(t->links, src->links, src->links_cap * sizeof(*t->links));
+	for (unsigned int i = 0; i < src->nodes_cap; i++) {
+		const struct icfab_mnode *sn = &src->nodes[i];
+		struct icfab_mnode *n = &t->nodes[i];
+
+		*n = *sn;
+		if (!sn->present)
+			continue;
+		n->port_out = malloc(sn->nr_ports * sizeof(icfab_u32));
+		n->port_in = malloc(sn->nr_ports * sizeof(icfab_u32));
+		n->routes = malloc(sn->routes_len * sizeof(icfab_u16));
+		memcpy(n->port_out, sn->port_out, sn->nr_ports * sizeof(icfab_u32));
+		memcpy(n->port_in, sn->port_in, sn->nr_ports * sizeof(icfab_u32));
+		memcpy(n->routes, sn->routes, sn->routes_len * sizeof(icfab_u16));
+	}
+	return t;
+}
+
+static int submit_tree(struct harness *h, unsigned int src,
+		       const struct icfab_engine_tree *tree, ull bytes, ull at,
+		       ull key)
+{
+	icfab_u32 id;
+	int err = icfab_engine_submit_tree(&h->e, src, tree, bytes, at, key,
+					   &id);
+
+	if (err)
+		printf("# submit_tree from %u %llu B at %llu key %llu: %d\n",
+		       src, bytes, at, key, err);
+	return err;
+}
+
+/* Whether nothing is left in flight, pending or reserved. */
+static int h_idle(const struct harness *h)
+{
+	return h->e.nr_xfers == 0 && h->e.events_reserved == 0 &&
+	       icfab_engine_next_ps(&h->e) == ICFAB_ENGINE_NEVER;
+}
+
+static int links_same(const struct harness *a, const struct harness *b,
+		      const struct icfab_mtopo *t)
+{
+	for (unsigned int l = 0; l < t->links_cap; l++)
+		if (a->s.links[l].bytes != b->s.links[l].bytes ||
+		    a->s.links[l].segments != b->s.links[l].segments ||
+		    a->s.links[l].busy_ps != b->s.links[l].busy_ps ||
+		    a->s.links[l].max_queued_ps != b->s.links[l].max_queued_ps ||
+		    a->s.links[l].next_free_ps != b->s.links[l].next_free_ps)
+			return 0;
+	return 1;
+}
+
+static void test_hold(void)
+{
+	const ull bytes = 20 * SEG + 100, t0 = 777777, H = 5000000;
+	const ull closed = icfab_uncontended_ps(bytes, SEG, 2, BW, LAT);
+	struct icfab_mtopo *t = chain(3);
+	struct harness *ref, *h;
+	struct rec *r;
+
+	topo_validate(t);
+	ref = h_new(t, SEG, 2, 64, 2);
+	submit(ref, 0, 2, bytes, t0, 1);
+	run_all(ref);
+
+	/* Held at injection: everything slides by the hold. */
+	t->links[0].up_at_ps = t0 + H;
+	h = h_new(t, SEG, 2, 64, 2);
+	submit(h, 0, 2, bytes, t0, 1);
+	run_all(h);
+	r = &h->recs[1];
+	CHECK(r->n == 1 && !r->r.status && r->r.start_ps == t0 &&
+	      r->r.finish_ps == t0 + H + closed && r->r.queued_ps == 0 &&
+	      h->s.links[0].max_queued_ps == 0,
+	      "a held first hop: finish %llu = t0 + hold + closed form %llu, not queued",
+	      (ull)r->r.finish_ps, t0 + H + closed);
+	h_free(h);
+	t->links[0].up_at_ps = 0;
+
+	/*
+	 * Held at the second hop past every arrival: the 21 segments wait
+	 * at node 1 and leave back to back when it comes up.
+	 */
+	t->links[2].up_at_ps = t0 + H;
+	h = h_new(t, SEG, 2, 64, 2);
+	submit(h, 0, 2, bytes, t0, 1);
+	run_all(h);
+	r = &h->recs[1];
+	CHECK(r->n == 1 && !r->r.status &&
+	      r->r.finish_ps == t0 + H + 20 * SER +
+				icfab_serialize_ps(100, BW) + LAT &&
+	      r->r.queued_ps == 0 &&
+	      h->s.links[2].max_queued_ps == 20 * SER,
+	      "a held second hop: segments leave back to back from the hold, which is not queueing (max queued %llu)",
+	      (ull)h->s.links[2].max_queued_ps);
+	h_free(h);
+
+	/* A hold that is over, failing or not, is no hold. */
+	t->links[0].up_at_ps = 1;
+	t->links[0].hold_fail = 1;
+	t->links[2].up_at_ps = t0;
+	t->links[2].hold_fail = 1;
+	h = h_new(t, SEG, 2, 64, 2);
+	submit(h, 0, 2, bytes, t0, 1);
+	run_all(h);
+	CHECK(h->recs[1].n == 1 &&
+	      !memcmp(&h->recs[1].r, &ref->recs[1].r, sizeof(h->recs[1].r)) &&
+	      links_same(h, ref, t),
+	      "a hold in the past changes nothing");
+	h_free(h);
+	h_free(ref);
+	topo_free(t);
+}
+
+static void test_hold_fail(void)
+{
+	const ull U = 10000000;
+	struct icfab_mtopo *t = star(4, 1);
+	struct harness *h;
+	struct rec *r;
+	int once = 1;
+
+	topo_validate(t);
+	t->links[ejl(2)].up_at_ps = U;
+	t->links[ejl(2)].hold_fail = 1;
+	t->links[inj(4)].up_at_ps = U;
+	t->links[inj(4)].hold_fail = 1;
+	h = h_new(t, SEG, 8, 1024, 8);
+	CHECK(!submit(h, 1, 2, 20 * SEG, 0, 1) &&
+	      !submit(h, 3, 2, 20 * SEG, 0, 2) &&
+	      !submit(h, 1, 3, 5 * SEG, 0, 3) &&
+	      !submit(h, 4, 1, 5 * SEG, 0, 5),
+	      "a route over a held link is accepted at submission");
+	run_all(h);
+	r = h->recs;
+	for (unsigned int k = 1; k <= 5; k++)
+		if (k != 4 && r[k].n != 1)
+			once = 0;
+	/*
+	 * Segment 0 meets the hold at the switch at s + L; segments 1 and
+	 * 2 were injected by then (2s < s + L) and are lost there too; the
+	 * third hop-0 event, at 3s, releases the engine. The last pending
+	 * event is segment 2 reaching the switch at 3s + L.
+	 */
+	CHECK(once && r[1].r.status == -ICFAB_ENGINE_ENETDOWN &&
+	      r[2].r.status == -ICFAB_ENGINE_ENETDOWN &&
+	      r[1].r.finish_ps == 3 * SER + LAT &&
+	      r[2].r.finish_ps == 3 * SER + LAT &&
+	      h->s.links[inj(3)].bytes == 3 * SEG &&
+	      h->s.links[ejl(2)].bytes == 0,
+	      "hold_fail: -ENETDOWN, once each, at the last pending event (%llu)",
+	      (ull)r[1].r.finish_ps);
+	CHECK(!r[3].r.status && r[3].r.start_ps == 3 * SER &&
+	      dur(&r[3]) == icfab_uncontended_ps(5 * SEG, SEG, 2, BW, LAT),
+	      "the failed transfer's DMA engine goes to the next one at once");
+	CHECK(r[5].r.status == -ICFAB_ENGINE_ENETDOWN &&
+	      r[5].r.finish_ps == 0 && r[5].r.start_ps == 0 &&
+	      h->s.links[inj(4)].bytes == 0 && h_idle(h),
+	      "a failing hold on the first hop fails the transfer at its start; nothing is left behind");
+	submit(h, 3, 2, SEG, U, 4);
+	run_all(h);
+	CHECK(r[4].n == 1 && !r[4].r.status &&
+	      r[4].r.finish_ps == U + icfab_uncontended_ps(SEG, SEG, 2, BW, LAT),
+	      "once the link is up, it carries traffic");
+	h_free(h);
+	topo_free(t);
+}
+
+static void test_hold_share(void)
+{
+	const ull n = 50, t0 = 1000, U = t0 + 60 * SER;
+	struct icfab_mtopo *t = star(3, 1);
+	struct harness *h;
+	struct rec *a, *b;
+
+	topo_validate(t);
+	t->links[ejl(1)].up_at_ps = U;
+	h = h_new(t, SEG, 4, 1024, 3);
+	submit(h, 2, 1, n * SEG, t0, 1);
+	submit(h, 3, 1, n * SEG, t0, 2);
+	run_all(h);
+	a = &h->recs[1];
+	b = &h->recs[2];
+	/*
+	 * Every segment of both is at the switch before U; from U the link
+	 * serves them in the order they became ready: a0 b0 a1 b1 ...
+	 */
+	CHECK(!a->r.status && !b->r.status &&
+	      a->r.finish_ps == U + (2 * n - 1) * SER + LAT &&
+	      b->r.finish_ps == U + 2 * n * SER + LAT &&
+	      a->r.queued_ps == n * (n - 1) * SER &&
+	      b->r.queued_ps == n * n * SER &&
+	      h->s.links[ejl(1)].max_queued_ps == (2 * n - 1) * SER,
+	      "two flows behind a hold interleave from it and share the link (a %llu, b %llu)",
+	      (ull)a->r.finish_ps, (ull)b->r.finish_ps);
+	h_free(h);
+	topo_free(t);
+}
+
+/*
+ * Endpoints 0 and 3, switches 1 and 2: a primary path 0-1-3 (links 0, 1,
+ * latency @lp) and a detour 0-2-3 (links 2, 3, latency @ld).
+ */
+static struct icfab_mtopo *diamond(ull lp, ull ld)
+{
+	struct icfab_mtopo *t = topo_new(4, 4);
+
+	add_node(t, ICFAB_MODEL_ENDPOINT, 2, 1);
+	add_node(t, ICFAB_MODEL_SWITCH, 2, 0);
+	add_node(t, ICFAB_MODEL_SWITCH, 2, 0);
+	add_node(t, ICFAB_MODEL_ENDPOINT, 2, 1);
+	add_link(t, 0, 0, 1, 0);
+	add_link(t, 1, 1, 3, 0);
+	add_link(t, 0, 1, 2, 0);
+	add_link(t, 2, 1, 3, 1);
+	t->links[0].latency_ps = t->links[1].latency_ps = lp;
+	t->links[2].latency_ps = t->links[3].latency_ps = ld;
+	t->nodes[0].routes[3] = 0;
+	t->nodes[1].routes[3] = 1;
+	t->nodes[2].routes[3] = 1;
+	return t;
+}
+
+/*
+ * Link 0 goes DOWN once m segments have left by it, and the routes move
+ * to the detour: the rest go round. Returns the transfer's record.
+ */
+static void retopo_detour(ull lp, ull ld, ull want_finish, const char *what)
+{
+	const ull n = 20, m = 8, t0 = 3000;
+	struct icfab_mtopo *t = diamond(lp, ld), *t2;
+	struct harness *h;
+	struct rec *r;
+	int err;
+
+	topo_validate(t);
+	t2 = topo_clone(t);
+	t2->links[0].state = ICFAB_MODEL_LINK_DOWN;
+	t2->nodes[0].routes[3] = 1;
+	topo_validate(t2);
+	h = h_new(t, SEG, 2, 64, 2);
+	submit(h, 0, 3, n * SEG, t0, 1);
+	icfab_engine_run_until(&h->e, t0 + (m - 1) * SER + 1, on_complete, h);
+	err = icfab_engine_retopo(&h->e, t2);
+	run_all(h);
+	r = &h->recs[1];
+	CHECK(!err && r->n == 1 && !r->r.status &&
+	      r->r.finish_ps == want_finish &&
+	      h->s.links[0].segments == m && h->s.links[1].segments == m &&
+	      h->s.links[2].segments == n - m &&
+	      h->s.links[3].segments == n - m && h_idle(h),
+	      "retopo to a detour mid-transfer, %s: status 0, finish %llu = %llu",
+	      what, (ull)r->r.finish_ps, want_finish);
+	h_free(h);
+	topo_free(t);
+	topo_free(t2);
+}
+
+static void test_retopo(void)
+{
+	const ull t0 = 3000, lp = 700000;
+	struct icfab_mtopo *t, *t2, *bad;
+	struct harness *ref, *h;
+	int e1, e2, e3, e4;
+
+	/* Equal paths: segments 8..19 take the detour in step. */
+	retopo_detour(LAT, LAT,
+		      t0 + icfab_uncontended_ps(20 * SEG, SEG, 2, BW, LAT),
+		      "equal latencies");
+	/*
+	 * A faster detour: later segments overtake the first 8, and the
+	 * transfer ends with the last of those, (m + 1)s + 2Lp after t0.
+	 */
+	retopo_detour(lp, 0, t0 + 9 * SER + 2 * lp,
+		      "later segments overtaking");
+
+	/* Shapes that differ are refused, and nothing changes. */
+	t = star(3, 1);
+	topo_validate(t);
+	ref = h_new(t, SEG, 4, 256, 3);
+	h = h_new(t, SEG, 4, 256, 3);
+	submit(ref, 1, 2, 40 * SEG, 0, 1);
+	submit(ref, 3, 2, 40 * SEG, 0, 2);
+	submit(h, 1, 2, 40 * SEG, 0, 1);
+	submit(h, 3, 2, 40 * SEG, 0, 2);
+	icfab_engine_run_until(&h->e, 10 * SER + 1, on_complete, h);
+	bad = topo_clone(t);
+	bad->nodes[2].kind = ICFAB_MODEL_SWITCH;
+	e1 = icfab_engine_retopo(&h->e, bad);
+	topo_free(bad);
+	bad = topo_clone(t);
+	bad->nodes[1].dma_engines = 2;
+	e2 = icfab_engine_retopo(&h->e, bad);
+	topo_free(bad);
+	bad = topo_clone(t);
+	bad->nodes[3].present = 0;
+	e3 = icfab_engine_retopo(&h->e, bad);
+	topo_free(bad);
+	bad = topo_new(t->nodes_cap, t->links_cap + 1);
+	e4 = icfab_engine_retopo(&h->e, bad);
+	topo_free(bad);
+	run_all(ref);
+	run_all(h);
+	CHECK(e1 == -ICFAB_ENGINE_EINVAL && e2 == -ICFAB_ENGINE_EINVAL &&
+	      e3 == -ICFAB_ENGINE_EINVAL && e4 == -ICFAB_ENGINE_EINVAL &&
+	      h->e.topo == t && links_same(h, ref, t) &&
+	      !memcmp(&h->recs[1].r, &ref->recs[1].r, sizeof(ref->recs[1].r)) &&
+	      !memcmp(&h->recs[2].r, &ref->recs[2].r, sizeof(ref->recs[2].r)),
+	      "retopo to another node kind, DMA count, node set or size: -EINVAL, nothing changed");
+	h_free(ref);
+	h_free(h);
+	topo_free(t);
+
+	/* A degraded link by retopo: later departures at the new rate. */
+	t = chain(2);
+	topo_validate(t);
+	t2 = topo_clone(t);
+	t2->links[0].bandwidth = BW / 2;
+	h = h_new(t, SEG, 2, 256, 2);
+	submit(h, 0, 1, 100 * SEG, 0, 1);
+	/* Segments 0..10 have left by the horizon. */
+	icfab_engine_run_until(&h->e, 10 * SER + 1, on_complete, h);
+	e1 = icfab_engine_retopo(&h->e, t2);
+	run_all(h);
+	CHECK(!e1 && h->e.topo == t2 && h->recs[1].n == 1 &&
+	      !h->recs[1].r.status &&
+	      h->s.links[0].busy_ps == 11 * SER + 89 * 2 * SER &&
+	      h->recs[1].r.finish_ps == 11 * SER + 89 * 2 * SER + LAT,
+	      "retopo halving a link's bandwidth mid-transfer: later segments take 2s/B (finish %llu)",
+	      (ull)h->recs[1].r.finish_ps);
+	h_free(h);
+	topo_free(t);
+	topo_free(t2);
+}
+
+static void test_tree_check(void)
+{
+	struct icfab_mtopo *t = star(4, 1);
+	struct harness *h;
+	const icfab_u32 ok[] = { inj(1), ejl(2), ejl(4) };
+	const icfab_u32 not_from[] = { ejl(2) };
+	const icfab_u32 twice[] = { inj(1), ejl(2), inj(2) };
+	const icfab_u32 to_src[] = { inj(1), ejl(1) };
+	const icfab_u32 dup[] = { inj(1), ejl(2), ejl(2) };
+	const icfab_u32 sw_leaf[] = { inj(1) };
+	const icfab_u32 missing[] = { inj(1), 99 };
+	const icfab_u32 absent[] = { inj(1), ejl(3) };
+	struct {
+		const icfab_u32 *links;
+		unsigned int n;
+		const char *what;
+	} bad[] = {
+		{ ok, 0, "empty" },
+		{ not_from, 1, "a link not leaving a tree node" },
+		{ twice, 3, "a node reached twice" },
+		{ to_src, 2, "the source reached again" },
+		{ dup, 3, "a link listed twice" },
+		{ sw_leaf, 1, "a switch as a leaf" },
+		{ missing, 2, "a link id past the end" },
+		{ absent, 2, "a link not present" },
+	};
+	struct icfab_engine_tree tree = { .nr_links = 3, .links = ok };
+	int good, refused = 0;
+
+	topo_validate(t);
+	t->links[ejl(3)].present = 0;		/* after validation */
+	h = h_new(t, SEG, 4, 256, 4);
+	good = !icfab_engine_tree_check(&h->e, 1, &tree) &&
+	       tree.nr_leaves == 2;
+	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct icfab_engine_tree b = {
+			.nr_links = bad[i].n, .links = bad[i].links,
+		};
+		icfab_u32 id;
+		int c = icfab_engine_tree_check(&h->e, 1, &b);
+		int s = icfab_engine_submit_tree(&h->e, 1, &b, SEG, 0, 1, &id);
+
+		if (c == -ICFAB_ENGINE_EINVAL && s == -ICFAB_ENGINE_EINVAL)
+			refused++;
+		else
+			printf("# %s: check %d, submit %d\n", bad[i].what, c, s);
+	}
+	CHECK(good && refused == (int)(sizeof(bad) / sizeof(bad[0])) &&
+	      h_idle(h),
+	      "tree_check and submit_tree refuse %d malformed trees, accept a good one (2 leaves)",
+	      refused);
+	CHECK(icfab_engine_tree_check(&h->e, 0, &tree) == -ICFAB_ENGINE_EINVAL &&
+	      icfab_engine_tree_check(&h->e, 2, &tree) == -ICFAB_ENGINE_EINVAL,
+	      "a tree from a switch, or from a node it does not leave: -EINVAL");
+	h_free(h);
+	topo_free(t);
+}
+
+/* A one-branch tree is the routed transfer, event for event. */
+static void test_tree_path(void)
+{
+	const icfab_u32 path[] = { 0, 2, 4 };
+	struct icfab_engine_tree tree = { .nr_links = 3, .links = path };
+	struct icfab_mtopo *t = chain(4);
+	struct harness *routed, *treed;
+	int check;
+
+	topo_validate(t);
+	routed = h_new(t, SEG, 4, 256, 3);
+	treed = h_new(t, SEG, 4, 256, 3);
+	check = icfab_engine_tree_check(&treed->e, 0, &tree);
+	submit(routed, 0, 3, 30 * SEG + 5, 1000, 1);
+	submit(routed, 1, 3, 20 * SEG, 1000, 2);
+	submit_tree(treed, 0, &tree, 30 * SEG + 5, 1000, 1);
+	submit(treed, 1, 3, 20 * SEG, 1000, 2);
+	run_all(routed);
+	run_all(treed);
+	CHECK(!check && tree.nr_leaves == 1 &&
+	      icfab_engine_tree_events_needed(30 * SEG + 5, SEG, &tree) ==
+	      icfab_engine_events_needed(30 * SEG + 5, SEG) &&
+	      treed->recs[1].n == 1 && treed->recs[1].r.queued_ps > 0 &&
+	      !memcmp(&routed->recs[1].r, &treed->recs[1].r,
+		      sizeof(routed->recs[1].r)) &&
+	      !memcmp(&routed->recs[2].r, &treed->recs[2].r,
+		      sizeof(routed->recs[2].r)) &&
+	      treed->recs[1].r.nr_leaves == 1 && treed->recs[1].r.hops == 3 &&
+	      links_same(routed, treed, t),
+	      "a path tree under contention equals the routed transfer exactly (finish %llu)",
+	      (ull)treed->recs[1].r.finish_ps);
+	h_free(routed);
+	h_free(treed);
+	topo_free(t);
+}
+
+static void test_tree_multicast(void)
+{
+	const ull bytes = 100 * SEG + 1, t0 = 5000;
+	icfab_u32 links[9];
+	struct icfab_engine_tree tree = { .nr_links = 9, .links = links };
+	struct icfab_mtopo *t = star(9, 1);
+	struct harness *h;
+	icfab_u64 need;
+	struct rec *r;
+	int carried = 1, idle = 1, same = 1;
+
+	links[0] = inj(1);
+	for (unsigned int i = 2; i <= 9; i++)
+		links[i - 1] = ejl(i);
+	topo_validate(t);
+	h = h_new(t, SEG, 2, 1, 2);	/* replaced below */
+	icfab_engine_tree_check(&h->e, 1, &tree);
+	need = icfab_engine_tree_events_needed(bytes, SEG, &tree);
+	h_free(h);
+	/* Exactly the documented reservation, and not an event more. */
+	h = h_new(t, SEG, 1, (icfab_u32)need, 2);
+	icfab_engine_set_tracer(&h->e, &test_tracer, h);
+	submit_tree(h, 1, &tree, bytes, t0, 1);
+	run_all(h);
+	r = &h->recs[1];
+	for (unsigned int i = 2; i <= 9; i++) {
+		if (h->s.links[ejl(i)].bytes != bytes)
+			carried = 0;
+		if (h->s.links[inj(i)].bytes)
+			idle = 0;
+	}
+	for (unsigned int l = 0; l < t->links_cap; l++)
+		if (h->s.links[l].bytes != h->xsum[l].bytes ||
+		    h->s.links[l].segments != h->xsum[l].segs)
+			same = 0;
+	CHECK(tree.nr_leaves == 8 && need == 101 * 8 + 1 &&
+	      r->n == 1 && !r->r.status && r->r.nr_leaves == 8 &&
+	      r->r.hops == 2 && r->r.dst == 2 && r->r.queued_ps == 0 &&
+	      r->r.finish_ps ==
+	      t0 + icfab_uncontended_ps(bytes, SEG, 2, BW, LAT),
+	      "multicast to 8 leaves through a switch: finish %llu = closed form over 2 hops",
+	      (ull)r->r.finish_ps);
+	CHECK(h->s.links[inj(1)].bytes == bytes && carried && idle &&
+	      !h->s.links[ejl(1)].bytes && h_idle(h) &&
+	      h->e.max_events <= need,
+	      "the source sends the payload once, the switch copies it onto each leaf link once (high-water %u of %llu)",
+	      h->e.max_events, (ull)need);
+	CHECK(same && h->trace_segs == 101 * 9 && !h->trace_bad,
+	      "the tracer sees every tree departure (%llu)", h->trace_segs);
+	h_free(h);
+	topo_free(t);
+
+	/*
+	 * On a chain, from node 1 both ways: 1 -> 0 (a leaf at depth 1) and
+	 * 1 -> 2 -> 3 (depth 2, through an endpoint that forwards). The
+	 * source feeds two links of equal speed, so the deep leaf sees the
+	 * two-hop closed form.
+	 */
+	t = chain(4);
+	topo_validate(t);
+	links[0] = 1;
+	links[1] = 2;
+	links[2] = 4;
+	tree.nr_links = 3;
+	h = h_new(t, SEG, 2, 1024, 2);
+	submit_tree(h, 1, &tree, bytes, t0, 1);
+	run_all(h);
+	r = &h->recs[1];
+	CHECK(r->n == 1 && !r->r.status && r->r.nr_leaves == 2 &&
+	      r->r.hops == 2 && r->r.dst == 0 &&
+	      r->r.finish_ps ==
+	      t0 + icfab_uncontended_ps(bytes, SEG, 2, BW, LAT) &&
+	      h->s.links[1].bytes == bytes && h->s.links[2].bytes == bytes &&
+	      h->s.links[4].bytes == bytes && !h->s.links[0].bytes,
+	      "a tree with a relay endpoint and leaves at depths 1 and 2 ends at the deep leaf's closed form");
+	h_free(h);
+	topo_free(t);
+}
+
+static void test_tree_faults(void)
+{
+	const icfab_u32 links[] = { inj(1), ejl(2), ejl(3), ejl(4) };
+	const struct icfab_engine_tree tree = { .nr_links = 4, .links = links };
+	const struct icfab_engine_tree tree3 = { .nr_links = 3, .links = links };
+	struct icfab_mtopo *t = star(4, 1), *t2;
+	struct harness *h;
+	struct rec *r;
+	int err, once = 1, cancelled = 0;
+
+	topo_validate(t);
+
+	t->links[ejl(3)].state = ICFAB_MODEL_LINK_DOWN;
+	h = h_new(t, SEG, 4, 1024, 4);
+	submit_tree(h, 1, &tree, 50 * SEG, 100, 1);
+	run_all(h);
+	r = &h->recs[1];
+	CHECK(r->n == 1 && r->r.status == -ICFAB_ENGINE_EHOSTUNREACH &&
+	      r->r.finish_ps == 100 && r->r.nr_leaves == 3 &&
+	      !h->s.links[inj(1)].bytes && h_idle(h),
+	      "a DOWN link on the tree at submission: -EHOSTUNREACH at its start");
+	h_free(h);
+	t->links[ejl(3)].state = ICFAB_MODEL_LINK_UP;
+
+	h = h_new(t, SEG, 4, 1024, 4);
+	submit_tree(h, 1, &tree, 50 * SEG, 0, 1);
+	submit(h, 2, 4, 10 * SEG, 0, 2);
+	icfab_engine_run_until(&h->e, 10 * SER + 1, on_complete, h);
+	t->links[ejl(3)].state = ICFAB_MODEL_LINK_DOWN;
+	run_all(h);
+	r = &h->recs[1];
+	CHECK(r->n == 1 && r->r.status == -ICFAB_ENGINE_EHOSTUNREACH &&
+	      h->s.links[ejl(2)].bytes < 50 * SEG &&
+	      h->recs[2].n == 1 && !h->recs[2].r.status && h_idle(h),
+	      "a tree link going DOWN in flight: -EHOSTUNREACH once, nothing left behind");
+	h_free(h);
+	t->links[ejl(3)].state = ICFAB_MODEL_LINK_UP;
+
+	t->links[ejl(4)].up_at_ps = 1000000000ULL;
+	t->links[ejl(4)].hold_fail = 1;
+	h = h_new(t, SEG, 4, 1024, 4);
+	submit_tree(h, 1, &tree, 50 * SEG, 0, 1);
+	run_all(h);
+	CHECK(h->recs[1].n == 1 &&
+	      h->recs[1].r.status == -ICFAB_ENGINE_ENETDOWN && h_idle(h),
+	      "a failing hold on a tree link: -ENETDOWN");
+	h_free(h);
+	t->links[ejl(4)].hold_fail = 0;
+
+	/* Waiting on a hold, the copies for every leaf wait with it. */
+	h = h_new(t, SEG, 4, 1024, 4);
+	submit_tree(h, 1, &tree, 50 * SEG, 0, 1);
+	run_all(h);
+	CHECK(h->recs[1].n == 1 && !h->recs[1].r.status &&
+	      h->recs[1].r.finish_ps ==
+	      1000000000ULL + 50 * SER + LAT &&
+	      h->s.links[ejl(2)].bytes == 50 * SEG,
+	      "a held tree link delays its leaf; the transfer ends with it");
+	h_free(h);
+	t->links[ejl(4)].up_at_ps = 0;
+
+	/* A tree link that is gone after retopo fails the transfer. */
+	t2 = topo_clone(t);
+	t2->links[ejl(3)].present = 0;
+	for (unsigned int n = 0; n <= 4; n++)
+		t2->nodes[n].routes[3] = ICFAB_MODEL_NO_PORT;
+	topo_validate(t2);
+	h = h_new(t, SEG, 4, 1024, 4);
+	submit_tree(h, 1, &tree, 50 * SEG, 0, 1);
+	icfab_engine_run_until(&h->e, 10 * SER + 1, on_complete, h);
+	err = icfab_engine_retopo(&h->e, t2);
+	run_all(h);
+	CHECK(!err && h->recs[1].n == 1 &&
+	      h->recs[1].r.status == -ICFAB_ENGINE_EHOSTUNREACH && h_idle(h),
+	      "retopo removing a tree link under a transfer: -EHOSTUNREACH");
+	h_free(h);
+	topo_free(t2);
+
+	/*
+	 * Re-cabled: the switch's port 2 now reaches endpoint 4. The tree's
+	 * ejl(3) would deliver to the wrong node: it fails instead.
+	 */
+	t2 = topo_clone(t);
+	t2->links[ejl(4)].present = 0;
+	t2->links[ejl(3)].dst = 4;
+	for (unsigned int n = 0; n <= 4; n++)
+		t2->nodes[n].routes[3] = ICFAB_MODEL_NO_PORT;
+	t2->nodes[0].routes[4] = 2;
+	topo_validate(t2);
+	h = h_new(t, SEG, 4, 1024, 4);
+	submit_tree(h, 1, &tree3, 50 * SEG, 0, 1);
+	icfab_engine_run_until(&h->e, 10 * SER + 1, on_complete, h);
+	err = icfab_engine_retopo(&h->e, t2);
+	run_all(h);
+	CHECK(!err && h->recs[1].n == 1 &&
+	      h->recs[1].r.status == -ICFAB_ENGINE_EHOSTUNREACH &&
+	      h->s.links[ejl(3)].bytes < 50 * SEG && h_idle(h),
+	      "retopo re-cabling a tree link under a transfer: -EHOSTUNREACH");
+	h_free(h);
+	topo_free(t2);
+
+	/* cancel_all: trees running and waiting, each cancelled once. */
+	{
+		const icfab_u32 from2[] = { inj(2), ejl(3), ejl(4) };
+		const struct icfab_engine_tree tree2 = {
+			.nr_links = 3, .links = from2,
+		};
+
+		h = h_new(t, SEG, 8, 4096, 4);
+		submit_tree(h, 1, &tree, 100 * SEG, 0, 0);
+		submit_tree(h, 2, &tree2, 100 * SEG, 0, 1);
+		submit_tree(h, 1, &tree, 100 * SEG, 0, 2);	/* waits */
+		submit(h, 3, 1, 100 * SEG, 0, 3);
+		icfab_engine_run_until(&h->e, 20 * SER, on_complete, h);
+		icfab_engine_cancel_all(&h->e, on_complete, h);
+		for (unsigned int i = 0; i < 4; i++) {
+			if (h->recs[i].n != 1)
+				once = 0;
+			if (h->recs[i].r.status == -ICFAB_ENGINE_ECANCELED)
+				cancelled++;
+		}
+		CHECK(once && cancelled == 4 && h->recs[2].r.nr_leaves == 3 &&
+		      h_idle(h) && h->completions == 4,
+		      "cancel_all completes tree transfers once each with -ECANCELED");
+		h_free(h);
+	}
+	topo_free(t);
+}
+
 int main(void)
 {
 	printf("TAP version 13\n");
@@ -1048,6 +1696,14 @@ int main(void)
 	test_horizon();
 	test_midflight();
 	test_empty_and_local();
+	test_hold();
+	test_hold_fail();
+	test_hold_share();
+	test_retopo();
+	test_tree_check();
+	test_tree_path();
+	test_tree_multicast();
+	test_tree_faults();
 	printf("1..%d\n", count);
 	return failures ? 1 : 0;
 }
