@@ -17,6 +17,12 @@
  * that are free-running, or dead (their owner exited, or their last file
  * descriptor closed with io_uring commands in flight), never hold it.
  *
+ * Paced time: the safe time is the wall clock's fabric time instead, and
+ * no context holds the engine back; every descriptor starts at the current
+ * fabric time, a DELAY completes at once, and a timer runs the engine when
+ * the next event is due (see icfab_paced_now()). Fabric time starts at 0
+ * with each engine, in both modes.
+ *
  * Transfer keys, which break ties at equal times, are built from the
  * context's first endpoint, the queue and its sequence number, so that
  * they do not depend on which process opened the device first.
@@ -35,10 +41,13 @@
  * While any context is attached, a commit is refused, because the engine
  * works on the committed topology it was built on.
  */
+#include <linux/hrtimer.h>
+#include <linux/math64.h>
 #include <linux/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/workqueue.h>
 
 #include "icfab.h"
 
@@ -116,8 +125,14 @@ struct icfab_data {
 	struct icfab_engine engine;
 	struct icfab_engine_storage st;
 	struct icfab_req **xfer_req;	/* by engine transfer id */
-	const struct icfab_topo *topo;	/* fabric->active when built */
+	const struct icfab_topo *topo;	/* fabric->active (retopo moves it) */
 	struct icfab_fabric *fabric;
+	/* Paced mode (ICFAB_TIME_PACED), fixed for the engine's life: */
+	bool paced;
+	u32 dilation;			/* wall ns per fabric ns, >= 1 */
+	u64 t0_ns;			/* ns, CLOCK_MONOTONIC: fabric time 0 */
+	struct hrtimer timer;		/* the next pending event's deadline */
+	struct work_struct work;	/* runs the engine for the timer */
 };
 
 struct icfab_fabric *icfab_ctx_fabric(struct icfab_ctx *ctx)
@@ -161,6 +176,110 @@ static void icfab_data_free(struct icfab_data *d)
 	kfree(d);
 }
 
+/*
+ * Paced mode. Fabric time is wall time since the engine was created
+ * divided by the dilation: now = (ktime_get_ns() - t0) * 1000 / dilation
+ * ps. The engine runs up to now, and an hrtimer armed for the wall time
+ * of the next pending event runs it again then, so a completion is never
+ * released before its finish time has come on the wall clock.
+ *
+ * The engine runs under fabric->lock, a mutex, which a timer cannot take:
+ * the timer only queues d->work, which takes the lock, runs the engine
+ * and re-arms the timer. A kthread per engine would do the same with a
+ * task to manage; a work item costs nothing while nothing is pending.
+ * Both live in struct icfab_data and are cancelled, timer first, by
+ * icfab_data_stop() before it is freed; the work item runs the engine only
+ * while its data is still fabric->data, so once teardown has taken it off
+ * the fabric nothing re-arms the timer.
+ */
+static struct workqueue_struct *icfab_data_wq;
+
+static void icfab_data_advance(struct icfab_fabric *fabric);
+
+/* Paced fabric time, ps, rounded down (@up: rounded up). */
+static u64 icfab_paced_now(const struct icfab_data *d, bool up)
+{
+	u64 q, frac;
+	u32 rem;
+
+	q = div_u64_rem(ktime_get_ns() - d->t0_ns, d->dilation, &rem);
+	/* rem < dilation <= ICFAB_MAX_DILATION: no overflow anywhere. */
+	frac = (u64)rem * 1000;
+	return q * 1000 + (up ? DIV_ROUND_UP_ULL(frac, d->dilation) :
+				div_u64(frac, d->dilation));
+}
+
+/*
+ * Arm the timer for the wall time at which the next pending event is due
+ * (rounded up, so it is never early), or stop it when nothing is pending.
+ * The fabric lock is held.
+ */
+static void icfab_data_arm(struct icfab_data *d)
+{
+	u64 next = icfab_engine_next_ps(&d->engine);
+	u32 rem;
+	u64 q, ns;
+
+	if (next == ICFAB_ENGINE_NEVER) {
+		hrtimer_try_to_cancel(&d->timer);
+		return;
+	}
+	q = div_u64_rem(next, 1000, &rem);
+	/* Beyond what ktime can say (centuries away): never due. */
+	if (q >= div_u64(KTIME_MAX - d->t0_ns, d->dilation)) {
+		hrtimer_try_to_cancel(&d->timer);
+		return;
+	}
+	ns = q * d->dilation + DIV_ROUND_UP_ULL((u64)rem * d->dilation, 1000);
+	hrtimer_start(&d->timer, ns_to_ktime(d->t0_ns + ns), HRTIMER_MODE_ABS);
+}
+
+static enum hrtimer_restart icfab_data_timer_fn(struct hrtimer *timer)
+{
+	struct icfab_data *d = container_of(timer, struct icfab_data, timer);
+
+	queue_work(icfab_data_wq, &d->work);
+	return HRTIMER_NORESTART;
+}
+
+static void icfab_data_work_fn(struct work_struct *work)
+{
+	struct icfab_data *d = container_of(work, struct icfab_data, work);
+	struct icfab_fabric *fabric = d->fabric;
+
+	mutex_lock(&fabric->lock);
+	/* Not once teardown took it off the fabric: nothing may re-arm. */
+	if (fabric->data == d)
+		icfab_data_advance(fabric);
+	mutex_unlock(&fabric->lock);
+}
+
+/*
+ * @d is off the fabric (fabric->data no longer points to it): wait until
+ * neither its timer nor its work item can run, so that it can be freed.
+ * Timer first: its callback queues the work; the work cannot re-arm it.
+ */
+static void icfab_data_stop(struct icfab_data *d)
+{
+	if (!d || !d->paced)
+		return;
+	hrtimer_cancel(&d->timer);
+	cancel_work_sync(&d->work);
+}
+
+int icfab_data_init(void)
+{
+	/* High priority: paced completions are late by its latency. */
+	icfab_data_wq = alloc_workqueue("icfab_paced", WQ_HIGHPRI, 0);
+	return icfab_data_wq ? 0 : -ENOMEM;
+}
+
+void icfab_data_exit(void)
+{
+	/* Every engine stopped its work when it went; this drains nothing. */
+	destroy_workqueue(icfab_data_wq);
+}
+
 /* Build an engine on the committed topology. */
 static struct icfab_data *icfab_data_create(struct icfab_fabric *fabric)
 {
@@ -193,6 +312,13 @@ static struct icfab_data *icfab_data_create(struct icfab_fabric *fabric)
 		goto err_free;
 	if (icfab_engine_init(&d->engine, m, t->segment_size, &d->st))
 		goto err_free;
+	/* Fabric time restarts at 0 with every engine, in both modes. */
+	d->paced = t->time_mode == ICFAB_TIME_PACED;
+	d->dilation = max_t(u32, t->dilation, 1);
+	d->t0_ns = ktime_get_ns();
+	hrtimer_init(&d->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS);
+	d->timer.function = icfab_data_timer_fn;
+	INIT_WORK(&d->work, icfab_data_work_fn);
 	return d;
 
 err_free:
@@ -463,24 +589,88 @@ static int icfab_data_complete(void *arg, u32 xfer_id,
 /*
  * Run the engine as far as the safe time allows, and wake the waiters.
  * Called whenever the safe time may have moved: a clock advanced, a
- * context started waiting, or one left.
+ * context started waiting, or one left. In paced mode the safe time is
+ * the wall clock's: every event up to the current fabric time is due,
+ * and the timer is armed for the next one.
  */
 static void icfab_data_advance(struct icfab_fabric *fabric)
 {
 	struct icfab_data *d = fabric->data;
+	u64 horizon = 0;
 	int ret;
 
 	lockdep_assert_held(&fabric->lock);
 	if (!d)
 		return;
+	if (d->paced) {
+		/* Events at the current instant are due: up to it, inclusive. */
+		horizon = icfab_paced_now(d, false) + 1;
+		fabric->held_pid = 0;
+		fabric->held_ps = 0;
+	}
 	do {
-		ret = icfab_engine_run_until(&d->engine,
+		ret = icfab_engine_run_until(&d->engine, d->paced ? horizon :
 					     icfab_data_horizon(fabric),
 					     icfab_data_complete, d);
 	} while (ret == 1);
 	WARN_ON_ONCE(ret < 0);
-	icfab_trace_engine_held(fabric, &d->engine);
+	fabric->now_ps = d->engine.now_ps;
+	if (d->paced)
+		icfab_data_arm(d);
+	else
+		icfab_trace_engine_held(fabric, &d->engine);
 	wake_up_all(&fabric->data_wq);
+}
+
+/* Run the engine to the current safe time and wake the waiters. */
+void icfab_data_kick(struct icfab_fabric *fabric)
+{
+	icfab_data_advance(fabric);
+}
+
+/*
+ * The fabric's time, ps: how far its engine has got, or in paced mode the
+ * wall clock's fabric time if later; 0 while there is no engine (it
+ * restarts at 0 with the next). The fabric lock is held.
+ */
+u64 icfab_data_now(struct icfab_fabric *fabric)
+{
+	struct icfab_data *d = fabric->data;
+
+	lockdep_assert_held(&fabric->lock);
+	if (!d)
+		return 0;
+	if (d->paced)
+		return max(d->engine.now_ps, icfab_paced_now(d, false));
+	return d->engine.now_ps;
+}
+
+/*
+ * A live commit: the committed configuration @t replaces fabric->active,
+ * with contexts attached. Moves the engine to @t (the caller then swaps
+ * fabric->active and calls icfab_data_kick()). The engine keeps its time
+ * mode, dilation and segment size for its whole life, so a commit that
+ * changes one of them gets -EINVAL, as does one of another shape
+ * (icfab_engine_retopo()). Nothing changes on error. The fabric lock is
+ * held.
+ */
+int icfab_data_retopo(struct icfab_fabric *fabric, struct icfab_topo *t)
+{
+	struct icfab_data *d = fabric->data;
+	int err;
+
+	lockdep_assert_held(&fabric->lock);
+	if (!d)
+		return 0;
+	if (t->time_mode != d->topo->time_mode ||
+	    t->segment_size != d->topo->segment_size ||
+	    (d->paced && t->dilation != d->topo->dilation))
+		return -EINVAL;
+	err = icfab_engine_retopo(&d->engine, &t->m);
+	if (err)
+		return err;
+	d->topo = t;
+	return 0;
 }
 
 static bool icfab_ctx_has_ep(struct icfab_ctx *ctx, u32 ep)
@@ -771,18 +961,32 @@ static int icfab_req_start(struct icfab_ctx *ctx, struct icfab_req *req,
 	} else {
 		ctx->nr_inflight++;
 	}
-	/* The context's clock; a free-running one starts at the engine's. */
-	t = ctx->free_run ? max(ctx->clock_ps, d->engine.now_ps) :
-			    ctx->clock_ps;
-	if (ctx->free_run)
+	/*
+	 * The context's clock; a free-running one starts at the engine's.
+	 * Paced: the wall clock's fabric time, rounded up so that the wall
+	 * time from here to the completion is at least finish - submit.
+	 */
+	if (d->paced)
+		t = max(icfab_paced_now(d, true), d->engine.now_ps);
+	else if (ctx->free_run)
+		t = max(ctx->clock_ps, d->engine.now_ps);
+	else
+		t = ctx->clock_ps;
+	if (ctx->free_run || d->paced)
 		ctx->clock_ps = t;
 	req->cqe.submit_ps = t;
-	*advance |= ctx->free_run;
+	/* Paced: the new transfer may be due before the armed timer. */
+	*advance |= ctx->free_run || d->paced;
 
 	switch (req->op) {
 	case ICFAB_OP_DELAY: {
 		u64 finish;
 
+		if (d->paced) {
+			/* The context computes in wall time: nothing to time. */
+			__icfab_req_finish(req, 0, t, t, 0);
+			return 0;
+		}
 		if (check_add_overflow(t, req->len, &finish))
 			finish = ICFAB_ENGINE_NEVER - 1;
 		ctx->clock_ps = finish;
@@ -1186,6 +1390,25 @@ atomic_t *icfab_ctx_nr_vmas(struct icfab_ctx *ctx)
 	return &ctx->nr_vmas;
 }
 
+/*
+ * The engine goes at fabric time @now: fabric time restarts at 0 with the
+ * next engine, and a pending OCS hold moves with it, so a link held until
+ * @now + x is held until x on the new clock. The fabric lock is held.
+ */
+static void icfab_data_rebase_holds(struct icfab_fabric *fabric, u64 now)
+{
+	const struct icfab_mtopo *m = &fabric->active->m;
+	u32 i;
+
+	lockdep_assert_held(&fabric->lock);
+	for (i = 0; i < m->links_cap; i++) {
+		struct icfab_mlink *l = &m->links[i];
+
+		if (l->present)
+			l->up_at_ps = l->up_at_ps > now ? l->up_at_ps - now : 0;
+	}
+}
+
 /* The last file reference is gone: leave the fabric. */
 void icfab_ctx_destroy(struct icfab_ctx *ctx)
 {
@@ -1227,11 +1450,14 @@ void icfab_ctx_destroy(struct icfab_ctx *ctx)
 		fabric->nr_attached--;
 		if (!fabric->nr_attached) {
 			/* Nobody is left to see them: the engine goes. */
+			icfab_data_rebase_holds(fabric,
+						icfab_data_now(fabric));
 			icfab_engine_cancel_all(&d->engine,
 						icfab_data_complete, d);
 			icfab_stats_fold(fabric, &d->engine);
 			gone = d;
 			fabric->data = NULL;
+			fabric->now_ps = 0;
 			fabric->held_pid = 0;
 			fabric->held_ps = 0;
 		} else {
@@ -1244,6 +1470,8 @@ void icfab_ctx_destroy(struct icfab_ctx *ctx)
 	}
 	mutex_unlock(&fabric->lock);
 
+	/* Off the fabric: its timer and work may still run, until this. */
+	icfab_data_stop(gone);
 	icfab_regions_ctx_destroy(fabric, &ctx->regions);
 	icfab_data_free(gone);
 	for (i = 0; i < ICFAB_MAX_QUEUES; i++)

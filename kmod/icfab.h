@@ -44,7 +44,7 @@
  */
 #define ICFAB_F_SUPPORTED		(ICFAB_F_NETLINK | ICFAB_F_QUEUES | \
 					 ICFAB_F_MEMORY | ICFAB_F_URING_CMD | \
-					 ICFAB_F_FREE_RUN)
+					 ICFAB_F_FREE_RUN | ICFAB_F_PACED)
 
 #define ICFAB_MAX_ATTACH		64		/* endpoints per context */
 #define ICFAB_ENGINE_XFERS		16384		/* transfers in flight */
@@ -76,7 +76,10 @@ struct icfab_fabric {
 	struct icfab_topo *active;	/* committed configuration, never NULL */
 	struct icfab_topo *staged;	/* being edited, or NULL */
 	u32 staged_portid;		/* netlink socket that owns staged */
-	u64 now_ps;			/* fabric clock, ps */
+	u64 now_ps;			/* fabric clock, ps: the engine's, as
+					 * of its last run; 0 without one.
+					 * icfab_data_now() is current */
+	u64 commit_ps;			/* ps: when the last commit took effect */
 	u64 generation;			/* bumped by every commit */
 	u32 change_seq;			/* bumped by every commit or staging edit;
 					 * dumps use it to flag NLM_F_DUMP_INTR */
@@ -173,6 +176,12 @@ long icfab_ioctl_queue_destroy(struct icfab_ctx *ctx, void __user *uarg);
 long icfab_ioctl_submit(struct icfab_ctx *ctx, void __user *uarg);
 long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg);
 void icfab_ctx_flush(struct icfab_ctx *ctx, struct file *file);
+int icfab_data_init(void);
+void icfab_data_exit(void);
+/* With the fabric's lock held: */
+u64 icfab_data_now(struct icfab_fabric *fabric);
+void icfab_data_kick(struct icfab_fabric *fabric);
+int icfab_data_retopo(struct icfab_fabric *fabric, struct icfab_topo *t);
 
 /* uring.c: io_uring passthrough */
 struct io_uring_cmd;

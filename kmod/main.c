@@ -48,7 +48,7 @@ void icfab_fabric_snapshot(struct icfab_fabric *fabric,
 	st->time_mode = t->time_mode;
 	st->segment_size = t->segment_size;
 	st->dilation = t->dilation;
-	st->now_ps = fabric->now_ps;
+	st->now_ps = icfab_data_now(fabric);
 	st->generation = fabric->generation;
 	st->nr_endpoints = t->m.nr_endpoints;
 	st->nr_switches = t->m.nr_switches;
@@ -217,9 +217,13 @@ static int __init icfab_init(void)
 		}
 	}
 
-	err = fail_init == 1 ? -EIO : icfab_genl_init();
+	err = icfab_data_init();
 	if (err)
 		goto err_destroy_fabrics;
+
+	err = fail_init == 1 ? -EIO : icfab_genl_init();
+	if (err)
+		goto err_data_exit;
 
 	/* The devices come last: once they exist, userspace can use them. */
 	err = fail_init == 2 ? -EIO : icfab_chardevs_init();
@@ -232,6 +236,8 @@ static int __init icfab_init(void)
 
 err_genl_exit:
 	icfab_genl_exit();
+err_data_exit:
+	icfab_data_exit();
 err_destroy_fabrics:
 	icfab_fabrics_destroy();
 	return err;
@@ -241,6 +247,7 @@ static void __exit icfab_exit(void)
 {
 	icfab_chardevs_exit();
 	icfab_genl_exit();
+	icfab_data_exit();
 	icfab_fabrics_destroy();
 }
 

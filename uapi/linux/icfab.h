@@ -83,9 +83,17 @@
 /*
  * ICFAB_F_PACED
  *	ICFAB_TIME_PACED works: fabric time follows wall time divided by the
- *	dilation factor, descriptors start at the fabric's current time and
- *	hrtimers release completions at their deadlines. Clocks of contexts
- *	never hold the engine back in this mode.
+ *	dilation factor (wall ns per fabric ns), counted from 0 when the
+ *	first context attaches; descriptors start at the fabric's current
+ *	time and hrtimers release completions no earlier than their
+ *	deadlines (later by the host's timer and scheduling latency). The
+ *	timing arithmetic is the virtual mode's, so finish_ps - start_ps is
+ *	the same. Clocks of contexts never hold the engine back in this
+ *	mode, and WAIT only blocks until the completions come. A DELAY is
+ *	accepted and completes at once with start_ps = finish_ps: the
+ *	context's compute takes real wall time, which the fabric clock
+ *	already follows. Time mode, dilation and segment size cannot change
+ *	while contexts are attached.
  *	Preconditions: ICFAB_F_QUEUES.
  */
 #define ICFAB_F_PACED		(1ULL << 5)
@@ -269,7 +277,9 @@ struct icfab_queue_destroy {
 enum icfab_desc_op {
 	ICFAB_OP_WRITE	= 1,		/* put: queue's endpoint -> peer */
 	ICFAB_OP_READ	= 2,		/* get: peer -> queue's endpoint */
-	ICFAB_OP_DELAY	= 3,		/* compute: the context's clock += len ps */
+	ICFAB_OP_DELAY	= 3,		/* compute: the context's clock += len ps;
+					 * paced time: completes at once and
+					 * moves nothing (ICFAB_F_PACED) */
 	ICFAB_OP_FENCE	= 4,		/* later descriptors on this queue start
 					 * after everything before it finished
 					 * (ICFAB_F_MEMORY) */

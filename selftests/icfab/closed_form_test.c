@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The timing model against its closed forms (DESIGN.md, "Timing model"),
+ * with every expectation computed here from the formula, never read back
+ * from the engine:
+ *  - an uncontended transfer of n whole segments over h uniform links
+ *    takes h * (L + S/B) + (n - 1) * S/B, exactly, for h up to 6;
+ *  - k flows through one bottleneck of bandwidth B each get B/k, within
+ *    1%, for k = 2, 3, 4 and 8.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <linux/icfab.h>
+#include <linux/icfab_genl.h>
+
+#include "fabric_util.h"
+#include "kselftest_harness.h"
+
+#define PS_PER_S	1000000000000ULL
+#define BW		50000000000ULL	/* bytes/s: stage_ring's links */
+#define FAST		400000000000ULL	/* bytes/s: the star's injection links */
+#define LAT		500000ULL	/* ps: every link fabric_util makes */
+#define SEG		4096ULL		/* bytes, the default segment size */
+
+/* S/B, ps, rounded up as the model does. */
+static uint64_t ser(uint64_t bytes, uint64_t bw)
+{
+	return (bytes * PS_PER_S + bw - 1) / bw;
+}
+
+/* Σ(L + S/B) + (n - 1) * S/B over @hops links of bandwidth BW. */
+static uint64_t uncontended(uint64_t bytes, unsigned int hops)
+{
+	uint64_t n = bytes / SEG;
+
+	return hops * (LAT + ser(SEG, BW)) + (n - 1) * ser(SEG, BW);
+}
+
+static int wait_cqes(int fd, struct icfab_cqe *c, unsigned int min,
+		     unsigned int max)
+{
+	struct icfab_wait w = { .cqes = (uintptr_t)c, .min = min, .max = max };
+
+	return ioctl(fd, ICFAB_IOC_WAIT, &w) ? -errno : (int)w.nr;
+}
+
+static struct icfab_desc put(uint32_t q, uint32_t peer, uint64_t len,
+			     uint64_t tag)
+{
+	return (struct icfab_desc){ .op = ICFAB_OP_WRITE, .queue = q,
+		.peer = peer, .len = len, .user_tag = tag,
+		.flags = ICFAB_DESC_F_TIMING_ONLY };
+}
+
+/* A ring of 12: 0 -> h goes clockwise over h links for h <= 6. */
+FIXTURE(ring) {
+	struct genl_sock gs;
+	int fd;
+};
+
+FIXTURE_SETUP(ring)
+{
+	ASSERT_EQ(0, genl_open(&self->gs));
+	ASSERT_EQ(0, genl_resolve(&self->gs, ICFAB_GENL_NAME));
+	clear_fabric(&self->gs);
+	ASSERT_EQ(0, stage_ring(&self->gs, 12));
+	ASSERT_EQ(0, cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
+	self->fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+}
+
+FIXTURE_TEARDOWN(ring)
+{
+	close(self->fd);
+	clear_fabric(&self->gs);
+	genl_close(&self->gs);
+}
+
+TEST_F(ring, uncontended_over_3_5_and_6_hops)
+{
+	static const unsigned int hops[] = { 3, 5, 6 };
+	static const uint64_t segs[] = { 1, 8, 64 };
+	struct icfab_cqe c;
+	int q, tag = 0;
+
+	ASSERT_EQ(0, ctx_attach(self->fd, 0));
+	q = ctx_queue(self->fd, 0, 4);
+	ASSERT_LE(0, q);
+	for (unsigned int i = 0; i < 3; i++) {
+		for (unsigned int j = 0; j < 3; j++) {
+			struct icfab_desc d = put(q, hops[i], segs[j] * SEG,
+						  tag);
+
+			ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
+			ASSERT_EQ(1, wait_cqes(self->fd, &c, 1, 1));
+			EXPECT_EQ(tag, c.user_tag);
+			EXPECT_EQ(0, c.status);
+			EXPECT_EQ(0, c.queued_ps);
+			EXPECT_EQ(c.submit_ps, c.start_ps);
+			EXPECT_EQ(uncontended(segs[j] * SEG, hops[i]),
+				  c.finish_ps - c.start_ps);
+			tag++;
+		}
+	}
+}
+
+/*
+ * A star: endpoints 0..8 around switch 9, endpoint e on its port e.
+ * Link 2e is e -> switch at FAST, link 2e + 1 switch -> e at BW, so flows
+ * from several endpoints to endpoint 0 all meet at link 1, the only
+ * bottleneck.
+ */
+#define STAR_EPS	9
+#define STAR_SW		9
+
+static int stage_star(struct genl_sock *gs)
+{
+	uint16_t ports[STAR_EPS];
+	char name[16];
+	int err;
+
+	for (unsigned int e = 0; e < STAR_EPS; e++) {
+		snprintf(name, sizeof(name), "chip%u", e);
+		err = node_new(gs, e, ICFAB_NODE_ENDPOINT, 1, name);
+		if (err)
+			return err;
+	}
+	err = node_new(gs, STAR_SW, ICFAB_NODE_SWITCH, STAR_EPS, "sw");
+	if (err)
+		return err;
+	for (unsigned int e = 0; e < STAR_EPS; e++) {
+		err = link_new(gs, 2 * e, e, 0, STAR_SW, e, FAST);
+		if (!err)
+			err = link_new(gs, 2 * e + 1, STAR_SW, e, e, 0, BW);
+		if (err)
+			return err;
+	}
+	for (unsigned int e = 0; e < STAR_EPS; e++) {
+		for (unsigned int d = 0; d < STAR_EPS; d++)
+			ports[d] = d == e ? ICFAB_ROUTE_NONE : 0;
+		err = route_set(gs, e, 0, ports, STAR_EPS);
+		if (err)
+			return err;
+	}
+	for (unsigned int d = 0; d < STAR_EPS; d++)
+		ports[d] = d;
+	return route_set(gs, STAR_SW, 0, ports, STAR_EPS);
+}
+
+FIXTURE(star) {
+	struct genl_sock gs;
+	int fd;
+};
+
+FIXTURE_VARIANT(star) {
+	unsigned int k;
+};
+
+FIXTURE_VARIANT_ADD(star, k2) { .k = 2 };
+FIXTURE_VARIANT_ADD(star, k3) { .k = 3 };
+FIXTURE_VARIANT_ADD(star, k4) { .k = 4 };
+FIXTURE_VARIANT_ADD(star, k8) { .k = 8 };
+
+FIXTURE_SETUP(star)
+{
+	ASSERT_EQ(0, genl_open(&self->gs));
+	ASSERT_EQ(0, genl_resolve(&self->gs, ICFAB_GENL_NAME));
+	clear_fabric(&self->gs);
+	ASSERT_EQ(0, stage_star(&self->gs));
+	ASSERT_EQ(0, cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
+	self->fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+}
+
+FIXTURE_TEARDOWN(star)
+{
+	close(self->fd);
+	clear_fabric(&self->gs);
+	genl_close(&self->gs);
+}
+
+TEST_F(star, k_flows_through_one_bottleneck_each_get_b_over_k)
+{
+	const unsigned int k = variant->k;
+	/* Long enough that latencies and the ramp are far below 1%. */
+	const uint64_t bytes = 1024 * SEG;
+	struct icfab_desc d[8];
+	struct icfab_cqe c[8];
+	uint64_t expect, tol;
+	int q;
+
+	ASSERT_EQ(0, ctx_attach(self->fd, 0));
+	for (unsigned int i = 0; i < k; i++) {
+		ASSERT_EQ(0, ctx_attach(self->fd, 1 + i));
+		q = ctx_queue(self->fd, 1 + i, 2);
+		ASSERT_LE(0, q);
+		d[i] = put(q, 0, bytes, i);
+	}
+	/* One submission: every flow starts at the same instant. */
+	ASSERT_EQ((int)k, ctx_submit(self->fd, d, k));
+	ASSERT_EQ((int)k, wait_cqes(self->fd, c, k, k));
+
+	/* At B/k, @bytes take k * bytes / B (bytes * 10^12 fits; k * it not). */
+	expect = k * (bytes * PS_PER_S / BW);
+	tol = expect / 100;
+	for (unsigned int i = 0; i < k; i++) {
+		uint64_t took = c[i].finish_ps - c[i].start_ps;
+
+		EXPECT_EQ(0, c[i].status);
+		EXPECT_EQ(c[0].start_ps, c[i].start_ps);
+		EXPECT_LE(took, expect + tol);
+		EXPECT_GE(took, expect - tol);
+		/* Fair, not a flow at a time: all of them queued. */
+		EXPECT_GT(c[i].queued_ps, 0);
+	}
+}
+
+TEST_F(star, one_flow_alone_gets_all_of_b)
+{
+	const uint64_t bytes = 1024 * SEG;
+	struct icfab_desc d;
+	struct icfab_cqe c;
+	uint64_t expect;
+	int q;
+
+	ASSERT_EQ(0, ctx_attach(self->fd, 1));
+	q = ctx_queue(self->fd, 1, 2);
+	ASSERT_LE(0, q);
+	d = put(q, 0, bytes, 0);
+	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
+	ASSERT_EQ(1, wait_cqes(self->fd, &c, 1, 1));
+	/*
+	 * Two hops, the slower one last: the first segment crosses both
+	 * (L + S/FAST + L + S/B), then the rest follow at the slow link's
+	 * pace, (n - 1) S/B.
+	 */
+	expect = 2 * LAT + ser(SEG, FAST) + ser(SEG, BW) +
+		 (bytes / SEG - 1) * ser(SEG, BW);
+	EXPECT_EQ(expect, c.finish_ps - c.start_ps);
+}
+
+TEST_HARNESS_MAIN
