@@ -97,6 +97,8 @@ static int icfab_genl_fill_fabric(struct sk_buff *skb,
 	    nla_put_u32(skb, ICFAB_A_FABRIC_DILATION, st.dilation) ||
 	    nla_put_u64_64bit(skb, ICFAB_A_FABRIC_NOW_PS, st.now_ps,
 			      ICFAB_A_PAD) ||
+	    nla_put_u64_64bit(skb, ICFAB_A_FABRIC_COMMIT_PS,
+			      READ_ONCE(fabric->commit_ps), ICFAB_A_PAD) ||
 	    nla_put_u32(skb, ICFAB_A_FABRIC_NR_ENDPOINTS, st.nr_endpoints) ||
 	    nla_put_u32(skb, ICFAB_A_FABRIC_NR_SWITCHES, st.nr_switches) ||
 	    nla_put_u32(skb, ICFAB_A_FABRIC_NR_LINKS, st.nr_links) ||

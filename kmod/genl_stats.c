@@ -11,8 +11,9 @@
  *
  * Counters belong to one committed configuration (stats_generation): a
  * link id may name another link after a commit, so the first use after
- * one starts them from zero. A commit is refused while an engine exists,
- * so the live engine always runs on configuration stats_generation.
+ * one starts them from zero. A commit while an engine exists (a live
+ * one) keeps the link ids and the counters (icfab_stats_keep()), so the
+ * live engine always runs on configuration stats_generation.
  */
 #include <linux/mm.h>
 #include <linux/slab.h>
@@ -49,6 +50,17 @@ static void icfab_stats_sync(struct icfab_fabric *fabric)
 		       array_size(fabric->nr_link_stats,
 				  sizeof(*fabric->link_stats)));
 	fabric->stats_incomplete = false;
+	fabric->stats_generation = fabric->generation;
+}
+
+/*
+ * A live commit (ICFAB_F_LIVE_COMMIT) just bumped the generation: its
+ * links keep their ids and the engine its counters, so the counters
+ * carry on instead of starting from zero.
+ */
+void icfab_stats_keep(struct icfab_fabric *fabric)
+{
+	lockdep_assert_held(&fabric->lock);
 	fabric->stats_generation = fabric->generation;
 }
 

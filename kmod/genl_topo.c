@@ -93,6 +93,8 @@ const struct nla_policy icfab_link_new_policy[ICFAB_A_MAX + 1] = {
 							 ICFAB_LINK_CLASS_MAX),
 	[ICFAB_A_LINK_STATE]		= NLA_POLICY_MAX(NLA_U32,
 							 ICFAB_LINK_STATE_MAX),
+	[ICFAB_A_LINK_UP_DELAY_PS]	= { .type = NLA_U64 },
+	[ICFAB_A_LINK_HOLD_FAIL]	= NLA_POLICY_MAX(NLA_U8, 1),
 	[ICFAB_A_LINK_BW_PERMILLE]	=
 		NLA_POLICY_FULL_RANGE(NLA_U32, &icfab_permille_range),
 };
@@ -102,6 +104,8 @@ const struct nla_policy icfab_link_set_policy[ICFAB_A_MAX + 1] = {
 	[ICFAB_A_LINK_ID]		= ICFAB_POLICY_LINK_ID,
 	[ICFAB_A_LINK_STATE]		= NLA_POLICY_MAX(NLA_U32,
 							 ICFAB_LINK_STATE_MAX),
+	[ICFAB_A_LINK_UP_DELAY_PS]	= { .type = NLA_U64 },
+	[ICFAB_A_LINK_HOLD_FAIL]	= NLA_POLICY_MAX(NLA_U8, 1),
 	[ICFAB_A_LINK_BW_PERMILLE]	=
 		NLA_POLICY_FULL_RANGE(NLA_U32, &icfab_permille_range),
 };
@@ -392,6 +396,18 @@ int icfab_genl_node_get_dumpit(struct sk_buff *skb, struct netlink_callback *cb)
 
 /* ---- links ---- */
 
+/*
+ * LINK_UP_DELAY_PS and LINK_HOLD_FAIL of LINK_NEW/LINK_SET: staged, and
+ * turned into an absolute LINK_UP_AT_PS by the commit that applies them.
+ */
+static void icfab_link_hold_attrs(struct icfab_mlink *l, struct nlattr **attrs)
+{
+	if (attrs[ICFAB_A_LINK_UP_DELAY_PS])
+		l->up_delay_ps = nla_get_u64(attrs[ICFAB_A_LINK_UP_DELAY_PS]);
+	if (attrs[ICFAB_A_LINK_HOLD_FAIL])
+		l->hold_fail = nla_get_u8(attrs[ICFAB_A_LINK_HOLD_FAIL]);
+}
+
 int icfab_genl_link_new_doit(struct sk_buff *skb, struct genl_info *info)
 {
 	struct nlattr **attrs = info->attrs;
@@ -422,6 +438,7 @@ int icfab_genl_link_new_doit(struct sk_buff *skb, struct genl_info *info)
 				    ICFAB_LINK_CLASS_OTHER);
 	tmpl.state = icfab_attr_u32(attrs, ICFAB_A_LINK_STATE, ICFAB_LINK_UP);
 	tmpl.permille = icfab_attr_u32(attrs, ICFAB_A_LINK_BW_PERMILLE, 1000);
+	icfab_link_hold_attrs(&tmpl, attrs);
 	if (tmpl.src == tmpl.dst) {
 		NL_SET_ERR_MSG_ATTR(info->extack, attrs[ICFAB_A_LINK_DST_NODE],
 				    "a link cannot join a node to itself");
@@ -488,6 +505,7 @@ int icfab_genl_link_set_doit(struct sk_buff *skb, struct genl_info *info)
 		l->state = state;
 		l->permille = icfab_attr_u32(attrs, ICFAB_A_LINK_BW_PERMILLE,
 					     1000);
+		icfab_link_hold_attrs(l, attrs);
 		fabric->change_seq++;
 	}
 	mutex_unlock(&fabric->lock);
@@ -556,7 +574,14 @@ static int icfab_fill_link(struct sk_buff *skb, u32 portid, u32 seq,
 	    nla_put_u32(skb, ICFAB_A_LINK_CLASS, l->class) ||
 	    nla_put_u32(skb, ICFAB_A_LINK_STATE, l->state) ||
 	    (l->state == ICFAB_LINK_DEGRADED &&
-	     nla_put_u32(skb, ICFAB_A_LINK_BW_PERMILLE, l->permille))) {
+	     nla_put_u32(skb, ICFAB_A_LINK_BW_PERMILLE, l->permille)) ||
+	    nla_put_u8(skb, ICFAB_A_LINK_HOLD_FAIL, l->hold_fail) ||
+	    (l->up_delay_ps &&
+	     nla_put_u64_64bit(skb, ICFAB_A_LINK_UP_DELAY_PS, l->up_delay_ps,
+			       ICFAB_A_PAD)) ||
+	    (l->up_at_ps > icfab_data_now(fabric) &&
+	     nla_put_u64_64bit(skb, ICFAB_A_LINK_UP_AT_PS, l->up_at_ps,
+			       ICFAB_A_PAD))) {
 		genlmsg_cancel(skb, hdr);
 		return -EMSGSIZE;
 	}
@@ -786,44 +811,120 @@ static int icfab_check_owner(struct icfab_fabric *fabric,
 	return 0;
 }
 
-int icfab_genl_commit_doit(struct sk_buff *skb, struct genl_info *info)
+/*
+ * A commit while contexts are attached (ICFAB_F_LIVE_COMMIT): @t must keep
+ * every node, and is sized to the live engine's storage. On failure the
+ * extack and cookie say which node stops it.
+ */
+static int icfab_commit_live_check(struct icfab_fabric *fabric,
+				   struct icfab_topo *t,
+				   struct netlink_ext_ack *extack)
 {
-	struct nlattr **attrs = info->attrs;
-	struct icfab_fabric *fabric;
-	struct icfab_topo_err verr;
-	struct icfab_topo *old;
+	const struct icfab_mtopo *m = &fabric->active->m;
+	u32 node;
 	int err;
 
-	fabric = icfab_genl_fabric(attrs, info->extack);
-	if (!fabric)
-		return -ENODEV;
-
-	mutex_lock(&fabric->lock);
-	err = icfab_check_owner(fabric, info);
+	err = icfab_topo_live_check(fabric->active, t, &node);
 	if (err) {
-		mutex_unlock(&fabric->lock);
+		struct icfab_err_cookie c = {
+			.obj = node < ICFAB_MAX_NODES ? ICFAB_ERR_OBJ_NODE :
+							ICFAB_ERR_OBJ_NONE,
+			.id = node,
+		};
+
+		if (node < ICFAB_MAX_NODES)
+			NL_SET_ERR_MSG(extack,
+				       "contexts are attached: a node would change (cookie: the node)");
+		else
+			NL_SET_ERR_MSG(extack,
+				       "contexts are attached: the segment size and time mode cannot change");
+		memcpy(extack->cookie, &c, sizeof(c));
+		extack->cookie_len = sizeof(c);
 		return err;
 	}
-	if (fabric->nr_attached) {
-		/* The engine runs on the committed topology it was built on. */
-		mutex_unlock(&fabric->lock);
-		NL_SET_ERR_MSG(info->extack,
-			       "contexts are attached to the fabric's endpoints");
+	err = icfab_topo_set_caps(t, m->nodes_cap, m->links_cap);
+	if (err == -E2BIG) {
+		NL_SET_ERR_MSG(extack,
+			       "contexts are attached: a new link id is above those the engine was built for");
 		return -EBUSY;
 	}
-	if (attrs[ICFAB_A_FABRIC_GENERATION] &&
-	    nla_get_u64(attrs[ICFAB_A_FABRIC_GENERATION]) !=
-	    fabric->generation) {
-		mutex_unlock(&fabric->lock);
-		NL_SET_ERR_MSG_ATTR(info->extack,
-				    attrs[ICFAB_A_FABRIC_GENERATION],
-				    "the committed generation is not the expected one");
-		return -ESTALE;
+	return err;
+}
+
+/*
+ * Staged LINK_UP_DELAY_PS become absolute at @now, in two steps so that a
+ * refusal changes nothing: first the check for overflow, then, once
+ * nothing else can fail, the change.
+ */
+static int icfab_commit_holds_check(const struct icfab_topo *t, u64 now,
+				    struct netlink_ext_ack *extack)
+{
+	u32 i;
+	u64 at;
+
+	for (i = 0; i < t->m.links_cap; i++) {
+		const struct icfab_mlink *l = &t->m.links[i];
+		struct icfab_err_cookie c = {
+			.obj = ICFAB_ERR_OBJ_LINK, .id = i,
+		};
+
+		if (!l->present || !l->up_delay_ps ||
+		    !check_add_overflow(now, l->up_delay_ps, &at))
+			continue;
+		NL_SET_ERR_MSG(extack,
+			       "link up delay overflows the fabric clock (cookie: the link)");
+		memcpy(extack->cookie, &c, sizeof(c));
+		extack->cookie_len = sizeof(c);
+		return -ERANGE;
+	}
+	return 0;
+}
+
+static void icfab_commit_holds(struct icfab_topo *t, u64 now)
+{
+	u32 i;
+
+	for (i = 0; i < t->m.links_cap; i++) {
+		struct icfab_mlink *l = &t->m.links[i];
+
+		if (l->present && l->up_delay_ps) {
+			l->up_at_ps = now + l->up_delay_ps;
+			l->up_delay_ps = 0;
+		}
+	}
+}
+
+/*
+ * Validate @t and make it the committed configuration, with the lock
+ * held. @t is the staged configuration or, for fault injection
+ * (kmod/debugfs.c), a private copy. While contexts are attached the
+ * engine moves to @t (ICFAB_F_LIVE_COMMIT) and carries on from its
+ * current time. Returns the configuration @t replaced, for the caller to
+ * destroy after unlocking, or an ERR_PTR with the extack set and nothing
+ * changed.
+ */
+struct icfab_topo *icfab_fabric_commit_locked(struct icfab_fabric *fabric,
+					      struct icfab_topo *t,
+					      struct netlink_ext_ack *extack)
+{
+	struct icfab_topo_err verr;
+	struct icfab_topo *old;
+	bool live;
+	u64 now;
+	int err;
+
+	lockdep_assert_held(&fabric->lock);
+
+	/* The engine lives while contexts are attached. */
+	live = fabric->nr_attached;
+	if (live) {
+		err = icfab_commit_live_check(fabric, t, extack);
+		if (err)
+			return ERR_PTR(err);
 	}
 
-	err = icfab_topo_validate_commit(fabric->staged, &verr);
+	err = icfab_topo_validate_commit(t, &verr);
 	if (err) {
-		mutex_unlock(&fabric->lock);
 		if (err == -EINVAL) {
 			struct icfab_err_cookie c = {
 				.obj = verr.obj, .id = verr.id, .id2 = verr.id2,
@@ -833,30 +934,80 @@ int icfab_genl_commit_doit(struct sk_buff *skb, struct genl_info *info)
 			 * NL_SET_ERR_MSG() wants a literal; the model's
 			 * messages are static strings, as safe to point at.
 			 */
-			info->extack->_msg = verr.msg;
+			extack->_msg = verr.msg;
 			BUILD_BUG_ON(sizeof(c) > NETLINK_MAX_COOKIE_LEN);
-			memcpy(info->extack->cookie, &c, sizeof(c));
-			info->extack->cookie_len = sizeof(c);
+			memcpy(extack->cookie, &c, sizeof(c));
+			extack->cookie_len = sizeof(c);
 		}
-		return err;
+		return ERR_PTR(err);
 	}
+
+	now = icfab_data_now(fabric);
+	err = icfab_commit_holds_check(t, now, extack);
+	if (err)
+		return ERR_PTR(err);
 
 	/* Circuits must fit the new configuration (kmod/circuit.c). */
-	err = icfab_circuits_commit(fabric, fabric->staged, info->extack);
-	if (err) {
-		mutex_unlock(&fabric->lock);
-		return err;
-	}
+	err = icfab_circuits_commit(fabric, t, extack);
+	if (err)
+		return ERR_PTR(err);
 
+	/* Nothing fails from here on. */
+	icfab_commit_holds(t, now);
 	old = fabric->active;
-	fabric->active = icfab_fabric_unstage(fabric);
+	fabric->active = t;
+	if (live)
+		WARN_ON_ONCE(icfab_data_retopo(fabric, t));
 	fabric->generation++;
-	icfab_trace_link_states(fabric, old, fabric->active);
+	fabric->commit_ps = now;
+	if (live)
+		icfab_stats_keep(fabric);
+	icfab_trace_link_states(fabric, old, t);
+	if (live)
+		icfab_data_kick(fabric);
+	return old;
+}
+
+int icfab_genl_commit_doit(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr **attrs = info->attrs;
+	struct icfab_fabric *fabric;
+	struct icfab_topo *old;
+	int err;
+
+	fabric = icfab_genl_fabric(attrs, info->extack);
+	if (!fabric)
+		return -ENODEV;
+
+	mutex_lock(&fabric->lock);
+	err = icfab_check_owner(fabric, info);
+	if (err)
+		goto out_unlock;
+	if (attrs[ICFAB_A_FABRIC_GENERATION] &&
+	    nla_get_u64(attrs[ICFAB_A_FABRIC_GENERATION]) !=
+	    fabric->generation) {
+		NL_SET_ERR_MSG_ATTR(info->extack,
+				    attrs[ICFAB_A_FABRIC_GENERATION],
+				    "the committed generation is not the expected one");
+		err = -ESTALE;
+		goto out_unlock;
+	}
+	old = icfab_fabric_commit_locked(fabric, fabric->staged, info->extack);
+	if (IS_ERR(old)) {
+		err = PTR_ERR(old);
+		goto out_unlock;
+	}
+	/* The staged configuration is the committed one now. */
+	icfab_fabric_unstage(fabric);
 	mutex_unlock(&fabric->lock);
 
 	icfab_topo_destroy(old);
 	icfab_genl_notify_fabric(fabric);
 	return 0;
+
+out_unlock:
+	mutex_unlock(&fabric->lock);
+	return err;
 }
 
 int icfab_genl_abort_doit(struct sk_buff *skb, struct genl_info *info)

@@ -44,7 +44,8 @@
  */
 #define ICFAB_F_SUPPORTED		(ICFAB_F_NETLINK | ICFAB_F_QUEUES | \
 					 ICFAB_F_MEMORY | ICFAB_F_URING_CMD | \
-					 ICFAB_F_FREE_RUN | ICFAB_F_PACED)
+					 ICFAB_F_FREE_RUN | ICFAB_F_PACED | \
+					 ICFAB_F_LIVE_COMMIT)
 
 #define ICFAB_MAX_ATTACH		64		/* endpoints per context */
 #define ICFAB_ENGINE_XFERS		16384		/* transfers in flight */
@@ -259,12 +260,24 @@ int icfab_topo_routes_set(struct icfab_topo *t, u32 node, u32 dst_first,
 int icfab_topo_validate_commit(struct icfab_topo *t,
 			       struct icfab_topo_err *err);
 u64 icfab_topo_mem_bytes(const struct icfab_topo *t);
+int icfab_topo_live_check(const struct icfab_topo *old,
+			  const struct icfab_topo *new, u32 *node);
+int icfab_topo_set_caps(struct icfab_topo *t, u32 nodes_cap, u32 links_cap);
 
 /* main.c */
 struct icfab_topo *icfab_fabric_staged(struct icfab_fabric *fabric,
 				       u32 portid);
 struct icfab_topo *icfab_fabric_unstage(struct icfab_fabric *fabric);
 void icfab_fabrics_release_portid(u32 portid);
+
+/* genl_topo.c */
+struct icfab_topo *icfab_fabric_commit_locked(struct icfab_fabric *fabric,
+					      struct icfab_topo *t,
+					      struct netlink_ext_ack *extack);
+
+/* debugfs.c */
+void icfab_debugfs_init(struct icfab_fabric **fabrics, unsigned int n);
+void icfab_debugfs_exit(void);
 
 /* genl.c */
 int icfab_genl_init(void);
@@ -319,6 +332,7 @@ void icfab_trace_link_states(struct icfab_fabric *fabric,
 /* genl_stats.c; attach and fold with the fabric's lock held */
 void icfab_stats_attach(struct icfab_fabric *fabric, struct icfab_engine *e);
 void icfab_stats_fold(struct icfab_fabric *fabric, struct icfab_engine *e);
+void icfab_stats_keep(struct icfab_fabric *fabric);
 void icfab_stats_exit(void);
 int icfab_stats_put_held(struct sk_buff *skb, struct icfab_fabric *fabric);
 void icfab_trace_engine_held(struct icfab_fabric *fabric,

@@ -230,6 +230,7 @@ static int __init icfab_init(void)
 	if (err)
 		goto err_genl_exit;
 
+	icfab_debugfs_init(icfab_fabrics, icfab_nr_fabrics);
 	pr_info("%u fabric(s), ABI %u, features %#llx\n", icfab_nr_fabrics,
 		ICFAB_ABI_VERSION, (unsigned long long)ICFAB_F_SUPPORTED);
 	return 0;
@@ -245,6 +246,7 @@ err_destroy_fabrics:
 
 static void __exit icfab_exit(void)
 {
+	icfab_debugfs_exit();
 	icfab_chardevs_exit();
 	icfab_genl_exit();
 	icfab_data_exit();

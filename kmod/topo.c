@@ -356,3 +356,79 @@ u64 icfab_topo_mem_bytes(const struct icfab_topo *t)
 	}
 	return bytes;
 }
+
+/*
+ * Can a live engine built on @old move to @new (ICFAB_F_LIVE_COMMIT)?
+ * Only if every node keeps its id, kind, DMA engines and memory, and the
+ * fabric's parameters stay: the engine's per-node state and the regions
+ * charged to endpoints depend on them. Links and routes may change.
+ * Returns 0, or -EBUSY with *@node set to the first node that differs
+ * (ICFAB_MAX_NODES when a fabric parameter does).
+ */
+int icfab_topo_live_check(const struct icfab_topo *old,
+			  const struct icfab_topo *new, u32 *node)
+{
+	u32 cap = max(old->m.nodes_cap, new->m.nodes_cap);
+	u32 i;
+
+	*node = ICFAB_MAX_NODES;
+	if (old->segment_size != new->segment_size ||
+	    old->time_mode != new->time_mode ||
+	    old->dilation != new->dilation)
+		return -EBUSY;
+	for (i = 0; i < cap; i++) {
+		const struct icfab_mnode *a = i < old->m.nodes_cap ?
+					      &old->m.nodes[i] : NULL;
+		const struct icfab_mnode *b = i < new->m.nodes_cap ?
+					      &new->m.nodes[i] : NULL;
+		bool pa = a && a->present, pb = b && b->present;
+
+		if (!pa && !pb)
+			continue;
+		if (pa != pb || a->kind != b->kind ||
+		    a->dma_engines != b->dma_engines ||
+		    a->mem_bytes != b->mem_bytes) {
+			*node = i;
+			return -EBUSY;
+		}
+	}
+	return 0;
+}
+
+/* Resize *@arr from *@cap to exactly @want zeroed-at-the-end elements. */
+static int icfab_resize(void **arr, u32 *cap, u32 want, size_t elem)
+{
+	void *n;
+
+	if (want == *cap)
+		return 0;
+	n = kvcalloc(max_t(u32, want, 1), elem, GFP_KERNEL);
+	if (!n)
+		return -ENOMEM;
+	if (*arr)
+		memcpy(n, *arr, array_size(min(*cap, want), elem));
+	kvfree(*arr);
+	*arr = n;
+	*cap = want;
+	return 0;
+}
+
+/*
+ * Give @t exactly @nodes_cap node and @links_cap link entries, the sizes
+ * a live engine's storage was built for, so that it can run on @t.
+ * Entries move, with the tables they own. Returns 0, -ENOMEM, or -E2BIG
+ * when a present node or link of @t lies beyond them.
+ */
+int icfab_topo_set_caps(struct icfab_topo *t, u32 nodes_cap, u32 links_cap)
+{
+	int err;
+
+	if (icfab_nodes_used(t) > nodes_cap || icfab_links_used(t) > links_cap)
+		return -E2BIG;
+	err = icfab_resize((void **)&t->m.nodes, &t->m.nodes_cap, nodes_cap,
+			   sizeof(*t->m.nodes));
+	if (err)
+		return err;
+	return icfab_resize((void **)&t->m.links, &t->m.links_cap, links_cap,
+			    sizeof(*t->m.links));
+}

@@ -66,14 +66,20 @@ void icfab_trace_link_states(struct icfab_fabric *fabric,
 		const struct icfab_mlink *n = &new->m.links[i];
 		const struct icfab_mlink *o;
 
-		if (!n->present || i >= old->m.links_cap)
+		if (!n->present)
 			continue;
-		o = &old->m.links[i];
-		if (!o->present || (o->state == n->state &&
-				    o->permille == n->permille))
+		o = i < old->m.links_cap && old->m.links[i].present ?
+		    &old->m.links[i] : NULL;
+		/* A new link (an OCS circuit) comes from DOWN. */
+		if (o && o->state == n->state && o->permille == n->permille &&
+		    o->src == n->src && o->dst == n->dst &&
+		    o->up_at_ps == n->up_at_ps)
 			continue;
-		trace_icfab_link_state(fabric->id, i, o->state, n->state,
-				       n->permille, fabric->generation);
+		trace_icfab_link_state(fabric->id, i,
+				       o ? o->state : ICFAB_LINK_DOWN,
+				       n->state, n->permille,
+				       fabric->generation, fabric->commit_ps,
+				       n->up_at_ps, n->hold_fail);
 	}
 }
 

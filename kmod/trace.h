@@ -127,18 +127,28 @@ TRACE_EVENT(icfab_complete,
 		  __entry->start_ps, __entry->finish_ps, __entry->queued_ps)
 );
 
-/* A committed configuration changed a link's state (enum icfab_link_state). */
+/*
+ * A commit changed a link: its state or share, or (OCS) its ends or its
+ * hold. It takes effect at fabric time @at_ps; a held link carries
+ * nothing before @up_at_ps (0: not held), and with @hold_fail set the
+ * traffic that meets it fails instead of waiting.
+ */
 TRACE_EVENT(icfab_link_state,
 	TP_PROTO(u32 fabric, u32 link, u32 old_state, u32 new_state,
-		 u32 permille, u64 generation),
-	TP_ARGS(fabric, link, old_state, new_state, permille, generation),
+		 u32 permille, u64 generation, u64 at_ps, u64 up_at_ps,
+		 u32 hold_fail),
+	TP_ARGS(fabric, link, old_state, new_state, permille, generation,
+		at_ps, up_at_ps, hold_fail),
 	TP_STRUCT__entry(
 		__field(u32, fabric)
 		__field(u32, link)
 		__field(u32, old_state)
 		__field(u32, new_state)
 		__field(u32, permille)
+		__field(u32, hold_fail)
 		__field(u64, generation)
+		__field(u64, at_ps)
+		__field(u64, up_at_ps)
 	),
 	TP_fast_assign(
 		__entry->fabric = fabric;
@@ -146,11 +156,15 @@ TRACE_EVENT(icfab_link_state,
 		__entry->old_state = old_state;
 		__entry->new_state = new_state;
 		__entry->permille = permille;
+		__entry->hold_fail = hold_fail;
 		__entry->generation = generation;
+		__entry->at_ps = at_ps;
+		__entry->up_at_ps = up_at_ps;
 	),
-	TP_printk("fabric=%u link=%u old_state=%u new_state=%u permille=%u generation=%llu",
+	TP_printk("fabric=%u link=%u old_state=%u new_state=%u permille=%u generation=%llu at_ps=%llu up_at_ps=%llu hold_fail=%u",
 		  __entry->fabric, __entry->link, __entry->old_state,
-		  __entry->new_state, __entry->permille, __entry->generation)
+		  __entry->new_state, __entry->permille, __entry->generation,
+		  __entry->at_ps, __entry->up_at_ps, __entry->hold_fail)
 );
 
 /*

@@ -305,15 +305,11 @@ TEST_F(dp, no_route_completes_with_ehostunreach)
 	EXPECT_EQ(9, c.user_tag);
 }
 
-TEST_F(dp, commit_is_refused_while_attached)
+/* Link changes commit live (live_test.c); node changes wait. */
+TEST_F(dp, commit_changing_nodes_is_refused_while_attached)
 {
-	struct genl_msg m;
-
 	ASSERT_EQ(0, ctx_attach(self->fd, 0));
-	genl_msg_init(&m, self->gs.family, ICFAB_CMD_LINK_SET, 0);
-	genl_put_u32(&m, ICFAB_A_LINK_ID, 0);
-	genl_put_u32(&m, ICFAB_A_LINK_STATE, ICFAB_LINK_DOWN);
-	ASSERT_EQ(0, genl_request(&self->gs, &m, NULL, NULL));
+	ASSERT_EQ(0, node_new(&self->gs, 8, ICFAB_NODE_ENDPOINT, 2, "late"));
 	EXPECT_EQ(-EBUSY, cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
 	EXPECT_NE(NULL, strstr(self->gs.extack, "attached"));
 	close(self->fd);

@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * icfab: fault injection for tests, in debugfs.
+ *
+ *	/sys/kernel/debug/icfab/icfabN/fault	(write, root)
+ *
+ * takes one command per write:
+ *
+ *	link ID down | link ID up | link ID degrade PERMILLE
+ *	node ID down | node ID up	(every link from or to the node)
+ *
+ * and commits it at once, live if contexts are attached, as a commit
+ * changing only those links would (ICFAB_F_LIVE_COMMIT): same
+ * validation, same tracepoints, same notification. Routes are left as
+ * they are, which is the point: traffic routed over a link taken down
+ * here fails with -EHOSTUNREACH until icfabd (which recomputes routes
+ * around faults, `icfabctl fault`) installs new ones. A malformed
+ * command fails with -EINVAL, an unknown link or node with -ENOENT, a
+ * configuration being staged over netlink with -EBUSY (it would undo
+ * the fault at its commit); none of them changes anything.
+ */
+#include <linux/debugfs.h>
+#include <linux/kernel.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+
+#include "icfab.h"
+
+static struct dentry *icfab_debugfs_root;
+
+struct icfab_fault {
+	bool node;			/* else a link */
+	u32 id;
+	u32 state;			/* ICFAB_LINK_* */
+	u32 permille;			/* DEGRADED */
+};
+
+static int icfab_fault_parse(char *buf, struct icfab_fault *f)
+{
+	char *words[4];
+	int n = 0;
+	char *w;
+
+	while ((w = strsep(&buf, " \t\n")) != NULL) {
+		if (!*w)
+			continue;
+		if (n == ARRAY_SIZE(words))
+			return -EINVAL;
+		words[n++] = w;
+	}
+	if (n < 3)
+		return -EINVAL;
+	if (!strcmp(words[0], "node"))
+		f->node = true;
+	else if (strcmp(words[0], "link"))
+		return -EINVAL;
+	if (kstrtou32(words[1], 10, &f->id))
+		return -EINVAL;
+	f->permille = 1000;
+	if (!strcmp(words[2], "down") && n == 3) {
+		f->state = ICFAB_LINK_DOWN;
+	} else if (!strcmp(words[2], "up") && n == 3) {
+		f->state = ICFAB_LINK_UP;
+	} else if (!strcmp(words[2], "degrade") && n == 4 && !f->node) {
+		if (kstrtou32(words[3], 10, &f->permille) ||
+		    !f->permille || f->permille > 999)
+			return -EINVAL;
+		f->state = ICFAB_LINK_DEGRADED;
+	} else {
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void icfab_fault_link(struct icfab_mlink *l, const struct icfab_fault *f)
+{
+	l->state = f->state;
+	l->permille = f->permille;
+}
+
+/* Apply @f to a copy of the committed configuration, then commit it. */
+static int icfab_fault_apply(struct icfab_fabric *fabric,
+			     const struct icfab_fault *f)
+{
+	struct netlink_ext_ack extack = {};
+	struct icfab_topo *t, *old;
+	struct icfab_mlink *l;
+	u32 i;
+	int err = 0;
+
+	mutex_lock(&fabric->lock);
+	if (fabric->staged) {
+		err = -EBUSY;
+		goto out_unlock;
+	}
+	t = icfab_topo_clone(fabric->active);
+	if (!t) {
+		err = -ENOMEM;
+		goto out_unlock;
+	}
+	if (f->node) {
+		if (!icfab_topo_node(t, f->id))
+			err = -ENOENT;
+		for (i = 0; !err && i < t->m.links_cap; i++) {
+			l = &t->m.links[i];
+			if (l->present && (l->src == f->id || l->dst == f->id))
+				icfab_fault_link(l, f);
+		}
+	} else {
+		l = icfab_topo_link(t, f->id);
+		if (l)
+			icfab_fault_link(l, f);
+		else
+			err = -ENOENT;
+	}
+	if (err) {
+		icfab_topo_destroy(t);
+		goto out_unlock;
+	}
+	old = icfab_fabric_commit_locked(fabric, t, &extack);
+	if (IS_ERR(old)) {
+		err = PTR_ERR(old);
+		icfab_topo_destroy(t);
+		goto out_unlock;
+	}
+	mutex_unlock(&fabric->lock);
+
+	icfab_topo_destroy(old);
+	icfab_genl_notify_fabric(fabric);
+	return 0;
+
+out_unlock:
+	mutex_unlock(&fabric->lock);
+	if (err && extack._msg)
+		pr_info_ratelimited("%s: fault refused: %s\n", fabric->name,
+				    extack._msg);
+	return err;
+}
+
+static ssize_t icfab_fault_write(struct file *file, const char __user *ubuf,
+				 size_t len, loff_t *ppos)
+{
+	struct icfab_fabric *fabric = file->private_data;
+	struct icfab_fault f = {};
+	char buf[64];
+	int err;
+
+	if (len >= sizeof(buf))
+		return -EINVAL;
+	if (copy_from_user(buf, ubuf, len))
+		return -EFAULT;
+	buf[len] = '\0';
+
+	err = icfab_fault_parse(buf, &f);
+	if (!err)
+		err = icfab_fault_apply(fabric, &f);
+	return err ? err : len;
+}
+
+static const struct file_operations icfab_fault_fops = {
+	.owner	= THIS_MODULE,
+	.open	= simple_open,
+	.write	= icfab_fault_write,
+};
+
+void icfab_debugfs_init(struct icfab_fabric **fabrics, unsigned int n)
+{
+	unsigned int i;
+
+	icfab_debugfs_root = debugfs_create_dir("icfab", NULL);
+	for (i = 0; i < n; i++) {
+		struct dentry *dir;
+
+		dir = debugfs_create_dir(fabrics[i]->name, icfab_debugfs_root);
+		debugfs_create_file("fault", 0200, dir, fabrics[i],
+				    &icfab_fault_fops);
+	}
+}
+
+void icfab_debugfs_exit(void)
+{
+	debugfs_remove_recursive(icfab_debugfs_root);
+	icfab_debugfs_root = NULL;
+}
