@@ -32,6 +32,7 @@ static int icfab_release(struct inode *inode, struct file *file)
 	struct icfab_ctx *ctx = file->private_data;
 	struct icfab_fabric *fabric = icfab_ctx_fabric(ctx);
 
+	icfab_circuit_recv_ctx_gone(ctx);
 	icfab_ctx_destroy(ctx);
 	atomic_dec(&fabric->nr_contexts);
 	return 0;
@@ -101,12 +102,19 @@ static long icfab_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return icfab_ioctl_wait(ctx, uarg);
 	case ICFAB_IOC_REGION_ALLOC:
 		return icfab_ioctl_region_alloc(ctx, uarg);
-	case ICFAB_IOC_REGION_FREE:
-		return icfab_ioctl_region_free(ctx, uarg);
+	case ICFAB_IOC_REGION_FREE: {
+		long ret = icfab_ioctl_region_free(ctx, uarg);
+
+		if (!ret)
+			icfab_circuit_recv_prune(ctx);
+		return ret;
+	}
 	case ICFAB_IOC_REGION_EXPORT:
 		return icfab_ioctl_region_export(ctx, uarg);
 	case ICFAB_IOC_REGION_IMPORT:
 		return icfab_ioctl_region_import(ctx, uarg);
+	case ICFAB_IOC_CIRCUIT_RECV:
+		return icfab_ioctl_circuit_recv(ctx, uarg);
 	default:
 		return -ENOTTY;
 	}

@@ -16,7 +16,17 @@
  * it was for them (source and destinations endpoints, routers switches
  * with more colors than the circuit's color), and is refused otherwise:
  * circuits are closed by their owners, never silently.
+ *
+ * Each circuit carries its tree (struct icfab_circuit_tree): the links
+ * the committed routing tables take from its source to each destination,
+ * merged so that destinations reached along a branch already in the tree
+ * share it. Circuit WRITEs follow it (kmod/circuit_data.c). It is built
+ * with the circuit and rebuilt for the new tables by every commit; a
+ * circuit whose destinations are not all routed has none, and its WRITEs
+ * are refused. Trees are reference counted, so one that a transfer in
+ * the engine follows outlives a commit or the circuit.
  */
+#include <linux/bitmap.h>
 #include <linux/bitops.h>
 #include <linux/err.h>
 #include <linux/mm.h>
@@ -26,7 +36,10 @@
 
 #include "icfab.h"
 
-/* Circuit ids: the lowest free one, below this. */
+/*
+ * Circuit ids: the lowest free one, from 1 (a descriptor's circuit 0
+ * means none) up to this.
+ */
 #define ICFAB_MAX_CIRCUITS	65536
 
 void icfab_circuits_init(struct icfab_fabric *fabric)
@@ -43,8 +56,9 @@ void icfab_circuits_exit(struct icfab_fabric *fabric)
 	unsigned long id;
 
 	xa_for_each(&fabric->circuits, id, c)
-		kfree(c);
+		icfab_circuit_free(c);
 	xa_destroy(&fabric->circuits);
+	icfab_circuit_data_exit(fabric);
 	kvfree(fabric->colors_used);
 	fabric->colors_used = NULL;
 	fabric->colors_used_len = 0;
@@ -61,7 +75,122 @@ struct icfab_circuit *icfab_circuit_alloc(u32 nr_dsts, u32 nr_routers)
 		return NULL;
 	c->nr_dsts = nr_dsts;
 	c->nr_routers = nr_routers;
+	INIT_LIST_HEAD(&c->binds);
 	return c;
+}
+
+static void icfab_circuit_tree_release(struct kref *ref)
+{
+	kfree(container_of(ref, struct icfab_circuit_tree, ref));
+}
+
+void icfab_circuit_tree_put(struct icfab_circuit_tree *tree)
+{
+	if (tree)
+		kref_put(&tree->ref, icfab_circuit_tree_release);
+}
+
+/* A circuit out of the table (or never in it) goes, with its bindings. */
+void icfab_circuit_free(struct icfab_circuit *c)
+{
+	if (!c)
+		return;
+	icfab_circuit_binds_release(c);
+	icfab_circuit_tree_put(c->tree);
+	kfree(c);
+}
+
+/*
+ * The links @m's routing tables take from @src to @dst, into @path
+ * (room for nr_nodes). Returns how many, or 0 when the walk finds no
+ * route: a missing entry, a port without a link, or a loop.
+ */
+static u32 icfab_route_walk(const struct icfab_mtopo *m, u32 src, u32 dst,
+			    u32 *path)
+{
+	u32 node = src, len = 0;
+
+	while (node != dst) {
+		const struct icfab_mnode *n = &m->nodes[node];
+		u16 port = icfab_topo_next_port(m, node, dst);
+		u32 lid;
+
+		/* Validation rules loops out; bound the walk regardless. */
+		if (len >= m->nr_nodes || port == ICFAB_MODEL_NO_PORT ||
+		    port >= n->nr_ports || !n->port_out)
+			return 0;
+		lid = n->port_out[port];
+		if (lid >= m->links_cap || !m->links[lid].present ||
+		    m->links[lid].dst >= m->nr_nodes)
+			return 0;
+		path[len++] = lid;
+		node = m->links[lid].dst;
+	}
+	return len;
+}
+
+/*
+ * Build @c's tree on @m (a validated configuration that @c fits): for
+ * each destination in turn, its route, grafted onto the tree at the last
+ * node of the route that the tree already reaches. So every link leaves
+ * the source or a node reached by an earlier link and no node is reached
+ * twice, even where the tables' routes to two destinations part and meet
+ * again. Sets *@treep, NULL when a destination has no route. Returns 0
+ * or -ENOMEM.
+ */
+static int icfab_circuit_tree_build(const struct icfab_mtopo *m,
+				    const struct icfab_circuit *c,
+				    struct icfab_circuit_tree **treep)
+{
+	u32 n = m->nr_nodes, nr_links = 0, i, k, len;
+	struct icfab_circuit_tree *tree = NULL;
+	unsigned long *reached;
+	u32 *path, *links;
+	int err = -ENOMEM;
+
+	*treep = NULL;
+	if (c->src >= n)
+		return 0;
+	path = kvmalloc_array(n, sizeof(*path), GFP_KERNEL);
+	links = kvmalloc_array(n, sizeof(*links), GFP_KERNEL);
+	reached = bitmap_zalloc(n, GFP_KERNEL);
+	if (!path || !links || !reached)
+		goto out_free;
+
+	__set_bit(c->src, reached);
+	for (i = 0; i < c->nr_dsts; i++) {
+		len = icfab_route_walk(m, c->src, c->nodes[i], path);
+		if (!len) {
+			err = 0;	/* unrouted: no tree */
+			goto out_free;
+		}
+		for (k = len; k > 0; k--)
+			if (test_bit(m->links[path[k - 1]].dst, reached))
+				break;
+		for (; k < len; k++) {
+			/* Not reached, so the tree has fewer than n links. */
+			links[nr_links++] = path[k];
+			__set_bit(m->links[path[k]].dst, reached);
+		}
+	}
+
+	tree = kmalloc(struct_size(tree, links, nr_links), GFP_KERNEL);
+	if (!tree)
+		goto out_free;
+	kref_init(&tree->ref);
+	tree->checked = NULL;
+	memcpy(tree->links, links, nr_links * sizeof(*links));
+	tree->t.nr_links = nr_links;
+	tree->t.nr_leaves = 0;
+	tree->t.links = tree->links;
+	*treep = tree;
+	err = 0;
+
+out_free:
+	bitmap_free(reached);
+	kvfree(links);
+	kvfree(path);
+	return err;
 }
 
 static bool icfab_is_endpoint(struct icfab_topo *t, u32 id)
@@ -203,9 +332,14 @@ int __icfab_circuit_insert(struct icfab_fabric *fabric, struct icfab_circuit *c,
 		}
 	}
 
+	err = icfab_circuit_tree_build(&t->m, c, &c->tree);
+	if (err)
+		return err;
 	err = xa_alloc(&fabric->circuits, &id, c,
-		       XA_LIMIT(0, ICFAB_MAX_CIRCUITS - 1), GFP_KERNEL);
+		       XA_LIMIT(1, ICFAB_MAX_CIRCUITS), GFP_KERNEL);
 	if (err) {
+		icfab_circuit_tree_put(c->tree);
+		c->tree = NULL;
 		if (err == -EBUSY) {
 			NL_SET_ERR_MSG(extack, "too many circuits");
 			err = -ENOSPC;
@@ -221,7 +355,10 @@ int __icfab_circuit_insert(struct icfab_fabric *fabric, struct icfab_circuit *c,
 	return 0;
 }
 
-/* Take circuit @id out and release its color; the caller frees it. */
+/*
+ * Take circuit @id out and release its color; the caller frees it
+ * (icfab_circuit_free()), which ends its receive bindings.
+ */
 struct icfab_circuit *__icfab_circuit_remove(struct icfab_fabric *fabric,
 					     u32 id)
 {
@@ -277,16 +414,19 @@ static int icfab_circuit_misfit(struct icfab_topo *t,
 /*
  * A commit is about to make @t the committed configuration: refuse it
  * (-EBUSY) when a circuit does not fit it, otherwise rebuild the color
- * tables for its node ids. Called after @t passed validation, right
- * before it is swapped in; on failure nothing changed.
+ * tables for its node ids and the circuits' trees for its routes. Called
+ * after @t passed validation, right before it is swapped in; on failure
+ * nothing changed. Transfers in flight keep the trees they follow.
  */
 int icfab_circuits_commit(struct icfab_fabric *fabric, struct icfab_topo *t,
 			  struct netlink_ext_ack *extack)
 {
 	struct icfab_circuit *c;
 	unsigned long id;
+	struct icfab_circuit_tree **trees;
 	u64 *table;
-	u32 i;
+	u32 i, n;
+	int err;
 
 	lockdep_assert_held(&fabric->lock);
 
@@ -314,15 +454,41 @@ int icfab_circuits_commit(struct icfab_fabric *fabric, struct icfab_topo *t,
 	}
 
 	table = kvcalloc(t->m.nr_nodes ?: 1, sizeof(u64), GFP_KERNEL);
-	if (!table) {
-		NL_SET_ERR_MSG(extack, "no memory for the color tables");
-		return -ENOMEM;
+	trees = kvcalloc(fabric->nr_circuits, sizeof(*trees), GFP_KERNEL);
+	if (!table || !trees) {
+		err = -ENOMEM;
+		goto err_free;
 	}
-	xa_for_each(&fabric->circuits, id, c)
+	n = 0;
+	xa_for_each(&fabric->circuits, id, c) {
+		if (WARN_ON_ONCE(n == fabric->nr_circuits)) {
+			err = -EINVAL;
+			goto err_free;
+		}
+		err = icfab_circuit_tree_build(&t->m, c, &trees[n++]);
+		if (err)
+			goto err_free;
+	}
+
+	/* Nothing fails from here on. */
+	n = 0;
+	xa_for_each(&fabric->circuits, id, c) {
 		for (i = 0; i < c->nr_routers; i++)
 			table[c->nodes[c->nr_dsts + i]] |= BIT_ULL(c->color);
+		icfab_circuit_tree_put(c->tree);
+		c->tree = trees[n++];
+	}
+	kvfree(trees);
 	kvfree(fabric->colors_used);
 	fabric->colors_used = table;
 	fabric->colors_used_len = t->m.nr_nodes;
 	return 0;
+
+err_free:
+	NL_SET_ERR_MSG(extack, "no memory for the circuits' tables");
+	for (i = 0; trees && i < fabric->nr_circuits; i++)
+		icfab_circuit_tree_put(trees[i]);
+	kvfree(trees);
+	kvfree(table);
+	return err;
 }

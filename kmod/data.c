@@ -77,6 +77,7 @@ struct icfab_req {
 	u8 op;
 	bool in_engine;
 	bool in_backlog;
+	struct icfab_circuit_xfer *cx;	/* a circuit WRITE's, or NULL */
 	struct io_uring_cmd *ucmd;	/* io_uring submission, or NULL */
 	struct icfab_cqe cqe;
 	/* io_uring: its result, which frees the request once posted */
@@ -359,6 +360,8 @@ static void icfab_req_put_regions(struct icfab_req *req)
 	icfab_region_put(req->remote);
 	req->local = NULL;
 	req->remote = NULL;
+	icfab_circuit_xfer_put(req->cx);
+	req->cx = NULL;
 }
 
 /* A zeroed request, from the context's pool when it has one. */
@@ -500,8 +503,12 @@ static int icfab_xfer_submit(struct icfab_data *d, struct icfab_ctx *ctx,
 	if (e->processed && at == e->last_ps && key <= e->last_key)
 		at++;
 
-	err = icfab_engine_submit(e, req->src, req->dst, req->len,
-				  at, key, &xfer);
+	if (req->cx)
+		err = icfab_circuit_xfer_submit(d->fabric, e, req->cx, req->src,
+						req->len, at, key, &xfer);
+	else
+		err = icfab_engine_submit(e, req->src, req->dst, req->len,
+					  at, key, &xfer);
 	if (err)
 		/* A full engine is back-pressure like a full queue. */
 		return err == -ICFAB_ENGINE_ENOSPC ? -EAGAIN : -EINVAL;
@@ -558,6 +565,7 @@ static int icfab_data_complete(void *arg, u32 xfer_id,
 	struct icfab_queue *q;
 	int woke;
 
+	icfab_circuit_xfer_done(d->fabric, xfer_id);
 	/* NULL: an io_uring command cancelled while in the engine. */
 	if (!req)
 		return 0;
@@ -565,7 +573,10 @@ static int icfab_data_complete(void *arg, u32 xfer_id,
 	req->in_engine = false;
 
 	if (!r->status && req->local) {
-		if (req->op == ICFAB_OP_WRITE)
+		if (req->cx)
+			icfab_circuit_xfer_copy(req->cx, req->local,
+						req->local_off, req->len);
+		else if (req->op == ICFAB_OP_WRITE)
 			icfab_region_copy(req->remote, req->remote_off,
 					  req->local, req->local_off, req->len);
 		else
@@ -885,7 +896,8 @@ static int icfab_req_prepare(struct icfab_ctx *ctx,
 	int err = 0;
 
 	lockdep_assert_held(&ctx->fabric->lock);
-	if (dd->pad || dd->reserved0 || dd->circuit ||
+	if (dd->pad || dd->reserved0 ||
+	    (dd->circuit && dd->op != ICFAB_OP_WRITE) ||
 	    dd->flags & ~ICFAB_DESC_F_ALL)
 		return -EINVAL;
 	if (dd->queue >= ICFAB_MAX_QUEUES || !ctx->queues[dd->queue])
@@ -905,7 +917,12 @@ static int icfab_req_prepare(struct icfab_ctx *ctx,
 	switch (dd->op) {
 	case ICFAB_OP_WRITE:
 	case ICFAB_OP_READ:
-		if (dd->flags & ICFAB_DESC_F_TIMING_ONLY) {
+		if (dd->circuit) {
+			err = icfab_circuit_desc_check(ctx, dd, q->endpoint,
+						       &req->local, &req->cx);
+			req->local_off = dd->local_off;
+			req->src = q->endpoint;
+		} else if (dd->flags & ICFAB_DESC_F_TIMING_ONLY) {
 			if (!icfab_is_endpoint(t, dd->peer) || dd->region ||
 			    dd->local_off || dd->rkey || dd->remote_off)
 				err = -EINVAL;

@@ -190,7 +190,7 @@ int icfab_genl_circuit_new_doit(struct sk_buff *skb, struct genl_info *info)
 err_free:
 	nlmsg_free(ntf);
 	nlmsg_free(reply);
-	kfree(c);
+	icfab_circuit_free(c);
 	return err;
 }
 
@@ -216,7 +216,7 @@ int icfab_genl_circuit_del_doit(struct sk_buff *skb, struct genl_info *info)
 		return -ENOENT;
 	}
 	icfab_circuit_notify(fabric, c, ICFAB_CMD_CIRCUIT_DEL);
-	kfree(c);
+	icfab_circuit_free(c);
 	return 0;
 }
 

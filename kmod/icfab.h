@@ -9,6 +9,7 @@
 #define _ICFAB_H
 
 #include <linux/atomic.h>
+#include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/wait.h>
 #include <linux/miscdevice.h>
@@ -45,7 +46,7 @@
 #define ICFAB_F_SUPPORTED		(ICFAB_F_NETLINK | ICFAB_F_QUEUES | \
 					 ICFAB_F_MEMORY | ICFAB_F_URING_CMD | \
 					 ICFAB_F_FREE_RUN | ICFAB_F_PACED | \
-					 ICFAB_F_LIVE_COMMIT)
+					 ICFAB_F_LIVE_COMMIT | ICFAB_F_CIRCUITS)
 
 #define ICFAB_MAX_ATTACH		64		/* endpoints per context */
 #define ICFAB_ENGINE_XFERS		16384		/* transfers in flight */
@@ -110,6 +111,9 @@ struct icfab_fabric {
 	u32 colors_used_len;		/* entries in colors_used */
 	u32 circuit_seq;		/* bumped by every circuit change and
 					 * commit; dumps use it */
+	/* By engine transfer id: the tree it follows (a reference), or NULL */
+	struct icfab_circuit_tree **tree_xfers;
+	u32 tree_xfers_cap;		/* entries in tree_xfers */
 
 	/*
 	 * Link statistics (genl_stats.c), under lock: those of engines
@@ -354,8 +358,26 @@ struct icfab_circuit {
 	u32 src;			/* endpoint node id */
 	u32 nr_dsts;
 	u32 nr_routers;
+	/* Over the committed routes; NULL: a destination has none */
+	struct icfab_circuit_tree *tree;
+	struct list_head binds;		/* of ICFAB_IOC_CIRCUIT_RECV
+					 * (kmod/circuit_data.c) */
 	u32 nodes[];			/* nr_dsts destinations, then
 					 * nr_routers routers */
+};
+
+/*
+ * A circuit's links for icfab_engine_submit_tree(), built from the
+ * committed routing tables and rebuilt by every commit. Transfers in
+ * the engine hold references: neither a commit nor CIRCUIT_DEL frees
+ * the array the engine is following.
+ */
+struct icfab_circuit_tree {
+	struct kref ref;
+	/* passed icfab_engine_tree_check() on it, or NULL; under lock */
+	const struct icfab_mtopo *checked;
+	struct icfab_engine_tree t;
+	u32 links[];			/* link ids, t.nr_links */
 };
 void icfab_circuits_init(struct icfab_fabric *fabric);
 void icfab_circuits_exit(struct icfab_fabric *fabric);
@@ -367,6 +389,28 @@ struct icfab_circuit *__icfab_circuit_remove(struct icfab_fabric *fabric,
 u64 __icfab_colors_used(struct icfab_fabric *fabric, u32 node);
 int icfab_circuits_commit(struct icfab_fabric *fabric, struct icfab_topo *t,
 			  struct netlink_ext_ack *extack);
+void icfab_circuit_free(struct icfab_circuit *c);
+void icfab_circuit_tree_put(struct icfab_circuit_tree *tree);
+
+/* circuit_data.c: circuits in the data path */
+struct icfab_circuit_xfer;
+long icfab_ioctl_circuit_recv(struct icfab_ctx *ctx, void __user *uarg);
+void icfab_circuit_recv_ctx_gone(struct icfab_ctx *ctx);
+void icfab_circuit_recv_prune(struct icfab_ctx *ctx);
+void icfab_circuit_binds_release(struct icfab_circuit *c);
+int icfab_circuit_desc_check(struct icfab_ctx *ctx,
+			     const struct icfab_desc *dd, u32 src,
+			     struct icfab_region **local,
+			     struct icfab_circuit_xfer **cxp);
+int icfab_circuit_xfer_submit(struct icfab_fabric *fabric,
+			      struct icfab_engine *e,
+			      struct icfab_circuit_xfer *cx, u32 src,
+			      u64 bytes, u64 at, u64 key, u32 *xfer);
+void icfab_circuit_xfer_copy(const struct icfab_circuit_xfer *cx,
+			     struct icfab_region *src, u64 src_off, u64 len);
+void icfab_circuit_xfer_put(struct icfab_circuit_xfer *cx);
+void icfab_circuit_xfer_done(struct icfab_fabric *fabric, u32 xfer_id);
+void icfab_circuit_data_exit(struct icfab_fabric *fabric);
 
 /* genl.c */
 void icfab_genl_multicast_events(struct sk_buff *msg);

@@ -210,16 +210,16 @@ TEST_F(circuit, install_read_back_and_free)
 	uint32_t id = 99, id2 = 99;
 
 	ASSERT_EQ(0, circuit_new(&self->gs, &q, &id));
-	EXPECT_EQ(0, id);
+	EXPECT_EQ(1, id);		/* 0 is no circuit, in a descriptor */
 	q.color = 1;
 	q.dsts[1] = EP2;
 	q.nr_dsts = 2;			/* a multicast tree */
 	ASSERT_EQ(0, circuit_new(&self->gs, &q, &id2));
-	EXPECT_EQ(1, id2);
+	EXPECT_EQ(2, id2);
 
 	ASSERT_EQ(0, circuit_dump(&self->gs, &s));
 	ASSERT_EQ(2, s.n);
-	EXPECT_EQ(0, s.ids[0]);
+	EXPECT_EQ(1, s.ids[0]);
 	EXPECT_EQ(0, s.colors[0]);
 	EXPECT_EQ(4242, s.pids[0]);
 	EXPECT_EQ(2, s.nr_routers[0]);
@@ -239,12 +239,13 @@ TEST_F(circuit, install_read_back_and_free)
 	EXPECT_EQ(0, c.n);
 
 	/* The lowest free id is reused; a freed color can be taken again. */
-	ASSERT_EQ(0, circuit_del(&self->gs, 0));
+	ASSERT_EQ(0, circuit_del(&self->gs, 1));
+	EXPECT_EQ(-ENOENT, circuit_del(&self->gs, 1));
 	EXPECT_EQ(-ENOENT, circuit_del(&self->gs, 0));
 	q.color = 0;
 	q.nr_dsts = 1;
 	ASSERT_EQ(0, circuit_new(&self->gs, &q, &id));
-	EXPECT_EQ(0, id);
+	EXPECT_EQ(1, id);
 }
 
 TEST_F(circuit, busy_color_is_refused_naming_the_router)
@@ -333,9 +334,9 @@ TEST_F(circuit, bad_requests_change_nothing)
 
 	ASSERT_EQ(0, circuit_dump(&self->gs, &s));
 	EXPECT_EQ(0, s.n);
-	EXPECT_EQ(-ENOENT, circuit_del(&self->gs, 0));
+	EXPECT_EQ(-ENOENT, circuit_del(&self->gs, 1));
 	ASSERT_EQ(0, circuit_new(&self->gs, &good, &id));
-	EXPECT_EQ(0, id);
+	EXPECT_EQ(1, id);
 }
 
 TEST_F(circuit, events_announce_new_and_del)
