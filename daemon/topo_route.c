@@ -17,8 +17,8 @@
  *
  * shortest	Least latency (Dijkstra towards each destination). A link
  *		costs its latency plus 1 ps, so zero-latency links cannot
- *		make loops and equal latencies prefer fewer hops. Ties go
- *		to the neighbour with the lower node id, then the lower port.
+ *		make loops and equal latencies prefer fewer hops. Equal-cost
+ *		ports are spread by destination (see best_port()).
  *
  * updown	up*down*: nodes are ranked by (distance from the nearest
  *		endpoint, id); a link towards a higher rank is "up". A route
@@ -191,36 +191,75 @@ static void dijkstra_to(struct rctx *r, uint32_t d)
 }
 
 /*
- * The port of u on a least-cost path, given dist[] towards the
- * destination; ties go to the lower neighbour id, then the lower port.
- * allow(l) filters links (up/down rules), NULL allows all.
+ * The port of u on a least-cost path towards destination d, given dist[]
+ * towards d. allow(l) filters links (up/down rules), NULL allows all.
+ *
+ * Equal-cost ports (parallel cables, several spines, several shortest
+ * directions) are spread by destination: the candidates are taken in
+ * port order and d picks the one at (sum of d's digits in base count)
+ * mod count. Over count consecutive ids aligned to count that is a
+ * rotation of d mod count, and endpoint ids are consecutive within a
+ * generated leaf, node or grid, so the destinations behind a set of
+ * uplinks are dealt over all of them, each carrying within one of the
+ * others. Plain d mod count would repeat itself one hop later: a spine
+ * reached by the destinations d = j (mod 32) of a leaf's 32 uplinks
+ * would put them all on the same one of its 2 cables down; the higher
+ * digits tell them apart. The rule depends on (u, d) only, not on the
+ * order tables are filled in, so a partial recomputation (DOR repair)
+ * agrees with a full one. Every candidate lies on a least-cost path
+ * (cost = link cost + dist of the next node, strictly decreasing since a
+ * link costs at least 1 ps), so the tables stay loop-free and minimal
+ * whichever candidate is taken.
  */
-static uint16_t best_port(struct rctx *r, uint32_t u, const uint64_t *dist,
+static uint32_t digit_sum(uint32_t v, uint32_t base)
+{
+	uint32_t sum = 0;
+
+	if (base < 2)
+		return 0;
+	for (; v; v /= base)
+		sum += v % base;
+	return sum;
+}
+
+static uint16_t best_port(struct rctx *r, uint32_t u, uint32_t d,
+			  const uint64_t *dist,
 			  bool (*allow)(struct rctx *r, const struct topo_link *l),
 			  uint64_t *cost)
 {
-	uint32_t p, nports = r->pbase[u + 1] - r->pbase[u];
-	uint32_t best_v = TOPO_NONE;
+	uint32_t p, nports = r->pbase[u + 1] - r->pbase[u], ties = 0, pick;
 	uint64_t best = DIST_INF;
 	uint16_t port = ICFAB_ROUTE_NONE;
 
-	for (p = 0; p < nports; p++) {
-		uint32_t li = r->pout[r->pbase[u] + p];
-		const struct topo_link *l;
-		uint64_t c;
+	for (pick = 0; pick < 2; pick++) {
+		uint32_t seen = 0;
 
-		if (li == TOPO_NONE)
-			continue;
-		l = &r->t->links[li];
-		if (!topo_link_usable(l) || dist[l->dst_node] == DIST_INF ||
-		    (allow && !allow(r, l)))
-			continue;
-		c = link_cost(l) + dist[l->dst_node];
-		if (c < best || (c == best && l->dst_node < best_v)) {
-			best = c;
-			best_v = l->dst_node;
-			port = p;
+		/* pass 0: the least cost and how many ports reach it; 1: pick */
+		for (p = 0; p < nports; p++) {
+			uint32_t li = r->pout[r->pbase[u] + p];
+			const struct topo_link *l;
+			uint64_t c;
+
+			if (li == TOPO_NONE)
+				continue;
+			l = &r->t->links[li];
+			if (!topo_link_usable(l) || dist[l->dst_node] == DIST_INF ||
+			    (allow && !allow(r, l)))
+				continue;
+			c = link_cost(l) + dist[l->dst_node];
+			if (!pick) {
+				if (c < best) {
+					best = c;
+					ties = 0;
+				}
+				ties += c == best;
+			} else if (c == best && seen++ == digit_sum(d, ties) % ties) {
+				port = p;
+				break;
+			}
 		}
+		if (best == DIST_INF)
+			break;
 	}
 	if (cost)
 		*cost = best;
@@ -237,7 +276,7 @@ static void shortest_fill(struct rctx *r, uint32_t d, const uint8_t *need)
 	dijkstra_to(r, d);
 	for (u = 0; u < r->n; u++)
 		if (u != d && (!need || need[u]))
-			*route_entry(r, u, d) = best_port(r, u, r->dist, NULL, NULL);
+			*route_entry(r, u, d) = best_port(r, u, d, r->dist, NULL, NULL);
 }
 
 static void route_shortest(struct rctx *r)
@@ -399,7 +438,7 @@ static uint32_t dor_repair(struct rctx *r, uint32_t d)
 	}
 	for (u = 0; broken && u < r->n; u++)
 		if (r->mark[u] == WALK_BROKEN && u != d)
-			*route_entry(r, u, d) = best_port(r, u, r->dist, NULL, NULL);
+			*route_entry(r, u, d) = best_port(r, u, d, r->dist, NULL, NULL);
 	return broken;
 }
 
@@ -557,7 +596,7 @@ static int route_updown(struct rctx *r)
 
 			if (u != d)
 				*route_entry(r, u, d) =
-					best_port(r, u, down, link_down, &down[u]);
+					best_port(r, u, d, down, link_down, &down[u]);
 		}
 		/* then up-first paths, highest rank first */
 		for (i = r->n; i-- > 0;) {
@@ -566,7 +605,7 @@ static int route_updown(struct rctx *r)
 			any[u] = down[u];
 			if (u == d || down[u] != DIST_INF)
 				continue;
-			*route_entry(r, u, d) = best_port(r, u, any, link_up, &any[u]);
+			*route_entry(r, u, d) = best_port(r, u, d, any, link_up, &any[u]);
 		}
 	}
 out_free:

@@ -305,6 +305,176 @@ static void test_updown_no_transit(void)
 	topo_free(t);
 }
 
+/*
+ * On leaf @leaf: the ports facing spines, and per port how many of the
+ * destination endpoints elsewhere leave by it. Returns max - min over
+ * those ports (UINT32_MAX when a port carries none, or none exist).
+ */
+static uint32_t uplink_spread(const struct topo *t, const char *leaf,
+			      uint32_t *nup, uint32_t *per)
+{
+	int u = node_id(t, leaf);
+	uint32_t cnt[256] = { 0 }, p, d, lo = UINT32_MAX, hi = 0;
+	bool up[256] = { false };
+
+	*nup = 0;
+	if (u < 0 || t->nodes[u].nr_ports > 256)
+		return UINT32_MAX;
+	for (p = 0; p < t->nodes[u].nr_ports; p++) {
+		int l = topo_port_link(t, u, p);
+
+		if (l >= 0 && t->nodes[t->links[l].dst_node].kind == ICFAB_NODE_SWITCH) {
+			up[p] = true;
+			++*nup;
+		}
+	}
+	for (d = 0; d < t->nr_nodes; d++) {
+		uint16_t port;
+
+		if (t->nodes[d].kind != ICFAB_NODE_ENDPOINT)
+			continue;
+		port = topo_route_port(t, u, d);
+		if (port < 256 && up[port])
+			cnt[port]++;
+	}
+	for (p = 0; p < t->nodes[u].nr_ports && p < 256; p++) {
+		if (!up[p])
+			continue;
+		lo = cnt[p] < lo ? cnt[p] : lo;
+		hi = cnt[p] > hi ? cnt[p] : hi;
+	}
+	*per = hi;
+	return !*nup || !lo ? UINT32_MAX : hi - lo;
+}
+
+/* Same leaf: 2 hops, else leaf-spine-leaf: 4 (16 endpoints a leaf). */
+static int leafspine16(const struct topo *t, uint32_t s, uint32_t d)
+{
+	(void)t;
+	return s / 16 == d / 16 ? 2 : 4;
+}
+
+static int leafspine32(const struct topo *t, uint32_t s, uint32_t d)
+{
+	(void)t;
+	return s / 32 == d / 32 ? 2 : 4;
+}
+
+/*
+ * Equal-cost spreading: a leaf's destinations elsewhere are dealt over
+ * all of its uplinks (parallel cables to a spine, and several spines),
+ * not all sent up the first one; routes stay minimal and loop-free.
+ */
+static void test_ecmp(void)
+{
+	struct topo_err err;
+	struct topo *t;
+	uint32_t nup, per, spread, d;
+	int ret;
+
+	/* 64 endpoints on radix 32: 4 leaves, 2 spines, 8 cables leaf-spine */
+	t = load_routed("topology:\n  switch: {endpoints: 64, radix: 32, bandwidth: 1GB/s}\n");
+	spread = t ? uplink_spread(t, "leaf0", &nup, &per) : UINT32_MAX;
+	ok(t && nup == 16 && spread == 0 && per == 3,
+	   "leaf/spine 64 on radix 32: leaf0's 48 remote destinations over its 16 uplinks, 3 each (spread %u, max %u)",
+	   spread, per);
+	ok(t && !walk_all(t, leafspine16) && !walk_broken(t),
+	   "leaf/spine 64: minimal hops (2 or 4), no loop");
+	topo_free(t);
+
+	/* uneven: 26 remote endpoints over 4 uplinks */
+	t = load_routed("topology:\n  switch: {endpoints: 30, radix: 8, bandwidth: 1GB/s}\n");
+	spread = t ? uplink_spread(t, "leaf0", &nup, &per) : UINT32_MAX;
+	ok(t && nup == 4 && spread <= 1,
+	   "leaf/spine 30 on radix 8: 26 remote destinations over 4 uplinks, within 1 (spread %u)",
+	   spread);
+	ok(t && !walk_broken(t), "leaf/spine 30: no loop");
+	topo_free(t);
+
+	ret = topo_load_preset("ualink-pod", &t, &err) || reroute_check(t, &err);
+	spread = !ret ? uplink_spread(t, "leaf0", &nup, &per) : UINT32_MAX;
+	ok(!ret && nup == 32 && spread == 0 && per == 31,
+	   "ualink-pod: leaf0's 992 remote destinations over its 32 uplinks (16 spines x 2 cables), 31 each (spread %u)",
+	   spread);
+	/* the first 64 accelerators: the 32 on leaf1, one per uplink of leaf0 */
+	if (!ret) {
+		int leaf0 = node_id(t, "leaf0");
+		uint32_t used[64] = { 0 }, distinct = 0, hops_bad = 0;
+
+		for (d = 0; d < t->nr_nodes; d++) {
+			char name[16];
+			int dn, acc = 0;
+			uint16_t port;
+
+			snprintf(name, sizeof(name), "acc%u", 32 + d);
+			if (d >= 32 || (dn = node_id(t, name)) < 0)
+				continue;
+			port = topo_route_port(t, leaf0, dn);
+			if (port < 64 && !used[port]++)
+				distinct++;
+			snprintf(name, sizeof(name), "acc%u", d);
+			acc = node_id(t, name);
+			hops_bad += acc < 0 || topo_route_hops(t, acc, dn) != 4;
+		}
+		ok(distinct == 32 && !hops_bad,
+		   "ualink-pod: leaf0 sends the 32 accelerators of leaf1 by 32 different uplinks, 4 hops each (%u)",
+		   distinct);
+		/* and the spines bring them down by 32 different cables */
+		{
+			uint8_t down[8192] = { 0 };
+			uint32_t cables = 0;
+
+			for (d = 32; d < 64; d++) {
+				char name[16];
+				int dn, l1, l2;
+
+				snprintf(name, sizeof(name), "acc%u", d);
+				dn = node_id(t, name);
+				if (dn < 0)
+					continue;
+				l1 = topo_port_link(t, leaf0, topo_route_port(t, leaf0, dn));
+				if (l1 < 0)
+					continue;
+				l2 = topo_port_link(t, t->links[l1].dst_node,
+						    topo_route_port(t, t->links[l1].dst_node, dn));
+				if (l2 >= 0 && l2 < 8192 && !down[l2]++)
+					cables++;
+			}
+			ok(cables == 32,
+			   "ualink-pod: ... and reach leaf1 by 32 different spine cables, not 16 used twice (%u)",
+			   cables);
+		}
+		ok(!walk_all(t, leafspine32), "ualink-pod: every pair at its minimal hop count");
+	}
+	topo_free(t);
+
+	/* after an uplink fails, spreading goes on over the others */
+	t = load_routed("topology:\n  switch: {endpoints: 64, radix: 32, bandwidth: 1GB/s}\n");
+	cut(t, "leaf0", "spine0");
+	ret = t ? reroute_check(t, &err) : -1;
+	ok(t && !ret && !walk_broken(t) && !walk_all(t, leafspine16),
+	   "leaf/spine 64, a leaf0-spine0 cable cut: minimal, no loop, no DOWN link");
+	topo_free(t);
+
+	/* deterministic: the same input gives the same tables */
+	{
+		struct topo *a = load_routed("topology:\n  switch: {endpoints: 64, radix: 32, bandwidth: 1GB/s}\n");
+		struct topo *b = load_routed("topology:\n  switch: {endpoints: 64, radix: 32, bandwidth: 1GB/s}\n");
+
+		ok(a && b && a->nr_nodes == b->nr_nodes &&
+		   !memcmp(a->routes, b->routes, (size_t)a->nr_nodes * a->nr_nodes * sizeof(*a->routes)),
+		   "equal-cost spreading is deterministic");
+		topo_free(a);
+		topo_free(b);
+	}
+
+	/* a torus under shortest routing spreads too, and stays minimal */
+	t = load_routed("topology:\n  torus: {dims: [4, 4, 4], bandwidth: 1GB/s}\nrouting: shortest\n");
+	ok(t && !walk_all(t, torus_dist) && !walk_broken(t),
+	   "torus 4x4x4 (shortest, spread): hops = torus distance, no loop");
+	topo_free(t);
+}
+
 static void test_timing(void)
 {
 	struct topo_err err;
@@ -330,6 +500,7 @@ int main(void)
 	test_tiebreak();
 	test_failures();
 	test_updown_no_transit();
+	test_ecmp();
 	test_timing();
 	return done();
 }
