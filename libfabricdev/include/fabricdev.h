@@ -148,6 +148,15 @@ void fdev_prep_fence(struct fdev_desc *d, uint32_t queue, uint64_t tag);
  * posted, or -errno when the first fails.
  */
 int fdev_post(struct fdev *dev, const struct fdev_desc *d, unsigned int nr);
+/*
+ * Advanced: post without ever blocking. Stops before the first
+ * descriptor whose queue is full (depth descriptors not yet reaped by
+ * poll/wait); that one and the rest are not posted, and nothing posted is
+ * lost. Returns the number posted, -EAGAIN when the first could not be
+ * (poll or wait, then post it again), or -errno for a bad descriptor.
+ */
+int __fdev_post_nowait(struct fdev *dev, const struct fdev_desc *d,
+		       unsigned int nr);
 /* Completions already there (by the context's clock); never blocks. */
 int fdev_poll(struct fdev *dev, struct fdev_cqe *cqes, unsigned int max);
 /*

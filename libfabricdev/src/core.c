@@ -749,6 +749,69 @@ int fdev_post(struct fdev *dev, const struct fdev_desc *d, unsigned int nr)
 	return (int)done;
 }
 
+/*
+ * Raw post: never blocks, never reaps by waiting. A queue that holds
+ * depth descriptors whose completions are not yet reaped is full; the
+ * batch stops before the first descriptor for a full queue, which is
+ * neither posted nor lost. Completions already in the io_uring ring are
+ * reaped (without blocking) first, so they make room.
+ */
+int __fdev_post_nowait(struct fdev *dev, const struct fdev_desc *d,
+		       unsigned int nr)
+{
+	unsigned int done = 0;
+	int err = 0;
+
+	if (!dev || (!d && nr))
+		return -EINVAL;
+	if (dev->uring) {
+		int wait_res = 0;
+
+		uring_drain(dev, &wait_res);
+		for (; done < nr; done++) {
+			err = desc_check(dev, &d[done]);
+			if (!err && dev->qinfl[d[done].queue] >= dev->qdepth[d[done].queue])
+				err = -EAGAIN;
+			if (!err)
+				err = uring_post_one(dev, &d[done]);
+			if (err)
+				break;
+			dev->qinfl[d[done].queue]++;
+			if (d[done].op == FDEV_OP_DELAY)
+				dev->clock_ps += d[done].len;
+		}
+		if (done) {
+			int ret = io_uring_submit(&dev->ring);
+
+			if (ret < 0)
+				return ret;
+		}
+		return done ? (int)done : err;
+	}
+	for (; done < nr; done++) {
+		struct icfab_submit sub = { .descs = (uintptr_t)&d[done], .nr = 1 };
+
+		err = desc_check(dev, &d[done]);
+		if (!err && dev->qinfl[d[done].queue] >= dev->qdepth[d[done].queue])
+			err = -EAGAIN;
+		if (!err) {
+			int ret = ioctl(dev->fd, ICFAB_IOC_SUBMIT, &sub);
+
+			if (ret < 0)
+				err = -errno;
+			else if (ret != 1)
+				err = -EAGAIN;	/* the module took none */
+		}
+		if (err)
+			break;
+		if (d[done].op == FDEV_OP_DELAY)
+			dev->clock_ps += d[done].len;
+		dev->qinfl[d[done].queue]++;
+		dev->inflight++;
+	}
+	return done ? (int)done : err;
+}
+
 int fdev_poll(struct fdev *dev, struct fdev_cqe *cqes, unsigned int max)
 {
 	if (!dev || (!cqes && max))

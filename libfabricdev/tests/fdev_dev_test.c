@@ -119,6 +119,36 @@ static int test_api(void)
 	}
 	ok(fdev_poll(dev, cqe, 8) == 0, "poll with nothing left returns 0", 0);
 
+	/*
+	 * Raw post on a full queue: -EAGAIN at once, nothing lost. A batch
+	 * of 3 on the depth-2 queue posts 2; the third, alone, gets -EAGAIN
+	 * until a wait reaps; every posted one completes with status 0.
+	 */
+	for (int i = 0; i < 4; i++)
+		fdev_prep_timing(&d[i], FDEV_OP_WRITE, q, eps[1], 4096, 200 + i);
+	ret = __fdev_post_nowait(dev, d, 3);
+	ok(ret == 2, "raw post of 3 on a depth-2 queue posts 2 and stops", ret);
+	ret = __fdev_post_nowait(dev, d + 2, 1);
+	ok(ret == -EAGAIN, "raw post on the full queue: -EAGAIN, without blocking", ret);
+	ret = __fdev_post_nowait(dev, d + 2, 2);
+	ok(ret == -EAGAIN && fdev_inflight(dev) == 2,
+	   "again -EAGAIN; still 2 in flight (nothing posted, nothing dropped)", ret);
+	ret = fdev_post(dev, d, 0);
+	ok(ret == 0, "an empty post is a no-op", ret);
+	ret = fdev_wait(dev, cqe, 2, 8, 0);
+	ok(ret == 2 && !cqe[0].status && !cqe[1].status &&
+	   cqe[0].user_tag + cqe[1].user_tag == 200 + 201,
+	   "wait reaps the 2 posted, status 0 (no -EAGAIN completion)", ret);
+	ret = __fdev_post_nowait(dev, d + 2, 2);
+	ok(ret == 2, "after the wait, the 2 that were refused go in", ret);
+	ret = fdev_wait(dev, cqe, 2, 8, 0);
+	ok(ret == 2 && !cqe[0].status && !cqe[1].status &&
+	   cqe[0].user_tag + cqe[1].user_tag == 202 + 203,
+	   "and complete: every descriptor once, none lost", ret);
+	fdev_prep_timing(&d[0], FDEV_OP_WRITE, 77, eps[1], 1, 0);
+	ok(__fdev_post_nowait(dev, d, 1) == -ENOENT, "raw post, unknown queue: -ENOENT", 0);
+	ok(__fdev_post_nowait(NULL, d, 1) == -EINVAL, "raw post, NULL device: -EINVAL", 0);
+
 	/* Invalid descriptors are refused with the module's errno. */
 	fdev_prep_timing(&d[0], FDEV_OP_WRITE, 77, eps[1], 1, 0);
 	ok(fdev_post(dev, d, 1) == -ENOENT, "unknown queue: -ENOENT", 0);
