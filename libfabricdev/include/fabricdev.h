@@ -288,6 +288,12 @@ struct fdev_moe_handle;
 enum fdev_moe_mode {
 	FDEV_MOE_THROUGHPUT = 0,	/* packed per rank, count exchange */
 	FDEV_MOE_LOW_LATENCY = 1,	/* fixed per-expert slots, no exchange */
+	/*
+	 * Scale-out once per (token, remote node) to the peer with the same
+	 * local index, which forwards over scale-up; nodes are
+	 * fdev_comm_set_node_size() ranks. Same outputs as throughput.
+	 */
+	FDEV_MOE_HIERARCHICAL = 2,
 };
 
 struct fdev_moe_config {

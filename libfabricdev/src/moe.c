@@ -14,6 +14,8 @@
  * Low latency: one record per (token, expert) written straight into the
  * expert's fixed slot [local expert][source][i] of max_tokens, with the
  * counts in the same step: one step, no exchange.
+ * Hierarchical: throughput's rows, but a token crosses scale-out once per
+ * remote node and is forwarded there over scale-up (see dispatch_hier).
  *
  * The receiver groups rows by local expert (source rank, then token
  * order), each expert's block padded to a multiple of cfg->align. Combine
@@ -42,13 +44,22 @@ struct moe_rank {
 	float *ow;
 	uint64_t *ecount, *eoff;
 	uint64_t *row_src;		/* TP: received record; LL: copy */
+	/*
+	 * Hierarchical, as forwarding peer p: for each (d in p's node, s a
+	 * remote source with p's local index), the positions in s's
+	 * scale-out block of the mat[s][d] records that went on to d.
+	 */
+	uint64_t *hpos;
+	uint64_t *hpos_off;		/* [g][n] first entry of (d, s) */
 };
 
 struct fdev_moe_handle {
 	struct fdev_moe_config cfg;
 	unsigned int n, first, nlocal, epr;
 	size_t es, rec;			/* element, record bytes */
-	uint64_t *mat;			/* TP: [n][n] tokens s -> d */
+	uint64_t *mat;			/* TP, hier: [n][n] tokens s -> d */
+	uint64_t *nmat;			/* hier: [n][nn] tokens of s for node N */
+	unsigned int g, nn;		/* hier: ranks per node, nodes */
 	struct moe_rank *r;
 	struct fdev_moe_stats st;
 	int timing;
@@ -112,6 +123,7 @@ static void rank_free(struct moe_rank *r)
 	free(r->idx); free(r->w); free(r->send_cnt); free(r->send_tok);
 	free(r->recv_cnt); free(r->x); free(r->scales); free(r->oidx);
 	free(r->ow); free(r->ecount); free(r->eoff); free(r->row_src);
+	free(r->hpos); free(r->hpos_off);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -123,6 +135,7 @@ void fdev_moe_handle_free(struct fdev_moe_handle *h)
 		rank_free(&h->r[l]);
 	free(h->r);
 	free(h->mat);
+	free(h->nmat);
 	free(h);
 }
 
@@ -170,7 +183,7 @@ static int check_cfg(const struct fdev_comm *c, const struct fdev_moe_config *cf
 {
 	if (!cfg->num_experts || !cfg->k || cfg->num_experts % c->nranks ||
 	    !fdev_dtype_size(cfg->dtype) || cfg->dtype == FDEV_I32 ||
-	    cfg->dtype == FDEV_I64 || cfg->mode > FDEV_MOE_LOW_LATENCY ||
+	    cfg->dtype == FDEV_I64 || cfg->mode > FDEV_MOE_HIERARCHICAL ||
 	    (cfg->mode == FDEV_MOE_LOW_LATENCY && !cfg->max_tokens) ||
 	    cfg->reserved[0] || cfg->reserved[1] || cfg->reserved[2] ||
 	    cfg->reserved[3] || (cfg->scale_groups && cfg->dtype != FDEV_FP8_E4M3))
@@ -526,6 +539,462 @@ static int dispatch_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
 	return err;
 }
 
+/*
+ * Hierarchical (DeepEP's internode "normal" kernels): a token goes over
+ * scale-out at most once per remote node, to the peer there with the
+ * source's local index, which forwards it over scale-up to the ranks of
+ * its node that own the token's experts; ranks of the source's own node
+ * get it directly over scale-up, in the same step as the scale-out.
+ * Three plans: the count exchange (tokens per rank and per node), the
+ * scale-out with the direct scale-up, the forwarding. Between the last
+ * two each peer packs what it forwards from the records it received.
+ * The receiver sees the same rows, in the same order, as throughput.
+ * Combine reverses it: partials to the forwarding peer (or directly to
+ * a source in the same node), which sums them per token, then one row
+ * per (token, node) back over scale-out.
+ *
+ * All offsets follow from mat and nmat, so every process builds the
+ * same plans. Workspace regions (in records or rows), each as large as
+ * the largest rank's share:
+ *	dispatch  A send | RD direct in | RO scale-out in | F forward out |
+ *		  RF forwarded in
+ *	combine   P partials | CR direct in | G at the peer | O summed |
+ *		  CO scale-out in
+ */
+static unsigned int h_node(const struct fdev_moe_handle *h, unsigned int r)
+{
+	return r / h->g;
+}
+
+/* s is a remote source whose tokens rank p forwards (same local index). */
+static int h_fwd_src(const struct fdev_moe_handle *h, unsigned int p,
+		     unsigned int s)
+{
+	return s % h->g == p % h->g && h_node(h, s) != h_node(h, p);
+}
+
+static uint64_t h_mat(const struct fdev_moe_handle *h, unsigned int s,
+		      unsigned int d)
+{
+	return h->mat[(size_t)s * h->n + d];
+}
+
+static uint64_t h_nmat(const struct fdev_moe_handle *h, unsigned int s,
+		       unsigned int N)
+{
+	return h->nmat[(size_t)s * h->nn + N];
+}
+
+static int token_on_node(const struct fdev_moe_handle *h, const int64_t *idx,
+			 unsigned int N)
+{
+	for (unsigned int j = 0; j < h->cfg.k; j++)
+		if (idx[j] >= 0 && (unsigned int)idx[j] / h->epr / h->g == N)
+			return 1;
+	return 0;
+}
+
+/* Offset in s's send area (A, or CR/CO at s) of its block for d / node N. */
+static uint64_t h_direct_off(const struct fdev_moe_handle *h, unsigned int s,
+			     unsigned int d)
+{
+	uint64_t o = 0;
+
+	for (unsigned int q = h_node(h, s) * h->g; q < d; q++)
+		o += h_mat(h, s, q);
+	return o;
+}
+
+static uint64_t h_out_off(const struct fdev_moe_handle *h, unsigned int s,
+			  unsigned int N)
+{
+	uint64_t o = 0;
+
+	for (unsigned int M = 0; M < N; M++)
+		if (M != h_node(h, s))
+			o += h_nmat(h, s, M);
+	return o;
+}
+
+/* RD at d: block of source s (same node). */
+static uint64_t h_rd_off(const struct fdev_moe_handle *h, unsigned int d,
+			 unsigned int s)
+{
+	uint64_t o = 0;
+
+	for (unsigned int q = h_node(h, d) * h->g; q < s; q++)
+		o += h_mat(h, q, d);
+	return o;
+}
+
+/* RO (and O) at p: block of remote source s. */
+static uint64_t h_ro_off(const struct fdev_moe_handle *h, unsigned int p,
+			 unsigned int s)
+{
+	uint64_t o = 0;
+
+	for (unsigned int q = 0; q < s; q++)
+		if (h_fwd_src(h, p, q))
+			o += h_nmat(h, q, h_node(h, p));
+	return o;
+}
+
+/* F at p (and G at p, which also holds d == p): block (d, s). */
+static uint64_t h_f_off(const struct fdev_moe_handle *h, unsigned int p,
+			unsigned int d, unsigned int s, int with_self)
+{
+	uint64_t o = 0;
+
+	for (unsigned int q = h_node(h, p) * h->g; q <= d; q++) {
+		if (q == p && !with_self)
+			continue;
+		for (unsigned int r = 0; r < h->n; r++)
+			if (h_fwd_src(h, p, r) && (q < d || r < s))
+				o += h_mat(h, r, q);
+	}
+	return o;
+}
+
+/* RF at d: block forwarded by p, and within it source s. */
+static uint64_t h_rf_off(const struct fdev_moe_handle *h, unsigned int d,
+			 unsigned int p, unsigned int s)
+{
+	uint64_t o = 0;
+
+	for (unsigned int q = h_node(h, d) * h->g; q <= p; q++) {
+		if (q == d)
+			continue;
+		for (unsigned int r = 0; r < h->n; r++)
+			if (h_fwd_src(h, q, r) && (q < p || r < s))
+				o += h_mat(h, r, d);
+	}
+	return o;
+}
+
+struct h_regions {
+	uint64_t a, rd, ro, f, rf, end;		/* dispatch, in records */
+	uint64_t p, cr, gg, o, co, cend;	/* combine, in rows */
+};
+
+static void h_regions(const struct fdev_moe_handle *h, struct h_regions *rg)
+{
+	uint64_t ma = 0, mrd = 0, mro = 0, mf = 0, mrf = 0, mp = 0, mg = 0;
+
+	for (unsigned int r = 0; r < h->n; r++) {
+		unsigned int nd = h_node(h, r);
+		uint64_t a = h_out_off(h, r, h->nn) + h_direct_off(h, r, (nd + 1) * h->g);
+		uint64_t rd = h_rd_off(h, r, (nd + 1) * h->g);
+		uint64_t ro = h_ro_off(h, r, h->n);
+		uint64_t f = h_f_off(h, r, (nd + 1) * h->g - 1, h->n, 0);
+		uint64_t gg = h_f_off(h, r, (nd + 1) * h->g - 1, h->n, 1);
+		uint64_t rf = h_rf_off(h, r, (nd + 1) * h->g - 1, h->n);
+		uint64_t recv = 0;
+
+		for (unsigned int s = 0; s < h->n; s++)
+			recv += h_mat(h, s, r);
+		ma = a > ma ? a : ma;
+		mrd = rd > mrd ? rd : mrd;
+		mro = ro > mro ? ro : mro;
+		mf = f > mf ? f : mf;
+		mrf = rf > mrf ? rf : mrf;
+		mp = recv > mp ? recv : mp;
+		mg = gg > mg ? gg : mg;
+	}
+	rg->a = 0;
+	rg->rd = rg->a + ma;
+	rg->ro = rg->rd + mrd;
+	rg->f = rg->ro + mro;
+	rg->rf = rg->f + mf;
+	rg->end = rg->rf + mrf;
+	/* combine: CR is at most A's direct part, O and CO at most RO / A */
+	rg->p = 0;
+	rg->cr = rg->p + mp;
+	rg->gg = rg->cr + ma;
+	rg->o = rg->gg + mg;
+	rg->co = rg->o + mro;
+	rg->cend = rg->co + ma;
+}
+
+/* Tokens per rank and per node of every rank, exchanged over the fabric. */
+static int h_counts(struct fdev_comm *c, struct fdev_moe_handle *h,
+		    const struct fdev_moe_handle *reuse, uint64_t *t_ps)
+{
+	unsigned int n = h->n, nn = h->nn, w = n + nn;
+	uint64_t *rows;
+	int err = 0;
+
+	*t_ps = 0;
+	rows = calloc((size_t)h->nlocal * w + 1, 8);
+	if (!rows)
+		return -ENOMEM;
+	for (unsigned int l = 0; l < h->nlocal; l++) {
+		struct moe_rank *mr = &h->r[l];
+		uint64_t pos = 0;
+
+		mr->send_cnt = calloc(n, 8);
+		mr->send_tok = malloc((mr->T * n + 1) * 8);
+		if (!mr->send_cnt || !mr->send_tok) {
+			free(rows);
+			return -ENOMEM;
+		}
+		for (unsigned int d = 0; d < n; d++)
+			for (uint64_t t = 0; t < mr->T; t++)
+				if (token_on_rank(mr->idx + t * h->cfg.k, h->cfg.k,
+						  h->epr, d)) {
+					mr->send_tok[pos++] = t;
+					mr->send_cnt[d]++;
+				}
+		memcpy(rows + (size_t)l * w, mr->send_cnt, n * 8ULL);
+		for (uint64_t t = 0; t < mr->T; t++)
+			for (unsigned int N = 0; N < nn; N++)
+				rows[(size_t)l * w + n + N] +=
+					token_on_node(h, mr->idx + t * h->cfg.k, N);
+	}
+	if (reuse) {
+		for (unsigned int l = 0; l < h->nlocal && !err; l++) {
+			unsigned int r = h->first + l;
+
+			if (memcmp(rows + (size_t)l * w, reuse->mat + (size_t)r * n, n * 8ULL) ||
+			    memcmp(rows + (size_t)l * w + n, reuse->nmat + (size_t)r * nn,
+				   nn * 8ULL))
+				err = -EINVAL;	/* routing differs */
+		}
+		if (!err) {
+			memcpy(h->mat, reuse->mat, (size_t)n * n * 8);
+			memcpy(h->nmat, reuse->nmat, (size_t)n * nn * 8);
+		}
+		free(rows);
+		return err;
+	}
+	{
+		struct fdev_coll_layout lo;
+		struct fdev_plan p;
+
+		fdev_plan_init(&p);
+		err = fdev_plan_all_gather(&p, n, w * 8ULL, FDEV_ALGO_DIRECT, &lo);
+		if (!err && !h->timing) {
+			if (p.ws_need > c->ws_bytes)
+				err = -EMSGSIZE;
+			for (unsigned int l = 0; !err && l < h->nlocal; l++)
+				memcpy(fdev_ws_addr(c, l, 0), rows + (size_t)l * w, w * 8ULL);
+		}
+		if (!err)
+			err = fdev_plan_run(c, &p);
+		for (unsigned int r = 0; !err && r < n; r++) {
+			const uint64_t *row;
+
+			if (h->timing && (r < h->first || r >= h->first + h->nlocal))
+				continue;	/* nothing moved: only local rows */
+			row = h->timing ? rows + (size_t)(r - h->first) * w :
+				fdev_ws_addr(c, 0, lo.recv_off + (uint64_t)r * w * 8);
+			memcpy(h->mat + (size_t)r * n, row, n * 8ULL);
+			memcpy(h->nmat + (size_t)r * nn, row + n, nn * 8ULL);
+		}
+		fdev_plan_free(&p);
+		*t_ps = c->last_ps;
+	}
+	free(rows);
+	return err;
+}
+
+static int dispatch_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
+			 const struct fdev_moe_in *in,
+			 const struct fdev_moe_handle *reuse)
+{
+	unsigned int n = h->n, g = h->g;
+	uint64_t rec = h->rec, t_cnt, t_out = 0, t_fwd = 0;
+	struct h_regions rg;
+	struct fdev_plan p;
+	int err;
+
+	/* An excluded rank cannot forward for its node: take throughput. */
+	for (unsigned int r = 0; r < n; r++)
+		if (fdev_rank_failed(c, r))
+			return -ENOLINK;
+	err = h_counts(c, h, reuse, &t_cnt);
+	if (err)
+		return err;
+	h_regions(h, &rg);
+	if (!h->timing && rg.end * rec > c->ws_bytes)
+		return -EMSGSIZE;
+
+	/* Scale-out to the peers, and scale-up within the node. */
+	fdev_plan_init(&p);
+	fdev_plan_need(&p, rg.end * rec);
+	/* Rotated: rank s first to the next in its node and the next node. */
+	for (unsigned int kk = 0; kk < (g > h->nn ? g : h->nn); kk++)
+		for (unsigned int s = 0; s < n; s++) {
+			unsigned int ns = h_node(h, s);
+			int local = s >= h->first && s < h->first + h->nlocal;
+
+			if (kk < g) {
+				unsigned int d = ns * g + (s % g + kk) % g;
+				uint64_t cnt = h_mat(h, s, d);
+				uint64_t so = (rg.a + h_direct_off(h, s, d)) * rec;
+				uint64_t dof = (rg.rd + h_rd_off(h, d, s)) * rec;
+
+				if (cnt && d == s)
+					fdev_plan_act(&p, 0, s, FDEV_ACT_COPY, FDEV_U8, dof, so,
+						      cnt * rec);
+				if (cnt && d != s) {
+					fdev_plan_xfer(&p, 0, s, d, so, dof, cnt * rec);
+					if (local)
+						h->st.dispatch_bytes += cnt * rec;
+				}
+			}
+			if (kk && kk < h->nn) {
+				unsigned int N = (ns + kk) % h->nn;
+				uint64_t cnt = h_nmat(h, s, N);
+				unsigned int pr = N * g + s % g;
+
+				if (!cnt)
+					continue;
+				fdev_plan_xfer(&p, 0, s, pr,
+					       (rg.a + h_direct_off(h, s, (ns + 1) * g) +
+						h_out_off(h, s, N)) * rec,
+					       (rg.ro + h_ro_off(h, pr, s)) * rec, cnt * rec);
+				if (local)
+					h->st.dispatch_bytes += cnt * rec;
+			}
+		}
+	err = fdev_plan_finish(&p);
+	for (unsigned int l = 0; !err && !h->timing && l < h->nlocal; l++) {
+		struct moe_rank *mr = &h->r[l];
+		unsigned int s = h->first + l, ns = h_node(h, s);
+		uint8_t *base = fdev_ws_addr(c, l, rg.a * rec);
+		uint64_t pos = 0;
+
+		for (unsigned int d = ns * g; d < (ns + 1) * g; d++)
+			for (uint64_t t = 0; t < mr->T; t++)
+				if (token_on_rank(mr->idx + t * h->cfg.k, h->cfg.k, h->epr, d))
+					pack(h, &in[l], mr, t, base + pos++ * rec);
+		for (unsigned int N = 0; N < h->nn; N++)
+			for (uint64_t t = 0; N != ns && t < mr->T; t++)
+				if (token_on_node(h, mr->idx + t * h->cfg.k, N))
+					pack(h, &in[l], mr, t, base + pos++ * rec);
+	}
+	if (!err)
+		err = fdev_plan_run(c, &p);
+	t_out = c->last_ps;
+	fdev_plan_free(&p);
+	if (err)
+		return err;
+
+	/* Each peer: what it received, per rank of its node, in order. */
+	for (unsigned int l = 0; l < h->nlocal && !err; l++) {
+		struct moe_rank *mr = &h->r[l];
+		unsigned int pr = h->first + l, np = h_node(h, pr);
+		uint64_t total = h_f_off(h, pr, (np + 1) * g - 1, n, 1), pos = 0;
+
+		mr->hpos = malloc((total + 1) * 8);
+		mr->hpos_off = calloc((size_t)g * n + 1, 8);
+		if (!mr->hpos || !mr->hpos_off)
+			return -ENOMEM;
+		for (unsigned int d = np * g; d < (np + 1) * g; d++)
+			for (unsigned int s = 0; s < n; s++) {
+				uint64_t cnt = 0, nr;
+
+				if (!h_fwd_src(h, pr, s))
+					continue;
+				mr->hpos_off[(size_t)(d % g) * n + s] = pos;
+				if (h->timing)
+					continue;
+				nr = h_nmat(h, s, np);
+				for (uint64_t i = 0; i < nr; i++) {
+					uint8_t *rp = fdev_ws_addr(c, l,
+						(rg.ro + h_ro_off(h, pr, s) + i) * rec);
+
+					if (token_on_rank(rec_idx(h, rp), h->cfg.k, h->epr, d)) {
+						if (cnt++ >= h_mat(h, s, d))
+							return -EPROTO;
+						mr->hpos[pos++] = i;
+					}
+				}
+				if (cnt != h_mat(h, s, d))
+					return -EPROTO;
+				/* forward, unless it is the peer's own */
+				if (d == pr)
+					continue;
+				for (uint64_t i = 0; i < cnt; i++)
+					memcpy(fdev_ws_addr(c, l, (rg.f + h_f_off(h, pr, d, s, 0) + i) * rec),
+					       fdev_ws_addr(c, l, (rg.ro + h_ro_off(h, pr, s) +
+								   mr->hpos[pos - cnt + i]) * rec),
+					       rec);
+			}
+	}
+	/* Forward over scale-up. */
+	fdev_plan_init(&p);
+	fdev_plan_need(&p, rg.end * rec);
+	for (unsigned int kk = 1; kk < g; kk++)
+		for (unsigned int pr = 0; pr < n; pr++) {
+			unsigned int d = h_node(h, pr) * g + (pr % g + kk) % g;
+			uint64_t a = h_f_off(h, pr, d, 0, 0), b = h_f_off(h, pr, d, n, 0);
+
+			if (b == a)
+				continue;
+			fdev_plan_xfer(&p, 0, pr, d, (rg.f + a) * rec,
+				       (rg.rf + h_rf_off(h, d, pr, 0)) * rec, (b - a) * rec);
+			if (pr >= h->first && pr < h->first + h->nlocal)
+				h->st.dispatch_bytes += (b - a) * rec;
+		}
+	err = fdev_plan_finish(&p);
+	if (!err && p.nx)
+		err = fdev_plan_run(c, &p);
+	t_fwd = p.nx ? c->last_ps : 0;
+	fdev_plan_free(&p);
+	h->st.dispatch_ps = t_cnt + t_out + t_fwd;
+	if (err)
+		return err;
+
+	/* Receivers: records in source order, as throughput has them. */
+	for (unsigned int l = 0; l < h->nlocal; l++) {
+		struct moe_rank *mr = &h->r[l];
+		unsigned int d = h->first + l, nd = h_node(h, d);
+		uint8_t **recs;
+		uint64_t nrec = 0, j = 0;
+
+		mr->recv_cnt = calloc(n, 8);
+		if (!mr->recv_cnt)
+			return -ENOMEM;
+		for (unsigned int s = 0; s < n; s++) {
+			mr->recv_cnt[s] = h_mat(h, s, d);
+			nrec += mr->recv_cnt[s];
+		}
+		mr->recv_tokens = nrec;
+		if (h->timing) {
+			mr->ecount = calloc(h->epr, 8);
+			mr->eoff = calloc(h->epr, 8);
+			if (!mr->ecount || !mr->eoff)
+				return -ENOMEM;
+			continue;
+		}
+		recs = malloc((nrec ? nrec : 1) * sizeof(*recs));
+		if (!recs)
+			return -ENOMEM;
+		for (unsigned int s = 0; s < n; s++) {
+			uint64_t cnt = h_mat(h, s, d);
+
+			for (uint64_t i = 0; i < cnt; i++) {
+				uint64_t off;
+
+				if (h_node(h, s) == nd)
+					off = rg.rd + h_rd_off(h, d, s) + i;
+				else if (h_fwd_src(h, d, s))
+					off = rg.ro + h_ro_off(h, d, s) +
+					      mr->hpos[mr->hpos_off[(size_t)(d % g) * n + s] + i];
+				else
+					off = rg.rf + h_rf_off(h, d, nd * g + s % g, s) + i;
+				recs[j++] = fdev_ws_addr(c, l, off * rec);
+			}
+		}
+		err = build_out(h, mr, d, recs, nrec, NULL);
+		free(recs);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 int fdev_moe_dispatch(struct fdev_comm *c, const struct fdev_moe_config *cfg,
 		      const struct fdev_moe_in *in, struct fdev_moe_handle *reuse,
 		      struct fdev_moe_handle **handle)
@@ -539,8 +1008,9 @@ int fdev_moe_dispatch(struct fdev_comm *c, const struct fdev_moe_config *cfg,
 	if (err)
 		return err;
 	if (reuse && (reuse->n != c->nranks || reuse->first != c->first ||
+		      (cfg->mode == FDEV_MOE_HIERARCHICAL && reuse->g != c->node_size) ||
 		      memcmp(&reuse->cfg, cfg, sizeof(*cfg)) ||
-		      cfg->mode != FDEV_MOE_THROUGHPUT))
+		      cfg->mode == FDEV_MOE_LOW_LATENCY))
 		return -EINVAL;
 	for (unsigned int l = 0; l < c->nlocal; l++) {
 		const struct fdev_moe_in *li = &in[l];
@@ -567,9 +1037,12 @@ int fdev_moe_dispatch(struct fdev_comm *c, const struct fdev_moe_config *cfg,
 	h->rec = a8(a8(cfg->hidden * h->es + cfg->scale_groups * 4ULL) +
 		    cfg->k * 12ULL);
 	h->timing = fdev_comm_timing_only(c);
+	h->g = c->node_size ? c->node_size : h->n;
+	h->nn = h->n / h->g;
 	h->mat = calloc((size_t)h->n * h->n, 8);
+	h->nmat = calloc((size_t)h->n * h->nn + 1, 8);
 	h->r = calloc(h->nlocal, sizeof(*h->r));
-	if (!h->mat || !h->r) {
+	if (!h->mat || !h->nmat || !h->r) {
 		err = -ENOMEM;
 		goto err_free;
 	}
@@ -596,8 +1069,17 @@ int fdev_moe_dispatch(struct fdev_comm *c, const struct fdev_moe_config *cfg,
 				h->st.dropped++;
 			}
 	}
-	err = cfg->mode == FDEV_MOE_THROUGHPUT ? dispatch_tp(c, h, in, reuse) :
-						 dispatch_ll(c, h, in);
+	switch (cfg->mode) {
+	case FDEV_MOE_THROUGHPUT:
+		err = dispatch_tp(c, h, in, reuse);
+		break;
+	case FDEV_MOE_LOW_LATENCY:
+		err = dispatch_ll(c, h, in);
+		break;
+	default:
+		err = dispatch_hier(c, h, in, reuse);
+		break;
+	}
 	if (err)
 		goto err_free;
 	*handle = h;
@@ -670,6 +1152,218 @@ static float weight_of(const int64_t *idx, const float *w, unsigned int k,
 	return 0;
 }
 
+/*
+ * Throughput and hierarchical combine, at each local rank: one partial
+ * per received record (source order), the weighted sum of its rows, into
+ * the workspace at @off (crow bytes each).
+ */
+static void partials(struct fdev_comm *c, struct fdev_moe_handle *h,
+		     const void *const *y, uint64_t off, uint64_t crow)
+{
+	unsigned int epr = h->epr, H = h->cfg.hidden, k = h->cfg.k;
+	int dt = comb_dtype(h);
+
+	for (unsigned int l = 0; l < h->nlocal; l++) {
+		struct moe_rank *mr = &h->r[l];
+		uint8_t *base = fdev_ws_addr(c, l, off);
+
+		memset(base, 0, mr->recv_tokens * crow);
+		for (uint64_t row = 0; row < mr->rows; row++) {
+			uint64_t j = mr->row_src[row];
+			unsigned int e = 0;
+			float w;
+
+			if (j == UINT64_MAX)
+				continue;
+			while (e + 1 < epr && mr->eoff[e + 1] <= row)
+				e++;
+			w = weight_of(mr->oidx + row * k, mr->ow + row * k, k,
+				      (int64_t)((h->first + l) * epr + e));
+			for (unsigned int i = 0; i < H; i++) {
+				float v = load(base + j * crow, i, dt) +
+					  w * load(y[l], row * H + i, dt);
+
+				store(base + j * crow, i, dt, v);
+			}
+		}
+	}
+}
+
+/* P at d: the partials of source s (source order, as received). */
+static uint64_t h_p_off(const struct fdev_moe_handle *h, unsigned int d,
+			unsigned int s)
+{
+	uint64_t o = 0;
+
+	for (unsigned int q = 0; q < s; q++)
+		o += h_mat(h, q, d);
+	return o;
+}
+
+static int combine_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
+			const void *const *y, void *const *out)
+{
+	unsigned int n = h->n, g = h->g, H = h->cfg.hidden;
+	int dt = comb_dtype(h), timing = h->timing, err;
+	uint64_t crow = a8(H * fdev_dtype_size(dt)), t_up, t_out = 0;
+	struct h_regions rg;
+	struct fdev_plan p;
+
+	h_regions(h, &rg);
+	if (!timing && rg.cend * crow > c->ws_bytes)
+		return -EMSGSIZE;
+	/*
+	 * Partials of remote sources to their peer in this node; those of
+	 * the node's own sources go straight back later, beside the
+	 * scale-out (as dispatch overlaps them the other way).
+	 */
+	fdev_plan_init(&p);
+	fdev_plan_need(&p, rg.cend * crow);
+	for (unsigned int kk = 0; kk < n; kk++)
+		for (unsigned int d = 0; d < n; d++) {
+			unsigned int nd = h_node(h, d), s = (d + kk) % n;
+			int local = d >= h->first && d < h->first + h->nlocal;
+			uint64_t cnt = h_mat(h, s, d), dof, pos = h_p_off(h, d, s);
+			unsigned int to;
+
+			if (!cnt || h_node(h, s) == nd)
+				continue;
+			to = nd * g + s % g;
+			dof = rg.gg + h_f_off(h, to, d, s, 1);
+			if (to == d)
+				fdev_plan_act(&p, 0, d, FDEV_ACT_COPY, FDEV_U8,
+					      dof * crow, (rg.p + pos) * crow, cnt * crow);
+			else
+				fdev_plan_xfer(&p, 0, d, to, (rg.p + pos) * crow,
+					       dof * crow, cnt * crow);
+			if (to != d && local)
+				h->st.combine_bytes += cnt * crow;
+		}
+	err = fdev_plan_finish(&p);
+	if (!err && !timing)
+		partials(c, h, y, rg.p * crow, crow);
+	if (!err)
+		err = fdev_plan_run(c, &p);
+	t_up = c->last_ps;
+	fdev_plan_free(&p);
+	if (err)
+		return err;
+	/* Each peer sums the partials of a token from its node's ranks. */
+	for (unsigned int l = 0; !timing && l < h->nlocal; l++) {
+		struct moe_rank *mr = &h->r[l];
+		unsigned int pr = h->first + l, np = h_node(h, pr);
+
+		for (unsigned int s = 0; s < n; s++) {
+			uint64_t nr;
+			float *acc;
+
+			if (!h_fwd_src(h, pr, s))
+				continue;
+			nr = h_nmat(h, s, np);
+			acc = calloc(nr * H + 1, sizeof(float));
+			if (!acc)
+				return -ENOMEM;
+			for (unsigned int d = np * g; d < (np + 1) * g; d++) {
+				const uint64_t *pos = mr->hpos +
+					mr->hpos_off[(size_t)(d % g) * n + s];
+
+				for (uint64_t i = 0; i < h_mat(h, s, d); i++) {
+					const uint8_t *src = fdev_ws_addr(c, l,
+						(rg.gg + h_f_off(h, pr, d, s, 1) + i) * crow);
+
+					for (unsigned int q = 0; q < H; q++)
+						acc[pos[i] * H + q] += load(src, q, dt);
+				}
+			}
+			for (uint64_t i = 0; i < nr; i++) {
+				uint8_t *dst = fdev_ws_addr(c, l,
+					(rg.o + h_ro_off(h, pr, s) + i) * crow);
+
+				for (unsigned int q = 0; q < H; q++)
+					store(dst, q, dt, acc[i * H + q]);
+			}
+			free(acc);
+		}
+	}
+	/* One row per (token, node) back over scale-out; the node's own direct. */
+	fdev_plan_init(&p);
+	fdev_plan_need(&p, rg.cend * crow);
+	for (unsigned int kk = 0; kk < n; kk++)
+		for (unsigned int d = 0; d < n; d++) {
+			unsigned int nd = h_node(h, d), s = (d + kk) % n;
+			uint64_t cnt = h_mat(h, s, d), dof, pos = h_p_off(h, d, s);
+
+			if (!cnt || h_node(h, s) != nd)
+				continue;
+			dof = rg.cr + h_direct_off(h, s, d);
+			if (s == d)
+				fdev_plan_act(&p, 0, d, FDEV_ACT_COPY, FDEV_U8,
+					      dof * crow, (rg.p + pos) * crow, cnt * crow);
+			else
+				fdev_plan_xfer(&p, 0, d, s, (rg.p + pos) * crow,
+					       dof * crow, cnt * crow);
+			if (s != d && d >= h->first && d < h->first + h->nlocal)
+				h->st.combine_bytes += cnt * crow;
+		}
+	for (unsigned int kk = 0; kk < n; kk++)
+		for (unsigned int pr = 0; pr < n; pr++) {
+			unsigned int s = (pr + kk) % n;
+			uint64_t cnt;
+
+			if (!h_fwd_src(h, pr, s))
+				continue;
+			cnt = h_nmat(h, s, h_node(h, pr));
+			if (!cnt)
+				continue;
+			fdev_plan_xfer(&p, 0, pr, s, (rg.o + h_ro_off(h, pr, s)) * crow,
+				       (rg.co + h_out_off(h, s, h_node(h, pr))) * crow,
+				       cnt * crow);
+			if (pr >= h->first && pr < h->first + h->nlocal)
+				h->st.combine_bytes += cnt * crow;
+		}
+	err = fdev_plan_finish(&p);
+	if (!err && (p.nx || p.na))
+		err = fdev_plan_run(c, &p);
+	t_out = p.nx ? c->last_ps : 0;
+	fdev_plan_free(&p);
+	h->st.combine_ps = t_up + t_out;
+	/* At the source: the direct partials and one row per remote node. */
+	for (unsigned int l = 0; !err && !timing && l < h->nlocal; l++) {
+		struct moe_rank *mr = &h->r[l];
+		unsigned int s = h->first + l, ns = h_node(h, s);
+		float *sum = calloc(mr->T * (uint64_t)H + 1, sizeof(float));
+		uint64_t pos = 0, row = 0;
+
+		if (!sum)
+			return -ENOMEM;
+		for (unsigned int d = 0; d < n; d++)
+			for (uint64_t i = 0; i < mr->send_cnt[d]; i++, pos++) {
+				const uint8_t *src;
+				uint64_t t = mr->send_tok[pos];
+
+				if (h_node(h, d) != ns)
+					continue;
+				src = fdev_ws_addr(c, l, (rg.cr + h_direct_off(h, s, d) + i) * crow);
+				for (unsigned int q = 0; q < H; q++)
+					sum[t * H + q] += load(src, q, dt);
+			}
+		for (unsigned int N = 0; N < h->nn; N++)
+			for (uint64_t t = 0; N != ns && t < mr->T; t++) {
+				const uint8_t *src;
+
+				if (!token_on_node(h, mr->idx + t * h->cfg.k, N))
+					continue;
+				src = fdev_ws_addr(c, l, (rg.co + row++) * crow);
+				for (unsigned int q = 0; q < H; q++)
+					sum[t * H + q] += load(src, q, dt);
+			}
+		for (uint64_t i = 0; i < mr->T * (uint64_t)H; i++)
+			store(out[l], i, dt, sum[i]);
+		free(sum);
+	}
+	return err;
+}
+
 int fdev_moe_combine(struct fdev_comm *c, struct fdev_moe_handle *h,
 		     const void *const *y, void *const *out)
 {
@@ -698,7 +1392,9 @@ int fdev_moe_combine(struct fdev_comm *c, struct fdev_moe_handle *h,
 	crow = a8(H * ces);
 	fdev_plan_init(&p);
 
-	if (h->cfg.mode == FDEV_MOE_THROUGHPUT) {
+	if (h->cfg.mode == FDEV_MOE_HIERARCHICAL) {
+		err = combine_hier(c, h, y, out);
+	} else if (h->cfg.mode == FDEV_MOE_THROUGHPUT) {
 		/* Send area: partials by received record; receive by source. */
 		uint64_t maxrecv = 0, maxsend = 0;
 
@@ -714,8 +1410,13 @@ int fdev_moe_combine(struct fdev_comm *c, struct fdev_moe_handle *h,
 		}
 		R = (maxrecv * crow + 63) & ~63ULL;
 		fdev_plan_need(&p, R + maxsend * crow);
-		for (unsigned int d = 0; d < n; d++)
-			for (unsigned int s = 0; s < n; s++) {
+		/*
+		 * Rotated like the dispatch's all-to-all-v (rank d first to
+		 * d + 1, ...), so the ranks do not all start on rank 0.
+		 */
+		for (unsigned int kk = 0; kk < n; kk++)
+			for (unsigned int d = 0; d < n; d++) {
+				unsigned int s = (d + kk) % n;
 				uint64_t so = 0, dof = R;
 
 				for (unsigned int q = 0; q < s; q++)
@@ -740,30 +1441,8 @@ int fdev_moe_combine(struct fdev_comm *c, struct fdev_moe_handle *h,
 		if (!acc)
 			err = -ENOMEM;
 		/* Weighted partial per received token, from its rows. */
-		for (unsigned int l = 0; !err && !timing && l < h->nlocal; l++) {
-			struct moe_rank *mr = &h->r[l];
-			uint8_t *base = fdev_ws_addr(c, l, 0);
-
-			memset(base, 0, mr->recv_tokens * crow);
-			for (uint64_t row = 0; row < mr->rows; row++) {
-				uint64_t j = mr->row_src[row];
-				unsigned int e = 0;
-				float w;
-
-				if (j == UINT64_MAX)
-					continue;
-				while (e + 1 < epr && mr->eoff[e + 1] <= row)
-					e++;
-				w = weight_of(mr->oidx + row * k, mr->ow + row * k, k,
-					      (int64_t)((h->first + l) * epr + e));
-				for (unsigned int i = 0; i < H; i++) {
-					float v = load(base + j * crow, i, dt) +
-						  w * load(y[l], row * H + i, dt);
-
-					store(base + j * crow, i, dt, v);
-				}
-			}
-		}
+		if (!err && !timing)
+			partials(c, h, y, 0, crow);
 		if (!err)
 			err = fdev_plan_run(c, &p);
 		h->st.combine_ps = c->last_ps;
@@ -809,10 +1488,13 @@ int fdev_moe_combine(struct fdev_comm *c, struct fdev_moe_handle *h,
 			unsigned int d = h->first + l;
 
 			for (unsigned int e = 0; e < epr; e++) {
-				uint64_t row = timing ? 0 : mr->eoff[e];
+				/* Rotated: rank d starts with source d + 1, ... */
+				for (unsigned int kk = 0; kk < n; kk++) {
+					unsigned int s = (d + kk) % n;
+					uint64_t cnt, row = timing ? 0 : mr->eoff[e];
 
-				for (unsigned int s = 0; s < n; s++) {
-					uint64_t cnt;
+					for (unsigned int q = 0; !timing && q < s; q++)
+						row += mr->recv_cnt[q * epr + e];
 
 					if (timing) {
 						/* What s sent: known only locally. */
@@ -829,7 +1511,6 @@ int fdev_moe_combine(struct fdev_comm *c, struct fdev_moe_handle *h,
 						       cnt * crow);
 					if (s != d)
 						h->st.combine_bytes += cnt * crow;
-					row += cnt;
 				}
 			}
 		}

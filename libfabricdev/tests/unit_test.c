@@ -258,6 +258,41 @@ static float expert_fn(int64_t e, float x)
 	return (float)(e + 1) * x + (float)e / 8;
 }
 
+/* Ranks per node for the hierarchical cases. */
+static unsigned int moe_node_size;
+
+/* Hierarchical dispatch gives the rows throughput gives, in its order. */
+static int same_as_tp(struct fdev_comm *c, const struct fdev_moe_config *cfg,
+		      const struct fdev_moe_in *in, struct fdev_moe_handle *h,
+		      unsigned int n)
+{
+	struct fdev_moe_config tc = *cfg;
+	struct fdev_moe_handle *t = NULL;
+	size_t es = fdev_dtype_size(cfg->dtype);
+	unsigned int epr = cfg->num_experts / n;
+	int bad = 0;
+
+	tc.mode = FDEV_MOE_THROUGHPUT;
+	if (fdev_moe_dispatch(c, &tc, in, NULL, &t))
+		return 1;
+	for (unsigned int r = 0; r < n; r++) {
+		struct fdev_moe_out a, b;
+
+		fdev_moe_output(h, (int)r, &a);
+		fdev_moe_output(t, (int)r, &b);
+		bad += a.rows != b.rows || a.recv_tokens != b.recv_tokens;
+		if (bad)
+			break;
+		bad += !!memcmp(a.expert_count, b.expert_count, epr * 8);
+		bad += !!memcmp(a.expert_offset, b.expert_offset, epr * 8);
+		bad += !!memcmp(a.x, b.x, a.rows * cfg->hidden * es);
+		bad += !!memcmp(a.topk_idx, b.topk_idx, a.rows * cfg->k * 8);
+		bad += !!memcmp(a.topk_w, b.topk_w, a.rows * cfg->k * 4);
+	}
+	fdev_moe_handle_free(t);
+	return bad;
+}
+
 static void test_moe_case(const char *name, unsigned int n, unsigned int E,
 			  unsigned int k, unsigned int H, const unsigned int *Ts,
 			  int skew, int mode, int dt, unsigned int align)
@@ -275,6 +310,11 @@ static void test_moe_case(const char *name, unsigned int n, unsigned int E,
 
 	if (mk(n, 8 << 20, &c)) {
 		ok(0, "host comm");
+		return;
+	}
+	if (mode == FDEV_MOE_HIERARCHICAL &&
+	    fdev_comm_set_node_size(c, (int)moe_node_size)) {
+		ok(0, "%s: node size %u", name, moe_node_size);
 		return;
 	}
 	for (unsigned int r = 0; r < n; r++) {
@@ -362,6 +402,9 @@ static void test_moe_case(const char *name, unsigned int n, unsigned int E,
 		out[r] = calloc(in[r].T + 1, H * es);
 	}
 	ok(!bad, "%s: per-expert counts, alignment and rows match the reference (%d bad)", name, bad);
+	if (mode == FDEV_MOE_HIERARCHICAL)
+		ok(!same_as_tp(c, &cfg, in, h, n),
+		   "%s: the same rows, ids and weights as throughput, in the same order", name);
 	err = fdev_moe_combine(c, h, (const void *const *)y, out);
 	ok(!err, "%s: combine (%d)", name, err);
 	for (unsigned int r = 0; r < n && !err; r++)
@@ -395,7 +438,7 @@ static void test_moe_case(const char *name, unsigned int n, unsigned int E,
 	ok(!err && !badc, "%s: combine equals the dense reference element by element (%d bad)",
 	   name, badc);
 	/* A handle from another shape is refused, not used. */
-	if (mode == FDEV_MOE_THROUGHPUT) {
+	if (mode != FDEV_MOE_LOW_LATENCY) {
 		struct fdev_moe_handle *h2 = NULL;
 		struct fdev_moe_config c2 = cfg;
 
@@ -503,6 +546,17 @@ static void test_moe(void)
 	test_moe_case("tp f32 n=8 E=16 k=2 H=5", 8, 16, 2, 5, T8, 1, 0, FDEV_F32, 2);
 	test_moe_case("ll f32 n=4 E=8 k=2 H=13", 4, 8, 2, 13, T4, 0, 1, FDEV_F32, 1);
 	test_moe_case("ll bf16 skewed n=8 E=16 k=3 H=7 align 8", 8, 16, 3, 7, T8, 1, 1, FDEV_BF16, 8);
+	/* hierarchical: nodes of 2 and 4, T = 0 on some ranks, skew, -1 */
+	moe_node_size = 4;
+	test_moe_case("hier f32 n=8 (2x4) E=16 k=3 H=13", 8, 16, 3, 13, T8, 0, 2, FDEV_F32, 1);
+	test_moe_case("hier bf16 skewed n=8 (2x4) E=16 k=4 H=7 align 4", 8, 16, 4, 7, T8, 1, 2, FDEV_BF16, 4);
+	moe_node_size = 2;
+	test_moe_case("hier f16 n=8 (4x2) E=32 k=2 H=9", 8, 32, 2, 9, T8, 0, 2, FDEV_F16, 1);
+	test_moe_case("hier f32 skewed n=4 (2x2) E=8 k=3 H=6 align 8", 4, 8, 3, 6, T4, 1, 2, FDEV_F32, 8);
+	moe_node_size = 1;
+	test_moe_case("hier bf16 n=4 (4x1) E=8 k=2 H=5", 4, 8, 2, 5, T4, 0, 2, FDEV_BF16, 2);
+	moe_node_size = 4;
+	test_moe_case("hier f32 n=4 (one node) E=8 k=2 H=11", 4, 8, 2, 11, T4, 1, 2, FDEV_F32, 1);
 }
 
 static void test_bad_args(void)
@@ -546,6 +600,12 @@ static void test_bad_args(void)
 		ok(fdev_moe_dispatch(c, &cfg, in, NULL, &h) == 0 && !fdev_moe_stats(h, &st) &&
 		   st.dropped == 1, "dispatch to an excluded rank: dropped and counted");
 		fdev_moe_handle_free(h);
+		cfg.mode = FDEV_MOE_HIERARCHICAL;
+		ok(fdev_moe_dispatch(c, &cfg, in, NULL, &h) == -ENOLINK,
+		   "hierarchical with an excluded rank (it would forward): -ENOLINK");
+		cfg.mode = 3;
+		ok(fdev_moe_dispatch(c, &cfg, in, NULL, &h) == -EINVAL, "unknown mode: -EINVAL");
+		cfg.mode = FDEV_MOE_THROUGHPUT;
 	}
 	fdev_comm_destroy(c);
 	ok(fdev_comm_init_local(NULL, 0, NULL, 0, 0, &c) == -EINVAL, "zero ranks: -EINVAL");

@@ -12,9 +12,17 @@
 #  - 8 independently started processes (FDEV_RANK/FDEV_SIZE/FDEV_JOB)
 #    form a communicator and run the same all-to-all, twice, with the
 #    same emulated time as one process driving all 8;
-#  - MoE dispatch/combine, timing only, throughput and low latency;
+#  - raw posting (__fdev_post_nowait, in the api test): a full queue
+#    gives -EAGAIN at once, on io_uring and on the ioctl path, and every
+#    descriptor posted completes once;
+#  - MoE dispatch/combine, timing only, throughput and low latency; the
+#    hierarchical variant on h800-pod, 16 ranks in two nodes of 8, side
+#    by side with throughput (it must send fewer bytes over scale-out
+#    and finish sooner);
 #  - data (when the module has ICFAB_F_MEMORY): collectives and
-#    dispatch/combine element by element, the Python binding, 4
+#    dispatch/combine element by element (throughput, low latency and
+#    hierarchical: skewed routing, -1 slots, T = 0 on some ranks, H not a
+#    multiple of 8), the Python binding, 4
 #    independent processes moving data with the same emulated time as one
 #    process, and free-running processes. The PyTorch example is
 #    fdev_torch_test.sh (slow under TCG: importing torch takes minutes).
@@ -170,6 +178,25 @@ print('# dispatch %.2f GB/s per rank (%.0f%% of 450)' % (r['dispatch_gbps'], r['
 sys.exit(0 if r['dispatch_ps'] > 0 and 0.5 < r['dispatch_vs_bound'] <= 1.0 else 1)"
 check "the same dispatch repeats to the picosecond" sh -c "
 	'$bench' -n 8 -t 512 -H 7168 -e 256 -k 8 -b 450 | cmp -s - '$tmp/moe'"
+
+# Hierarchical on two nodes of 8 (scale-out to the peer with the same
+# local index, then NVLink), next to throughput on the same routing.
+check "h800-pod applied" sh -c "'$icfabd' --apply --preset h800-pod > /dev/null"
+check "hierarchical dispatch/combine, 16 ranks in 2 nodes, 256 tokens" sh -c "
+	'$bench' -n 16 -g 8 -t 256 -H 7168 -e 256 -k 8 -m hier -b 160 -B 50 > '$tmp/hier' &&
+	'$bench' -n 16 -g 8 -t 256 -H 7168 -e 256 -k 8 -m tp -b 160 -B 50 > '$tmp/tp16' &&
+	sed 's/^/# /' '$tmp/hier' '$tmp/tp16'"
+check "hierarchical: fewer bytes over scale-out than throughput, and faster" python3 -c "
+import json, sys
+h = json.load(open('$tmp/hier')); t = json.load(open('$tmp/tp16'))
+print('# dispatch: hier %.1f us (%.3f of its bound), tp %.1f us (%.3f); combine: hier %.1f us, tp %.1f us'
+      % (h['dispatch_ps'] / 1e6, h['dispatch_vs_bound'], t['dispatch_ps'] / 1e6,
+         t['dispatch_vs_bound'], h['combine_ps'] / 1e6, t['combine_ps'] / 1e6))
+sys.exit(0 if h['dispatch_bound_ps'] < t['dispatch_bound_ps'] and
+         h['dispatch_ps'] < t['dispatch_ps'] and h['combine_ps'] < t['combine_ps'] else 1)"
+check "the hierarchical dispatch repeats to the picosecond" sh -c "
+	'$bench' -n 16 -g 8 -t 256 -H 7168 -e 256 -k 8 -m hier -b 160 -B 50 | cmp -s - '$tmp/hier'"
+check "dgx-h100 applied again" sh -c "'$icfabd' --apply --preset dgx-h100 > /dev/null"
 
 # Data: element by element, when the module moves bytes.
 py=/usr/bin/python3

@@ -4,7 +4,7 @@
  * topology, timing only (no bytes move), one process driving every rank.
  *
  *	moe_bench [-n RANKS] [-t TOKENS] [-H HIDDEN] [-e EXPERTS] [-k TOPK]
- *		  [-d bf16|fp8] [-m tp|ll] [-g RANKS_PER_NODE] [-b GBPS]
+ *		  [-d bf16|fp8] [-m tp|ll|hier] [-g RANKS_PER_NODE] [-b GBPS]
  *		  [-B GBPS] [-s SEED]
  *
  * Routing is uniform random top-k (seeded, so runs are repeatable). It
@@ -15,6 +15,11 @@
  * (-b GB/s) and across nodes over its scale-out port (-B GB/s, with -g
  * ranks per node), the ports working in parallel. 1.0 would be a
  * transfer that keeps the busiest port busy from start to end.
+ *
+ * -m hier is the hierarchical dispatch (nodes of -g ranks): its bound
+ * counts the bytes it moves, one record per (token, remote node) over
+ * scale-out to the peer with the same local index, then the peer's
+ * forwarding and the direct sends over scale-up.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -52,21 +57,27 @@ int main(int argc, char **argv)
 		case 'e': E = (unsigned int)atoi(optarg); break;
 		case 'k': k = (unsigned int)atoi(optarg); break;
 		case 'd': dt = !strcmp(optarg, "fp8") ? FDEV_FP8_E4M3 : FDEV_BF16; break;
-		case 'm': mode = !strcmp(optarg, "ll"); break;
+		case 'm':
+			mode = !strcmp(optarg, "ll") ? FDEV_MOE_LOW_LATENCY :
+			       !strcmp(optarg, "hier") ? FDEV_MOE_HIERARCHICAL :
+			       FDEV_MOE_THROUGHPUT;
+			break;
 		case 'b': inj = atof(optarg); break;
 		case 'B': inter = atof(optarg); break;
 		case 'g': g = (unsigned int)atoi(optarg); break;
 		case 's': seed = strtoull(optarg, NULL, 0) | 1; break;
 		default:
-			fprintf(stderr, "usage: moe_bench [-n R] [-t T] [-H H] [-e E] [-k K] [-d bf16|fp8] [-m tp|ll] [-b GBPS]\n");
+			fprintf(stderr, "usage: moe_bench [-n R] [-t T] [-H H] [-e E] [-k K] [-d bf16|fp8] [-m tp|ll|hier] [-g RANKS_PER_NODE] [-b GBPS] [-B GBPS]\n");
 			return 2;
 		}
 	}
-	if (!n || !k || k > E || E % n) {
+	if (!n || !k || k > E || E % n || (g && n % g)) {
 		fprintf(stderr, "moe_bench: bad shape\n");
 		return 2;
 	}
 	err = fdev_comm_init_local(NULL, n, NULL, 0, FDEV_COMM_TIMING_ONLY, &c);
+	if (!err && g)
+		err = fdev_comm_set_node_size(c, (int)g);
 	if (err) {
 		fprintf(stderr, "moe_bench: %s\n", strerror(-err));
 		return 1;
@@ -134,14 +145,36 @@ int main(int argc, char **argv)
 			memset(ru, 0, n * sizeof(double)); memset(ro, 0, n * sizeof(double));
 			for (unsigned int r = 0; r < n; r++) {
 				uint64_t *tpr = calloc(n, 8), *tpe = calloc(E, 8);
-				struct fdev_moe_layout_out lo = { tpr, tpe, NULL };
+				uint8_t *tir = calloc((size_t)T * n, 1);
+				struct fdev_moe_layout_out lo = { tpr, tpe, tir };
 
 				fdev_moe_layout(in[r].topk_idx, T, k, E, n, &lo);
+				if (mode == FDEV_MOE_HIERARCHICAL) {
+					/* the scale-out hop, once per remote node */
+					for (unsigned int N = 0; N < n / g; N++) {
+						unsigned int p = N * g + r % g;
+						uint64_t cnt = 0;
+						double b;
+
+						if (N == r / g)
+							continue;
+						for (unsigned int t = 0; t < T; t++) {
+							int hit = 0;
+
+							for (unsigned int d = N * g; d < (N + 1) * g; d++)
+								hit |= tir[(size_t)t * n + d];
+							cnt += hit;
+						}
+						b = (double)cnt * (pass ? crow : rec);
+						*(pass ? &so[p] : &so[r]) += b;
+						*(pass ? &ro[r] : &ro[p]) += b;
+					}
+				}
 				for (unsigned int d = 0; d < n; d++) {
 					uint64_t cnt = 0;
 					double b;
 
-					if (mode)
+					if (mode == FDEV_MOE_LOW_LATENCY)
 						for (unsigned int e = d * (E / n); e < (d + 1) * (E / n); e++)
 							cnt += tpe[e];
 					else
@@ -149,6 +182,16 @@ int main(int argc, char **argv)
 					b = (double)cnt * (pass ? crow : rec);
 					if (d == r)
 						continue;
+					if (mode == FDEV_MOE_HIERARCHICAL && d / g != r / g) {
+						/* the peer's forwarding over scale-up */
+						unsigned int p = (d / g) * g + r % g;
+
+						if (p != d) {
+							*(pass ? &su[d] : &su[p]) += b;
+							*(pass ? &ru[p] : &ru[d]) += b;
+						}
+						continue;
+					}
 					/* combine flows back: d -> r */
 					if (d / g == r / g) {
 						*(pass ? &su[d] : &su[r]) += b;
@@ -160,6 +203,7 @@ int main(int argc, char **argv)
 				}
 				free(tpr);
 				free(tpe);
+				free(tir);
 			}
 			for (unsigned int r = 0; r < n; r++) {
 				double t[4] = { su[r] / (inj * 1e9), ru[r] / (inj * 1e9),
@@ -186,7 +230,9 @@ int main(int argc, char **argv)
 		       ",\"combine_ps\":%" PRIu64 ",\"dispatch_bytes_per_rank\":%.0f,"
 		       "\"combine_bytes_per_rank\":%.0f,\"dispatch_gbps\":%.2f,"
 		       "\"combine_gbps\":%.2f",
-		       n, T, H, E, k, mode ? "ll" : "tp",
+		       n, T, H, E, k,
+		       mode == FDEV_MOE_LOW_LATENCY ? "ll" :
+		       mode == FDEV_MOE_HIERARCHICAL ? "hier" : "tp",
 		       dt == FDEV_FP8_E4M3 ? "fp8" : "bf16", st.dispatch_ps,
 		       st.combine_ps, dper, cper, dper / dsec / 1e9,
 		       cper / csec / 1e9);
