@@ -6,8 +6,12 @@
  *
  * On a two-endpoint fabric with zero-latency links of very high
  * bandwidth, a 4 MiB region on each endpoint; each round is one WRITE of
- * all of it (ICFAB_IOC_SUBMIT, ICFAB_IOC_WAIT), then one memcpy() of
- * 4 MiB between two mapped buffers. Prints MB/s for each and the ratio.
+ * all of it (ICFAB_IOC_SUBMIT, ICFAB_IOC_WAIT), the same WRITE timing
+ * only, one memcpy() of 4 MiB between two anonymous buffers and one
+ * between the two regions' mappings. Every buffer is faulted in and
+ * written before the first round, and two rounds warm up, so no round
+ * pays for first touches. Prints the median and best MB/s of each and
+ * the median of the per-round ratios WRITE / memcpy (anonymous).
  * The fabric's segment size is raised to its maximum for the run, so
  * that the engine's per-segment work does not dominate.
  *
@@ -15,7 +19,7 @@
  * of fabric 0). Build:
  *   cc -O2 -Iuapi -Iselftests/icfab -o build/bench/copy_bw \
  *      tools/bench/copy_bw.c selftests/icfab/genl.c
- * usage: copy_bw [ROUNDS]   (default 50)
+ * usage: copy_bw [ROUNDS]   (default 30)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -126,8 +130,9 @@ static void *region(int fd, uint32_t ep, uint32_t *handle, uint64_t *key)
 	re.region = ra.region;
 	if (ioctl(fd, ICFAB_IOC_REGION_EXPORT, &re))
 		return NULL;
-	p = mmap(NULL, SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		 ra.mmap_offset);
+	/* Faulted in now, so that no round pays for first touches. */
+	p = mmap(NULL, SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+		 fd, ra.mmap_offset);
 	if (p == MAP_FAILED)
 		return NULL;
 	*handle = ra.region;
@@ -135,14 +140,68 @@ static void *region(int fd, uint32_t ep, uint32_t *handle, uint64_t *key)
 	return p;
 }
 
+static void *anon(void)
+{
+	void *p = mmap(NULL, SIZE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* One descriptor through ICFAB_IOC_SUBMIT and ICFAB_IOC_WAIT: ns, or < 0. */
+static double transfer(int fd, const struct icfab_desc *d)
+{
+	struct icfab_submit s = { .descs = (uintptr_t)d, .nr = 1 };
+	struct icfab_cqe c;
+	struct icfab_wait w = { .cqes = (uintptr_t)&c, .min = 1, .max = 1 };
+	double t0 = now_ns();
+
+	if (ioctl(fd, ICFAB_IOC_SUBMIT, &s) != 1 ||
+	    ioctl(fd, ICFAB_IOC_WAIT, &w) || c.status)
+		return -1;
+	return now_ns() - t0;
+}
+
+static double copy(void *dst, const void *src)
+{
+	double t0 = now_ns();
+
+	memcpy(dst, src, SIZE);
+	__asm__ volatile("" : : "r"(dst) : "memory");
+	return now_ns() - t0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n & 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static double mbs(double ns)
+{
+	return SIZE / ns * 1e3;
+}
+
+enum { T_CPY, T_MAP, T_DEV, T_TIM, T_RATIO, T_NR };
+
 int main(int argc, char **argv)
 {
-	int rounds = argc > 1 ? atoi(argv[1]) : 50;
+	static const char *const what[T_NR] = {
+		"memcpy (anonymous)", "memcpy (the regions)", "icfab WRITE",
+		"timing-only WRITE",
+	};
+	int rounds = argc > 1 ? atoi(argv[1]) : 30;
 	struct icfab_queue_create qc = { .endpoint = 0, .depth = 1 };
-	double t_dev = 0, t_cpy = 0, t_tim = 0, t0;
 	unsigned char *a, *b, *x, *y;
 	struct icfab_desc d, dt_only;
-	struct icfab_cqe c;
+	double *t[T_NR], best[T_NR];
 	struct genl_sock gs;
 	uint32_t ha, hb;
 	uint64_t ka, kb;
@@ -150,6 +209,12 @@ int main(int argc, char **argv)
 
 	if (rounds < 1)
 		rounds = 1;
+	for (int k = 0; k < T_NR; k++) {
+		t[k] = calloc(rounds, sizeof(double));
+		if (!t[k])
+			return 1;
+		best[k] = 1e300;
+	}
 	if (genl_open(&gs) || genl_resolve(&gs, ICFAB_GENL_NAME)) {
 		fprintf(stderr, "copy_bw: no icfab netlink family\n");
 		return 1;
@@ -179,14 +244,13 @@ int main(int argc, char **argv)
 	}
 	a = region(fd, 0, &ha, &ka);
 	b = region(fd, 1, &hb, &kb);
-	x = mmap(NULL, SIZE, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	y = mmap(NULL, SIZE, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	if (!a || !b || x == MAP_FAILED || y == MAP_FAILED) {
+	x = anon();
+	y = anon();
+	if (!a || !b || !x || !y) {
 		perror("copy_bw: memory");
 		return 1;
 	}
+	/* Every page written once more: present and dirty before round -2. */
 	memset(a, 1, SIZE);
 	memset(b, 2, SIZE);
 	memset(x, 3, SIZE);
@@ -197,55 +261,49 @@ int main(int argc, char **argv)
 	/* The same transfer, timed but not copied: the engine's share. */
 	dt_only = (struct icfab_desc){ .op = ICFAB_OP_WRITE, .queue = qc.queue,
 		.peer = 1, .len = SIZE, .flags = ICFAB_DESC_F_TIMING_ONLY };
-	for (int r = -1; r < rounds; r++) {
-		struct icfab_submit s = { .descs = (uintptr_t)&d, .nr = 1 };
-		struct icfab_wait w = { .cqes = (uintptr_t)&c, .min = 1,
-					.max = 1 };
-		double dt;
+	/*
+	 * Rounds -2 and -1 warm up (caches, the request pool, the engine);
+	 * then the four are interleaved, so that the host's noise falls on
+	 * all of them alike, and each round gives its own ratio.
+	 */
+	for (int r = -2; r < rounds; r++) {
+		double v[T_NR];
 
 		a[r & 0xfff] = r;
-		t0 = now_ns();
-		if (ioctl(fd, ICFAB_IOC_SUBMIT, &s) != 1 ||
-		    ioctl(fd, ICFAB_IOC_WAIT, &w) || c.status) {
-			fprintf(stderr, "copy_bw: transfer failed\n");
+		v[T_DEV] = transfer(fd, &d);
+		if (v[T_DEV] < 0 || b[r & 0xfff] != (unsigned char)r) {
+			fprintf(stderr, "copy_bw: the WRITE failed\n");
 			return 1;
 		}
-		dt = now_ns() - t0;
-		if (b[r & 0xfff] != (unsigned char)r) {
-			fprintf(stderr, "copy_bw: the bytes did not arrive\n");
+		v[T_TIM] = transfer(fd, &dt_only);
+		if (v[T_TIM] < 0) {
+			fprintf(stderr, "copy_bw: the timing-only WRITE failed\n");
 			return 1;
 		}
-		if (r >= 0)	/* round -1 warms up */
-			t_dev += dt;
-
-		s.descs = (uintptr_t)&dt_only;
-		w.nr = 0;
-		w.clock_ps = 0;
-		t0 = now_ns();
-		if (ioctl(fd, ICFAB_IOC_SUBMIT, &s) != 1 ||
-		    ioctl(fd, ICFAB_IOC_WAIT, &w) || c.status) {
-			fprintf(stderr, "copy_bw: transfer failed\n");
-			return 1;
-		}
-		dt = now_ns() - t0;
-		if (r >= 0)
-			t_tim += dt;
-
 		x[r & 0xfff] = r;
-		t0 = now_ns();
-		memcpy(y, x, SIZE);
-		__asm__ volatile("" : : "r"(y) : "memory");
-		dt = now_ns() - t0;
-		if (r >= 0)
-			t_cpy += dt;
+		v[T_CPY] = copy(y, x);
+		v[T_MAP] = copy(b, a);
+		v[T_RATIO] = v[T_CPY] / v[T_DEV];
+		if (r < 0)
+			continue;
+		for (int k = 0; k < T_NR; k++) {
+			t[k][r] = v[k];
+			if (v[k] < best[k])
+				best[k] = v[k];
+		}
 	}
-	printf("copy_bw: %d rounds of %llu MiB\n", rounds,
+	printf("copy_bw: %d rounds of %llu MiB (median, best)\n", rounds,
 	       (unsigned long long)(SIZE >> 20));
-	printf("  memcpy            %8.0f MB/s\n", rounds * SIZE / t_cpy * 1e3);
-	printf("  icfab WRITE       %8.0f MB/s  (%.2fx memcpy)\n",
-	       rounds * SIZE / t_dev * 1e3, t_cpy / t_dev);
-	printf("  of which timing   %8.0f us per transfer (timing-only WRITE)\n",
-	       t_tim / rounds / 1e3);
+	for (int k = 0; k < T_TIM; k++) {
+		double m = median(t[k], rounds);
+
+		printf("  %-22s %8.0f MB/s %8.0f MB/s\n", what[k], mbs(m),
+		       mbs(best[k]));
+	}
+	printf("  %-22s %8.0f us    %8.0f us   per transfer\n", what[T_TIM],
+	       median(t[T_TIM], rounds) / 1e3, best[T_TIM] / 1e3);
+	printf("  icfab WRITE / memcpy  %8.2fx (median of per-round ratios)\n",
+	       median(t[T_RATIO], rounds));
 	munmap(a, SIZE);
 	munmap(b, SIZE);
 	close(fd);
@@ -263,6 +321,8 @@ int main(int argc, char **argv)
 			req(&gs, &m);
 		}
 	} while (0);
+	for (int k = 0; k < T_NR; k++)
+		free(t[k]);
 	genl_close(&gs);
 	return 0;
 }

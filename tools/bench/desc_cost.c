@@ -9,13 +9,16 @@
  *   uring: 32 ICFAB_UCMD_SUBMIT + 1 ICFAB_UCMD_WAIT per io_uring_enter
  *   ioctl: ICFAB_IOC_SUBMIT of 32, then ICFAB_IOC_WAIT for 32
  *   nop:   32 IORING_OP_NOP per io_uring_enter, the floor
- * and prints ns per descriptor for each and the ratios to nop.
+ * and prints ns per descriptor for each and the ratios to nop: the
+ * median over slices of 10 batches (of each slice's own ratio), the best
+ * slice (the least disturbed by the host) and the mean.
  *
  * Needs the module loaded and CAP_NET_ADMIN (it replaces the topology
  * of fabric 0). Build:
  *   cc -O2 -Iuapi -Iselftests/icfab -o build/bench/desc_cost \
  *      tools/bench/desc_cost.c selftests/icfab/genl.c -luring
- * usage: desc_cost [ROUNDS]   (batches per method, default 2000)
+ * usage: desc_cost [ROUNDS [METHOD]]   (batches per method, default 2000;
+ *        with METHOD nop, uring or ioctl: that one alone, for a profiler)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -192,19 +195,43 @@ static double run_nop(struct io_uring *ring, int rounds)
 	return (now_ns() - t0) / ((double)rounds * BATCH);
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The median of @v (sorted in place). */
+static double median(double *v, int n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n & 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+enum { M_NOP, M_URING, M_IOCTL, M_URING_X, M_IOCTL_X, M_NR };
+
 int main(int argc, char **argv)
 {
 	int rounds = argc > 1 ? atoi(argv[1]) : 2000;
+	const char *only = argc > 2 ? argv[2] : NULL;
 	struct icfab_queue_create qc = { .endpoint = 0, .depth = BATCH };
 	struct icfab_attach a = { .endpoint = 0 };
-	double uring, ioc, nop;
-	int slices = 0;
+	double *v[M_NR], mean[M_NR] = { 0 }, best[M_NR];
+	int slices;
 	struct io_uring ring;
 	struct genl_sock gs;
 	int fd, err;
 
-	if (rounds < 1)
-		rounds = 1;
+	if (rounds < 10)
+		rounds = 10;
+	slices = rounds / 10;
+	for (int k = 0; k < M_NR; k++) {
+		v[k] = calloc(slices, sizeof(double));
+		if (!v[k])
+			return 1;
+		best[k] = 1e300;
+	}
 	if (genl_open(&gs) || genl_resolve(&gs, ICFAB_GENL_NAME)) {
 		fprintf(stderr, "desc_cost: no icfab netlink family\n");
 		return 1;
@@ -229,13 +256,29 @@ int main(int argc, char **argv)
 	}
 	/*
 	 * Warm up, then interleave the three in slices of 10 batches, so
-	 * that the host's noise falls on all of them alike.
+	 * that the host's noise falls on all of them alike. Each slice gives
+	 * its own ratios; the medians over slices ignore the slices that a
+	 * preemption of the (virtual) CPU landed in.
 	 */
 	run_nop(&ring, 10);
 	run_uring(&ring, fd, qc.queue, 10);
 	run_ioctl(fd, qc.queue, 10);
-	nop = uring = ioc = 0;
-	for (int r = 0; r < rounds; r += 10, slices++) {
+	if (only) {
+		/* One method alone, for a profiler to look at. */
+		double ns = !strcmp(only, "nop") ? run_nop(&ring, rounds) :
+			    !strcmp(only, "uring") ?
+				run_uring(&ring, fd, qc.queue, rounds) :
+			    !strcmp(only, "ioctl") ?
+				run_ioctl(fd, qc.queue, rounds) : -2;
+
+		if (ns == -2) {
+			fprintf(stderr, "desc_cost: METHOD is nop, uring or ioctl\n");
+			return 2;
+		}
+		printf("desc_cost: %s: %.0f ns per op\n", only, ns);
+		return ns < 0;
+	}
+	for (int s = 0; s < slices; s++) {
 		double n = run_nop(&ring, 10);
 		double u = run_uring(&ring, fd, qc.queue, 10);
 		double i = run_ioctl(fd, qc.queue, 10);
@@ -244,23 +287,36 @@ int main(int argc, char **argv)
 			fprintf(stderr, "desc_cost: a run failed\n");
 			return 1;
 		}
-		nop += n;
-		uring += u;
-		ioc += i;
+		v[M_NOP][s] = n;
+		v[M_URING][s] = u;
+		v[M_IOCTL][s] = i;
+		v[M_URING_X][s] = u / n;
+		v[M_IOCTL_X][s] = i / n;
+		for (int k = 0; k < M_NR; k++) {
+			mean[k] += v[k][s] / slices;
+			if (v[k][s] < best[k])
+				best[k] = v[k][s];
+		}
 	}
-	rounds = slices * 10;
-	nop /= slices;
-	uring /= slices;
-	ioc /= slices;
-	printf("desc_cost: %d batches of %d, %d-byte timing-only WRITEs\n",
-	       rounds, BATCH, LEN);
-	printf("  io_uring NOP          %8.0f ns/op\n", nop);
-	printf("  icfab io_uring SUBMIT %8.0f ns/desc  (%.1fx NOP)\n", uring,
-	       uring / nop);
-	printf("  icfab ioctl SUBMIT    %8.0f ns/desc  (%.1fx NOP)\n", ioc,
-	       ioc / nop);
+	printf("desc_cost: %d batches of %d, %d-byte timing-only WRITEs, "
+	       "%d slices\n", slices * 10, BATCH, LEN, slices);
+	printf("  ns per op             median     best     mean\n");
+	printf("  io_uring NOP          %8.0f %8.0f %8.0f\n",
+	       median(v[M_NOP], slices), best[M_NOP], mean[M_NOP]);
+	printf("  icfab io_uring SUBMIT %8.0f %8.0f %8.0f\n",
+	       median(v[M_URING], slices), best[M_URING], mean[M_URING]);
+	printf("  icfab ioctl SUBMIT    %8.0f %8.0f %8.0f\n",
+	       median(v[M_IOCTL], slices), best[M_IOCTL], mean[M_IOCTL]);
+	printf("  x NOP: io_uring       %8.1f %8.1f %8.1f\n",
+	       median(v[M_URING_X], slices), best[M_URING] / best[M_NOP],
+	       mean[M_URING] / mean[M_NOP]);
+	printf("  x NOP: ioctl          %8.1f %8.1f %8.1f\n",
+	       median(v[M_IOCTL_X], slices), best[M_IOCTL] / best[M_NOP],
+	       mean[M_IOCTL] / mean[M_NOP]);
 	io_uring_queue_exit(&ring);
 	close(fd);
 	genl_close(&gs);
+	for (int k = 0; k < M_NR; k++)
+		free(v[k]);
 	return 0;
 }

@@ -1,0 +1,537 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * engine_rate: how many segment-hops per second of wall time the timing
+ * engine gets through, for a timing-only all-to-all.
+ *
+ * A segment-hop is one segment crossing one link: the unit of the
+ * engine's work. Every endpoint of the topology sends BYTES to every
+ * other one, in rounds (round r: endpoint i to endpoint i + r), so the
+ * all-to-all of N endpoints is N (N - 1) transfers of
+ * ceil(BYTES / segment size) segments over the route's links each.
+ *
+ * Module mode (the default) drives the topology that is committed on
+ * /dev/icfab0 (icfabd --apply FILE): a context may attach 64 endpoints,
+ * so there is one context per 64 endpoints, each with a thread of its
+ * own, in virtual time. A context submits in batches of up to 64
+ * descriptors (ICFAB_IOC_SUBMIT) while it has room in its window, and
+ * otherwise waits for a batch of completions (ICFAB_IOC_WAIT); the
+ * engine runs whenever every context waits. The windows share the
+ * engine's capacity, so that no submission can find the engine full
+ * while its own context has nothing in flight (it would hold the engine
+ * back with nothing to wait for).
+ *
+ * Host mode (-H) runs the same all-to-all through the freestanding engine
+ * (kmod/model) in this process, with the same capacity: a transfer goes
+ * in as soon as one completes. The difference between the two rates is
+ * what the module's path costs around the engine: syscalls, locking,
+ * requests, wakeups.
+ *
+ * FILE is the topology file (icfabd's YAML) that was applied; it gives
+ * the endpoints, the routes and hence the segment-hops, which are
+ * computed, not sampled. In host mode the link statistics are summed
+ * too, as a check. Output: one line,
+ *   mode N transfers segment_hops wall_s cpu_s hops/wall_s hops/cpu_s failed
+ * where cpu_s is the process's CPU time, user and system (the module's
+ * engine runs in the submitting threads' system time), which a shared
+ * machine disturbs less than wall time. Host mode repeats the all-to-all
+ * for a second and reports one pass.
+ *
+ *	engine_rate [-H] [-b BYTES] FILE	(BYTES default 4096, K/M suffix)
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/icfab.h>
+
+#include "topo.h"			/* daemon/: the topology library */
+#include "../../kmod/model/engine.h"
+
+/*
+ * The module's engine capacity (kmod/icfab.h, ICFAB_ENGINE_XFERS and
+ * ICFAB_ENGINE_EVENTS), which the ABI does not report.
+ */
+#define ENGINE_XFERS	16384
+#define ENGINE_EVENTS	(256 * 1024)
+#define PER_CTX		64		/* ICFAB_MAX_ATTACH */
+#define BATCH		64		/* descriptors per SUBMIT */
+#define QDEPTH		4096		/* ICFAB_MAX_QUEUE_DEPTH */
+
+struct a2a {
+	uint32_t n;			/* endpoints */
+	uint32_t *ep;			/* index -> node id */
+	uint64_t bytes;			/* per transfer */
+	uint64_t segs;			/* per transfer */
+	uint64_t window;		/* transfers in flight, per context */
+};
+
+struct worker {
+	const struct a2a *a;
+	pthread_t thread;
+	pthread_barrier_t *start;
+	int fd;
+	uint32_t first, nr;		/* its endpoints: ep[first..first+nr) */
+	uint32_t queue[PER_CTX];
+	uint64_t done, failed;
+	int err;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int parse_bytes(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	switch (*end) {
+	case 'K': v <<= 10; end++; break;
+	case 'M': v <<= 20; end++; break;
+	}
+	if (*end || !v)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* Sum over all ordered pairs of segments x links on the route. */
+static int segment_hops(const struct topo *t, const struct a2a *a,
+			uint64_t *out)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t s = 0; s < a->n; s++)
+		for (uint32_t d = 0; d < a->n; d++) {
+			int h;
+
+			if (s == d)
+				continue;
+			h = topo_route_hops(t, a->ep[s], a->ep[d]);
+			if (h < 0)
+				return h;
+			sum += a->segs * (uint64_t)h;
+		}
+	*out = sum;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- module */
+
+static int reap(struct worker *w, unsigned int min)
+{
+	struct icfab_cqe cqes[BATCH];
+	struct icfab_wait wt = { .cqes = (uintptr_t)cqes, .min = min,
+				 .max = BATCH };
+
+	if (ioctl(w->fd, ICFAB_IOC_WAIT, &wt))
+		return -errno;
+	for (unsigned int i = 0; i < wt.nr; i++)
+		w->failed += cqes[i].status != 0;
+	w->done += wt.nr;
+	return (int)wt.nr;
+}
+
+static void *worker_run(void *arg)
+{
+	struct worker *w = arg;
+	const struct a2a *a = w->a;
+	uint64_t total = (uint64_t)w->nr * (a->n - 1), sent = 0;
+	struct icfab_desc d[BATCH];
+
+	pthread_barrier_wait(w->start);
+	while (w->done < total) {
+		uint64_t room = a->window - (sent - w->done);
+		uint64_t nb = total - sent;
+		int ret;
+
+		nb = nb < room ? nb : room;
+		nb = nb < BATCH ? nb : BATCH;
+		if (nb) {
+			struct icfab_submit s = { .descs = (uintptr_t)d,
+						  .nr = (uint32_t)nb };
+
+			memset(d, 0, nb * sizeof(d[0]));
+			for (uint64_t k = 0; k < nb; k++) {
+				/* Transfer sent + k: round r, endpoint i. */
+				uint64_t x = sent + k;
+				uint32_t i = (uint32_t)(x % w->nr);
+				uint32_t r = (uint32_t)(x / w->nr) + 1;
+				uint32_t src = w->first + i;
+
+				d[k].op = ICFAB_OP_WRITE;
+				d[k].flags = ICFAB_DESC_F_TIMING_ONLY;
+				d[k].queue = w->queue[i];
+				d[k].peer = a->ep[(src + r) % a->n];
+				d[k].len = a->bytes;
+			}
+			ret = ioctl(w->fd, ICFAB_IOC_SUBMIT, &s);
+			if (ret > 0) {
+				sent += (uint64_t)ret;
+				continue;
+			}
+			if (ret == 0 || errno != EAGAIN || sent == w->done) {
+				w->err = ret ? -errno : -EIO;
+				break;
+			}
+		}
+		/* The window is full (or everything is sent): make room. */
+		ret = reap(w, sent - w->done < BATCH ?
+			      (unsigned int)(sent - w->done) : BATCH);
+		if (ret < 0) {
+			w->err = ret;
+			break;
+		}
+	}
+	/*
+	 * Done (or failed): it waits no more, so from now on its clock would
+	 * hold the engine back from the others' completions. It leaves.
+	 */
+	close(w->fd);
+	w->fd = -1;
+	return NULL;
+}
+
+static int run_module(const struct a2a *a, double *wall, double *cpu,
+		      uint64_t *failed)
+{
+	uint32_t nw = (a->n + PER_CTX - 1) / PER_CTX;
+	struct worker *w = calloc(nw, sizeof(*w));
+	pthread_barrier_t start;
+	int err = 0;
+	double t0, c0;
+
+	if (!w)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < nw && !err; k++) {
+		w[k].a = a;
+		w[k].start = &start;
+		w[k].first = k * PER_CTX;
+		w[k].nr = a->n - w[k].first < PER_CTX ? a->n - w[k].first :
+							 PER_CTX;
+		w[k].fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+		if (w[k].fd < 0) {
+			err = -errno;
+			break;
+		}
+		for (uint32_t i = 0; i < w[k].nr && !err; i++) {
+			struct icfab_attach at = {
+				.endpoint = a->ep[w[k].first + i] };
+			struct icfab_queue_create qc = {
+				.endpoint = at.endpoint,
+				.depth = QDEPTH };
+
+			if (ioctl(w[k].fd, ICFAB_IOC_ATTACH, &at) ||
+			    ioctl(w[k].fd, ICFAB_IOC_QUEUE_CREATE, &qc))
+				err = -errno;
+			w[k].queue[i] = qc.queue;
+		}
+	}
+	if (err) {
+		fprintf(stderr, "engine_rate: /dev/icfab0: %s (is FILE the "
+			"applied topology?)\n", strerror(-err));
+		return err;
+	}
+	pthread_barrier_init(&start, NULL, nw + 1);
+	for (uint32_t k = 0; k < nw; k++)
+		pthread_create(&w[k].thread, NULL, worker_run, &w[k]);
+	pthread_barrier_wait(&start);
+	t0 = now_s();
+	c0 = cpu_s();
+	for (uint32_t k = 0; k < nw; k++)
+		pthread_join(w[k].thread, NULL);
+	*wall = now_s() - t0;
+	*cpu = cpu_s() - c0;
+	*failed = 0;
+	for (uint32_t k = 0; k < nw; k++) {
+		if (w[k].err && !err) {
+			err = w[k].err;
+			fprintf(stderr, "engine_rate: context %u: %s\n", k,
+				strerror(-err));
+		}
+		*failed += w[k].failed;
+	}
+	pthread_barrier_destroy(&start);
+	free(w);
+	return err;
+}
+
+/* ------------------------------------------------------------------ host */
+
+/* The library's topology as the model's, the way the module holds it. */
+static struct icfab_mtopo *mtopo_from(const struct topo *t)
+{
+	static const struct icfab_topo_limits lim = {
+		.max_endpoints = 1u << 20, .max_switches = 1u << 20,
+		.max_links = 1u << 24, .max_ports = 1u << 16,
+		.max_colors = 1u << 16,
+	};
+	struct icfab_mtopo *m = calloc(1, sizeof(*m));
+	struct icfab_topo_err err;
+	icfab_u8 *scratch;
+
+	if (!m)
+		return NULL;
+	m->nodes_cap = t->nr_nodes;
+	m->links_cap = t->nr_links;
+	m->nodes = calloc(t->nr_nodes, sizeof(*m->nodes));
+	m->links = calloc(t->nr_links, sizeof(*m->links));
+	scratch = calloc(t->nr_nodes, 1);
+	if (!m->nodes || !m->links || !scratch)
+		return NULL;
+	for (uint32_t i = 0; i < t->nr_nodes; i++) {
+		const struct topo_node *tn = &t->nodes[i];
+		struct icfab_mnode *n = &m->nodes[i];
+
+		n->present = 1;
+		n->kind = tn->kind == ICFAB_NODE_ENDPOINT ?
+			  ICFAB_MODEL_ENDPOINT : ICFAB_MODEL_SWITCH;
+		n->nr_ports = tn->nr_ports;
+		n->dma_engines = tn->dma_engines;
+		n->colors = tn->colors;
+		n->mem_bytes = tn->mem_bytes;
+		n->routes = &t->routes[(size_t)i * t->nr_nodes];
+		n->routes_len = t->nr_nodes;
+		n->port_out = calloc(tn->nr_ports ? tn->nr_ports : 1,
+				     sizeof(icfab_u32));
+		n->port_in = calloc(tn->nr_ports ? tn->nr_ports : 1,
+				    sizeof(icfab_u32));
+		if (!n->port_out || !n->port_in)
+			return NULL;
+		m->nr_nodes++;
+		if (n->kind == ICFAB_MODEL_ENDPOINT)
+			m->nr_endpoints++;
+		else
+			m->nr_switches++;
+	}
+	for (uint32_t i = 0; i < t->nr_links; i++) {
+		const struct topo_link *tl = &t->links[i];
+
+		m->links[i] = (struct icfab_mlink){
+			.present = 1, .state = (icfab_u8)tl->state,
+			.permille = (icfab_u16)tl->bw_permille,
+			.class = tl->class,
+			.src = tl->src_node, .src_port = tl->src_port,
+			.dst = tl->dst_node, .dst_port = tl->dst_port,
+			.bandwidth = tl->bandwidth,
+			.latency_ps = tl->latency_ps,
+		};
+		m->nr_links++;
+	}
+	if (icfab_topo_validate(m, &lim, scratch, &err)) {
+		fprintf(stderr, "engine_rate: the model rejects it: %s\n",
+			err.msg);
+		return NULL;
+	}
+	free(scratch);
+	return m;
+}
+
+struct host_run {
+	uint64_t done, failed;
+};
+
+/* Stop after each completion, so that the next transfer can go in. */
+static int host_complete(void *arg, icfab_u32 xfer_id,
+			 const struct icfab_xfer_result *r)
+{
+	struct host_run *h = arg;
+
+	(void)xfer_id;
+	h->done++;
+	h->failed += r->status != 0;
+	return 1;
+}
+
+/* One all-to-all, from the engine's current time; at most @cap in flight. */
+static int host_pass(struct icfab_engine *e, const struct a2a *a,
+		     uint64_t cap, struct host_run *h)
+{
+	uint64_t total = (uint64_t)a->n * (a->n - 1), sent = 0;
+
+	h->done = 0;
+	while (h->done < total) {
+		while (sent < total && sent - h->done < cap) {
+			/* Round-major, as the contexts submit. */
+			uint32_t i = (uint32_t)(sent % a->n);
+			uint32_t r = (uint32_t)(sent / a->n) + 1;
+			icfab_u64 key = (icfab_u64)i << 32 | r;
+			icfab_u64 at = e->now_ps;
+			icfab_u32 id;
+			int err;
+
+			/* After what was processed, as data.c does. */
+			if (e->processed && at == e->last_ps &&
+			    key <= e->last_key)
+				at++;
+			err = icfab_engine_submit(e, a->ep[i],
+						  a->ep[(i + r) % a->n],
+						  a->bytes, at, key, &id);
+			if (err == -ICFAB_ENGINE_ENOSPC)
+				break;
+			if (err) {
+				fprintf(stderr, "engine_rate: submit: %d\n",
+					err);
+				return -EINVAL;
+			}
+			sent++;
+		}
+		if (icfab_engine_run_until(e, ICFAB_ENGINE_NEVER,
+					   host_complete, h) < 0)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * Pass 0 warms up (first touches of the storage) and is not timed; then
+ * passes follow each other on the same engine, in later fabric time,
+ * until a second of wall time has gone. Times are per pass.
+ */
+static int run_host(const struct topo *t, const struct a2a *a, double *wall,
+		    double *cpu, uint64_t *failed, uint64_t *link_segs)
+{
+	struct icfab_mtopo *m = mtopo_from(t);
+	uint64_t cap = a->window * ((a->n + PER_CTX - 1) / PER_CTX);
+	struct icfab_engine_storage st;
+	struct host_run h = { 0 };
+	struct icfab_engine e;
+	int passes = 0;
+
+	if (!m)
+		return -EINVAL;
+	memset(&st, 0, sizeof(st));
+	st.links = calloc(m->links_cap, sizeof(*st.links));
+	st.eps = calloc(m->nodes_cap, sizeof(*st.eps));
+	st.dma_cap = icfab_engine_dma_needed(m);
+	st.dma_free = calloc(st.dma_cap ? st.dma_cap : 1, sizeof(icfab_u64));
+	st.xfers_cap = ENGINE_XFERS;
+	st.xfers = calloc(ENGINE_XFERS, sizeof(*st.xfers));
+	st.events_cap = ENGINE_EVENTS;
+	st.events = calloc(ENGINE_EVENTS, sizeof(*st.events));
+	if (!st.links || !st.eps || !st.dma_free || !st.xfers || !st.events)
+		return -ENOMEM;
+	if (icfab_engine_init(&e, m, t->segment_size, &st))
+		return -EINVAL;
+
+	*wall = *cpu = 0;
+	for (;;) {
+		double w0 = now_s(), c0 = cpu_s();
+
+		if (host_pass(&e, a, cap, &h))
+			return -EINVAL;
+		if (!passes++) {
+			*link_segs = 0;
+			for (uint32_t l = 0; l < m->links_cap; l++)
+				*link_segs += st.links[l].segments;
+			continue;
+		}
+		*wall += now_s() - w0;
+		*cpu += cpu_s() - c0;
+		if (*wall >= 1.0)
+			break;
+	}
+	*wall /= passes - 1;
+	*cpu /= passes - 1;
+	*failed = h.failed;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ main */
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: engine_rate [-H] [-b BYTES] FILE\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t hops = 0, failed = 0, link_segs = 0, per_seg_events;
+	struct a2a a = { .bytes = 4096 };
+	struct topo_err terr;
+	struct topo *t;
+	int host = 0, opt, err;
+	double wall = 0, cpu = 0;
+
+	while ((opt = getopt(argc, argv, "Hb:h")) != -1) {
+		switch (opt) {
+		case 'H': host = 1; break;
+		case 'b':
+			if (parse_bytes(optarg, &a.bytes))
+				usage();
+			break;
+		default: usage();
+		}
+	}
+	if (optind + 1 != argc)
+		usage();
+	if (topo_load_file(argv[optind], &t, &terr) ||
+	    topo_route(t, &terr)) {
+		fprintf(stderr, "engine_rate: %s\n", terr.msg);
+		return 1;
+	}
+	a.ep = calloc(t->nr_nodes, sizeof(*a.ep));
+	if (!a.ep)
+		return 1;
+	for (uint32_t i = 0; i < t->nr_nodes; i++)
+		if (t->nodes[i].kind == ICFAB_NODE_ENDPOINT)
+			a.ep[a.n++] = i;
+	if (a.n < 2) {
+		fprintf(stderr, "engine_rate: needs 2 endpoints or more\n");
+		return 1;
+	}
+	a.segs = (a.bytes + t->segment_size - 1) / t->segment_size;
+	/* A transfer reserves one event per segment, plus one. */
+	per_seg_events = ENGINE_EVENTS / (a.segs + 1);
+	a.window = (per_seg_events < ENGINE_XFERS ? per_seg_events :
+						    ENGINE_XFERS) /
+		   ((a.n + PER_CTX - 1) / PER_CTX);
+	if (a.window > QDEPTH)
+		a.window = QDEPTH;
+	if (segment_hops(t, &a, &hops)) {
+		fprintf(stderr, "engine_rate: an endpoint pair has no route\n");
+		return 1;
+	}
+	err = host ? run_host(t, &a, &wall, &cpu, &failed, &link_segs) :
+		     run_module(&a, &wall, &cpu, &failed);
+	if (err)
+		return 1;
+	if (host && link_segs != hops) {
+		fprintf(stderr, "engine_rate: links carried %" PRIu64
+			" segments, the routes say %" PRIu64 "\n",
+			link_segs, hops);
+		return 1;
+	}
+	printf("%-6s %5u %8" PRIu64 " %10" PRIu64 " %8.3f %8.3f %10.0f %10.0f %"
+	       PRIu64 "\n", host ? "host" : "module", a.n,
+	       (uint64_t)a.n * (a.n - 1), hops, wall, cpu, hops / wall,
+	       hops / cpu, failed);
+	topo_free(t);
+	free(a.ep);
+	return failed ? 1 : 0;
+}
