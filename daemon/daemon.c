@@ -98,6 +98,15 @@ static int push_model(struct daemon *d, const char *why_push)
 	return 0;
 }
 
+/* The socket's faults and OCS changes are our own commits. */
+static void svc_committed(void *arg, uint64_t gen)
+{
+	struct daemon *d = arg;
+
+	if (gen > d->generation)
+		d->generation = gen;
+}
+
 static int read_state(struct daemon *d, struct fabric_state *st)
 {
 	struct icfab_nl nl;
@@ -155,6 +164,15 @@ static int reconcile(struct daemon *d, struct topo *config)
 		fabric_state_free(&st);
 		set_model(d, config);
 		return push_model(d, "the module was empty: applied the configuration");
+	}
+	/* Reconfigured OCSes and their dark circuits: the module's truth. */
+	if (config->nr_ocs) {
+		ret = reconf_adopt_ocs(config, &st);
+		if (ret < 0) {
+			log_err("ocs: cannot adopt the module's permutations: %s",
+				strerror(-ret));
+			goto err_free_config;
+		}
 	}
 	ret = fabric_diff(config, &st, &df, NULL, 0);
 	if (ret)
@@ -438,6 +456,8 @@ int daemon_run(const struct daemon_opts *o)
 			.fabric_id = o->fabric_id,
 			.has_admin_gid = o->has_admin_gid,
 			.admin_gid = o->admin_gid,
+			.committed = svc_committed,
+			.arg = &d,
 		};
 
 		ret = svc_open(&so, d.model, &d.svc);

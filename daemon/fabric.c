@@ -76,6 +76,7 @@ static int parse_fabric(struct nlattr **tb, void *arg)
 	t->time_mode = get_u32(tb, ICFAB_A_FABRIC_TIME_MODE, 0);
 	t->dilation = get_u32(tb, ICFAB_A_FABRIC_DILATION, 1);
 	st->mem_bytes = get_u64(tb, ICFAB_A_FABRIC_MEM_BYTES, 0);
+	st->commit_ps = get_u64(tb, ICFAB_A_FABRIC_COMMIT_PS, 0);
 	st->has_staged = tb[ICFAB_A_FABRIC_HAS_STAGED] &&
 			 nla_get_u8(tb[ICFAB_A_FABRIC_HAS_STAGED]);
 	return 0;
@@ -158,6 +159,9 @@ static int parse_link(struct nlattr **tb, void *arg)
 	l->state = get_u32(tb, ICFAB_A_LINK_STATE, ICFAB_LINK_UP);
 	l->bw_permille = l->state == ICFAB_LINK_DEGRADED ?
 		get_u32(tb, ICFAB_A_LINK_BW_PERMILLE, 0) : 0;
+	l->up_at_ps = get_u64(tb, ICFAB_A_LINK_UP_AT_PS, 0);
+	l->hold_fail = tb[ICFAB_A_LINK_HOLD_FAIL] &&
+		       nla_get_u8(tb[ICFAB_A_LINK_HOLD_FAIL]);
 	l->peer = TOPO_NONE;
 	rb->link_id[rb->nr_links++] = nla_get_u32(tb[ICFAB_A_LINK_ID]);
 	return 0;
@@ -792,6 +796,13 @@ static int stage_link(struct stager *s, uint32_t id, const struct topo_link *l)
 		if (l->state == ICFAB_LINK_DEGRADED)
 			bad |= nla_put_u32(m, ICFAB_A_LINK_BW_PERMILLE,
 					   l->bw_permille);
+		/* Only OCS circuits use these: older modules never see them. */
+		if (l->up_delay_ps)
+			bad |= nla_put_u64(m, ICFAB_A_LINK_UP_DELAY_PS,
+					   l->up_delay_ps);
+		if (l->up_delay_ps || l->hold_fail)
+			bad |= nla_put_u8(m, ICFAB_A_LINK_HOLD_FAIL,
+					  l->hold_fail);
 		if (bad) {
 			nlmsg_free(m);
 			m = NULL;
@@ -994,8 +1005,68 @@ int fabric_sync(uint32_t fabric_id, const struct topo *want,
 			res->gen_after = res->gen_before + 1;
 		res->nr_nodes = want->nr_nodes;
 		res->nr_links = want->nr_links;
+		/* When our commit took effect; best effort, 0 if unknown. */
+		fabric_commit_time(&nl, NULL, &res->commit_ps);
 	}
 	icfab_nl_close(&nl);
+	return ret;
+}
+
+struct holds {
+	struct topo *t;
+};
+
+static int parse_hold(struct nlattr **tb, void *arg)
+{
+	struct holds *h = arg;
+	uint32_t id;
+
+	if (!tb[ICFAB_A_LINK_ID])
+		return -EPROTO;
+	id = nla_get_u32(tb[ICFAB_A_LINK_ID]);
+	if (id < h->t->nr_links) {
+		h->t->links[id].up_at_ps = get_u64(tb, ICFAB_A_LINK_UP_AT_PS, 0);
+		h->t->links[id].hold_fail = tb[ICFAB_A_LINK_HOLD_FAIL] &&
+			nla_get_u8(tb[ICFAB_A_LINK_HOLD_FAIL]);
+	}
+	return 0;
+}
+
+int fabric_read_holds(struct icfab_nl *nl, struct topo *t)
+{
+	struct holds h = { .t = t };
+	uint32_t i;
+
+	for (i = 0; i < t->nr_links; i++)
+		t->links[i].up_at_ps = 0;
+	return icfab_nl_dump(nl, read_msg(nl, ICFAB_CMD_LINK_GET, true, false),
+			     parse_hold, &h);
+}
+
+struct commit_time {
+	uint64_t gen, ps;
+};
+
+static int parse_commit_time(struct nlattr **tb, void *arg)
+{
+	struct commit_time *ct = arg;
+
+	ct->gen = get_u64(tb, ICFAB_A_FABRIC_GENERATION, 0);
+	ct->ps = get_u64(tb, ICFAB_A_FABRIC_COMMIT_PS, 0);
+	return 0;
+}
+
+int fabric_commit_time(struct icfab_nl *nl, uint64_t *generation,
+		       uint64_t *commit_ps)
+{
+	struct commit_time ct = { 0, 0 };
+	int ret;
+
+	ret = icfab_nl_request(nl, read_msg(nl, ICFAB_CMD_FABRIC_GET, false,
+					    false), parse_commit_time, &ct);
+	if (generation)
+		*generation = ct.gen;
+	*commit_ps = ct.ps;
 	return ret;
 }
 

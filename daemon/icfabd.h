@@ -63,6 +63,7 @@ struct fabric_state {
 	uint64_t generation;
 	uint64_t mem_bytes;		/* committed tables, bytes */
 	bool has_staged;		/* somebody is staging right now */
+	uint64_t commit_ps;		/* ps: fabric time of the last commit */
 	struct topo *topo;		/* nodes, links; routes nr_nodes^2 */
 	uint32_t *link_id;		/* topo link index -> module link id */
 	uint32_t *routes_len;		/* per node: entries the module holds */
@@ -135,7 +136,19 @@ struct fabric_result {
 	uint64_t gen_before, gen_after;	/* equal when nothing changed */
 	struct fabric_diff diff;
 	uint32_t nr_nodes, nr_links;	/* of the module afterwards */
+	uint64_t commit_ps;		/* ps: when the commit took effect
+					 * (FABRIC_COMMIT_PS read back) */
 };
+
+/*
+ * LINK_GET: the module's LINK_UP_AT_PS (0 once a link is lit) and
+ * HOLD_FAIL into @t's links, whose ids are the module's.
+ */
+int fabric_read_holds(struct icfab_nl *nl, struct topo *t);
+
+/* FABRIC_GET: the generation and the fabric time of the last commit. */
+int fabric_commit_time(struct icfab_nl *nl, uint64_t *generation,
+		       uint64_t *commit_ps);
 
 /*
  * Read the module, apply the difference to @want, commit; once more from
@@ -143,6 +156,52 @@ struct fabric_result {
  */
 int fabric_sync(uint32_t fabric_id, const struct topo *want,
 		struct fabric_result *res, char *why, size_t why_len);
+
+/* ---- reconf.c: faults and OCS reconfigurations, as live commits ---- */
+
+#define RECONF_MAX_LINKS	64	/* link ids kept for the reply */
+#define RECONF_PAIRS_SHOWN	4	/* newly unreachable pairs named */
+
+struct ocs;
+
+struct reconf_result {
+	bool committed;			/* false: nothing to change */
+	uint64_t gen_before, gen_after;
+	uint64_t commit_ps;		/* ps: T, FABRIC_COMMIT_PS after it */
+	uint64_t delay_ps;		/* ps: OCS */
+	uint64_t up_at_ps;		/* ps: OCS, T + delay */
+	uint32_t nr_changes;		/* OCS: input ports whose circuit moved */
+	uint32_t nr_links;		/* links changed (ids: the first ones) */
+	uint32_t links[RECONF_MAX_LINKS];
+	uint32_t route_rows;		/* rows rewritten */
+	uint64_t unreachable;		/* endpoint pairs, afterwards */
+	uint64_t newly_unreachable;	/* of those, reachable before */
+	uint64_t reachable_again;	/* unreachable before, not now */
+	char pairs[256];		/* "a->b,c->d": some newly unreachable */
+};
+
+const char *reconf_op_name(enum proto_fault_op op);
+/*
+ * Change @t, route it and commit the difference to fabric @fabric_id; on
+ * failure @t is as before and @why says why (naming the link or node).
+ */
+int reconf_fault_link(struct topo *t, uint32_t fabric_id, uint32_t link,
+		      enum proto_fault_op op, uint32_t permille,
+		      struct reconf_result *res, char *why, size_t len);
+int reconf_fault_node(struct topo *t, uint32_t fabric_id, uint32_t node,
+		      enum proto_fault_op op, struct reconf_result *res,
+		      char *why, size_t len);
+int reconf_ocs_apply(struct topo *t, uint32_t fabric_id, struct ocs *o,
+		     const uint32_t *perm, uint32_t nr,
+		     struct reconf_result *res, char *why, size_t len);
+/* The latest LINK_UP_AT_PS of o's circuits (0: none dark). */
+uint64_t reconf_ocs_pending(const struct topo *t, const struct ocs *o);
+/*
+ * A restarted daemon: take the module's OCS permutations (the ends of
+ * the circuits' links) and dark periods into @t, a routed configuration
+ * whose link ids are the module's. Returns how many OCSes moved.
+ */
+int reconf_adopt_ocs(struct topo *t, const struct fabric_state *st);
 
 /* ---- log.c ---- */
 
@@ -187,6 +246,9 @@ struct svc_opts {
 	uint32_t fabric_id;
 	bool has_admin_gid;
 	uint32_t admin_gid;
+	/* The service committed generation @gen (faults, OCS). */
+	void (*committed)(void *arg, uint64_t gen);
+	void *arg;
 };
 
 struct svc;
@@ -197,10 +259,10 @@ struct pollfd;
  * listen on o->path. @model must outlive the service or be replaced
  * with svc_set_model() before it is freed.
  */
-int svc_open(const struct svc_opts *o, const struct topo *model,
+int svc_open(const struct svc_opts *o, struct topo *model,
 	     struct svc **sp);
 void svc_close(struct svc *s);
-void svc_set_model(struct svc *s, const struct topo *model);
+void svc_set_model(struct svc *s, struct topo *model);
 /* The service's file descriptors for poll(): svc_nfds() of them. */
 unsigned int svc_nfds(const struct svc *s);
 void svc_pollfds(const struct svc *s, struct pollfd *pfd);

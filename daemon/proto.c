@@ -23,6 +23,11 @@ static const struct {
 	{ "circuit-close", PROTO_CIRCUIT_CLOSE, 1, 1, "circuit-close ID" },
 	{ "circuit-list", PROTO_CIRCUIT_LIST, 0, 0, "circuit-list" },
 	{ "colors", PROTO_COLORS, 0, 0, "colors" },
+	/* Two-word verbs: the second word is the first argument. */
+	{ "fault", PROTO_FAULT_LINK, 3, 4,
+	  "fault link ID down|up|degrade PERMILLE, fault node NODE down|up" },
+	{ "ocs", PROTO_OCS_LIST, 1, PROTO_MAX_WORDS,
+	  "ocs list, ocs apply NAME IN:OUT... or ocs apply NAME OUT..." },
 };
 
 #define ARRAY_LEN(a)	(sizeof(a) / sizeof((a)[0]))
@@ -40,6 +45,104 @@ bool proto_parse_u32(const char *s, uint32_t *out)
 		return false;
 	*out = v;
 	return true;
+}
+
+static int parse_fault(struct proto_request *r, char *why, size_t len)
+{
+	const char *what = r->args[0], *op = r->args[2];
+	bool link = !strcmp(what, "link");
+
+	if (!link && strcmp(what, "node")) {
+		snprintf(why, len, "fault: '%.32s': expected link or node; usage: fault link ID down|up|degrade PERMILLE, fault node NODE down|up",
+			 what);
+		return -EINVAL;
+	}
+	r->kind = link ? PROTO_FAULT_LINK : PROTO_FAULT_NODE;
+	if (!strcmp(op, "down")) {
+		r->op = PROTO_FAULT_DOWN;
+	} else if (!strcmp(op, "up")) {
+		r->op = PROTO_FAULT_UP;
+	} else if (link && !strcmp(op, "degrade")) {
+		r->op = PROTO_FAULT_DEGRADE;
+	} else {
+		snprintf(why, len, "fault %s: '%.32s': expected %s", what, op,
+			 link ? "down, up or degrade PERMILLE" : "down or up");
+		return -EINVAL;
+	}
+	if ((r->op == PROTO_FAULT_DEGRADE) != (r->nr_args == 4)) {
+		snprintf(why, len, r->op == PROTO_FAULT_DEGRADE ?
+			 "fault link: degrade needs PERMILLE (1..999)" :
+			 "fault %s: %s takes no more arguments", what, op);
+		return -EINVAL;
+	}
+	if (link && !proto_parse_u32(r->args[1], &r->id)) {
+		snprintf(why, len, "fault link: '%.64s' is not a link id",
+			 r->args[1]);
+		return -EINVAL;
+	}
+	if (!link)
+		r->name = r->args[1];
+	if (r->op == PROTO_FAULT_DEGRADE &&
+	    (!proto_parse_u32(r->args[3], &r->permille) || !r->permille ||
+	     r->permille > 999)) {
+		snprintf(why, len, "degrade: permille %.32s out of 1..999",
+			 r->args[3]);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int parse_ocs(struct proto_request *r, char *why, size_t len)
+{
+	uint32_t i, colons = 0;
+
+	if (!strcmp(r->args[0], "list")) {
+		if (r->nr_args != 1) {
+			snprintf(why, len, "ocs list takes no arguments");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (strcmp(r->args[0], "apply")) {
+		snprintf(why, len, "ocs: '%.32s': expected list or apply",
+			 r->args[0]);
+		return -EINVAL;
+	}
+	r->kind = PROTO_OCS_APPLY;
+	if (r->nr_args < 3) {
+		snprintf(why, len, "ocs apply: usage: ocs apply NAME IN:OUT... or ocs apply NAME OUT... (a full permutation)");
+		return -EINVAL;
+	}
+	r->name = r->args[1];
+	r->nr_ports = r->nr_args - 2;
+	for (i = 0; i < r->nr_ports; i++)
+		colons += !!strchr(r->args[i + 2], ':');
+	if (colons && colons != r->nr_ports) {
+		snprintf(why, len, "ocs apply %.32s: give IN:OUT pairs or a full permutation, not both",
+			 r->name);
+		return -EINVAL;
+	}
+	r->pairs_given = colons;
+	for (i = 0; i < r->nr_ports; i++) {
+		char *w = r->args[i + 2], *colon = strchr(w, ':');
+		bool good;
+
+		if (colon) {
+			*colon = '\0';
+			good = proto_parse_u32(w, &r->pair_in[i]) &&
+			       proto_parse_u32(colon + 1, &r->perm[i]);
+			*colon = ':';
+		} else {
+			good = proto_parse_u32(w, &r->perm[i]);
+		}
+		if (!good) {
+			snprintf(why, len, "ocs apply %.32s: '%.32s' is not %s",
+				 r->name, w, colon ? "IN:OUT (port numbers)" :
+				 "an output port number");
+			return -EINVAL;
+		}
+	}
+	return 0;
 }
 
 int proto_parse(char *line, struct proto_request *r, char *why, size_t len)
@@ -78,6 +181,10 @@ int proto_parse(char *line, struct proto_request *r, char *why, size_t len)
 		return r->nr_args > verbs[i].max_args ? -E2BIG : -EINVAL;
 	}
 	memcpy(r->args, words + 1, r->nr_args * sizeof(*r->args));
+	if (r->kind == PROTO_FAULT_LINK)
+		return parse_fault(r, why, len);
+	if (r->kind == PROTO_OCS_LIST)
+		return parse_ocs(r, why, len);
 	if (r->kind == PROTO_CIRCUIT_CLOSE && !proto_parse_u32(r->args[0], &r->id)) {
 		snprintf(why, len, "%s: '%.64s' is not a circuit id", r->verb,
 			 r->args[0]);
@@ -90,6 +197,10 @@ enum proto_perm proto_needs(enum proto_kind kind)
 {
 	switch (kind) {
 	case PROTO_CIRCUIT_PIN:
+	case PROTO_FAULT_LINK:
+	case PROTO_FAULT_NODE:
+	case PROTO_OCS_LIST:
+	case PROTO_OCS_APPLY:
 		return PROTO_PERM_ADMIN;
 	case PROTO_CIRCUIT_OPEN:
 	case PROTO_CIRCUIT_CLOSE:	/* someone else's: ADMIN, checked later */

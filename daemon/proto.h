@@ -28,6 +28,16 @@ enum proto_kind {
 	PROTO_CIRCUIT_CLOSE,		/* circuit-close ID */
 	PROTO_CIRCUIT_LIST,		/* circuit-list */
 	PROTO_COLORS,			/* colors */
+	PROTO_FAULT_LINK,		/* fault link ID down|up|degrade PERMILLE */
+	PROTO_FAULT_NODE,		/* fault node NODE down|up */
+	PROTO_OCS_LIST,			/* ocs list */
+	PROTO_OCS_APPLY,		/* ocs apply NAME IN:OUT... | OUT... */
+};
+
+enum proto_fault_op {
+	PROTO_FAULT_DOWN,
+	PROTO_FAULT_UP,
+	PROTO_FAULT_DEGRADE,
 };
 
 /* What a peer may do; each level includes the ones below. */
@@ -42,7 +52,18 @@ struct proto_request {
 	const char *verb;
 	uint32_t nr_args;
 	char *args[PROTO_MAX_WORDS];	/* point into the parsed line */
-	uint32_t id;			/* circuit-close */
+	uint32_t id;			/* circuit-close, fault link */
+	enum proto_fault_op op;		/* fault */
+	uint32_t permille;		/* fault link ID degrade: 1..999 */
+	const char *name;		/* fault node, ocs apply */
+	/*
+	 * ocs apply: either pairs (every word IN:OUT, pairs_given) or a
+	 * full permutation (no word has a colon): input i -> perm[i].
+	 */
+	bool pairs_given;
+	uint32_t nr_ports;		/* entries in perm[] or pairs */
+	uint32_t perm[PROTO_MAX_WORDS];	/* permutation, or pair outputs */
+	uint32_t pair_in[PROTO_MAX_WORDS];	/* pair inputs */
 };
 
 /*

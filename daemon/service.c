@@ -37,6 +37,7 @@
 #include <netlink/msg.h>
 
 #include "circuit.h"
+#include "ocs.h"
 #include "icfabd.h"
 #include "proto.h"
 
@@ -65,7 +66,7 @@ struct svc {
 	int lfd;
 	bool bound;			/* we made o.path */
 	struct icfab_nl nl;
-	const struct topo *model;
+	struct topo *model;		/* the daemon's; faults and OCS change it */
 	struct circuit_table *ct;
 	struct client *clients[SVC_MAX_CLIENTS];
 	uint32_t nr_clients;
@@ -599,6 +600,225 @@ static int do_colors(struct svc *s, struct client *c)
 	return reply_send(c, &rp);
 }
 
+/* ---- faults and the OCS (administrators) ---- */
+
+static void put_links(FILE *f, const struct reconf_result *res)
+{
+	uint32_t i, n = res->nr_links < RECONF_MAX_LINKS ? res->nr_links :
+			RECONF_MAX_LINKS;
+
+	for (i = 0; i < n; i++)
+		fprintf(f, "%s%u", i ? "," : "", res->links[i]);
+	if (!n)
+		fputc('-', f);
+	if (res->nr_links > n)
+		fprintf(f, ",...");
+}
+
+/* After a change: the daemon follows the generation, circuits the model. */
+static void changed(struct svc *s, const struct reconf_result *res)
+{
+	if (res->committed && s->o.committed)
+		s->o.committed(s->o.arg, res->gen_after);
+	svc_set_model(s, s->model);
+}
+
+static int reach_reply(struct client *c, struct reply *rp,
+		       const struct reconf_result *res)
+{
+	fprintf(rp->f, " generation=%llu commit_ps=%llu route_rows=%u unreachable=%llu newly_unreachable=%llu reachable_again=%llu pairs=%s\n",
+		(unsigned long long)res->gen_after,
+		(unsigned long long)res->commit_ps, res->route_rows,
+		(unsigned long long)res->unreachable,
+		(unsigned long long)res->newly_unreachable,
+		(unsigned long long)res->reachable_again,
+		res->pairs[0] ? res->pairs : "-");
+	return reply_send(c, rp);
+}
+
+static int do_fault(struct svc *s, struct client *c,
+		    const struct proto_request *r)
+{
+	struct reconf_result res;
+	struct reply rp;
+	char why[512], what[96];
+	uint32_t node = 0;
+	int ret;
+
+	if (r->kind == PROTO_FAULT_NODE) {
+		ret = svc_node(s->model, r->name, &node, why, sizeof(why));
+		if (ret)
+			return reply_err(c, ret, "fault node: %s", why);
+		ret = reconf_fault_node(s->model, s->o.fabric_id, node, r->op,
+					&res, why, sizeof(why));
+		snprintf(what, sizeof(what), "node %u '%s'", node,
+			 node_name(s, node));
+	} else {
+		ret = reconf_fault_link(s->model, s->o.fabric_id, r->id, r->op,
+					r->permille, &res, why, sizeof(why));
+		snprintf(what, sizeof(what), "link %u", r->id);
+	}
+	if (ret) {
+		log_warn("fault %s %s by uid %u refused: %s", what,
+			 reconf_op_name(r->op), c->peer.uid, why);
+		return reply_err(c, ret, "%s", why);
+	}
+	changed(s, &res);
+	log_notice("fault: %s %s%s by uid %u: %u links changed, generation %llu, commit at %llu ps, %u route rows; %llu endpoint pairs unreachable (%llu new%s%s)",
+		   what, reconf_op_name(r->op),
+		   r->op == PROTO_FAULT_DEGRADE ? " (permille)" : "",
+		   c->peer.uid, res.nr_links,
+		   (unsigned long long)res.gen_after,
+		   (unsigned long long)res.commit_ps, res.route_rows,
+		   (unsigned long long)res.unreachable,
+		   (unsigned long long)res.newly_unreachable,
+		   res.pairs[0] ? ": " : "", res.pairs);
+	if (reply_open(&rp))
+		return reply_err(c, -ENOMEM, "no memory");
+	fprintf(rp.f, "ok changed=%u links=", res.nr_links);
+	put_links(rp.f, &res);
+	fprintf(rp.f, " state=%s", reconf_op_name(r->op));
+	if (r->op == PROTO_FAULT_DEGRADE)
+		fprintf(rp.f, " permille=%u", r->permille);
+	return reach_reply(c, &rp, &res);
+}
+
+static void put_perm(FILE *f, const uint32_t *perm, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		fprintf(f, "%s%u", i ? "," : "", perm[i]);
+}
+
+static int do_ocs_list(struct svc *s, struct client *c)
+{
+	const struct topo *t = s->model;
+	struct reply rp;
+	uint32_t k, i;
+	int ret;
+
+	/* Which circuits are still dark: the module knows. */
+	ret = t->nr_ocs ? fabric_read_holds(&s->nl, s->model) : 0;
+	if (ret) {
+		char why[384];
+
+		return reply_err(c, ret, "reading the module's links: %s",
+				 icfab_nl_strerror(&s->nl, ret, why, sizeof(why)));
+	}
+	if (reply_open(&rp))
+		return reply_err(c, -ENOMEM, "no memory");
+	fprintf(rp.f, "ok count=%u\n", t->nr_ocs);
+	for (k = 0; k < t->nr_ocs; k++) {
+		const struct ocs *o = t->ocs[k];
+
+		fprintf(rp.f, "ocs name=%s ports=%u delay_ps=%llu policy=%s perm=",
+			o->name, o->nr_ports,
+			(unsigned long long)o->reconfig_delay_ps,
+			ocs_policy_name(o->policy));
+		put_perm(rp.f, o->perm, o->nr_ports);
+		fprintf(rp.f, " dark_until_ps=%llu circuits=",
+			(unsigned long long)reconf_ocs_pending(t, o));
+		for (i = 0; o->in && i < o->nr_ports; i++) {
+			const struct ocs_end *a = &o->in[i];
+			const struct ocs_end *b = &o->out[o->perm[i]];
+
+			fprintf(rp.f, "%s%s:%u-%s:%u", i ? "," : "",
+				node_name(s, a->node), a->port,
+				node_name(s, b->node), b->port);
+		}
+		fputc('\n', rp.f);
+	}
+	return reply_send(c, &rp);
+}
+
+static int do_ocs_apply(struct svc *s, struct client *c,
+			const struct proto_request *r)
+{
+	struct topo_err err = { "" };
+	struct reconf_result res;
+	struct ocs_pair *pairs;
+	uint32_t *perm, i;
+	struct reply rp;
+	struct ocs *o;
+	char why[512];
+	int ret;
+
+	o = topo_find_ocs(s->model, r->name);
+	if (!o)
+		return reply_err(c, -ENOENT, "ocs %.32s: no such OCS (%u in the topology)",
+				 r->name, s->model->nr_ocs);
+	perm = calloc(o->nr_ports + r->nr_ports + 1, sizeof(*perm));
+	pairs = calloc(r->nr_ports + 1, sizeof(*pairs));
+	if (!perm || !pairs) {
+		free(perm);
+		free(pairs);
+		return reply_err(c, -ENOMEM, "no memory");
+	}
+	if (r->pairs_given) {
+		for (i = 0; i < r->nr_ports; i++)
+			pairs[i] = (struct ocs_pair){ r->pair_in[i], r->perm[i] };
+		ret = ocs_perm_from_pairs(o, pairs, r->nr_ports, perm, &err);
+		if (ret) {
+			free(perm);
+			free(pairs);
+			return reply_err(c, ret, "%s", err.msg);
+		}
+		ret = reconf_ocs_apply(s->model, s->o.fabric_id, o, perm,
+				       o->nr_ports, &res, why, sizeof(why));
+	} else {
+		ret = reconf_ocs_apply(s->model, s->o.fabric_id, o, r->perm,
+				       r->nr_ports, &res, why, sizeof(why));
+	}
+	free(perm);
+	free(pairs);
+	if (ret) {
+		log_warn("ocs %s: reconfiguration by uid %u refused: %s",
+			 o->name, c->peer.uid, why);
+		return reply_err(c, ret, "%s", why);
+	}
+	changed(s, &res);
+	if (reply_open(&rp))
+		return reply_err(c, -ENOMEM, "no memory");
+	if (!res.committed) {
+		log_info("ocs %s: the permutation is already in place", o->name);
+		fprintf(rp.f, "ok ocs=%s changes=0 count=0\n", o->name);
+		return reply_send(c, &rp);
+	}
+	/* The phases, in fabric time; the log is the daemon's event record. */
+	log_notice("ocs %s: begin T=%llu ps (generation %llu, by uid %u): %u circuits change, policy %s",
+		   o->name, (unsigned long long)res.commit_ps,
+		   (unsigned long long)res.gen_after, c->peer.uid,
+		   res.nr_changes, ocs_policy_name(o->policy));
+	log_notice("ocs %s: %u links down at %llu ps", o->name, res.nr_links,
+		   (unsigned long long)res.commit_ps);
+	log_notice("ocs %s: routes recomputed at %llu ps (%u rows)", o->name,
+		   (unsigned long long)res.commit_ps, res.route_rows);
+	log_notice("ocs %s: circuits up at T+%llu ps = %llu ps", o->name,
+		   (unsigned long long)res.delay_ps,
+		   (unsigned long long)res.up_at_ps);
+	fprintf(rp.f, "ok ocs=%s changes=%u generation=%llu begin_ps=%llu delay_ps=%llu up_at_ps=%llu policy=%s perm=",
+		o->name, res.nr_changes, (unsigned long long)res.gen_after,
+		(unsigned long long)res.commit_ps,
+		(unsigned long long)res.delay_ps,
+		(unsigned long long)res.up_at_ps, ocs_policy_name(o->policy));
+	put_perm(rp.f, o->perm, o->nr_ports);
+	fprintf(rp.f, " unreachable=%llu count=4\n",
+		(unsigned long long)res.unreachable);
+	fprintf(rp.f, "phase name=begin t_ps=%llu\n",
+		(unsigned long long)res.commit_ps);
+	fprintf(rp.f, "phase name=links-down t_ps=%llu links=",
+		(unsigned long long)res.commit_ps);
+	put_links(rp.f, &res);
+	fprintf(rp.f, "\nphase name=routes t_ps=%llu rows=%u\n",
+		(unsigned long long)res.commit_ps, res.route_rows);
+	fprintf(rp.f, "phase name=circuits-up t_ps=%llu links=",
+		(unsigned long long)res.up_at_ps);
+	put_links(rp.f, &res);
+	fputc('\n', rp.f);
+	return reply_send(c, &rp);
+}
+
 static int handle_line(struct svc *s, struct client *c, char *line)
 {
 	struct proto_request r;
@@ -631,6 +851,13 @@ static int handle_line(struct svc *s, struct client *c, char *line)
 		return do_list(s, c);
 	case PROTO_COLORS:
 		return do_colors(s, c);
+	case PROTO_FAULT_LINK:
+	case PROTO_FAULT_NODE:
+		return do_fault(s, c, &r);
+	case PROTO_OCS_LIST:
+		return do_ocs_list(s, c);
+	case PROTO_OCS_APPLY:
+		return do_ocs_apply(s, c, &r);
 	}
 	return reply_err(c, -EBADMSG, "unknown request");
 }
@@ -785,7 +1012,7 @@ static int listen_on(struct svc *s)
 	return 0;
 }
 
-int svc_open(const struct svc_opts *o, const struct topo *model,
+int svc_open(const struct svc_opts *o, struct topo *model,
 	     struct svc **sp)
 {
 	struct svc *s;
@@ -839,7 +1066,7 @@ void svc_close(struct svc *s)
 	free(s);
 }
 
-void svc_set_model(struct svc *s, const struct topo *model)
+void svc_set_model(struct svc *s, struct topo *model)
 {
 	s->model = model;
 	if (svc_sync(s)) {

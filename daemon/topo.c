@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "icfab_names.h"
+#include "ocs.h"
 #include "topo_priv.h"
 
 #define TOPO_DEFAULT_SEGMENT_SIZE	4096	/* bytes, the module's default */
@@ -54,7 +55,34 @@ void topo_free(struct topo *t)
 	free(t->port_base);
 	free(t->port_out);
 	topo_grid_free(t->grid);
+	for (i = 0; i < t->nr_ocs; i++)
+		ocs_free(t->ocs[i]);
+	free(t->ocs);
 	free(t);
+}
+
+int topo_add_ocs(struct topo *t, struct ocs *o)
+{
+	struct ocs **n;
+
+	if (topo_find_ocs(t, o->name))
+		return -EEXIST;
+	n = realloc(t->ocs, (t->nr_ocs + 1) * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	t->ocs = n;
+	t->ocs[t->nr_ocs++] = o;
+	return 0;
+}
+
+struct ocs *topo_find_ocs(const struct topo *t, const char *name)
+{
+	uint32_t i;
+
+	for (i = 0; i < t->nr_ocs; i++)
+		if (!strcmp(t->ocs[i]->name, name))
+			return t->ocs[i];
+	return NULL;
 }
 
 /*

@@ -26,6 +26,8 @@
 #include <linux/icfab.h>
 #include <linux/icfab_genl.h>
 
+struct ocs;			/* ocs.h */
+
 #define TOPO_NONE	UINT32_MAX	/* no node, no link, no position */
 #define TOPO_MAX_DIMS	8		/* mesh/torus dimensions */
 
@@ -76,6 +78,16 @@ struct topo_link {
 	uint32_t state;			/* enum icfab_link_state */
 	uint32_t bw_permille;		/* DEGRADED only: 1..999 */
 	uint32_t peer;			/* other direction of the cable, or TOPO_NONE */
+	/*
+	 * OCS circuits (ICFAB_F_LIVE_COMMIT). up_delay_ps is staged with
+	 * the next LINK_NEW of this link and cleared once committed; up_at_ps
+	 * is what the module reports (LINK_UP_AT_PS): the fabric time the
+	 * link leaves the dark, 0 when it is not held. Neither counts as a
+	 * difference between two configurations.
+	 */
+	uint64_t up_delay_ps;		/* ps */
+	uint64_t up_at_ps;		/* ps, fabric time */
+	bool hold_fail;			/* dark: fail (-ENETDOWN), not wait */
 	struct topo_src src;
 };
 
@@ -118,6 +130,10 @@ struct topo {
 	 */
 	uint16_t *routes;
 	enum topo_routing routed_with;
+
+	/* Optical circuit switches (ocs.h), from the file's ocs: list. */
+	struct ocs **ocs;
+	uint32_t nr_ocs;
 
 	/* Private to the library. */
 	uint32_t cap_nodes, cap_links;
@@ -167,6 +183,9 @@ int topo_connect(struct topo *t, uint32_t a, uint32_t b,
 int topo_link_set_state(struct topo *t, uint32_t link, uint32_t state,
 			uint32_t bw_permille);
 int topo_find_link(const struct topo *t, uint32_t src_node, uint32_t dst_node);
+/* Take o (ocs_new()) into t, which frees it; -EEXIST for a used name. */
+int topo_add_ocs(struct topo *t, struct ocs *o);
+struct ocs *topo_find_ocs(const struct topo *t, const char *name);
 void topo_default_limits(struct icfab_limits *lim);
 void topo_mem(const struct topo *t, struct topo_mem *m);
 int topo_errf(struct topo_err *err, const struct topo_src *src,

@@ -15,6 +15,7 @@
 
 #include <yaml.h>
 
+#include "ocs.h"
 #include "topo.h"
 
 struct pctx {
@@ -784,6 +785,197 @@ static int parse_list(struct pctx *c, yaml_node_t *n, const char *what,
 	return 0;
 }
 
+/* ---- optical circuit switches -------------------------------------- */
+
+/* A list of "node:port" (port required) into ends[nr]. */
+static int ocs_ends(struct pctx *c, yaml_node_t *ocs, const char *name,
+		    const char *key, uint32_t nr, struct ocs_end *ends)
+{
+	yaml_node_t *n = map_get(c, ocs, key);
+	yaml_node_item_t *it;
+	uint32_t i = 0;
+
+	if (!n)
+		return perr(c, ocs, "ocs %s: '%s' (the cabling of its %s ports) is required",
+			    name, key, !strcmp(key, "in") ? "input" : "output");
+	if (n->type != YAML_SEQUENCE_NODE)
+		return perr(c, n, "ocs %s: %s: expected a list of node:port", name, key);
+	if ((uint32_t)(n->data.sequence.items.top - n->data.sequence.items.start) != nr)
+		return perr(c, n, "ocs %s: %s: %u entries, the OCS has %u ports", name,
+			    key, (uint32_t)(n->data.sequence.items.top -
+					    n->data.sequence.items.start), nr);
+	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top;
+	     it++, i++) {
+		yaml_node_t *e = node_at(c, *it);
+		struct topo_src src = src_of(c, e);
+		char nname[ICFAB_NAME_MAX + 16];
+		const char *s = scalar_of(e), *colon, *why;
+		uint32_t port;
+		int id, p;
+
+		if (!s || !(colon = strchr(s, ':')) || strlen(s) >= sizeof(nname))
+			return perr(c, e, "ocs %s: %s[%u]: expected node:port", name,
+				    key, i);
+		strcpy(nname, s);
+		nname[colon - s] = '\0';
+		id = topo_find_node(c->t, nname);
+		if (id < 0)
+			return perr(c, e, "ocs %s: %s[%u]: no node named '%s'", name,
+				    key, i, nname);
+		if (topo_parse_u32(colon + 1, &port, &why))
+			return perr(c, e, "ocs %s: %s[%u]: port '%s': %s", name, key,
+				    i, colon + 1, why);
+		p = topo_use_port(c->t, id, port, &src, c->err);
+		if (p < 0)
+			return p;
+		ends[i] = (struct ocs_end){ .node = id, .port = port };
+	}
+	return 0;
+}
+
+static int ocs_perm(struct pctx *c, yaml_node_t *n, const char *name,
+		    uint32_t nr, uint32_t *perm)
+{
+	yaml_node_item_t *it;
+	uint32_t i = 0;
+	const char *why;
+
+	if (n->type != YAML_SEQUENCE_NODE)
+		return perr(c, n, "ocs %s: permutation: expected a list of output ports",
+			    name);
+	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top;
+	     it++, i++) {
+		yaml_node_t *e = node_at(c, *it);
+
+		if (i == nr)
+			return perr(c, n, "ocs %s: the permutation has more than %u entries, the OCS has %u ports",
+				    name, nr, nr);
+		if (!scalar_of(e) || topo_parse_u32(scalar_of(e), &perm[i], &why))
+			return perr(c, e, "ocs %s: permutation[%u]: expected an output port",
+				    name, i);
+	}
+	if (i != nr)
+		return perr(c, n, "ocs %s: the permutation has %u entries, the OCS has %u ports",
+			    name, i, nr);
+	return 0;
+}
+
+/*
+ * One OCS: its ports are cabled to node ports (in[i], out[j]); its
+ * permutation makes the duplex class-ocs links in[i] <-> out[perm[i]].
+ */
+static int parse_ocs(struct pctx *c, yaml_node_t *n)
+{
+	static const char *const keys[] = {
+		"name", "ports", "delay", "policy", "permutation", "in", "out",
+		"bandwidth", "latency", NULL
+	};
+	struct topo_link_spec spec = c->defs.link;
+	struct topo_src src = src_of(c, n);
+	struct ocs_end *in = NULL, *out = NULL;
+	struct ocs_desc d = { .policy = OCS_POLICY_HOLD };
+	const char *name = NULL;
+	uint32_t *perm = NULL, ports = 0, i;
+	struct topo_err oerr = { "" };
+	yaml_node_t *pn;
+	struct ocs *o;
+	int ret, policy = OCS_POLICY_HOLD;
+
+	ret = check_map(c, n, "ocs[]", keys);
+	if (!ret)
+		ret = get_str(c, n, "name", &name);
+	if (!ret && !name)
+		return perr(c, n, "ocs[]: name is required");
+	if (!ret && (strlen(name) >= ICFAB_NAME_MAX || strchr(name, ' ')))
+		return perr(c, map_get(c, n, "name"),
+			    "ocs[]: name '%s': 1..%d characters without spaces",
+			    name, ICFAB_NAME_MAX - 1);
+	if (!ret && topo_find_ocs(c->t, name))
+		return perr(c, map_get(c, n, "name"), "ocs %s: defined twice", name);
+	if (!ret && !map_get(c, n, "ports"))
+		return perr(c, n, "ocs %s: ports is required", name);
+	if (!ret)
+		ret = get_u32(c, n, "ports", &ports, 1, 65536);
+	if (!ret)
+		ret = get_time(c, n, "delay", &d.reconfig_delay_ps);
+	if (!ret)
+		ret = get_word(c, n, "policy", &policy, ocs_policy_parse,
+			       "hold, fail");
+	if (!ret)
+		ret = get_bw(c, n, "bandwidth", &spec.bandwidth);
+	if (!ret)
+		ret = get_time(c, n, "latency", &spec.latency_ps);
+	if (!ret)
+		ret = need_bandwidth(c, n, "ocs[]", &spec);
+	if (ret)
+		return ret;
+	spec.class = ICFAB_LINK_CLASS_OCS;
+
+	in = calloc(ports, sizeof(*in));
+	out = calloc(ports, sizeof(*out));
+	perm = calloc(ports, sizeof(*perm));
+	if (!in || !out || !perm) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < ports; i++)
+		perm[i] = i;
+	pn = map_get(c, n, "permutation");
+	if (pn && (ret = ocs_perm(c, pn, name, ports, perm)))
+		goto out;
+	ret = ocs_ends(c, n, name, "in", ports, in);
+	if (!ret)
+		ret = ocs_ends(c, n, name, "out", ports, out);
+	if (ret)
+		goto out;
+
+	d.name = name;
+	d.nr_ports = ports;
+	d.perm = perm;
+	d.policy = policy;
+	d.in = in;
+	d.out = out;
+	ret = ocs_new(&d, &o, &oerr);
+	if (ret) {
+		ret = perr(c, pn && strstr(oerr.msg, "->") ? pn : n, "%s", oerr.msg);
+		goto out;
+	}
+	ret = topo_add_ocs(c->t, o);
+	if (ret) {
+		ocs_free(o);
+		goto out;
+	}
+	for (i = 0; i < ports; i++) {
+		const struct ocs_end *a = &in[i], *b = &out[perm[i]];
+		int ab, ba;
+
+		if (a->node == b->node) {
+			ret = perr(c, n, "ocs %s: port %u joins node '%s' to itself",
+				   name, i, c->t->nodes[a->node].name);
+			goto out;
+		}
+		ab = topo_add_link(c->t, a->node, a->port, b->node, b->port,
+				   &spec, &src, c->err);
+		if (ab < 0) {
+			ret = ab;
+			goto out;
+		}
+		ba = topo_add_link(c->t, b->node, b->port, a->node, a->port,
+				   &spec, &src, c->err);
+		if (ba < 0) {
+			ret = ba;
+			goto out;
+		}
+		c->t->links[ab].peer = ba;
+		c->t->links[ba].peer = ab;
+	}
+out:
+	free(in);
+	free(out);
+	free(perm);
+	return ret;
+}
+
 static int parse_routing(struct pctx *c, yaml_node_t *n)
 {
 	const char *s = scalar_of(n);
@@ -801,7 +993,8 @@ static int parse_routing(struct pctx *c, yaml_node_t *n)
 static int parse_root(struct pctx *c, yaml_node_t *root)
 {
 	static const char *const keys[] = {
-		"fabric", "defaults", "topology", "nodes", "links", "routing", NULL
+		"fabric", "defaults", "topology", "nodes", "links", "ocs",
+		"routing", NULL
 	};
 	yaml_node_t *n;
 	int ret;
@@ -821,6 +1014,9 @@ static int parse_root(struct pctx *c, yaml_node_t *root)
 		return ret;
 	if ((n = map_get(c, root, "links")) &&
 	    (ret = parse_list(c, n, "links", parse_link)))
+		return ret;
+	if ((n = map_get(c, root, "ocs")) &&
+	    (ret = parse_list(c, n, "ocs", parse_ocs)))
 		return ret;
 	if ((n = map_get(c, root, "routing")) && (ret = parse_routing(c, n)))
 		return ret;

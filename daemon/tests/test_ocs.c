@@ -261,8 +261,60 @@ static void test_links(void)
 	topo_free(t);
 }
 
+#ifndef TOPO_TEST_DIR
+#define TOPO_TEST_DIR "tests"
+#endif
+
+/* An ocs: section in a topology file: cabling, circuits, a plan on it. */
+static void test_file(void)
+{
+	static const uint32_t swap[2] = { 1, 0 };
+	struct topo_err err = { "" };
+	struct ocs_link_plan lp;
+	struct ocs_plan plan;
+	struct topo *t = NULL;
+	struct ocs *o;
+	int a, c, d, l;
+
+	if (topo_load_file(TOPO_TEST_DIR "/good/ocs.yaml", &t, &err) ||
+	    topo_route(t, &err)) {
+		ok(0, "good/ocs.yaml: %s", err.msg);
+		topo_free(t);
+		return;
+	}
+	o = topo_find_ocs(t, "ocs0");
+	ok(t->nr_ocs == 1 && o && o->nr_ports == 2 &&
+	   o->reconfig_delay_ps == 10 * 1000000000ULL &&
+	   o->policy == OCS_POLICY_HOLD, "the file's ocs0: 2 ports, 10ms, hold");
+	if (!o) {
+		topo_free(t);
+		return;
+	}
+	ok(!ocs_check_topo(t, o, &err), "its circuits are in the topology%s%s",
+	   err.msg[0] ? ": " : "", err.msg);
+	a = topo_find_node(t, "a");
+	c = topo_find_node(t, "c");
+	d = topo_find_node(t, "d");
+	l = topo_port_link(t, a, 1);
+	ok(l >= 0 && t->links[l].dst_node == (uint32_t)c &&
+	   t->links[l].class == ICFAB_LINK_CLASS_OCS &&
+	   t->links[l].bandwidth == 25000000000ULL,
+	   "identity: a:1 is cabled to c:1, class ocs, 25GB/s");
+	ok(!ocs_plan(o, swap, 2, 1000, &plan, &err) && plan.nr_changes == 2 &&
+	   plan.t_up_ps == 1000 + o->reconfig_delay_ps, "the swap: 2 changes, up at T + 10ms");
+	ok(!ocs_plan_links(t, o, &plan, &lp, &err) && lp.nr_down == 4 &&
+	   lp.nr_up == 4 && lp.down[0] == (uint32_t)l &&
+	   lp.up[0].src_node == (uint32_t)a && lp.up[0].dst_node == (uint32_t)d &&
+	   lp.up[0].dst_port == 1 && lp.up[1].src_node == (uint32_t)d,
+	   "its links: a->c and c->a down, a->d and d->a up");
+	ocs_link_plan_free(&lp);
+	ocs_plan_free(&plan);
+	topo_free(t);
+}
+
 int main(void)
 {
+	test_file();
 	test_validation();
 	test_plan();
 	test_links();

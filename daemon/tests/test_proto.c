@@ -208,9 +208,99 @@ static void test_glue(void)
 	topo_free(t);
 }
 
+/* fault and ocs: parsing, the messages, and who may ask. */
+static void test_fault_ocs(void)
+{
+	struct proto_request r;
+	char why[256], line[512];
+	int ret;
+
+#define PARSE(text) (strcpy(line, text), proto_parse(line, &r, why, sizeof(why)))
+	ret = PARSE("fault link 17 down");
+	ok(!ret && r.kind == PROTO_FAULT_LINK && r.id == 17 &&
+	   r.op == PROTO_FAULT_DOWN, "fault link 17 down");
+	ret = PARSE("fault link 3 up");
+	ok(!ret && r.kind == PROTO_FAULT_LINK && r.op == PROTO_FAULT_UP,
+	   "fault link 3 up");
+	ret = PARSE("fault link 3 degrade 250");
+	ok(!ret && r.op == PROTO_FAULT_DEGRADE && r.permille == 250,
+	   "fault link 3 degrade 250");
+	ret = PARSE("fault link 3 degrade 0");
+	ok(ret == -EINVAL && !strcmp(why, "degrade: permille 0 out of 1..999"),
+	   "degrade 0: '%s'", why);
+	ret = PARSE("fault link 3 degrade 1000");
+	ok(ret == -EINVAL && strstr(why, "permille 1000 out of 1..999"),
+	   "degrade 1000: '%s'", why);
+	ret = PARSE("fault link 3 degrade");
+	ok(ret == -EINVAL && strstr(why, "degrade needs PERMILLE"),
+	   "degrade without permille: '%s'", why);
+	ret = PARSE("fault link 3 down 5");
+	ok(ret == -EINVAL && strstr(why, "down takes no more arguments"),
+	   "down with a permille: '%s'", why);
+	ret = PARSE("fault link x3 down");
+	ok(ret == -EINVAL && strstr(why, "'x3' is not a link id"),
+	   "fault link x3: '%s'", why);
+	ret = PARSE("fault link 3 sideways");
+	ok(ret == -EINVAL && strstr(why, "'sideways': expected down, up or degrade"),
+	   "fault link 3 sideways: '%s'", why);
+	ret = PARSE("fault node chip12 down");
+	ok(!ret && r.kind == PROTO_FAULT_NODE && !strcmp(r.name, "chip12") &&
+	   r.op == PROTO_FAULT_DOWN, "fault node chip12 down");
+	ret = PARSE("fault node 4 degrade 5");
+	ok(ret == -EINVAL && strstr(why, "expected down or up"),
+	   "a node is not degraded: '%s'", why);
+	ret = PARSE("fault switch 4 down");
+	ok(ret == -EINVAL && strstr(why, "expected link or node"),
+	   "fault switch: '%s'", why);
+	ret = PARSE("fault link 3");
+	ok(ret == -EINVAL && strstr(why, "usage: fault link ID"),
+	   "fault link 3 (no op): '%s'", why);
+
+	ret = PARSE("ocs list");
+	ok(!ret && r.kind == PROTO_OCS_LIST, "ocs list");
+	ret = PARSE("ocs list all");
+	ok(ret == -EINVAL, "ocs list takes no arguments");
+	ret = PARSE("ocs apply ocs0 1 0 3 2");
+	ok(!ret && r.kind == PROTO_OCS_APPLY && !strcmp(r.name, "ocs0") &&
+	   !r.pairs_given && r.nr_ports == 4 && r.perm[0] == 1 &&
+	   r.perm[3] == 2, "ocs apply NAME with a full permutation");
+	ret = PARSE("ocs apply ocs0 0:1 1:0");
+	ok(!ret && r.pairs_given && r.nr_ports == 2 && r.pair_in[0] == 0 &&
+	   r.perm[0] == 1 && r.pair_in[1] == 1 && r.perm[1] == 0,
+	   "ocs apply NAME with IN:OUT pairs");
+	ret = PARSE("ocs apply ocs0 0:1 0");
+	ok(ret == -EINVAL && strstr(why, "not both"), "pairs and a permutation mixed: '%s'",
+	   why);
+	ret = PARSE("ocs apply ocs0 0:x");
+	ok(ret == -EINVAL && strstr(why, "'0:x' is not IN:OUT"), "ocs apply 0:x: '%s'",
+	   why);
+	ret = PARSE("ocs apply ocs0");
+	ok(ret == -EINVAL && strstr(why, "usage: ocs apply NAME"),
+	   "ocs apply without ports: '%s'", why);
+	ret = PARSE("ocs reset ocs0");
+	ok(ret == -EINVAL && strstr(why, "expected list or apply"), "ocs reset: '%s'", why);
+#undef PARSE
+
+	ok(proto_needs(PROTO_FAULT_LINK) == PROTO_PERM_ADMIN &&
+	   proto_needs(PROTO_FAULT_NODE) == PROTO_PERM_ADMIN &&
+	   proto_needs(PROTO_OCS_LIST) == PROTO_PERM_ADMIN &&
+	   proto_needs(PROTO_OCS_APPLY) == PROTO_PERM_ADMIN,
+	   "faults and the OCS are for administrators only");
+	{
+		struct proto_dev dev = { 0, 0, 0666 };
+		struct proto_peer user = { .pid = 9, .uid = 1000, .gid = 1000 };
+
+		ok(proto_peer_perm(&user, &dev, false, 0) < proto_needs(PROTO_FAULT_LINK),
+		   "a user of a 0666 device may not inject faults");
+		ok(proto_peer_perm(&user, &dev, true, 1000) >= proto_needs(PROTO_OCS_APPLY),
+		   "a member of the admin group may reconfigure the OCS");
+	}
+}
+
 int main(void)
 {
 	test_parse();
+	test_fault_ocs();
 	test_perm();
 	test_replies();
 	test_glue();

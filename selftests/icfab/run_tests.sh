@@ -13,7 +13,7 @@ bin=${ICFAB_SELFTEST_BIN:-$dir}
 bad='BUG:|WARNING:|Oops|refcount|corruption|Poison|Redzone|lockup|stall'
 failed=0
 
-[ $# -gt 0 ] || set -- chardev_test genl_test topo_test queue_test module_test icfabctl_test.sh icfabd_test.sh a2a_test.sh stats_test trace_test.sh contention_test.sh region_test memory_test uring_test circuit_test circuit_test.sh fdev_test.sh paced_test closed_form_test live_test multicast_test
+[ $# -gt 0 ] || set -- chardev_test genl_test topo_test queue_test module_test icfabctl_test.sh icfabd_test.sh a2a_test.sh stats_test trace_test.sh contention_test.sh region_test memory_test uring_test circuit_test circuit_test.sh fdev_test.sh live_test paced_test closed_form_test multicast_test fault_test.sh ocs_test.sh
 
 for t in "$@"; do
 	marker="icfab-selftest: begin $t $$"

@@ -26,12 +26,7 @@
 
 /* ---- the daemon's socket ---- */
 
-struct sock_client {
-	int fd;
-	FILE *in;
-};
-
-static const char *socket_path(const char *given)
+const char *socket_path(const char *given)
 {
 	const char *env = getenv("ICFABD_SOCKET");
 
@@ -41,7 +36,7 @@ static const char *socket_path(const char *given)
 }
 
 /* Read one reply line, without its '\n'. */
-static int sock_line(struct sock_client *sc, char *line, size_t len)
+int sock_line(struct sock_client *sc, char *line, size_t len)
 {
 	size_t n;
 
@@ -54,7 +49,7 @@ static int sock_line(struct sock_client *sc, char *line, size_t len)
 	return 0;
 }
 
-static int sock_connect(struct sock_client *sc, const char *path)
+int sock_connect(struct sock_client *sc, const char *path)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	unsigned int version;
@@ -91,7 +86,7 @@ static int sock_connect(struct sock_client *sc, const char *path)
 	return ICFABCTL_EXIT_OK;
 }
 
-static void sock_close(struct sock_client *sc)
+void sock_close(struct sock_client *sc)
 {
 	fclose(sc->in);
 	close(sc->fd);
@@ -102,7 +97,7 @@ static void sock_close(struct sock_client *sc)
  * what follows "ok". On an error reply prints it and returns the exit
  * code.
  */
-static int sock_request(struct sock_client *sc, const char *req, char *line,
+int sock_request(struct sock_client *sc, const char *req, char *line,
 			size_t len, char **rest, const char *what)
 {
 	size_t n = strlen(req);
@@ -126,7 +121,7 @@ static int sock_request(struct sock_client *sc, const char *req, char *line,
 }
 
 /* Leading "--pin" and "-S PATH" / "--socket PATH" options of a command. */
-static int parse_opts(const struct icfabctl_cmd *cmd, int *argc, char ***argv,
+int sock_parse_opts(const struct icfabctl_cmd *cmd, int *argc, char ***argv,
 		      bool allow_pin, bool *pin, const char **path)
 {
 	while (*argc && (*argv)[0][0] == '-') {
@@ -162,7 +157,7 @@ static int cmd_circuit_open(struct icfabctl *ctl,
 	sigset_t set;
 	int i, sig, ret;
 
-	ret = parse_opts(cmd, &argc, &argv, true, &pin, &path);
+	ret = sock_parse_opts(cmd, &argc, &argv, true, &pin, &path);
 	if (ret)
 		return ret;
 	if (argc < 2)
@@ -223,7 +218,7 @@ static int cmd_circuit_close(struct icfabctl *ctl,
 	int ret;
 
 	(void)ctl;
-	ret = parse_opts(cmd, &argc, &argv, false, NULL, &path);
+	ret = sock_parse_opts(cmd, &argc, &argv, false, NULL, &path);
 	if (ret)
 		return ret;
 	if (argc != 1)

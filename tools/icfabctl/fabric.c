@@ -64,6 +64,8 @@ static const struct fabric_attr {
 	A(ICFAB_A_FABRIC_HELD_PID,	"held-by-pid", "held_pid",
 	  KIND_U32, NULL),
 	A(ICFAB_A_FABRIC_HELD_PS,	"held-at", "held_ps", KIND_U64, "ps"),
+	A(ICFAB_A_FABRIC_COMMIT_PS,	"committed-at", "commit_ps",
+	  KIND_U64, "ps"),
 #undef A
 };
 
@@ -114,6 +116,10 @@ static const char *const attr_names[ICFAB_A_MAX + 1] = {
 	N(ICFAB_A_STATS_INCOMPLETE),
 	N(ICFAB_A_FABRIC_HELD_PID),
 	N(ICFAB_A_FABRIC_HELD_PS),
+	N(ICFAB_A_FABRIC_COMMIT_PS),
+	N(ICFAB_A_LINK_UP_DELAY_PS),
+	N(ICFAB_A_LINK_UP_AT_PS),
+	N(ICFAB_A_LINK_HOLD_FAIL),
 #undef N
 };
 

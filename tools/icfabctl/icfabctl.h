@@ -51,6 +51,27 @@ extern const struct icfabctl_cmd icfabctl_circuit_cmds[];
 extern const struct icfabctl_cmd icfabctl_stats_cmds[];
 extern const struct icfabctl_cmd icfabctl_trace_cmds[];
 
+/* circuit.c: icfabd's socket (docs/SOCKET.md) */
+struct sock_client {
+	int fd;
+	FILE *in;
+};
+
+/* -S PATH, else $ICFABD_SOCKET, else the default. */
+const char *socket_path(const char *given);
+int sock_connect(struct sock_client *sc, const char *path);
+void sock_close(struct sock_client *sc);
+/* One reply line, without its '\n'. */
+int sock_line(struct sock_client *sc, char *line, size_t len);
+/* Send @req, read the reply's first line; an err reply is printed. */
+int sock_request(struct sock_client *sc, const char *req, char *line,
+		 size_t len, char **rest, const char *what);
+/* Leading "--pin" (when allowed) and "-S PATH" options. */
+int sock_parse_opts(const struct icfabctl_cmd *cmd, int *argc, char ***argv,
+		    bool allow_pin, bool *pin, const char **path);
+
+extern const struct icfabctl_cmd icfabctl_fault_cmds[];
+
 /* util.c: messages */
 void icfabctl_warn(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));

@@ -20,6 +20,7 @@ static const struct icfabctl_cmd *const cmd_tables[] = {
 	icfabctl_stats_cmds,
 	icfabctl_trace_cmds,
 	icfabctl_circuit_cmds,
+	icfabctl_fault_cmds,
 	icfabctl_main_cmds,
 };
 

@@ -44,6 +44,8 @@ struct tlink {
 	uint32_t src, src_port, dst, dst_port;
 	uint32_t class, state, permille;
 	uint64_t bandwidth, latency_ps;
+	uint64_t up_at_ps;		/* ps: dark until then (OCS), 0: not */
+	bool hold_fail;			/* dark: traffic fails, not waits */
 };
 
 struct topo {
@@ -156,6 +158,8 @@ static struct nla_policy topo_policy[ICFAB_A_MAX + 1] = {
 	[ICFAB_A_LINK_CLASS]		= { .type = NLA_U32 },
 	[ICFAB_A_LINK_STATE]		= { .type = NLA_U32 },
 	[ICFAB_A_LINK_BW_PERMILLE]	= { .type = NLA_U32 },
+	[ICFAB_A_LINK_UP_AT_PS]		= { .type = NLA_U64 },
+	[ICFAB_A_LINK_HOLD_FAIL]	= { .type = NLA_U8 },
 	[ICFAB_A_ROUTE_NODE]		= { .type = NLA_U32 },
 	[ICFAB_A_ROUTE_DST_FIRST]	= { .type = NLA_U32 },
 	[ICFAB_A_ROUTE_PORTS]		= { .type = NLA_UNSPEC },
@@ -285,6 +289,9 @@ static int link_valid(struct nl_msg *msg, void *arg)
 	l->class = get_u32(tb[ICFAB_A_LINK_CLASS], ICFAB_LINK_CLASS_OTHER);
 	l->state = get_u32(tb[ICFAB_A_LINK_STATE], ICFAB_LINK_UP);
 	l->permille = get_u32(tb[ICFAB_A_LINK_BW_PERMILLE], 1000);
+	l->up_at_ps = get_u64(tb[ICFAB_A_LINK_UP_AT_PS], 0);
+	l->hold_fail = tb[ICFAB_A_LINK_HOLD_FAIL] &&
+		       nla_get_u8(tb[ICFAB_A_LINK_HOLD_FAIL]);
 	return 0;
 }
 
@@ -529,11 +536,17 @@ static const char *link_state_text(char *buf, size_t len,
 {
 	char tmp[32];
 
+	size_t n;
+
 	if (l->state == ICFAB_LINK_DEGRADED)
-		snprintf(buf, len, "degraded %" PRIu32 "\u2030", l->permille);
+		n = snprintf(buf, len, "degraded %" PRIu32 "\u2030", l->permille);
 	else
-		snprintf(buf, len, "%s",
-			 icfabctl_link_state_name(tmp, sizeof(tmp), l->state));
+		n = snprintf(buf, len, "%s",
+			     icfabctl_link_state_name(tmp, sizeof(tmp), l->state));
+	/* An OCS circuit not yet lit. */
+	if (l->up_at_ps && n < len)
+		snprintf(buf + n, len - n, ", dark until %" PRIu64 " ps%s",
+			 l->up_at_ps, l->hold_fail ? " (fail)" : "");
 	return buf;
 }
 
@@ -585,7 +598,7 @@ static int link_row(struct table *tb, const struct topo *t, uint32_t id,
 {
 	const struct tlink *l = &t->links[id];
 	char idb[16], a[64], b[64], ends[160], bw[32], lat[32], cbuf[32];
-	char st[32];
+	char st[96];
 	const char *cls;
 
 	snprintf(ends, sizeof(ends), "%-*s -> %s", w,
@@ -718,6 +731,10 @@ static void json_link_members(struct icfabctl_json *j, const struct topo *t,
 							 l->state));
 	if (l->state == ICFAB_LINK_DEGRADED)
 		json_u64(j, "bw_permille", l->permille);
+	if (l->up_at_ps) {
+		json_u64(j, "up_at_ps", l->up_at_ps);
+		json_bool(j, "hold_fail", l->hold_fail);
+	}
 }
 
 static void json_nodes(struct icfabctl_json *j, const struct topo *t)
