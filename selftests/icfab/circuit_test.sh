@@ -22,6 +22,8 @@ trap 'cleanup' EXIT
 n=0
 failed=0
 
+. "$(dirname "$0")/lib.sh"
+
 cleanup() {
 	for p in $holders; do
 		kill "$p" 2>/dev/null
@@ -30,38 +32,6 @@ cleanup() {
 	# Whatever a failed test left in the module goes with its owners.
 	sleep 0.5
 	rm -rf "$tmp"
-}
-
-check() {	# check DESCRIPTION COMMAND...
-	desc=$1
-	shift
-	n=$((n + 1))
-	if "$@"; then
-		echo "ok $n $desc"
-	else
-		echo "not ok $n $desc"
-		failed=1
-	fi
-}
-
-ctl() {
-	ICFABD_SOCKET=$sock "$icfabctl" "$@"
-}
-
-nobody() {
-	setpriv --reuid=65534 --regid=65534 --clear-groups \
-		env ICFABD_SOCKET="$sock" "$icfabctl" "$@"
-}
-
-# wait_for FILE PATTERN SECONDS
-wait_for() {
-	i=0
-	while [ $i -lt $(($3 * 4)) ]; do
-		grep -q "$2" "$1" 2>/dev/null && return 0
-		sleep 0.25
-		i=$((i + 1))
-	done
-	return 1
 }
 
 count() {
@@ -106,11 +76,6 @@ start_daemon() {	# start_daemon LOG
 		> "$1" 2>&1 &
 	dpid=$!
 	wait_for "$1" "serving" 60
-}
-
-stop_daemon() {
-	kill "$dpid" && wait "$dpid"
-	dpid=
 }
 
 echo "TAP version 13"

@@ -24,59 +24,12 @@ trap 'cleanup' EXIT
 n=0
 failed=0
 
+. "$(dirname "$0")/lib.sh"
+
 cleanup() {
 	[ -n "$ppid_" ] && kill "$ppid_" 2>/dev/null
 	[ -n "$dpid" ] && kill "$dpid" 2>/dev/null && wait "$dpid" 2>/dev/null
 	rm -rf "$tmp"
-}
-
-check() {	# check DESCRIPTION COMMAND...
-	desc=$1
-	shift
-	n=$((n + 1))
-	if "$@"; then
-		echo "ok $n $desc"
-	else
-		echo "not ok $n $desc"
-		failed=1
-	fi
-}
-
-ctl() {
-	ICFABD_SOCKET=$sock "$icfabctl" "$@"
-}
-
-nobody() {
-	setpriv --reuid=65534 --regid=65534 --clear-groups \
-		env ICFABD_SOCKET="$sock" "$icfabctl" "$@"
-}
-
-# wait_for FILE PATTERN SECONDS
-wait_for() {
-	i=0
-	while [ $i -lt $(($3 * 4)) ]; do
-		grep -q "$2" "$1" 2>/dev/null && return 0
-		sleep 0.25
-		i=$((i + 1))
-	done
-	return 1
-}
-
-# stop_daemon: SIGTERM, and what it is stuck in if it does not leave
-stop_daemon() {
-	kill "$dpid"
-	i=0
-	while kill -0 "$dpid" 2>/dev/null && [ $i -lt 40 ]; do
-		sleep 0.25
-		i=$((i + 1))
-	done
-	if kill -0 "$dpid" 2>/dev/null; then
-		echo "# icfabd $dpid ignored SIGTERM for 10 s; wchan $(cat /proc/$dpid/wchan 2>/dev/null):"
-		sed 's/^/#   /' /proc/$dpid/stack 2>/dev/null
-		kill -9 "$dpid"
-	fi
-	wait "$dpid"
-	dpid=
 }
 
 start_daemon() {	# start_daemon LOG
@@ -84,11 +37,6 @@ start_daemon() {	# start_daemon LOG
 		> "$1" 2>&1 &
 	dpid=$!
 	wait_for "$1" "serving" 60
-}
-
-generation() {
-	"$icfabctl" -j info |
-		python3 -c "import json,sys; print(json.load(sys.stdin)[\"generation\"])"
 }
 
 # hops SRC DST: the link ids of the route, one line, space-separated

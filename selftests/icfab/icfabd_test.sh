@@ -18,21 +18,11 @@ trap 'cleanup' EXIT
 n=0
 failed=0
 
+. "$(dirname "$0")/lib.sh"
+
 cleanup() {
 	[ -n "$dpid" ] && kill -9 "$dpid" 2>/dev/null && wait "$dpid" 2>/dev/null
 	rm -rf "$tmp"
-}
-
-check() {	# check DESCRIPTION COMMAND...
-	desc=$1
-	shift
-	n=$((n + 1))
-	if "$@"; then
-		echo "ok $n $desc"
-	else
-		echo "not ok $n $desc"
-		failed=1
-	fi
 }
 
 # state PRESET: $gen and $nodes of the module, $same=0 when it runs PRESET
@@ -42,17 +32,6 @@ state() {
 	line=$(grep -E '^(identical|different):' "$tmp/diff")
 	gen=$(echo "$line" | sed -n 's/.*(generation \([0-9][0-9]*\).*/\1/p')
 	nodes=$(echo "$line" | sed -n 's/.*(generation [0-9]*, \([0-9]*\) nodes.*/\1/p')
-}
-
-# wait_for FILE PATTERN SECONDS
-wait_for() {
-	i=0
-	while [ $i -lt $(($3 * 4)) ]; do
-		grep -q "$2" "$1" && return 0
-		sleep 0.25
-		i=$((i + 1))
-	done
-	return 1
 }
 
 # wait_gen PRESET GENERATION SECONDS: until the module is at GENERATION

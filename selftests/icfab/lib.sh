@@ -1,0 +1,61 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Shared by the selftests that drive icfabd (sourced, not run): TAP
+# checks, icfabctl as root and as user 65534 over the daemon's socket,
+# waiting for a log line, stopping the daemon, the fabric's generation.
+# The sourcing script sets icfabd, icfabctl, sock (the socket), dpid (the
+# daemon's pid, or empty), and n=0 failed=0; its own definitions, made
+# after sourcing, win.
+
+check() {	# check DESCRIPTION COMMAND...
+	desc=$1
+	shift
+	n=$((n + 1))
+	if "$@"; then
+		echo "ok $n $desc"
+	else
+		echo "not ok $n $desc"
+		failed=1
+	fi
+}
+
+ctl() {		# icfabctl as root, through $sock
+	ICFABD_SOCKET=$sock "$icfabctl" "$@"
+}
+
+nobody() {	# icfabctl as user 65534, through $sock
+	setpriv --reuid=65534 --regid=65534 --clear-groups \
+		env ICFABD_SOCKET="$sock" "$icfabctl" "$@"
+}
+
+wait_for() {	# wait_for FILE PATTERN SECONDS
+	i=0
+	while [ $i -lt $(($3 * 4)) ]; do
+		grep -q "$2" "$1" 2>/dev/null && return 0
+		sleep 0.25
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# stop_daemon: SIGTERM, and what it is stuck in if it does not leave
+stop_daemon() {
+	kill "$dpid"
+	i=0
+	while kill -0 "$dpid" 2>/dev/null && [ $i -lt 40 ]; do
+		sleep 0.25
+		i=$((i + 1))
+	done
+	if kill -0 "$dpid" 2>/dev/null; then
+		echo "# icfabd $dpid ignored SIGTERM for 10 s; wchan $(cat /proc/$dpid/wchan 2>/dev/null):"
+		sed 's/^/#   /' /proc/$dpid/stack 2>/dev/null
+		kill -9 "$dpid"
+	fi
+	wait "$dpid"
+	dpid=
+}
+
+generation() {	# the committed generation, from icfabctl -j info
+	"$icfabctl" -j info |
+		python3 -c "import json,sys; print(json.load(sys.stdin)[\"generation\"])"
+}
