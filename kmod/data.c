@@ -108,6 +108,12 @@ struct icfab_ctx {
 	u64 clock_ps;			/* ps */
 	bool waiting;			/* in WAIT: does not hold the engine */
 	u32 wait_min;			/* completions WAIT needs */
+	/*
+	 * Its ICFAB_IOC_WAIT sleeps here until ->waiting drops; only that
+	 * wakes it, so it is woken where that happens and nowhere else
+	 * (a fabric-wide queue woke every waiter on every engine run).
+	 */
+	wait_queue_head_t wq;
 	u32 nr_inflight;		/* ioctl: submitted, not complete */
 	u32 nr_done;			/* ioctl: complete, not reaped */
 	struct list_head done;		/* of struct icfab_req */
@@ -161,6 +167,7 @@ struct icfab_ctx *icfab_ctx_create(struct icfab_fabric *fabric)
 	INIT_LIST_HEAD(&ctx->attached_node);
 	INIT_LIST_HEAD(&ctx->done);
 	INIT_LIST_HEAD(&ctx->ureqs);
+	init_waitqueue_head(&ctx->wq);
 	return ctx;
 }
 
@@ -475,8 +482,9 @@ static int __icfab_req_finish(struct icfab_req *req, int status, u64 start,
 	list_add_tail(&req->node, &ctx->done);
 	if (ctx->waiting && !ctx->uwait && ctx->nr_done >= ctx->wait_min) {
 		/* It holds the engine again, from this instant. */
-		ctx->waiting = false;
 		ctx->clock_ps = max(ctx->clock_ps, finish);
+		WRITE_ONCE(ctx->waiting, false);
+		wake_up(&ctx->wq);
 		return 1;
 	}
 	return 0;
@@ -598,11 +606,12 @@ static int icfab_data_complete(void *arg, u32 xfer_id,
 }
 
 /*
- * Run the engine as far as the safe time allows, and wake the waiters.
- * Called whenever the safe time may have moved: a clock advanced, a
- * context started waiting, or one left. In paced mode the safe time is
- * the wall clock's: every event up to the current fabric time is due,
- * and the timer is armed for the next one.
+ * Run the engine as far as the safe time allows. Called whenever the safe
+ * time may have moved: a clock advanced, a context started waiting, or
+ * one left. In paced mode the safe time is the wall clock's: every event
+ * up to the current fabric time is due, and the timer is armed for the
+ * next one. A WAIT whose completions came was woken by
+ * __icfab_req_finish(), the only place that ends an ioctl WAIT.
  */
 static void icfab_data_advance(struct icfab_fabric *fabric)
 {
@@ -630,10 +639,9 @@ static void icfab_data_advance(struct icfab_fabric *fabric)
 		icfab_data_arm(d);
 	else
 		icfab_trace_engine_held(fabric, &d->engine);
-	wake_up_all(&fabric->data_wq);
 }
 
-/* Run the engine to the current safe time and wake the waiters. */
+/* Run the engine to the current safe time. */
 void icfab_data_kick(struct icfab_fabric *fabric)
 {
 	icfab_data_advance(fabric);
@@ -1045,14 +1053,22 @@ err_uncount:
 	return err;
 }
 
+/*
+ * Descriptors and completions cross to and from userspace this many at a
+ * time, on the stack: one user copy per descriptor cost more than the
+ * descriptor's own path with short batches on fast links.
+ */
+#define ICFAB_COPY_CHUNK	8
+
 long icfab_ioctl_submit(struct icfab_ctx *ctx, void __user *uarg)
 {
 	struct icfab_fabric *fabric = ctx->fabric;
+	struct icfab_desc chunk[ICFAB_COPY_CHUNK];
 	struct icfab_desc __user *udescs;
 	struct icfab_submit sub;
 	bool advance = false;
+	u32 i, have = 0, at = 0;
 	long ret = 0;
-	u32 i;
 
 	if (copy_from_user(&sub, uarg, sizeof(sub)))
 		return -EFAULT;
@@ -1072,14 +1088,25 @@ long icfab_ioctl_submit(struct icfab_ctx *ctx, void __user *uarg)
 	}
 	for (i = 0; i < sub.nr; i++) {
 		struct icfab_req *req;
-		struct icfab_desc dd;
-		int err;
+		int err = 0;
 
-		/* Copied once; the copy is what is checked and used. */
-		if (copy_from_user(&dd, &udescs[i], sizeof(dd)))
-			err = -EFAULT;
-		else
-			err = icfab_req_prepare(ctx, &dd, &req);
+		if (at == have) {
+			/*
+			 * Copied once; the copy is what is checked and used.
+			 * What precedes a fault is submitted, as one by one.
+			 */
+			u32 want = min_t(u32, sub.nr - i, ICFAB_COPY_CHUNK);
+			unsigned long left;
+
+			left = copy_from_user(chunk, &udescs[i],
+					      array_size(want, sizeof(*chunk)));
+			have = want - DIV_ROUND_UP(left, sizeof(*chunk));
+			at = 0;
+			if (!have)
+				err = -EFAULT;
+		}
+		if (!err)
+			err = icfab_req_prepare(ctx, &chunk[at++], &req);
 		if (!err)
 			err = icfab_req_start(ctx, req, &advance);
 		if (err) {
@@ -1110,11 +1137,12 @@ static bool icfab_wait_done(struct icfab_ctx *ctx)
 long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
 {
 	struct icfab_fabric *fabric = ctx->fabric;
+	struct icfab_cqe chunk[ICFAB_COPY_CHUNK];
 	struct icfab_cqe __user *ucqes;
 	struct icfab_req *req, *tmp;
 	struct icfab_wait w;
 	long ret = 0, left;
-	u32 n = 0;
+	u32 n = 0, have = 0;
 
 	if (copy_from_user(&w, uarg, sizeof(w)))
 		return -EFAULT;
@@ -1149,7 +1177,7 @@ long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
 	while (ctx->waiting) {
 		/* Others hold the engine back; their next move wakes us. */
 		mutex_unlock(&fabric->lock);
-		left = wait_event_interruptible_timeout(fabric->data_wq,
+		left = wait_event_interruptible_timeout(ctx->wq,
 						icfab_wait_done(ctx), left);
 		mutex_lock(&fabric->lock);
 		if (!ctx->waiting)
@@ -1166,14 +1194,25 @@ long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
 
 	/* Copy before removing, so a bad buffer loses no completion. */
 	list_for_each_entry(req, &ctx->done, node) {
-		if (n == w.max)
+		if (n + have == w.max)
 			break;
-		if (copy_to_user(&ucqes[n], &req->cqe, sizeof(req->cqe))) {
-			ret = -EFAULT;
-			goto out_unlock;
+		chunk[have++] = req->cqe;
+		if (have == ICFAB_COPY_CHUNK) {
+			if (copy_to_user(&ucqes[n], chunk,
+					 array_size(have, sizeof(*chunk)))) {
+				ret = -EFAULT;
+				goto out_unlock;
+			}
+			n += have;
+			have = 0;
 		}
-		n++;
 	}
+	if (have && copy_to_user(&ucqes[n], chunk,
+				 array_size(have, sizeof(*chunk)))) {
+		ret = -EFAULT;
+		goto out_unlock;
+	}
+	n += have;
 	w.nr = n;
 	list_for_each_entry_safe(req, tmp, &ctx->done, node) {
 		if (!n--)
@@ -1238,15 +1277,28 @@ out_unlock:
 }
 
 /*
- * ICFAB_UCMD_WAIT: complete @cmd with @ures once @min more io_uring
- * completions have come; meanwhile the context does not hold the engine
- * back. Returns 0 (queued, or already posted; it owns @ures) or -errno.
+ * ICFAB_UCMD_WAIT: complete @cmd once @min more io_uring completions have
+ * come; meanwhile the context does not hold the engine back. Returns 0
+ * (queued, or already posted) or -errno (nothing changed).
+ *
+ * Its result rides in a request from the context's pool, released like a
+ * SUBMIT's once posted: a slab allocation per WAIT showed in the io_uring
+ * path's cost, and the result does not fit in the command's pdu.
  */
-int icfab_uring_wait(struct icfab_ctx *ctx, u32 min, struct io_uring_cmd *cmd,
-		     struct icfab_uring_result *ures)
+int icfab_uring_wait(struct icfab_ctx *ctx, u32 min, struct io_uring_cmd *cmd)
 {
 	struct icfab_fabric *fabric = ctx->fabric;
+	struct icfab_uring_result *ures;
+	struct icfab_req *req;
 	int err = 0;
+
+	req = icfab_req_alloc(ctx);
+	if (!req)
+		return -ENOMEM;
+	req->ctx = ctx;
+	ures = &req->ures;
+	ures->holds = &ctx->uring_holds;
+	ures->release = icfab_req_uring_release;
 
 	mutex_lock(&fabric->lock);
 	if (!ctx->nr_eps)
@@ -1277,6 +1329,8 @@ int icfab_uring_wait(struct icfab_ctx *ctx, u32 min, struct io_uring_cmd *cmd,
 	icfab_data_advance(fabric);
 out_unlock:
 	mutex_unlock(&fabric->lock);
+	if (err)
+		icfab_req_recycle(ctx, req);
 	return err;
 }
 

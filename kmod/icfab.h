@@ -92,7 +92,6 @@ struct icfab_fabric {
 	struct icfab_data *data;
 	struct list_head attached;	/* icfab_ctx.attached_node */
 	u32 nr_attached;
-	wait_queue_head_t data_wq;	/* waiters in ICFAB_IOC_WAIT */
 	/*
 	 * Who holds the engine back, updated under lock whenever the safe
 	 * time is computed: the owner (tgid) of the context whose clock is
@@ -210,8 +209,7 @@ bool icfab_uring_posted(struct io_uring_cmd *cmd);
 /* data.c, for uring.c */
 int icfab_uring_submit(struct icfab_ctx *ctx, const struct icfab_desc *dd,
 		       u64 cqe_addr, struct io_uring_cmd *cmd);
-int icfab_uring_wait(struct icfab_ctx *ctx, u32 min, struct io_uring_cmd *cmd,
-		     struct icfab_uring_result *ures);
+int icfab_uring_wait(struct icfab_ctx *ctx, u32 min, struct io_uring_cmd *cmd);
 void icfab_uring_cancel(struct icfab_ctx *ctx, struct io_uring_cmd *cmd);
 atomic_t *icfab_ctx_uring_holds(struct icfab_ctx *ctx);
 /* data.c, for region.c: mappings hold the file, see icfab_ctx_flush() */

@@ -88,7 +88,6 @@ static struct icfab_fabric *icfab_fabric_create(u32 id)
 	mutex_init(&fabric->lock);
 	atomic_set(&fabric->nr_contexts, 0);
 	INIT_LIST_HEAD(&fabric->attached);
-	init_waitqueue_head(&fabric->data_wq);
 	icfab_circuits_init(fabric);
 	fabric->active = icfab_topo_create();
 	if (!fabric->active) {

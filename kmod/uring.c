@@ -9,7 +9,6 @@
  */
 #include <linux/io_uring.h>
 #include <linux/sched.h>
-#include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/version.h>
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 7, 0)
@@ -60,11 +59,6 @@ bool icfab_uring_posted(struct io_uring_cmd *cmd)
 	return icfab_uring_pdu(cmd)->posted;
 }
 
-static void icfab_uring_result_free(struct icfab_uring_result *ures)
-{
-	kfree(ures);
-}
-
 /* In the submitter's task: write the cqe, then post the CQE. */
 static void icfab_uring_task_work(struct io_uring_cmd *cmd,
 				  unsigned int issue_flags)
@@ -105,7 +99,6 @@ int icfab_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 	struct icfab_ctx *ctx = cmd->file->private_data;
 	struct icfab_uring_pdu *pdu = icfab_uring_pdu(cmd);
 	atomic_t *holds = icfab_ctx_uring_holds(ctx);
-	struct icfab_uring_result *ures = NULL;
 	union {
 		struct icfab_uring_submit s;
 		struct icfab_uring_wait w;
@@ -146,20 +139,13 @@ int icfab_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 			err = -EINVAL;
 			break;
 		}
-		err = -ENOMEM;
-		ures = kzalloc(sizeof(*ures), GFP_KERNEL);
-		if (!ures)
-			break;
-		ures->holds = holds;
-		ures->release = icfab_uring_result_free;
-		err = icfab_uring_wait(ctx, u.w.min, cmd, ures);
+		err = icfab_uring_wait(ctx, u.w.min, cmd);
 		break;
 	default:
 		err = -ENOTTY;
 	}
 	if (err) {
 		atomic_dec(holds);
-		kfree(ures);
 		return err;
 	}
 #if ICFAB_URING_CANCELABLE
