@@ -207,16 +207,6 @@ static bool icfab_is_router(struct icfab_topo *t, u32 id)
 	return n && n->kind == ICFAB_MODEL_SWITCH && n->colors > 0;
 }
 
-static void icfab_set_cookie(struct netlink_ext_ack *extack, u32 obj, u32 id,
-			     u32 id2)
-{
-	struct icfab_err_cookie c = { .obj = obj, .id = id, .id2 = id2 };
-
-	BUILD_BUG_ON(sizeof(c) > NETLINK_MAX_COOKIE_LEN);
-	memcpy(extack->cookie, &c, sizeof(c));
-	extack->cookie_len = sizeof(c);
-}
-
 /* Is any of @ids[0..n-1] given twice? Returns the index of the second. */
 static int icfab_find_duplicate(const u32 *ids, u32 n)
 {

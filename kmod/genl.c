@@ -72,6 +72,16 @@ struct icfab_fabric *icfab_genl_fabric(struct nlattr **attrs,
 	return fabric;
 }
 
+/* Say in the extack's cookie which object a refusal is about. */
+void icfab_set_cookie(struct netlink_ext_ack *extack, u32 obj, u32 id, u32 id2)
+{
+	struct icfab_err_cookie c = { .obj = obj, .id = id, .id2 = id2 };
+
+	BUILD_BUG_ON(sizeof(c) > NETLINK_MAX_COOKIE_LEN);
+	memcpy(extack->cookie, &c, sizeof(c));
+	extack->cookie_len = sizeof(c);
+}
+
 static int icfab_genl_fill_fabric(struct sk_buff *skb,
 				  struct icfab_fabric *fabric, u8 cmd,
 				  u32 portid, u32 seq, int flags, bool staged)

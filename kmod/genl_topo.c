@@ -826,20 +826,15 @@ static int icfab_commit_live_check(struct icfab_fabric *fabric,
 
 	err = icfab_topo_live_check(fabric->active, t, &node);
 	if (err) {
-		struct icfab_err_cookie c = {
-			.obj = node < ICFAB_MAX_NODES ? ICFAB_ERR_OBJ_NODE :
-							ICFAB_ERR_OBJ_NONE,
-			.id = node,
-		};
-
+		icfab_set_cookie(extack, node < ICFAB_MAX_NODES ?
+				 ICFAB_ERR_OBJ_NODE : ICFAB_ERR_OBJ_NONE,
+				 node, 0);
 		if (node < ICFAB_MAX_NODES)
 			NL_SET_ERR_MSG(extack,
 				       "contexts are attached: a node would change (cookie: the node)");
 		else
 			NL_SET_ERR_MSG(extack,
 				       "contexts are attached: the segment size and time mode cannot change");
-		memcpy(extack->cookie, &c, sizeof(c));
-		extack->cookie_len = sizeof(c);
 		return err;
 	}
 	err = icfab_topo_set_caps(t, m->nodes_cap, m->links_cap);
@@ -864,17 +859,13 @@ static int icfab_commit_holds_check(const struct icfab_topo *t, u64 now,
 
 	for (i = 0; i < t->m.links_cap; i++) {
 		const struct icfab_mlink *l = &t->m.links[i];
-		struct icfab_err_cookie c = {
-			.obj = ICFAB_ERR_OBJ_LINK, .id = i,
-		};
 
 		if (!l->present || !l->up_delay_ps ||
 		    !check_add_overflow(now, l->up_delay_ps, &at))
 			continue;
 		NL_SET_ERR_MSG(extack,
 			       "link up delay overflows the fabric clock (cookie: the link)");
-		memcpy(extack->cookie, &c, sizeof(c));
-		extack->cookie_len = sizeof(c);
+		icfab_set_cookie(extack, ICFAB_ERR_OBJ_LINK, i, 0);
 		return -ERANGE;
 	}
 	return 0;
@@ -926,18 +917,12 @@ struct icfab_topo *icfab_fabric_commit_locked(struct icfab_fabric *fabric,
 	err = icfab_topo_validate_commit(t, &verr);
 	if (err) {
 		if (err == -EINVAL) {
-			struct icfab_err_cookie c = {
-				.obj = verr.obj, .id = verr.id, .id2 = verr.id2,
-			};
-
 			/*
 			 * NL_SET_ERR_MSG() wants a literal; the model's
 			 * messages are static strings, as safe to point at.
 			 */
 			extack->_msg = verr.msg;
-			BUILD_BUG_ON(sizeof(c) > NETLINK_MAX_COOKIE_LEN);
-			memcpy(extack->cookie, &c, sizeof(c));
-			extack->cookie_len = sizeof(c);
+			icfab_set_cookie(extack, verr.obj, verr.id, verr.id2);
 		}
 		return ERR_PTR(err);
 	}

@@ -282,6 +282,7 @@ void icfab_debugfs_init(struct icfab_fabric **fabrics, unsigned int n);
 void icfab_debugfs_exit(void);
 
 /* genl.c */
+void icfab_set_cookie(struct netlink_ext_ack *extack, u32 obj, u32 id, u32 id2);
 int icfab_genl_init(void);
 void icfab_genl_exit(void);
 void icfab_genl_notify_fabric(struct icfab_fabric *fabric);
