@@ -634,7 +634,6 @@ static void icfab_data_advance(struct icfab_fabric *fabric)
 					     icfab_data_complete, d);
 	} while (ret == 1);
 	WARN_ON_ONCE(ret < 0);
-	fabric->now_ps = d->engine.now_ps;
 	if (d->paced)
 		icfab_data_arm(d);
 	else
@@ -1528,7 +1527,6 @@ void icfab_ctx_destroy(struct icfab_ctx *ctx)
 			icfab_stats_fold(fabric, &d->engine);
 			gone = d;
 			fabric->data = NULL;
-			fabric->now_ps = 0;
 			fabric->held_pid = 0;
 			fabric->held_ps = 0;
 		} else {

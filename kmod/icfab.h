@@ -78,9 +78,6 @@ struct icfab_fabric {
 	struct icfab_topo *active;	/* committed configuration, never NULL */
 	struct icfab_topo *staged;	/* being edited, or NULL */
 	u32 staged_portid;		/* netlink socket that owns staged */
-	u64 now_ps;			/* fabric clock, ps: the engine's, as
-					 * of its last run; 0 without one.
-					 * icfab_data_now() is current */
 	u64 commit_ps;			/* ps: when the last commit took effect */
 	u64 generation;			/* bumped by every commit */
 	u32 change_seq;			/* bumped by every commit or staging edit;
