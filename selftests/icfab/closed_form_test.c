@@ -34,30 +34,6 @@ static uint64_t ser(uint64_t bytes, uint64_t bw)
 	return (bytes * PS_PER_S + bw - 1) / bw;
 }
 
-/* Σ(L + S/B) + (n - 1) * S/B over @hops links of bandwidth BW. */
-static uint64_t uncontended(uint64_t bytes, unsigned int hops)
-{
-	uint64_t n = bytes / SEG;
-
-	return hops * (LAT + ser(SEG, BW)) + (n - 1) * ser(SEG, BW);
-}
-
-static int wait_cqes(int fd, struct icfab_cqe *c, unsigned int min,
-		     unsigned int max)
-{
-	struct icfab_wait w = { .cqes = (uintptr_t)c, .min = min, .max = max };
-
-	return ioctl(fd, ICFAB_IOC_WAIT, &w) ? -errno : (int)w.nr;
-}
-
-static struct icfab_desc put(uint32_t q, uint32_t peer, uint64_t len,
-			     uint64_t tag)
-{
-	return (struct icfab_desc){ .op = ICFAB_OP_WRITE, .queue = q,
-		.peer = peer, .len = len, .user_tag = tag,
-		.flags = ICFAB_DESC_F_TIMING_ONLY };
-}
-
 /* A ring of 12: 0 -> h goes clockwise over h links for h <= 6. */
 FIXTURE(ring) {
 	struct genl_sock gs;
@@ -94,16 +70,15 @@ TEST_F(ring, uncontended_over_3_5_and_6_hops)
 	ASSERT_LE(0, q);
 	for (unsigned int i = 0; i < 3; i++) {
 		for (unsigned int j = 0; j < 3; j++) {
-			struct icfab_desc d = put(q, hops[i], segs[j] * SEG,
-						  tag);
+			struct icfab_desc d = desc_put(q, hops[i], segs[j] * SEG, tag);
 
 			ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
-			ASSERT_EQ(1, wait_cqes(self->fd, &c, 1, 1));
+			ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
 			EXPECT_EQ(tag, c.user_tag);
 			EXPECT_EQ(0, c.status);
 			EXPECT_EQ(0, c.queued_ps);
 			EXPECT_EQ(c.submit_ps, c.start_ps);
-			EXPECT_EQ(uncontended(segs[j] * SEG, hops[i]),
+			EXPECT_EQ(ring_uncontended(segs[j] * SEG, hops[i]),
 				  c.finish_ps - c.start_ps);
 			tag++;
 		}
@@ -200,11 +175,11 @@ TEST_F(star, k_flows_through_one_bottleneck_each_get_b_over_k)
 		ASSERT_EQ(0, ctx_attach(self->fd, 1 + i));
 		q = ctx_queue(self->fd, 1 + i, 2);
 		ASSERT_LE(0, q);
-		d[i] = put(q, 0, bytes, i);
+		d[i] = desc_put(q, 0, bytes, i);
 	}
 	/* One submission: every flow starts at the same instant. */
 	ASSERT_EQ((int)k, ctx_submit(self->fd, d, k));
-	ASSERT_EQ((int)k, wait_cqes(self->fd, c, k, k));
+	ASSERT_EQ((int)k, ctx_wait(self->fd, c, k, k, 0, NULL));
 
 	/* At B/k, @bytes take k * bytes / B (bytes * 10^12 fits; k * it not). */
 	expect = k * (bytes * PS_PER_S / BW);
@@ -232,9 +207,9 @@ TEST_F(star, one_flow_alone_gets_all_of_b)
 	ASSERT_EQ(0, ctx_attach(self->fd, 1));
 	q = ctx_queue(self->fd, 1, 2);
 	ASSERT_LE(0, q);
-	d = put(q, 0, bytes, 0);
+	d = desc_put(q, 0, bytes, 0);
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
-	ASSERT_EQ(1, wait_cqes(self->fd, &c, 1, 1));
+	ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
 	/*
 	 * Two hops, the slower one last: the first segment crosses both
 	 * (L + S/FAST + L + S/B), then the rest follow at the slow link's

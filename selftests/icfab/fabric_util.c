@@ -186,3 +186,35 @@ int ctx_submit(int fd, struct icfab_desc *d, unsigned int n)
 
 	return ret < 0 ? -errno : ret;
 }
+
+uint64_t ring_ser(uint64_t bytes)
+{
+	return (bytes * 1000000000000ULL + RING_BW - 1) / RING_BW;
+}
+
+uint64_t ring_uncontended(uint64_t bytes, unsigned int hops)
+{
+	return hops * (RING_LAT + ring_ser(RING_SEG)) +
+	       (bytes / RING_SEG - 1) * ring_ser(RING_SEG);
+}
+
+struct icfab_desc desc_put(uint32_t q, uint32_t peer, uint64_t len,
+			   uint64_t tag)
+{
+	return (struct icfab_desc){ .op = ICFAB_OP_WRITE, .queue = q,
+		.peer = peer, .len = len, .user_tag = tag,
+		.flags = ICFAB_DESC_F_TIMING_ONLY };
+}
+
+int ctx_wait(int fd, struct icfab_cqe *c, unsigned int min, unsigned int max,
+	     unsigned int timeout_ms, uint64_t *clock)
+{
+	struct icfab_wait w = { .cqes = (uintptr_t)c, .min = min, .max = max,
+				.timeout_ms = timeout_ms };
+
+	if (ioctl(fd, ICFAB_IOC_WAIT, &w))
+		return -errno;
+	if (clock)
+		*clock = w.clock_ps;
+	return w.nr;
+}

@@ -25,7 +25,31 @@ int stage_ring(struct genl_sock *gs, unsigned int n);
 /* Delete every link and node, and commit; 0 when it was empty already. */
 int clear_fabric(struct genl_sock *gs);
 
+/* stage_ring()'s links, and the fabric's default segment size. */
+#define RING_BW		50000000000ULL	/* bytes/s */
+#define RING_LAT	500000ULL	/* ps */
+#define RING_SEG	4096ULL		/* bytes */
+
+/* ps to serialise @bytes on a ring link, rounded up as the engine does. */
+uint64_t ring_ser(uint64_t bytes);
+/*
+ * The timing model's closed form for an uncontended transfer of whole
+ * segments over @hops ring links: hops * (L + S/B) + (n - 1) * S/B.
+ */
+uint64_t ring_uncontended(uint64_t bytes, unsigned int hops);
+
 struct icfab_desc;
+struct icfab_cqe;
+/* A timing-only WRITE of @len bytes from queue @q to endpoint @peer. */
+struct icfab_desc desc_put(uint32_t q, uint32_t peer, uint64_t len,
+			   uint64_t tag);
+/*
+ * ICFAB_IOC_WAIT for @min..@max completions (@timeout_ms 0: none). The
+ * number written to @c, or -errno; the context's clock after it in
+ * *@clock when @clock is not NULL.
+ */
+int ctx_wait(int fd, struct icfab_cqe *c, unsigned int min, unsigned int max,
+	     unsigned int timeout_ms, uint64_t *clock);
 /* The data-path ioctls of a context; each returns -errno on failure. */
 int ctx_attach(int fd, uint32_t ep);
 /* The new queue's id. */

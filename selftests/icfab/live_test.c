@@ -27,32 +27,6 @@
 #define SEG	4096ULL			/* bytes, the default segment size */
 #define FAULT	"/sys/kernel/debug/icfab/icfab0/fault"
 
-static uint64_t ser(uint64_t bytes)
-{
-	return (bytes * 1000000000000ULL + BW - 1) / BW;
-}
-
-/* Closed form of the timing model for whole segments over @hops links. */
-static uint64_t uncontended(uint64_t bytes, unsigned int hops)
-{
-	return hops * (LAT + ser(SEG)) + (bytes / SEG - 1) * ser(SEG);
-}
-
-static struct icfab_desc put(uint32_t q, uint32_t peer, uint64_t len,
-			     uint64_t tag)
-{
-	return (struct icfab_desc){ .op = ICFAB_OP_WRITE, .queue = q,
-		.peer = peer, .len = len, .user_tag = tag,
-		.flags = ICFAB_DESC_F_TIMING_ONLY };
-}
-
-static int wait_one(int fd, struct icfab_cqe *c)
-{
-	struct icfab_wait w = { .cqes = (uintptr_t)c, .min = 1, .max = 1 };
-
-	return ioctl(fd, ICFAB_IOC_WAIT, &w) ? -errno : (int)w.nr;
-}
-
 /* Move the context's clock forward by @ps (a DELAY and its completion). */
 static int delay(int fd, uint32_t q, uint64_t ps)
 {
@@ -60,7 +34,7 @@ static int delay(int fd, uint32_t q, uint64_t ps)
 	struct icfab_cqe c;
 	int err = ctx_submit(fd, &d, 1);
 
-	return err == 1 ? wait_one(fd, &c) - 1 : -1;
+	return err == 1 ? ctx_wait(fd, &c, 1, 1, 0, NULL) - 1 : -1;
 }
 
 struct fab {
@@ -195,7 +169,7 @@ TEST_F(live, info_announces_live_commit)
 TEST_F(live, new_routes_apply_to_traffic_in_flight)
 {
 	uint16_t ccw = 1;
-	struct icfab_desc d = put(self->q, 2, 8 * SEG, 1);
+	struct icfab_desc d = desc_put(self->q, 2, 8 * SEG, 1);
 	struct icfab_cqe c;
 	struct fab before = fab_get(&self->gs), after;
 
@@ -210,16 +184,16 @@ TEST_F(live, new_routes_apply_to_traffic_in_flight)
 	ASSERT_TRUE(after.has_commit_ps);
 	EXPECT_EQ(0, after.commit_ps);	/* the engine had not moved */
 
-	ASSERT_EQ(1, wait_one(self->fd, &c));
+	ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
 	EXPECT_EQ(0, c.status);
-	EXPECT_EQ(uncontended(8 * SEG, 6), c.finish_ps - c.start_ps);
+	EXPECT_EQ(ring_uncontended(8 * SEG, 6), c.finish_ps - c.start_ps);
 	EXPECT_EQ(ICFAB_LINK_DOWN, lnk_get(&self->gs, 2).state);
 }
 
 /* A link that goes down under a transfer, routes unchanged: it fails. */
 TEST_F(live, debugfs_fault_fails_traffic_in_flight)
 {
-	struct icfab_desc d = put(self->q, 2, 64 * SEG, 2);
+	struct icfab_desc d = desc_put(self->q, 2, 64 * SEG, 2);
 	struct icfab_cqe c;
 	uint64_t gen;
 
@@ -227,26 +201,26 @@ TEST_F(live, debugfs_fault_fails_traffic_in_flight)
 	gen = fab_get(&self->gs).generation;
 	ASSERT_EQ(0, fault("link 2 down\n"));
 	EXPECT_EQ(gen + 1, fab_get(&self->gs).generation);
-	ASSERT_EQ(1, wait_one(self->fd, &c));
+	ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
 	EXPECT_EQ(-EHOSTUNREACH, c.status);
 	EXPECT_EQ(2, c.user_tag);
 
 	/* New traffic over it fails too; up again, it passes. */
 	d.user_tag = 3;
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
-	ASSERT_EQ(1, wait_one(self->fd, &c));
+	ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
 	EXPECT_EQ(-EHOSTUNREACH, c.status);
 	ASSERT_EQ(0, fault("link 2 up"));
-	d = put(self->q, 2, 8 * SEG, 4);
+	d = desc_put(self->q, 2, 8 * SEG, 4);
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
-	ASSERT_EQ(1, wait_one(self->fd, &c));
+	ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
 	EXPECT_EQ(0, c.status);
-	EXPECT_EQ(uncontended(8 * SEG, 2), c.finish_ps - c.start_ps);
+	EXPECT_EQ(ring_uncontended(8 * SEG, 2), c.finish_ps - c.start_ps);
 }
 
 TEST_F(live, debugfs_node_fault_takes_every_link_of_the_node)
 {
-	struct icfab_desc d = put(self->q, 1, 8 * SEG, 5);
+	struct icfab_desc d = desc_put(self->q, 1, 8 * SEG, 5);
 	struct icfab_cqe c;
 
 	ASSERT_EQ(0, fault("node 1 down"));
@@ -254,7 +228,7 @@ TEST_F(live, debugfs_node_fault_takes_every_link_of_the_node)
 		EXPECT_EQ(ICFAB_LINK_DOWN, lnk_get(&self->gs, l).state);
 	EXPECT_EQ(ICFAB_LINK_UP, lnk_get(&self->gs, 4).state);
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
-	ASSERT_EQ(1, wait_one(self->fd, &c));
+	ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
 	EXPECT_EQ(-EHOSTUNREACH, c.status);
 	ASSERT_EQ(0, fault("node 1 up"));
 	EXPECT_EQ(ICFAB_LINK_UP, lnk_get(&self->gs, 0).state);
@@ -262,13 +236,13 @@ TEST_F(live, debugfs_node_fault_takes_every_link_of_the_node)
 
 TEST_F(live, debugfs_degrade_slows_the_link)
 {
-	struct icfab_desc d = put(self->q, 1, SEG, 6);
+	struct icfab_desc d = desc_put(self->q, 1, SEG, 6);
 	struct icfab_cqe c;
 
 	ASSERT_EQ(0, fault("link 0 degrade 500"));
 	EXPECT_EQ(ICFAB_LINK_DEGRADED, lnk_get(&self->gs, 0).state);
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
-	ASSERT_EQ(1, wait_one(self->fd, &c));
+	ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
 	EXPECT_EQ(0, c.status);
 	/* One segment at half the bandwidth. */
 	EXPECT_EQ(LAT + (SEG * 1000000000000ULL + BW / 2 - 1) / (BW / 2),
@@ -350,7 +324,7 @@ TEST_F(live, segment_size_cannot_change_under_traffic)
 TEST_F(live, held_link_delays_traffic_until_it_is_up)
 {
 	const uint64_t D = 5000000, clock = 1000000;	/* 5 us, 1 us */
-	struct icfab_desc d = put(self->q, 1, 8 * SEG, 7);
+	struct icfab_desc d = desc_put(self->q, 1, 8 * SEG, 7);
 	struct icfab_cqe c;
 	struct fab f;
 	struct lnk l;
@@ -366,10 +340,10 @@ TEST_F(live, held_link_delays_traffic_until_it_is_up)
 	EXPECT_EQ(0, l.hold_fail);
 
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
-	ASSERT_EQ(1, wait_one(self->fd, &c));
+	ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
 	EXPECT_EQ(0, c.status);
 	EXPECT_EQ(clock, c.start_ps);
-	EXPECT_EQ(f.commit_ps + D + uncontended(8 * SEG, 1), c.finish_ps);
+	EXPECT_EQ(f.commit_ps + D + ring_uncontended(8 * SEG, 1), c.finish_ps);
 	EXPECT_LE(f.commit_ps + D, c.finish_ps);
 	EXPECT_EQ(0, c.queued_ps);
 
@@ -377,14 +351,14 @@ TEST_F(live, held_link_delays_traffic_until_it_is_up)
 	EXPECT_EQ(0, lnk_get(&self->gs, 0).up_at_ps);
 	d.user_tag = 8;
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
-	ASSERT_EQ(1, wait_one(self->fd, &c));
-	EXPECT_EQ(uncontended(8 * SEG, 1), c.finish_ps - c.start_ps);
+	ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
+	EXPECT_EQ(ring_uncontended(8 * SEG, 1), c.finish_ps - c.start_ps);
 }
 
 TEST_F(live, held_link_in_fail_mode_fails_traffic_with_enetdown)
 {
 	const uint64_t D = 5000000;
-	struct icfab_desc d = put(self->q, 2, 8 * SEG, 9);
+	struct icfab_desc d = desc_put(self->q, 2, 8 * SEG, 9);
 	struct icfab_cqe c;
 	uint64_t up_at;
 
@@ -396,28 +370,28 @@ TEST_F(live, held_link_in_fail_mode_fails_traffic_with_enetdown)
 
 	/* Over it (0 -> 1 -> 2): fails. Not over it (0 -> 1): unaffected. */
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
-	ASSERT_EQ(1, wait_one(self->fd, &c));
+	ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
 	EXPECT_EQ(-ENETDOWN, c.status);
-	d = put(self->q, 1, 8 * SEG, 10);
+	d = desc_put(self->q, 1, 8 * SEG, 10);
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
-	ASSERT_EQ(1, wait_one(self->fd, &c));
+	ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
 	EXPECT_EQ(0, c.status);
 
 	/* Once the fabric's time passed up_at, it carries traffic. */
 	ASSERT_EQ(0, delay(self->fd, self->q, D));
-	d = put(self->q, 2, 8 * SEG, 11);
+	d = desc_put(self->q, 2, 8 * SEG, 11);
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
-	ASSERT_EQ(1, wait_one(self->fd, &c));
+	ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
 	EXPECT_EQ(0, c.status);
 	EXPECT_LE(up_at, c.start_ps);
-	EXPECT_EQ(uncontended(8 * SEG, 2), c.finish_ps - c.start_ps);
+	EXPECT_EQ(ring_uncontended(8 * SEG, 2), c.finish_ps - c.start_ps);
 }
 
 /* Fabric time restarts at 0 with the next engine; a pending hold moves too. */
 TEST_F(live, pending_hold_moves_with_the_fabric_clock)
 {
 	const uint64_t D = 5000000, clock = 2000000;
-	struct icfab_desc d = put(self->q, 1, 8 * SEG, 12);
+	struct icfab_desc d = desc_put(self->q, 1, 8 * SEG, 12);
 	struct icfab_cqe c;
 	uint64_t T;
 
@@ -437,9 +411,9 @@ TEST_F(live, pending_hold_moves_with_the_fabric_clock)
 	ASSERT_LE(0, self->q);
 	d.queue = self->q;
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
-	ASSERT_EQ(1, wait_one(self->fd, &c));
+	ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
 	EXPECT_EQ(0, c.start_ps);
-	EXPECT_EQ(D + uncontended(8 * SEG, 1), c.finish_ps);
+	EXPECT_EQ(D + ring_uncontended(8 * SEG, 1), c.finish_ps);
 }
 
 TEST_F(live, hold_that_overflows_the_clock_is_refused)

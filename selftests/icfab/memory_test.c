@@ -29,28 +29,8 @@
 #define PAGE	4096ULL
 #define RSIZE	(20 * PAGE)		/* bytes, the fixture's regions */
 
-static uint64_t ser(uint64_t bytes)
-{
-	return (bytes * 1000000000000ULL + BW - 1) / BW;
-}
-
-static uint64_t uncontended(uint64_t bytes, unsigned int hops)
-{
-	uint64_t n = bytes / SEG;
-
-	return hops * (LAT + ser(SEG)) + (n - 1) * ser(SEG);
-}
 
 
-
-
-static int wait_cqes(int fd, struct icfab_cqe *c, unsigned int min,
-		     unsigned int max)
-{
-	struct icfab_wait w = { .cqes = (uintptr_t)c, .min = min, .max = max };
-
-	return ioctl(fd, ICFAB_IOC_WAIT, &w) ? -errno : (int)w.nr;
-}
 
 /* A region of @size on @ep, mapped at *@map, exported with @access. */
 static int region(int fd, uint32_t ep, uint64_t size, uint32_t access,
@@ -91,14 +71,6 @@ static struct icfab_desc mv(uint8_t op, uint32_t q, uint32_t region,
 		.len = len, .user_tag = tag };
 }
 
-static struct icfab_desc put(uint32_t q, uint32_t peer, uint64_t len,
-			     uint64_t tag)
-{
-	return (struct icfab_desc){ .op = ICFAB_OP_WRITE, .queue = q,
-		.peer = peer, .len = len, .user_tag = tag,
-		.flags = ICFAB_DESC_F_TIMING_ONLY };
-}
-
 static void fill(unsigned char *p, uint64_t n, unsigned int seed)
 {
 	for (uint64_t i = 0; i < n; i++) {
@@ -114,7 +86,7 @@ static int one(int fd, struct icfab_desc d, struct icfab_cqe *c)
 
 	if (ret != 1)
 		return ret < 0 ? ret : -EIO;
-	if (wait_cqes(fd, c, 1, 1) != 1)
+	if (ctx_wait(fd, c, 1, 1, 0, NULL) != 1)
 		return -EIO;
 	return c->status;
 }
@@ -227,8 +199,8 @@ TEST_F(dm, a_transfer_takes_the_time_of_its_bytes)
 	/* Endpoint 0 to 3 is 3 hops; bytes or timing only, the same time. */
 	ASSERT_EQ(0, one(self->fd, mv(ICFAB_OP_WRITE, self->q, self->a, 0,
 				      self->bkey, 0, 8 * SEG, 1), &c));
-	EXPECT_EQ(uncontended(8 * SEG, 3), c.finish_ps - c.start_ps);
-	ASSERT_EQ(0, one(self->fd, put(self->q, 3, 8 * SEG, 2), &t));
+	EXPECT_EQ(ring_uncontended(8 * SEG, 3), c.finish_ps - c.start_ps);
+	ASSERT_EQ(0, one(self->fd, desc_put(self->q, 3, 8 * SEG, 2), &t));
 	EXPECT_EQ(c.finish_ps - c.start_ps, t.finish_ps - t.start_ps);
 	/* The peer may be named, if it is the region's endpoint. */
 	c.status = 1;
@@ -239,7 +211,7 @@ TEST_F(dm, a_transfer_takes_the_time_of_its_bytes)
 		d.peer = 3;
 		ASSERT_EQ(0, one(self->fd, d, &c));
 	}
-	EXPECT_EQ(uncontended(8 * SEG, 3), c.finish_ps - c.start_ps);
+	EXPECT_EQ(ring_uncontended(8 * SEG, 3), c.finish_ps - c.start_ps);
 }
 
 TEST_F(dm, bad_descriptors_are_refused_with_their_errno)
@@ -304,9 +276,9 @@ TEST_F(dm, bad_descriptors_are_refused_with_their_errno)
 
 		EXPECT_EQ(1, ctx_submit(self->fd, two, 3));
 		/* Only the good READ and this first one were accepted. */
-		ASSERT_EQ(2, wait_cqes(self->fd, c, 2, 4));
+		ASSERT_EQ(2, ctx_wait(self->fd, c, 2, 4, 0, NULL));
 		EXPECT_EQ(11, c[0].user_tag + c[1].user_tag);
-		EXPECT_EQ(-EDEADLK, wait_cqes(self->fd, c, 1, 4));
+		EXPECT_EQ(-EDEADLK, ctx_wait(self->fd, c, 1, 4, 0, NULL));
 	} while (0);
 	munmap(rom, PAGE);
 	munmap(c3m, PAGE);
@@ -328,7 +300,7 @@ TEST_F(dm, regions_freed_under_a_transfer_complete_it_unharmed)
 	EXPECT_EQ(-EBADF, ctx_submit(self->fd, d, 1));
 	d[0].region = 0;
 	/* ...but those in flight complete, and the bytes arrive. */
-	ASSERT_EQ(2, wait_cqes(self->fd, c, 2, 2));
+	ASSERT_EQ(2, ctx_wait(self->fd, c, 2, 2, 0, NULL));
 	EXPECT_EQ(0, c[0].status);
 	EXPECT_EQ(0, c[1].status);
 	for (uint64_t i = 0; i < RSIZE; i++) {
@@ -367,13 +339,13 @@ TEST_F(dm, fence_orders_in_exact_virtual_time)
 	struct icfab_cqe c[4], *w1, *w2, *f, *w3, g;
 	uint64_t last;
 
-	d[0] = put(self->q, 1, 8 * SEG, 1);
-	d[1] = put(self->q, 2, 4 * SEG, 2);
+	d[0] = desc_put(self->q, 1, 8 * SEG, 1);
+	d[1] = desc_put(self->q, 2, 4 * SEG, 2);
 	d[2] = (struct icfab_desc){ .op = ICFAB_OP_FENCE, .queue = self->q,
 				    .user_tag = 3 };
-	d[3] = put(self->q, 1, SEG, 4);
+	d[3] = desc_put(self->q, 1, SEG, 4);
 	ASSERT_EQ(4, ctx_submit(self->fd, d, 4));
-	ASSERT_EQ(4, wait_cqes(self->fd, c, 4, 4));
+	ASSERT_EQ(4, ctx_wait(self->fd, c, 4, 4, 0, NULL));
 	w1 = by_tag(c, 4, 1);
 	w2 = by_tag(c, 4, 2);
 	f = by_tag(c, 4, 3);
@@ -385,7 +357,7 @@ TEST_F(dm, fence_orders_in_exact_virtual_time)
 	EXPECT_EQ(f->finish_ps, f->start_ps);
 	/* After the fence, on idle links: exactly the closed form. */
 	EXPECT_EQ(f->finish_ps, w3->start_ps);
-	EXPECT_EQ(uncontended(SEG, 1), w3->finish_ps - w3->start_ps);
+	EXPECT_EQ(ring_uncontended(SEG, 1), w3->finish_ps - w3->start_ps);
 	EXPECT_EQ(w1->submit_ps, w3->submit_ps);
 
 	/* A fence with nothing before it completes at the clock. */
@@ -395,11 +367,11 @@ TEST_F(dm, fence_orders_in_exact_virtual_time)
 	EXPECT_EQ(w3->finish_ps, g.finish_ps);
 
 	/* Without the fence the last one does not wait. */
-	d[0] = put(self->q, 1, 8 * SEG, 1);
-	d[1] = put(self->q, 2, 4 * SEG, 2);
-	d[2] = put(self->q, 1, SEG, 4);
+	d[0] = desc_put(self->q, 1, 8 * SEG, 1);
+	d[1] = desc_put(self->q, 2, 4 * SEG, 2);
+	d[2] = desc_put(self->q, 1, SEG, 4);
 	ASSERT_EQ(3, ctx_submit(self->fd, d, 3));
-	ASSERT_EQ(3, wait_cqes(self->fd, c, 3, 3));
+	ASSERT_EQ(3, ctx_wait(self->fd, c, 3, 3, 0, NULL));
 	w1 = by_tag(c, 3, 1);
 	w3 = by_tag(c, 3, 4);
 	ASSERT_TRUE(w1 && w3);
@@ -423,7 +395,7 @@ TEST_F(dm, fence_orders_the_bytes)
 				    .user_tag = 2 };
 	d[2] = mv(ICFAB_OP_READ, self->q, a2, 0, self->bkey, 0, RSIZE, 3);
 	ASSERT_EQ(3, ctx_submit(self->fd, d, 3));
-	ASSERT_EQ(3, wait_cqes(self->fd, c, 3, 3));
+	ASSERT_EQ(3, ctx_wait(self->fd, c, 3, 3, 0, NULL));
 	EXPECT_EQ(0, memcmp(self->am, a2m, RSIZE));
 	EXPECT_EQ(0, memcmp(self->am, self->bm, RSIZE));
 	munmap(a2m, RSIZE);
@@ -452,7 +424,7 @@ TEST_F(dm, one_process_on_many_endpoints)
 		d[i] = mv(ICFAB_OP_WRITE, q[i], h[i], 0, key[(i + 1) % 8], PAGE,
 			  PAGE, i);
 	ASSERT_EQ(8, ctx_submit(self->fd, d, 8));
-	ASSERT_EQ(8, wait_cqes(self->fd, c, 8, 8));
+	ASSERT_EQ(8, ctx_wait(self->fd, c, 8, 8, 0, NULL));
 	for (uint32_t i = 0; i < 8; i++) {
 		EXPECT_EQ(0, c[i].status);
 		EXPECT_EQ(0, memcmp(m[i], m[(i + 1) % 8] + PAGE, PAGE));
@@ -575,7 +547,7 @@ static int pair_rank(int p, int ready, int go, struct icfab_cqe *out)
 	d[5] = mv(ICFAB_OP_READ, q, lh, 0, rk, 4 * PAGE, 3 * PAGE + 1, 5);
 	if (ctx_submit(fd, d, PAIR_N) != PAIR_N)
 		return 5;
-	if (wait_cqes(fd, out, PAIR_N, PAIR_N) != PAIR_N)
+	if (ctx_wait(fd, out, PAIR_N, PAIR_N, 0, NULL) != PAIR_N)
 		return 6;
 	return 0;
 }

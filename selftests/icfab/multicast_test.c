@@ -189,13 +189,6 @@ static int rfree(int fd, uint32_t handle)
 	return ioctl(fd, ICFAB_IOC_REGION_FREE, &rf) ? -errno : 0;
 }
 
-static int wait_cqes(int fd, struct icfab_cqe *c, unsigned int n)
-{
-	struct icfab_wait w = { .cqes = (uintptr_t)c, .min = n, .max = n };
-
-	return ioctl(fd, ICFAB_IOC_WAIT, &w) ? -errno : (int)w.nr;
-}
-
 /* One descriptor, submitted and reaped: its status, or -errno. */
 static int one(int fd, struct icfab_desc d, struct icfab_cqe *c)
 {
@@ -203,7 +196,7 @@ static int one(int fd, struct icfab_desc d, struct icfab_cqe *c)
 
 	if (ret != 1)
 		return ret < 0 ? ret : -EIO;
-	if (wait_cqes(fd, c, 1) != 1)
+	if (ctx_wait(fd, c, 1, 1, 0, NULL) != 1)
 		return -EIO;
 	return c->status;
 }
@@ -527,7 +520,7 @@ TEST_F(mc, deleting_the_circuit_in_flight_is_safe)
 	ASSERT_EQ(4, ctx_submit(self->fd, d, 4));
 	/* Nothing ran yet: virtual time waits for us. */
 	ASSERT_EQ(0, circuit_del(&self->gs, self->circuit));
-	ASSERT_EQ(4, wait_cqes(self->fd, c, 4));
+	ASSERT_EQ(4, ctx_wait(self->fd, c, 4, 4, 0, NULL));
 	for (i = 0; i < 4; i++)
 		EXPECT_EQ(0, c[i].status);
 	/* The last one landed last. */
@@ -559,7 +552,7 @@ TEST_F(mc, a_live_commit_under_multicast)
 	genl_put_u32(&m, ICFAB_A_LINK_STATE, ICFAB_LINK_DOWN);
 	ASSERT_EQ(0, genl_request(&self->gs, &m, NULL, NULL));
 	ASSERT_EQ(0, cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
-	ASSERT_EQ(4, wait_cqes(self->fd, c, 4));
+	ASSERT_EQ(4, ctx_wait(self->fd, c, 4, 4, 0, NULL));
 	for (i = 0; i < 4; i++)
 		EXPECT_EQ(0, c[i].status);
 	ASSERT_EQ(0, one(self->fd, cwrite(self->q, self->circuit, self->src,

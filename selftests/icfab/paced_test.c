@@ -25,25 +25,13 @@
 #include <linux/icfab_genl.h>
 
 #include "fabric_util.h"
+#include "uring_util.h"
 #include "kselftest_harness.h"
 
 #define BW	50000000000ULL		/* bytes/s, stage_ring's links */
 #define LAT	500000ULL		/* ps, stage_ring's links */
 #define SEG	4096ULL			/* bytes, the default segment size */
 #define DIL	1000			/* wall ns per fabric ns */
-
-static uint64_t ser(uint64_t bytes)
-{
-	return (bytes * 1000000000000ULL + BW - 1) / BW;
-}
-
-/* DESIGN's closed form: whole segments over @hops uniform links. */
-static uint64_t uncontended(uint64_t bytes, unsigned int hops)
-{
-	uint64_t n = bytes / SEG;
-
-	return hops * (LAT + ser(SEG)) + (n - 1) * ser(SEG);
-}
 
 /* Wall ns that @ps of fabric time take at dilation DIL. */
 static uint64_t wall_ns(uint64_t ps)
@@ -69,57 +57,10 @@ static int fabric_set(struct genl_sock *gs, int mode, int dil)
 	return genl_request(gs, &m, NULL, NULL);
 }
 
-static int wait_cqes(int fd, struct icfab_cqe *c, unsigned int min,
-		     unsigned int max, unsigned int timeout_ms)
-{
-	struct icfab_wait w = { .cqes = (uintptr_t)c, .min = min, .max = max,
-				.timeout_ms = timeout_ms };
-
-	return ioctl(fd, ICFAB_IOC_WAIT, &w) ? -errno : (int)w.nr;
-}
-
-static struct icfab_desc put(uint32_t q, uint32_t peer, uint64_t len,
-			     uint64_t tag)
-{
-	return (struct icfab_desc){ .op = ICFAB_OP_WRITE, .queue = q,
-		.peer = peer, .len = len, .user_tag = tag,
-		.flags = ICFAB_DESC_F_TIMING_ONLY };
-}
-
 static int info(int fd, struct icfab_info *in)
 {
 	memset(in, 0, sizeof(*in));
 	return ioctl(fd, ICFAB_IOC_INFO, in) ? -errno : 0;
-}
-
-static struct io_uring_sqe *ucmd(struct io_uring *ring, int fd, uint32_t op,
-				 const void *payload, uint64_t user_data)
-{
-	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
-
-	if (!sqe)
-		return NULL;
-	io_uring_prep_rw(IORING_OP_URING_CMD, sqe, fd, NULL, 0, 0);
-	sqe->cmd_op = op;
-	memcpy(sqe->cmd, payload, 80);
-	sqe->user_data = user_data;
-	return sqe;
-}
-
-static int usubmit(struct io_uring *ring, int fd, struct icfab_desc d,
-		   struct icfab_cqe *rec, uint64_t user_data)
-{
-	struct icfab_uring_submit us = { .desc = d, .cqe_addr = (uintptr_t)rec };
-
-	return ucmd(ring, fd, ICFAB_UCMD_SUBMIT, &us, user_data) ? 0 : -EBUSY;
-}
-
-static int uwait(struct io_uring *ring, int fd, uint32_t min,
-		 uint64_t user_data)
-{
-	struct icfab_uring_wait w = { .min = min };
-
-	return ucmd(ring, fd, ICFAB_UCMD_WAIT, &w, user_data) ? 0 : -EBUSY;
 }
 
 FIXTURE(paced) {
@@ -191,15 +132,15 @@ TEST_F(paced, two_hops_take_the_closed_form_and_no_less_wall_time)
 	q = ctx_queue(self->fd, 0, 8);
 	ASSERT_LE(0, q);
 	for (int i = 0; i < 3; i++) {
-		d = put(q, 2, (8 << i) * SEG, i);
+		d = desc_put(q, 2, (8 << i) * SEG, i);
 		w0 = mono_ns();
 		ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
-		ASSERT_EQ(1, wait_cqes(self->fd, &c, 1, 1, 0));
+		ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
 		w1 = mono_ns();
 		EXPECT_EQ(i, c.user_tag);
 		EXPECT_EQ(0, c.status);
 		EXPECT_EQ(c.submit_ps, c.start_ps);
-		EXPECT_EQ(uncontended((8 << i) * SEG, 2),
+		EXPECT_EQ(ring_uncontended((8 << i) * SEG, 2),
 			  c.finish_ps - c.start_ps);
 		EXPECT_EQ(0, c.queued_ps);
 		/* Released no earlier than its deadline, on the wall clock. */
@@ -219,13 +160,13 @@ TEST_F(paced, descriptors_start_at_the_current_fabric_time)
 	ASSERT_LE(0, q);
 	usleep(10000);
 	ASSERT_EQ(0, info(self->fd, &in));
-	d = put(q, 1, SEG, 1);
+	d = desc_put(q, 1, SEG, 1);
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
-	ASSERT_EQ(1, wait_cqes(self->fd, &c, 1, 1, 0));
+	ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
 	/* Not at the context's clock (0): at the fabric's, which moved. */
 	EXPECT_GE(c.submit_ps, in.now_ps);
 	EXPECT_GE(c.submit_ps, 10000000ULL * 1000 / DIL);
-	EXPECT_EQ(uncontended(SEG, 1), c.finish_ps - c.start_ps);
+	EXPECT_EQ(ring_uncontended(SEG, 1), c.finish_ps - c.start_ps);
 }
 
 TEST_F(paced, delay_completes_at_once_and_moves_nothing)
@@ -241,15 +182,15 @@ TEST_F(paced, delay_completes_at_once_and_moves_nothing)
 	d.queue = q;
 	/* A second of fabric time would be 1000 s of wall time. */
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
-	ASSERT_EQ(1, wait_cqes(self->fd, &c, 1, 1, 5000));
+	ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 5000, NULL));
 	EXPECT_EQ(7, c.user_tag);
 	EXPECT_EQ(0, c.status);
 	EXPECT_EQ(c.submit_ps, c.start_ps);
 	EXPECT_EQ(c.start_ps, c.finish_ps);
 	/* A transfer after it is not pushed a second into the future. */
-	d = put(q, 1, SEG, 8);
+	d = desc_put(q, 1, SEG, 8);
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
-	ASSERT_EQ(1, wait_cqes(self->fd, &c, 1, 1, 5000));
+	ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 5000, NULL));
 	EXPECT_LT(c.start_ps, 1000000000000ULL);
 }
 
@@ -266,9 +207,9 @@ TEST_F(paced, an_idle_context_holds_nothing_back)
 	ASSERT_EQ(0, ctx_attach(self->fd, 0));
 	q = ctx_queue(self->fd, 0, 4);
 	ASSERT_LE(0, q);
-	d = put(q, 1, 4 * SEG, 3);
+	d = desc_put(q, 1, 4 * SEG, 3);
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
-	EXPECT_EQ(1, wait_cqes(self->fd, &c, 1, 1, 20000));
+	EXPECT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 20000, NULL));
 	EXPECT_EQ(3, c.user_tag);
 	close(idle);
 }
@@ -284,18 +225,18 @@ TEST_F(paced, wait_times_out_and_the_completion_still_comes)
 	q = ctx_queue(self->fd, 0, 4);
 	ASSERT_LE(0, q);
 	/* 2048 segments: ~168 us of fabric time, ~168 ms of wall time. */
-	d = put(q, 1, 2048 * SEG, 5);
+	d = desc_put(q, 1, 2048 * SEG, 5);
 	w0 = mono_ns();
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
-	ret = wait_cqes(self->fd, &c, 1, 1, 1);
+	ret = ctx_wait(self->fd, &c, 1, 1, 1, NULL);
 	/* (Unless this process was kept off the CPU for that long.) */
 	if (ret != 1) {
 		EXPECT_EQ(-ETIMEDOUT, ret);
-		ASSERT_EQ(1, wait_cqes(self->fd, &c, 1, 1, 0));
+		ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
 	}
 	w1 = mono_ns();
 	EXPECT_EQ(5, c.user_tag);
-	EXPECT_EQ(uncontended(2048 * SEG, 1), c.finish_ps - c.start_ps);
+	EXPECT_EQ(ring_uncontended(2048 * SEG, 1), c.finish_ps - c.start_ps);
 	EXPECT_GE(w1 - w0, wall_ns(c.finish_ps - c.submit_ps));
 }
 
@@ -312,7 +253,7 @@ TEST_F(paced, closing_with_transfers_in_flight_hangs_nothing)
 	ASSERT_LE(0, q);
 	/* Seconds of wall time in all, sharing link 0 -> 1. */
 	for (int i = 0; i < 128; i++)
-		d[i] = put(q, 1 + i % 3, 64 * SEG, i);
+		d[i] = desc_put(q, 1 + i % 3, 64 * SEG, i);
 	ASSERT_EQ(128, ctx_submit(self->fd, d, 128));
 	usleep(2000);
 	close(self->fd);
@@ -328,7 +269,7 @@ TEST_F(paced, closing_with_transfers_in_flight_hangs_nothing)
 	EXPECT_LE(in.now_ps, (mono_ns() - w0) * 1000 / DIL + 1);
 	q = ctx_queue(self->fd, 0, 4);
 	ASSERT_LE(0, q);
-	d[0] = put(q, 1, SEG, 1);
+	d[0] = desc_put(q, 1, SEG, 1);
 	ASSERT_EQ(1, ctx_submit(self->fd, d, 1));
 	/* And again, with the timer armed for it. */
 	close(self->fd);
@@ -349,7 +290,7 @@ TEST_F(paced, uring_commands_in_flight_each_complete_once_on_close)
 	ASSERT_LE(0, q);
 	for (int i = 0; i < 64; i++)
 		ASSERT_EQ(0, usubmit(&ring, self->fd,
-				     put(q, 1 + i % 3, 32 * SEG, i), NULL, i));
+				     desc_put(q, 1 + i % 3, 32 * SEG, i), NULL, i));
 	ASSERT_EQ(64, io_uring_submit(&ring));
 	close(self->fd);
 	self->fd = -1;
@@ -384,7 +325,7 @@ TEST_F(paced, uring_wait_blocks_for_completions)
 	memset(rec, 0xff, sizeof(rec));
 	for (int i = 0; i < 8; i++)
 		ASSERT_EQ(0, usubmit(&ring, self->fd,
-				     put(q, 2, 8 * SEG, i), &rec[i], i));
+				     desc_put(q, 2, 8 * SEG, i), &rec[i], i));
 	ASSERT_EQ(0, uwait(&ring, self->fd, 8, 100));
 	w0 = mono_ns();
 	ASSERT_EQ(9, io_uring_submit(&ring));
@@ -409,7 +350,7 @@ TEST_F(paced, uring_wait_blocks_for_completions)
 			last = rec[i].finish_ps;
 	}
 	/* The first alone on its path: exactly the closed form. */
-	EXPECT_EQ(uncontended(8 * SEG, 2), rec[0].finish_ps - rec[0].start_ps);
+	EXPECT_EQ(ring_uncontended(8 * SEG, 2), rec[0].finish_ps - rec[0].start_ps);
 	EXPECT_GE(w1 - w0, wall_ns(last - first));
 	io_uring_queue_exit(&ring);
 }
@@ -436,15 +377,15 @@ TEST_F(paced, switching_back_to_virtual_time)
 	ASSERT_LE(0, q);
 	d.queue = q;
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
-	ASSERT_EQ(1, wait_cqes(self->fd, &c, 1, 1, 0));
+	ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
 	/* A DELAY moves the clock again, and time is virtual again. */
 	EXPECT_EQ(0, c.start_ps);
 	EXPECT_EQ(123456, c.finish_ps);
-	d = put(q, 2, 8 * SEG, 1);
+	d = desc_put(q, 2, 8 * SEG, 1);
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
-	ASSERT_EQ(1, wait_cqes(self->fd, &c, 1, 1, 0));
+	ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
 	EXPECT_EQ(123456, c.start_ps);
-	EXPECT_EQ(123456 + uncontended(8 * SEG, 2), c.finish_ps);
+	EXPECT_EQ(123456 + ring_uncontended(8 * SEG, 2), c.finish_ps);
 	ASSERT_EQ(0, info(self->fd, &in));
 	EXPECT_EQ(c.finish_ps, in.now_ps);
 }

@@ -26,41 +26,8 @@
 #define LAT	500000ULL		/* ps, stage_ring's links */
 #define SEG	4096ULL			/* bytes, the default segment size */
 
-static uint64_t ser(uint64_t bytes)
-{
-	return (bytes * 1000000000000ULL + BW - 1) / BW;
-}
-
-/* Closed form of the timing model for whole segments over @hops links. */
-static uint64_t uncontended(uint64_t bytes, unsigned int hops)
-{
-	uint64_t n = bytes / SEG;
-
-	return hops * (LAT + ser(SEG)) + (n - 1) * ser(SEG);
-}
 
 
-
-
-static int wait_cqes(int fd, struct icfab_cqe *c, unsigned int min,
-		     unsigned int max, uint64_t *clock)
-{
-	struct icfab_wait w = { .cqes = (uintptr_t)c, .min = min, .max = max };
-
-	if (ioctl(fd, ICFAB_IOC_WAIT, &w))
-		return -errno;
-	if (clock)
-		*clock = w.clock_ps;
-	return w.nr;
-}
-
-static struct icfab_desc put(uint32_t q, uint32_t peer, uint64_t len,
-			     uint64_t tag)
-{
-	return (struct icfab_desc){ .op = ICFAB_OP_WRITE, .queue = q,
-		.peer = peer, .len = len, .user_tag = tag,
-		.flags = ICFAB_DESC_F_TIMING_ONLY };
-}
 
 FIXTURE(dp) {
 	struct genl_sock gs;
@@ -150,14 +117,14 @@ TEST_F(dp, uncontended_transfers_match_the_closed_form)
 	q = ctx_queue(self->fd, 0, 8);
 	ASSERT_LE(0, q);
 	for (unsigned int i = 0; i < 3; i++) {
-		struct icfab_desc d = put(q, hops[i], 8 * SEG, i);
+		struct icfab_desc d = desc_put(q, hops[i], 8 * SEG, i);
 
 		ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
-		ASSERT_EQ(1, wait_cqes(self->fd, &c, 1, 1, &clock));
+		ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, &clock));
 		EXPECT_EQ(i, c.user_tag);
 		EXPECT_EQ(0, c.status);
 		EXPECT_EQ(c.start_ps, c.submit_ps);
-		EXPECT_EQ(uncontended(8 * SEG, hops[i]),
+		EXPECT_EQ(ring_uncontended(8 * SEG, hops[i]),
 			  c.finish_ps - c.start_ps);
 		EXPECT_EQ(0, c.queued_ps);
 		/* Waiting moved the clock to the completion. */
@@ -178,15 +145,15 @@ TEST_F(dp, delay_advances_the_clock)
 	ASSERT_LE(0, q);
 	d.queue = q;
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
-	ASSERT_EQ(1, wait_cqes(self->fd, c, 1, 2, &clock));
+	ASSERT_EQ(1, ctx_wait(self->fd, c, 1, 2, 0, &clock));
 	EXPECT_EQ(7, c[0].user_tag);
 	EXPECT_EQ(123456, c[0].finish_ps - c[0].start_ps);
 	EXPECT_EQ(c[0].finish_ps, clock);
 
 	/* A transfer after it starts where the delay ended. */
-	d = put(q, 1, SEG, 8);
+	d = desc_put(q, 1, SEG, 8);
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
-	ASSERT_EQ(1, wait_cqes(self->fd, c, 1, 2, NULL));
+	ASSERT_EQ(1, ctx_wait(self->fd, c, 1, 2, 0, NULL));
 	EXPECT_EQ(clock, c[0].start_ps);
 }
 
@@ -204,10 +171,10 @@ TEST_F(dp, two_flows_share_a_link_fairly)
 	q1 = ctx_queue(self->fd, 1, 4);
 	ASSERT_LE(0, q0);
 	ASSERT_LE(0, q1);
-	d[0] = put(q0, 2, 64 * SEG, 0);
-	d[1] = put(q1, 2, 64 * SEG, 1);
+	d[0] = desc_put(q0, 2, 64 * SEG, 0);
+	d[1] = desc_put(q1, 2, 64 * SEG, 1);
 	ASSERT_EQ(2, ctx_submit(self->fd, d, 2));
-	ASSERT_EQ(2, wait_cqes(self->fd, c, 2, 2, NULL));
+	ASSERT_EQ(2, ctx_wait(self->fd, c, 2, 2, 0, NULL));
 
 	/*
 	 * Flow 1 is alone on 1 -> 2 until flow 0's first segment has crossed
@@ -217,13 +184,13 @@ TEST_F(dp, two_flows_share_a_link_fairly)
 	 * shared link never idles: the last byte lands 128 segment times
 	 * after the start plus at most the latencies and a segment.
 	 */
-	alone = uncontended(64 * SEG, 1);
+	alone = ring_uncontended(64 * SEG, 1);
 	t1 = c[1].finish_ps - c[1].start_ps;
 	EXPECT_GT(t1, alone * 18 / 10);
 	EXPECT_LT(t1, alone * 2);
 	t0 = c[0].finish_ps > c[1].finish_ps ? c[0].finish_ps : c[1].finish_ps;
-	EXPECT_GE(t0, 128 * ser(SEG));
-	EXPECT_LE(t0, 128 * ser(SEG) + 2 * LAT + 2 * ser(SEG));
+	EXPECT_GE(t0, 128 * ring_ser(SEG));
+	EXPECT_LE(t0, 128 * ring_ser(SEG) + 2 * LAT + 2 * ring_ser(SEG));
 	EXPECT_GT(c[0].queued_ps + c[1].queued_ps, 0);
 }
 
@@ -237,15 +204,15 @@ TEST_F(dp, full_queue_pushes_back)
 	q = ctx_queue(self->fd, 0, 2);
 	ASSERT_LE(0, q);
 	for (int i = 0; i < 3; i++)
-		d[i] = put(q, 1, SEG, i);
+		d[i] = desc_put(q, 1, SEG, i);
 	EXPECT_EQ(2, ctx_submit(self->fd, d, 3));
 	EXPECT_EQ(-EAGAIN, ctx_submit(self->fd, &d[2], 1));
 	/* Reaping makes room; nothing was dropped. */
-	ASSERT_EQ(2, wait_cqes(self->fd, c, 2, 3, NULL));
+	ASSERT_EQ(2, ctx_wait(self->fd, c, 2, 3, 0, NULL));
 	EXPECT_EQ(0, c[0].user_tag);
 	EXPECT_EQ(1, c[1].user_tag);
 	EXPECT_EQ(1, ctx_submit(self->fd, &d[2], 1));
-	ASSERT_EQ(1, wait_cqes(self->fd, c, 1, 3, NULL));
+	ASSERT_EQ(1, ctx_wait(self->fd, c, 1, 3, 0, NULL));
 	EXPECT_EQ(2, c[0].user_tag);
 }
 
@@ -258,27 +225,27 @@ TEST_F(dp, malformed_descriptors_are_refused)
 	q = ctx_queue(self->fd, 0, 4);
 	ASSERT_LE(0, q);
 
-	d = put(q, 1, SEG, 0);
+	d = desc_put(q, 1, SEG, 0);
 	d.reserved0 = 1;
 	EXPECT_EQ(-EINVAL, ctx_submit(self->fd, &d, 1));
-	d = put(q, 1, SEG, 0);
+	d = desc_put(q, 1, SEG, 0);
 	d.op = 99;
 	EXPECT_EQ(-EINVAL, ctx_submit(self->fd, &d, 1));
-	d = put(q, 99, SEG, 0);
+	d = desc_put(q, 99, SEG, 0);
 	EXPECT_EQ(-EINVAL, ctx_submit(self->fd, &d, 1));
-	d = put(q + 1, 1, SEG, 0);
+	d = desc_put(q + 1, 1, SEG, 0);
 	EXPECT_EQ(-ENOENT, ctx_submit(self->fd, &d, 1));
-	d = put(q, 1, SEG, 0);
+	d = desc_put(q, 1, SEG, 0);
 	d.flags = 0;		/* moving bytes needs a local region */
 	EXPECT_EQ(-EBADF, ctx_submit(self->fd, &d, 1));
-	d = put(q, 1, SEG, 0);
+	d = desc_put(q, 1, SEG, 0);
 	d.region = 1;		/* timing-only names no memory */
 	EXPECT_EQ(-EINVAL, ctx_submit(self->fd, &d, 1));
 	d = (struct icfab_desc){ .op = ICFAB_OP_FENCE, .queue = q, .len = 1 };
 	EXPECT_EQ(-EINVAL, ctx_submit(self->fd, &d, 1));
 	EXPECT_EQ(-EFAULT, ctx_submit(self->fd, (void *)8, 1));
 	/* Nothing was accepted, so there is nothing to wait for. */
-	EXPECT_EQ(-EDEADLK, wait_cqes(self->fd, NULL, 1, 1, NULL));
+	EXPECT_EQ(-EDEADLK, ctx_wait(self->fd, NULL, 1, 1, 0, NULL));
 }
 
 TEST_F(dp, no_route_completes_with_ehostunreach)
@@ -298,9 +265,9 @@ TEST_F(dp, no_route_completes_with_ehostunreach)
 	ASSERT_EQ(0, ctx_attach(self->fd, 0));
 	q = ctx_queue(self->fd, 0, 4);
 	ASSERT_LE(0, q);
-	d = put(q, 5, SEG, 9);
+	d = desc_put(q, 5, SEG, 9);
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
-	ASSERT_EQ(1, wait_cqes(self->fd, &c, 1, 1, NULL));
+	ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
 	EXPECT_EQ(-EHOSTUNREACH, c.status);
 	EXPECT_EQ(9, c.user_tag);
 }
@@ -326,7 +293,7 @@ TEST_F(dp, closing_with_transfers_in_flight)
 	q = ctx_queue(self->fd, 0, 4);
 	ASSERT_LE(0, q);
 	for (int i = 0; i < 4; i++)
-		d[i] = put(q, 4, 256 * SEG, i);
+		d[i] = desc_put(q, 4, 256 * SEG, i);
 	ASSERT_EQ(4, ctx_submit(self->fd, d, 4));
 	/* Teardown must neither hang nor leak (the runner checks both). */
 	close(self->fd);
@@ -362,18 +329,18 @@ TEST_F(dp, free_running_contexts_never_hold_the_engine)
 	qf = ctx_queue(fr, 1, 4);
 	ASSERT_LE(0, qf);
 	/* It has work in flight and never waits... */
-	d = put(qf, 4, 64 * SEG, 1);
+	d = desc_put(qf, 4, 64 * SEG, 1);
 	ASSERT_EQ(1, ctx_submit(fr, &d, 1));
 
 	/* ...yet a deterministic context is not held back by it. */
 	ASSERT_EQ(0, ctx_attach(self->fd, 0));
 	q = ctx_queue(self->fd, 0, 4);
 	ASSERT_LE(0, q);
-	d = put(q, 1, 8 * SEG, 2);
+	d = desc_put(q, 1, 8 * SEG, 2);
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
-	ASSERT_EQ(1, wait_cqes(self->fd, &c, 1, 1, &t));
+	ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, &t));
 	EXPECT_EQ(2, c.user_tag);
-	EXPECT_EQ(uncontended(8 * SEG, 1), c.finish_ps - c.start_ps);
+	EXPECT_EQ(ring_uncontended(8 * SEG, 1), c.finish_ps - c.start_ps);
 
 	/*
 	 * It starts at the engine's time, not at a clock of its own (which
@@ -382,12 +349,12 @@ TEST_F(dp, free_running_contexts_never_hold_the_engine)
 	 */
 	close(self->fd);
 	self->fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
-	d = put(qf, 2, SEG, 3);
+	d = desc_put(qf, 2, SEG, 3);
 	ASSERT_EQ(1, ctx_submit(fr, &d, 1));
 	do {
 		struct icfab_cqe two[2];
 
-		ASSERT_EQ(2, wait_cqes(fr, two, 2, 2, NULL));
+		ASSERT_EQ(2, ctx_wait(fr, two, 2, 2, 0, NULL));
 		EXPECT_EQ(1, two[0].user_tag);
 		EXPECT_EQ(3, two[1].user_tag);
 		EXPECT_GE(two[1].start_ps, t);
@@ -442,10 +409,10 @@ static void run_pair(struct icfab_cqe *out, int hog)
 				_exit(4);
 			q = ctx_queue(fd, p, 8);
 			for (int i = 0; i < 8; i++)
-				d[i] = put(q, 2, (3 + i) * SEG + 17 * p, i);
+				d[i] = desc_put(q, 2, (3 + i) * SEG + 17 * p, i);
 			if (ctx_submit(fd, d, 8) != 8)
 				_exit(2);
-			if (wait_cqes(fd, &out[p * 8], 8, 8, NULL) != 8)
+			if (ctx_wait(fd, &out[p * 8], 8, 8, 0, NULL) != 8)
 				_exit(3);
 			_exit(0);
 		}

@@ -23,6 +23,7 @@
 #include <linux/icfab_genl.h>
 
 #include "fabric_util.h"
+#include "uring_util.h"
 #include "kselftest_harness.h"
 
 #define SEG	4096ULL
@@ -31,53 +32,6 @@
 
 
 
-
-static int wait_cqes(int fd, struct icfab_cqe *c, unsigned int min,
-		     unsigned int max, unsigned int timeout_ms)
-{
-	struct icfab_wait w = { .cqes = (uintptr_t)c, .min = min, .max = max,
-				.timeout_ms = timeout_ms };
-
-	return ioctl(fd, ICFAB_IOC_WAIT, &w) ? -errno : (int)w.nr;
-}
-
-static struct icfab_desc put(uint32_t q, uint32_t peer, uint64_t len,
-			     uint64_t tag)
-{
-	return (struct icfab_desc){ .op = ICFAB_OP_WRITE, .queue = q,
-		.peer = peer, .len = len, .user_tag = tag,
-		.flags = ICFAB_DESC_F_TIMING_ONLY };
-}
-
-static struct io_uring_sqe *ucmd(struct io_uring *ring, int fd, uint32_t op,
-				 const void *payload, uint64_t user_data)
-{
-	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
-
-	if (!sqe)
-		return NULL;
-	io_uring_prep_rw(IORING_OP_URING_CMD, sqe, fd, NULL, 0, 0);
-	sqe->cmd_op = op;
-	memcpy(sqe->cmd, payload, 80);
-	sqe->user_data = user_data;
-	return sqe;
-}
-
-static int usubmit(struct io_uring *ring, int fd, struct icfab_desc d,
-		   struct icfab_cqe *rec, uint64_t user_data)
-{
-	struct icfab_uring_submit us = { .desc = d, .cqe_addr = (uintptr_t)rec };
-
-	return ucmd(ring, fd, ICFAB_UCMD_SUBMIT, &us, user_data) ? 0 : -EBUSY;
-}
-
-static int uwait(struct io_uring *ring, int fd, uint32_t min,
-		 uint64_t user_data)
-{
-	struct icfab_uring_wait w = { .min = min };
-
-	return ucmd(ring, fd, ICFAB_UCMD_WAIT, &w, user_data) ? 0 : -EBUSY;
-}
 
 struct got {
 	uint64_t user_data;
@@ -167,7 +121,7 @@ TEST_F(ur, info_announces_uring_cmd)
 static void batch(struct icfab_desc *d, uint32_t q)
 {
 	for (int i = 0; i < BATCH; i++)
-		d[i] = put(q, 1 + i % 7, (1 + i % 5) * SEG + i, i);
+		d[i] = desc_put(q, 1 + i % 7, (1 + i % 5) * SEG + i, i);
 }
 
 TEST_F(ur, batched_submits_then_wait)
@@ -207,7 +161,7 @@ TEST_F(ur, batched_submits_then_wait)
 	/* The same batch through the ioctls, from that clock: same times. */
 	base = latest;
 	ASSERT_EQ(BATCH, ctx_submit(self->fd, d, BATCH));
-	ASSERT_EQ(BATCH, wait_cqes(self->fd, ic, BATCH, BATCH, 0));
+	ASSERT_EQ(BATCH, ctx_wait(self->fd, ic, BATCH, BATCH, 0, NULL));
 	for (int i = 0; i < BATCH; i++) {
 		struct icfab_cqe *c = NULL;
 
@@ -231,7 +185,7 @@ TEST_F(ur, every_completion_is_counted_by_one_wait)
 
 	for (int i = 0; i < 4; i++)
 		ASSERT_EQ(0, usubmit(&self->ring, self->fd,
-				     put(self->q, 4, (4 - i) * SEG, i), NULL, i));
+				     desc_put(self->q, 4, (4 - i) * SEG, i), NULL, i));
 	ASSERT_EQ(0, uwait(&self->ring, self->fd, 2, 100));
 	ASSERT_EQ(5, io_uring_submit(&self->ring));
 	ASSERT_EQ(0, reap(&self->ring, g, 3));
@@ -264,10 +218,10 @@ TEST_F(ur, errors_come_back_in_the_cqe)
 	struct icfab_uring_wait w;
 
 	memset(&us, 0, sizeof(us));
-	us.desc = put(self->q + 1, 1, SEG, 0);
+	us.desc = desc_put(self->q + 1, 1, SEG, 0);
 	EXPECT_EQ(-ENOENT, one_cmd(&self->ring, self->fd, ICFAB_UCMD_SUBMIT,
 				   &us));
-	us.desc = put(self->q, 1, SEG, 0);
+	us.desc = desc_put(self->q, 1, SEG, 0);
 	us.desc.reserved0 = 1;
 	EXPECT_EQ(-EINVAL, one_cmd(&self->ring, self->fd, ICFAB_UCMD_SUBMIT,
 				   &us));
@@ -290,7 +244,7 @@ TEST_F(ur, errors_come_back_in_the_cqe)
 	EXPECT_EQ(-EDEADLK, one_cmd(&self->ring, self->fd, ICFAB_UCMD_WAIT,
 				    &w));
 	/* None of it was accepted. */
-	EXPECT_EQ(-EDEADLK, wait_cqes(self->fd, NULL, 1, 1, 0));
+	EXPECT_EQ(-EDEADLK, ctx_wait(self->fd, NULL, 1, 1, 0, NULL));
 }
 
 TEST_F(ur, a_full_queue_pushes_back)
@@ -300,7 +254,7 @@ TEST_F(ur, a_full_queue_pushes_back)
 
 	ASSERT_LE(0, q);
 	for (int i = 0; i < 3; i++)
-		ASSERT_EQ(0, usubmit(&self->ring, self->fd, put(q, 1, SEG, i),
+		ASSERT_EQ(0, usubmit(&self->ring, self->fd, desc_put(q, 1, SEG, i),
 				     NULL, i));
 	ASSERT_EQ(3, io_uring_submit(&self->ring));
 	ASSERT_EQ(0, reap(&self->ring, g, 1));
@@ -386,7 +340,7 @@ TEST_F(ur, closing_the_last_descriptor_cancels_commands_in_flight)
 	memset(rec, 0, sizeof(rec));
 	for (int i = 0; i < 4; i++)
 		ASSERT_EQ(0, usubmit(&self->ring, self->fd,
-				     put(self->q, 4, 64 * SEG, i), &rec[i], i));
+				     desc_put(self->q, 4, 64 * SEG, i), &rec[i], i));
 	ASSERT_EQ(4, io_uring_submit(&self->ring));
 	/*
 	 * This context held the engine at its clock and never waited, so
@@ -407,11 +361,11 @@ TEST_F(ur, closing_the_last_descriptor_cancels_commands_in_flight)
 	ASSERT_EQ(0, ctx_attach(fd, 0));
 	do {
 		int q = ctx_queue(fd, 0, 4);
-		struct icfab_desc d = put(q, 1, SEG, 5);
+		struct icfab_desc d = desc_put(q, 1, SEG, 5);
 		struct icfab_cqe c;
 
 		ASSERT_EQ(1, ctx_submit(fd, &d, 1));
-		ASSERT_EQ(1, wait_cqes(fd, &c, 1, 1, 0));
+		ASSERT_EQ(1, ctx_wait(fd, &c, 1, 1, 0, NULL));
 		EXPECT_EQ(0, c.status);
 	} while (0);
 	close(fd);
@@ -423,9 +377,9 @@ TEST_F(ur, closing_the_ring_with_a_wait_in_flight)
 
 	ASSERT_EQ(0, io_uring_queue_init(8, &ring, IORING_SETUP_SQE128 |
 					 IORING_SETUP_CQE32));
-	ASSERT_EQ(0, usubmit(&ring, self->fd, put(self->q, 3, 16 * SEG, 1),
+	ASSERT_EQ(0, usubmit(&ring, self->fd, desc_put(self->q, 3, 16 * SEG, 1),
 			     NULL, 1));
-	ASSERT_EQ(0, usubmit(&ring, self->fd, put(self->q, 3, 16 * SEG, 2),
+	ASSERT_EQ(0, usubmit(&ring, self->fd, desc_put(self->q, 3, 16 * SEG, 2),
 			     NULL, 2));
 	ASSERT_EQ(0, uwait(&ring, self->fd, 3, 3));
 	ASSERT_EQ(3, io_uring_submit(&ring));
@@ -468,7 +422,7 @@ static int uring_child(int ready)
 					 IORING_SETUP_CQE32))
 		return 2;
 	for (int i = 0; i < 8; i++)
-		if (usubmit(&ring, fd, put(q, 5, 32 * SEG, i), &rec[i], i))
+		if (usubmit(&ring, fd, desc_put(q, 5, 32 * SEG, i), &rec[i], i))
 			return 3;
 	if (io_uring_submit(&ring) != 8)
 		return 4;
@@ -480,7 +434,7 @@ static int uring_child(int ready)
 
 TEST_F(ur, kill_9_with_commands_in_flight)
 {
-	struct icfab_desc d = put(self->q, 2, 8 * SEG, 7);
+	struct icfab_desc d = desc_put(self->q, 2, 8 * SEG, 7);
 	struct icfab_cqe c;
 	int ready[2], status, err = 0;
 	char byte;
@@ -499,12 +453,12 @@ TEST_F(ur, kill_9_with_commands_in_flight)
 
 	/* The child's clock holds the engine: this cannot complete... */
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
-	EXPECT_EQ(-ETIMEDOUT, wait_cqes(self->fd, &c, 1, 1, 200));
+	EXPECT_EQ(-ETIMEDOUT, ctx_wait(self->fd, &c, 1, 1, 200, NULL));
 	/* ...until the child is gone, its commands cancelled. */
 	ASSERT_EQ(0, kill(pid, SIGKILL));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFSIGNALED(status));
-	ASSERT_EQ(1, wait_cqes(self->fd, &c, 1, 1, 0));
+	ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
 	EXPECT_EQ(0, c.status);
 	EXPECT_EQ(7, c.user_tag);
 
