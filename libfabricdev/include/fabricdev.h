@@ -39,6 +39,7 @@ struct fdev;
 #define FDEV_F_MEMORY		(1ULL << 2)
 #define FDEV_F_URING_CMD	(1ULL << 3)
 #define FDEV_F_FREE_RUN		(1ULL << 4)
+#define FDEV_F_CIRCUITS		(1ULL << 7)	/* FDEV_MOE_MULTICAST */
 
 struct fdev_info {
 	uint64_t features;		/* FDEV_F_* of the module */
@@ -294,6 +295,13 @@ enum fdev_moe_mode {
 	 * fdev_comm_set_node_size() ranks. Same outputs as throughput.
 	 */
 	FDEV_MOE_HIERARCHICAL = 2,
+	/*
+	 * Each source sends a token once over its multicast circuit (opened
+	 * through icfabd on first use, closed with the communicator), every
+	 * rank keeps the tokens routed to its experts. Same outputs as
+	 * throughput; combine is throughput's. See fdev_moe(3) for errors.
+	 */
+	FDEV_MOE_MULTICAST = 3,
 };
 
 struct fdev_moe_config {

@@ -139,6 +139,11 @@ int fdev_plan_run(struct fdev_comm *c, const struct fdev_plan *p)
 		/* Needs a receive-side wait the module does not have yet. */
 		return -EOPNOTSUPP;
 	}
+	if (p->mcast_ranks) {
+		err = fdev_comm_circuits_open(c);
+		if (err)
+			return err;
+	}
 	dcap = p->nx + 16;
 	d = malloc(dcap * sizeof(*d));
 	if (!d)
@@ -163,8 +168,10 @@ int fdev_plan_run(struct fdev_comm *c, const struct fdev_plan *p)
 			uint32_t l = x->src - c->first;
 			uint64_t chunk = max_chunk(c), off = 0;
 
-			if (!is_local(c, x->src) || fdev_rank_failed(c, x->dst) ||
-			    fdev_rank_failed(c, x->src))
+			int mcast = x->dst == FDEV_PLAN_MCAST;
+
+			if (!is_local(c, x->src) || fdev_rank_failed(c, x->src) ||
+			    (!mcast && fdev_rank_failed(c, x->dst)))
 				continue;
 			/* What the engine could never hold at once goes in pieces. */
 			do {
@@ -183,12 +190,15 @@ int fdev_plan_run(struct fdev_comm *c, const struct fdev_plan *p)
 				}
 				if (timing)
 					fdev_prep_timing(&d[nd], FDEV_OP_WRITE, c->queue[l],
-							 c->ep[x->dst], len, nd);
+							 mcast ? 0 : c->ep[x->dst], len, nd);
 				else
 					fdev_prep_write(&d[nd], c->queue[l],
 							c->ws[l].handle, x->src_off + off,
-							c->rkey[x->dst], x->dst_off + off,
-							len, nd);
+							mcast ? 0 : c->rkey[x->dst],
+							x->dst_off + off, len, nd);
+				/* Every destination bound its workspace at 0. */
+				if (mcast)
+					d[nd].circuit = c->mc[x->src];
 				nd++;
 				off += len;
 			} while (off < x->len && !err);

@@ -761,6 +761,8 @@ void fdev_comm_destroy(struct fdev_comm *c)
 		fdev_comm_destroy(c->px);
 		c->px = NULL;
 	}
+	/* Before the regions their bindings hold. */
+	fdev_comm_circuits_close(c);
 	if (c->shm) {
 		struct fdev_shm *s = c->shm;
 

@@ -667,7 +667,9 @@ static int uring_wait(struct fdev *dev, unsigned int need)
  */
 static int desc_check(const struct fdev *dev, const struct fdev_desc *d)
 {
-	if (d->pad || d->reserved0 || d->circuit ||
+	if (d->pad || d->reserved0 ||
+	    (d->circuit && (!(dev->features & ICFAB_F_CIRCUITS) ||
+			    d->op != ICFAB_OP_WRITE)) ||
 	    d->flags & ~ICFAB_DESC_F_ALL || d->op < ICFAB_OP_WRITE ||
 	    d->op > ICFAB_OP_FENCE)
 		return -EINVAL;

@@ -71,6 +71,12 @@ struct fdev_comm {
 	int proxy;
 	struct fdev_comm *px;		/* rank 0 only */
 	int px_fd;			/* the others: rank 0's device file */
+	/*
+	 * Multicast circuits (circuit.c): [nranks] id of the circuit from
+	 * each local rank to every other rank, 0 for the others; NULL until
+	 * the first multicast plan needs them.
+	 */
+	uint32_t *mc;
 };
 
 static inline int fdev_rank_failed(const struct fdev_comm *c, unsigned int r)
@@ -85,6 +91,9 @@ void *fdev_ws_addr(struct fdev_comm *c, unsigned int l, uint64_t off);
 int fdev_comm_timing_only(const struct fdev_comm *c);
 /* Out-of-band barrier of a multi-process communicator; @val in, max out. */
 int fdev_shm_barrier(struct fdev_comm *c, uint64_t *val);
+/* Open the local sources' multicast circuits once; close them all. */
+int fdev_comm_circuits_open(struct fdev_comm *c);
+void fdev_comm_circuits_close(struct fdev_comm *c);
 /* Run @p on rank 0's context for everyone (proxy communicators). */
 int fdev_proxy_run(struct fdev_comm *c, const struct fdev_plan *p);
 

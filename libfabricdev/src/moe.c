@@ -16,6 +16,8 @@
  * counts in the same step: one step, no exchange.
  * Hierarchical: throughput's rows, but a token crosses scale-out once per
  * remote node and is forwarded there over scale-up (see dispatch_hier).
+ * Multicast: throughput's rows, but a token leaves its source once, over
+ * the source's multicast circuit to every other rank (see dispatch_mc).
  *
  * The receiver groups rows by local expert (source rank, then token
  * order), each expert's block padded to a multiple of cfg->align. Combine
@@ -59,6 +61,7 @@ struct fdev_moe_handle {
 	size_t es, rec;			/* element, record bytes */
 	uint64_t *mat;			/* TP, hier: [n][n] tokens s -> d */
 	uint64_t *nmat;			/* hier: [n][nn] tokens of s for node N */
+	uint64_t *mcnt;			/* multicast: [n] tokens s multicasts */
 	unsigned int g, nn;		/* hier: ranks per node, nodes */
 	struct moe_rank *r;
 	struct fdev_moe_stats st;
@@ -136,6 +139,7 @@ void fdev_moe_handle_free(struct fdev_moe_handle *h)
 	free(h->r);
 	free(h->mat);
 	free(h->nmat);
+	free(h->mcnt);
 	free(h);
 }
 
@@ -183,7 +187,7 @@ static int check_cfg(const struct fdev_comm *c, const struct fdev_moe_config *cf
 {
 	if (!cfg->num_experts || !cfg->k || cfg->num_experts % c->nranks ||
 	    !fdev_dtype_size(cfg->dtype) || cfg->dtype == FDEV_I32 ||
-	    cfg->dtype == FDEV_I64 || cfg->mode > FDEV_MOE_HIERARCHICAL ||
+	    cfg->dtype == FDEV_I64 || cfg->mode > FDEV_MOE_MULTICAST ||
 	    (cfg->mode == FDEV_MOE_LOW_LATENCY && !cfg->max_tokens) ||
 	    cfg->reserved[0] || cfg->reserved[1] || cfg->reserved[2] ||
 	    cfg->reserved[3] || (cfg->scale_groups && cfg->dtype != FDEV_FP8_E4M3))
@@ -409,6 +413,217 @@ static int dispatch_tp(struct fdev_comm *c, struct fdev_moe_handle *h,
 			if (err)
 				return err;
 		}
+	}
+	return 0;
+}
+
+/*
+ * Multicast: the source packs, in token order, the records of its tokens
+ * that some other rank owns an expert of (mcnt[s] of them) into its own
+ * slab, and writes the slab once over its circuit; it lands in the same
+ * slab of every other rank (the circuit binds each workspace at 0). A
+ * receiver keeps, in slab order, the records routed to it: exactly
+ * throughput's block from that source, so the rows, their order and
+ * combine are throughput's. Its own tokens never leave it.
+ *
+ * The count exchange carries throughput's row of tokens per destination
+ * and mcnt. Workspace: slab s at mc_slab_off(s), sum of mcnt records.
+ */
+static uint64_t mc_slab_off(const struct fdev_moe_handle *h, unsigned int s)
+{
+	uint64_t o = 0;
+
+	for (unsigned int q = 0; q < s; q++)
+		o += h->mcnt[q];
+	return o * h->rec;
+}
+
+static int token_leaves(const struct fdev_moe_handle *h, const int64_t *idx,
+			unsigned int s)
+{
+	for (unsigned int j = 0; j < h->cfg.k; j++)
+		if (idx[j] >= 0 && (unsigned int)idx[j] / h->epr != s)
+			return 1;
+	return 0;
+}
+
+static int dispatch_mc(struct fdev_comm *c, struct fdev_moe_handle *h,
+		       const struct fdev_moe_in *in,
+		       const struct fdev_moe_handle *reuse)
+{
+	unsigned int n = h->n, w = n + 1, k = h->cfg.k;
+	uint64_t t0_ps = 0, *mc = NULL;
+	struct fdev_plan p;
+	int err = 0;
+
+	/*
+	 * One process must hold every rank's context: the circuit's owner
+	 * submits, and every destination binds it. A circuit to an excluded
+	 * rank would still carry its copy.
+	 */
+	if (c->multi && !c->proxy)
+		return -EOPNOTSUPP;
+	if (c->failed[0] | c->failed[1] | c->failed[2] | c->failed[3])
+		return -ENOLINK;
+	for (unsigned int l = 0; l < h->nlocal; l++) {
+		struct moe_rank *mr = &h->r[l];
+		unsigned int s = h->first + l;
+		uint64_t pos = 0;
+
+		mr->send_cnt = calloc(n, 8);
+		mr->send_tok = malloc((mr->T * n + 1) * 8);
+		if (!mr->send_cnt || !mr->send_tok)
+			return -ENOMEM;
+		for (unsigned int d = 0; d < n; d++)
+			for (uint64_t t = 0; t < mr->T; t++)
+				if (token_on_rank(mr->idx + t * k, k, h->epr, d)) {
+					mr->send_tok[pos++] = t;
+					mr->send_cnt[d]++;
+				}
+		for (uint64_t t = 0; t < mr->T; t++)
+			h->mcnt[s] += token_leaves(h, mr->idx + t * k, s);
+	}
+	if (reuse) {
+		for (unsigned int l = 0; l < h->nlocal; l++) {
+			unsigned int s = h->first + l;
+
+			if (memcmp(h->r[l].send_cnt, reuse->mat + s * n, n * 8) ||
+			    h->mcnt[s] != reuse->mcnt[s])
+				return -EINVAL;	/* routing differs */
+		}
+		memcpy(h->mat, reuse->mat, n * n * 8ULL);
+		memcpy(h->mcnt, reuse->mcnt, n * 8ULL);
+	} else {
+		struct fdev_coll_layout lo;
+
+		fdev_plan_init(&p);
+		err = fdev_plan_all_gather(&p, n, w * 8ULL, FDEV_ALGO_DIRECT, &lo);
+		if (!err && !h->timing && p.ws_need > c->ws_bytes)
+			err = -EMSGSIZE;
+		for (unsigned int l = 0; !err && !h->timing && l < h->nlocal; l++) {
+			uint64_t *row = fdev_ws_addr(c, l, 0);
+
+			memcpy(row, h->r[l].send_cnt, n * 8ULL);
+			row[n] = h->mcnt[h->first + l];
+		}
+		if (!err)
+			err = fdev_plan_run(c, &p);
+		t0_ps = c->last_ps;
+		if (!err && !h->timing) {
+			mc = malloc((size_t)n * w * 8);
+			if (!mc)
+				err = -ENOMEM;
+			else
+				memcpy(mc, fdev_ws_addr(c, 0, lo.recv_off),
+				       (size_t)n * w * 8);
+		}
+		fdev_plan_free(&p);
+		if (err) {
+			free(mc);
+			return err;
+		}
+		if (mc) {
+			for (unsigned int s = 0; s < n; s++) {
+				memcpy(h->mat + s * n, mc + s * w, n * 8ULL);
+				h->mcnt[s] = mc[s * w + n];
+			}
+			free(mc);
+		} else {
+			/* Timing only: the counts need not travel. */
+			for (unsigned int l = 0; l < h->nlocal; l++)
+				memcpy(h->mat + (h->first + l) * n,
+				       h->r[l].send_cnt, n * 8ULL);
+		}
+	}
+	/* The slabs, one multicast per source. */
+	fdev_plan_init(&p);
+	fdev_plan_need(&p, mc_slab_off(h, n));
+	for (unsigned int s = 0; s < n; s++)
+		if (h->mcnt[s])
+			fdev_plan_mcast(&p, 0, s, n, mc_slab_off(h, s),
+					mc_slab_off(h, s), h->mcnt[s] * h->rec);
+	err = fdev_plan_finish(&p);
+	if (!err && !h->timing && p.ws_need > c->ws_bytes)
+		err = -EMSGSIZE;
+	for (unsigned int l = 0; !err && !h->timing && l < h->nlocal; l++) {
+		struct moe_rank *mr = &h->r[l];
+		unsigned int s = h->first + l;
+		uint8_t *slab = fdev_ws_addr(c, l, mc_slab_off(h, s));
+
+		for (uint64_t t = 0; t < mr->T; t++)
+			if (token_leaves(h, mr->idx + t * k, s)) {
+				pack(h, &in[l], mr, t, slab);
+				slab += h->rec;
+			}
+	}
+	if (!err)
+		err = fdev_plan_run(c, &p);
+	fdev_plan_free(&p);
+	h->st.dispatch_ps = t0_ps + c->last_ps;
+	if (err)
+		return err;
+	for (unsigned int l = 0; l < h->nlocal; l++) {
+		struct moe_rank *mr = &h->r[l];
+		unsigned int d = h->first + l;
+		uint64_t nrec = 0, j = 0, own = 0;
+		uint8_t **recs, *self = NULL;
+
+		h->st.dispatch_bytes += h->mcnt[d] * h->rec;
+		mr->recv_cnt = calloc(n, 8);
+		if (!mr->recv_cnt)
+			return -ENOMEM;
+		for (unsigned int s = 0; s < n; s++) {
+			mr->recv_cnt[s] = h->mat[s * n + d];
+			nrec += mr->recv_cnt[s];
+		}
+		mr->recv_tokens = nrec;
+		if (h->timing) {
+			mr->ecount = calloc(h->epr, 8);
+			mr->eoff = calloc(h->epr, 8);
+			if (!mr->ecount || !mr->eoff)
+				return -ENOMEM;
+			continue;
+		}
+		/* Its own tokens: packed here, as throughput's self block. */
+		self = malloc((mr->recv_cnt[d] ? mr->recv_cnt[d] : 1) * h->rec);
+		recs = malloc((nrec ? nrec : 1) * sizeof(*recs));
+		if (!self || !recs) {
+			free(self);
+			free(recs);
+			return -ENOMEM;
+		}
+		for (unsigned int s = 0; s < n && !err; s++) {
+			uint64_t got = 0;
+
+			if (s == d) {
+				for (uint64_t t = 0; t < mr->T; t++)
+					if (token_on_rank(mr->idx + t * k, k, h->epr, d)) {
+						pack(h, &in[l], mr, t, self + own * h->rec);
+						recs[j++] = self + own++ * h->rec;
+					}
+				continue;
+			}
+			for (uint64_t i = 0; i < h->mcnt[s]; i++) {
+				uint8_t *rec = fdev_ws_addr(c, l, mc_slab_off(h, s) +
+							    i * h->rec);
+
+				if (!token_on_rank(rec_idx(h, rec), k, h->epr, d))
+					continue;
+				if (++got > mr->recv_cnt[s])
+					break;
+				recs[j++] = rec;
+			}
+			if (got != mr->recv_cnt[s])
+				err = -EPROTO;	/* the slab disagrees with the counts */
+		}
+		if (!err && own != mr->recv_cnt[d])
+			err = -EPROTO;
+		if (!err)
+			err = build_out(h, mr, d, recs, nrec, NULL);
+		free(recs);
+		free(self);
+		if (err)
+			return err;
 	}
 	return 0;
 }
@@ -1040,9 +1255,10 @@ int fdev_moe_dispatch(struct fdev_comm *c, const struct fdev_moe_config *cfg,
 	h->g = c->node_size ? c->node_size : h->n;
 	h->nn = h->n / h->g;
 	h->mat = calloc((size_t)h->n * h->n, 8);
+	h->mcnt = calloc(h->n, 8);
 	h->nmat = calloc((size_t)h->n * h->nn + 1, 8);
 	h->r = calloc(h->nlocal, sizeof(*h->r));
-	if (!h->mat || !h->nmat || !h->r) {
+	if (!h->mat || !h->nmat || !h->mcnt || !h->r) {
 		err = -ENOMEM;
 		goto err_free;
 	}
@@ -1075,6 +1291,9 @@ int fdev_moe_dispatch(struct fdev_comm *c, const struct fdev_moe_config *cfg,
 		break;
 	case FDEV_MOE_LOW_LATENCY:
 		err = dispatch_ll(c, h, in);
+		break;
+	case FDEV_MOE_MULTICAST:
+		err = dispatch_mc(c, h, in, reuse);
 		break;
 	default:
 		err = dispatch_hier(c, h, in, reuse);
@@ -1394,7 +1613,8 @@ int fdev_moe_combine(struct fdev_comm *c, struct fdev_moe_handle *h,
 
 	if (h->cfg.mode == FDEV_MOE_HIERARCHICAL) {
 		err = combine_hier(c, h, y, out);
-	} else if (h->cfg.mode == FDEV_MOE_THROUGHPUT) {
+	} else if (h->cfg.mode == FDEV_MOE_THROUGHPUT ||
+		   h->cfg.mode == FDEV_MOE_MULTICAST) {
 		/* Send area: partials by received record; receive by source. */
 		uint64_t maxrecv = 0, maxsend = 0;
 

@@ -53,6 +53,16 @@ void fdev_plan_xfer(struct fdev_plan *p, uint32_t step, uint32_t src,
 		p->nsteps = step + 1;
 }
 
+void fdev_plan_mcast(struct fdev_plan *p, uint32_t step, uint32_t src,
+		     uint32_t nranks, uint64_t src_off, uint64_t dst_off,
+		     uint64_t len)
+{
+	if (p->mcast_ranks && p->mcast_ranks != nranks)
+		p->err = -EINVAL;
+	p->mcast_ranks = nranks;
+	fdev_plan_xfer(p, step, src, FDEV_PLAN_MCAST, src_off, dst_off, len);
+}
+
 void fdev_plan_act(struct fdev_plan *p, uint32_t step, uint32_t rank, int op,
 		   int dtype, uint64_t dst_off, uint64_t src_off, uint64_t len)
 {
@@ -196,6 +206,13 @@ int fdev_plan_exec_host(const struct fdev_plan *p, uint8_t *const *ws)
 		for (; xi < p->nx && p->x[xi].step == s; xi++) {
 			const struct fdev_xfer *x = &p->x[xi];
 
+			if (x->dst == FDEV_PLAN_MCAST) {
+				for (uint32_t d = 0; d < p->mcast_ranks; d++)
+					if (d != x->src)
+						memcpy(ws[d] + x->dst_off,
+						       ws[x->src] + x->src_off, x->len);
+				continue;
+			}
 			memcpy(ws[x->dst] + x->dst_off, ws[x->src] + x->src_off,
 			       x->len);
 		}

@@ -13,6 +13,12 @@
 
 enum { FDEV_ACT_COPY = 1, FDEV_ACT_REDUCE = 2 };
 
+/*
+ * dst of a multicast transfer: the same bytes from src to dst_off of every
+ * other rank, once over the source's circuit (fdev_plan_mcast()).
+ */
+#define FDEV_PLAN_MCAST		UINT32_MAX
+
 struct fdev_xfer {
 	uint32_t step, src, dst, pad;
 	uint64_t src_off, dst_off, len;	/* bytes in the workspaces */
@@ -32,6 +38,7 @@ struct fdev_plan {
 	uint32_t nsteps;
 	int err;			/* sticky -ENOMEM */
 	uint64_t ws_need;		/* bytes of workspace per rank */
+	uint32_t mcast_ranks;		/* ranks a multicast reaches, 0: none */
 };
 
 void fdev_plan_init(struct fdev_plan *p);
@@ -39,6 +46,10 @@ void fdev_plan_free(struct fdev_plan *p);
 void fdev_plan_xfer(struct fdev_plan *p, uint32_t step, uint32_t src,
 		    uint32_t dst, uint64_t src_off, uint64_t dst_off,
 		    uint64_t len);
+/* A multicast of @len bytes from @src to every other of @nranks ranks. */
+void fdev_plan_mcast(struct fdev_plan *p, uint32_t step, uint32_t src,
+		     uint32_t nranks, uint64_t src_off, uint64_t dst_off,
+		     uint64_t len);
 void fdev_plan_act(struct fdev_plan *p, uint32_t step, uint32_t rank, int op,
 		   int dtype, uint64_t dst_off, uint64_t src_off, uint64_t len);
 /* Sort by step (stable); returns p->err. */

@@ -12,6 +12,11 @@
  *	fdev_dev_test mpdata COUNT [free]
  *		one rank of independent processes moving data: ring
  *		all-reduce and direct all-to-all of COUNT floats, checked
+ *	fdev_dev_test mpmoe
+ *		one rank of independent processes, data: multicast MoE
+ *		dispatch equals throughput's element by element (skewed
+ *		routing, -1 slots, T = 0 on rank 1, H = 13), and so do
+ *		the combines; prints "ok" lines and the dispatch bytes
  *	fdev_dev_test mpdie
  *		the last rank dies after the rendezvous; the others see EPIPE
  *
@@ -222,6 +227,126 @@ static int run_op(struct fdev_comm *c, const char *op, int algo, uint64_t bytes)
 	return -EINVAL;
 }
 
+/* Element by element: the outputs of two dispatches of this process's rank. */
+static int moe_same(struct fdev_moe_handle *a, struct fdev_moe_handle *b,
+		    unsigned int epr, unsigned int H, unsigned int k)
+{
+	struct fdev_moe_out x, y;
+
+	if (fdev_moe_output(a, 0, &x) || fdev_moe_output(b, 0, &y))
+		return 0;
+	return x.rows == y.rows && x.recv_tokens == y.recv_tokens &&
+	       !memcmp(x.expert_count, y.expert_count, epr * 8) &&
+	       !memcmp(x.expert_offset, y.expert_offset, epr * 8) &&
+	       !memcmp(x.x, y.x, x.rows * H * 4) &&
+	       !memcmp(x.topk_idx, y.topk_idx, x.rows * k * 8) &&
+	       !memcmp(x.topk_w, y.topk_w, x.rows * k * 4);
+}
+
+static int mp_moe(void)
+{
+	enum { E = 16, K = 3, H = 13 };
+	struct fdev_moe_config cfg = { .num_experts = E, .k = K, .hidden = H,
+		.dtype = FDEV_F32, .align = 4 };
+	struct fdev_moe_handle *ht = NULL, *hm = NULL;
+	struct fdev_moe_stats st, sm;
+	struct fdev_moe_in in;
+	struct fdev_moe_out o;
+	uint64_t seed;
+	unsigned int T, n, epr;
+	float *x, *w, *y = NULL, *ot = NULL, *om = NULL;
+	int64_t *idx;
+	struct fdev_comm *c;
+	int rank, err, same;
+
+	err = fdev_comm_init(NULL, NULL, -1, -1, 16 << 20, 0, &c);
+	if (err) {
+		fprintf(stderr, "fdev_dev_test: comm: %s\n", strerror(-err));
+		return 1;
+	}
+	fdev_comm_local(c, &rank, NULL);
+	n = (unsigned int)fdev_comm_size(c);
+	epr = E / n;
+	T = rank == 1 ? 0 : 20 + 7 * (unsigned int)rank;
+	seed = 0x9e3779b97f4a7c15ULL * (uint64_t)(rank + 1);
+	x = malloc(((size_t)T * H + 1) * 4);
+	w = malloc(((size_t)T * K + 1) * 4);
+	idx = malloc(((size_t)T * K + 1) * 8);
+	for (unsigned int t = 0; t < T; t++) {
+		for (unsigned int j = 0; j < K; j++) {
+			int64_t e;
+			int dup;
+
+			do {	/* skewed towards expert 1, some -1 */
+				seed ^= seed << 13; seed ^= seed >> 7; seed ^= seed << 17;
+				e = seed % 3 == 0 ? 1 : (int64_t)(seed % E);
+				if (seed % 7 == 0)
+					e = -1;
+				dup = 0;
+				for (unsigned int q = 0; q < j; q++)
+					dup |= e >= 0 && idx[t * K + q] == e;
+			} while (dup);
+			idx[t * K + j] = e;
+			w[t * K + j] = (float)(j + 1) / 4;
+		}
+		for (unsigned int i = 0; i < H; i++)
+			x[t * H + i] = (float)((rank * 5 + t * 3 + i) % 9) / 4 - 1;
+	}
+	in = (struct fdev_moe_in){ .T = T, .x = x, .topk_idx = idx, .topk_w = w };
+	cfg.mode = FDEV_MOE_THROUGHPUT;
+	err = fdev_moe_dispatch(c, &cfg, &in, NULL, &ht);
+	printf("%s rank %d throughput dispatch (%d)\n", err ? "not ok" : "ok", rank, err);
+	cfg.mode = FDEV_MOE_MULTICAST;
+	if (!err)
+		err = fdev_moe_dispatch(c, &cfg, &in, NULL, &hm);
+	printf("%s rank %d multicast dispatch (%d)\n", err ? "not ok" : "ok", rank, err);
+	same = !err && moe_same(hm, ht, epr, H, K);
+	printf("%s rank %d multicast outputs equal throughput's element by element\n",
+	       same ? "ok" : "not ok", rank);
+	if (!err) {
+		/* Expert outputs: y = (e + 1) x, in the dispatch layout. */
+		fdev_moe_output(ht, 0, &o);
+		y = calloc(o.rows * H + 1, 4);
+		for (uint64_t r = 0; r < o.rows * H; r++)
+			y[r] = 0;
+		for (unsigned int e = 0; e < epr; e++)
+			for (uint64_t i = 0; i < o.expert_count[e]; i++)
+				for (unsigned int q = 0; q < H; q++) {
+					uint64_t row = o.expert_offset[e] + i;
+
+					y[row * H + q] = (float)(rank * epr + e + 1) *
+						((float *)o.x)[row * H + q];
+				}
+		ot = calloc((size_t)T * H + 1, 4);
+		om = calloc((size_t)T * H + 1, 4);
+		{
+			const void *yy[1] = { y };
+			void *oo[1] = { ot };
+
+			err = fdev_moe_combine(c, ht, yy, oo);
+			oo[0] = om;
+			if (!err)
+				err = fdev_moe_combine(c, hm, yy, oo);
+		}
+		same = !err && !memcmp(ot, om, (size_t)T * H * 4);
+		printf("%s rank %d multicast combine equals throughput's (%d)\n",
+		       same ? "ok" : "not ok", rank, err);
+	}
+	if (!err) {
+		fdev_moe_stats(ht, &st);
+		fdev_moe_stats(hm, &sm);
+		printf("# rank %d dispatch_bytes tp %" PRIu64 " mc %" PRIu64
+		       " dispatch_ps tp %" PRIu64 " mc %" PRIu64 "\n", rank,
+		       st.dispatch_bytes, sm.dispatch_bytes, st.dispatch_ps,
+		       sm.dispatch_ps);
+	}
+	fdev_moe_handle_free(ht);
+	fdev_moe_handle_free(hm);
+	fdev_comm_destroy(c);
+	free(x); free(w); free(idx); free(y); free(ot); free(om);
+	return err || !same;
+}
+
 int main(int argc, char **argv)
 {
 	struct fdev_comm *c;
@@ -249,6 +374,8 @@ int main(int argc, char **argv)
 		fdev_comm_destroy(c);
 		return 0;
 	}
+	if (argc >= 2 && !strcmp(argv[1], "mpmoe"))
+		return mp_moe();
 	if (argc >= 2 && !strcmp(argv[1], "mpdie")) {
 		/*
 		 * The last rank dies right after the rendezvous; the others

@@ -407,7 +407,7 @@ static void test_moe_case(const char *name, unsigned int n, unsigned int E,
 		out[r] = calloc(in[r].T + 1, H * es);
 	}
 	ok(!bad, "%s: per-expert counts, alignment and rows match the reference (%d bad)", name, bad);
-	if (mode == FDEV_MOE_HIERARCHICAL)
+	if (mode == FDEV_MOE_HIERARCHICAL || mode == FDEV_MOE_MULTICAST)
 		ok(!same_as_tp(c, &cfg, in, h, n),
 		   "%s: the same rows, ids and weights as throughput, in the same order", name);
 	err = fdev_moe_combine(c, h, (const void *const *)y, out);
@@ -541,6 +541,88 @@ static void test_moe_fp8(void)
 	}
 }
 
+/*
+ * Multicast bytes: a token leaves its source once when some other rank
+ * owns one of its experts, where throughput sends it once per such rank.
+ * With L such tokens and P (token, other rank) pairs, mc * P = tp * L.
+ * Without a daemon (ICFABD_SOCKET names nothing) the device gives
+ * -ENOTCONN and leaves no circuit behind.
+ */
+static void test_moe_mc_bytes(void)
+{
+	enum { N = 4, E = 8, K = 3, H = 10, T = 16 };
+	struct fdev_moe_config cfg = { .num_experts = E, .k = K, .hidden = H,
+		.dtype = FDEV_BF16, .mode = FDEV_MOE_MULTICAST };
+	static int64_t idx[N][T * K];
+	static float w[N][T * K];
+	static uint16_t x[N][T * H];
+	struct fdev_moe_in in[N];
+	struct fdev_moe_handle *h = NULL, *t = NULL;
+	struct fdev_moe_stats sm, st;
+	uint64_t L = 0, P = 0;
+	struct fdev_comm *c;
+	int err;
+
+	for (unsigned int r = 0; r < N; r++) {
+		for (unsigned int i = 0; i < T; i++) {
+			uint8_t on[N] = { 0 };
+			int leaves = 0;
+
+			for (unsigned int j = 0; j < K; j++) {
+				/* token 0 stays home, token 1 goes nowhere */
+				int64_t e = i == 0 ? (int64_t)(r * 2 + j % 2) :
+					    i == 1 || rnd() % 5 == 0 ? -1 :
+					    (int64_t)(rnd() % E);
+
+				idx[r][i * K + j] = e;
+				w[r][i * K + j] = 1;
+				if (e >= 0 && (unsigned int)e / 2 != r && !on[e / 2]) {
+					on[e / 2] = 1;
+					P++;
+					leaves = 1;
+				}
+			}
+			L += (uint64_t)leaves;
+		}
+		in[r] = (struct fdev_moe_in){ .T = T, .x = x[r], .topk_idx = idx[r],
+					      .topk_w = w[r] };
+	}
+	if (mk(N, 1 << 20, &c)) {
+		ok(0, "comm for the multicast byte count");
+		return;
+	}
+	if (dev_mode) {
+		char *old = getenv("ICFABD_SOCKET");
+		char *keep = old ? strdup(old) : NULL;
+
+		setenv("ICFABD_SOCKET", "/nonexistent/icfabd.sock", 1);
+		err = fdev_moe_dispatch(c, &cfg, in, NULL, &h);
+		ok(err == -ENOTCONN, "multicast without icfabd: -ENOTCONN (%d)", err);
+		if (keep)
+			setenv("ICFABD_SOCKET", keep, 1);
+		else
+			unsetenv("ICFABD_SOCKET");
+		free(keep);
+	}
+	err = fdev_moe_dispatch(c, &cfg, in, NULL, &h);
+	cfg.mode = FDEV_MOE_THROUGHPUT;
+	if (!err)
+		err = fdev_moe_dispatch(c, &cfg, in, NULL, &t);
+	memset(&sm, 0, sizeof(sm));
+	memset(&st, 0, sizeof(st));
+	if (!err)
+		err = fdev_moe_stats(h, &sm) ? -EINVAL : fdev_moe_stats(t, &st);
+	ok(!err && L && P > L && sm.dispatch_bytes * P == st.dispatch_bytes * L,
+	   "multicast sends each leaving token once: %llu bytes vs throughput's %llu (%llu tokens, %llu copies)",
+	   (unsigned long long)sm.dispatch_bytes, (unsigned long long)st.dispatch_bytes,
+	   (unsigned long long)L, (unsigned long long)P);
+	fdev_moe_handle_free(h);
+	fdev_moe_handle_free(t);
+	fdev_comm_destroy(c);
+}
+
+static void test_moe_mc(void);
+
 static void test_moe(void)
 {
 	test_moe_fp8();
@@ -563,6 +645,21 @@ static void test_moe(void)
 	test_moe_case("hier bf16 n=4 (4x1) E=8 k=2 H=5", 4, 8, 2, 5, T4, 0, 2, FDEV_BF16, 2);
 	moe_node_size = 4;
 	test_moe_case("hier f32 n=4 (one node) E=8 k=2 H=11", 4, 8, 2, 11, T4, 1, 2, FDEV_F32, 1);
+	/* On the device, multicast needs icfabd with colours: --multicast. */
+	if (!dev_mode)
+		test_moe_mc();
+}
+
+static void test_moe_mc(void)
+{
+	unsigned int T4[] = { 12, 0, 7, 30 }, T2[] = { 20, 9 }, T8[] = { 5, 5, 0, 9, 1, 0, 13, 2 };
+
+	test_moe_mc_bytes();
+	test_moe_case("mc f32 n=4 E=8 k=2 H=13 T=0 on one rank", 4, 8, 2, 13, T4, 0, 3, FDEV_F32, 1);
+	test_moe_case("mc bf16 skewed n=4 E=8 k=3 H=6 align 4", 4, 8, 3, 6, T4, 1, 3, FDEV_BF16, 4);
+	test_moe_case("mc f16 n=2 E=4 k=4 H=9", 2, 4, 4, 9, T2, 0, 3, FDEV_F16, 1);
+	test_moe_case("mc f32 skewed n=8 E=16 k=2 H=5 align 2", 8, 16, 2, 5, T8, 1, 3, FDEV_F32, 2);
+	test_moe_case("mc bf16 n=8 E=32 k=4 H=7 align 8", 8, 32, 4, 7, T8, 0, 3, FDEV_BF16, 8);
 }
 
 static void test_bad_args(void)
@@ -609,7 +706,10 @@ static void test_bad_args(void)
 		cfg.mode = FDEV_MOE_HIERARCHICAL;
 		ok(fdev_moe_dispatch(c, &cfg, in, NULL, &h) == -ENOLINK,
 		   "hierarchical with an excluded rank (it would forward): -ENOLINK");
-		cfg.mode = 3;
+		cfg.mode = FDEV_MOE_MULTICAST;
+		ok(fdev_moe_dispatch(c, &cfg, in, NULL, &h) == -ENOLINK,
+		   "multicast with an excluded rank (its tree reaches it): -ENOLINK");
+		cfg.mode = 4;
 		ok(fdev_moe_dispatch(c, &cfg, in, NULL, &h) == -EINVAL, "unknown mode: -EINVAL");
 		cfg.mode = FDEV_MOE_THROUGHPUT;
 	}
@@ -637,6 +737,12 @@ int main(int argc, char **argv)
 	printf("TAP version 13\n");
 	if (argc > 1 && !strcmp(argv[1], "--device")) {
 		dev_mode = 1;
+		/* icfabd serving circuits over a topology with colours */
+		if (argc > 2 && !strcmp(argv[2], "--multicast")) {
+			test_moe_mc();
+			printf("1..%d\n", nt);
+			return failed;
+		}
 		test_colls();
 		test_moe();
 		printf("1..%d\n", nt);

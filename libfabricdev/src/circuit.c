@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * Multicast circuits of a communicator, for FDEV_MOE_MULTICAST.
+ *
+ * Each local source rank gets one circuit from its endpoint to the
+ * endpoints of every other rank, opened through icfabd's socket (text
+ * protocol v1, docs/SOCKET.md; ICFABD_SOCKET or /run/icfabd.sock) by the
+ * process that submits over it: the one holding the device context, i.e.
+ * rank 0 of a proxy communicator, or the process driving local ranks.
+ * With device memory every destination's workspace is bound at offset 0
+ * (ICFAB_IOC_CIRCUIT_RECV), so a WRITE at remote_off lands at remote_off
+ * of every other rank's workspace. Opened once, on the first multicast
+ * plan, and closed with the communicator (the daemon also frees them
+ * when the process exits). On any failure everything opened so far is
+ * closed again: nothing stays half-open.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <linux/icfab.h>
+
+#include "internal.h"
+
+#define SOCK_DEFAULT	"/run/icfabd.sock"
+#define SOCK_TIMEOUT_S	30
+
+static const struct {
+	const char *name;
+	int err;
+} enames[] = {
+	{ "ENOSPC", ENOSPC }, { "ENOENT", ENOENT }, { "EINVAL", EINVAL },
+	{ "EHOSTUNREACH", EHOSTUNREACH }, { "ENETDOWN", ENETDOWN },
+	{ "ELOOP", ELOOP }, { "EOPNOTSUPP", EOPNOTSUPP }, { "E2BIG", E2BIG },
+	{ "EBADMSG", EBADMSG }, { "EACCES", EACCES }, { "EPERM", EPERM },
+	{ "EBUSY", EBUSY }, { "ENOMEM", ENOMEM },
+};
+
+/* One line, without its '\n'; -EPROTO when it does not fit or is cut. */
+static int read_line(int s, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	while (n + 1 < len) {
+		ssize_t r = read(s, buf + n, 1);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r < 0 ? -errno : -EPROTO;
+		if (buf[n] == '\n') {
+			buf[n] = 0;
+			return 0;
+		}
+		n++;
+	}
+	return -EPROTO;
+}
+
+/*
+ * Connect and check the greeting. -ENOTCONN when icfabd cannot be
+ * reached (no socket, nobody listening): the caller's errno for "no
+ * circuit service".
+ */
+static int sock_connect(void)
+{
+	const char *path = getenv("ICFABD_SOCKET");
+	struct timeval tv = { SOCK_TIMEOUT_S, 0 };
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	char line[128];
+	int s, err;
+
+	if (!path || !*path)
+		path = SOCK_DEFAULT;
+	if (strlen(path) >= sizeof(a.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(a.sun_path, path);
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (connect(s, (struct sockaddr *)&a, sizeof(a))) {
+		close(s);
+		return -ENOTCONN;
+	}
+	err = read_line(s, line, sizeof(line));
+	if (!err && strcmp(line, "icfabd 1"))
+		err = -EPROTONOSUPPORT;
+	if (err) {
+		close(s);
+		return err;
+	}
+	return s;
+}
+
+/* Send @req (with its '\n'), read the reply line into @reply. */
+static int sock_request(int s, const char *req, char *reply, size_t len)
+{
+	size_t n = strlen(req), off = 0;
+
+	while (off < n) {
+		ssize_t w = write(s, req + off, n - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EPROTO;
+		off += (size_t)w;
+	}
+	if (read_line(s, reply, len))
+		return -EPROTO;
+	if (!strncmp(reply, "ok", 2) && (!reply[2] || reply[2] == ' '))
+		return 0;
+	if (!strncmp(reply, "err ", 4)) {
+		for (size_t i = 0; i < sizeof(enames) / sizeof(enames[0]); i++) {
+			size_t l = strlen(enames[i].name);
+
+			if (!strncmp(reply + 4, enames[i].name, l) &&
+			    (reply[4 + l] == ' ' || !reply[4 + l]))
+				return -enames[i].err;
+		}
+	}
+	return -EPROTO;
+}
+
+static int circuit_close_one(int s, uint32_t id)
+{
+	char req[64], reply[512];
+
+	snprintf(req, sizeof(req), "circuit-close %u\n", id);
+	return sock_request(s, req, reply, sizeof(reply));
+}
+
+void fdev_comm_circuits_close(struct fdev_comm *c)
+{
+	int s;
+
+	if (!c->mc)
+		return;
+	s = sock_connect();
+	for (unsigned int r = 0; s >= 0 && r < c->nranks; r++)
+		if (c->mc[r])
+			circuit_close_one(s, c->mc[r]);
+	if (s >= 0)
+		close(s);
+	/*
+	 * Without the daemon the circuits go when this process exits; the
+	 * bindings went with each circuit.
+	 */
+	free(c->mc);
+	c->mc = NULL;
+}
+
+/* One circuit from @src to every other rank: its id, or -errno. */
+static int circuit_open_one(struct fdev_comm *c, int s, unsigned int src,
+			    uint32_t *id)
+{
+	size_t cap = 32 + 12ULL * c->nranks, n;
+	char *req = malloc(cap), reply[512];
+	const char *p;
+	int err;
+
+	if (!req)
+		return -ENOMEM;
+	n = (size_t)snprintf(req, cap, "circuit-open %u", c->ep[src]);
+	for (unsigned int d = 0; d < c->nranks; d++)
+		if (d != src)
+			n += (size_t)snprintf(req + n, cap - n, " %u", c->ep[d]);
+	snprintf(req + n, cap - n, "\n");
+	err = sock_request(s, req, reply, sizeof(reply));
+	free(req);
+	if (err)
+		return err;
+	p = strstr(reply, " id=");
+	if (!p || !(*id = (uint32_t)strtoul(p + 4, NULL, 10)))
+		return -EPROTO;
+	return 0;
+}
+
+static int circuit_bind(struct fdev_comm *c, uint32_t id, unsigned int d)
+{
+	struct icfab_circuit_recv cr = {
+		.circuit = id,
+		.endpoint = c->ep[d],
+		.region = c->ws[d - c->first].handle,
+	};
+
+	return ioctl(fdev_fd(c->dev), ICFAB_IOC_CIRCUIT_RECV, &cr) ? -errno : 0;
+}
+
+int fdev_comm_circuits_open(struct fdev_comm *c)
+{
+	int timing = fdev_comm_timing_only(c);
+	struct fdev_info info = { 0 };
+	int s, err = 0;
+
+	if (c->mc)
+		return 0;
+	if (!c->dev)
+		return -EINVAL;
+	/*
+	 * Every destination must bind the source's circuit, and only the
+	 * process holding both can: one process driving every rank (local,
+	 * or the proxy's rank 0). Timing-only descriptors need no binding.
+	 */
+	if (!timing && c->nlocal != c->nranks)
+		return -EOPNOTSUPP;
+	err = fdev_query(c->dev, &info);
+	if (err)
+		return err;
+	if (!(info.features & FDEV_F_CIRCUITS))
+		return -EOPNOTSUPP;
+	if (c->nranks < 2)
+		return -EINVAL;
+	c->mc = calloc(c->nranks, sizeof(*c->mc));
+	if (!c->mc)
+		return -ENOMEM;
+	s = sock_connect();
+	if (s < 0) {
+		free(c->mc);
+		c->mc = NULL;
+		return s;
+	}
+	for (unsigned int l = 0; l < c->nlocal && !err; l++) {
+		unsigned int src = c->first + l;
+
+		err = circuit_open_one(c, s, src, &c->mc[src]);
+		for (unsigned int d = 0; !err && !timing && d < c->nranks; d++)
+			if (d != src)
+				err = circuit_bind(c, c->mc[src], d);
+	}
+	close(s);
+	if (err)
+		fdev_comm_circuits_close(c);
+	return err;
+}
