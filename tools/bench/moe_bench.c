@@ -4,8 +4,8 @@
  * topology, timing only (no bytes move), one process driving every rank.
  *
  *	moe_bench [-n RANKS] [-t TOKENS] [-H HIDDEN] [-e EXPERTS] [-k TOPK]
- *		  [-d bf16|fp8] [-m tp|ll|hier] [-g RANKS_PER_NODE] [-b GBPS]
- *		  [-B GBPS] [-s SEED]
+ *		  [-d bf16|fp8] [-m tp|ll|hier|mc] [-g RANKS_PER_NODE] [-b GBPS]
+ *		  [-B GBPS] [-s SEED] [-x]
  *
  * Routing is uniform random top-k (seeded, so runs are repeatable). It
  * prints the emulated dispatch and combine times, the bytes sent per
@@ -20,6 +20,16 @@
  * counts the bytes it moves, one record per (token, remote node) over
  * scale-out to the peer with the same local index, then the peer's
  * forwarding and the direct sends over scale-up.
+ *
+ * -m mc is the multicast dispatch: a token leaves its source once, over
+ * the source's circuit to every other rank (icfabd must serve circuits:
+ * ICFABD_SOCKET, and the switches need colour tables), and lands at every
+ * other rank; its bound counts one record per leaving token on the
+ * source's port and every other source's records on each receiving
+ * port. Combine is throughput's.
+ *
+ * -x: dispatch only, no combine (for reading the links' byte counters
+ * of one dispatch: icfabctl -j stats).
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -40,6 +50,7 @@ static uint64_t rng(uint64_t *s)
 int main(int argc, char **argv)
 {
 	unsigned int n = 8, T = 4096, H = 7168, E = 256, k = 8, mode = 0, g = 0;
+	int dispatch_only = 0;
 	double inj = 0, inter = 0;
 	int dt = FDEV_BF16, opt, err;
 	uint64_t seed = 1;
@@ -49,7 +60,7 @@ int main(int argc, char **argv)
 	struct fdev_moe_in *in;
 	struct fdev_moe_config cfg;
 
-	while ((opt = getopt(argc, argv, "n:t:H:e:k:d:m:b:B:g:s:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:t:H:e:k:d:m:b:B:g:s:x")) != -1) {
 		switch (opt) {
 		case 'n': n = (unsigned int)atoi(optarg); break;
 		case 't': T = (unsigned int)atoi(optarg); break;
@@ -60,14 +71,16 @@ int main(int argc, char **argv)
 		case 'm':
 			mode = !strcmp(optarg, "ll") ? FDEV_MOE_LOW_LATENCY :
 			       !strcmp(optarg, "hier") ? FDEV_MOE_HIERARCHICAL :
+			       !strcmp(optarg, "mc") ? FDEV_MOE_MULTICAST :
 			       FDEV_MOE_THROUGHPUT;
 			break;
 		case 'b': inj = atof(optarg); break;
 		case 'B': inter = atof(optarg); break;
 		case 'g': g = (unsigned int)atoi(optarg); break;
 		case 's': seed = strtoull(optarg, NULL, 0) | 1; break;
+		case 'x': dispatch_only = 1; break;
 		default:
-			fprintf(stderr, "usage: moe_bench [-n R] [-t T] [-H H] [-e E] [-k K] [-d bf16|fp8] [-m tp|ll|hier] [-g RANKS_PER_NODE] [-b GBPS] [-B GBPS]\n");
+			fprintf(stderr, "usage: moe_bench [-n R] [-t T] [-H H] [-e E] [-k K] [-d bf16|fp8] [-m tp|ll|hier|mc] [-g RANKS_PER_NODE] [-b GBPS] [-B GBPS] [-s SEED] [-x]\n");
 			return 2;
 		}
 	}
@@ -112,7 +125,7 @@ int main(int argc, char **argv)
 	cfg.max_tokens = T;
 	cfg.scale_groups = dt == FDEV_FP8_E4M3 ? H / 128 : 0;
 	err = fdev_moe_dispatch(c, &cfg, in, NULL, &h);
-	if (!err)
+	if (!err && !dispatch_only)
 		err = fdev_moe_combine(c, h, NULL, NULL);
 	if (err) {
 		fprintf(stderr, "moe_bench: %s\n", strerror(-err));
@@ -169,6 +182,35 @@ int main(int argc, char **argv)
 						*(pass ? &so[p] : &so[r]) += b;
 						*(pass ? &ro[r] : &ro[p]) += b;
 					}
+				}
+				if (mode == FDEV_MOE_MULTICAST && !pass) {
+					/* once out of r, into every other rank */
+					uint64_t cnt = 0;
+
+					for (unsigned int t = 0; t < T; t++) {
+						int hit = 0;
+
+						for (unsigned int d = 0; d < n; d++)
+							hit |= d != r && tir[(size_t)t * n + d];
+						cnt += hit;
+					}
+					for (unsigned int d = 0; d < n; d++) {
+						double b = (double)cnt * rec;
+
+						if (d == r)
+							continue;
+						if (d / g == r / g) {
+							su[r] = (double)cnt * rec;
+							ru[d] += b;
+						} else {
+							so[r] = (double)cnt * rec;
+							ro[d] += b;
+						}
+					}
+					free(tpr);
+					free(tpe);
+					free(tir);
+					continue;
 				}
 				for (unsigned int d = 0; d < n; d++) {
 					uint64_t cnt = 0;
@@ -232,15 +274,17 @@ int main(int argc, char **argv)
 		       "\"combine_gbps\":%.2f",
 		       n, T, H, E, k,
 		       mode == FDEV_MOE_LOW_LATENCY ? "ll" :
-		       mode == FDEV_MOE_HIERARCHICAL ? "hier" : "tp",
+		       mode == FDEV_MOE_HIERARCHICAL ? "hier" :
+		       mode == FDEV_MOE_MULTICAST ? "mc" : "tp",
 		       dt == FDEV_FP8_E4M3 ? "fp8" : "bf16", st.dispatch_ps,
 		       st.combine_ps, dper, cper, dper / dsec / 1e9,
-		       cper / csec / 1e9);
+		       csec > 0 ? cper / csec / 1e9 : 0);
 		if (inj > 0)
 			printf(",\"dispatch_bound_ps\":%" PRIu64 ",\"combine_bound_ps\":%" PRIu64
 			       ",\"dispatch_vs_bound\":%.3f,\"combine_vs_bound\":%.3f",
 			       st.reserved[0], st.reserved[1],
-			       st.reserved[0] / 1e12 / dsec, st.reserved[1] / 1e12 / csec);
+			       st.reserved[0] / 1e12 / dsec,
+			       csec > 0 ? st.reserved[1] / 1e12 / csec : 0);
 		printf("}\n");
 	}
 	fdev_moe_handle_free(h);
