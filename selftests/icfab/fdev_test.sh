@@ -26,29 +26,28 @@
 #    independent processes moving data with the same emulated time as one
 #    process, and free-running processes. The PyTorch example is
 #    fdev_torch_test.sh (slow under TCG: importing torch takes minutes).
-#  - a rank that dies is excluded (EPIPE), a missing one times out.
+#  - a rank that dies is excluded (EPIPE), a missing one times out;
+#  - multicast dispatch (FDEV_MOE_MULTICAST, when the module has
+#    ICFAB_F_CIRCUITS): icfabd serves circuits on a socket over dgx-h100
+#    given 24 colours per switch (the preset has none); without the
+#    daemon dispatch fails with ENOTCONN; with it the outputs equal
+#    throughput's element by element (one process driving 8 ranks, and 4
+#    independent processes), the sources' links carry each leaving token
+#    once (timing only, 8 ranks), and no circuit is left afterwards.
 
 top=${ICFAB_TOP:-$(cd "$(dirname "$0")/../../.." 2>/dev/null && pwd)}
 icfabd=$top/build/bin/icfabd
+icfabctl=$top/build/bin/icfabctl
 t=$top/build/libfabricdev/tests/fdev_dev_test
 unit=$top/build/libfabricdev/tests/unit_test
 bench=$top/build/bin/moe_bench
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+sock=$tmp/icfabd.sock
+dpid=
+trap '[ -n "$dpid" ] && kill "$dpid" 2>/dev/null; rm -rf "$tmp"' EXIT
 n=0
 failed=0
-
-check() {	# check DESCRIPTION COMMAND...
-	desc=$1
-	shift
-	n=$((n + 1))
-	if "$@"; then
-		echo "ok $n $desc"
-	else
-		echo "not ok $n $desc"
-		failed=1
-	fi
-}
+. "$(dirname "$0")/lib.sh"
 
 echo "TAP version 13"
 
@@ -237,6 +236,77 @@ if has_feature 0x4; then	# ICFAB_F_MEMORY
 	fi
 else
 	echo "ok $((n = n + 1)) # SKIP data tests: the module lacks ICFAB_F_MEMORY"
+fi
+
+# Multicast over circuits from icfabd's socket (ICFAB_F_CIRCUITS = bit 7).
+if has_feature 0x80; then	# ICFAB_F_CIRCUITS
+	"$icfabd" --dump --yaml --preset dgx-h100 |
+		sed '/^defaults:/a\  switch: {colors: 24}' > "$tmp/dgx-colors.yaml"
+	# The daemon follows what the module runs, so the module runs this
+	# first (only the colours differ from the preset applied above).
+	check "dgx-h100 with 24 colours per switch applied" \
+		sh -c "'$icfabd' --apply '$tmp/dgx-colors.yaml' > /dev/null"
+	"$icfabd" --foreground --config "$tmp/dgx-colors.yaml" --socket "$sock" \
+		> "$tmp/icfabd.log" 2>&1 &
+	dpid=$!
+	check "icfabd serves circuits over dgx-h100 with 24 colours per switch" \
+		wait_for "$tmp/icfabd.log" serving 60
+	export ICFABD_SOCKET=$sock
+	no_circuit() {	# no circuit is open in the daemon
+		out=$("$icfabctl" circuit list) || return 1
+		! printf '%s\n' "$out" | grep -q '^circuit '
+	}
+	check "multicast dispatch/combine on device memory equals throughput element by element" \
+		sh -c "timeout 300 '$unit' --device --multicast > '$tmp/unitmc' 2>&1; rc=\$?
+			grep -c '^ok' '$tmp/unitmc' | sed 's/^/# passed: /'; grep '^not ok' '$tmp/unitmc'
+			grep 'multicast' '$tmp/unitmc' | sed 's/^/# /'; exit \$rc"
+	check "no circuit is left after the one-process runs" no_circuit
+	pids=
+	for r in 0 1 2 3; do
+		FDEV_JOB=mcm$$ FDEV_RANK=$r FDEV_SIZE=4 FDEV_TIMEOUT_MS=120000 \
+			timeout 180 "$t" mpmoe > "$tmp/mm.$r" 2>&1 &
+		pids="$pids $!"
+	done
+	rc=0
+	for p in $pids; do wait $p || rc=1; done
+	sed 's/^/# /' "$tmp"/mm.?
+	check "4 independent processes: multicast dispatch and combine equal throughput's" \
+		sh -c "[ $rc = 0 ] && [ \$(cat '$tmp'/mm.? | grep -c '^ok') = 16 ]"
+	check "no circuit is left after the independent processes" no_circuit
+	# Timing only, 8 ranks: the bytes each source's link carries.
+	mcbytes() {	# mcbytes MODE: moe_bench JSON + the endpoints' outgoing link bytes
+		"$icfabctl" stats reset > /dev/null &&
+		timeout 300 "$bench" -n 8 -t 256 -H 7168 -e 256 -k 8 -m $1 -b 450 -x > "$tmp/mcb.$1" &&
+		"$icfabctl" -j stats > "$tmp/mcs.$1"
+	}
+	"$icfabd" --dump --json "$tmp/dgx-colors.yaml" > "$tmp/topo-colors.json"
+	check "dispatch only, throughput, 8 ranks, 256 tokens, timing only" mcbytes tp
+	check "dispatch only, multicast, the same routing" mcbytes mc
+	check "the sources' links carry each leaving token once (plus the count exchange)" python3 - "$tmp" <<'PY'
+import json, sys
+d = sys.argv[1]
+topo = json.load(open(d + "/topo-colors.json"))
+eps = {nd["id"] for nd in topo["nodes"] if nd["kind"] == "endpoint"}
+src = {l["id"] for l in topo["links"] if l["src"] in eps}
+def link_bytes(mode):
+    st = json.load(open(d + "/mcs." + mode))
+    return sum(l["bytes"] for l in st["links"] if l["id"] in src)
+def bench(mode):
+    return json.load(open(d + "/mcb." + mode))
+n = 8
+tp, mc = bench("tp"), bench("mc")
+want_tp = tp["dispatch_bytes_per_rank"] * n + n * (n - 1) * n * 8
+want_mc = mc["dispatch_bytes_per_rank"] * n + n * (n - 1) * (n + 1) * 8
+got_tp, got_mc = link_bytes("tp"), link_bytes("mc")
+print("# source links: tp %d bytes (want %d), mc %d bytes (want %d), mc/tp %.3f; dispatch tp %.1f us, mc %.1f us"
+      % (got_tp, want_tp, got_mc, want_mc, got_mc / got_tp, tp["dispatch_ps"] / 1e6, mc["dispatch_ps"] / 1e6))
+sys.exit(0 if got_tp == want_tp and got_mc == want_mc and got_mc < got_tp else 1)
+PY
+	check "no circuit is left after the bench" no_circuit
+	check "icfabd stops" stop_daemon
+	unset ICFABD_SOCKET
+else
+	echo "ok $((n = n + 1)) # SKIP multicast: the module lacks ICFAB_F_CIRCUITS"
 fi
 
 echo "1..$n"
