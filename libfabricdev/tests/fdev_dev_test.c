@@ -12,11 +12,12 @@
  *	fdev_dev_test mpdata COUNT [free]
  *		one rank of independent processes moving data: ring
  *		all-reduce and direct all-to-all of COUNT floats, checked
- *	fdev_dev_test mpmoe
- *		one rank of independent processes, data: multicast MoE
- *		dispatch equals throughput's element by element (skewed
- *		routing, -1 slots, T = 0 on rank 1, H = 13), and so do
- *		the combines; prints "ok" lines and the dispatch bytes
+ *	fdev_dev_test mpmoe [mc|hier]
+ *		one rank of independent processes, data: the multicast
+ *		(default) or hierarchical (nodes of 2 ranks) MoE dispatch
+ *		equals throughput's element by element (skewed routing,
+ *		-1 slots, T = 0 on rank 1, H = 13), and so do the
+ *		combines; prints "ok" lines and the dispatch bytes
  *	fdev_dev_test mpdie
  *		the last rank dies after the rendezvous; the others see EPIPE
  *
@@ -243,7 +244,7 @@ static int moe_same(struct fdev_moe_handle *a, struct fdev_moe_handle *b,
 	       !memcmp(x.topk_w, y.topk_w, x.rows * k * 4);
 }
 
-static int mp_moe(void)
+static int mp_moe(const char *variant)
 {
 	enum { E = 16, K = 3, H = 13 };
 	struct fdev_moe_config cfg = { .num_experts = E, .k = K, .hidden = H,
@@ -257,9 +258,11 @@ static int mp_moe(void)
 	float *x, *w, *y = NULL, *ot = NULL, *om = NULL;
 	int64_t *idx;
 	struct fdev_comm *c;
-	int rank, err, same;
+	int rank, err, same, hier = !strcmp(variant, "hier");
 
 	err = fdev_comm_init(NULL, NULL, -1, -1, 16 << 20, 0, &c);
+	if (!err && hier)
+		err = fdev_comm_set_node_size(c, 2);
 	if (err) {
 		fprintf(stderr, "fdev_dev_test: comm: %s\n", strerror(-err));
 		return 1;
@@ -296,13 +299,14 @@ static int mp_moe(void)
 	cfg.mode = FDEV_MOE_THROUGHPUT;
 	err = fdev_moe_dispatch(c, &cfg, &in, NULL, &ht);
 	printf("%s rank %d throughput dispatch (%d)\n", err ? "not ok" : "ok", rank, err);
-	cfg.mode = FDEV_MOE_MULTICAST;
+	cfg.mode = hier ? FDEV_MOE_HIERARCHICAL : FDEV_MOE_MULTICAST;
 	if (!err)
 		err = fdev_moe_dispatch(c, &cfg, &in, NULL, &hm);
-	printf("%s rank %d multicast dispatch (%d)\n", err ? "not ok" : "ok", rank, err);
+	printf("%s rank %d %s dispatch (%d)\n", err ? "not ok" : "ok", rank,
+	       variant, err);
 	same = !err && moe_same(hm, ht, epr, H, K);
-	printf("%s rank %d multicast outputs equal throughput's element by element\n",
-	       same ? "ok" : "not ok", rank);
+	printf("%s rank %d %s outputs equal throughput's element by element\n",
+	       same ? "ok" : "not ok", rank, variant);
 	if (!err) {
 		/* Expert outputs: y = (e + 1) x, in the dispatch layout. */
 		fdev_moe_output(ht, 0, &o);
@@ -329,16 +333,16 @@ static int mp_moe(void)
 				err = fdev_moe_combine(c, hm, yy, oo);
 		}
 		same = !err && !memcmp(ot, om, (size_t)T * H * 4);
-		printf("%s rank %d multicast combine equals throughput's (%d)\n",
-		       same ? "ok" : "not ok", rank, err);
+		printf("%s rank %d %s combine equals throughput's (%d)\n",
+		       same ? "ok" : "not ok", rank, variant, err);
 	}
 	if (!err) {
 		fdev_moe_stats(ht, &st);
 		fdev_moe_stats(hm, &sm);
-		printf("# rank %d dispatch_bytes tp %" PRIu64 " mc %" PRIu64
-		       " dispatch_ps tp %" PRIu64 " mc %" PRIu64 "\n", rank,
-		       st.dispatch_bytes, sm.dispatch_bytes, st.dispatch_ps,
-		       sm.dispatch_ps);
+		printf("# rank %d dispatch_bytes tp %" PRIu64 " %s %" PRIu64
+		       " dispatch_ps tp %" PRIu64 " %s %" PRIu64 "\n", rank,
+		       st.dispatch_bytes, variant, sm.dispatch_bytes,
+		       st.dispatch_ps, variant, sm.dispatch_ps);
 	}
 	fdev_moe_handle_free(ht);
 	fdev_moe_handle_free(hm);
@@ -375,7 +379,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc >= 2 && !strcmp(argv[1], "mpmoe"))
-		return mp_moe();
+		return mp_moe(argc > 2 && !strcmp(argv[2], "hier") ? "hier" : "mc");
 	if (argc >= 2 && !strcmp(argv[1], "mpdie")) {
 		/*
 		 * The last rank dies right after the rendezvous; the others

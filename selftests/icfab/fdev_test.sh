@@ -27,6 +27,8 @@
 #    process, and free-running processes. The PyTorch example is
 #    fdev_torch_test.sh (slow under TCG: importing torch takes minutes).
 #  - a rank that dies is excluded (EPIPE), a missing one times out;
+#  - 4 independent processes, nodes of 2: the hierarchical dispatch and
+#    combine equal throughput's element by element;
 #  - multicast dispatch (FDEV_MOE_MULTICAST, when the module has
 #    ICFAB_F_CIRCUITS): icfabd serves circuits on a socket over dgx-h100
 #    given 24 colours per switch (the preset has none); without the
@@ -205,6 +207,18 @@ features=$(sed -n 's/^# uring . features \(0x[0-9a-fA-F]*\)$/\1/p' "$tmp/api")
 has_feature() {	# has_feature BIT
 	[ -n "$features" ] && [ $((features & $1)) -ne 0 ]
 }
+mpmoe() {	# mpmoe JOB mc|hier: 4 processes, 4 "ok" lines each
+	pids=
+	for r in 0 1 2 3; do
+		FDEV_JOB=$1 FDEV_RANK=$r FDEV_SIZE=4 FDEV_TIMEOUT_MS=120000 \
+			timeout 180 "$t" mpmoe $2 > "$tmp/mm.$r" 2>&1 &
+		pids="$pids $!"
+	done
+	rc=0
+	for p in $pids; do wait $p || rc=1; done
+	sed 's/^/# /' "$tmp"/mm.?
+	[ $rc = 0 ] && [ $(cat "$tmp"/mm.? | grep -c '^ok') = 16 ]
+}
 if has_feature 0x4; then	# ICFAB_F_MEMORY
 	check "collectives and dispatch/combine on device memory, element by element" \
 		sh -c "'$unit' --device > '$tmp/unit' 2>&1; rc=\$?; grep -c '^ok' '$tmp/unit' | sed 's/^/# passed: /'; grep '^not ok' '$tmp/unit'; exit \$rc"
@@ -234,6 +248,8 @@ if has_feature 0x4; then	# ICFAB_F_MEMORY
 	else
 		echo "ok $((n = n + 1)) # SKIP free-running processes: no ICFAB_F_FREE_RUN"
 	fi
+	check "4 independent processes, nodes of 2: hierarchical dispatch and combine equal throughput's" \
+		mpmoe hier$$ hier
 else
 	echo "ok $((n = n + 1)) # SKIP data tests: the module lacks ICFAB_F_MEMORY"
 fi
@@ -261,17 +277,8 @@ if has_feature 0x80; then	# ICFAB_F_CIRCUITS
 			grep -c '^ok' '$tmp/unitmc' | sed 's/^/# passed: /'; grep '^not ok' '$tmp/unitmc'
 			grep 'multicast' '$tmp/unitmc' | sed 's/^/# /'; exit \$rc"
 	check "no circuit is left after the one-process runs" no_circuit
-	pids=
-	for r in 0 1 2 3; do
-		FDEV_JOB=mcm$$ FDEV_RANK=$r FDEV_SIZE=4 FDEV_TIMEOUT_MS=120000 \
-			timeout 180 "$t" mpmoe > "$tmp/mm.$r" 2>&1 &
-		pids="$pids $!"
-	done
-	rc=0
-	for p in $pids; do wait $p || rc=1; done
-	sed 's/^/# /' "$tmp"/mm.?
 	check "4 independent processes: multicast dispatch and combine equal throughput's" \
-		sh -c "[ $rc = 0 ] && [ \$(cat '$tmp'/mm.? | grep -c '^ok') = 16 ]"
+		mpmoe mcm$$ mc
 	check "no circuit is left after the independent processes" no_circuit
 	# Timing only, 8 ranks: the bytes each source's link carries.
 	mcbytes() {	# mcbytes MODE: moe_bench JSON + the endpoints' outgoing link bytes
