@@ -38,7 +38,7 @@ U8, F32, BF16, F16, FP8_E4M3, I32, I64 = 0, 1, 2, 3, 4, 5, 6
 ALGOS = {"auto": 0, "ring": 1, "tree": 2, "direct": 3, "hier": 4}
 TIMING_ONLY = 1
 FREE_RUN = 2
-THROUGHPUT, LOW_LATENCY, HIERARCHICAL = 0, 1, 2
+THROUGHPUT, LOW_LATENCY, HIERARCHICAL, MULTICAST = 0, 1, 2, 3
 
 _np_dtype = {F32: np.float32, BF16: np.uint16, F16: np.float16, I32: np.int32,
              I64: np.int64, U8: np.uint8, FP8_E4M3: np.uint8}
