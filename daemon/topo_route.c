@@ -310,7 +310,18 @@ static uint16_t dor_port(const struct topo *t, const uint16_t *coords,
 		if (g->torus) {
 			uint32_t fwd = (cd[dim] + n - cu[dim]) % n;
 
-			dir = fwd <= n - fwd ? 0 : 1;	/* + on a tie */
+			/*
+			 * Half way round an even ring both ways are as short:
+			 * + from even coordinates, - from odd ones, so that an
+			 * all-to-all loads both directions of a ring alike.
+			 * Always + put 3/2 of the mean on every + link. The
+			 * tie is only ever met at a route's first hop in @dim,
+			 * where cu[dim] is still the source's.
+			 */
+			if (fwd * 2 == n)
+				dir = cu[dim] & 1;
+			else
+				dir = fwd < n - fwd ? 0 : 1;
 		} else {
 			dir = cd[dim] > cu[dim] ? 0 : 1;
 		}

@@ -172,11 +172,73 @@ static void test_distances(void)
 static void test_tiebreak(void)
 {
 	struct topo *t = load_routed("topology:\n  ring: {nodes: 4, bandwidth: 1GB/s}\n");
-	uint16_t plus;
+	uint16_t plus0, minus1;
 
-	/* n0 -> n2 is 2 hops either way: the + direction wins */
-	plus = t ? t->grid->dir_port[0] : 0;
-	ok(t && topo_route_port(t, 0, 2) == plus, "torus tie: + direction");
+	/*
+	 * n0 -> n2 and n1 -> n3 are 2 hops either way: + from the even
+	 * coordinate, - from the odd one.
+	 */
+	plus0 = t ? t->grid->dir_port[0] : 0;
+	minus1 = t ? t->grid->dir_port[3] : 0;
+	ok(t && topo_route_port(t, 0, 2) == plus0, "torus tie from n0: + direction");
+	ok(t && topo_route_port(t, 1, 3) == minus1, "torus tie from n1: - direction");
+	ok(t && topo_route_port(t, 2, 0) == t->grid->dir_port[4],
+	   "torus tie from n2: + direction");
+	topo_free(t);
+}
+
+/*
+ * How many endpoint pairs' routes cross each link: the least and the
+ * most over the links any route uses (*used of them).
+ */
+static void pair_load(const struct topo *t, uint32_t *lo, uint32_t *hi,
+		      uint32_t *used)
+{
+	uint32_t *cnt = calloc(t->nr_links + 1, sizeof(*cnt)), s, d, i;
+
+	*lo = UINT32_MAX;
+	*hi = *used = 0;
+	for (s = 0; cnt && s < t->nr_nodes; s++)
+		for (d = 0; d < t->nr_nodes; d++) {
+			uint32_t u = s, hops = 0;
+
+			if (s == d || t->nodes[s].kind != ICFAB_NODE_ENDPOINT ||
+			    t->nodes[d].kind != ICFAB_NODE_ENDPOINT)
+				continue;
+			while (u != d && hops++ < t->nr_nodes) {
+				int l = topo_port_link(t, u, topo_route_port(t, u, d));
+
+				if (l < 0)
+					break;
+				cnt[l]++;
+				u = t->links[l].dst_node;
+			}
+		}
+	for (i = 0; cnt && i < t->nr_links; i++) {
+		if (!cnt[i])
+			continue;
+		++*used;
+		*lo = cnt[i] < *lo ? cnt[i] : *lo;
+		*hi = cnt[i] > *hi ? cnt[i] : *hi;
+	}
+	free(cnt);
+}
+
+static void test_torus_balance(void)
+{
+	struct topo *t = load_routed("topology:\n  torus: {dims: [4, 4], bandwidth: 1GB/s}\n");
+	uint32_t lo = 0, hi = 0, used = 0;
+
+	/*
+	 * A source is 2 hops from the 16 nodes on average, 512 crossings
+	 * over 64 links: 8 a link. With every tie taken + it was 12 on a +
+	 * link and 4 on a - link.
+	 */
+	if (t)
+		pair_load(t, &lo, &hi, &used);
+	ok(t && used == 64 && lo == hi,
+	   "4x4 torus, all pairs: every one of the 64 links carries the same number of routes (%u..%u)",
+	   lo, hi);
 	topo_free(t);
 }
 
@@ -498,6 +560,7 @@ int main(void)
 {
 	test_distances();
 	test_tiebreak();
+	test_torus_balance();
 	test_failures();
 	test_updown_no_transit();
 	test_ecmp();
