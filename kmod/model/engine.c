@@ -43,10 +43,17 @@ enum {
 
 #define DMA_BUSY	(~0ULL)
 
+/*
+ * For the helpers of the per-event path, called a few times per event:
+ * a call there costs more than its body (in a kernel, a return thunk and
+ * a stack canary too), and the compiler keeps some out of line.
+ */
+#define ENGINE_HOT	inline __attribute__((__always_inline__))
+
 /* Hop numbers are u16 in events; a walk this long is a loop. */
 #define HOP_MAX		0xffffU
 
-static icfab_u64 sat_add(icfab_u64 a, icfab_u64 b)
+static ENGINE_HOT icfab_u64 sat_add(icfab_u64 a, icfab_u64 b)
 {
 	icfab_u64 c = a + b;
 
@@ -108,6 +115,8 @@ icfab_u64 icfab_engine_tree_events_needed(icfab_u64 bytes,
 	return nseg * per_seg + 1;
 }
 
+static void ev_queue_reset(struct icfab_engine *e);
+
 int icfab_engine_init(struct icfab_engine *e, const struct icfab_mtopo *topo,
 		      icfab_u32 segment_size,
 		      const struct icfab_engine_storage *s)
@@ -127,6 +136,7 @@ int icfab_engine_init(struct icfab_engine *e, const struct icfab_mtopo *topo,
 		.xfers = s->xfers, .events = s->events,
 		.xfers_cap = s->xfers_cap, .events_cap = s->events_cap,
 	};
+	ev_queue_reset(e);
 	for (i = 0; i < topo->links_cap; i++)
 		e->links[i] = (struct icfab_engine_link){ 0 };
 	for (i = 0; i < topo->nodes_cap; i++) {
@@ -153,10 +163,19 @@ int icfab_engine_init(struct icfab_engine *e, const struct icfab_mtopo *topo,
 	return 0;
 }
 
-/* ---- the event heap: a binary min-heap in the caller's array ---- */
+/*
+ * ---- pending events: a binary min-heap and a sorted run, sharing the
+ * caller's array (see struct icfab_engine) ----
+ */
 
-static int ev_before(const struct icfab_engine_event *a,
-		     const struct icfab_engine_event *b)
+/*
+ * The order events are processed in. Only events equal in every field
+ * tie (a transfer has at most one pending per segment, hop and node),
+ * and those are interchangeable, so any structure that always yields a
+ * smallest pending event processes the same events in the same order.
+ */
+static ENGINE_HOT int ev_before(const struct icfab_engine_event *a,
+				const struct icfab_engine_event *b)
 {
 	if (a->time_ps != b->time_ps)
 		return a->time_ps < b->time_ps;
@@ -172,45 +191,54 @@ static int ev_before(const struct icfab_engine_event *a,
 	return a->xfer < b->xfer;
 }
 
-/*
- * Cannot fail for lack of room: every push is covered by the submitting
- * transfer's reservation. The check only keeps a bug from writing past
- * the caller's array.
- */
-static int ev_push(struct icfab_engine *e, icfab_u32 id, icfab_u64 time_ps,
-		   icfab_u32 seg, icfab_u32 hop, icfab_u32 node)
+static void ev_queue_reset(struct icfab_engine *e)
 {
-	struct icfab_engine_event ev = {
-		.time_ps = time_ps, .key = e->xfers[id].key, .seg = seg,
-		.xfer = id, .node = node, .hop = (icfab_u16)hop,
-	};
-	icfab_u32 i = e->nr_events;
+	e->nr_events = 0;
+	e->nr_heap = 0;
+	e->run_lo = e->events_cap;
+	e->run_hi = e->events_cap;
+}
 
-	if (i >= e->events_cap)
-		return -ICFAB_ENGINE_ENOSPC;
+/*
+ * Move the run to the top of the array, to open the gap between it and
+ * the heap. Only needed once they meet with room left above the run
+ * (popped from its top), so rarely, and only when the array is nearly
+ * full.
+ */
+static void ev_run_to_top(struct icfab_engine *e)
+{
+	icfab_u32 shift = e->events_cap - e->run_hi, i;
+
+	for (i = e->run_hi; i-- > e->run_lo;)
+		e->events[i + shift] = e->events[i];
+	e->run_lo += shift;
+	e->run_hi += shift;
+}
+
+static ENGINE_HOT void ev_heap_push(struct icfab_engine *e,
+				    const struct icfab_engine_event *ev)
+{
+	icfab_u32 i = e->nr_heap++;
+
 	while (i) {
 		icfab_u32 parent = (i - 1) / 2;
 
-		if (!ev_before(&ev, &e->events[parent]))
+		if (!ev_before(ev, &e->events[parent]))
 			break;
 		e->events[i] = e->events[parent];
 		i = parent;
 	}
-	e->events[i] = ev;
-	e->nr_events++;
-	if (e->nr_events > e->max_events)
-		e->max_events = e->nr_events;
-	e->xfers[id].events++;
-	return 0;
+	e->events[i] = *ev;
 }
 
-static void ev_pop(struct icfab_engine *e, struct icfab_engine_event *top)
+static void ev_heap_pop(struct icfab_engine *e,
+			struct icfab_engine_event *top)
 {
 	struct icfab_engine_event last;
 	icfab_u32 i = 0, n;
 
 	*top = e->events[0];
-	n = --e->nr_events;
+	n = --e->nr_heap;
 	if (!n)
 		return;
 	last = e->events[n];
@@ -227,6 +255,69 @@ static void ev_pop(struct icfab_engine *e, struct icfab_engine_event *top)
 		i = c;
 	}
 	e->events[i] = last;
+}
+
+/* Whether the next event is the run's (the heap's otherwise). */
+static ENGINE_HOT int ev_next_in_run(const struct icfab_engine *e)
+{
+	if (e->run_lo == e->run_hi)
+		return 0;
+	return !e->nr_heap ||
+	       ev_before(&e->events[e->run_hi - 1], &e->events[0]);
+}
+
+/* The next event; there is one. */
+static ENGINE_HOT const struct icfab_engine_event *
+ev_peek(const struct icfab_engine *e)
+{
+	return ev_next_in_run(e) ? &e->events[e->run_hi - 1] : &e->events[0];
+}
+
+/*
+ * Cannot fail for lack of room: every push is covered by the submitting
+ * transfer's reservation. The check only keeps a bug from writing past
+ * the caller's array.
+ */
+static ENGINE_HOT int ev_push(struct icfab_engine *e, icfab_u32 id,
+			      icfab_u64 time_ps, icfab_u32 seg, icfab_u32 hop,
+			      icfab_u32 node)
+{
+	struct icfab_engine_event ev = {
+		.time_ps = time_ps, .key = e->xfers[id].key, .seg = seg,
+		.xfer = id, .node = node, .hop = (icfab_u16)hop, .pad = 0,
+	};
+	int to_run;
+
+	if (e->nr_events >= e->events_cap)
+		return -ICFAB_ENGINE_ENOSPC;
+	/* From here on an entry is free: below the run or above it. */
+	to_run = !e->heap_only && (e->run_lo == e->run_hi ||
+				   !ev_before(&ev, &e->events[e->run_lo]));
+	if (e->run_lo == e->nr_heap)
+		ev_run_to_top(e);
+	if (to_run)
+		e->events[--e->run_lo] = ev;
+	else
+		ev_heap_push(e, &ev);
+	e->nr_events++;
+	if (e->nr_events > e->max_events)
+		e->max_events = e->nr_events;
+	e->xfers[id].events++;
+	return 0;
+}
+
+static void ev_pop(struct icfab_engine *e, struct icfab_engine_event *top)
+{
+	if (ev_next_in_run(e)) {
+		*top = e->events[--e->run_hi];
+		if (e->run_hi == e->run_lo) {
+			e->run_lo = e->events_cap;
+			e->run_hi = e->events_cap;
+		}
+	} else {
+		ev_heap_pop(e, top);
+	}
+	e->nr_events--;
 }
 
 /*
@@ -256,7 +347,7 @@ static icfab_u32 stamp_take(struct icfab_engine *e)
  * submission, so that a link changed while segments are in flight cannot
  * send one off the end of an array.
  */
-static int link_usable(const struct icfab_mtopo *t, icfab_u32 lid)
+static ENGINE_HOT int link_usable(const struct icfab_mtopo *t, icfab_u32 lid)
 {
 	const struct icfab_mlink *l;
 
@@ -271,8 +362,8 @@ static int link_usable(const struct icfab_mtopo *t, icfab_u32 lid)
  * The link leaving @node towards @dst, or ICFAB_MODEL_NO_LINK when there
  * is no route or the link is not usable.
  */
-static icfab_u32 route_link(const struct icfab_mtopo *t, icfab_u32 node,
-			    icfab_u32 dst)
+static ENGINE_HOT icfab_u32 route_link(const struct icfab_mtopo *t,
+				       icfab_u32 node, icfab_u32 dst)
 {
 	const struct icfab_mnode *n = &t->nodes[node];
 	icfab_u16 port = icfab_topo_next_port(t, node, dst);
@@ -317,8 +408,8 @@ static int link_hold_fails(const struct icfab_mlink *l, icfab_u64 now)
  * The cache holds only what the serialisation time depends on and is
  * checked against the topology at every use; holds are not in it.
  */
-static icfab_u64 link_ser_ps(struct icfab_engine *e, icfab_u32 lid,
-			     icfab_u64 len)
+static ENGINE_HOT icfab_u64 link_ser_ps(struct icfab_engine *e, icfab_u32 lid,
+					icfab_u64 len)
 {
 	const struct icfab_mlink *l = &e->topo->links[lid];
 	struct icfab_engine_link *ls = &e->links[lid];
@@ -336,15 +427,21 @@ static icfab_u64 link_ser_ps(struct icfab_engine *e, icfab_u32 lid,
 		ls->cache_bandwidth = l->bandwidth;
 		ls->cache_state = l->state;
 		ls->cache_permille = l->permille;
+		ls->cache_part_len = 0;
 		ls->cache_valid = 1;
 	}
 	if (len == e->segment_size)
 		return ls->cache_full_ps;
-	return icfab_serialize_ps(len, ls->cache_eff_bw);
+	if (len != ls->cache_part_len) {
+		ls->cache_part_ps = icfab_serialize_ps(len, ls->cache_eff_bw);
+		ls->cache_part_len = len;
+	}
+	return ls->cache_part_ps;
 }
 
-static icfab_u64 seg_len(const struct icfab_engine *e,
-			 const struct icfab_engine_xfer *x, icfab_u32 seg)
+static ENGINE_HOT icfab_u64 seg_len(const struct icfab_engine *e,
+				    const struct icfab_engine_xfer *x,
+				    icfab_u32 seg)
 {
 	if (seg + 1 < x->nr_segs)
 		return e->segment_size;
@@ -356,9 +453,9 @@ static icfab_u64 seg_len(const struct icfab_engine *e,
  * its hop @hop: the FIFO decides its departure, the link counts it and
  * the tracer sees it. Returns the time its last byte is out.
  */
-static icfab_u64 link_xmit(struct icfab_engine *e, icfab_u32 id,
-			   icfab_u32 lid, icfab_u32 seg, icfab_u32 hop,
-			   icfab_u64 now)
+static ENGINE_HOT icfab_u64 link_xmit(struct icfab_engine *e, icfab_u32 id,
+				      icfab_u32 lid, icfab_u32 seg,
+				      icfab_u32 hop, icfab_u64 now)
 {
 	struct icfab_engine_xfer *x = &e->xfers[id];
 	const struct icfab_mlink *l = &e->topo->links[lid];
@@ -393,6 +490,7 @@ static icfab_u64 link_xmit(struct icfab_engine *e, icfab_u32 id,
 			.key = x->key, .bytes = len, .ready_ps = ready,
 			.depart_ps = depart, .done_ps = done, .xfer_id = id,
 			.link = lid, .seg = seg, .hop = (icfab_u16)hop,
+			.pad = 0,
 		};
 
 		e->tracer->xmit(e->tracer_arg, &xm);
@@ -455,17 +553,30 @@ static int xfer_new(struct icfab_engine *e, const struct xfer_spec *sp,
 	id = e->free_xfer;
 	x = &e->xfers[id];
 	e->free_xfer = x->next;
-	*x = (struct icfab_engine_xfer){
-		.key = sp->key, .bytes = sp->bytes,
-		.submit_ps = sp->submit_ps,
-		.nr_segs = (icfab_u32)sp->nr_segs,
-		.src = sp->src, .dst = sp->dst,
-		.dma = 0, .next = ICFAB_ENGINE_NO_XFER,
-		.hops = (icfab_u16)sp->hops, .state = XFER_PENDING,
-		.status = sp->status, .nr_leaves = sp->nr_leaves,
-		.tree_len = sp->tree_len, .tree = sp->tree,
-		.undelivered = sp->nr_segs * sp->nr_leaves,
-	};
+	/*
+	 * Member by member, every one of them: a compound literal is zeroed
+	 * first (a rep stos) and then copied, once per transfer.
+	 */
+	x->key = sp->key;
+	x->bytes = sp->bytes;
+	x->submit_ps = sp->submit_ps;
+	x->start_ps = 0;
+	x->queued_ps = 0;
+	x->nr_segs = (icfab_u32)sp->nr_segs;
+	x->src = sp->src;
+	x->dst = sp->dst;
+	x->dma = 0;
+	x->next = ICFAB_ENGINE_NO_XFER;
+	x->events = 0;
+	x->hops = (icfab_u16)sp->hops;
+	x->state = XFER_PENDING;
+	x->pad = 0;
+	x->status = sp->status;
+	x->nr_leaves = sp->nr_leaves;
+	x->tree_len = sp->tree_len;
+	x->tree = sp->tree;
+	x->undelivered = sp->nr_segs * sp->nr_leaves;
+	x->arrive_ps = 0;
 	e->events_reserved += need;
 	e->nr_xfers++;
 	err = ev_push(e, id, sp->submit_ps, 0, 0, sp->src);
@@ -475,9 +586,11 @@ static int xfer_new(struct icfab_engine *e, const struct xfer_spec *sp,
 	if (e->tracer && e->tracer->submit) {
 		struct icfab_xfer_result r = {
 			.key = sp->key, .bytes = sp->bytes,
-			.submit_ps = sp->submit_ps, .src = sp->src,
+			.submit_ps = sp->submit_ps, .start_ps = 0,
+			.finish_ps = 0, .queued_ps = 0, .src = sp->src,
 			.dst = sp->dst, .hops = sp->hops,
 			.status = sp->status, .nr_leaves = sp->nr_leaves,
+			.pad = 0,
 		};
 
 		e->tracer->submit(e->tracer_arg, id, &r);
@@ -674,12 +787,13 @@ static int xfer_complete(struct icfab_engine *e, icfab_u32 id, int status,
 			 void *arg)
 {
 	struct icfab_engine_xfer *x = &e->xfers[id];
+	/* Every member named, padding too: no zeroing pass first. */
 	struct icfab_xfer_result r = {
 		.key = x->key, .bytes = x->bytes, .submit_ps = x->submit_ps,
 		.start_ps = x->start_ps, .finish_ps = finish_ps,
 		.queued_ps = x->queued_ps, .src = x->src, .dst = x->dst,
 		.hops = x->hops, .status = status,
-		.nr_leaves = x->nr_leaves,
+		.nr_leaves = x->nr_leaves, .pad = 0,
 	};
 
 	if (e->tracer && e->tracer->complete)
@@ -773,8 +887,8 @@ static int seg_lost(struct icfab_engine *e, icfab_u32 id, icfab_u32 hop,
  * every segment is due at every destination, the transfer's last event
  * goes in at the latest of those times.
  */
-static int seg_delivered(struct icfab_engine *e, icfab_u32 id,
-			 icfab_u64 arrive)
+static ENGINE_HOT int seg_delivered(struct icfab_engine *e, icfab_u32 id,
+				    icfab_u64 arrive)
 {
 	struct icfab_engine_xfer *x = &e->xfers[id];
 
@@ -965,7 +1079,7 @@ int icfab_engine_run_until(struct icfab_engine *e, icfab_u64 horizon_ps,
 
 	while (e->nr_events) {
 		if (horizon_ps != ICFAB_ENGINE_NEVER &&
-		    e->events[0].time_ps >= horizon_ps)
+		    ev_peek(e)->time_ps >= horizon_ps)
 			break;
 		ev_pop(e, &ev);
 		/*
@@ -1087,7 +1201,7 @@ void icfab_engine_reset_stats(struct icfab_engine *e)
 
 icfab_u64 icfab_engine_next_ps(const struct icfab_engine *e)
 {
-	return e->nr_events ? e->events[0].time_ps : ICFAB_ENGINE_NEVER;
+	return e->nr_events ? ev_peek(e)->time_ps : ICFAB_ENGINE_NEVER;
 }
 
 void icfab_engine_cancel_all(struct icfab_engine *e,
@@ -1095,8 +1209,8 @@ void icfab_engine_cancel_all(struct icfab_engine *e,
 {
 	icfab_u32 i;
 
-	/* Drop the heap and wait lists first: nothing may refer to a slot. */
-	e->nr_events = 0;
+	/* Drop the events and wait lists first: nothing may refer to a slot. */
+	ev_queue_reset(e);
 	for (i = 0; i < e->topo->nodes_cap; i++) {
 		struct icfab_engine_ep *ep = &e->eps[i];
 		icfab_u32 d;

@@ -101,6 +101,13 @@ struct icfab_engine_link {
 	icfab_u64 cache_bandwidth;	/* bytes/s, as in the topology */
 	icfab_u64 cache_eff_bw;		/* bytes/s, after degradation */
 	icfab_u64 cache_full_ps;	/* ps */
+	/*
+	 * The last shorter segment's length and time at cache_eff_bw:
+	 * transfers of one size end in segments of one size, and small
+	 * transfers are nothing else. A length of 0 is none.
+	 */
+	icfab_u64 cache_part_len;	/* bytes */
+	icfab_u64 cache_part_ps;	/* ps */
 	icfab_u16 cache_permille;
 	icfab_u8 cache_state;
 	icfab_u8 cache_valid;
@@ -239,8 +246,26 @@ struct icfab_engine {
 	icfab_u32 xfers_cap, events_cap;
 	icfab_u32 free_xfer;		/* head of the free list */
 	icfab_u32 nr_xfers;		/* in flight */
-	icfab_u32 nr_events;		/* in the heap */
+	/*
+	 * Pending events, in events[]: a binary min-heap at the bottom,
+	 * events[0, nr_heap), and a run sorted in descending order at the
+	 * top, events[run_lo, run_hi), whose last entry is its smallest.
+	 * An event that sorts no earlier than the run's largest joins the
+	 * run in O(1); any other goes into the heap. The next event is the
+	 * smaller of the two minima, so the order is the one the heap alone
+	 * would give (see ev_before()), and the common case (a transfer's
+	 * own events, a burst of submissions in key order) never sifts.
+	 */
+	icfab_u32 nr_events;		/* pending: heap and run */
+	icfab_u32 nr_heap;
+	icfab_u32 run_lo, run_hi;	/* run_lo == run_hi: empty */
 	icfab_u32 max_events;		/* high-water mark of nr_events */
+	/*
+	 * For tests: set after init, every event goes into the heap, so
+	 * that a run can be compared with the plain heap's, which must
+	 * give the same results to the bit.
+	 */
+	icfab_u8 heap_only;
 	icfab_u64 events_reserved;	/* by the transfers in flight */
 	/*
 	 * Every event before now_ps has been processed. The last processed

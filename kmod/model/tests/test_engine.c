@@ -1671,6 +1671,413 @@ static void test_tree_faults(void)
 	topo_free(t);
 }
 
+/*
+ * ---- the event queue: a sorted run beside the heap must change nothing ----
+ *
+ * Each workload runs twice, once as the engine runs and once with every
+ * event forced into the heap (heap_only), with a tracer logging every
+ * decision in order: each segment's departure from each link and each
+ * completion. The logs, the results and the link statistics must be
+ * identical to the bit.
+ */
+
+struct qlog_entry {
+	ull key, a, b, c;
+	unsigned int seg, hop, link, kind;	/* kind 0: xmit, 1: complete */
+};
+
+struct qlog {
+	struct qlog_entry *v;
+	unsigned int n, cap;
+	int overflow;
+};
+
+static void qlog_add(struct qlog *l, const struct qlog_entry *x)
+{
+	if (l->n == l->cap) {
+		l->overflow = 1;
+		return;
+	}
+	l->v[l->n++] = *x;
+}
+
+static void qlog_xmit(void *arg, const struct icfab_engine_xmit *x)
+{
+	struct qlog_entry q = {
+		.key = x->key, .a = x->ready_ps, .b = x->depart_ps,
+		.c = x->done_ps, .seg = x->seg, .hop = x->hop,
+		.link = x->link, .kind = 0,
+	};
+
+	qlog_add(arg, &q);
+}
+
+static void qlog_complete(void *arg, icfab_u32 xfer_id,
+			  const struct icfab_xfer_result *r)
+{
+	struct qlog_entry q = {
+		.key = r->key, .a = r->start_ps, .b = r->finish_ps,
+		.c = r->queued_ps, .seg = xfer_id,
+		.hop = (unsigned int)r->status, .kind = 1,
+	};
+
+	qlog_add(arg, &q);
+}
+
+static const struct icfab_engine_tracer qlog_tracer = {
+	.xmit = qlog_xmit,
+	.complete = qlog_complete,
+};
+
+struct qrun {
+	struct harness *h;
+	struct qlog log;
+};
+
+static void qrun_new(struct qrun *q, struct icfab_mtopo *t, icfab_u32 xfers,
+		     icfab_u32 events, unsigned int nrecs, int heap_only)
+{
+	q->h = h_new(t, SEG, xfers, events, nrecs);
+	q->h->e.heap_only = (icfab_u8)heap_only;
+	q->log.cap = 1 << 20;
+	q->log.n = 0;
+	q->log.overflow = 0;
+	q->log.v = calloc(q->log.cap, sizeof(*q->log.v));
+	icfab_engine_set_tracer(&q->h->e, &qlog_tracer, &q->log);
+}
+
+static void qrun_free(struct qrun *q)
+{
+	free(q->log.v);
+	h_free(q->h);
+}
+
+/* Whether @a and @b (run and heap_only) decided everything alike. */
+static int qrun_same(const struct qrun *a, const struct qrun *b,
+		     const struct icfab_mtopo *t)
+{
+	const struct harness *ha = a->h, *hb = b->h;
+
+	if (a->log.overflow || b->log.overflow || !a->log.n ||
+	    a->log.n != b->log.n ||
+	    memcmp(a->log.v, b->log.v, a->log.n * sizeof(*a->log.v)))
+		return 0;
+	if (ha->completions != hb->completions ||
+	    ha->e.max_events != hb->e.max_events ||
+	    ha->e.now_ps != hb->e.now_ps)
+		return 0;
+	for (unsigned int i = 0; i < ha->nrecs; i++)
+		if (ha->recs[i].n != hb->recs[i].n ||
+		    memcmp(&ha->recs[i].r, &hb->recs[i].r,
+			   sizeof(ha->recs[i].r)))
+			return 0;
+	return links_same(ha, hb, t);
+}
+
+/* The random contended workload of test_determinism, three ways. */
+static void queue_det(struct qrun *q, int mode)
+{
+	unsigned int next = 0;
+	ull horizon = 0;
+
+	if (mode == 2)
+		q->h->stop = 1;
+	if (mode != 1) {
+		for (unsigned int i = 0; i < DET_N; i++)
+			submit(q->h, det[i].src, det[i].dst, det[i].bytes,
+			       det[i].at, i);
+		while (icfab_engine_run_until(&q->h->e, ICFAB_ENGINE_NEVER,
+					      on_complete, q->h) == 1)
+			;
+		return;
+	}
+	rng_state = 12345;
+	for (unsigned int s = 0; s < 1000; s++) {
+		horizon += rng() % 200000;
+		while (next < DET_N && det[det_order[next]].at < horizon) {
+			unsigned int i = det_order[next++];
+
+			submit(q->h, det[i].src, det[i].dst, det[i].bytes,
+			       det[i].at, i);
+		}
+		icfab_engine_run_until(&q->h->e, horizon, on_complete, q->h);
+	}
+	while (next < DET_N) {
+		unsigned int i = det_order[next++];
+
+		submit(q->h, det[i].src, det[i].dst, det[i].bytes, det[i].at,
+		       i);
+	}
+	run_all(q->h);
+}
+
+static void test_queue_random(void)
+{
+	static const char *const how[] = {
+		"all at once", "1000 horizon steps", "stopping at every completion",
+	};
+	struct icfab_mtopo *t = star(DET_EPS, 2);
+
+	topo_validate(t);
+	for (int mode = 0; mode < 3; mode++) {
+		struct qrun a, b;
+		ull queued = 0;
+
+		det_workload();
+		qrun_new(&a, t, DET_N, DET_N * 60, DET_N, 0);
+		queue_det(&a, mode);
+		det_workload();
+		qrun_new(&b, t, DET_N, DET_N * 60, DET_N, 1);
+		queue_det(&b, mode);
+		for (unsigned int i = 0; i < DET_N; i++)
+			queued += a.h->recs[i].r.queued_ps;
+		CHECK(a.h->completions == DET_N && queued > 0 &&
+		      qrun_same(&a, &b, t),
+		      "random contended workload, %s: run queue and plain heap decide the same %u departures and completions to the bit",
+		      how[mode], a.log.n);
+		qrun_free(&a);
+		qrun_free(&b);
+	}
+	topo_free(t);
+}
+
+/*
+ * Random transfers along a chain of 6 with slower and faster links and
+ * one DMA engine each: queueing on the way, segments caught behind
+ * others mid-path, the DMA wait lists in use.
+ */
+static void queue_chain(struct qrun *q)
+{
+	rng_state = 777;
+	for (unsigned int i = 0; i < 200; i++) {
+		unsigned int src = rng() % 6, dst;
+
+		do
+			dst = rng() % 6;
+		while (dst == src);
+		submit(q->h, src, dst, rng() % (8 * SEG) + 1,
+		       rng() % 10 * 300000ULL + 1000000ULL * (i / 20), i);
+		if (i % 20 == 19)
+			icfab_engine_run_until(&q->h->e,
+					       1000000ULL * (i / 20 + 1),
+					       on_complete, q->h);
+	}
+	run_all(q->h);
+}
+
+static void test_queue_chain(void)
+{
+	struct icfab_mtopo *t = chain(6);
+	struct qrun a, b;
+	ull queued = 0;
+
+	for (unsigned int l = 0; l < t->nr_links; l++)
+		t->links[l].bandwidth = l % 3 ? BW : BW / 4;
+	topo_validate(t);
+	qrun_new(&a, t, 200, 20000, 200, 0);
+	queue_chain(&a);
+	qrun_new(&b, t, 200, 20000, 200, 1);
+	queue_chain(&b);
+	for (unsigned int i = 0; i < 200; i++)
+		queued += a.h->recs[i].r.queued_ps;
+	CHECK(a.h->completions == 200 && queued > 0 && qrun_same(&a, &b, t),
+	      "random transfers on a chain with bottlenecks: run queue and plain heap identical (%u decisions)",
+	      a.log.n);
+	qrun_free(&a);
+	qrun_free(&b);
+	topo_free(t);
+}
+
+/*
+ * Barely enough room: segments decided at a slow link each wait for
+ * their arrival at the next node with an event, so the array fills;
+ * transfers come and go (a full engine is retried later), so that the
+ * run meets the heap and has to move up.
+ */
+static void queue_tight(struct qrun *q)
+{
+	struct icfab_engine *e = &q->h->e;
+	unsigned int i = 0, tries = 0;
+
+	rng_state = 4242;
+	while (i < 60 && tries++ < 100000) {
+		unsigned int src = i % 3 ? 0 : rng() % 4, dst = 3;
+		ull bytes = rng() % (30 * SEG) + 1;
+		icfab_u32 id;
+
+		if (src == 3)
+			dst = rng() % 3;
+		if (!icfab_engine_submit(e, src, dst, bytes, e->now_ps + 1,
+					 i, &id))
+			i++;
+		icfab_engine_run_until(e, e->now_ps + 1 + rng() % (3 * SER),
+				       on_complete, q->h);
+	}
+	run_all(q->h);
+}
+
+static void test_queue_tight(void)
+{
+	struct icfab_mtopo *t = chain(4);
+	const icfab_u32 cap = 64;
+	struct qrun a, b;
+
+	t->links[2].bandwidth = BW / 7;	/* 1 -> 2 */
+	t->links[4].bandwidth = BW * 3;	/* 2 -> 3 */
+	topo_validate(t);
+	qrun_new(&a, t, 8, cap, 60, 0);
+	queue_tight(&a);
+	qrun_new(&b, t, 8, cap, 60, 1);
+	queue_tight(&b);
+	CHECK(a.h->completions == 60 && a.h->e.max_events > cap * 3 / 4 &&
+	      qrun_same(&a, &b, t),
+	      "an array nearly full (%u of %u events at most): run queue and plain heap identical",
+	      a.h->e.max_events, cap);
+	qrun_free(&a);
+	qrun_free(&b);
+	topo_free(t);
+}
+
+/*
+ * desc_cost's shape: 32 transfers of 64 B at one clock from one queue,
+ * one DMA engine, zero-latency links far faster than a segment: each
+ * waits for the engine, none for a link. Closed form, with s the
+ * serialisation of 64 B: transfer i of a batch starts at t + i s,
+ * finishes at t + (i + 1) s and queued i s. Every event of it goes
+ * through the run, none through the heap.
+ */
+static void test_queue_batch(void)
+{
+	const ull bw = 1ULL << 50, s = icfab_serialize_ps(64, bw);
+	struct icfab_mtopo *t = chain(2);
+	struct qrun a, b;
+	int bad = 0, heap_free = 1;
+	ull clk = 5000;
+
+	for (unsigned int l = 0; l < t->nr_links; l++) {
+		t->links[l].bandwidth = bw;
+		t->links[l].latency_ps = 0;
+	}
+	topo_validate(t);
+	qrun_new(&a, t, 64, 1024, 32 * 50, 0);
+	qrun_new(&b, t, 64, 1024, 32 * 50, 1);
+	for (unsigned int r = 0; r < 50; r++) {
+		for (unsigned int i = 0; i < 32; i++) {
+			submit(a.h, 0, 1, 64, clk, 32 * r + i);
+			submit(b.h, 0, 1, 64, clk, 32 * r + i);
+		}
+		if (a.h->e.nr_heap)
+			heap_free = 0;
+		run_all(a.h);
+		run_all(b.h);
+		if (a.h->e.nr_heap || a.h->e.max_events > 34)
+			heap_free = 0;
+		for (unsigned int i = 0; i < 32; i++) {
+			const struct rec *x = &a.h->recs[32 * r + i];
+
+			if (x->n != 1 || x->r.status || x->r.submit_ps != clk ||
+			    x->r.start_ps != clk + i * s ||
+			    x->r.finish_ps != clk + (i + 1) * s ||
+			    x->r.queued_ps != i * s)
+				bad++;
+		}
+		clk += 32 * s + 1;
+	}
+	CHECK(s && !bad && qrun_same(&a, &b, t),
+	      "50 batches of 32 x 64 B behind one DMA engine: closed form (s = %llu ps), run queue equals plain heap",
+	      s);
+	CHECK(heap_free, "the batches never touch the heap");
+	qrun_free(&a);
+	qrun_free(&b);
+	topo_free(t);
+}
+
+/*
+ * Trees and holds through the run as well: multicast over a star with a
+ * held and then failing link, and a route change mid-flight.
+ */
+static void queue_trees(struct qrun *q, const struct icfab_mtopo *t)
+{
+	static icfab_u32 fan[3];
+	struct icfab_engine_tree tr = { .nr_links = 3, .links = fan };
+
+	fan[0] = inj(1);
+	fan[1] = ejl(2);
+	fan[2] = ejl(3);
+	icfab_engine_tree_check(&q->h->e, 1, &tr);
+	for (unsigned int i = 0; i < 12; i++) {
+		icfab_u32 id;
+
+		if (i % 3 == 0)
+			icfab_engine_submit_tree(&q->h->e, 1, &tr,
+						 (i + 1) * 3000ULL, 1000ULL * i,
+						 i, &id);
+		else
+			submit(q->h, i % 4 + 1, (i + 1) % 4 + 1,
+			       (i + 2) * 2500ULL, 1000ULL * i, i);
+	}
+	(void)t;
+	run_all(q->h);
+}
+
+static void test_queue_trees(void)
+{
+	struct icfab_mtopo *t = star(4, 2);
+	struct qrun a, b;
+
+	topo_validate(t);
+	t->links[ejl(3)].up_at_ps = 400000;
+	qrun_new(&a, t, 16, 4096, 12, 0);
+	queue_trees(&a, t);
+	qrun_new(&b, t, 16, 4096, 12, 1);
+	queue_trees(&b, t);
+	CHECK(a.h->completions == 12 && qrun_same(&a, &b, t),
+	      "multicast trees, a held link and unicast around them: run queue and plain heap identical (%u decisions)",
+	      a.log.n);
+	qrun_free(&a);
+	qrun_free(&b);
+	topo_free(t);
+}
+
+/*
+ * The serialisation cache of the last short segment: lengths that
+ * alternate on one link, and a bandwidth change between them, each
+ * timed as icfab_serialize_ps() times it.
+ */
+static void test_short_segment_cache(void)
+{
+	static const ull sizes[] = { 100, 200, 100, SEG + 100, 100, 333, 333 };
+	const unsigned int n = sizeof(sizes) / sizeof(sizes[0]);
+	struct icfab_mtopo *t = chain(2);
+	struct harness *h;
+	int bad = 0;
+	ull at = 1000;
+
+	topo_validate(t);
+	h = h_new(t, SEG, 4, 64, 2 * n);
+	for (unsigned int pass = 0; pass < 2; pass++) {
+		ull bw = pass ? BW / 3 : BW;
+
+		/* Between calls, as a commit would. */
+		t->links[0].bandwidth = bw;
+		for (unsigned int i = 0; i < n; i++) {
+			const struct rec *r = &h->recs[pass * n + i];
+			ull want = icfab_uncontended_ps(sizes[i], SEG, 1, bw,
+							LAT);
+
+			submit(h, 0, 1, sizes[i], at, pass * n + i);
+			run_all(h);
+			if (r->n != 1 || r->r.start_ps != at ||
+			    dur(r) != want)
+				bad++;
+			at = h->e.now_ps + 1;
+		}
+	}
+	CHECK(!bad, "short segments of alternating lengths, bandwidth changed between: each the closed form");
+	h_free(h);
+	topo_free(t);
+}
+
 int main(void)
 {
 	printf("TAP version 13\n");
@@ -1704,6 +2111,12 @@ int main(void)
 	test_tree_path();
 	test_tree_multicast();
 	test_tree_faults();
+	test_queue_random();
+	test_queue_chain();
+	test_queue_tight();
+	test_queue_batch();
+	test_queue_trees();
+	test_short_segment_cache();
 	printf("1..%d\n", count);
 	return failures ? 1 : 0;
 }
