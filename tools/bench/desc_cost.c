@@ -9,7 +9,10 @@
  *   uring: 32 ICFAB_UCMD_SUBMIT + 1 ICFAB_UCMD_WAIT per io_uring_enter
  *   ioctl: ICFAB_IOC_SUBMIT of 32, then ICFAB_IOC_WAIT for 32
  *   nop:   32 IORING_OP_NOP per io_uring_enter, the floor
- * and prints ns per descriptor for each and the ratios to nop: the
+ * and, to split the cost, the same two paths with 32 zero-length DELAYs
+ * instead of the WRITEs (uring-delay, ioctl-delay): everything a
+ * descriptor costs except the engine (a DELAY only moves the context's
+ * clock). It prints ns per descriptor for each and the ratios to nop: the
  * median over slices of 10 batches (of each slice's own ratio), the best
  * slice (the least disturbed by the host) and the mean.
  *
@@ -18,7 +21,8 @@
  *   cc -O2 -Iuapi -Iselftests/icfab -o build/bench/desc_cost \
  *      tools/bench/desc_cost.c selftests/icfab/genl.c -luring
  * usage: desc_cost [ROUNDS [METHOD]]   (batches per method, default 2000;
- *        with METHOD nop, uring or ioctl: that one alone, for a profiler)
+ *        with METHOD nop, uring, ioctl, uring-delay or ioctl-delay: that
+ *        one alone, for a profiler)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -136,15 +140,24 @@ static int reap(struct io_uring *ring, unsigned int n)
 	return bad ? -1 : 0;
 }
 
-static double run_uring(struct io_uring *ring, int fd, uint32_t q, int rounds)
+/* The descriptor measured: a timing-only WRITE, or a DELAY of 0 ps. */
+static struct icfab_desc bench_desc(uint32_t q, int delay)
+{
+	if (delay)
+		return (struct icfab_desc){ .op = ICFAB_OP_DELAY, .queue = q };
+	return (struct icfab_desc){ .op = ICFAB_OP_WRITE, .queue = q,
+		.peer = 1, .len = LEN, .flags = ICFAB_DESC_F_TIMING_ONLY };
+}
+
+static double run_uring(struct io_uring *ring, int fd, uint32_t q, int rounds,
+			int delay)
 {
 	struct icfab_uring_submit us;
 	struct icfab_uring_wait w = { .min = BATCH };
 	double t0;
 
 	memset(&us, 0, sizeof(us));
-	us.desc = (struct icfab_desc){ .op = ICFAB_OP_WRITE, .queue = q,
-		.peer = 1, .len = LEN, .flags = ICFAB_DESC_F_TIMING_ONLY };
+	us.desc = bench_desc(q, delay);
 	t0 = now_ns();
 	for (int r = 0; r < rounds; r++) {
 		for (int i = 0; i < BATCH; i++)
@@ -157,7 +170,7 @@ static double run_uring(struct io_uring *ring, int fd, uint32_t q, int rounds)
 	return (now_ns() - t0) / ((double)rounds * BATCH);
 }
 
-static double run_ioctl(int fd, uint32_t q, int rounds)
+static double run_ioctl(int fd, uint32_t q, int rounds, int delay)
 {
 	struct icfab_desc d[BATCH];
 	struct icfab_cqe c[BATCH];
@@ -167,9 +180,7 @@ static double run_ioctl(int fd, uint32_t q, int rounds)
 	double t0;
 
 	for (int i = 0; i < BATCH; i++)
-		d[i] = (struct icfab_desc){ .op = ICFAB_OP_WRITE, .queue = q,
-			.peer = 1, .len = LEN,
-			.flags = ICFAB_DESC_F_TIMING_ONLY };
+		d[i] = bench_desc(q, delay);
 	t0 = now_ns();
 	for (int r = 0; r < rounds; r++) {
 		w.nr = 0;
@@ -209,7 +220,30 @@ static double median(double *v, int n)
 	return n & 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-enum { M_NOP, M_URING, M_IOCTL, M_URING_X, M_IOCTL_X, M_NR };
+enum { M_NOP, M_URING, M_IOCTL, M_URING_D, M_IOCTL_D, M_NR_RUN };
+#define M_NR	(2 * M_NR_RUN - 1)	/* and each one's ratio to nop */
+
+static const char *const m_name[M_NR_RUN] = {
+	"io_uring NOP", "icfab io_uring SUBMIT", "icfab ioctl SUBMIT",
+	"io_uring DELAY", "ioctl DELAY",
+};
+static const char *const m_arg[M_NR_RUN] = {
+	"nop", "uring", "ioctl", "uring-delay", "ioctl-delay",
+};
+
+static double run_method(int m, struct io_uring *ring, int fd, uint32_t q,
+			 int rounds)
+{
+	switch (m) {
+	case M_NOP:
+		return run_nop(ring, rounds);
+	case M_URING:
+	case M_URING_D:
+		return run_uring(ring, fd, q, rounds, m == M_URING_D);
+	default:
+		return run_ioctl(fd, q, rounds, m == M_IOCTL_D);
+	}
+}
 
 int main(int argc, char **argv)
 {
@@ -260,59 +294,50 @@ int main(int argc, char **argv)
 	 * its own ratios; the medians over slices ignore the slices that a
 	 * preemption of the (virtual) CPU landed in.
 	 */
-	run_nop(&ring, 10);
-	run_uring(&ring, fd, qc.queue, 10);
-	run_ioctl(fd, qc.queue, 10);
+	for (int m = 0; m < M_NR_RUN; m++)
+		run_method(m, &ring, fd, qc.queue, 10);
 	if (only) {
 		/* One method alone, for a profiler to look at. */
-		double ns = !strcmp(only, "nop") ? run_nop(&ring, rounds) :
-			    !strcmp(only, "uring") ?
-				run_uring(&ring, fd, qc.queue, rounds) :
-			    !strcmp(only, "ioctl") ?
-				run_ioctl(fd, qc.queue, rounds) : -2;
+		int m;
+		double ns;
 
-		if (ns == -2) {
-			fprintf(stderr, "desc_cost: METHOD is nop, uring or ioctl\n");
+		for (m = 0; m < M_NR_RUN && strcmp(only, m_arg[m]); m++)
+			;
+		if (m == M_NR_RUN) {
+			fprintf(stderr, "desc_cost: METHOD is nop, uring, ioctl, "
+				"uring-delay or ioctl-delay\n");
 			return 2;
 		}
+		ns = run_method(m, &ring, fd, qc.queue, rounds);
 		printf("desc_cost: %s: %.0f ns per op\n", only, ns);
 		return ns < 0;
 	}
 	for (int s = 0; s < slices; s++) {
-		double n = run_nop(&ring, 10);
-		double u = run_uring(&ring, fd, qc.queue, 10);
-		double i = run_ioctl(fd, qc.queue, 10);
-
-		if (n < 0 || u < 0 || i < 0) {
-			fprintf(stderr, "desc_cost: a run failed\n");
-			return 1;
+		for (int m = 0; m < M_NR_RUN; m++) {
+			v[m][s] = run_method(m, &ring, fd, qc.queue, 10);
+			if (v[m][s] < 0) {
+				fprintf(stderr, "desc_cost: a run failed\n");
+				return 1;
+			}
 		}
-		v[M_NOP][s] = n;
-		v[M_URING][s] = u;
-		v[M_IOCTL][s] = i;
-		v[M_URING_X][s] = u / n;
-		v[M_IOCTL_X][s] = i / n;
+		for (int m = 1; m < M_NR_RUN; m++)
+			v[M_NR_RUN + m - 1][s] = v[m][s] / v[M_NOP][s];
 		for (int k = 0; k < M_NR; k++) {
 			mean[k] += v[k][s] / slices;
 			if (v[k][s] < best[k])
 				best[k] = v[k][s];
 		}
 	}
-	printf("desc_cost: %d batches of %d, %d-byte timing-only WRITEs, "
-	       "%d slices\n", slices * 10, BATCH, LEN, slices);
+	printf("desc_cost: %d batches of %d, %d-byte timing-only WRITEs "
+	       "(DELAY: 0 ps), %d slices\n", slices * 10, BATCH, LEN, slices);
 	printf("  ns per op             median     best     mean\n");
-	printf("  io_uring NOP          %8.0f %8.0f %8.0f\n",
-	       median(v[M_NOP], slices), best[M_NOP], mean[M_NOP]);
-	printf("  icfab io_uring SUBMIT %8.0f %8.0f %8.0f\n",
-	       median(v[M_URING], slices), best[M_URING], mean[M_URING]);
-	printf("  icfab ioctl SUBMIT    %8.0f %8.0f %8.0f\n",
-	       median(v[M_IOCTL], slices), best[M_IOCTL], mean[M_IOCTL]);
-	printf("  x NOP: io_uring       %8.1f %8.1f %8.1f\n",
-	       median(v[M_URING_X], slices), best[M_URING] / best[M_NOP],
-	       mean[M_URING] / mean[M_NOP]);
-	printf("  x NOP: ioctl          %8.1f %8.1f %8.1f\n",
-	       median(v[M_IOCTL_X], slices), best[M_IOCTL] / best[M_NOP],
-	       mean[M_IOCTL] / mean[M_NOP]);
+	for (int m = 0; m < M_NR_RUN; m++)
+		printf("  %-21s %8.0f %8.0f %8.0f\n", m_name[m],
+		       median(v[m], slices), best[m], mean[m]);
+	for (int m = 1; m < M_NR_RUN; m++)
+		printf("  x NOP: %-14s %8.1f %8.1f %8.1f\n", m_arg[m],
+		       median(v[M_NR_RUN + m - 1], slices),
+		       best[m] / best[M_NOP], mean[m] / mean[M_NOP]);
 	io_uring_queue_exit(&ring);
 	close(fd);
 	genl_close(&gs);
