@@ -277,6 +277,35 @@ static int build_out(struct fdev_moe_handle *h, struct moe_rank *mr,
 	return 0;
 }
 
+/* Timing only: the rows are known from the layout, and no record exists. */
+static int timing_rows(const struct fdev_moe_handle *h, struct moe_rank *mr)
+{
+	mr->ecount = calloc(h->epr, 8);
+	mr->eoff = calloc(h->epr, 8);
+	return mr->ecount && mr->eoff ? 0 : -ENOMEM;
+}
+
+/*
+ * Rank @d's rows from each source, from the count matrix (tokens s -> d),
+ * into mr->recv_cnt, and their sum into mr->recv_tokens; timing only,
+ * also its (empty) row tables, and then the caller is done with it.
+ */
+static int take_recv_counts(const struct fdev_moe_handle *h,
+			    struct moe_rank *mr, unsigned int d)
+{
+	uint64_t nrec = 0;
+
+	mr->recv_cnt = calloc(h->n, 8);
+	if (!mr->recv_cnt)
+		return -ENOMEM;
+	for (unsigned int s = 0; s < h->n; s++) {
+		mr->recv_cnt[s] = h->mat[(size_t)s * h->n + d];
+		nrec += mr->recv_cnt[s];
+	}
+	mr->recv_tokens = nrec;
+	return h->timing ? timing_rows(h, mr) : 0;
+}
+
 static int dispatch_tp(struct fdev_comm *c, struct fdev_moe_handle *h,
 		       const struct fdev_moe_in *in,
 		       const struct fdev_moe_handle *reuse)
@@ -383,32 +412,23 @@ static int dispatch_tp(struct fdev_comm *c, struct fdev_moe_handle *h,
 			struct moe_rank *mr = &h->r[l];
 			unsigned int rank = h->first + l;
 			uint8_t **recs;
-			uint64_t nrec = 0;
+			uint64_t nrec;
 
-			mr->recv_cnt = calloc(n, 8);
-			if (!mr->recv_cnt)
-				return -ENOMEM;
-			for (unsigned int s = 0; s < n; s++) {
-				mr->recv_cnt[s] = h->mat[s * n + rank];
-				nrec += mr->recv_cnt[s];
+			for (unsigned int s = 0; s < n; s++)
 				if (s != rank)
 					h->st.dispatch_bytes += h->mat[rank * n + s] * h->rec;
-			}
-			mr->recv_tokens = nrec;
+			err = take_recv_counts(h, mr, rank);
+			if (err)
+				return err;
+			if (h->timing)
+				continue;
+			nrec = mr->recv_tokens;
 			recs = malloc((nrec ? nrec : 1) * sizeof(*recs));
 			if (!recs)
 				return -ENOMEM;
 			for (uint64_t j = 0; j < nrec; j++)
-				recs[j] = h->timing ? NULL :
-					fdev_ws_addr(c, l, lo.recv_off + j * h->rec);
-			if (h->timing) {
-				/* Rows from the layout, without records. */
-				mr->ecount = calloc(h->epr, 8);
-				mr->eoff = calloc(h->epr, 8);
-				err = mr->ecount && mr->eoff ? 0 : -ENOMEM;
-			} else {
-				err = build_out(h, mr, rank, recs, nrec, NULL);
-			}
+				recs[j] = fdev_ws_addr(c, l, lo.recv_off + j * h->rec);
+			err = build_out(h, mr, rank, recs, nrec, NULL);
 			free(recs);
 			if (err)
 				return err;
@@ -565,25 +585,16 @@ static int dispatch_mc(struct fdev_comm *c, struct fdev_moe_handle *h,
 	for (unsigned int l = 0; l < h->nlocal; l++) {
 		struct moe_rank *mr = &h->r[l];
 		unsigned int d = h->first + l;
-		uint64_t nrec = 0, j = 0, own = 0;
+		uint64_t nrec, j = 0, own = 0;
 		uint8_t **recs, *self = NULL;
 
 		h->st.dispatch_bytes += h->mcnt[d] * h->rec;
-		mr->recv_cnt = calloc(n, 8);
-		if (!mr->recv_cnt)
-			return -ENOMEM;
-		for (unsigned int s = 0; s < n; s++) {
-			mr->recv_cnt[s] = h->mat[s * n + d];
-			nrec += mr->recv_cnt[s];
-		}
-		mr->recv_tokens = nrec;
-		if (h->timing) {
-			mr->ecount = calloc(h->epr, 8);
-			mr->eoff = calloc(h->epr, 8);
-			if (!mr->ecount || !mr->eoff)
-				return -ENOMEM;
+		err = take_recv_counts(h, mr, d);
+		if (err)
+			return err;
+		if (h->timing)
 			continue;
-		}
+		nrec = mr->recv_tokens;
 		/* Its own tokens: packed here, as throughput's self block. */
 		self = malloc((mr->recv_cnt[d] ? mr->recv_cnt[d] : 1) * h->rec);
 		recs = malloc((nrec ? nrec : 1) * sizeof(*recs));
@@ -720,9 +731,7 @@ static int dispatch_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
 		if (!mr->recv_cnt)
 			return -ENOMEM;
 		if (h->timing) {
-			mr->ecount = calloc(epr, 8);
-			mr->eoff = calloc(epr, 8);
-			if (!mr->ecount || !mr->eoff)
+			if (timing_rows(h, mr))
 				return -ENOMEM;
 			continue;
 		}
@@ -1166,23 +1175,14 @@ static int dispatch_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 		struct moe_rank *mr = &h->r[l];
 		unsigned int d = h->first + l, nd = h_node(h, d);
 		uint8_t **recs;
-		uint64_t nrec = 0, j = 0;
+		uint64_t nrec, j = 0;
 
-		mr->recv_cnt = calloc(n, 8);
-		if (!mr->recv_cnt)
-			return -ENOMEM;
-		for (unsigned int s = 0; s < n; s++) {
-			mr->recv_cnt[s] = h_mat(h, s, d);
-			nrec += mr->recv_cnt[s];
-		}
-		mr->recv_tokens = nrec;
-		if (h->timing) {
-			mr->ecount = calloc(h->epr, 8);
-			mr->eoff = calloc(h->epr, 8);
-			if (!mr->ecount || !mr->eoff)
-				return -ENOMEM;
+		err = take_recv_counts(h, mr, d);
+		if (err)
+			return err;
+		if (h->timing)
 			continue;
-		}
+		nrec = mr->recv_tokens;
 		recs = malloc((nrec ? nrec : 1) * sizeof(*recs));
 		if (!recs)
 			return -ENOMEM;
