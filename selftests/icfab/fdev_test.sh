@@ -207,49 +207,40 @@ features=$(sed -n 's/^# uring . features \(0x[0-9a-fA-F]*\)$/\1/p' "$tmp/api")
 has_feature() {	# has_feature BIT
 	[ -n "$features" ] && [ $((features & $1)) -ne 0 ]
 }
-mpmoe() {	# mpmoe JOB mc|hier: 4 processes, 4 "ok" lines each
+mp4() {	# mp4 JOB OKS SECS ARGS...: 4 ranks of "fdev_dev_test ARGS" as
+	# independent processes; all must exit 0, with OKS "ok" lines in all
+	job=$1 oks=$2 secs=$3
+	shift 3
 	pids=
 	for r in 0 1 2 3; do
-		FDEV_JOB=$1 FDEV_RANK=$r FDEV_SIZE=4 FDEV_TIMEOUT_MS=120000 \
-			timeout 180 "$t" mpmoe $2 > "$tmp/mm.$r" 2>&1 &
+		FDEV_JOB=$job FDEV_RANK=$r FDEV_SIZE=4 FDEV_TIMEOUT_MS=120000 \
+			timeout "$secs" "$t" "$@" > "$tmp/mp.$job.$r" 2>&1 &
 		pids="$pids $!"
 	done
 	rc=0
 	for p in $pids; do wait $p || rc=1; done
-	sed 's/^/# /' "$tmp"/mm.?
-	[ $rc = 0 ] && [ $(cat "$tmp"/mm.? | grep -c '^ok') = 16 ]
+	sed 's/^/# /' "$tmp/mp.$job".?
+	[ $rc = 0 ] && [ "$(cat "$tmp/mp.$job".? | grep -c '^ok')" = "$oks" ]
 }
 if has_feature 0x4; then	# ICFAB_F_MEMORY
 	check "collectives and dispatch/combine on device memory, element by element" \
 		sh -c "'$unit' --device > '$tmp/unit' 2>&1; rc=\$?; grep -c '^ok' '$tmp/unit' | sed 's/^/# passed: /'; grep '^not ok' '$tmp/unit'; exit \$rc"
 	check "the Python binding's collectives on the fabric equal numpy's" \
 		sh -c "'$py' '$pydir/test_binding.py' --device > '$tmp/py' 2>&1; rc=\$?; grep -v '^ok' '$tmp/py' | sed 's/^/# /'; exit \$rc"
-	mpdata() {	# mpdata JOB [free]: 4 processes, all must pass
-		pids=
-		for r in 0 1 2 3; do
-			FDEV_JOB=$1 FDEV_RANK=$r FDEV_SIZE=4 FDEV_TIMEOUT_MS=120000 \
-				timeout 300 "$t" mpdata 1000 $2 > "$tmp/md.$r" 2>&1 &
-			pids="$pids $!"
-		done
-		rc=0
-		for p in $pids; do wait $p || rc=1; done
-		sed 's/^/# /' "$tmp"/md.?
-		[ $rc = 0 ] && [ $(cat "$tmp"/md.? | grep -c '^ok') = 8 ]
-	}
 	check "4 independent processes move data in virtual time (rank 0 drives): exact" \
-		mpdata pxy$$
+		mp4 pxy$$ 8 300 mpdata 1000
 	check "... with the time of one process driving 4 ranks, on every rank" sh -c "
 		'$t' coll allreduce ring 4 4000 2> /dev/null > '$tmp/ar4'
 		want=\$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[\"time_ps\"])' '$tmp/ar4')
-		got=\$(cat '$tmp'/md.? | sed -n 's/.*all-reduce time_ps //p' | sort -u)
+		got=\$(cat '$tmp'/mp.pxy$$.? | sed -n 's/.*all-reduce time_ps //p' | sort -u)
 		echo \"# one process \$want ps, 4 processes \$got ps\"; [ \"\$got\" = \"\$want\" ]"
 	if has_feature 0x10; then	# ICFAB_F_FREE_RUN
-		check "4 independent free-running processes move data: exact" mpdata free$$ free
+		check "4 independent free-running processes move data: exact" mp4 free$$ 8 300 mpdata 1000 free
 	else
 		echo "ok $((n = n + 1)) # SKIP free-running processes: no ICFAB_F_FREE_RUN"
 	fi
 	check "4 independent processes, nodes of 2: hierarchical dispatch and combine equal throughput's" \
-		mpmoe hier$$ hier
+		mp4 hier$$ 16 180 mpmoe hier
 else
 	echo "ok $((n = n + 1)) # SKIP data tests: the module lacks ICFAB_F_MEMORY"
 fi
@@ -278,7 +269,7 @@ if has_feature 0x80; then	# ICFAB_F_CIRCUITS
 			grep 'multicast' '$tmp/unitmc' | sed 's/^/# /'; exit \$rc"
 	check "no circuit is left after the one-process runs" no_circuit
 	check "4 independent processes: multicast dispatch and combine equal throughput's" \
-		mpmoe mcm$$ mc
+		mp4 mcm$$ 16 180 mpmoe mc
 	check "no circuit is left after the independent processes" no_circuit
 	# Timing only, 8 ranks: the bytes each source's link carries.
 	mcbytes() {	# mcbytes MODE: moe_bench JSON + the endpoints' outgoing link bytes
