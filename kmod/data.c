@@ -50,6 +50,7 @@
 #include <linux/workqueue.h>
 
 #include "icfab.h"
+#include "trace.h"
 
 struct icfab_queue {
 	u32 endpoint;			/* node id */
@@ -134,6 +135,13 @@ struct icfab_ctx {
 /* The engine and its storage, sized for the topology it was built on. */
 struct icfab_data {
 	struct icfab_engine engine;
+	/*
+	 * The engine's tracer (trace.c), which engine.tracer points to only
+	 * while one of the tracepoints it fires is on: otherwise it would
+	 * cost three indirect calls per transfer, each with its result
+	 * built, to fire nothing.
+	 */
+	const struct icfab_engine_tracer *tracer;
 	struct icfab_engine_storage st;
 	struct icfab_req **xfer_req;	/* by engine transfer id */
 	const struct icfab_topo *topo;	/* fabric->active (retopo moves it) */
@@ -366,6 +374,19 @@ static u64 icfab_data_horizon(struct icfab_fabric *fabric)
 }
 
 /*
+ * Before the engine runs or takes a transfer: its tracer is set only while
+ * a tracepoint it fires is on (static branches: no cost when off). What it
+ * reports does not depend on it, so turning one on mid-flight is no
+ * different from before: the tracepoint fires from then on.
+ */
+static __always_inline void icfab_data_trace_sync(struct icfab_data *d)
+{
+	d->engine.tracer = trace_icfab_submit_enabled() ||
+			   trace_icfab_link_xmit_enabled() ||
+			   trace_icfab_complete_enabled() ? d->tracer : NULL;
+}
+
+/*
  * Timing-only descriptors hold nothing: test here rather than make three
  * calls, twice per descriptor, that find NULL.
  */
@@ -554,6 +575,7 @@ static int icfab_xfer_submit(struct icfab_data *d, struct icfab_ctx *ctx,
 	if (e->processed && at == e->last_ps && key <= e->last_key)
 		at++;
 
+	icfab_data_trace_sync(d);
 	if (req->cx)
 		err = icfab_circuit_xfer_submit(d->fabric, e, req->cx, req->src,
 						req->len, at, key, &xfer);
@@ -671,6 +693,7 @@ static void icfab_data_advance(struct icfab_fabric *fabric)
 		fabric->held_pid = 0;
 		fabric->held_ps = 0;
 	}
+	icfab_data_trace_sync(d);
 	do {
 		ret = icfab_engine_run_until(&d->engine, d->paced ? horizon :
 					     icfab_data_horizon(fabric),
@@ -797,6 +820,7 @@ long icfab_ioctl_attach(struct icfab_ctx *ctx, void __user *uarg)
 			goto out_unlock;
 		}
 		icfab_stats_attach(fabric, &fabric->data->engine);
+		fabric->data->tracer = fabric->data->engine.tracer;
 	}
 	if (!ctx->nr_eps) {
 		/* It joins the fabric now: its clock starts at the engine's. */
@@ -1571,6 +1595,7 @@ void icfab_ctx_destroy(struct icfab_ctx *ctx)
 			/* Nobody is left to see them: the engine goes. */
 			icfab_data_rebase_holds(fabric,
 						icfab_data_now(fabric));
+			icfab_data_trace_sync(d);
 			icfab_engine_cancel_all(&d->engine,
 						icfab_data_complete, d);
 			icfab_stats_fold(fabric, &d->engine);

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * icfab: the tracepoints (trace.h) and the engine observer that fires
- * them. The observer is set on every engine a fabric builds; each
- * tracepoint is a static branch, so with tracing off a segment costs one
- * indirect call and no more.
+ * them. The observer is given to every engine a fabric builds, and data.c
+ * lets the engine call it only while one of its tracepoints is on (each
+ * is a static branch): with tracing off a transfer costs no call.
  */
 #include "icfab.h"
 
