@@ -306,9 +306,11 @@ static ENGINE_HOT int ev_push(struct icfab_engine *e, icfab_u32 id,
 	return 0;
 }
 
-static void ev_pop(struct icfab_engine *e, struct icfab_engine_event *top)
+/* Pop the next event, the run's when @in_run (ev_next_in_run()'s answer). */
+static ENGINE_HOT void ev_pop(struct icfab_engine *e, int in_run,
+			      struct icfab_engine_event *top)
 {
-	if (ev_next_in_run(e)) {
+	if (in_run) {
 		*top = e->events[--e->run_hi];
 		if (e->run_hi == e->run_lo) {
 			e->run_lo = e->events_cap;
@@ -1078,10 +1080,13 @@ int icfab_engine_run_until(struct icfab_engine *e, icfab_u64 horizon_ps,
 	int ret;
 
 	while (e->nr_events) {
+		/* Which side is next, decided once for the peek and the pop. */
+		int in_run = ev_next_in_run(e);
+
 		if (horizon_ps != ICFAB_ENGINE_NEVER &&
-		    ev_peek(e)->time_ps >= horizon_ps)
+		    e->events[in_run ? e->run_hi - 1 : 0].time_ps >= horizon_ps)
 			break;
-		ev_pop(e, &ev);
+		ev_pop(e, in_run, &ev);
 		/*
 		 * A handed-over DMA engine can push an event of this instant
 		 * with a smaller key than the one just processed, so keep the
