@@ -522,7 +522,9 @@ static int __icfab_req_finish(struct icfab_req *req, int status, u64 start,
 		ctx->u_inflight--;
 		ctx->u_uncounted++;
 		ctx->u_max_finish_ps = max(ctx->u_max_finish_ps, finish);
-		req->ures.cqe = req->cqe;
+		/* Only what the task work writes out (no cqe_addr: nothing). */
+		if (req->ures.cqe_addr)
+			req->ures.cqe = req->cqe;
 		/* The task work frees it; nothing else refers to it now. */
 		__icfab_uring_post(req->ucmd, &req->ures, status, finish);
 		if (ctx->uwait && ctx->u_uncounted >= ctx->uwait_min) {
