@@ -266,11 +266,18 @@ static ENGINE_HOT int ev_next_in_run(const struct icfab_engine *e)
 	       ev_before(&e->events[e->run_hi - 1], &e->events[0]);
 }
 
+/* The next event, the run's when @in_run (ev_next_in_run()'s answer). */
+static ENGINE_HOT const struct icfab_engine_event *
+ev_head(const struct icfab_engine *e, int in_run)
+{
+	return in_run ? &e->events[e->run_hi - 1] : &e->events[0];
+}
+
 /* The next event; there is one. */
 static ENGINE_HOT const struct icfab_engine_event *
 ev_peek(const struct icfab_engine *e)
 {
-	return ev_next_in_run(e) ? &e->events[e->run_hi - 1] : &e->events[0];
+	return ev_head(e, ev_next_in_run(e));
 }
 
 /*
@@ -1084,7 +1091,7 @@ int icfab_engine_run_until(struct icfab_engine *e, icfab_u64 horizon_ps,
 		int in_run = ev_next_in_run(e);
 
 		if (horizon_ps != ICFAB_ENGINE_NEVER &&
-		    e->events[in_run ? e->run_hi - 1 : 0].time_ps >= horizon_ps)
+		    ev_head(e, in_run)->time_ps >= horizon_ps)
 			break;
 		ev_pop(e, in_run, &ev);
 		/*
