@@ -109,17 +109,6 @@ mount -t tmpfs -o mode=1777 tmpfs "$H/dev/shm"
 mount -t tmpfs -o mode=755 tmpfs "$H/run"
 mount -t debugfs debugfs "$H/sys/kernel/debug" || msg "cannot mount debugfs"
 mount -t tracefs tracefs "$H/sys/kernel/tracing" || msg "cannot mount tracefs"
-# QEMU 7.2's multi-threaded TCG can go on running its old translation of
-# kernel text that another vCPU has just patched, so the guest takes an int3
-# that the kernel has already removed ("Oops: int3" on 6.12, a CPU stuck in
-# smp_call_function on 6.1). Enabling the first trace event patches the
-# hottest text there is: with record-cmd on (the default, and top-level only),
-# it registers the sched_switch and sched_wakeup probes in __schedule and
-# try_to_wake_up, and disabling the last one takes them out again. Keep one
-# boot-only event enabled for the whole run, so that those probes stay
-# registered and the scheduler's text is patched here, once, on an idle VM.
-echo 1 > "$H/sys/kernel/tracing/events/initcall/initcall_level/enable" ||
-	msg "cannot pin the trace cmdline recorder"
 if [ -n "$OUTDIR" ]; then
 	mkdir -p "$H$OUTDIR" 2>/dev/null
 	if ! mount -t virtiofs outdir "$H$OUTDIR"; then
