@@ -18,7 +18,8 @@
  * Needs the module loaded and CAP_NET_ADMIN (it replaces the topology
  * of fabric 0). Build:
  *   cc -O2 -Iuapi -Iselftests/icfab -o build/bench/copy_bw \
- *      tools/bench/copy_bw.c selftests/icfab/genl.c
+ *      tools/bench/copy_bw.c tools/bench/bench.c \
+ *      selftests/icfab/genl.c
  * usage: copy_bw [ROUNDS]   (default 30)
  */
 #define _GNU_SOURCE
@@ -29,95 +30,15 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <linux/icfab.h>
 #include <linux/icfab_genl.h>
 
-#include "genl.h"
+#include "bench.h"
 
 #define SIZE	(4ULL << 20)	/* bytes */
-#define BW	(1ULL << 50)	/* bytes/s */
 #define SEGMAX	(1U << 20)	/* bytes, ICFAB_MAX_SEGMENT_SIZE */
-
-static double now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static int req(struct genl_sock *gs, struct genl_msg *m)
-{
-	return genl_request(gs, m, NULL, NULL);
-}
-
-/* Endpoints 0 and 1, one link each way, no latency, 1 PB/s. */
-static int two_endpoints(struct genl_sock *gs, uint32_t seg)
-{
-	uint16_t r0[2] = { ICFAB_ROUTE_NONE, 0 }, r1[2] = { 0, ICFAB_ROUTE_NONE };
-	struct genl_msg m;
-	int err = 0;
-
-	genl_msg_init(&m, gs->family, ICFAB_CMD_FABRIC_ABORT, 0);
-	req(gs, &m);
-	for (uint32_t i = 0; i < 4; i++) {
-		genl_msg_init(&m, gs->family, ICFAB_CMD_LINK_DEL, 0);
-		genl_put_u32(&m, ICFAB_A_LINK_ID, i);
-		req(gs, &m);
-	}
-	for (uint32_t i = 0; i < 128; i++) {
-		genl_msg_init(&m, gs->family, ICFAB_CMD_NODE_DEL, 0);
-		genl_put_u32(&m, ICFAB_A_NODE_ID, i);
-		req(gs, &m);
-	}
-	for (uint32_t i = 0; i < 2 && !err; i++) {
-		genl_msg_init(&m, gs->family, ICFAB_CMD_NODE_NEW, 0);
-		genl_put_u32(&m, ICFAB_A_NODE_ID, i);
-		genl_put_u32(&m, ICFAB_A_NODE_KIND, ICFAB_NODE_ENDPOINT);
-		genl_put_u32(&m, ICFAB_A_NODE_PORTS, 1);
-		genl_put_u64(&m, ICFAB_A_NODE_MEM_BYTES, 1ULL << 30);
-		err = req(gs, &m);
-	}
-	for (uint32_t i = 0; i < 2 && !err; i++) {
-		genl_msg_init(&m, gs->family, ICFAB_CMD_LINK_NEW, 0);
-		genl_put_u32(&m, ICFAB_A_LINK_ID, i);
-		genl_put_u32(&m, ICFAB_A_LINK_SRC_NODE, i);
-		genl_put_u32(&m, ICFAB_A_LINK_SRC_PORT, 0);
-		genl_put_u32(&m, ICFAB_A_LINK_DST_NODE, 1 - i);
-		genl_put_u32(&m, ICFAB_A_LINK_DST_PORT, 0);
-		genl_put_u64(&m, ICFAB_A_LINK_BANDWIDTH, BW);
-		genl_put_u64(&m, ICFAB_A_LINK_LATENCY_PS, 0);
-		err = req(gs, &m);
-	}
-	if (!err) {
-		genl_msg_init(&m, gs->family, ICFAB_CMD_ROUTE_SET, 0);
-		genl_put_u32(&m, ICFAB_A_ROUTE_NODE, 0);
-		genl_put_u32(&m, ICFAB_A_ROUTE_DST_FIRST, 0);
-		genl_put(&m, ICFAB_A_ROUTE_PORTS, r0, sizeof(r0));
-		err = req(gs, &m);
-	}
-	if (!err) {
-		genl_msg_init(&m, gs->family, ICFAB_CMD_ROUTE_SET, 0);
-		genl_put_u32(&m, ICFAB_A_ROUTE_NODE, 1);
-		genl_put_u32(&m, ICFAB_A_ROUTE_DST_FIRST, 0);
-		genl_put(&m, ICFAB_A_ROUTE_PORTS, r1, sizeof(r1));
-		err = req(gs, &m);
-	}
-	if (!err) {
-		genl_msg_init(&m, gs->family, ICFAB_CMD_FABRIC_SET, 0);
-		genl_put_u32(&m, ICFAB_A_FABRIC_ID, 0);
-		genl_put_u32(&m, ICFAB_A_FABRIC_SEGMENT_SIZE, seg);
-		err = req(gs, &m);
-	}
-	if (!err) {
-		genl_msg_init(&m, gs->family, ICFAB_CMD_FABRIC_COMMIT, 0);
-		err = req(gs, &m);
-	}
-	return err;
-}
 
 static void *region(int fd, uint32_t ep, uint32_t *handle, uint64_t *key)
 {
@@ -154,34 +75,21 @@ static double transfer(int fd, const struct icfab_desc *d)
 	struct icfab_submit s = { .descs = (uintptr_t)d, .nr = 1 };
 	struct icfab_cqe c;
 	struct icfab_wait w = { .cqes = (uintptr_t)&c, .min = 1, .max = 1 };
-	double t0 = now_ns();
+	double t0 = bench_now_ns();
 
 	if (ioctl(fd, ICFAB_IOC_SUBMIT, &s) != 1 ||
 	    ioctl(fd, ICFAB_IOC_WAIT, &w) || c.status)
 		return -1;
-	return now_ns() - t0;
+	return bench_now_ns() - t0;
 }
 
 static double copy(void *dst, const void *src)
 {
-	double t0 = now_ns();
+	double t0 = bench_now_ns();
 
 	memcpy(dst, src, SIZE);
 	__asm__ volatile("" : : "r"(dst) : "memory");
-	return now_ns() - t0;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n & 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	return bench_now_ns() - t0;
 }
 
 static double mbs(double ns)
@@ -219,7 +127,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "copy_bw: no icfab netlink family\n");
 		return 1;
 	}
-	err = two_endpoints(&gs, SEGMAX);
+	err = bench_two_endpoints(&gs, SEGMAX);
 	if (err) {
 		fprintf(stderr, "copy_bw: topology: %s (%s)\n", strerror(-err),
 			gs.extack);
@@ -295,32 +203,22 @@ int main(int argc, char **argv)
 	printf("copy_bw: %d rounds of %llu MiB (median, best)\n", rounds,
 	       (unsigned long long)(SIZE >> 20));
 	for (int k = 0; k < T_TIM; k++) {
-		double m = median(t[k], rounds);
+		double m = bench_median(t[k], rounds);
 
 		printf("  %-22s %8.0f MB/s %8.0f MB/s\n", what[k], mbs(m),
 		       mbs(best[k]));
 	}
 	printf("  %-22s %8.0f us    %8.0f us   per transfer\n", what[T_TIM],
-	       median(t[T_TIM], rounds) / 1e3, best[T_TIM] / 1e3);
+	       bench_median(t[T_TIM], rounds) / 1e3, best[T_TIM] / 1e3);
 	printf("  icfab WRITE / memcpy  %8.2fx (median of per-round ratios)\n",
-	       median(t[T_RATIO], rounds));
+	       bench_median(t[T_RATIO], rounds));
 	munmap(a, SIZE);
 	munmap(b, SIZE);
 	close(fd);
 	munmap(x, SIZE);
 	munmap(y, SIZE);
 	/* Leave the default segment size behind, for whatever runs next. */
-	do {
-		struct genl_msg m;
-
-		genl_msg_init(&m, gs.family, ICFAB_CMD_FABRIC_SET, 0);
-		genl_put_u32(&m, ICFAB_A_FABRIC_ID, 0);
-		genl_put_u32(&m, ICFAB_A_FABRIC_SEGMENT_SIZE, 4096);
-		if (!req(&gs, &m)) {
-			genl_msg_init(&m, gs.family, ICFAB_CMD_FABRIC_COMMIT, 0);
-			req(&gs, &m);
-		}
-	} while (0);
+	bench_segment_size(&gs, 4096);
 	for (int k = 0; k < T_NR; k++)
 		free(t[k]);
 	genl_close(&gs);

@@ -19,7 +19,8 @@
  * Needs the module loaded and CAP_NET_ADMIN (it replaces the topology
  * of fabric 0). Build:
  *   cc -O2 -Iuapi -Iselftests/icfab -o build/bench/desc_cost \
- *      tools/bench/desc_cost.c selftests/icfab/genl.c -luring
+ *      tools/bench/desc_cost.c tools/bench/bench.c \
+ *      selftests/icfab/genl.c -luring
  * usage: desc_cost [ROUNDS [METHOD]]   (batches per method, default 2000;
  *        with METHOD nop, uring, ioctl, uring-delay or ioctl-delay: that
  *        one alone, for a profiler)
@@ -32,89 +33,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <linux/icfab.h>
 #include <linux/icfab_genl.h>
 
-#include "genl.h"
+#include "bench.h"
 
 #define BATCH	32
 #define LEN	64		/* bytes */
-#define BW	(1ULL << 50)	/* bytes/s */
-
-static double now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static int req(struct genl_sock *gs, struct genl_msg *m)
-{
-	return genl_request(gs, m, NULL, NULL);
-}
-
-/* Endpoints 0 and 1, one link each way, no latency, 1 PB/s. */
-static int two_endpoints(struct genl_sock *gs)
-{
-	uint16_t r0[2] = { ICFAB_ROUTE_NONE, 0 }, r1[2] = { 0, ICFAB_ROUTE_NONE };
-	struct genl_msg m;
-	int err = 0;
-
-	genl_msg_init(&m, gs->family, ICFAB_CMD_FABRIC_ABORT, 0);
-	req(gs, &m);
-	for (uint32_t i = 0; i < 4; i++) {
-		genl_msg_init(&m, gs->family, ICFAB_CMD_LINK_DEL, 0);
-		genl_put_u32(&m, ICFAB_A_LINK_ID, i);
-		req(gs, &m);
-	}
-	for (uint32_t i = 0; i < 128; i++) {
-		genl_msg_init(&m, gs->family, ICFAB_CMD_NODE_DEL, 0);
-		genl_put_u32(&m, ICFAB_A_NODE_ID, i);
-		req(gs, &m);
-	}
-	for (uint32_t i = 0; i < 2 && !err; i++) {
-		genl_msg_init(&m, gs->family, ICFAB_CMD_NODE_NEW, 0);
-		genl_put_u32(&m, ICFAB_A_NODE_ID, i);
-		genl_put_u32(&m, ICFAB_A_NODE_KIND, ICFAB_NODE_ENDPOINT);
-		genl_put_u32(&m, ICFAB_A_NODE_PORTS, 1);
-		genl_put_u64(&m, ICFAB_A_NODE_MEM_BYTES, 1ULL << 30);
-		err = req(gs, &m);
-	}
-	for (uint32_t i = 0; i < 2 && !err; i++) {
-		genl_msg_init(&m, gs->family, ICFAB_CMD_LINK_NEW, 0);
-		genl_put_u32(&m, ICFAB_A_LINK_ID, i);
-		genl_put_u32(&m, ICFAB_A_LINK_SRC_NODE, i);
-		genl_put_u32(&m, ICFAB_A_LINK_SRC_PORT, 0);
-		genl_put_u32(&m, ICFAB_A_LINK_DST_NODE, 1 - i);
-		genl_put_u32(&m, ICFAB_A_LINK_DST_PORT, 0);
-		genl_put_u64(&m, ICFAB_A_LINK_BANDWIDTH, BW);
-		genl_put_u64(&m, ICFAB_A_LINK_LATENCY_PS, 0);
-		err = req(gs, &m);
-	}
-	if (!err) {
-		genl_msg_init(&m, gs->family, ICFAB_CMD_ROUTE_SET, 0);
-		genl_put_u32(&m, ICFAB_A_ROUTE_NODE, 0);
-		genl_put_u32(&m, ICFAB_A_ROUTE_DST_FIRST, 0);
-		genl_put(&m, ICFAB_A_ROUTE_PORTS, r0, sizeof(r0));
-		err = req(gs, &m);
-	}
-	if (!err) {
-		genl_msg_init(&m, gs->family, ICFAB_CMD_ROUTE_SET, 0);
-		genl_put_u32(&m, ICFAB_A_ROUTE_NODE, 1);
-		genl_put_u32(&m, ICFAB_A_ROUTE_DST_FIRST, 0);
-		genl_put(&m, ICFAB_A_ROUTE_PORTS, r1, sizeof(r1));
-		err = req(gs, &m);
-	}
-	if (!err) {
-		genl_msg_init(&m, gs->family, ICFAB_CMD_FABRIC_COMMIT, 0);
-		err = req(gs, &m);
-	}
-	return err;
-}
 
 static void prep_cmd(struct io_uring *ring, int fd, uint32_t op,
 		     const void *payload)
@@ -158,7 +85,7 @@ static double run_uring(struct io_uring *ring, int fd, uint32_t q, int rounds,
 
 	memset(&us, 0, sizeof(us));
 	us.desc = bench_desc(q, delay);
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	for (int r = 0; r < rounds; r++) {
 		for (int i = 0; i < BATCH; i++)
 			prep_cmd(ring, fd, ICFAB_UCMD_SUBMIT, &us);
@@ -167,7 +94,7 @@ static double run_uring(struct io_uring *ring, int fd, uint32_t q, int rounds,
 		    reap(ring, BATCH + 1))
 			return -1;
 	}
-	return (now_ns() - t0) / ((double)rounds * BATCH);
+	return (bench_now_ns() - t0) / ((double)rounds * BATCH);
 }
 
 static double run_ioctl(int fd, uint32_t q, int rounds, int delay)
@@ -181,7 +108,7 @@ static double run_ioctl(int fd, uint32_t q, int rounds, int delay)
 
 	for (int i = 0; i < BATCH; i++)
 		d[i] = bench_desc(q, delay);
-	t0 = now_ns();
+	t0 = bench_now_ns();
 	for (int r = 0; r < rounds; r++) {
 		w.nr = 0;
 		w.clock_ps = 0;
@@ -189,12 +116,12 @@ static double run_ioctl(int fd, uint32_t q, int rounds, int delay)
 		    ioctl(fd, ICFAB_IOC_WAIT, &w) || w.nr != BATCH)
 			return -1;
 	}
-	return (now_ns() - t0) / ((double)rounds * BATCH);
+	return (bench_now_ns() - t0) / ((double)rounds * BATCH);
 }
 
 static double run_nop(struct io_uring *ring, int rounds)
 {
-	double t0 = now_ns();
+	double t0 = bench_now_ns();
 
 	for (int r = 0; r < rounds; r++) {
 		for (int i = 0; i < BATCH; i++)
@@ -203,21 +130,7 @@ static double run_nop(struct io_uring *ring, int rounds)
 		    reap(ring, BATCH))
 			return -1;
 	}
-	return (now_ns() - t0) / ((double)rounds * BATCH);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* The median of @v (sorted in place). */
-static double median(double *v, int n)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n & 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	return (bench_now_ns() - t0) / ((double)rounds * BATCH);
 }
 
 enum { M_NOP, M_URING, M_IOCTL, M_URING_D, M_IOCTL_D, M_NR_RUN };
@@ -270,7 +183,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "desc_cost: no icfab netlink family\n");
 		return 1;
 	}
-	err = two_endpoints(&gs);
+	err = bench_two_endpoints(&gs, 0);
 	if (err) {
 		fprintf(stderr, "desc_cost: topology: %s (%s)\n", strerror(-err),
 			gs.extack);
@@ -333,10 +246,10 @@ int main(int argc, char **argv)
 	printf("  ns per op             median     best     mean\n");
 	for (int m = 0; m < M_NR_RUN; m++)
 		printf("  %-21s %8.0f %8.0f %8.0f\n", m_name[m],
-		       median(v[m], slices), best[m], mean[m]);
+		       bench_median(v[m], slices), best[m], mean[m]);
 	for (int m = 1; m < M_NR_RUN; m++)
 		printf("  x NOP: %-14s %8.1f %8.1f %8.1f\n", m_arg[m],
-		       median(v[M_NR_RUN + m - 1], slices),
+		       bench_median(v[M_NR_RUN + m - 1], slices),
 		       best[m] / best[M_NOP], mean[m] / mean[M_NOP]);
 	io_uring_queue_exit(&ring);
 	close(fd);

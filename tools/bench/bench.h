@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What the data-path benchmarks (desc_cost, copy_bw) share: the clock,
+ * the median and the fabric they run on.
+ */
+#ifndef ICFAB_BENCH_H
+#define ICFAB_BENCH_H
+
+#include <stdint.h>
+
+#include "genl.h"
+
+#define BENCH_BW	(1ULL << 50)	/* bytes/s: 1 PB/s, so links never limit */
+
+/* CLOCK_MONOTONIC in ns. */
+double bench_now_ns(void);
+
+/* The median of @v[0..n) (sorted in place). */
+double bench_median(double *v, int n);
+
+/*
+ * Replaces fabric 0's topology with endpoints 0 and 1 (1 GiB each), one
+ * link each way with no latency at BENCH_BW, routed, and commits it. A
+ * non-zero @seg also sets the fabric's segment size. Returns 0 or the
+ * first failing request's negative errno.
+ */
+int bench_two_endpoints(struct genl_sock *gs, uint32_t seg);
+
+/* Sets fabric 0's segment size and commits it. */
+int bench_segment_size(struct genl_sock *gs, uint32_t seg);
+
+#endif
