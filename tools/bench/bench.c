@@ -7,6 +7,7 @@
 #include <linux/icfab_genl.h>
 
 #include "bench.h"
+#include "fabric_util.h"
 
 double bench_now_ns(void)
 {
@@ -29,11 +30,6 @@ double bench_median(double *v, int n)
 	return n & 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static int req(struct genl_sock *gs, struct genl_msg *m)
-{
-	return genl_request(gs, m, NULL, NULL);
-}
-
 static int set_segment_size(struct genl_sock *gs, uint32_t seg)
 {
 	struct genl_msg m;
@@ -41,78 +37,48 @@ static int set_segment_size(struct genl_sock *gs, uint32_t seg)
 	genl_msg_init(&m, gs->family, ICFAB_CMD_FABRIC_SET, 0);
 	genl_put_u32(&m, ICFAB_A_FABRIC_ID, 0);
 	genl_put_u32(&m, ICFAB_A_FABRIC_SEGMENT_SIZE, seg);
-	return req(gs, &m);
-}
-
-static int commit(struct genl_sock *gs)
-{
-	struct genl_msg m;
-
-	genl_msg_init(&m, gs->family, ICFAB_CMD_FABRIC_COMMIT, 0);
-	return req(gs, &m);
+	return genl_request(gs, &m, NULL, NULL);
 }
 
 int bench_segment_size(struct genl_sock *gs, uint32_t seg)
 {
 	int err = set_segment_size(gs, seg);
 
-	return err ? err : commit(gs);
+	return err ? err : cmd(gs, ICFAB_CMD_FABRIC_COMMIT);
 }
 
-/* Node @node reaches endpoint 1 - @node through its port 0. */
-static int route(struct genl_sock *gs, uint32_t node)
+/* Link @id from endpoint @src's port 0 to the other one's, no latency. */
+static int link_new_fast(struct genl_sock *gs, uint32_t id, uint32_t src)
 {
-	uint16_t ports[2] = { 0, 0 };
 	struct genl_msg m;
 
-	ports[node] = ICFAB_ROUTE_NONE;
-	genl_msg_init(&m, gs->family, ICFAB_CMD_ROUTE_SET, 0);
-	genl_put_u32(&m, ICFAB_A_ROUTE_NODE, node);
-	genl_put_u32(&m, ICFAB_A_ROUTE_DST_FIRST, 0);
-	genl_put(&m, ICFAB_A_ROUTE_PORTS, ports, sizeof(ports));
-	return req(gs, &m);
+	genl_msg_init(&m, gs->family, ICFAB_CMD_LINK_NEW, 0);
+	genl_put_u32(&m, ICFAB_A_LINK_ID, id);
+	genl_put_u32(&m, ICFAB_A_LINK_SRC_NODE, src);
+	genl_put_u32(&m, ICFAB_A_LINK_SRC_PORT, 0);
+	genl_put_u32(&m, ICFAB_A_LINK_DST_NODE, 1 - src);
+	genl_put_u32(&m, ICFAB_A_LINK_DST_PORT, 0);
+	genl_put_u64(&m, ICFAB_A_LINK_BANDWIDTH, BENCH_BW);
+	genl_put_u64(&m, ICFAB_A_LINK_LATENCY_PS, 0);
+	return genl_request(gs, &m, NULL, NULL);
 }
 
 int bench_two_endpoints(struct genl_sock *gs, uint32_t seg)
 {
-	struct genl_msg m;
-	int err = 0;
+	int err = clear_fabric(gs);
 
-	/* Whatever was staged or built before goes; misses are fine. */
-	genl_msg_init(&m, gs->family, ICFAB_CMD_FABRIC_ABORT, 0);
-	req(gs, &m);
-	for (uint32_t i = 0; i < 4; i++) {
-		genl_msg_init(&m, gs->family, ICFAB_CMD_LINK_DEL, 0);
-		genl_put_u32(&m, ICFAB_A_LINK_ID, i);
-		req(gs, &m);
-	}
-	for (uint32_t i = 0; i < 128; i++) {
-		genl_msg_init(&m, gs->family, ICFAB_CMD_NODE_DEL, 0);
-		genl_put_u32(&m, ICFAB_A_NODE_ID, i);
-		req(gs, &m);
-	}
-	for (uint32_t i = 0; i < 2 && !err; i++) {
-		genl_msg_init(&m, gs->family, ICFAB_CMD_NODE_NEW, 0);
-		genl_put_u32(&m, ICFAB_A_NODE_ID, i);
-		genl_put_u32(&m, ICFAB_A_NODE_KIND, ICFAB_NODE_ENDPOINT);
-		genl_put_u32(&m, ICFAB_A_NODE_PORTS, 1);
-		genl_put_u64(&m, ICFAB_A_NODE_MEM_BYTES, 1ULL << 30);
-		err = req(gs, &m);
-	}
-	for (uint32_t i = 0; i < 2 && !err; i++) {
-		genl_msg_init(&m, gs->family, ICFAB_CMD_LINK_NEW, 0);
-		genl_put_u32(&m, ICFAB_A_LINK_ID, i);
-		genl_put_u32(&m, ICFAB_A_LINK_SRC_NODE, i);
-		genl_put_u32(&m, ICFAB_A_LINK_SRC_PORT, 0);
-		genl_put_u32(&m, ICFAB_A_LINK_DST_NODE, 1 - i);
-		genl_put_u32(&m, ICFAB_A_LINK_DST_PORT, 0);
-		genl_put_u64(&m, ICFAB_A_LINK_BANDWIDTH, BENCH_BW);
-		genl_put_u64(&m, ICFAB_A_LINK_LATENCY_PS, 0);
-		err = req(gs, &m);
-	}
 	for (uint32_t i = 0; i < 2 && !err; i++)
-		err = route(gs, i);
+		err = node_new(gs, i, ICFAB_NODE_ENDPOINT, 1, NULL);
+	for (uint32_t i = 0; i < 2 && !err; i++)
+		err = link_new_fast(gs, i, i);
+	for (uint32_t i = 0; i < 2 && !err; i++) {
+		/* Node i reaches the other endpoint through its port 0. */
+		uint16_t ports[2] = { 0, 0 };
+
+		ports[i] = ICFAB_ROUTE_NONE;
+		err = route_set(gs, i, 0, ports, 2);
+	}
 	if (!err && seg)
 		err = set_segment_size(gs, seg);
-	return err ? err : commit(gs);
+	return err ? err : cmd(gs, ICFAB_CMD_FABRIC_COMMIT);
 }

@@ -19,8 +19,9 @@ double bench_now_ns(void);
 double bench_median(double *v, int n);
 
 /*
- * Replaces fabric 0's topology with endpoints 0 and 1 (1 GiB each), one
- * link each way with no latency at BENCH_BW, routed, and commits it. A
+ * Replaces fabric 0's topology (clear_fabric(), which commits the empty
+ * one) with endpoints 0 and 1 (1 GiB each), one link each way with no
+ * latency at BENCH_BW, routed, and commits it. A
  * non-zero @seg also sets the fabric's segment size. Returns 0 or the
  * first failing request's negative errno.
  */

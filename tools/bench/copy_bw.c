@@ -19,7 +19,7 @@
  * of fabric 0). Build:
  *   cc -O2 -Iuapi -Iselftests/icfab -o build/bench/copy_bw \
  *      tools/bench/copy_bw.c tools/bench/bench.c \
- *      selftests/icfab/genl.c
+ *      selftests/icfab/genl.c selftests/icfab/fabric_util.c
  * usage: copy_bw [ROUNDS]   (default 30)
  */
 #define _GNU_SOURCE

@@ -20,7 +20,7 @@
  * of fabric 0). Build:
  *   cc -O2 -Iuapi -Iselftests/icfab -o build/bench/desc_cost \
  *      tools/bench/desc_cost.c tools/bench/bench.c \
- *      selftests/icfab/genl.c -luring
+ *      selftests/icfab/genl.c selftests/icfab/fabric_util.c -luring
  * usage: desc_cost [ROUNDS [METHOD]]   (batches per method, default 2000;
  *        with METHOD nop, uring, ioctl, uring-delay or ioctl-delay: that
  *        one alone, for a profiler)
