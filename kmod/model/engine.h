@@ -3,7 +3,7 @@
  * icfab fabric model: the timing engine.
  *
  * The engine times transfers over a validated topology by the normative
- * model of DESIGN.md: segments cross the links of their route as FIFO
+ * model of docs/TIMING.md: segments cross the links of their route as FIFO
  * servers, store and forward, self-clocked at injection, with DMA engines
  * as servers at the source. It is a discrete-event simulation driven by
  * its caller: transfers are submitted with a fabric time and a stable key,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The timing model against its closed forms (DESIGN.md, "Timing model"),
+ * The timing model against its closed forms (docs/TIMING.md, "Closed forms"),
  * with every expectation computed here from the formula, never read back
  * from the engine:
  *  - an uncontended transfer of n whole segments over h uniform links
