@@ -277,10 +277,10 @@ uint8_t fdev_f32_to_fp8(float f);
 struct fdev_moe_layout_out {
 	uint64_t *tokens_per_rank;	/* [nranks] or NULL */
 	uint64_t *tokens_per_expert;	/* [num_experts] or NULL */
-	uint8_t *token_in_rank;		/* [T][nranks] or NULL */
+	uint8_t *token_in_rank;		/* [tokens][nranks] or NULL */
 };
 
-int fdev_moe_layout(const int64_t *topk_idx, uint64_t T, unsigned int k,
+int fdev_moe_layout(const int64_t *topk_idx, uint64_t tokens, unsigned int k,
 		    unsigned int num_experts, unsigned int nranks,
 		    struct fdev_moe_layout_out *out);
 
@@ -318,11 +318,11 @@ struct fdev_moe_config {
 
 /* Per local rank inputs of one dispatch. */
 struct fdev_moe_in {
-	uint64_t T;			/* tokens */
-	const void *x;			/* [T][H] dtype, or NULL (timing) */
-	const float *scales;		/* FP8: [T][scale_groups] */
-	const int64_t *topk_idx;	/* [T][k], -1 = none */
-	const float *topk_w;		/* [T][k] */
+	uint64_t tokens;		/* number of tokens */
+	const void *x;			/* [tokens][H] dtype, or NULL (timing) */
+	const float *scales;		/* FP8: [tokens][scale_groups] */
+	const int64_t *topk_idx;	/* [tokens][k], -1 = none */
+	const float *topk_w;		/* [tokens][k] */
 };
 
 /* Per local rank outputs of one dispatch (owned by the handle). */
@@ -345,7 +345,7 @@ int fdev_moe_output(struct fdev_moe_handle *h, int lrank,
 		    struct fdev_moe_out *out);
 /*
  * Combine: @y[lrank] is [rows][H] of dtype (the layout dispatch gave),
- * @out[lrank] gets [T][H]: sum over the token's experts of weight * y.
+ * @out[lrank] gets [tokens][H]: sum over the token's experts of weight * y.
  */
 int fdev_moe_combine(struct fdev_comm *c, struct fdev_moe_handle *h,
 		     const void *const *y, void *const *out);

@@ -68,7 +68,7 @@ class MoeConfig(C.Structure):
 
 
 class _MoeIn(C.Structure):
-    _fields_ = [("T", C.c_uint64), ("x", C.c_void_p), ("scales", C.c_void_p),
+    _fields_ = [("tokens", C.c_uint64), ("x", C.c_void_p), ("scales", C.c_void_p),
                 ("topk_idx", C.c_void_p), ("topk_w", C.c_void_p)]
 
 

@@ -1230,12 +1230,12 @@ int fdev_moe_dispatch(struct fdev_comm *c, const struct fdev_moe_config *cfg,
 	for (unsigned int l = 0; l < c->nlocal; l++) {
 		const struct fdev_moe_in *li = &in[l];
 
-		if (li->T && (!li->topk_idx || !li->topk_w))
+		if (li->tokens && (!li->topk_idx || !li->topk_w))
 			return -EFAULT;
-		if (li->T && !fdev_comm_timing_only(c) &&
+		if (li->tokens && !fdev_comm_timing_only(c) &&
 		    (!li->x || (cfg->scale_groups && !li->scales)))
 			return -EFAULT;
-		for (uint64_t i = 0; i < li->T * cfg->k; i++)
+		for (uint64_t i = 0; i < li->tokens * cfg->k; i++)
 			if (li->topk_idx[i] < -1 ||
 			    li->topk_idx[i] >= (int64_t)cfg->num_experts)
 				return -EINVAL;
@@ -1264,9 +1264,9 @@ int fdev_moe_dispatch(struct fdev_comm *c, const struct fdev_moe_config *cfg,
 	}
 	for (unsigned int l = 0; l < h->nlocal; l++) {
 		struct moe_rank *mr = &h->r[l];
-		uint64_t tk = in[l].T * cfg->k;
+		uint64_t tk = in[l].tokens * cfg->k;
 
-		mr->T = in[l].T;
+		mr->T = in[l].tokens;
 		mr->idx = malloc((tk ? tk : 1) * 8);
 		mr->w = malloc((tk ? tk : 1) * 4);
 		if (!mr->idx || !mr->w) {

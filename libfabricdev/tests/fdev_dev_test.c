@@ -295,7 +295,7 @@ static int mp_moe(const char *variant)
 		for (unsigned int i = 0; i < H; i++)
 			x[t * H + i] = (float)((rank * 5 + t * 3 + i) % 9) / 4 - 1;
 	}
-	in = (struct fdev_moe_in){ .T = T, .x = x, .topk_idx = idx, .topk_w = w };
+	in = (struct fdev_moe_in){ .tokens = T, .x = x, .topk_idx = idx, .topk_w = w };
 	cfg.mode = FDEV_MOE_THROUGHPUT;
 	err = fdev_moe_dispatch(c, &cfg, &in, NULL, &ht);
 	printf("%s rank %d throughput dispatch (%d)\n", err ? "not ok" : "ok", rank, err);

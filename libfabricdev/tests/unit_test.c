@@ -355,7 +355,7 @@ static void test_moe_case(const char *name, unsigned int n, unsigned int E,
 					((uint16_t *)x)[t * H + i] = fdev_f32_to_f16(v);
 			}
 		}
-		in[r] = (struct fdev_moe_in){ .T = T, .x = x, .topk_idx = idx, .topk_w = w };
+		in[r] = (struct fdev_moe_in){ .tokens = T, .x = x, .topk_idx = idx, .topk_w = w };
 	}
 	err = fdev_moe_dispatch(c, &cfg, in, NULL, &h);
 	ok(!err, "%s: dispatch (%d)", name, err);
@@ -368,7 +368,7 @@ static void test_moe_case(const char *name, unsigned int n, unsigned int E,
 		fdev_moe_output(h, (int)r, &o);
 		/* Every expert count equals the reference count. */
 		for (unsigned int s = 0; s < n; s++)
-			for (uint64_t t = 0; t < in[s].T; t++)
+			for (uint64_t t = 0; t < in[s].tokens; t++)
 				for (unsigned int j = 0; j < k; j++) {
 					int64_t e = in[s].topk_idx[t * k + j];
 
@@ -404,7 +404,7 @@ static void test_moe_case(const char *name, unsigned int n, unsigned int E,
 						((uint16_t *)y[r])[row * H + q] = fdev_f32_to_f16(v);
 				}
 			}
-		out[r] = calloc(in[r].T + 1, H * es);
+		out[r] = calloc(in[r].tokens + 1, H * es);
 	}
 	ok(!bad, "%s: per-expert counts, alignment and rows match the reference (%d bad)", name, bad);
 	if (mode == FDEV_MOE_HIERARCHICAL || mode == FDEV_MOE_MULTICAST)
@@ -413,7 +413,7 @@ static void test_moe_case(const char *name, unsigned int n, unsigned int E,
 	err = fdev_moe_combine(c, h, (const void *const *)y, out);
 	ok(!err, "%s: combine (%d)", name, err);
 	for (unsigned int r = 0; r < n && !err; r++)
-		for (uint64_t t = 0; t < in[r].T; t++)
+		for (uint64_t t = 0; t < in[r].tokens; t++)
 			for (unsigned int q = 0; q < H; q++) {
 				float ref = 0, got, x;
 				const uint8_t *xb = in[r].x;
@@ -496,7 +496,7 @@ static void test_moe_fp8(void)
 			w[t * K] = 0.75f;
 			w[t * K + 1] = 0.25f;
 		}
-		in[r] = (struct fdev_moe_in){ .T = Ts[r], .x = x, .scales = sc,
+		in[r] = (struct fdev_moe_in){ .tokens = Ts[r], .x = x, .scales = sc,
 					      .topk_idx = idx, .topk_w = w };
 	}
 	err = fdev_moe_dispatch(c, &cfg, in, NULL, &h);
@@ -584,7 +584,7 @@ static void test_moe_mc_bytes(void)
 			}
 			L += (uint64_t)leaves;
 		}
-		in[r] = (struct fdev_moe_in){ .T = T, .x = x[r], .topk_idx = idx[r],
+		in[r] = (struct fdev_moe_in){ .tokens = T, .x = x[r], .topk_idx = idx[r],
 					      .topk_w = w[r] };
 	}
 	if (mk(N, 1 << 20, &c)) {
@@ -670,8 +670,8 @@ static void test_bad_args(void)
 		.dtype = FDEV_F32 };
 	int64_t idx[2] = { 9, 0 };
 	float w[2] = { 1, 1 }, x[8] = { 0 };
-	struct fdev_moe_in in[2] = { { .T = 1, .x = x, .topk_idx = idx, .topk_w = w },
-				     { .T = 1, .x = x, .topk_idx = idx + 1, .topk_w = w } };
+	struct fdev_moe_in in[2] = { { .tokens = 1, .x = x, .topk_idx = idx, .topk_w = w },
+				     { .tokens = 1, .x = x, .topk_idx = idx + 1, .topk_w = w } };
 
 	ok(__fdev_comm_init_host(2, 1 << 16, &c) == 0, "host comm");
 	ok(fdev_moe_dispatch(c, &cfg, in, NULL, &h) == -EINVAL, "expert 9 of 8: -EINVAL");

@@ -114,7 +114,7 @@ int main(int argc, char **argv)
 				idx[t * k + j] = e;
 				w[t * k + j] = 1.0f / k;
 			}
-		in[r] = (struct fdev_moe_in){ .T = T, .topk_idx = idx, .topk_w = w };
+		in[r] = (struct fdev_moe_in){ .tokens = T, .topk_idx = idx, .topk_w = w };
 	}
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.num_experts = E;
