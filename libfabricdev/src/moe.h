@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
+/*
+ * MoE dispatch/combine, private to the moe*.c files: the handle, the
+ * token record, and what every mode shares. One file per mode:
+ *   moe_layout.c  fdev_moe_layout()
+ *   moe.c         the entry points, routing, records and output rows
+ *   moe_tp.c      throughput (and the combine multicast shares)
+ *   moe_ll.c      low latency
+ *   moe_hier.c    hierarchical
+ *   moe_mc.c      multicast
+ *
+ * A token travels as one record: [x: H elements][scales: G floats]
+ * (padded to 8 bytes)[top-k ids: k int64][top-k weights: k floats],
+ * padded to 8 bytes.
+ *
+ * The receiver groups rows by local expert (source rank, then token
+ * order), each expert's block padded to a multiple of cfg->align. Combine
+ * sends back, per token, the weighted sum over the rank's experts
+ * (throughput, hierarchical, multicast) or each expert's row (low
+ * latency, weighted at the source), and the source adds them up in fp32.
+ */
+#ifndef FDEV_MOE_H
+#define FDEV_MOE_H
+
+#include <stdint.h>
+
+#include "internal.h"
+
+/* One local rank's side of a dispatch. */
+struct moe_rank {
+	uint64_t tokens;		/* input tokens */
+	int64_t *topk_idx;		/* [tokens][k], failed ranks' experts -> -1 */
+	float *topk_w;			/* [tokens][k] */
+	uint64_t *send_cnt;		/* by rank [n]; LL by expert [E] */
+	uint64_t *send_tok;		/* token ids, by destination (, expert) */
+	uint64_t *recv_cnt;		/* by source [n]; LL [n][experts_per_rank] */
+	uint64_t recv_tokens;		/* records received */
+	uint64_t rows;			/* output rows, padded per expert */
+	uint8_t *x;			/* [rows][H] */
+	float *scales;			/* [rows][scale_groups] */
+	int64_t *out_idx;		/* [rows][k] */
+	float *out_w;			/* [rows][k] */
+	uint64_t *expert_count;		/* [experts_per_rank] rows received */
+	uint64_t *expert_offset;	/* [experts_per_rank] first row */
+	uint64_t *row_src;		/* record of each row, UINT64_MAX: padding */
+	/*
+	 * Hierarchical, as forwarding peer p: for each (d in p's node, s a
+	 * remote source with p's local index), the positions in s's
+	 * scale-out block of the pair_tokens(s, d) records that went on to d.
+	 */
+	uint64_t *fwd_pos;
+	uint64_t *fwd_pos_start;	/* [node_size][n] first entry of (d, s) */
+};
+
+struct fdev_moe_handle {
+	struct fdev_moe_config cfg;
+	unsigned int nranks, first, nlocal;
+	unsigned int experts_per_rank;
+	size_t elem_size, rec_size;	/* bytes of an element, of a record */
+	uint64_t *pair_tokens;		/* [n][n] tokens source -> destination */
+	uint64_t *node_tokens;		/* hier: [n][nodes] tokens of s for node N */
+	uint64_t *mc_tokens;		/* multicast: [n] records s multicasts */
+	unsigned int node_size, nr_nodes;	/* hier: ranks per node, nodes */
+	struct moe_rank *ranks;		/* [nlocal] */
+	struct fdev_moe_stats st;
+	int timing;			/* timing only: no records exist */
+};
+
+static inline uint64_t moe_round8(uint64_t v)
+{
+	return (v + 7) & ~7ULL;
+}
+
+static inline uint64_t moe_pair(const struct fdev_moe_handle *h,
+				unsigned int s, unsigned int d)
+{
+	return h->pair_tokens[(size_t)s * h->nranks + d];
+}
+
+static inline int moe_is_local(const struct fdev_moe_handle *h, unsigned int r)
+{
+	return r >= h->first && r < h->first + h->nlocal;
+}
+
+/* The rank that owns global expert @e. */
+static inline unsigned int moe_expert_rank(const struct fdev_moe_handle *h,
+					   int64_t e)
+{
+	return (unsigned int)e / h->experts_per_rank;
+}
+
+/* moe.c: records and routing */
+int64_t *moe_rec_idx(const struct fdev_moe_handle *h, uint8_t *rec);
+void moe_pack(const struct fdev_moe_handle *h, const struct fdev_moe_in *in,
+	      const struct moe_rank *mr, uint64_t t, uint8_t *rec);
+int moe_token_on_rank(const struct fdev_moe_handle *h, const int64_t *idx,
+		      unsigned int d);
+int moe_route_by_rank(struct fdev_moe_handle *h, struct moe_rank *mr);
+int moe_gather_counts(struct fdev_comm *c, const struct fdev_moe_handle *h,
+		      const uint64_t *local_rows, unsigned int width,
+		      uint64_t *all_rows, uint64_t *t_ps);
+int moe_take_recv_counts(const struct fdev_moe_handle *h, struct moe_rank *mr,
+			 unsigned int d);
+int moe_timing_rows(const struct fdev_moe_handle *h, struct moe_rank *mr);
+int moe_build_out(struct fdev_moe_handle *h, struct moe_rank *mr,
+		  unsigned int rank, uint8_t *const *recs, uint64_t nrec,
+		  const uint32_t *rec_expert);
+uint8_t **moe_recs_alloc(uint64_t nrec);
+
+/* moe.c: combine arithmetic */
+int moe_comb_dtype(const struct fdev_moe_handle *h);
+float moe_load(const void *p, uint64_t i, int dt);
+void moe_store(void *p, uint64_t i, int dt, float v);
+float moe_weight_of(const int64_t *idx, const float *w, unsigned int k,
+		    int64_t e);
+void moe_partials(struct fdev_comm *c, struct fdev_moe_handle *h,
+		  const void *const *y, uint64_t off, uint64_t crow);
+void moe_add_row(float *sum, const uint8_t *src, unsigned int H, int dt);
+void moe_store_sum(void *out, const float *sum, uint64_t nr, int dt);
+
+/* One file per mode. */
+int moe_dispatch_tp(struct fdev_comm *c, struct fdev_moe_handle *h,
+		    const struct fdev_moe_in *in,
+		    const struct fdev_moe_handle *reuse);
+int moe_combine_tp(struct fdev_comm *c, struct fdev_moe_handle *h,
+		   const void *const *y, void *const *out);
+int moe_dispatch_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
+		    const struct fdev_moe_in *in);
+int moe_combine_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
+		   const void *const *y, void *const *out);
+int moe_dispatch_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
+		      const struct fdev_moe_in *in,
+		      const struct fdev_moe_handle *reuse);
+int moe_combine_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
+		     const void *const *y, void *const *out);
+int moe_dispatch_mc(struct fdev_comm *c, struct fdev_moe_handle *h,
+		    const struct fdev_moe_in *in,
+		    const struct fdev_moe_handle *reuse);
+
+#endif

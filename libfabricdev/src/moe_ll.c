@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * MoE low-latency mode: one record per (token, expert), written straight
+ * into the expert's fixed slot [local expert][source][i] of max_tokens,
+ * with the counts in the same step: one step, no exchange. Combine sends
+ * every expert row back to its source's slot [expert][i], and the source
+ * weights and adds them.
+ *
+ * Workspace at each rank: the counts received ([n][experts per rank]
+ * words) at 0, the slots after them, then the send area (records by
+ * expert) and the counts sent ([E] words).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "moe.h"
+
+/* Slot @i of source @s for local expert @e. */
+static uint64_t ll_slot_off(const struct fdev_moe_handle *h, unsigned int e,
+			    unsigned int s, uint64_t i)
+{
+	uint64_t base = moe_round8(h->nranks * (uint64_t)h->experts_per_rank * 8) + 64;
+
+	return base + (((uint64_t)e * h->nranks + s) * h->cfg.max_tokens + i) *
+		      h->rec_size;
+}
+
+static uint64_t ll_send_off(const struct fdev_moe_handle *h)
+{
+	return ll_slot_off(h, h->experts_per_rank, 0, 0);
+}
+
+static uint64_t ll_counts_off(const struct fdev_moe_handle *h)
+{
+	return ll_send_off(h) +
+	       h->cfg.num_experts * (uint64_t)h->cfg.max_tokens * h->rec_size;
+}
+
+/* Tokens by expert: send_tok lists them, send_cnt counts them. */
+static int ll_route(const struct fdev_moe_handle *h, struct moe_rank *mr)
+{
+	unsigned int k = h->cfg.k;
+	uint64_t pos = 0;
+
+	mr->send_cnt = calloc(h->cfg.num_experts, 8);
+	mr->send_tok = malloc((mr->tokens * k + 1) * 8);
+	if (!mr->send_cnt || !mr->send_tok)
+		return -ENOMEM;
+	for (unsigned int e = 0; e < h->cfg.num_experts; e++) {
+		uint64_t first = pos;
+
+		for (uint64_t t = 0; t < mr->tokens; t++)
+			for (unsigned int q = 0; q < k; q++)
+				if (mr->topk_idx[t * k + q] == (int64_t)e) {
+					mr->send_tok[pos++] = t;
+					break;
+				}
+		mr->send_cnt[e] = pos - first;
+	}
+	return 0;
+}
+
+/* Local rank @l: its records into the experts' slots, its counts after. */
+static void ll_plan_rank(struct fdev_comm *c, struct fdev_moe_handle *h,
+			 const struct fdev_moe_in *in, unsigned int l,
+			 struct fdev_plan *p)
+{
+	struct moe_rank *mr = &h->ranks[l];
+	unsigned int s = h->first + l, epr = h->experts_per_rank;
+	uint64_t send = ll_send_off(h), counts = ll_counts_off(h), pos = 0;
+
+	for (unsigned int e = 0; e < h->cfg.num_experts; e++) {
+		uint64_t len = mr->send_cnt[e] * h->rec_size;
+
+		for (uint64_t i = pos; !h->timing && i < pos + mr->send_cnt[e]; i++)
+			moe_pack(h, &in[l], mr, mr->send_tok[i],
+				 fdev_ws_addr(c, l, send + i * h->rec_size));
+		fdev_plan_xfer(p, 0, s, e / epr, send + pos * h->rec_size,
+			       ll_slot_off(h, e % epr, s, 0), len);
+		if (e / epr != s)
+			h->st.dispatch_bytes += len;
+		pos += mr->send_cnt[e];
+	}
+	/* Counts for each destination: its experts' slice. */
+	if (!h->timing)
+		memcpy(fdev_ws_addr(c, l, counts), mr->send_cnt,
+		       h->cfg.num_experts * 8ULL);
+	for (unsigned int d = 0; d < h->nranks; d++)
+		fdev_plan_xfer(p, 0, s, d, counts + d * epr * 8ULL,
+			       (uint64_t)s * epr * 8, epr * 8ULL);
+}
+
+/* Local rank @l's output rows: expert-major, then source, then arrival. */
+static int ll_receive(struct fdev_comm *c, struct fdev_moe_handle *h,
+		      unsigned int l)
+{
+	struct moe_rank *mr = &h->ranks[l];
+	unsigned int n = h->nranks, epr = h->experts_per_rank;
+	uint64_t nrec = 0, j = 0;
+	uint32_t *rec_expert;
+	uint8_t **recs;
+	int err;
+
+	mr->recv_cnt = calloc((size_t)n * epr, 8);
+	if (!mr->recv_cnt)
+		return -ENOMEM;
+	if (h->timing)
+		return moe_timing_rows(h, mr);
+	memcpy(mr->recv_cnt, fdev_ws_addr(c, l, 0), (size_t)n * epr * 8);
+	for (size_t i = 0; i < (size_t)n * epr; i++) {
+		if (mr->recv_cnt[i] > h->cfg.max_tokens)
+			return -EPROTO;
+		nrec += mr->recv_cnt[i];
+	}
+	recs = moe_recs_alloc(nrec);
+	rec_expert = malloc((nrec ? nrec : 1) * sizeof(*rec_expert));
+	if (!recs || !rec_expert) {
+		free(recs);
+		free(rec_expert);
+		return -ENOMEM;
+	}
+	for (unsigned int e = 0; e < epr; e++)
+		for (unsigned int s = 0; s < n; s++)
+			for (uint64_t i = 0; i < mr->recv_cnt[s * epr + e]; i++) {
+				recs[j] = fdev_ws_addr(c, l, ll_slot_off(h, e, s, i));
+				rec_expert[j++] = e;
+			}
+	mr->recv_tokens = nrec;
+	err = moe_build_out(h, mr, h->first + l, recs, nrec, rec_expert);
+	free(recs);
+	free(rec_expert);
+	return err;
+}
+
+int moe_dispatch_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
+		    const struct fdev_moe_in *in)
+{
+	uint64_t need = ll_counts_off(h) + h->cfg.num_experts * 8ULL;
+	struct fdev_plan p;
+	int err = 0;
+
+	/* Its plan names only this process's transfers. */
+	if (c->proxy)
+		return -EOPNOTSUPP;
+	for (unsigned int l = 0; l < h->nlocal; l++)
+		if (h->ranks[l].tokens > h->cfg.max_tokens)
+			return -EOVERFLOW;
+	if (!h->timing && need > c->ws_bytes)
+		return -EMSGSIZE;
+	for (unsigned int l = 0; !err && l < h->nlocal; l++)
+		err = ll_route(h, &h->ranks[l]);
+	if (err)
+		return err;
+	fdev_plan_init(&p);
+	for (unsigned int l = 0; l < h->nlocal; l++)
+		ll_plan_rank(c, h, in, l, &p);
+	fdev_plan_need(&p, need);
+	err = fdev_plan_finish(&p);
+	/* Self-sends are xfers too: the host copy does them. */
+	if (!err)
+		err = fdev_plan_run(c, &p);
+	h->st.dispatch_ps = c->last_ps;
+	fdev_plan_free(&p);
+	for (unsigned int l = 0; !err && l < h->nlocal; l++)
+		err = ll_receive(c, h, l);
+	return err;
+}
+
+/* ------------------------------------------------------------------ */
+/* Combine                                                             */
+
+/* First row at d of local expert @e's block from source @s. */
+static uint64_t ll_row_of(const struct fdev_moe_handle *h,
+			  const struct moe_rank *mr, unsigned int e,
+			  unsigned int s)
+{
+	uint64_t row = mr->expert_offset[e];
+
+	for (unsigned int q = 0; q < s; q++)
+		row += mr->recv_cnt[q * h->experts_per_rank + e];
+	return row;
+}
+
+/*
+ * Every expert row back to its source's slot [d's expert][i], staged at
+ * @staged; rotated: rank d starts with source d + 1, ... Timing only, a
+ * rank knows only what its local sources sent.
+ */
+static void ll_combine_plan(struct fdev_moe_handle *h, uint64_t crow,
+			    uint64_t staged, struct fdev_plan *p)
+{
+	unsigned int n = h->nranks, epr = h->experts_per_rank;
+	uint64_t mt = h->cfg.max_tokens;
+
+	for (unsigned int l = 0; l < h->nlocal; l++) {
+		const struct moe_rank *mr = &h->ranks[l];
+		unsigned int d = h->first + l;
+
+		for (unsigned int e = 0; e < epr; e++)
+			for (unsigned int kk = 0; kk < n; kk++) {
+				unsigned int s = (d + kk) % n;
+				uint64_t cnt, row = 0;
+
+				if (h->timing && !moe_is_local(h, s))
+					continue;
+				if (h->timing) {
+					cnt = h->ranks[s - h->first].send_cnt[d * epr + e];
+				} else {
+					cnt = mr->recv_cnt[s * epr + e];
+					row = ll_row_of(h, mr, e, s);
+				}
+				fdev_plan_xfer(p, 0, d, s, staged + row * crow,
+					       ((uint64_t)(d * epr + e) * mt) * crow,
+					       cnt * crow);
+				if (s != d)
+					h->st.combine_bytes += cnt * crow;
+			}
+	}
+}
+
+static void ll_stage(struct fdev_comm *c, struct fdev_moe_handle *h,
+		     const void *const *y, uint64_t crow, uint64_t staged)
+{
+	uint64_t row_bytes = h->cfg.hidden * fdev_dtype_size(moe_comb_dtype(h));
+
+	for (unsigned int l = 0; l < h->nlocal; l++)
+		for (uint64_t row = 0; row < h->ranks[l].rows; row++)
+			memcpy(fdev_ws_addr(c, l, staged + row * crow),
+			       (const uint8_t *)y[l] + row * row_bytes, row_bytes);
+}
+
+/* At each local source: its tokens' expert rows, weighted and summed. */
+static int ll_combine_sum(struct fdev_comm *c, struct fdev_moe_handle *h,
+			  uint64_t crow, void *const *out)
+{
+	unsigned int H = h->cfg.hidden, k = h->cfg.k;
+	uint64_t mt = h->cfg.max_tokens;
+	int dt = moe_comb_dtype(h);
+
+	for (unsigned int l = 0; l < h->nlocal; l++) {
+		struct moe_rank *mr = &h->ranks[l];
+		float *sum = calloc(mr->tokens * (uint64_t)H + 1, sizeof(float));
+		uint64_t pos = 0;
+
+		if (!sum)
+			return -ENOMEM;
+		for (unsigned int e = 0; e < h->cfg.num_experts; e++)
+			for (uint64_t i = 0; i < mr->send_cnt[e]; i++, pos++) {
+				uint64_t t = mr->send_tok[pos];
+				const uint8_t *src = fdev_ws_addr(c, l,
+					((uint64_t)e * mt + i) * crow);
+				float w = moe_weight_of(mr->topk_idx + t * k,
+							mr->topk_w + t * k, k,
+							(int64_t)e);
+
+				for (unsigned int q = 0; q < H; q++)
+					sum[t * H + q] += w * moe_load(src, q, dt);
+			}
+		moe_store_sum(out[l], sum, mr->tokens * (uint64_t)H, dt);
+		free(sum);
+	}
+	return 0;
+}
+
+int moe_combine_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
+		   const void *const *y, void *const *out)
+{
+	uint64_t slots = h->cfg.num_experts * (uint64_t)h->cfg.max_tokens;
+	uint64_t crow = moe_round8(h->cfg.hidden *
+				   fdev_dtype_size(moe_comb_dtype(h)));
+	uint64_t staged = (slots * crow + 63) & ~63ULL;
+	struct fdev_plan p;
+	int err;
+
+	fdev_plan_init(&p);
+	fdev_plan_need(&p, staged + slots * crow);
+	ll_combine_plan(h, crow, staged, &p);
+	err = fdev_plan_finish(&p);
+	if (!err && !h->timing && p.ws_need > c->ws_bytes)
+		err = -EMSGSIZE;
+	if (!err && !h->timing)
+		ll_stage(c, h, y, crow, staged);
+	if (!err)
+		err = fdev_plan_run(c, &p);
+	h->st.combine_ps = c->last_ps;
+	if (!err && !h->timing)
+		err = ll_combine_sum(c, h, crow, out);
+	fdev_plan_free(&p);
+	return err;
+}

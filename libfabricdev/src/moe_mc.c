@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * MoE multicast mode: the source packs, in token order, the records of
+ * its tokens that some other rank owns an expert of (mc_tokens[s] of
+ * them) into its own slab, and writes the slab once over its circuit; it
+ * lands in the same slab of every other rank (the circuit binds each
+ * workspace at 0). A receiver keeps, in slab order, the records routed to
+ * it: exactly throughput's block from that source, so the rows, their
+ * order and combine are throughput's. Its own tokens never leave it.
+ *
+ * The count exchange carries throughput's row of tokens per destination
+ * and mc_tokens. Workspace: slab s at mc_slab_off(s), in source order.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "moe.h"
+
+static uint64_t mc_slab_off(const struct fdev_moe_handle *h, unsigned int s)
+{
+	uint64_t o = 0;
+
+	for (unsigned int q = 0; q < s; q++)
+		o += h->mc_tokens[q];
+	return o * h->rec_size;
+}
+
+/* Some other rank than @s owns one of the token's experts. */
+static int token_leaves(const struct fdev_moe_handle *h, const int64_t *idx,
+			unsigned int s)
+{
+	for (unsigned int j = 0; j < h->cfg.k; j++)
+		if (idx[j] >= 0 && moe_expert_rank(h, idx[j]) != s)
+			return 1;
+	return 0;
+}
+
+static int mc_route(struct fdev_moe_handle *h, unsigned int l)
+{
+	struct moe_rank *mr = &h->ranks[l];
+	unsigned int s = h->first + l;
+	int err = moe_route_by_rank(h, mr);
+
+	for (uint64_t t = 0; !err && t < mr->tokens; t++)
+		h->mc_tokens[s] += token_leaves(h, mr->topk_idx + t * h->cfg.k, s);
+	return err;
+}
+
+static int mc_reuse_counts(struct fdev_moe_handle *h,
+			   const struct fdev_moe_handle *reuse)
+{
+	unsigned int n = h->nranks;
+
+	for (unsigned int l = 0; l < h->nlocal; l++) {
+		unsigned int s = h->first + l;
+
+		if (memcmp(h->ranks[l].send_cnt, reuse->pair_tokens + (size_t)s * n,
+			   n * 8ULL) || h->mc_tokens[s] != reuse->mc_tokens[s])
+			return -EINVAL;	/* routing differs */
+	}
+	memcpy(h->pair_tokens, reuse->pair_tokens, (size_t)n * n * 8);
+	memcpy(h->mc_tokens, reuse->mc_tokens, n * 8ULL);
+	return 0;
+}
+
+/* The count matrix and mc_tokens: from @reuse, or exchanged. */
+static int mc_counts(struct fdev_comm *c, struct fdev_moe_handle *h,
+		     const struct fdev_moe_handle *reuse, uint64_t *t_ps)
+{
+	unsigned int n = h->nranks, width = n + 1;
+	uint64_t *rows, *all;
+	int err;
+
+	*t_ps = 0;
+	if (reuse)
+		return mc_reuse_counts(h, reuse);
+	rows = calloc((size_t)h->nlocal * width + 1, 8);
+	all = calloc((size_t)n * width, 8);
+	err = rows && all ? 0 : -ENOMEM;
+	for (unsigned int l = 0; !err && l < h->nlocal; l++) {
+		memcpy(rows + (size_t)l * width, h->ranks[l].send_cnt, n * 8ULL);
+		rows[(size_t)l * width + n] = h->mc_tokens[h->first + l];
+	}
+	if (!err)
+		err = moe_gather_counts(c, h, rows, width, all, t_ps);
+	for (unsigned int s = 0; !err && s < n; s++) {
+		memcpy(h->pair_tokens + (size_t)s * n, all + (size_t)s * width,
+		       n * 8ULL);
+		h->mc_tokens[s] = all[(size_t)s * width + n];
+	}
+	free(rows);
+	free(all);
+	return err;
+}
+
+/* Each local source's slab: its leaving tokens' records, in token order. */
+static void mc_pack(struct fdev_comm *c, struct fdev_moe_handle *h,
+		    const struct fdev_moe_in *in)
+{
+	for (unsigned int l = 0; l < h->nlocal; l++) {
+		struct moe_rank *mr = &h->ranks[l];
+		unsigned int s = h->first + l;
+		uint8_t *slab = fdev_ws_addr(c, l, mc_slab_off(h, s));
+
+		for (uint64_t t = 0; t < mr->tokens; t++)
+			if (token_leaves(h, mr->topk_idx + t * h->cfg.k, s)) {
+				moe_pack(h, &in[l], mr, t, slab);
+				slab += h->rec_size;
+			}
+	}
+}
+
+/* The slabs, one multicast per source. */
+static int mc_send(struct fdev_comm *c, struct fdev_moe_handle *h,
+		   const struct fdev_moe_in *in, uint64_t *t_ps)
+{
+	unsigned int n = h->nranks;
+	struct fdev_plan p;
+	int err;
+
+	fdev_plan_init(&p);
+	fdev_plan_need(&p, mc_slab_off(h, n));
+	for (unsigned int s = 0; s < n; s++)
+		if (h->mc_tokens[s])
+			fdev_plan_mcast(&p, 0, s, n, mc_slab_off(h, s),
+					mc_slab_off(h, s),
+					h->mc_tokens[s] * h->rec_size);
+	err = fdev_plan_finish(&p);
+	if (!err && !h->timing && p.ws_need > c->ws_bytes)
+		err = -EMSGSIZE;
+	if (!err && !h->timing)
+		mc_pack(c, h, in);
+	if (!err)
+		err = fdev_plan_run(c, &p);
+	fdev_plan_free(&p);
+	*t_ps = c->last_ps;
+	return err;
+}
+
+/*
+ * The records rank @d keeps: its own tokens packed into @self (as
+ * throughput's self block), the others' from their slabs.
+ */
+static int mc_pick(struct fdev_comm *c, struct fdev_moe_handle *h,
+		   unsigned int l, const struct fdev_moe_in *in,
+		   uint8_t *self, uint8_t **recs)
+{
+	struct moe_rank *mr = &h->ranks[l];
+	unsigned int d = h->first + l;
+	uint64_t j = 0, own = 0;
+
+	for (unsigned int s = 0; s < h->nranks; s++) {
+		uint64_t got = 0;
+
+		if (s == d) {
+			for (uint64_t t = 0; t < mr->tokens; t++)
+				if (moe_token_on_rank(h, mr->topk_idx + t * h->cfg.k, d)) {
+					moe_pack(h, in, mr, t, self + own * h->rec_size);
+					recs[j++] = self + own++ * h->rec_size;
+				}
+			continue;
+		}
+		for (uint64_t i = 0; i < h->mc_tokens[s]; i++) {
+			uint8_t *rec = fdev_ws_addr(c, l, mc_slab_off(h, s) +
+						    i * h->rec_size);
+
+			if (!moe_token_on_rank(h, moe_rec_idx(h, rec), d))
+				continue;
+			if (++got > mr->recv_cnt[s])
+				break;
+			recs[j++] = rec;
+		}
+		if (got != mr->recv_cnt[s])
+			return -EPROTO;	/* the slab disagrees with the counts */
+	}
+	return own != mr->recv_cnt[d] ? -EPROTO : 0;
+}
+
+static int mc_receive(struct fdev_comm *c, struct fdev_moe_handle *h,
+		      unsigned int l, const struct fdev_moe_in *in)
+{
+	struct moe_rank *mr = &h->ranks[l];
+	unsigned int d = h->first + l;
+	uint8_t **recs, *self;
+	int err;
+
+	h->st.dispatch_bytes += h->mc_tokens[d] * h->rec_size;
+	err = moe_take_recv_counts(h, mr, d);
+	if (err || h->timing)
+		return err;
+	self = malloc((mr->recv_cnt[d] ? mr->recv_cnt[d] : 1) * h->rec_size);
+	recs = moe_recs_alloc(mr->recv_tokens);
+	err = self && recs ? 0 : -ENOMEM;
+	if (!err)
+		err = mc_pick(c, h, l, in, self, recs);
+	if (!err)
+		err = moe_build_out(h, mr, d, recs, mr->recv_tokens, NULL);
+	free(recs);
+	free(self);
+	return err;
+}
+
+int moe_dispatch_mc(struct fdev_comm *c, struct fdev_moe_handle *h,
+		    const struct fdev_moe_in *in,
+		    const struct fdev_moe_handle *reuse)
+{
+	uint64_t t_counts, t_slabs = 0;
+	int err = 0;
+
+	/*
+	 * One process must hold every rank's context: the circuit's owner
+	 * submits, and every destination binds it. A circuit to an excluded
+	 * rank would still carry its copy.
+	 */
+	if (c->multi && !c->proxy)
+		return -EOPNOTSUPP;
+	for (unsigned int r = 0; r < c->nranks; r++)
+		if (fdev_rank_failed(c, r))
+			return -ENOLINK;
+	for (unsigned int l = 0; !err && l < h->nlocal; l++)
+		err = mc_route(h, l);
+	if (!err)
+		err = mc_counts(c, h, reuse, &t_counts);
+	if (err)
+		return err;
+	err = mc_send(c, h, in, &t_slabs);
+	h->st.dispatch_ps = t_counts + t_slabs;
+	for (unsigned int l = 0; !err && l < h->nlocal; l++)
+		err = mc_receive(c, h, l, &in[l]);
+	return err;
+}
