@@ -149,15 +149,6 @@ void fdev_prep_fence(struct fdev_desc *d, uint32_t queue, uint64_t tag);
  * posted, or -errno when the first fails.
  */
 int fdev_post(struct fdev *dev, const struct fdev_desc *d, unsigned int nr);
-/*
- * Advanced: post without ever blocking. Stops before the first
- * descriptor whose queue is full (depth descriptors not yet reaped by
- * poll/wait); that one and the rest are not posted, and nothing posted is
- * lost. Returns the number posted, -EAGAIN when the first could not be
- * (poll or wait, then post it again), or -errno for a bad descriptor.
- */
-int __fdev_post_nowait(struct fdev *dev, const struct fdev_desc *d,
-		       unsigned int nr);
 /* Completions already there (by the context's clock); never blocks. */
 int fdev_poll(struct fdev *dev, struct fdev_cqe *cqes, unsigned int max);
 /*
@@ -202,12 +193,6 @@ int fdev_comm_init_local(const char *path, unsigned int nranks,
 int fdev_comm_init(const char *path, const char *job, int rank, int size,
 		   uint64_t ws_bytes, unsigned int flags,
 		   struct fdev_comm **out);
-/*
- * Advanced: @nranks ranks in host memory, plans run as memcpy; no module,
- * no fabric time. For checking numerics without a fabric.
- */
-int __fdev_comm_init_host(unsigned int nranks, uint64_t ws_bytes,
-			  struct fdev_comm **out);
 void fdev_comm_destroy(struct fdev_comm *c);
 int fdev_comm_size(const struct fdev_comm *c);
 /* Ranks this process drives: [first, first + count). */

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "fabricdev.h"
+#include "fabricdev_test.h"
 #include "plan.h"
 
 #define FDEV_TAG_INTERNAL	0xfdefdefdefdefdefULL

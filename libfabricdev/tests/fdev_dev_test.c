@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "fabricdev.h"
+#include "fabricdev_test.h"
 
 static int nt, failed;
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "fabricdev.h"
+#include "fabricdev_test.h"
 #include "plan.h"
 
 
