@@ -2,25 +2,93 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Run the icfab selftests inside the test VM (tools/vm/run starts it with
-# the module loaded). Each test binary gets a marker in the kernel log
-# first, and a run that left a kernel warning behind fails even when its
-# own assertions passed.
+# the module loaded). Each test gets a marker in the kernel log first, and
+# a run that left a kernel warning behind fails even when its own
+# assertions passed.
 #
-# usage: run_tests.sh [TEST...]   (default: every *_test beside this script)
+# Each test has its own time limit (the list below; `timeout=` in
+# settings for a test named on the command line but not listed). A test
+# that overruns it is killed with every process it started, fails as
+# "not ok - NAME timed out after N s", and the suite goes on with the
+# next one. After every test one line says how it ended:
+#   # icfab-selftest: done NAME rc=RC time=SECONDS
+# which tools/check turns into its progress lines.
+#
+# usage: run_tests.sh [TEST...]   (default: the run list below;
+#                                  ICFAB_SELFTEST_LIMIT=SECS overrides every limit)
+#        run_tests.sh --list      print the run list (the Makefile builds it)
+#        run_tests.sh --limits    print the sum of its time limits, seconds
+
+# The run list, in order: a test and its time limit in seconds, generous
+# against a loaded 2-core host under TCG (the limits are for hangs, not
+# for timing). This is the only list: selftests/icfab/Makefile reads it.
+run_list='
+chardev_test		300
+genl_test		300
+topo_test		300
+queue_test		300
+module_test		300
+icfabctl_test.sh	600
+icfabd_test.sh		600
+a2a_test.sh		300
+stats_test		300
+trace_test.sh		300
+contention_test.sh	300
+region_test		300
+memory_test		300
+uring_test		300
+circuit_test		300
+circuit_test.sh		300
+fdev_test.sh		900
+live_test		300
+paced_test		300
+closed_form_test	300
+multicast_test		300
+fault_test.sh		600
+ocs_test.sh		600
+'
+# Limits of tests that run only when named (not in the run list).
+named_only='
+fdev_torch_test.sh	1500
+'
+
+case ${1:-} in
+--list)
+	echo "$run_list" | awk 'NF { print $1 }'
+	exit 0 ;;
+--limits)
+	echo "$run_list" | awk 'NF { s += $2 } END { print s }'
+	exit 0 ;;
+esac
 
 dir=$(dirname "$0")
 bin=${ICFAB_SELFTEST_BIN:-$dir}
 bad='BUG:|WARNING:|Oops|refcount|corruption|Poison|Redzone|lockup|stall'
+default_limit=$(sed -n 's/^timeout=//p' "$dir/settings" 2>/dev/null)
+default_limit=${default_limit:-300}
 failed=0
 
-[ $# -gt 0 ] || set -- chardev_test genl_test topo_test queue_test module_test icfabctl_test.sh icfabd_test.sh a2a_test.sh stats_test trace_test.sh contention_test.sh region_test memory_test uring_test circuit_test circuit_test.sh fdev_test.sh live_test paced_test closed_form_test multicast_test fault_test.sh ocs_test.sh
+[ $# -gt 0 ] || set -- $(echo "$run_list" | awk 'NF { print $1 }')
+
+limit_of() {
+	l=$(echo "$run_list$named_only" | awk -v t="$1" '$1 == t { print $2 }')
+	echo "${l:-$default_limit}"
+}
 
 for t in "$@"; do
+	limit=${ICFAB_SELFTEST_LIMIT:-$(limit_of "$t")}
 	marker="icfab-selftest: begin $t $$"
 	echo "$marker" > /dev/kmsg
-	echo "# ---- $t"
-	"$bin/$t"
+	echo "# ---- $t (limit ${limit}s)"
+	start=$(date +%s)
+	# timeout runs the test in a process group of its own and, on expiry,
+	# signals the whole group: daemons a shell test left behind go too.
+	timeout -k 10 "$limit" "$bin/$t"
 	rc=$?
+	secs=$(($(date +%s) - start))
+	if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+		echo "not ok - $t timed out after ${limit}s (killed)"
+	fi
 	[ $rc -eq 0 ] || failed=1
 
 	if dmesg | sed -n "/$marker/,\$p" | grep -E "$bad"; then
@@ -29,5 +97,6 @@ for t in "$@"; do
 	else
 		echo "ok - $t left dmesg clean"
 	fi
+	echo "# icfab-selftest: done $t rc=$rc time=$secs"
 done
 exit $failed
