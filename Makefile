@@ -81,7 +81,8 @@ kmod-check:
 	$(call kmod_build,test,$(BUILD)/kmod-check,W=1 C=1)
 
 user:
-	@$(MAKE) -s -C daemon all tests
+	@$(MAKE) -s -C lib all tests
+	@$(MAKE) -s -C daemon
 	@$(MAKE) -s -C tools/icfabctl
 	@$(MAKE) -s -C tools/a2a
 	@$(MAKE) -s -C tools/icfab-contention

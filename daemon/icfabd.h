@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * icfabd's kernel side: the netlink layer (nl.c), reading the module's
- * configuration back and applying a topology as a difference (fabric.c),
- * logging (log.c), systemd readiness (notify.c) and the daemon proper
- * (daemon.c). The topology library (topo.h) knows nothing of these.
+ * icfabd's own files: reading the module's configuration back and
+ * applying a topology as a difference (fabric.c), faults and OCS
+ * reconfigurations (reconf.c), logging (log.c), systemd readiness
+ * (notify.c), the requester socket (service.c) and the daemon proper
+ * (daemon.c). They sit on lib/: the netlink client (<icfab/nl.h>) and
+ * the topology library (<icfab/topo.h>), which know nothing of these.
  *
- * Errors come back as -errno; the netlink layer keeps the kernel's extack
- * text ("kernel reports: ...") and cookie of the last failed request.
+ * Errors come back as -errno.
  */
 #ifndef ICFABD_H
 #define ICFABD_H
@@ -16,45 +17,9 @@
 #include <stdint.h>
 #include <syslog.h>
 
-#include "proto.h"
-#include "topo.h"
-
-struct nl_sock;
-struct nl_msg;
-struct nlattr;
-
-/* ---- nl.c: generic netlink "icfab" ---- */
-
-struct icfab_nl {
-	struct nl_sock *sk;
-	int family;			/* resolved "icfab" family id */
-	int events_grp;			/* multicast group id of "events" */
-	uint32_t fabric_id;		/* N of /dev/icfabN */
-	int last_err;			/* -errno of the last failed request */
-	char err_msg[256];		/* the kernel's extack text, or "" */
-	bool has_cookie;		/* err_cookie is valid */
-	struct icfab_err_cookie err_cookie;
-};
-
-/* Called for each message of a reply or dump with its parsed attributes. */
-typedef int (*icfab_nl_parse_fn)(struct nlattr **tb, void *arg);
-
-int icfab_nl_open(struct icfab_nl *nl, uint32_t fabric_id);
-void icfab_nl_close(struct icfab_nl *nl);
-struct nl_msg *icfab_nl_msg(struct icfab_nl *nl, uint8_t cmd, int flags,
-			    size_t payload);
-int icfab_nl_request(struct icfab_nl *nl, struct nl_msg *msg,
-		     icfab_nl_parse_fn fn, void *arg);
-int icfab_nl_dump(struct icfab_nl *nl, struct nl_msg *msg,
-		  icfab_nl_parse_fn fn, void *arg);
-int icfab_nl_subscribe(struct icfab_nl *nl);
-int icfab_nl_fd(const struct icfab_nl *nl);
-int icfab_nl_recv_events(struct icfab_nl *nl, icfab_nl_parse_fn fn, void *arg);
-const char *icfab_nl_strerror(const struct icfab_nl *nl, int err,
-			      char *buf, size_t len);
-
-/* ICFAB_IOC_INFO on /dev/icfabN. */
-int icfab_dev_info(uint32_t fabric_id, struct icfab_info *info);
+#include <icfab/nl.h>
+#include <icfab/proto.h>
+#include <icfab/topo.h>
 
 /* ---- fabric.c: readback, difference, apply ---- */
 

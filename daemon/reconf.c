@@ -29,7 +29,7 @@
 #include <string.h>
 
 #include "icfabd.h"
-#include "ocs.h"
+#include <icfab/ocs.h>
 
 struct snapshot {
 	struct topo_link *links;

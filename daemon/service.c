@@ -36,10 +36,10 @@
 #include <netlink/attr.h>
 #include <netlink/msg.h>
 
-#include "circuit.h"
-#include "ocs.h"
+#include <icfab/circuit.h>
+#include <icfab/ocs.h>
 #include "icfabd.h"
-#include "proto.h"
+#include <icfab/proto.h>
 
 #define SVC_MAX_CLIENTS		64
 #define SVC_MAX_GROUPS		256

@@ -87,7 +87,7 @@ check "diff: lists nodes and routes" \
 
 # ---- rejected changes change nothing ----
 
-cp "$top/daemon/tests/bad/port-in-use.yaml" "$tmp/broken.yaml"
+cp "$top/lib/tests/bad/port-in-use.yaml" "$tmp/broken.yaml"
 "$icfabd" --apply "$tmp/broken.yaml" > "$tmp/out" 2> "$tmp/err"
 rc=$?
 sed 's/^/# /' "$tmp/err"

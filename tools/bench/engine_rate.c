@@ -52,7 +52,7 @@
 
 #include <linux/icfab.h>
 
-#include "topo.h"			/* daemon/: the topology library */
+#include <icfab/topo.h>		/* lib/topo: the topology library */
 #include "../../kmod/model/engine.h"
 
 /*

@@ -20,7 +20,7 @@
 #include <netlink/msg.h>
 
 #include "icfabctl.h"
-#include "proto.h"
+#include <icfab/proto.h>
 
 #define DUMP_RETRIES	5	/* dumps that spanned a change, in a row */
 

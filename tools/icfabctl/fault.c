@@ -17,7 +17,7 @@
 #include <linux/icfab.h>
 
 #include "icfabctl.h"
-#include "proto.h"
+#include <icfab/proto.h>
 
 /* Build "verb arg..." from argv; every word one token. */
 static int build_req(const struct icfabctl_cmd *cmd, char *req, size_t len,

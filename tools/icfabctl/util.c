@@ -12,7 +12,7 @@
 #include <linux/icfab.h>
 #include <linux/icfab_genl.h>
 
-#include "icfab_names.h"
+#include <icfab/names.h>
 #include "icfabctl.h"
 
 void icfabctl_warn(const char *fmt, ...)

@@ -6,7 +6,7 @@
  */
 #include <errno.h>
 
-#include "circuit.h"
+#include <icfab/circuit.h>
 #include "tap.h"
 
 static struct topo *routed_preset(const char *name)

@@ -3,7 +3,7 @@
  * Built-in presets. Each one is an ordinary topology file, so that
  * "icfabd --dump --yaml --preset NAME" prints something a user can copy
  * and edit, and so that presets exercise the same parser as user files.
- * Figures and their sources are in daemon/TOPOLOGY.md; values marked
+ * Figures and their sources are in lib/topo/TOPOLOGY.md; values marked
  * "assumed" there are not from the seeds.
  */
 #include <errno.h>

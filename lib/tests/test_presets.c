@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Every preset loads, checks and routes, and carries the figures that
- * daemon/TOPOLOGY.md quotes for it.
+ * lib/topo/TOPOLOGY.md quotes for it.
  */
 #include "tap.h"
 

@@ -6,7 +6,7 @@
  */
 #include <errno.h>
 
-#include "ocs.h"
+#include <icfab/ocs.h>
 #include "tap.h"
 
 #define PS_PER_S	1000000000000ULL

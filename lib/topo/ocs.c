@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ocs.h"
+#include <icfab/ocs.h>
 #include "topo_priv.h"
 
 #define OCS_MAX_PORTS	65536	/* far beyond any OCS built (TPU v4: 136) */

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "circuit.h"
+#include <icfab/circuit.h>
 #include "topo_priv.h"
 
 struct circuit_table {

@@ -26,7 +26,7 @@
 #include <netlink/netlink.h>
 #include <netlink/socket.h>
 
-#include "icfabd.h"
+#include <icfab/nl.h>
 
 #ifndef SOL_NETLINK
 #define SOL_NETLINK	270

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Topology files (YAML, schema in daemon/TOPOLOGY.md).
+ * Topology files (YAML, schema in lib/topo/TOPOLOGY.md).
  *
  * libyaml's document API keeps the start mark of every node, so every
  * message can name the line of the value it is about. The schema is
@@ -15,8 +15,8 @@
 
 #include <yaml.h>
 
-#include "ocs.h"
-#include "topo.h"
+#include <icfab/ocs.h>
+#include <icfab/topo.h>
 
 struct pctx {
 	struct topo *t;

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topo.h"
+#include <icfab/topo.h>
 
 /* Generous bound before the limits check: keeps products from overflowing. */
 #define GEN_MAX_NODES	(1U << 20)

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "topo.h"
+#include <icfab/topo.h>
 
 typedef unsigned __int128 u128;
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Minimal TAP for the daemon's host tests: ok(cond, fmt, ...) prints
+ * Minimal TAP for lib/'s host tests: ok(cond, fmt, ...) prints
  * "ok N - ..." or "not ok N - ...", done() prints the plan and returns
  * the exit status (non-zero when anything failed).
  */
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "topo.h"
+#include <icfab/topo.h>
 
 static int tap_n, tap_failed;
 

@@ -3,7 +3,7 @@
 #ifndef ICFABD_TOPO_PRIV_H
 #define ICFABD_TOPO_PRIV_H
 
-#include "topo.h"
+#include <icfab/topo.h>
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 

@@ -7,8 +7,8 @@
  */
 #include <errno.h>
 
-#include "circuit.h"
-#include "proto.h"
+#include <icfab/circuit.h>
+#include <icfab/proto.h>
 #include "tap.h"
 
 static void test_parse(void)

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto.h"
+#include <icfab/proto.h>
 
 static const struct {
 	const char *verb;

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "icfab_names.h"
-#include "ocs.h"
+#include <icfab/names.h>
+#include <icfab/ocs.h>
 #include "topo_priv.h"
 
 #define TOPO_DEFAULT_SEGMENT_SIZE	4096	/* bytes, the module's default */
