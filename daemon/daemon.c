@@ -289,6 +289,22 @@ static int on_notification(struct nlattr **tb, void *arg)
 	return 0;
 }
 
+/* topo_prepare(), its reason in @why. */
+static int load_topology(const char *file, const char *preset,
+			 const struct icfab_limits *lim, struct topo **tp,
+			 char *why, size_t why_len)
+{
+	struct topo_err err = { "" };
+	int ret;
+
+	ret = topo_prepare(file, preset, lim, tp, &err, NULL);
+	if (ret && err.msg[0])
+		snprintf(why, why_len, "%s", err.msg);
+	else if (ret)
+		snprintf(why, why_len, "icfabd: %s", strerror(-ret));
+	return ret;
+}
+
 static int reload(struct daemon *d)
 {
 	struct topo *t;

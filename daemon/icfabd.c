@@ -14,7 +14,7 @@
  *
  * Every mode that has a topology starts the same way: load it (file or
  * preset), validate it against the module's limits, compute its routes,
- * validate the tables (load_topology()). --apply and --diff then compare
+ * validate the tables (topo_prepare()). --apply and --diff then compare
  * it with what the module runs (fabric.c); without a mode icfabd is the
  * daemon (daemon.c).
  *
@@ -112,14 +112,6 @@ static void usage(FILE *f)
 	      "different), 2 usage, 3 --diff could not compare.\n", f);
 }
 
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 static int report(int ret, const struct topo_err *err)
 {
 	if (err->msg[0])
@@ -129,56 +121,12 @@ static int report(int ret, const struct topo_err *err)
 	return EXIT_INVALID;
 }
 
-/*
- * Load, check, route, check the tables. The structural check runs before
- * routing so that a broken file is reported for what it is, not as a
- * routing failure, and before spending time on large tables.
- */
-static int load_timed(const char *file, const char *preset,
-		      const struct icfab_limits *lim, struct topo **tp,
-		      struct topo_err *err, bool verbose)
+static double now_ms(void)
 {
-	struct topo *t = NULL;
-	double t0 = now_ms(), t1, t2;
-	int ret;
+	struct timespec ts;
 
-	if (preset)
-		ret = topo_load_preset(preset, &t, err);
-	else
-		ret = topo_load_file(file, &t, err);
-	if (!ret)
-		ret = topo_check(t, lim, err);
-	t1 = now_ms();
-	if (!ret)
-		ret = topo_route(t, err);
-	t2 = now_ms();
-	if (!ret)
-		ret = topo_check(t, lim, err);
-	if (ret) {
-		topo_free(t);
-		if (!err->msg[0])
-			snprintf(err->msg, sizeof(err->msg), "icfabd: %s",
-				 strerror(-ret));
-		return ret;
-	}
-	if (verbose)
-		fprintf(stderr, "icfabd: load+check %.1f ms, route %.1f ms, check tables %.1f ms\n",
-			t1 - t0, t2 - t1, now_ms() - t2);
-	*tp = t;
-	return 0;
-}
-
-int load_topology(const char *file, const char *preset,
-		  const struct icfab_limits *lim, struct topo **tp,
-		  char *why, size_t why_len)
-{
-	struct topo_err err = { "" };
-	int ret;
-
-	ret = load_timed(file, preset, lim, tp, &err, false);
-	if (ret)
-		snprintf(why, why_len, "%s", err.msg);
-	return ret;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 /*
@@ -215,6 +163,7 @@ static int get_limits(const struct icfabd_opts *o, struct icfab_limits *lim,
 
 static int prepare_topology(const struct icfabd_opts *o, struct topo **tp)
 {
+	struct topo_prepare_ms ms;
 	struct topo_err err = { "" };
 	struct icfab_limits lim;
 	int ret;
@@ -222,9 +171,12 @@ static int prepare_topology(const struct icfabd_opts *o, struct topo **tp)
 	ret = get_limits(o, &lim, o->mode == MODE_CHECK || o->mode == MODE_DUMP);
 	if (ret)
 		return EXIT_INVALID;
-	ret = load_timed(o->file, o->preset, &lim, tp, &err, o->verbose);
+	ret = topo_prepare(o->file, o->preset, &lim, tp, &err, &ms);
 	if (ret)
 		return report(ret, &err);
+	if (o->verbose)
+		fprintf(stderr, "icfabd: load+check %.1f ms, route %.1f ms, check tables %.1f ms\n",
+			ms.load_check, ms.route, ms.check_tables);
 	return 0;
 }
 

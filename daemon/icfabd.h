@@ -234,9 +234,4 @@ void svc_pollfds(const struct svc *s, struct pollfd *pfd);
 /* Handle what poll() reported on the svc_pollfds() array. */
 void svc_events(struct svc *s, const struct pollfd *pfd);
 
-/* icfabd.c: load, check against @lim, route, check the tables. */
-int load_topology(const char *file, const char *preset,
-		  const struct icfab_limits *lim, struct topo **tp,
-		  char *why, size_t why_len);
-
 #endif /* ICFABD_H */

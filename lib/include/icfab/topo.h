@@ -293,6 +293,14 @@ int topo_route_hops(const struct topo *t, uint32_t src, uint32_t dst);
 int topo_check(const struct topo *t, const struct icfab_limits *lim,
 	       struct topo_err *err);
 
+/* topo_prepare.c: load (file or preset), check, route, check the tables */
+struct topo_prepare_ms {
+	double load_check, route, check_tables;	/* ms, wall clock */
+};
+int topo_prepare(const char *file, const char *preset,
+		 const struct icfab_limits *lim, struct topo **tp,
+		 struct topo_err *err, struct topo_prepare_ms *ms);
+
 /* topo_dump.c */
 #define TOPO_DUMP_ROUTES	(1U << 0)
 #define TOPO_DUMP_JSON		(1U << 1)
