@@ -87,6 +87,7 @@ user:
 	@$(MAKE) -s -C tools/a2a
 	@$(MAKE) -s -C tools/icfab-contention
 	@$(MAKE) -s -C selftests/icfab
+	@$(MAKE) -s -C tools/bench
 	@$(MAKE) -s -C kmod/model/tests
 	@$(MAKE) -s -C libfabricdev
 
