@@ -248,8 +248,10 @@ out:
 
 static int any_failed(const struct fdev_comm *c)
 {
-	return c->failed[0] | c->failed[1] | c->failed[2] | c->failed[3] ?
-		-ENOLINK : 0;
+	for (unsigned int w = 0; w < FDEV_FAILED_WORDS; w++)
+		if (c->failed[w])
+			return -ENOLINK;
+	return 0;
 }
 
 /* Stage the local ranks' inputs, run, copy the outputs back. */

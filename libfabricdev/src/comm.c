@@ -46,8 +46,6 @@
 
 #include "internal.h"
 
-#define SHM_MAGIC	0x6664657673686d31ULL	/* "fdevshm1" */
-#define MAX_RANKS	256
 
 struct shm_slot {
 	_Atomic uint64_t seq;
@@ -65,7 +63,7 @@ struct shm_hdr {
 	_Atomic uint32_t bump;		/* futex word */
 	_Atomic uint32_t refs;
 	_Atomic int32_t px_err;		/* proxy: rank 0's result of a run */
-	_Atomic uint64_t failed[4];
+	_Atomic uint64_t failed[FDEV_FAILED_WORDS];
 	struct shm_slot slot[];
 };
 
@@ -262,7 +260,7 @@ static int shm_barrier(struct fdev_comm *c, uint64_t *val)
 			return -ETIMEDOUT;
 		futex(&h->bump, FUTEX_WAIT, b, &ts);
 	}
-	for (int w = 0; w < 4; w++) {
+	for (int w = 0; w < FDEV_FAILED_WORDS; w++) {
 		uint64_t f = atomic_load(&h->failed[w]);
 
 		if (f & ~c->failed[w])
@@ -363,7 +361,7 @@ int fdev_comm_init_local(const char *path, unsigned int nranks,
 	struct fdev_comm *c;
 	int err;
 
-	if (!out || !nranks || nranks > MAX_RANKS ||
+	if (!out || !nranks || nranks > FDEV_MAX_RANKS ||
 	    flags & ~(FDEV_COMM_TIMING_ONLY | FDEV_COMM_FREE_RUN))
 		return -EINVAL;
 	err = comm_alloc(nranks, nranks, &c);
@@ -407,7 +405,7 @@ int __fdev_comm_init_host(unsigned int nranks, uint64_t ws_bytes,
 	struct fdev_comm *c;
 	int err;
 
-	if (!out || !nranks || nranks > MAX_RANKS || !ws_bytes)
+	if (!out || !nranks || nranks > FDEV_MAX_RANKS || !ws_bytes)
 		return -EINVAL;
 	err = comm_alloc(nranks, nranks, &c);
 	if (err)
@@ -656,7 +654,7 @@ int fdev_comm_init(const char *path, const char *job, int rank, int size,
 		return -EINVAL;
 	if (size < 0 && env_int(size_vars, &size))
 		return -EINVAL;
-	if (size < 1 || size > MAX_RANKS || rank >= size)
+	if (size < 1 || size > FDEV_MAX_RANKS || rank >= size)
 		return -EINVAL;
 	if (!job)
 		job = job_name(jb, sizeof(jb));
@@ -835,7 +833,7 @@ int fdev_comm_exclude(struct fdev_comm *c, int rank)
 
 uint64_t fdev_comm_failed(const struct fdev_comm *c, int word)
 {
-	if (!c || word < 0 || word >= 4)
+	if (!c || word < 0 || word >= FDEV_FAILED_WORDS)
 		return 0;
 	return c->failed[word];
 }

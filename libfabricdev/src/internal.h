@@ -11,6 +11,10 @@
 
 #define FDEV_TAG_INTERNAL	0xfdefdefdefdefdefULL
 
+/* Ranks of a communicator, at most (issue 14: EP1024, the UALink pod). */
+#define FDEV_MAX_RANKS		1024
+#define FDEV_FAILED_WORDS	(FDEV_MAX_RANKS / 64)
+
 struct fdev_slot {
 	struct fdev_cqe cqe;		/* the module writes it (cqe_addr) */
 	uint64_t tag;
@@ -59,7 +63,7 @@ struct fdev_comm {
 	struct fdev_region *ws;		/* [nlocal] workspaces */
 	uint64_t ws_bytes;
 	uint64_t *rkey;			/* [nranks] workspace keys */
-	uint64_t failed[4];		/* excluded ranks (bitmap, <= 256) */
+	uint64_t failed[FDEV_FAILED_WORDS];	/* excluded ranks (bitmap) */
 	uint64_t last_ps;
 	struct fdev_shm *shm;
 	char path[64];
@@ -82,7 +86,7 @@ struct fdev_comm {
 
 static inline int fdev_rank_failed(const struct fdev_comm *c, unsigned int r)
 {
-	return r < 256 && (c->failed[r / 64] >> (r % 64)) & 1;
+	return r < FDEV_MAX_RANKS && (c->failed[r / 64] >> (r % 64)) & 1;
 }
 
 /* Run a plan on the communicator (coll.c). */

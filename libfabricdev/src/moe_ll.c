@@ -170,16 +170,21 @@ int moe_dispatch_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
 /* ------------------------------------------------------------------ */
 /* Combine                                                             */
 
-/* First row at d of local expert @e's block from source @s. */
-static uint64_t ll_row_of(const struct fdev_moe_handle *h,
-			  const struct moe_rank *mr, unsigned int e,
-			  unsigned int s)
+/*
+ * Rows at d of local expert @e's blocks from the sources before each
+ * source: @before[s] is the first row of source s's block, less the
+ * expert's first row.
+ */
+static void ll_rows_before(const struct fdev_moe_handle *h,
+			   const struct moe_rank *mr, unsigned int e,
+			   uint64_t *before)
 {
-	uint64_t row = mr->expert_offset[e];
+	uint64_t row = 0;
 
-	for (unsigned int q = 0; q < s; q++)
-		row += mr->recv_cnt[q * h->experts_per_rank + e];
-	return row;
+	for (unsigned int s = 0; s < h->nranks; s++) {
+		before[s] = row;
+		row += mr->recv_cnt[s * h->experts_per_rank + e];
+	}
 }
 
 /*
@@ -187,17 +192,21 @@ static uint64_t ll_row_of(const struct fdev_moe_handle *h,
  * @staged; rotated: rank d starts with source d + 1, ... Timing only, a
  * rank knows only what its local sources sent.
  */
-static void ll_combine_plan(struct fdev_moe_handle *h, uint64_t crow,
-			    uint64_t staged, struct fdev_plan *p)
+static int ll_combine_plan(struct fdev_moe_handle *h, uint64_t crow,
+			   uint64_t staged, struct fdev_plan *p)
 {
 	unsigned int n = h->nranks, epr = h->experts_per_rank;
-	uint64_t mt = h->cfg.max_tokens;
+	uint64_t mt = h->cfg.max_tokens, *before = calloc(n, 8);
 
+	if (!before)
+		return -ENOMEM;
 	for (unsigned int l = 0; l < h->nlocal; l++) {
 		const struct moe_rank *mr = &h->ranks[l];
 		unsigned int d = h->first + l;
 
-		for (unsigned int e = 0; e < epr; e++)
+		for (unsigned int e = 0; e < epr; e++) {
+			if (!h->timing)
+				ll_rows_before(h, mr, e, before);
 			for (unsigned int kk = 0; kk < n; kk++) {
 				unsigned int s = (d + kk) % n;
 				uint64_t cnt, row = 0;
@@ -208,7 +217,7 @@ static void ll_combine_plan(struct fdev_moe_handle *h, uint64_t crow,
 					cnt = h->ranks[s - h->first].send_cnt[d * epr + e];
 				} else {
 					cnt = mr->recv_cnt[s * epr + e];
-					row = ll_row_of(h, mr, e, s);
+					row = mr->expert_offset[e] + before[s];
 				}
 				fdev_plan_xfer(p, 0, d, s, staged + row * crow,
 					       ((uint64_t)(d * epr + e) * mt) * crow,
@@ -216,7 +225,10 @@ static void ll_combine_plan(struct fdev_moe_handle *h, uint64_t crow,
 				if (s != d)
 					h->st.combine_bytes += cnt * crow;
 			}
+		}
 	}
+	free(before);
+	return 0;
 }
 
 static void ll_stage(struct fdev_comm *c, struct fdev_moe_handle *h,
@@ -275,8 +287,9 @@ int moe_combine_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
 
 	fdev_plan_init(&p);
 	fdev_plan_need(&p, staged + slots * crow);
-	ll_combine_plan(h, crow, staged, &p);
-	err = fdev_plan_finish(&p);
+	err = ll_combine_plan(h, crow, staged, &p);
+	if (!err)
+		err = fdev_plan_finish(&p);
 	if (!err && !h->timing && p.ws_need > c->ws_bytes)
 		err = -EMSGSIZE;
 	if (!err && !h->timing)

@@ -663,6 +663,74 @@ static void test_moe_mc(void)
 	test_moe_case("mc bf16 n=8 E=32 k=4 H=7 align 8", 8, 32, 4, 7, T8, 0, 3, FDEV_BF16, 8);
 }
 
+/*
+ * Past the old 256-rank limit: @n ranks in host memory, top-4 of 2n
+ * experts with weights 1/4 on identity experts, so combine must give the
+ * input back, element by element.
+ */
+static void test_many_ranks_case(unsigned int n, unsigned int mode, uint64_t ws)
+{
+	const unsigned int T = 2, H = 8, k = 4, E = 2 * n;
+	struct fdev_moe_config cfg = { .num_experts = E, .k = k, .hidden = H,
+		.dtype = FDEV_F32, .mode = mode, .max_tokens = T };
+	struct fdev_moe_in *in = calloc(n, sizeof(*in));
+	const void **y = calloc(n, sizeof(*y));
+	void **out = calloc(n, sizeof(*out));
+	int64_t *idx = malloc((size_t)n * T * k * 8);
+	float *w = malloc((size_t)n * T * k * 4), *x = malloc((size_t)n * T * H * 4);
+	struct fdev_moe_handle *h = NULL;
+	struct fdev_comm *c = NULL;
+	uint64_t bad = 0;
+	int err;
+
+	err = __fdev_comm_init_host(n, ws, &c);
+	ok(err == 0, "%u ranks, host communicator (%d)", n, err);
+	for (unsigned int r = 0; r < n; r++) {
+		for (unsigned int i = 0; i < T * k; i++) {
+			idx[(size_t)r * T * k + i] = (r * 7 + i * 13 + i / k) % E;
+			w[(size_t)r * T * k + i] = 0.25f;
+		}
+		for (unsigned int i = 0; i < T * H; i++)
+			x[(size_t)r * T * H + i] = (float)(r + i);
+		in[r] = (struct fdev_moe_in){ .tokens = T, .x = x + (size_t)r * T * H,
+			.topk_idx = idx + (size_t)r * T * k, .topk_w = w + (size_t)r * T * k };
+	}
+	err = c ? fdev_moe_dispatch(c, &cfg, in, NULL, &h) : -EINVAL;
+	ok(err == 0, "%u ranks, %s dispatch (%d)", n, mode ? "low-latency" : "throughput", err);
+	for (unsigned int r = 0; !err && r < n; r++) {
+		struct fdev_moe_out o;
+
+		fdev_moe_output(h, (int)r, &o);
+		y[r] = o.x;
+		out[r] = malloc(T * H * 4);
+	}
+	if (!err)
+		err = fdev_moe_combine(c, h, y, out);
+	for (unsigned int r = 0; !err && r < n; r++)
+		for (unsigned int i = 0; i < T * H; i++)
+			bad += ((float *)out[r])[i] != x[(size_t)r * T * H + i];
+	ok(!err && !bad, "%u ranks: combine gives the input back, element by element (%d, %llu bad)",
+	   n, err, (unsigned long long)bad);
+	fdev_moe_handle_free(h);
+	fdev_comm_destroy(c);
+	for (unsigned int r = 0; r < n; r++)
+		free(out[r]);
+	free(in); free(y); free(out); free(idx); free(w); free(x);
+}
+
+static void test_many_ranks(void)
+{
+	struct fdev_comm *c = NULL;
+
+	test_many_ranks_case(1024, FDEV_MOE_LOW_LATENCY, 1 << 20);
+	test_many_ranks_case(300, FDEV_MOE_THROUGHPUT, 1 << 20);
+	ok(__fdev_comm_init_host(1025, 4096, &c) == -EINVAL, "1025 ranks: -EINVAL");
+	ok(__fdev_comm_init_host(1024, 4096, &c) == 0 && !fdev_comm_exclude(c, 1000) &&
+	   fdev_comm_failed(c, 15) == 1ULL << (1000 % 64) && !fdev_comm_failed(c, 3),
+	   "rank 1000 of 1024 excluded: word 15 says so");
+	fdev_comm_destroy(c);
+}
+
 static void test_bad_args(void)
 {
 	struct fdev_comm *c;
@@ -754,6 +822,7 @@ int main(int argc, char **argv)
 	test_colls();
 	test_moe();
 	test_bad_args();
+	test_many_ranks();
 	test_closed_forms();
 	printf("1..%d\n", nt);
 	return failed;
