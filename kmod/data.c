@@ -570,6 +570,43 @@ static int __icfab_req_finish(struct icfab_req *req, int status, u64 start,
 	return 0;
 }
 
+/*
+ * Give the engine room for a transfer needing @need events (0: not
+ * known, a circuit's; then twice the room), so that a full event table
+ * costs memory and a copy, never emulated time (docs/TIMING.md,
+ * "Capacity"). False when the transfer table is what is full or no more
+ * memory can be had: the submission is pushed back then. The fabric lock
+ * is held.
+ */
+static bool icfab_data_grow(struct icfab_data *d, u64 need)
+{
+	struct icfab_engine *e = &d->engine;
+	struct icfab_engine_event *events;
+	u64 room;
+	u32 cap;
+	int need_xfer;
+
+	room = icfab_engine_room_needed(e, need ? need : 1, &need_xfer);
+	if (need_xfer || (need && !room))
+		return false;
+	if (!need)
+		room = (u64)e->events_cap + 1;
+	for (cap = e->events_cap; cap < room; cap *= 2)
+		if (cap > ICFAB_ENGINE_EVENTS_MAX / 2)
+			return false;
+	events = kvmalloc_array(cap, sizeof(*events), GFP_KERNEL);
+	if (!events)
+		return false;
+	if (icfab_engine_grow(e, e->xfers, e->xfers_cap, events, cap)) {
+		kvfree(events);
+		return false;
+	}
+	kvfree(d->st.events);
+	d->st.events = events;
+	d->st.events_cap = cap;
+	return true;
+}
+
 /* Put a transfer into the engine, starting no earlier than @at. */
 static int icfab_xfer_submit(struct icfab_data *d, struct icfab_ctx *ctx,
 			     struct icfab_queue *q, struct icfab_req *req,
@@ -592,12 +629,18 @@ static int icfab_xfer_submit(struct icfab_data *d, struct icfab_ctx *ctx,
 		at++;
 
 	icfab_data_trace_sync(d);
-	if (req->cx)
-		err = icfab_circuit_xfer_submit(d->fabric, e, req->cx, req->src,
-						req->len, at, key, &xfer);
-	else
-		err = icfab_engine_submit(e, req->src, req->dst, req->len,
-					  at, key, &xfer);
+	do {
+		if (req->cx)
+			err = icfab_circuit_xfer_submit(d->fabric, e, req->cx,
+							req->src, req->len, at,
+							key, &xfer);
+		else
+			err = icfab_engine_submit(e, req->src, req->dst,
+						  req->len, at, key, &xfer);
+	} while (err == -ICFAB_ENGINE_ENOSPC &&
+		 icfab_data_grow(d, req->cx ? 0 :
+				 icfab_engine_events_needed(req->len,
+							    e->segment_size)));
 	if (err)
 		/* A full engine is back-pressure like a full queue. */
 		return err == -ICFAB_ENGINE_ENOSPC ? -EAGAIN : -EINVAL;

@@ -51,6 +51,8 @@
 #define ICFAB_MAX_ATTACH		64		/* endpoints per context */
 #define ICFAB_ENGINE_XFERS		16384		/* transfers in flight */
 #define ICFAB_ENGINE_EVENTS		(256 * 1024)	/* pending segment events */
+/* The event table grows, doubling, up to this (32 bytes each). */
+#define ICFAB_ENGINE_EVENTS_MAX		(8 * 1024 * 1024)
 #define ICFAB_MAX_REGIONS		((1U << 20) - 1) /* handles per context */
 #define ICFAB_REQ_POOL			1024		/* requests kept per context */
 #define ICFAB_REGION_MMAP_SHIFT		40		/* mmap offset = handle << it */

@@ -1189,6 +1189,55 @@ int icfab_engine_retopo(struct icfab_engine *e,
 	return 0;
 }
 
+int icfab_engine_grow(struct icfab_engine *e,
+		      struct icfab_engine_xfer *xfers, icfab_u32 xfers_cap,
+		      struct icfab_engine_event *events, icfab_u32 events_cap)
+{
+	icfab_u32 i, run_len = e->run_hi - e->run_lo, shift;
+
+	if (xfers_cap < e->xfers_cap || events_cap < e->events_cap ||
+	    xfers_cap == ICFAB_ENGINE_NO_XFER)
+		return -ICFAB_ENGINE_EINVAL;
+
+	if (xfers != e->xfers)
+		for (i = 0; i < e->xfers_cap; i++)
+			xfers[i] = e->xfers[i];
+	/* The new slots go on the free list ahead of the old free ones. */
+	for (i = e->xfers_cap; i < xfers_cap; i++) {
+		xfers[i] = (struct icfab_engine_xfer){ 0 };
+		xfers[i].next = i + 1 < xfers_cap ? i + 1 : e->free_xfer;
+	}
+	if (xfers_cap > e->xfers_cap)
+		e->free_xfer = e->xfers_cap;
+	e->xfers = xfers;
+	e->xfers_cap = xfers_cap;
+
+	/*
+	 * The heap stays at the bottom, the run goes to the top, copied
+	 * from its highest entry down so that moving up in place is safe.
+	 */
+	if (events != e->events)
+		for (i = 0; i < e->nr_heap; i++)
+			events[i] = e->events[i];
+	shift = events_cap - e->run_hi;
+	for (i = e->run_hi; i-- > e->run_lo;)
+		events[i + shift] = e->events[i];
+	e->events = events;
+	e->events_cap = events_cap;
+	e->run_hi = events_cap;
+	e->run_lo = events_cap - run_len;
+	return 0;
+}
+
+icfab_u64 icfab_engine_room_needed(const struct icfab_engine *e,
+				   icfab_u64 events, int *need_xfer)
+{
+	icfab_u64 cap = sat_add(e->events_reserved, events);
+
+	*need_xfer = e->free_xfer == ICFAB_ENGINE_NO_XFER;
+	return cap <= e->events_cap ? 0 : cap;
+}
+
 void icfab_engine_set_tracer(struct icfab_engine *e,
 			     const struct icfab_engine_tracer *tracer,
 			     void *arg)

@@ -28,7 +28,9 @@
  * served in FIFO order. So the memory a transfer costs is one
  * struct icfab_engine_xfer plus (segments + 1) struct icfab_engine_event
  * (32 bytes each). A submission that does not fit fails with -ENOSPC and
- * changes nothing; nothing fails for lack of space while running.
+ * changes nothing; nothing fails for lack of space while running. The
+ * caller may then give the engine more room (icfab_engine_grow()) and
+ * submit again: storage costs memory, never emulated time.
  *
  * A tree transfer (icfab_engine_submit_tree()) reserves one event per
  * segment per leaf, plus one: a segment's pending events sit at tree
@@ -398,6 +400,33 @@ int icfab_engine_retopo(struct icfab_engine *e,
  */
 int icfab_engine_run_until(struct icfab_engine *e, icfab_u64 horizon_ps,
 			   icfab_engine_complete_fn complete, void *arg);
+
+/*
+ * Move @e to larger storage: @xfers (@xfers_cap entries) and @events
+ * (@events_cap), each at least as large as what @e has now. Either may be
+ * the array @e already uses (grown in place, say by a realloc), and then
+ * only the part beyond the old size is written. Everything in flight
+ * carries over and transfer ids stay; the arrays @e used are not touched
+ * afterwards and may be freed. Call it between engine calls, when a
+ * submission returned -ENOSPC for instance: capacity costs the caller
+ * memory and a copy, never emulated time, since the events are processed
+ * in the same total order whatever holds them.
+ * Returns 0, or -EINVAL (and changes nothing) when a capacity shrinks or
+ * reaches ICFAB_ENGINE_NO_XFER transfers.
+ */
+int icfab_engine_grow(struct icfab_engine *e,
+		      struct icfab_engine_xfer *xfers, icfab_u32 xfers_cap,
+		      struct icfab_engine_event *events, icfab_u32 events_cap);
+
+/*
+ * What @e lacks to admit a transfer needing @events events at most
+ * (icfab_engine_events_needed() or icfab_engine_tree_events_needed()):
+ * 0 when it fits, else the smallest events_cap that would hold it with
+ * everything already reserved, or ~0 if none can. Sets *@need_xfer when
+ * the transfer table is full.
+ */
+icfab_u64 icfab_engine_room_needed(const struct icfab_engine *e,
+				   icfab_u64 events, int *need_xfer);
 
 /* Set (or, with NULL, clear) the observers of @e. */
 void icfab_engine_set_tracer(struct icfab_engine *e,

@@ -171,6 +171,13 @@ struct harness {
 	ull trace_segs, trace_bytes;
 	int trace_bad, trace_submits, trace_submit_ok, trace_completes;
 	int trace_b1_ok;
+	/*
+	 * Storage that grows on -ENOSPC (test_capacity_free): 1 into fresh
+	 * arrays, 2 in place, within arrays of xfers_room / events_room.
+	 */
+	int grow;
+	unsigned int grows;
+	icfab_u32 xfers_room, events_room;
 	struct xmit_sum {
 		ull segs, bytes, busy, max_q;
 	} xsum[32];		/* by link id */
@@ -224,12 +231,54 @@ static void h_free(struct harness *h)
 	free(h);
 }
 
+/*
+ * Give @h's engine room for a transfer of @bytes, as the module does on
+ * -ENOSPC: each array doubled until it fits, into fresh arrays (the old
+ * ones freed) or, with grow == 2, within the arrays h_new() gave it.
+ */
+static int h_grow(struct harness *h, ull bytes)
+{
+	struct icfab_engine *e = &h->e;
+	ull need = icfab_engine_events_needed(bytes, e->segment_size);
+	icfab_u32 xcap = e->xfers_cap, ecap = e->events_cap;
+	struct icfab_engine_xfer *x = h->s.xfers;
+	struct icfab_engine_event *ev = h->s.events;
+	int need_xfer;
+	ull room = icfab_engine_room_needed(e, need, &need_xfer);
+
+	if (need_xfer)
+		xcap *= 2;
+	while (room && ecap < room)
+		ecap *= 2;
+	if (xcap == e->xfers_cap && ecap == e->events_cap)
+		return -1;
+	if (h->grow == 1) {
+		x = calloc(xcap, sizeof(*x));
+		ev = calloc(ecap, sizeof(*ev));
+	} else if (xcap > h->xfers_room || ecap > h->events_room) {
+		return -1;
+	}
+	if (icfab_engine_grow(e, x, xcap, ev, ecap))
+		return -1;
+	if (h->grow == 1) {
+		free(h->s.xfers);
+		free(h->s.events);
+		h->s.xfers = x;
+		h->s.events = ev;
+	}
+	h->grows++;
+	return 0;
+}
+
 static int submit(struct harness *h, unsigned int src, unsigned int dst,
 		  ull bytes, ull at, ull key)
 {
 	icfab_u32 id;
 	int err = icfab_engine_submit(&h->e, src, dst, bytes, at, key, &id);
 
+	while (err == -ICFAB_ENGINE_ENOSPC && h->grow && !h_grow(h, bytes))
+		err = icfab_engine_submit(&h->e, src, dst, bytes, at, key,
+					  &id);
 	if (err)
 		printf("# submit %u -> %u %llu B at %llu key %llu: %d\n",
 		       src, dst, bytes, at, key, err);
@@ -2040,6 +2089,71 @@ static void test_queue_trees(void)
 }
 
 /*
+ * Capacity never changes the clock: the random contended workloads of
+ * test_queue_random and test_queue_chain, once on storage that holds
+ * them and again on storage of 1 transfer and 2 events that grows
+ * whenever a submission does not fit, into fresh arrays or in place.
+ * Every departure and completion is the same to the bit, transfer ids
+ * included.
+ */
+static void capacity_run(struct qrun *q, struct icfab_mtopo *t, int grow,
+			 int workload)
+{
+	icfab_u32 xfers = grow ? 1 : 1024, events = grow ? 2 : 1 << 16;
+
+	qrun_new(q, t, xfers, events, DET_N, 0);
+	q->h->grow = grow;
+	if (grow == 2) {
+		/* h_new()'s arrays, made larger behind the engine's back */
+		q->h->xfers_room = 1024;
+		q->h->events_room = 1 << 16;
+		q->h->s.xfers = realloc(q->h->s.xfers,
+					1024 * sizeof(*q->h->s.xfers));
+		q->h->s.events = realloc(q->h->s.events,
+					 (1 << 16) * sizeof(*q->h->s.events));
+		q->h->e.xfers = q->h->s.xfers;
+		q->h->e.events = q->h->s.events;
+	}
+	if (workload) {
+		queue_chain(q);
+	} else {
+		det_workload();
+		queue_det(q, 1);
+	}
+}
+
+static void test_capacity_free(void)
+{
+	static const char *const how[] = { "", "fresh arrays", "in place" };
+	struct icfab_mtopo *ts = star(DET_EPS, 2), *tc = chain(6);
+
+	for (unsigned int l = 0; l < tc->nr_links; l++)
+		tc->links[l].bandwidth = l % 3 ? BW : BW / 4;
+	topo_validate(ts);
+	topo_validate(tc);
+	for (int w = 0; w < 2; w++) {
+		struct icfab_mtopo *t = w ? tc : ts;
+		unsigned int n = w ? 200 : DET_N;
+		struct qrun a, b;
+
+		capacity_run(&a, t, 0, w);
+		for (int grow = 1; grow <= 2; grow++) {
+			capacity_run(&b, t, grow, w);
+			CHECK(a.h->completions == (int)n && b.h->grows >= 8 &&
+			      b.h->e.max_events > 2 && qrun_same(&a, &b, t),
+			      "%s: storage grown %u times from 1 transfer and 2 events (%s) decides the same %u departures and completions as storage that holds it all",
+			      w ? "random transfers on a chain" :
+				  "random contended workload",
+			      b.h->grows, how[grow], a.log.n);
+			qrun_free(&b);
+		}
+		qrun_free(&a);
+	}
+	topo_free(ts);
+	topo_free(tc);
+}
+
+/*
  * The serialisation cache of the last short segment: lengths that
  * alternate on one link, and a bandwidth change between them, each
  * timed as icfab_serialize_ps() times it.
@@ -2117,6 +2231,7 @@ int main(void)
 	test_queue_batch();
 	test_queue_trees();
 	test_short_segment_cache();
+	test_capacity_free();
 	printf("1..%d\n", count);
 	return failures ? 1 : 0;
 }
