@@ -38,6 +38,19 @@
  * submits what follows it no earlier than that. DELAY is not a queue
  * operation (it moves the context's clock) and is never held back.
  *
+ * Receive queues (ICFAB_F_RECV_NOTIFY): a WRITE with ICFAB_DESC_F_NOTIFY
+ * reserves, at submission, a request of the receiving context on the
+ * target endpoint's receive queue (its pending list); when the WRITE
+ * finishes, for whatever reason, its result goes there too. Submission
+ * fails rather than the completion, so none is ever lost: the receiver
+ * going away detaches what was reserved (the WRITE goes on without it),
+ * the sender going away does not stop the WRITE, which still lands and
+ * posts. A receiver's WAIT first holds the engine back at its clock until
+ * everything before it has been processed (step 1, the catch-up), and
+ * only then stops holding it (step 2): see uapi/linux/icfab.h for why
+ * this makes what it returns deterministic. Every context's completions
+ * are kept in finish-time order.
+ *
  * While any context is attached, a commit is refused, because the engine
  * works on the committed topology it was built on.
  */
@@ -55,12 +68,19 @@
 struct icfab_queue {
 	u32 endpoint;			/* node id */
 	u32 depth;			/* descriptors in flight, at most */
-	u32 inflight;			/* submitted, completion not yet reaped */
+	u32 inflight;			/* submitted, completion not yet reaped;
+					 * receive queue: reserved, not reaped */
 	u32 seq;			/* of the next transfer */
 	u32 outstanding;		/* transfers in the engine */
+	u32 id;				/* in its context */
+	bool recv;			/* a receive queue (ICFAB_QUEUE_F_RECV) */
 	u64 max_finish_ps;		/* ps: latest finish of its transfers */
 	u64 fence_ps;			/* ps: nothing starts earlier (FENCE) */
 	struct list_head backlog;	/* of struct icfab_req, behind a FENCE */
+	/* Receive queue: */
+	struct icfab_ctx *ctx;		/* its context */
+	struct list_head pending;	/* of struct icfab_req, reserved by
+					 * NOTIFY WRITEs still in flight */
 };
 
 /* One submitted descriptor, from submission until its completion is reaped. */
@@ -80,6 +100,13 @@ struct icfab_req {
 	bool in_backlog;
 	struct icfab_circuit_xfer *cx;	/* a circuit WRITE's, or NULL */
 	struct io_uring_cmd *ucmd;	/* io_uring submission, or NULL */
+	/*
+	 * A NOTIFY WRITE's receive completion, in its receive queue's
+	 * pending list until the WRITE finishes; and back from that to the
+	 * WRITE. Both NULL otherwise.
+	 */
+	struct icfab_req *notify;
+	struct icfab_req *sender;
 	struct icfab_cqe cqe;
 	/*
 	 * io_uring: its result, which frees the request once posted. Last,
@@ -116,7 +143,10 @@ struct icfab_ctx {
 	bool dead;			/* can submit no more */
 	u64 clock_ps;			/* ps */
 	bool waiting;			/* in WAIT: does not hold the engine */
+	bool catchup;			/* a receiver's WAIT in step 1: holds
+					 * the engine until it reaches clock_ps */
 	u32 wait_min;			/* completions WAIT needs */
+	u32 nr_recvqs;			/* receive queues: a receiver if not 0 */
 	/*
 	 * Its ICFAB_IOC_WAIT sleeps here until ->waiting drops; only that
 	 * wakes it, so it is woken where that happens and nowhere else
@@ -148,6 +178,8 @@ struct icfab_data {
 	const struct icfab_engine_tracer *tracer;
 	struct icfab_engine_storage st;
 	struct icfab_req **xfer_req;	/* by engine transfer id */
+	struct xarray recvqs;		/* endpoint -> its receive queue */
+	u32 nr_catchup;			/* contexts with ->catchup set */
 	const struct icfab_topo *topo;	/* fabric->active (retopo moves it) */
 	struct icfab_fabric *fabric;
 	/* Paced mode (ICFAB_TIME_PACED), fixed for the engine's life: */
@@ -196,6 +228,8 @@ static void icfab_data_free(struct icfab_data *d)
 	kvfree(d->st.xfers);
 	kvfree(d->st.events);
 	kvfree(d->xfer_req);
+	/* Empty: every receive queue left with its context. */
+	xa_destroy(&d->recvqs);
 	kfree(d);
 }
 
@@ -315,6 +349,7 @@ static struct icfab_data *icfab_data_create(struct icfab_fabric *fabric)
 		return NULL;
 	d->topo = t;
 	d->fabric = fabric;
+	xa_init(&d->recvqs);
 	d->st.dma_cap = max_t(u32, icfab_engine_dma_needed(m), 1);
 	d->st.xfers_cap = ICFAB_ENGINE_XFERS;
 	d->st.events_cap = ICFAB_ENGINE_EVENTS;
@@ -482,8 +517,25 @@ static void icfab_req_recycle_list(struct icfab_ctx *ctx,
 		icfab_req_recycle(ctx, req);
 }
 
+/*
+ * A NOTIFY WRITE that never started (refused at submission) takes back
+ * the receive completion it reserved. The fabric lock is held.
+ */
+static void __icfab_notify_drop(struct icfab_req *req)
+{
+	struct icfab_req *n = req->notify;
+
+	if (!n)
+		return;
+	req->notify = NULL;
+	list_del(&n->node);
+	n->q->inflight--;
+	icfab_req_recycle(n->ctx, n);
+}
+
 static void icfab_req_free(struct icfab_req *req)
 {
+	__icfab_notify_drop(req);
 	icfab_req_put_regions(req);
 	icfab_req_recycle(req->ctx, req);
 }
@@ -508,66 +560,132 @@ static void __icfab_uring_post(struct io_uring_cmd *cmd,
 }
 
 /*
+ * The pending io_uring WAIT has what it needs: it completes with every
+ * uncounted completion, and the context holds the engine again from its
+ * new clock. The fabric lock is held.
+ */
+static void __icfab_uwait_post(struct icfab_ctx *ctx)
+{
+	u32 n = ctx->u_uncounted;
+
+	ctx->waiting = false;
+	ctx->clock_ps = max(ctx->clock_ps, ctx->u_max_finish_ps);
+	ctx->u_uncounted = 0;
+	ctx->u_max_finish_ps = 0;
+	__icfab_uring_post(ctx->uwait, ctx->uwait_res, n, ctx->clock_ps);
+	ctx->uwait = NULL;
+	ctx->uwait_res = NULL;
+}
+
+/*
+ * One more completion for io_uring WAITs to count. Returns 1 when it
+ * completed the pending one (not while a receiver's is in its step 1).
+ */
+static int __icfab_uring_count(struct icfab_ctx *ctx, u64 finish)
+{
+	ctx->u_uncounted++;
+	ctx->u_max_finish_ps = max(ctx->u_max_finish_ps, finish);
+	if (ctx->uwait && !ctx->catchup &&
+	    ctx->u_uncounted >= ctx->uwait_min) {
+		__icfab_uwait_post(ctx);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * A completion for ICFAB_IOC_WAIT: into the done list in finish-time
+ * order, after those that finish at the same instant (the engine hands
+ * them over in its own order, so a tie keeps it), and the context's WAIT
+ * wakes if this is the one it needed. Returns 1 when it woke, holding the
+ * engine back again from this instant.
+ */
+static int __icfab_done_add(struct icfab_ctx *ctx, struct icfab_req *req)
+{
+	struct icfab_req *pos;
+
+	/* From the tail: nearly every completion is the latest. */
+	list_for_each_entry_reverse(pos, &ctx->done, node)
+		if (pos->cqe.finish_ps <= req->cqe.finish_ps)
+			break;
+	list_add(&req->node, &pos->node);
+	ctx->nr_done++;
+	if (ctx->waiting && !ctx->uwait && ctx->nr_done >= ctx->wait_min) {
+		ctx->clock_ps = max(ctx->clock_ps, req->cqe.finish_ps);
+		WRITE_ONCE(ctx->waiting, false);
+		wake_up(&ctx->wq);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * A NOTIFY WRITE finished (@req's cqe holds its result): its receive
+ * completion goes to the receiver, whose WAITs, ioctl and io_uring, both
+ * count it. Returns 1 when that woke the receiver.
+ */
+static int __icfab_notify_post(struct icfab_req *req)
+{
+	struct icfab_req *n = req->notify;
+	struct icfab_ctx *rctx;
+	int woke;
+
+	if (!n)
+		return 0;
+	req->notify = NULL;
+	n->sender = NULL;
+	list_del(&n->node);
+	n->cqe.status = req->cqe.status;
+	n->cqe.submit_ps = req->cqe.submit_ps;
+	n->cqe.start_ps = req->cqe.start_ps;
+	n->cqe.finish_ps = req->cqe.finish_ps;
+	n->cqe.queued_ps = req->cqe.queued_ps;
+	rctx = n->ctx;
+	woke = __icfab_done_add(rctx, n);
+	return woke | __icfab_uring_count(rctx, n->cqe.finish_ps);
+}
+
+/*
  * A descriptor is complete: record its result and give it to whoever
- * waits for it. Returns 1 when that woke a context, which then holds the
- * engine back again from this instant. The fabric lock is held.
+ * waits for it, and its receive completion to its receiver. Returns 1
+ * when that woke a context, which then holds the engine back again from
+ * this instant. The fabric lock is held.
  */
 static int __icfab_req_finish(struct icfab_req *req, int status, u64 start,
 			      u64 finish, u64 queued)
 {
 	struct icfab_ctx *ctx = req->ctx;
 	struct icfab_queue *q = req->q;
+	int woke;
 
 	req->cqe.status = status;
 	req->cqe.start_ps = start;
 	req->cqe.finish_ps = finish;
 	req->cqe.queued_ps = queued;
 	icfab_req_put_regions(req);
+	/* Its bytes have landed, whoever is left to be told. */
+	woke = __icfab_notify_post(req);
 
 	if (!ctx) {
 		/* Its context closed while it was in flight. */
 		icfab_req_free(req);
-		return 0;
+		return woke;
 	}
 
 	if (req->ucmd) {
 		list_del(&req->unode);
 		q->inflight--;
 		ctx->u_inflight--;
-		ctx->u_uncounted++;
-		ctx->u_max_finish_ps = max(ctx->u_max_finish_ps, finish);
 		/* Only what the task work writes out (no cqe_addr: nothing). */
 		if (req->ures.cqe_addr)
 			req->ures.cqe = req->cqe;
 		/* The task work frees it; nothing else refers to it now. */
 		__icfab_uring_post(req->ucmd, &req->ures, status, finish);
-		if (ctx->uwait && ctx->u_uncounted >= ctx->uwait_min) {
-			u32 n = ctx->u_uncounted;
-
-			ctx->waiting = false;
-			ctx->clock_ps = max(ctx->clock_ps, ctx->u_max_finish_ps);
-			ctx->u_uncounted = 0;
-			ctx->u_max_finish_ps = 0;
-			__icfab_uring_post(ctx->uwait, ctx->uwait_res, n,
-					   ctx->clock_ps);
-			ctx->uwait = NULL;
-			ctx->uwait_res = NULL;
-			return 1;
-		}
-		return 0;
+		return woke | __icfab_uring_count(ctx, finish);
 	}
 
 	ctx->nr_inflight--;
-	ctx->nr_done++;
-	list_add_tail(&req->node, &ctx->done);
-	if (ctx->waiting && !ctx->uwait && ctx->nr_done >= ctx->wait_min) {
-		/* It holds the engine again, from this instant. */
-		ctx->clock_ps = max(ctx->clock_ps, finish);
-		WRITE_ONCE(ctx->waiting, false);
-		wake_up(&ctx->wq);
-		return 1;
-	}
-	return 0;
+	return woke | __icfab_done_add(ctx, req);
 }
 
 /*
@@ -729,13 +847,57 @@ static int icfab_data_complete(void *arg, u32 xfer_id,
 	return woke;
 }
 
+/* A receiver's WAIT leaves step 1 (by itself, or by timeout or signal). */
+static void __icfab_catchup_end(struct icfab_ctx *ctx)
+{
+	if (!ctx->catchup)
+		return;
+	ctx->catchup = false;
+	ctx->fabric->data->nr_catchup--;
+}
+
+/*
+ * The engine has run to the safe time. Every receiver's WAIT in step 1
+ * whose clock the engine has reached (every event before it processed)
+ * has all its completions before that clock: it completes if that is
+ * enough, or goes on to step 2, where it no longer holds the engine back.
+ * Returns true when one did, so the safe time may have moved.
+ */
+static bool __icfab_data_catchup(struct icfab_fabric *fabric,
+				 struct icfab_data *d)
+{
+	struct icfab_ctx *ctx;
+	bool moved = false;
+
+	if (!d->nr_catchup)
+		return false;
+	list_for_each_entry(ctx, &fabric->attached, attached_node) {
+		if (!ctx->catchup || ctx->clock_ps > d->engine.now_ps)
+			continue;
+		__icfab_catchup_end(ctx);
+		if (ctx->uwait) {
+			if (ctx->u_uncounted >= ctx->uwait_min) {
+				__icfab_uwait_post(ctx);
+				continue;
+			}
+		} else if (ctx->nr_done >= ctx->wait_min) {
+			wake_up(&ctx->wq);
+			continue;
+		}
+		WRITE_ONCE(ctx->waiting, true);
+		moved = true;
+	}
+	return moved;
+}
+
 /*
  * Run the engine as far as the safe time allows. Called whenever the safe
  * time may have moved: a clock advanced, a context started waiting, or
  * one left. In paced mode the safe time is the wall clock's: every event
  * up to the current fabric time is due, and the timer is armed for the
  * next one. A WAIT whose completions came was woken by
- * __icfab_req_finish(), the only place that ends an ioctl WAIT.
+ * __icfab_done_add() or __icfab_data_catchup(), the only places that end
+ * an ioctl WAIT.
  */
 static void icfab_data_advance(struct icfab_fabric *fabric)
 {
@@ -754,10 +916,13 @@ static void icfab_data_advance(struct icfab_fabric *fabric)
 	}
 	icfab_data_trace_sync(d);
 	do {
-		ret = icfab_engine_run_until(&d->engine, d->paced ? horizon :
-					     icfab_data_horizon(fabric),
-					     icfab_data_complete, d);
-	} while (ret == 1);
+		do {
+			ret = icfab_engine_run_until(&d->engine,
+					d->paced ? horizon :
+					icfab_data_horizon(fabric),
+					icfab_data_complete, d);
+		} while (ret == 1);
+	} while (!ret && !d->paced && __icfab_data_catchup(fabric, d));
 	WARN_ON_ONCE(ret < 0);
 	if (d->paced)
 		icfab_data_arm(d);
@@ -896,6 +1061,35 @@ out_unlock:
 	return ret;
 }
 
+/*
+ * NOTIFY WRITEs no longer find receive queue @q (it stays with its
+ * context for what is in flight). The fabric lock is held.
+ */
+static void __icfab_recvq_unregister(struct icfab_data *d,
+				     struct icfab_queue *q)
+{
+	if (q->recv && xa_load(&d->recvqs, q->endpoint) == q)
+		xa_erase(&d->recvqs, q->endpoint);
+}
+
+/*
+ * Receive queue @q goes with its context: what NOTIFY WRITEs in flight
+ * reserved there is detached from them (they go on, telling nobody).
+ * The fabric lock is held.
+ */
+static void __icfab_recvq_close(struct icfab_data *d, struct icfab_queue *q)
+{
+	struct icfab_req *n, *tmp;
+
+	__icfab_recvq_unregister(d, q);
+	list_for_each_entry_safe(n, tmp, &q->pending, node) {
+		n->sender->notify = NULL;
+		list_del(&n->node);
+		q->inflight--;
+		icfab_req_recycle(n->ctx, n);
+	}
+}
+
 long icfab_ioctl_queue_create(struct icfab_ctx *ctx, void __user *uarg)
 {
 	struct icfab_fabric *fabric = ctx->fabric;
@@ -906,7 +1100,7 @@ long icfab_ioctl_queue_create(struct icfab_ctx *ctx, void __user *uarg)
 
 	if (copy_from_user(&qc, uarg, sizeof(qc)))
 		return -EFAULT;
-	if (qc.flags || qc.queue ||
+	if (qc.flags & ~ICFAB_QUEUE_F_ALL || qc.queue ||
 	    !icfab_reserved_zero(qc.reserved, ARRAY_SIZE(qc.reserved)) ||
 	    !qc.depth || qc.depth > ICFAB_MAX_QUEUE_DEPTH)
 		return -EINVAL;
@@ -916,11 +1110,17 @@ long icfab_ioctl_queue_create(struct icfab_ctx *ctx, void __user *uarg)
 		return -ENOMEM;
 	q->endpoint = qc.endpoint;
 	q->depth = qc.depth;
+	q->recv = qc.flags & ICFAB_QUEUE_F_RECV;
+	q->ctx = ctx;
 	INIT_LIST_HEAD(&q->backlog);
+	INIT_LIST_HEAD(&q->pending);
 
 	mutex_lock(&fabric->lock);
 	ret = -ENOENT;
 	if (!icfab_ctx_has_ep(ctx, qc.endpoint))
+		goto err_unlock;
+	ret = -ECANCELED;
+	if (q->recv && ctx->dead)
 		goto err_unlock;
 	ret = -ENOSPC;
 	for (id = 0; id < ICFAB_MAX_QUEUES; id++)
@@ -928,12 +1128,27 @@ long icfab_ioctl_queue_create(struct icfab_ctx *ctx, void __user *uarg)
 			break;
 	if (id == ICFAB_MAX_QUEUES)
 		goto err_unlock;
-	/* Tell the caller first: a queue is never visible, then taken back. */
+	q->id = id;
+	if (q->recv) {
+		/* Attached, so the engine is there. -EBUSY: one already. */
+		ret = xa_insert(&fabric->data->recvqs, q->endpoint, q,
+				GFP_KERNEL);
+		if (ret)
+			goto err_unlock;
+	}
+	/*
+	 * Tell the caller first: a queue is never visible, then taken back
+	 * (nobody looks at the receive queues without the lock).
+	 */
 	qc.queue = id;
 	ret = -EFAULT;
-	if (copy_to_user(uarg, &qc, sizeof(qc)))
+	if (copy_to_user(uarg, &qc, sizeof(qc))) {
+		if (q->recv)
+			xa_erase(&fabric->data->recvqs, q->endpoint);
 		goto err_unlock;
+	}
 	ctx->queues[id] = q;
+	ctx->nr_recvqs += q->recv;
 	mutex_unlock(&fabric->lock);
 	return 0;
 
@@ -959,12 +1174,17 @@ long icfab_ioctl_queue_destroy(struct icfab_ctx *ctx, void __user *uarg)
 
 	mutex_lock(&fabric->lock);
 	q = ctx->queues[qd.queue];
-	if (!q)
+	if (!q) {
 		ret = -ENOENT;
-	else if (q->inflight)
+	} else if (q->inflight) {
 		ret = -EBUSY;
-	else
+	} else {
 		ctx->queues[qd.queue] = NULL;
+		if (q->recv) {
+			__icfab_recvq_unregister(fabric->data, q);
+			ctx->nr_recvqs--;
+		}
+	}
 	mutex_unlock(&fabric->lock);
 
 	if (!ret)
@@ -1016,6 +1236,40 @@ static int icfab_desc_check_memory(struct icfab_ctx *ctx,
 }
 
 /*
+ * A NOTIFY WRITE reserves its receive completion on the receive queue of
+ * its target (@req->dst) now, so that it cannot fail to post it later.
+ * The fabric lock is held.
+ */
+static int __icfab_notify_reserve(struct icfab_ctx *ctx,
+				  struct icfab_req *req, u32 imm)
+{
+	struct icfab_queue *rq = xa_load(&ctx->fabric->data->recvqs,
+					 req->dst);
+	struct icfab_req *n;
+
+	if (!rq)
+		return -ENOTCONN;
+	if (rq->inflight >= rq->depth)
+		return -EAGAIN;
+	n = icfab_req_alloc(rq->ctx);
+	if (!n)
+		return -ENOMEM;
+	n->ctx = rq->ctx;
+	n->q = rq;
+	n->op = ICFAB_OP_WRITE;
+	n->len = req->len;
+	n->src = req->src;
+	n->dst = req->dst;
+	n->cqe.user_tag = (u64)req->src << 32 | imm;
+	n->cqe.queue = rq->id;
+	n->sender = req;
+	list_add_tail(&n->node, &rq->pending);
+	rq->inflight++;
+	req->notify = n;
+	return 0;
+}
+
+/*
  * Check one descriptor and turn it into a request holding what it needs.
  * One path for the ioctl and io_uring; the fabric lock is held.
  */
@@ -1029,13 +1283,17 @@ static int icfab_req_prepare(struct icfab_ctx *ctx,
 	int err = 0;
 
 	lockdep_assert_held(&ctx->fabric->lock);
-	if (dd->pad || dd->reserved0 ||
-	    (dd->circuit && dd->op != ICFAB_OP_WRITE) ||
+	if (dd->pad || (dd->circuit && dd->op != ICFAB_OP_WRITE) ||
 	    dd->flags & ~ICFAB_DESC_F_ALL)
+		return -EINVAL;
+	if (dd->flags & ICFAB_DESC_F_NOTIFY ?
+	    dd->op != ICFAB_OP_WRITE || dd->circuit : dd->imm)
 		return -EINVAL;
 	if (dd->queue >= ICFAB_MAX_QUEUES || !ctx->queues[dd->queue])
 		return -ENOENT;
 	q = ctx->queues[dd->queue];
+	if (q->recv)
+		return -EINVAL;
 
 	req = icfab_req_alloc(ctx);
 	if (!req)
@@ -1082,6 +1340,8 @@ static int icfab_req_prepare(struct icfab_ctx *ctx,
 	}
 	if (!err && q->inflight >= q->depth)
 		err = -EAGAIN;
+	if (!err && dd->flags & ICFAB_DESC_F_NOTIFY)
+		err = __icfab_notify_reserve(ctx, req, dd->imm);
 	if (err) {
 		icfab_req_free(req);
 		return err;
@@ -1256,7 +1516,16 @@ out_unlock:
 
 static bool icfab_wait_done(struct icfab_ctx *ctx)
 {
-	return !READ_ONCE(ctx->waiting);
+	return !READ_ONCE(ctx->waiting) && !READ_ONCE(ctx->catchup);
+}
+
+/*
+ * Does a WAIT of @ctx start with step 1 (see icfab_ioctl_wait())? Only a
+ * receiver's, and only where contexts hold the engine back.
+ */
+static bool icfab_ctx_catches_up(const struct icfab_ctx *ctx)
+{
+	return ctx->nr_recvqs && !ctx->free_run && !ctx->fabric->data->paced;
 }
 
 long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
@@ -1285,31 +1554,41 @@ long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
 		ret = -ENOENT;
 		goto out_unlock;
 	}
-	if (ctx->waiting) {
+	if (ctx->waiting || ctx->catchup) {
 		/* Another thread, or io_uring, waits already. */
 		ret = -EBUSY;
 		goto out_unlock;
 	}
-	if (ctx->nr_done + ctx->nr_inflight < w.min) {
+	if (ctx->nr_done + ctx->nr_inflight < w.min && !ctx->nr_recvqs) {
 		/* Waiting for completions that can never come. */
 		ret = -EDEADLK;
 		goto out_unlock;
 	}
-	if (ctx->nr_done < w.min) {
-		ctx->wait_min = w.min;
+	ctx->wait_min = w.min;
+	if (icfab_ctx_catches_up(ctx)) {
+		/*
+		 * A receiver: step 1 holds the engine at its clock until it
+		 * got there; __icfab_data_catchup() then ends the WAIT or
+		 * lets it wait not holding the engine (step 2).
+		 */
+		ctx->catchup = true;
+		fabric->data->nr_catchup++;
+		icfab_data_advance(fabric);
+	} else if (ctx->nr_done < w.min) {
 		WRITE_ONCE(ctx->waiting, true);
 		icfab_data_advance(fabric);
 	}
-	while (ctx->waiting) {
+	while (ctx->waiting || ctx->catchup) {
 		/* Others hold the engine back; their next move wakes us. */
 		mutex_unlock(&fabric->lock);
 		left = wait_event_interruptible_timeout(ctx->wq,
 						icfab_wait_done(ctx), left);
 		mutex_lock(&fabric->lock);
-		if (!ctx->waiting)
+		if (!ctx->waiting && !ctx->catchup)
 			break;
 		if (left <= 0) {
 			/* It holds the engine again, no earlier than now. */
+			__icfab_catchup_end(ctx);
 			ctx->waiting = false;
 			ctx->clock_ps = max(ctx->clock_ps,
 					    fabric->data->engine.now_ps);
@@ -1436,25 +1715,24 @@ int icfab_uring_wait(struct icfab_ctx *ctx, u32 min, struct io_uring_cmd *cmd)
 		err = -ENOENT;
 	else if (ctx->dead)
 		err = -ECANCELED;
-	else if (ctx->waiting)
+	else if (ctx->waiting || ctx->catchup)
 		err = -EBUSY;
-	else if (ctx->u_uncounted + ctx->u_inflight < min)
+	else if (ctx->u_uncounted + ctx->u_inflight < min && !ctx->nr_recvqs)
 		err = -EDEADLK;
 	if (err)
 		goto out_unlock;
 
 	icfab_uring_set_req(cmd, NULL);
-	if (ctx->u_uncounted >= min) {
-		u32 n = ctx->u_uncounted;
-
-		ctx->clock_ps = max(ctx->clock_ps, ctx->u_max_finish_ps);
-		ctx->u_uncounted = 0;
-		ctx->u_max_finish_ps = 0;
-		__icfab_uring_post(cmd, ures, n, ctx->clock_ps);
+	ctx->uwait = cmd;
+	ctx->uwait_res = ures;
+	ctx->uwait_min = min;
+	if (icfab_ctx_catches_up(ctx)) {
+		/* A receiver: step 1 first, as in icfab_ioctl_wait(). */
+		ctx->catchup = true;
+		fabric->data->nr_catchup++;
+	} else if (ctx->u_uncounted >= min) {
+		__icfab_uwait_post(ctx);
 	} else {
-		ctx->uwait = cmd;
-		ctx->uwait_res = ures;
-		ctx->uwait_min = min;
 		WRITE_ONCE(ctx->waiting, true);
 	}
 	icfab_data_advance(fabric);
@@ -1496,6 +1774,7 @@ static void __icfab_uring_wait_cancel(struct icfab_ctx *ctx)
 
 	if (!ctx->uwait)
 		return;
+	__icfab_catchup_end(ctx);
 	__icfab_uring_post(ctx->uwait, ctx->uwait_res, -ECANCELED,
 			   ctx->clock_ps);
 	ctx->uwait = NULL;
@@ -1543,6 +1822,8 @@ static void __icfab_ctx_kill(struct icfab_ctx *ctx)
 
 		if (!q)
 			continue;
+		/* Nobody will reap: new NOTIFY WRITEs get -ENOTCONN. */
+		__icfab_recvq_unregister(d, q);
 		list_for_each_entry_safe(req, tmp, &q->backlog, node) {
 			if (req->ucmd) {
 				__icfab_req_cancel(d, req, false);
@@ -1625,8 +1906,14 @@ void icfab_ctx_destroy(struct icfab_ctx *ctx)
 	if (ctx->nr_eps) {
 		/*
 		 * Nothing of io_uring is left: every command holds the file.
-		 * What waits behind a FENCE never started; it goes.
+		 * Its receive queues go first, then what waits behind a
+		 * FENCE, which never started: it goes, and its receive
+		 * completion, if another context is still there for it,
+		 * says so.
 		 */
+		for (i = 0; i < ICFAB_MAX_QUEUES; i++)
+			if (ctx->queues[i] && ctx->queues[i]->recv)
+				__icfab_recvq_close(d, ctx->queues[i]);
 		for (i = 0; i < ICFAB_MAX_QUEUES; i++) {
 			struct icfab_queue *q = ctx->queues[i];
 
@@ -1634,6 +1921,10 @@ void icfab_ctx_destroy(struct icfab_ctx *ctx)
 				continue;
 			list_for_each_entry_safe(req, tmp, &q->backlog, node) {
 				list_del(&req->node);
+				req->cqe.status = -ECANCELED;
+				req->cqe.start_ps = ctx->clock_ps;
+				req->cqe.finish_ps = ctx->clock_ps;
+				__icfab_notify_post(req);
 				icfab_req_free(req);
 			}
 		}

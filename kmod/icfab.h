@@ -46,7 +46,8 @@
 #define ICFAB_F_SUPPORTED		(ICFAB_F_NETLINK | ICFAB_F_QUEUES | \
 					 ICFAB_F_MEMORY | ICFAB_F_URING_CMD | \
 					 ICFAB_F_FREE_RUN | ICFAB_F_PACED | \
-					 ICFAB_F_LIVE_COMMIT | ICFAB_F_CIRCUITS)
+					 ICFAB_F_LIVE_COMMIT | ICFAB_F_CIRCUITS | \
+					 ICFAB_F_RECV_NOTIFY)
 
 #define ICFAB_MAX_ATTACH		64		/* endpoints per context */
 #define ICFAB_ENGINE_XFERS		16384		/* transfers in flight */

@@ -226,7 +226,7 @@ TEST_F(dp, malformed_descriptors_are_refused)
 	ASSERT_LE(0, q);
 
 	d = desc_put(q, 1, SEG, 0);
-	d.reserved0 = 1;
+	d.imm = 1;		/* imm without NOTIFY */
 	EXPECT_EQ(-EINVAL, ctx_submit(self->fd, &d, 1));
 	d = desc_put(q, 1, SEG, 0);
 	d.op = 99;

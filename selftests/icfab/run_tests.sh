@@ -44,6 +44,7 @@ live_test		300
 paced_test		300
 closed_form_test	300
 multicast_test		300
+recv_test		300
 fault_test.sh		600
 ocs_test.sh		600
 '

@@ -222,10 +222,10 @@ TEST_F(ur, errors_come_back_in_the_cqe)
 	EXPECT_EQ(-ENOENT, one_cmd(&self->ring, self->fd, ICFAB_UCMD_SUBMIT,
 				   &us));
 	us.desc = desc_put(self->q, 1, SEG, 0);
-	us.desc.reserved0 = 1;
+	us.desc.imm = 1;
 	EXPECT_EQ(-EINVAL, one_cmd(&self->ring, self->fd, ICFAB_UCMD_SUBMIT,
 				   &us));
-	us.desc.reserved0 = 0;
+	us.desc.imm = 0;
 	us.reserved = 1;
 	EXPECT_EQ(-EINVAL, one_cmd(&self->ring, self->fd, ICFAB_UCMD_SUBMIT,
 				   &us));

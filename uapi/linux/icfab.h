@@ -117,11 +117,24 @@
  */
 #define ICFAB_F_CIRCUITS	(1ULL << 7)
 
+/*
+ * ICFAB_F_RECV_NOTIFY
+ *	Receive-side completions: a context creates a receive queue on an
+ *	attached endpoint (ICFAB_QUEUE_F_RECV), and a WRITE with
+ *	ICFAB_DESC_F_NOTIFY into that endpoint also posts a completion
+ *	there once its last byte has landed, counted by the receiver's
+ *	ICFAB_IOC_WAIT and ICFAB_UCMD_WAIT, in virtual time and
+ *	deterministically (see "Receive queues" below).
+ *	Preconditions: ICFAB_F_QUEUES.
+ */
+#define ICFAB_F_RECV_NOTIFY	(1ULL << 8)
+
 /* Every feature this header knows about. */
 #define ICFAB_F_ALL		(ICFAB_F_NETLINK | ICFAB_F_QUEUES | \
 				 ICFAB_F_MEMORY | ICFAB_F_URING_CMD | \
 				 ICFAB_F_FREE_RUN | ICFAB_F_PACED | \
-				 ICFAB_F_LIVE_COMMIT | ICFAB_F_CIRCUITS)
+				 ICFAB_F_LIVE_COMMIT | ICFAB_F_CIRCUITS | \
+				 ICFAB_F_RECV_NOTIFY)
 
 /*
  * Time modes (icfab_info.time_mode, ICFAB_A_FABRIC_TIME_MODE).
@@ -258,16 +271,76 @@ struct icfab_region_import {
 	__u64 reserved[2];		/* must be zero */
 };
 
-/* ICFAB_IOC_QUEUE_CREATE: a DMA queue on an attached endpoint. */
+/*
+ * ICFAB_IOC_QUEUE_CREATE: a DMA queue on an attached endpoint, or with
+ * ICFAB_QUEUE_F_RECV (ICFAB_F_RECV_NOTIFY) the endpoint's receive queue.
+ *
+ * Receive queues. At most one per endpoint per fabric at a time: -EBUSY
+ * while any context has one there. Its id comes from the context's queue
+ * ids; it takes no descriptors (-EINVAL). @depth bounds the receive
+ * completions it holds, in flight and completed until a WAIT returns
+ * them. It goes with QUEUE_DESTROY (-EBUSY while it holds any) or with
+ * the context; once its context can submit no more (its owner exited, see
+ * ICFAB_UCMD_*), WRITEs that NOTIFY its endpoint get -ENOTCONN.
+ *
+ * A WRITE with ICFAB_DESC_F_NOTIFY (with memory or timing-only) whose
+ * last byte has landed posts, besides its own completion, one to the
+ * receive queue of its target endpoint (the remote region's endpoint, or
+ * @peer when timing-only), returned by that context's ICFAB_IOC_WAIT:
+ *	user_tag	((__u64)source endpoint << 32) | desc.imm
+ *	queue		the receive queue's id
+ *	status		the transfer's: 0, or -ECANCELED when its sender
+ *			went away before it started, or cancelled it
+ *	submit_ps, start_ps, finish_ps, queued_ps: the transfer's.
+ * Its bytes are in the receiver's region when the completion is posted.
+ * A NOTIFY WRITE whose sender goes away in flight still lands and posts.
+ *
+ * Virtual time, deterministic. A context that owns a receive queue (a
+ * receiver) cannot know from its own descriptors when others' WRITEs
+ * land, so its WAIT (ioctl or io_uring) at clock C goes in two steps:
+ *  1. It keeps holding the engine back at C until the engine has
+ *     processed every event before C. No context holds it earlier then,
+ *     so nothing submitted later can finish before C: every completion
+ *     of this context that finishes before C is there, own or received.
+ *  2. If that makes fewer than @min, it stops holding the engine and
+ *     sleeps; the engine runs on, in its fixed (finish time, key) order,
+ *     and the @min-th completion wakes it at that completion's finish.
+ * It then returns (ioctl: up to @max of) its completions in finish-time
+ * order (ties in the order the engine finished them) and moves its clock
+ * to the latest finish among those. What a receiver's WAIT returns and
+ * its clock after it therefore depend only on the descriptors every
+ * context submitted at which virtual times, never on wall-clock
+ * interleaving or host load. While a receiver sleeps in step 2 it does
+ * not hold the engine back; in step 1 it waits only for contexts whose
+ * clocks are behind its own. A receiver may WAIT for more completions
+ * than it has in flight (no -EDEADLK): it blocks until they arrive, a
+ * signal, or @timeout_ms. Contexts without a receive queue WAIT as
+ * before (step 2 only), and in paced time, or free-running, step 1 is
+ * skipped.
+ *
+ * Submission errors of NOTIFY: -EINVAL on anything but a WRITE, with a
+ * circuit, or a nonzero @imm without NOTIFY; -ENOTCONN when the target
+ * endpoint has no receive queue; -EAGAIN when that receive queue is full
+ * (a WAIT of the receiver helps). Whether a receive queue is full
+ * depends on when its receiver WAITs: a deterministic program sizes
+ * receive queues (or counts credits) so that it never is.
+ */
+#define ICFAB_QUEUE_F_RECV	(1U << 0)
+#define ICFAB_QUEUE_F_ALL	(ICFAB_QUEUE_F_RECV)
+
 struct icfab_queue_create {
 	__u32 endpoint;			/* in: attached endpoint */
-	__u32 depth;			/* in: descriptors in flight, 1..max */
+	__u32 depth;			/* in: descriptors in flight, 1..max;
+					 * receive queue: completions held */
 	__u32 queue;			/* out: queue id, per context */
-	__u32 flags;			/* in: must be zero */
+	__u32 flags;			/* in: ICFAB_QUEUE_F_* */
 	__u64 reserved[2];		/* in: must be zero */
 };
 
-/* ICFAB_IOC_QUEUE_DESTROY: only an idle queue (nothing in flight). */
+/*
+ * ICFAB_IOC_QUEUE_DESTROY: only an idle queue (nothing in flight; for a
+ * receive queue, no receive completion in flight or unreaped).
+ */
 struct icfab_queue_destroy {
 	__u32 queue;
 	__u32 flags;			/* must be zero */
@@ -287,7 +360,10 @@ enum icfab_desc_op {
 
 /* Time the transfer, move no bytes. */
 #define ICFAB_DESC_F_TIMING_ONLY	(1U << 0)
-#define ICFAB_DESC_F_ALL		(ICFAB_DESC_F_TIMING_ONLY)
+/* WRITE: also complete at the target's receive queue (ICFAB_F_RECV_NOTIFY) */
+#define ICFAB_DESC_F_NOTIFY		(1U << 1)
+#define ICFAB_DESC_F_ALL		(ICFAB_DESC_F_TIMING_ONLY | \
+					 ICFAB_DESC_F_NOTIFY)
 
 /*
  * One descriptor.
@@ -319,7 +395,8 @@ struct icfab_desc {
 	__u64 rkey;			/* key of the remote region */
 	__u64 remote_off;		/* bytes into the remote region */
 	__u32 circuit;			/* 0, or a circuit (ICFAB_F_CIRCUITS) */
-	__u32 reserved0;		/* must be zero */
+	__u32 imm;			/* NOTIFY: to the receiver, in the low
+					 * half of its user_tag; otherwise 0 */
 };
 
 /*
@@ -389,7 +466,9 @@ struct icfab_circuit_recv {
  * to @max completions to @cqes, sets @nr, and moves the context's clock
  * to the latest finish among them. Returns 0, -EINTR on a signal,
  * -ETIMEDOUT after @timeout_ms of wall time (0: none), or -EDEADLK when
- * the context has fewer than @min descriptors in flight or completed.
+ * the context has fewer than @min descriptors in flight or completed
+ * (never for a receiver, see ICFAB_QUEUE_F_RECV). Completions come in
+ * finish-time order; receive completions count like the context's own.
  */
 struct icfab_wait {
 	__u64 cqes;			/* user pointer to struct icfab_cqe[] */
@@ -440,6 +519,11 @@ struct icfab_wait {
  * io_uring completion is counted by exactly one WAIT) and
  * cqe->big_cqe[0] the context's clock, moved to the latest finish among
  * them. -EDEADLK when fewer than @min are in flight and uncounted.
+ * For a receiver (ICFAB_QUEUE_F_RECV) every receive completion is
+ * counted too, once, by the WAIT in progress when it arrives or the next
+ * one (no -EDEADLK); its struct icfab_cqe is still returned by
+ * ICFAB_IOC_WAIT, which a receiver that waits through io_uring calls to
+ * reap them (@min 0 does not block).
  *
  * When the context's owner exits, or its last file descriptor is closed
  * (io_uring commands in flight keep the file itself open), its commands

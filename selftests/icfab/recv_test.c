@@ -1,0 +1,700 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Receive-side completions (ICFAB_F_RECV_NOTIFY): a WRITE with
+ * ICFAB_DESC_F_NOTIFY also completes at the receive queue of its target
+ * endpoint. Two processes, each with its own context, one writing into
+ * the other's region; the receiver's completions and clock must be the
+ * same to the picosecond in every run, with or without a CPU hog beside
+ * them. Then the errors, and teardown with notifications in flight.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/icfab.h>
+#include <linux/icfab_genl.h>
+
+#include "fabric_util.h"
+#include "uring_util.h"
+#include "kselftest_harness.h"
+
+#define SEG		RING_SEG
+#define RX_EP		0		/* the receiver's endpoint */
+#define TX_EP		4		/* the sender's, four hops away */
+#define OTHER_EP	7		/* where the receiver sends its own */
+#define NMSG		12		/* NOTIFY WRITEs per run */
+#define CHUNK		(2 * SEG)	/* bytes per WRITE */
+#define RSIZE		(NMSG * CHUNK)
+#define IMM0		100		/* imm of the first WRITE */
+#define MAX_WAITS	64
+
+static int recv_queue(int fd, uint32_t ep, uint32_t depth)
+{
+	struct icfab_queue_create qc = { .endpoint = ep, .depth = depth,
+					 .flags = ICFAB_QUEUE_F_RECV };
+
+	return ioctl(fd, ICFAB_IOC_QUEUE_CREATE, &qc) ? -errno : (int)qc.queue;
+}
+
+static int queue_destroy(int fd, uint32_t q)
+{
+	struct icfab_queue_destroy qd = { .queue = q };
+
+	return ioctl(fd, ICFAB_IOC_QUEUE_DESTROY, &qd) ? -errno : 0;
+}
+
+/* A region of @size on @ep, mapped at *@map, exported for WRITE. */
+static int region(int fd, uint32_t ep, uint64_t size, uint32_t *handle,
+		  uint64_t *key, unsigned char **map)
+{
+	struct icfab_region_alloc ra = { .endpoint = ep, .size = size };
+	struct icfab_region_export re = {
+		.access = ICFAB_ACCESS_REMOTE_WRITE };
+
+	if (ioctl(fd, ICFAB_IOC_REGION_ALLOC, &ra))
+		return -errno;
+	*handle = ra.region;
+	*map = mmap(NULL, ra.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		    ra.mmap_offset);
+	if (*map == MAP_FAILED)
+		return -errno;
+	re.region = ra.region;
+	if (ioctl(fd, ICFAB_IOC_REGION_EXPORT, &re))
+		return -errno;
+	*key = re.key;
+	return 0;
+}
+
+static struct icfab_desc notify_put(uint32_t q, uint32_t peer, uint64_t len,
+				    uint64_t tag, uint32_t imm)
+{
+	struct icfab_desc d = desc_put(q, peer, len, tag);
+
+	d.flags |= ICFAB_DESC_F_NOTIFY;
+	d.imm = imm;
+	return d;
+}
+
+static struct icfab_desc delay(uint32_t q, uint64_t ps)
+{
+	return (struct icfab_desc){ .op = ICFAB_OP_DELAY, .queue = q,
+				    .len = ps };
+}
+
+/* What a run saw: every WAIT of the receiver, and the sender's own. */
+struct trace {
+	int rx_err, tx_err;		/* a step that failed, or 0 */
+	unsigned int nr_waits;
+	unsigned int nr[MAX_WAITS];	/* completions each WAIT returned */
+	uint64_t clock[MAX_WAITS];	/* the receiver's clock after it */
+	unsigned int nr_rx;
+	struct icfab_cqe rx[NMSG];	/* in the order returned */
+	uint64_t rx_clock[NMSG];	/* the clock after the WAIT of each */
+	struct icfab_cqe tx[NMSG];	/* the sender's, by message */
+	int bytes_ok;
+	int rq;				/* the receive queue's id */
+};
+
+static void byte_pattern(unsigned char *p, size_t n, unsigned int salt)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (unsigned char)(i * 7 + salt * 13 + 1);
+}
+
+/*
+ * The receiver: a receive queue and a region on RX_EP, and traffic of
+ * its own to OTHER_EP. Each round it sends one WRITE of its own, maybe
+ * computes, and WAITs for at least one completion (up to 8), until all
+ * NMSG notifications have come. @uring: count them with ICFAB_UCMD_WAIT
+ * first, and reap with ICFAB_IOC_WAIT after.
+ */
+static int receiver(struct trace *t, int key_w, int go_r, bool uring)
+{
+	struct icfab_cqe c[8];
+	struct io_uring ring;
+	unsigned char *map, *want;
+	unsigned int got = 0, round = 0;
+	uint32_t handle;
+	uint64_t key, clock;
+	int fd, q, rq, n;
+	char go;
+
+	fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	if (fd < 0 || ctx_attach(fd, RX_EP))
+		return 1;
+	q = ctx_queue(fd, RX_EP, 16);
+	rq = recv_queue(fd, RX_EP, NMSG);
+	if (q < 0 || rq < 0 || region(fd, RX_EP, RSIZE, &handle, &key, &map))
+		return 2;
+	t->rq = rq;
+	if (uring && io_uring_queue_init(8, &ring, IORING_SETUP_SQE128 |
+					 IORING_SETUP_CQE32))
+		return 3;
+	if (write(key_w, &key, sizeof(key)) != sizeof(key) ||
+	    read(go_r, &go, 1) != 1)
+		return 4;
+
+	while (got < NMSG) {
+		struct icfab_desc d[2] = {
+			desc_put(q, OTHER_EP, SEG, round),
+			delay(q, (round % 3) * 900000),
+		};
+
+		if (t->nr_waits == MAX_WAITS)
+			return 5;
+		if (ctx_submit(fd, d, round % 3 ? 2 : 1) < 1)
+			return 6;
+		if (uring) {
+			struct io_uring_cqe *cqe;
+
+			/* One more, own or received: counted once. */
+			if (uwait(&ring, fd, 1, 0) || io_uring_submit(&ring) != 1 ||
+			    io_uring_wait_cqe(&ring, &cqe) || cqe->res < 1)
+				return 7;
+			io_uring_cqe_seen(&ring, cqe);
+			n = ctx_wait(fd, c, 0, 8, 10000, &clock);
+		} else {
+			n = ctx_wait(fd, c, 1, 8, 10000, &clock);
+		}
+		if (n < 0)
+			return 8;
+		t->nr[t->nr_waits] = n;
+		t->clock[t->nr_waits++] = clock;
+		for (int i = 0; i < n; i++) {
+			if (i && c[i].finish_ps < c[i - 1].finish_ps)
+				return 10;
+			if (c[i].queue != (uint32_t)rq)
+				continue;
+			if (got == NMSG)
+				return 11;
+			t->rx_clock[got] = clock;
+			t->rx[got++] = c[i];
+		}
+		t->nr_rx = got;
+		round++;
+	}
+	want = malloc(RSIZE);
+	if (!want)
+		return 9;
+	for (unsigned int i = 0; i < NMSG; i++)
+		byte_pattern(want + i * CHUNK, CHUNK, i);
+	t->bytes_ok = !memcmp(map, want, RSIZE);
+	free(want);
+	if (uring)
+		io_uring_queue_exit(&ring);
+	/* Close with own completions unreaped: they go with the context. */
+	close(fd);
+	return 0;
+}
+
+/*
+ * The sender: NMSG WRITEs of CHUNK bytes with NOTIFY into the receiver's
+ * region, some after a compute DELAY, draining its own completions every
+ * fourth.
+ */
+static int sender(struct trace *t, int key_r, int go_w)
+{
+	unsigned char *map;
+	struct icfab_cqe c[8];
+	unsigned int inflight = 0;
+	uint32_t handle;
+	uint64_t key, lkey;
+	int fd, q, n;
+
+	fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	if (fd < 0 || ctx_attach(fd, TX_EP))
+		return 1;
+	/* Attached before the receiver starts: both clocks start at 0. */
+	if (write(go_w, "g", 1) != 1 ||
+	    read(key_r, &key, sizeof(key)) != sizeof(key))
+		return 2;
+	q = ctx_queue(fd, TX_EP, 16);
+	if (q < 0 || region(fd, TX_EP, RSIZE, &handle, &lkey, &map))
+		return 3;
+	for (unsigned int i = 0; i < NMSG; i++)
+		byte_pattern(map + i * CHUNK, CHUNK, i);
+
+	for (unsigned int i = 0; i < NMSG; i++) {
+		struct icfab_desc d[2] = {
+			delay(q, (i % 4) * 1300000),
+			{ .op = ICFAB_OP_WRITE, .queue = q, .region = handle,
+			  .local_off = i * CHUNK, .rkey = key,
+			  .remote_off = i * CHUNK, .len = CHUNK,
+			  .user_tag = 1000 + i, .imm = IMM0 + i,
+			  .flags = ICFAB_DESC_F_NOTIFY },
+		};
+
+		if (ctx_submit(fd, i % 4 ? d : &d[1], i % 4 ? 2 : 1) !=
+		    (i % 4 ? 2 : 1))
+			return 4;
+		inflight += i % 4 ? 2 : 1;
+		if (i % 4 == 3 || i == NMSG - 1) {
+			while (inflight) {
+				n = ctx_wait(fd, c, inflight, 8, 10000, NULL);
+				if (n <= 0)
+					return 5;
+				inflight -= n;
+				for (int k = 0; k < n; k++)
+					if (c[k].user_tag >= 1000)
+						t->tx[c[k].user_tag - 1000] =
+							c[k];
+			}
+		}
+	}
+	close(fd);
+	return 0;
+}
+
+static pid_t hog(void)
+{
+	pid_t pid = fork();
+
+	if (!pid) {
+		volatile unsigned long x = 0;
+
+		for (;;)
+			x++;
+	}
+	return pid;
+}
+
+/* One run of the pair; the trace in @t (shared memory). */
+static void run_pair(struct __test_metadata *_metadata, struct trace *t,
+		     bool with_hog, bool uring)
+{
+	int key_p[2], go_p[2], status;
+	pid_t rx, tx, h = 0;
+
+	memset(t, 0, sizeof(*t));
+	ASSERT_EQ(0, pipe(key_p));
+	ASSERT_EQ(0, pipe(go_p));
+	if (with_hog) {
+		h = hog();
+		ASSERT_LT(0, h);
+	}
+	rx = fork();
+	ASSERT_LE(0, rx);
+	if (!rx) {
+		t->rx_err = receiver(t, key_p[1], go_p[0], uring);
+		_exit(0);
+	}
+	tx = fork();
+	ASSERT_LE(0, tx);
+	if (!tx) {
+		t->tx_err = sender(t, key_p[0], go_p[1]);
+		_exit(0);
+	}
+	ASSERT_EQ(rx, waitpid(rx, &status, 0));
+	ASSERT_EQ(0, status);
+	ASSERT_EQ(tx, waitpid(tx, &status, 0));
+	ASSERT_EQ(0, status);
+	if (h) {
+		kill(h, SIGKILL);
+		waitpid(h, NULL, 0);
+	}
+	close(key_p[0]);
+	close(key_p[1]);
+	close(go_p[0]);
+	close(go_p[1]);
+	ASSERT_EQ(0, t->rx_err);
+	ASSERT_EQ(0, t->tx_err);
+}
+
+/* What every run must show, whatever the interleaving. */
+static void check_trace(struct __test_metadata *_metadata,
+			const struct trace *t)
+{
+	unsigned int batched = 0;
+
+	EXPECT_TRUE(t->bytes_ok);
+	ASSERT_EQ(NMSG, t->nr_rx);
+	for (unsigned int i = 0; i < NMSG; i++) {
+		const struct icfab_cqe *r = &t->rx[i];
+		unsigned int m = (uint32_t)r->user_tag - IMM0;
+
+		/* In finish order, which here is the order they were sent. */
+		ASSERT_EQ(i, m);
+		EXPECT_EQ(((uint64_t)TX_EP << 32) | (IMM0 + m), r->user_tag);
+		EXPECT_EQ(0, r->status);
+		EXPECT_EQ((uint32_t)t->rq, r->queue);
+		/* The transfer's own times. */
+		EXPECT_EQ(t->tx[m].submit_ps, r->submit_ps);
+		EXPECT_EQ(t->tx[m].start_ps, r->start_ps);
+		EXPECT_EQ(t->tx[m].finish_ps, r->finish_ps);
+		EXPECT_EQ(t->tx[m].queued_ps, r->queued_ps);
+		EXPECT_LT(r->start_ps, r->finish_ps);
+		/* A WAIT's clock is at least every finish it returned. */
+		EXPECT_LE(r->finish_ps, t->rx_clock[i]);
+	}
+	for (unsigned int w = 0; w < t->nr_waits; w++) {
+		batched += t->nr[w] > 1;
+		if (w)
+			EXPECT_LE(t->clock[w - 1], t->clock[w]);
+	}
+	/* Compute in the receiver leaves more than one to some WAIT. */
+	EXPECT_LT(0, batched);
+}
+
+FIXTURE(rx) {
+	struct genl_sock gs;
+	int fd;
+};
+
+FIXTURE_SETUP(rx)
+{
+	ASSERT_EQ(0, genl_open(&self->gs));
+	ASSERT_EQ(0, genl_resolve(&self->gs, ICFAB_GENL_NAME));
+	clear_fabric(&self->gs);
+	ASSERT_EQ(0, stage_ring(&self->gs, 8));
+	ASSERT_EQ(0, cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
+	self->fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+}
+
+FIXTURE_TEARDOWN(rx)
+{
+	close(self->fd);
+	clear_fabric(&self->gs);
+	genl_close(&self->gs);
+}
+
+TEST_F(rx, info_announces_recv_notify)
+{
+	struct icfab_info in;
+
+	memset(&in, 0, sizeof(in));
+	ASSERT_EQ(0, ioctl(self->fd, ICFAB_IOC_INFO, &in));
+	EXPECT_TRUE(in.features & ICFAB_F_RECV_NOTIFY);
+	EXPECT_TRUE(ICFAB_F_ALL & ICFAB_F_RECV_NOTIFY);
+}
+
+TEST_F(rx, receive_queue_rules)
+{
+	struct icfab_queue_create qc = { .endpoint = RX_EP, .depth = 4,
+					 .flags = 1U << 7 };
+	struct icfab_desc d;
+	int fd2, rq, q;
+
+	EXPECT_EQ(-ENOENT, recv_queue(self->fd, RX_EP, 4));	/* not attached */
+	ASSERT_EQ(0, ctx_attach(self->fd, RX_EP));
+	EXPECT_EQ(-1, ioctl(self->fd, ICFAB_IOC_QUEUE_CREATE, &qc));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-EINVAL, recv_queue(self->fd, RX_EP, 0));
+	rq = recv_queue(self->fd, RX_EP, 4);
+	ASSERT_LE(0, rq);
+	/* One per endpoint per fabric: not twice, nor from another context. */
+	qc.flags = ICFAB_QUEUE_F_RECV;
+	EXPECT_EQ(-1, ioctl(self->fd, ICFAB_IOC_QUEUE_CREATE, &qc));
+	EXPECT_EQ(EBUSY, errno);
+	fd2 = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd2);
+	ASSERT_EQ(0, ctx_attach(fd2, RX_EP));
+	EXPECT_EQ(-EBUSY, recv_queue(fd2, RX_EP, 4));
+	/* A receive queue takes no descriptors. */
+	d = desc_put(rq, 1, SEG, 0);
+	EXPECT_EQ(-EINVAL, ctx_submit(self->fd, &d, 1));
+	/* Once destroyed, another context may have one there. */
+	EXPECT_EQ(0, queue_destroy(self->fd, rq));
+	q = recv_queue(fd2, RX_EP, 4);
+	EXPECT_LE(0, q);
+	close(fd2);
+	/* ... and when that context went, so did its receive queue. */
+	EXPECT_LE(0, recv_queue(self->fd, RX_EP, 4));
+}
+
+TEST_F(rx, notify_errors)
+{
+	struct icfab_desc d;
+	int fd2, q, rq;
+
+	ASSERT_EQ(0, ctx_attach(self->fd, TX_EP));
+	q = ctx_queue(self->fd, TX_EP, 8);
+	ASSERT_LE(0, q);
+
+	/* Nobody receives at RX_EP yet. */
+	d = notify_put(q, RX_EP, SEG, 0, 1);
+	EXPECT_EQ(-1, ioctl(self->fd, ICFAB_IOC_SUBMIT,
+			    &(struct icfab_submit){ .descs = (uintptr_t)&d,
+						    .nr = 1 }));
+	EXPECT_EQ(ENOTCONN, errno);
+
+	fd2 = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd2);
+	ASSERT_EQ(0, ctx_attach(fd2, RX_EP));
+	rq = recv_queue(fd2, RX_EP, 2);
+	ASSERT_LE(0, rq);
+
+	/* NOTIFY only on a WRITE, never with a circuit. */
+	d = notify_put(q, RX_EP, SEG, 0, 0);
+	d.op = ICFAB_OP_READ;
+	EXPECT_EQ(-EINVAL, ctx_submit(self->fd, &d, 1));
+	d = delay(q, 1000);
+	d.flags = ICFAB_DESC_F_NOTIFY;
+	EXPECT_EQ(-EINVAL, ctx_submit(self->fd, &d, 1));
+	d = (struct icfab_desc){ .op = ICFAB_OP_FENCE, .queue = q,
+				 .flags = ICFAB_DESC_F_NOTIFY };
+	EXPECT_EQ(-EINVAL, ctx_submit(self->fd, &d, 1));
+	d = notify_put(q, RX_EP, SEG, 0, 0);
+	d.circuit = 1;
+	EXPECT_EQ(-EINVAL, ctx_submit(self->fd, &d, 1));
+	/* imm without NOTIFY. */
+	d = desc_put(q, RX_EP, SEG, 0);
+	d.imm = 5;
+	EXPECT_EQ(-1, ioctl(self->fd, ICFAB_IOC_SUBMIT,
+			    &(struct icfab_submit){ .descs = (uintptr_t)&d,
+						    .nr = 1 }));
+	EXPECT_EQ(EINVAL, errno);
+	/* NOTIFY to an endpoint without a receive queue. */
+	d = notify_put(q, 2, SEG, 0, 0);
+	EXPECT_EQ(-ENOTCONN, ctx_submit(self->fd, &d, 1));
+
+	/* Depth 2: the third waits for the receiver to reap. */
+	d = notify_put(q, RX_EP, SEG, 0, 0);
+	EXPECT_EQ(1, ctx_submit(self->fd, &d, 1));
+	EXPECT_EQ(1, ctx_submit(self->fd, &d, 1));
+	EXPECT_EQ(-EAGAIN, ctx_submit(self->fd, &d, 1));
+	/* A receive queue that holds completions is busy. */
+	EXPECT_EQ(-EBUSY, queue_destroy(fd2, rq));
+	close(fd2);
+	/* Its context went: nobody receives there any more. */
+	EXPECT_EQ(-ENOTCONN, ctx_submit(self->fd, &d, 1));
+}
+
+TEST_F(rx, one_process_two_contexts)
+{
+	struct icfab_cqe c[4], r[4];
+	uint64_t clock, rclock;
+	struct icfab_desc d;
+	int fd2, q, rq;
+
+	ASSERT_EQ(0, ctx_attach(self->fd, TX_EP));
+	q = ctx_queue(self->fd, TX_EP, 8);
+	ASSERT_LE(0, q);
+	fd2 = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd2);
+	ASSERT_EQ(0, ctx_attach(fd2, RX_EP));
+	rq = recv_queue(fd2, RX_EP, 4);
+	ASSERT_LE(0, rq);
+
+	/*
+	 * One thread drives both: the sender computes far ahead, so that
+	 * only the receiver's clock holds the engine back until it waits.
+	 */
+	d = notify_put(q, RX_EP, 4 * SEG, 77, 0xabcd);
+	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
+	d = delay(q, 1000000000);
+	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
+	/* The receiver waits for more than it has in flight: no -EDEADLK. */
+	ASSERT_EQ(1, ctx_wait(fd2, r, 1, 4, 5000, &rclock));
+	ASSERT_EQ(2, ctx_wait(self->fd, c, 2, 4, 5000, &clock));
+	/* The WRITE first: in finish order, not in the order done. */
+	EXPECT_EQ(1000000000, c[1].finish_ps);
+	EXPECT_EQ(((uint64_t)TX_EP << 32) | 0xabcd, r[0].user_tag);
+	EXPECT_EQ((uint32_t)rq, r[0].queue);
+	EXPECT_EQ(0, r[0].status);
+	EXPECT_EQ(c[0].submit_ps, r[0].submit_ps);
+	EXPECT_EQ(c[0].start_ps, r[0].start_ps);
+	EXPECT_EQ(c[0].finish_ps, r[0].finish_ps);
+	EXPECT_EQ(c[0].queued_ps, r[0].queued_ps);
+	/* Four hops, uncontended: the closed form. */
+	EXPECT_EQ(ring_uncontended(4 * SEG, 4), r[0].finish_ps - r[0].start_ps);
+	EXPECT_EQ(r[0].finish_ps, rclock);
+	EXPECT_EQ(77, c[0].user_tag);
+	/* Nothing more comes: the receiver times out, it is no deadlock. */
+	EXPECT_EQ(-ETIMEDOUT, ctx_wait(fd2, r, 1, 4, 50, NULL));
+	/* Reaped: the receive queue is idle again. */
+	EXPECT_EQ(0, queue_destroy(fd2, rq));
+	close(fd2);
+}
+
+TEST_F(rx, notify_to_self_then_close)
+{
+	struct icfab_desc d;
+	int q, rq;
+
+	/* Its own receive queue, on another of its endpoints. */
+	ASSERT_EQ(0, ctx_attach(self->fd, TX_EP));
+	ASSERT_EQ(0, ctx_attach(self->fd, RX_EP));
+	q = ctx_queue(self->fd, TX_EP, 8);
+	rq = recv_queue(self->fd, RX_EP, 8);
+	ASSERT_LE(0, q);
+	ASSERT_LE(0, rq);
+	d = notify_put(q, RX_EP, 64 * SEG, 0, 1);
+	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
+	d = (struct icfab_desc){ .op = ICFAB_OP_FENCE, .queue = q };
+	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
+	d = notify_put(q, RX_EP, 64 * SEG, 0, 2);
+	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
+	/* Closed with one in the engine and one behind the FENCE. */
+}
+
+/* Bit-identical twice, the second time beside a CPU hog. */
+TEST(pair_is_deterministic)
+{
+	struct genl_sock gs;
+	struct trace *t;
+
+	ASSERT_EQ(0, genl_open(&gs));
+	ASSERT_EQ(0, genl_resolve(&gs, ICFAB_GENL_NAME));
+	clear_fabric(&gs);
+	ASSERT_EQ(0, stage_ring(&gs, 8));
+	ASSERT_EQ(0, cmd(&gs, ICFAB_CMD_FABRIC_COMMIT));
+	t = mmap(NULL, 2 * sizeof(*t), PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, t);
+
+	run_pair(_metadata, &t[0], false, false);
+	check_trace(_metadata, &t[0]);
+	run_pair(_metadata, &t[1], true, false);
+	check_trace(_metadata, &t[1]);
+	EXPECT_EQ(0, memcmp(&t[0], &t[1], sizeof(*t)));
+	munmap(t, 2 * sizeof(*t));
+	clear_fabric(&gs);
+	genl_close(&gs);
+}
+
+/* The receiver counts with ICFAB_UCMD_WAIT and reaps with the ioctl. */
+TEST(pair_over_io_uring_is_deterministic)
+{
+	struct genl_sock gs;
+	struct trace *t;
+
+	ASSERT_EQ(0, genl_open(&gs));
+	ASSERT_EQ(0, genl_resolve(&gs, ICFAB_GENL_NAME));
+	clear_fabric(&gs);
+	ASSERT_EQ(0, stage_ring(&gs, 8));
+	ASSERT_EQ(0, cmd(&gs, ICFAB_CMD_FABRIC_COMMIT));
+	t = mmap(NULL, 2 * sizeof(*t), PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, t);
+
+	run_pair(_metadata, &t[0], true, true);
+	check_trace(_metadata, &t[0]);
+	run_pair(_metadata, &t[1], false, true);
+	check_trace(_metadata, &t[1]);
+	EXPECT_EQ(0, memcmp(&t[0], &t[1], sizeof(*t)));
+	munmap(t, 2 * sizeof(*t));
+	clear_fabric(&gs);
+	genl_close(&gs);
+}
+
+/*
+ * A sender killed with NOTIFY WRITEs in flight: the one in the engine
+ * still lands and posts, the one behind a FENCE posts -ECANCELED.
+ */
+TEST_F(rx, killed_sender)
+{
+	struct icfab_cqe r[4];
+	int p[2], rq, status;
+	pid_t tx;
+	char c;
+
+	ASSERT_EQ(0, ctx_attach(self->fd, RX_EP));
+	rq = recv_queue(self->fd, RX_EP, 4);
+	ASSERT_LE(0, rq);
+	ASSERT_EQ(0, pipe(p));
+	tx = fork();
+	ASSERT_LE(0, tx);
+	if (!tx) {
+		int fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC), q;
+		struct icfab_desc d[3];
+
+		if (fd < 0 || ctx_attach(fd, TX_EP))
+			_exit(1);
+		q = ctx_queue(fd, TX_EP, 8);
+		d[0] = notify_put(q, RX_EP, 32 * SEG, 0, 1);
+		d[1] = (struct icfab_desc){ .op = ICFAB_OP_FENCE, .queue = q };
+		d[2] = notify_put(q, RX_EP, 32 * SEG, 0, 2);
+		if (ctx_submit(fd, d, 3) != 3)
+			_exit(2);
+		/* It holds the engine at 0: nothing finishes until it dies. */
+		if (write(p[1], "x", 1) != 1)
+			_exit(3);
+		pause();
+		_exit(4);
+	}
+	ASSERT_EQ(1, read(p[0], &c, 1));
+	/* The sender holds the engine: nothing comes yet. */
+	EXPECT_EQ(-ETIMEDOUT, ctx_wait(self->fd, r, 1, 4, 100, NULL));
+	kill(tx, SIGKILL);
+	ASSERT_EQ(tx, waitpid(tx, &status, 0));
+	ASSERT_EQ(2, ctx_wait(self->fd, r, 2, 4, 5000, NULL));
+	/* The cancelled one at the sender's clock, before the one that landed. */
+	EXPECT_EQ(((uint64_t)TX_EP << 32) | 2, r[0].user_tag);
+	EXPECT_EQ(-ECANCELED, r[0].status);
+	EXPECT_EQ(((uint64_t)TX_EP << 32) | 1, r[1].user_tag);
+	EXPECT_EQ(0, r[1].status);
+	EXPECT_EQ(ring_uncontended(32 * SEG, 4), r[1].finish_ps - r[1].start_ps);
+	EXPECT_EQ(0, queue_destroy(self->fd, rq));
+	close(p[0]);
+	close(p[1]);
+}
+
+/*
+ * A receiver killed with NOTIFY WRITEs in flight to it, and later one
+ * killed in its WAIT: the sender's WRITEs still complete, and then
+ * nobody receives there.
+ */
+TEST_F(rx, killed_receiver)
+{
+	struct icfab_cqe c[8];
+	struct icfab_desc d;
+	int p[2], q, status;
+	unsigned int got = 0;
+	pid_t rx;
+	char ch;
+
+	ASSERT_EQ(0, ctx_attach(self->fd, TX_EP));
+	q = ctx_queue(self->fd, TX_EP, 8);
+	ASSERT_LE(0, q);
+	for (int round = 0; round < 2; round++) {
+		ASSERT_EQ(0, pipe(p));
+		rx = fork();
+		ASSERT_LE(0, rx);
+		if (!rx) {
+			int fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+
+			if (fd < 0 || ctx_attach(fd, RX_EP) ||
+			    recv_queue(fd, RX_EP, 8) < 0 ||
+			    write(p[1], "x", 1) != 1)
+				_exit(1);
+			if (round)
+				/* Waits for more than will ever come. */
+				ctx_wait(fd, c, 8, 8, 0, NULL);
+			pause();
+			_exit(2);
+		}
+		ASSERT_EQ(1, read(p[0], &ch, 1));
+		d = notify_put(q, RX_EP, 16 * SEG, round, 3);
+		ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
+		ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
+		if (round) {
+			/* Let the receiver have them, then kill it waiting. */
+			ASSERT_EQ(2, ctx_wait(self->fd, c, 2, 8, 5000, NULL));
+			got += 2;
+		}
+		kill(rx, SIGKILL);
+		ASSERT_EQ(rx, waitpid(rx, &status, 0));
+		EXPECT_TRUE(WIFSIGNALED(status));
+		close(p[0]);
+		close(p[1]);
+		while (got < 2 * (round + 1)) {
+			int n = ctx_wait(self->fd, c, 1, 8, 5000, NULL);
+
+			ASSERT_LT(0, n);
+			for (int i = 0; i < n; i++)
+				EXPECT_EQ(0, c[i].status);
+			got += n;
+		}
+		EXPECT_EQ(-ENOTCONN, ctx_submit(self->fd, &d, 1));
+	}
+}
+
+TEST_HARNESS_MAIN
