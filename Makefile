@@ -11,7 +11,6 @@
 #                 the VM selftests on every test kernel, "N passed, N failed"
 #   make demo     boot the test VM, load the module, show the fabric
 #   make install  install everything (DESTDIR, PREFIX, LIBDIR); uninstall
-#   make deb      Debian packages into build/deb/ (debian/)
 #
 # The kernels are found by tools/kvers when a recipe runs, never when make
 # starts: `make demo` runs `make deps` first, which may install them.
@@ -38,7 +37,8 @@ USER_CFLAGS := -O2 -g -std=gnu11 $(WARN) -I$(TOP)/uapi $(CFLAGS)
 export TOP BUILD CC USER_CFLAGS
 
 .PHONY: all kmod modules modules_install kmod-check user deps check demo \
-	clean print-kvers
+	clean print-kvers install install-kmod install-user install-dkms-src \
+	uninstall install-root
 
 all: kmod user
 
@@ -115,3 +115,154 @@ demo: deps
 
 clean:
 	rm -rf $(BUILD)
+
+# ------------------------------------------------------------------ install
+#
+#   make install [DESTDIR=] [PREFIX=/usr/local] [LIBDIR=$(PREFIX)/lib]
+#
+# The module goes where Kbuild's modules_install puts it, under
+# $(DESTDIR)/lib/modules/<kver>/updates/, for every kernel `make` built
+# (KVER narrows them), then depmod unless DESTDIR is set; the rest under
+# PREFIX. Debian's multiarch: LIBDIR=/usr/lib/x86_64-linux-gnu. systemd,
+# udev and sysusers.d read $(PREFIX)/lib/... for /usr and /usr/local
+# alike; a package passes /lib ones. `make uninstall` takes the same
+# variables.
+VERSION := 0.1.0
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+SBINDIR ?= $(PREFIX)/sbin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+MANDIR ?= $(PREFIX)/share/man
+DOCDIR ?= $(PREFIX)/share/doc/icfab
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+UDEVRULESDIR ?= $(PREFIX)/lib/udev/rules.d
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+DKMSSRCDIR ?= /usr/src/icfab-$(VERSION)
+# Debian's python3 looks in /usr/lib/python3/dist-packages for packages
+# and in /usr/local/lib/python3.N/dist-packages for local installs.
+PYTHON ?= /usr/bin/python3
+PYTHONDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/$(shell \
+	$(PYTHON) -c 'import sys; print("python%d.%d" % sys.version_info[:2])')/dist-packages)
+
+D := $(DESTDIR)
+INSTALL ?= install
+PLOT_TOOLS := icfab-plot icfab-phases
+USER_BINS := icfabctl icfab-contention icfab-a2a
+MAN8 := daemon/icfabd.8 tools/icfabctl/icfabctl.8 \
+	tools/icfab-contention/icfab-contention.8
+MAN3 := $(wildcard libfabricdev/man/*.3)
+FDEV_SO := libfabricdev.so.0.1.0
+# The Python package: what libfabricdev/python builds into build/python/
+# (the binding, and the torch backend when it is built); before that
+# existed, the single-file binding.
+PY_PKG := $(BUILD)/python/fabricdev
+PY_MOD := libfabricdev/python/fabricdev.py
+
+# Installing into / needs root; say so before anything is built.
+install-root:
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" != 0 ]; then \
+		echo "make install: installing into / (PREFIX=$(PREFIX), /lib/modules) needs root:" \
+			"run 'sudo make install', or stage it with DESTDIR=DIR" >&2; \
+		exit 1; \
+	fi
+
+install: install-root all
+	@$(MAKE) -s install-kmod install-user
+	@echo "installed; the device group is icfab: add users with 'usermod -aG icfab USER'"
+
+# Kbuild's modules_install: what `make modules` built, the running
+# kernel's module (or KVER's).
+modules_install: install-root
+	@$(MAKE) -s install-kmod KVER=$(or $(KVER),$(shell uname -r))
+
+install-kmod: install-root
+	@kvers=$$(tools/kvers build $(KVER)) || exit 1; set -e; \
+	for kver in $$kvers; do \
+		dir=$(BUILD)/kmod/$$kver; \
+		[ -f $$dir/icfab.ko ] || { echo "install: no module for $$kver: run 'make' first" >&2; exit 1; }; \
+		echo "  INSTALL icfab.ko for $$kver"; \
+		$(MAKE) -s -C /lib/modules/$$kver/build M=$$dir \
+			INSTALL_MOD_PATH=$(DESTDIR) INSTALL_MOD_DIR=updates \
+			CONFIG_MODULE_SIG_ALL= modules_install > $$dir/install.log 2>&1 || \
+			{ cat $$dir/install.log >&2; exit 1; }; \
+		if [ -z "$(DESTDIR)" ]; then depmod -a $$kver; fi; \
+	done
+
+install-user: install-root
+	$(INSTALL) -d $(D)$(BINDIR) $(D)$(SBINDIR) $(D)$(LIBDIR) $(D)$(INCLUDEDIR) \
+		$(D)$(PKGCONFIGDIR) $(D)$(MANDIR)/man3 $(D)$(MANDIR)/man8 \
+		$(D)$(SYSTEMDUNITDIR) $(D)$(UDEVRULESDIR) $(D)$(SYSUSERSDIR) \
+		$(D)$(DOCDIR)/examples $(D)$(PYTHONDIR)
+	$(INSTALL) -m 755 $(BUILD)/bin/icfabd $(D)$(SBINDIR)/
+	$(INSTALL) -m 755 $(addprefix $(BUILD)/bin/,$(USER_BINS)) $(D)$(BINDIR)/
+	$(INSTALL) -m 755 $(addprefix tools/plot/,$(PLOT_TOOLS)) $(D)$(BINDIR)/
+	$(INSTALL) -m 644 $(MAN8) $(D)$(MANDIR)/man8/
+	$(INSTALL) -m 644 $(MAN3) $(D)$(MANDIR)/man3/
+	sed -e 's|/usr/local/sbin/icfabd|$(SBINDIR)/icfabd|g' \
+		-e 's|^Documentation=.*|Documentation=man:icfabd(8) man:icfabctl(8)|' \
+		daemon/icfabd.service > $(D)$(SYSTEMDUNITDIR)/icfabd.service
+	chmod 644 $(D)$(SYSTEMDUNITDIR)/icfabd.service
+	$(INSTALL) -m 644 packaging/60-icfab.rules $(D)$(UDEVRULESDIR)/
+	$(INSTALL) -m 644 packaging/icfab.sysusers $(D)$(SYSUSERSDIR)/icfab.conf
+	$(INSTALL) -m 644 packaging/icfab.modules-load $(D)$(DOCDIR)/examples/modules-load.d-icfab.conf
+	$(INSTALL) -m 644 lib/topo/TOPOLOGY.md docs/SOCKET.md docs/LIBFABRICDEV.md \
+		docs/TRACING.md docs/TIMING.md docs/INSTALL.md $(D)$(DOCDIR)/
+	$(INSTALL) -m 644 libfabricdev/examples/a2a_example.c $(D)$(DOCDIR)/examples/
+	$(INSTALL) -m 644 libfabricdev/include/fabricdev.h $(D)$(INCLUDEDIR)/
+	$(INSTALL) -m 755 $(BUILD)/libfabricdev/$(FDEV_SO) $(D)$(LIBDIR)/
+	ln -sfn $(FDEV_SO) $(D)$(LIBDIR)/libfabricdev.so.0
+	ln -sfn libfabricdev.so.0 $(D)$(LIBDIR)/libfabricdev.so
+	$(INSTALL) -m 644 $(BUILD)/libfabricdev/libfabricdev.a $(D)$(LIBDIR)/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|^libdir=.*|libdir=$(LIBDIR)|' \
+		-e 's|^includedir=.*|includedir=$(INCLUDEDIR)|' \
+		libfabricdev/libfabricdev.pc.in > $(D)$(PKGCONFIGDIR)/libfabricdev.pc
+	chmod 644 $(D)$(PKGCONFIGDIR)/libfabricdev.pc
+	@if [ -d $(PY_PKG) ]; then \
+		echo "$(INSTALL) -d $(D)$(PYTHONDIR)/fabricdev"; \
+		$(INSTALL) -d $(D)$(PYTHONDIR)/fabricdev && \
+		cp -r --no-preserve=ownership $(PY_PKG)/. $(D)$(PYTHONDIR)/fabricdev/ && \
+		find $(D)$(PYTHONDIR)/fabricdev -name __pycache__ -prune -exec rm -rf {} +; \
+	else \
+		echo "$(INSTALL) -m 644 $(PY_MOD) $(D)$(PYTHONDIR)/"; \
+		$(INSTALL) -m 644 $(PY_MOD) $(D)$(PYTHONDIR)/; \
+	fi
+	@if [ -z "$(DESTDIR)" ]; then \
+		echo ldconfig; ldconfig; \
+		if command -v systemd-sysusers > /dev/null; then \
+			systemd-sysusers $(SYSUSERSDIR)/icfab.conf; \
+		else getent group icfab > /dev/null || groupadd -r icfab; fi; \
+		if command -v udevadm > /dev/null && [ -d /run/udev ]; then \
+			udevadm control --reload; udevadm trigger --subsystem-match=misc; fi; \
+		if [ -d /run/systemd/system ]; then systemctl daemon-reload; fi; \
+	fi
+
+# The module's sources as DKMS wants them (dkms.conf, Kbuild, kmod/,
+# uapi/): the icfab-dkms package ships them; `dkms add icfab/$(VERSION)`
+# after this, or `dkms add .` from the tree (docs/INSTALL.md).
+install-dkms-src: install-root
+	$(INSTALL) -d $(D)$(DKMSSRCDIR)/kmod/model $(D)$(DKMSSRCDIR)/uapi/linux
+	$(INSTALL) -m 644 dkms.conf Kbuild $(D)$(DKMSSRCDIR)/
+	$(INSTALL) -m 644 $(wildcard kmod/*.[ch]) $(D)$(DKMSSRCDIR)/kmod/
+	$(INSTALL) -m 644 $(wildcard kmod/model/*.[ch]) $(D)$(DKMSSRCDIR)/kmod/model/
+	$(INSTALL) -m 644 $(wildcard uapi/linux/*.h) $(D)$(DKMSSRCDIR)/uapi/linux/
+
+uninstall: install-root
+	@for kver in $$(ls /lib/modules 2>/dev/null); do \
+		for f in $(D)/lib/modules/$$kver/updates/icfab.ko*; do \
+			[ -e "$$f" ] || continue; echo "rm $$f"; rm -f "$$f"; \
+			[ -n "$(DESTDIR)" ] || depmod -a $$kver; \
+		done; \
+	done
+	rm -f $(D)$(SBINDIR)/icfabd $(addprefix $(D)$(BINDIR)/,$(USER_BINS) $(PLOT_TOOLS))
+	rm -f $(addprefix $(D)$(MANDIR)/man8/,$(notdir $(MAN8))) \
+		$(addprefix $(D)$(MANDIR)/man3/,$(notdir $(MAN3)))
+	rm -f $(D)$(SYSTEMDUNITDIR)/icfabd.service $(D)$(UDEVRULESDIR)/60-icfab.rules \
+		$(D)$(SYSUSERSDIR)/icfab.conf
+	rm -rf $(D)$(DOCDIR)
+	rm -f $(D)$(INCLUDEDIR)/fabricdev.h $(D)$(PKGCONFIGDIR)/libfabricdev.pc \
+		$(addprefix $(D)$(LIBDIR)/,$(FDEV_SO) libfabricdev.so.0 libfabricdev.so libfabricdev.a)
+	rm -rf $(D)$(PYTHONDIR)/fabricdev $(D)$(PYTHONDIR)/fabricdev.py
+	@[ -n "$(DESTDIR)" ] || { echo ldconfig; ldconfig; }
+
