@@ -148,7 +148,7 @@ PYTHONDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREF
 
 D := $(DESTDIR)
 INSTALL ?= install
-PLOT_TOOLS := icfab-plot icfab-phases
+PLOT_TOOLS := icfab-plot icfab-phases icfab-timeline
 USER_BINS := icfabctl icfab-contention icfab-a2a
 MAN8 := daemon/icfabd.8 tools/icfabctl/icfabctl.8 \
 	tools/icfab-contention/icfab-contention.8

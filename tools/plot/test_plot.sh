@@ -1,10 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# Host test of icfab-plot on statistics recorded in the test VM (tests/:
-# icfabctl -j stats and -j topo show after icfab-a2a -j 16K, on
-# supermesh-bi and h800-pod). The numbers it prints are checked against
-# the same JSON computed independently here. TAP output.
+# Host test of icfab-plot, icfab-phases and icfab-timeline on data
+# recorded in the test VM (tests/: icfabctl -j stats and -j topo show
+# after icfab-a2a -j 16K, on supermesh-bi and h800-pod; a moe_bench run;
+# an icfabctl trace of icfab-a2a 16K on dgx-h100, cut to its first links
+# and transfers). The numbers they print are checked against the same
+# JSON computed independently here. TAP output.
 
 dir=$(cd "$(dirname "$0")" && pwd)
 plot=$dir/icfab-plot
@@ -106,6 +108,34 @@ sys.exit(0 if got == want else 1)
 PY
 check "a file without runs is refused" sh -c "
 	echo 'not json' > '$tmp/none' && ! '$phases' '$tmp/none' '$tmp/z.png' 2> /dev/null && test ! -e '$tmp/z.png'"
+
+timeline=$dir/icfab-timeline
+tl=$t/dgx-h100-a2a-timeline.json
+check "icfab-timeline: a picture of a recorded icfabctl trace (dgx-h100, a2a 16K)" sh -c "
+	'$timeline' --rows 4 '$tl' '$tmp/tl.png' > '$tmp/tl.txt'"
+check "it is a PNG" is_png "$tmp/tl.png"
+check "its numbers are the trace's: busiest links, segments, queueing, end" $py - "$tl" "$tmp/tl.txt" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+got = open(sys.argv[2]).read().strip().split("\n")
+segs = [e for e in ev if e["ph"] == "X" and e["cat"] == "link"]
+xf = [e for e in ev if e["ph"] == "X" and e["cat"] == "xfer"]
+busy = {}
+for e in segs:
+    busy[e["tid"]] = busy.get(e["tid"], 0) + e["dur"]
+top = sorted(busy, key=lambda t: (-busy[t], t))[:4]
+mine = [e for e in segs if e["tid"] in top]
+end = max(e["ts"] + e["dur"] for e in segs + xf)
+want = ["links: 4 of %d shown, %d segments, busiest %.3f us, longest queueing %.3f us, end %.3f us" % (
+        len(busy), len(mine), busy[top[0]], max(e["args"]["queued_ps"] for e in mine) / 1e6, end),
+        "transfers: 4 of %d shown, last finishes at %.3f us" % (len(xf), max(e["ts"] + e["dur"] for e in xf))]
+for l in got:
+    print("# " + l)
+sys.exit(0 if got == want else 1)
+PY
+check "a file without link or transfer events is refused" sh -c "
+	echo '{\"traceEvents\": []}' > '$tmp/empty.json' &&
+	! '$timeline' '$tmp/empty.json' '$tmp/e.png' 2> /dev/null && test ! -e '$tmp/e.png'"
 
 echo "1..$n"
 exit $failed
