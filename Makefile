@@ -11,6 +11,7 @@
 #                 the VM selftests on every test kernel, "N passed, N failed"
 #   make demo     boot the test VM, load the module, show the fabric
 #   make install  install everything (DESTDIR, PREFIX, LIBDIR); uninstall
+#   make deb      Debian packages into build/deb/ (debian/)
 #
 # The kernels are found by tools/kvers when a recipe runs, never when make
 # starts: `make demo` runs `make deps` first, which may install them.
@@ -38,7 +39,7 @@ export TOP BUILD CC USER_CFLAGS
 
 .PHONY: all kmod modules modules_install kmod-check user deps check demo \
 	clean print-kvers install install-kmod install-user install-dkms-src \
-	uninstall install-root
+	uninstall install-root deb
 
 all: kmod user
 
@@ -266,3 +267,27 @@ uninstall: install-root
 	rm -rf $(D)$(PYTHONDIR)/fabricdev $(D)$(PYTHONDIR)/fabricdev.py
 	@[ -n "$(DESTDIR)" ] || { echo ldconfig; ldconfig; }
 
+# ---------------------------------------------------------------- packages
+#
+# Debian packages (debian/, debhelper): icfab-dkms, icfab-tools,
+# libfabricdev0, libfabricdev-dev and python3-fabricdev, built from a copy
+# of the tree under build/deb/ (dpkg-buildpackage writes to the parent of
+# the source), then checked by lintian. The .debs land in build/deb/.
+DEB_DIR := $(BUILD)/deb
+DEB_TOOLS := dpkg-dev debhelper dh-dkms dh-python lintian
+
+deb:
+	@missing=$$(for p in $(DEB_TOOLS); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
+			grep -q '^install ok installed$$' || echo $$p; done); \
+	[ -z "$$missing" ] || { echo "make deb needs: apt-get install" $$missing >&2; exit 1; }
+	@dpkg-checkbuilddeps || { echo "make deb: install the build dependencies above (make deps has most)" >&2; exit 1; }
+	@rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR)/icfab-$(VERSION)
+	@tar --exclude=./build --exclude=./.git --exclude=./out -cf - . | \
+		tar -C $(DEB_DIR)/icfab-$(VERSION) -xf -
+	@echo "  DEB     build/deb/ (log: build/deb/build.log)"
+	@cd $(DEB_DIR)/icfab-$(VERSION) && dpkg-buildpackage -us -uc -b \
+		> $(DEB_DIR)/build.log 2>&1 || { tail -n 40 $(DEB_DIR)/build.log >&2; exit 1; }
+	@echo "  LINTIAN build/deb/*.changes"
+	@lintian --fail-on error $(DEB_DIR)/icfab_$(VERSION)_*.changes
+	@ls $(DEB_DIR)/*.deb
