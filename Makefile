@@ -9,6 +9,8 @@
 #   make modules  the module only, for the running kernel (or KVER)
 #   make check    build, the module's W=1/sparse check, the host tests and
 #                 the VM selftests on every test kernel, "N passed, N failed"
+#   make fuzz     build the libFuzzer harnesses (tools/fuzz) and run each
+#                 for FUZZ_SECONDS (default 30), "N passed, N failed"
 #   make demo     boot the test VM, load the module, show the fabric
 #   make install  install everything (DESTDIR, PREFIX, LIBDIR); uninstall
 #   make deb      Debian packages into build/deb/ (debian/)
@@ -28,7 +30,7 @@ DEB_PACKAGES := build-essential pkg-config kmod cpio xz-utils python3 \
 	linux-image-6.12-cloud-amd64 linux-headers-6.12-cloud-amd64 \
 	qemu-system-x86 qemu-system-common busybox-static \
 	libnl-3-dev libnl-genl-3-dev liburing-dev libbpf-dev bpftool \
-	clang llvm sparse linux-source-6.1 libyaml-dev \
+	clang libclang-rt-14-dev llvm sparse linux-source-6.1 libyaml-dev \
 	python3-numpy python3-matplotlib python3-torch
 
 CC ?= gcc
@@ -39,7 +41,7 @@ export TOP BUILD CC USER_CFLAGS
 
 .PHONY: all kmod modules modules_install kmod-check user deps check demo \
 	clean print-kvers install install-kmod install-user install-dkms-src \
-	uninstall install-root deb
+	uninstall install-root deb fuzz
 
 all: kmod user
 
@@ -105,6 +107,11 @@ deps:
 # summary line is printed even when the build fails.
 check: deps
 	@tools/check
+
+# libFuzzer harnesses, with clang (tools/fuzz/README.md).
+FUZZ_SECONDS ?= 30
+fuzz:
+	@$(MAKE) -s -C tools/fuzz run FUZZ_SECONDS=$(FUZZ_SECONDS)
 
 # The test kernels (for the VM), one line; KVER narrows them.
 print-kvers:
