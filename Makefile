@@ -31,7 +31,7 @@ DEB_PACKAGES := build-essential pkg-config kmod cpio xz-utils python3 \
 	qemu-system-x86 qemu-system-common busybox-static \
 	libnl-3-dev libnl-genl-3-dev liburing-dev libbpf-dev bpftool \
 	clang libclang-rt-14-dev llvm sparse linux-source-6.1 libyaml-dev \
-	python3-numpy python3-matplotlib python3-torch
+	python3-numpy python3-matplotlib python3-torch libtorch-dev pybind11-dev
 
 CC ?= gcc
 WARN := -Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes
@@ -93,6 +93,7 @@ user:
 	@$(MAKE) -s -C tools/bench
 	@$(MAKE) -s -C kmod/model/tests
 	@$(MAKE) -s -C libfabricdev
+	@$(MAKE) -s -C libfabricdev/python
 
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do \

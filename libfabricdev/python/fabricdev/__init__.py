@@ -20,8 +20,11 @@ import os
 import numpy as np
 
 _here = os.path.dirname(os.path.abspath(__file__))
+# Run from the source tree (libfabricdev/python/fabricdev/) or from the
+# built package (build/python/fabricdev/).
 _candidates = [os.environ.get("FDEV_LIB", ""),
-               os.path.join(_here, "..", "..", "build", "libfabricdev", "libfabricdev.so.0"),
+               os.path.join(_here, "..", "..", "..", "build", "libfabricdev", "libfabricdev.so.0"),
+               os.path.join(_here, "..", "..", "libfabricdev", "libfabricdev.so.0"),
                "libfabricdev.so.0"]
 for _p in _candidates:
     if not _p:

@@ -1,0 +1,638 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * The "icfab" torch.distributed backend: a c10d::ProcessGroup whose
+ * collectives run on libfabricdev's communicator, one process per rank.
+ *
+ * Every op runs to completion in the calling thread and returns a Work
+ * that is already complete (async_op=True included), so wait() only
+ * reports. Tensors are staged through the communicator's device-memory
+ * workspace: one copy in, one copy out (plus one to make a
+ * non-contiguous tensor contiguous). Ops libfabricdev has no collective
+ * for are built from ones it has, so their bytes still cross the fabric:
+ * MAX/MIN/PRODUCT (and SUM of 8-bit integers) are an all-gather and a
+ * local reduction. send/recv go through the c10d Store: the library has
+ * no point-to-point op, so those bytes are not timed by the fabric.
+ */
+#include <torch/extension.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <fabricdev.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <random>
+#include <string>
+#include <tuple>
+#include <unistd.h>
+
+namespace icfab {
+
+constexpr const char *kBackend = "icfab";
+constexpr uint64_t kDefaultWsBytes = 16ULL << 20;
+
+/* A Work for an op that has already run: wait() returns or rethrows. */
+class IcfabWork : public c10d::Work {
+public:
+	IcfabWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
+		: Work(rank, type), outputs_(std::move(outputs))
+	{
+		finish();
+	}
+
+	std::vector<at::Tensor> result() override { return outputs_; }
+
+	c10::intrusive_ptr<c10::ivalue::Future> getFuture() override
+	{
+		auto fut = c10::make_intrusive<c10::ivalue::Future>(
+			c10::ListType::create(c10::TensorType::get()));
+		fut->markCompleted(c10::IValue(outputs_));
+		return fut;
+	}
+
+private:
+	std::vector<at::Tensor> outputs_;
+};
+
+static bool dtype_supported(at::ScalarType t)
+{
+	switch (t) {
+	case at::kFloat: case at::kBFloat16: case at::kHalf: case at::kLong:
+	case at::kInt: case at::kChar: case at::kByte:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The library's own reduction types; others reduce locally after a gather. */
+static bool native_sum(at::ScalarType t, enum fdev_dtype *dt)
+{
+	switch (t) {
+	case at::kFloat: *dt = FDEV_F32; return true;
+	case at::kBFloat16: *dt = FDEV_BF16; return true;
+	case at::kHalf: *dt = FDEV_F16; return true;
+	case at::kInt: *dt = FDEV_I32; return true;
+	case at::kLong: *dt = FDEV_I64; return true;
+	default: return false;
+	}
+}
+
+static void check_tensor(const char *op, const at::Tensor &t)
+{
+	TORCH_CHECK(t.device().is_cpu(), "icfab ", op,
+		    ": only CPU tensors are supported, got a tensor on ",
+		    t.device());
+	TORCH_CHECK(dtype_supported(t.scalar_type()), "icfab ", op,
+		    ": unsupported dtype ", t.scalar_type(),
+		    " (supported: float32, bfloat16, float16, int64, int32, int8, uint8)");
+}
+
+static void check_same(const char *op, const at::Tensor &a, const at::Tensor &b)
+{
+	check_tensor(op, a);
+	check_tensor(op, b);
+	TORCH_CHECK(a.scalar_type() == b.scalar_type(), "icfab ", op,
+		    ": input dtype ", a.scalar_type(), " and output dtype ",
+		    b.scalar_type(), " differ");
+}
+
+static void check_err(const char *op, int err)
+{
+	if (err >= 0)
+		return;
+	if (err == -EMSGSIZE)
+		TORCH_CHECK(false, "icfab ", op,
+			    ": the op does not fit the communicator's workspace"
+			    " (raise ICFAB_TORCH_WS_BYTES)");
+	if (err == -ETIMEDOUT)
+		TORCH_CHECK(false, "icfab ", op,
+			    ": timed out waiting for the other ranks");
+	TORCH_CHECK(false, "icfab ", op, ": ", std::strerror(-err), " (",
+		    -err, ")");
+}
+
+static uint8_t *bytes(const at::Tensor &t)
+{
+	return static_cast<uint8_t *>(t.data_ptr());
+}
+
+/* A contiguous tensor to write into, and how to hand its bytes back. */
+struct OutView {
+	at::Tensor user, work;
+
+	explicit OutView(at::Tensor &t)
+		: user(t), work(t.is_contiguous() ? t : at::empty_like(
+			t, at::MemoryFormat::Contiguous)) {}
+	void commit()
+	{
+		if (!work.is_same(user))
+			user.copy_(work);
+	}
+};
+
+class ProcessGroupIcfab : public c10d::ProcessGroup {
+public:
+	ProcessGroupIcfab(const c10::intrusive_ptr<c10d::Store> &store,
+			  int rank, int size, int64_t timeout_ms)
+		: ProcessGroup(rank, size), store_(store)
+	{
+		open_comm(timeout_ms);
+	}
+
+	~ProcessGroupIcfab() override { fdev_comm_destroy(comm_); }
+
+	const std::string getBackendName() const override { return kBackend; }
+
+	uint64_t emulated_ps() const { return emulated_ps_; }
+	uint64_t last_ps() const { return fdev_comm_last_ps(comm_); }
+
+	c10::intrusive_ptr<c10d::Work> broadcast(
+		std::vector<at::Tensor> &tensors,
+		const c10d::BroadcastOptions &opts) override
+	{
+		const char *op = "broadcast";
+
+		TORCH_CHECK(tensors.size() == 1, "icfab ", op, ": one tensor per rank");
+		check_tensor(op, tensors[0]);
+		TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < size_, "icfab ",
+			    op, ": root ", opts.rootRank, " out of range");
+		std::lock_guard<std::mutex> g(lock_);
+		at::Tensor in = tensors[0].contiguous();
+		OutView out(tensors[0]);
+
+		ran(op, fdev_broadcast(comm_, bytes(in), bytes(out.work),
+				       in.nbytes(), FDEV_U8, opts.rootRank,
+				       FDEV_ALGO_AUTO));
+		out.commit();
+		return done(c10d::OpType::BROADCAST, tensors);
+	}
+
+	c10::intrusive_ptr<c10d::Work> allreduce(
+		std::vector<at::Tensor> &tensors,
+		const c10d::AllreduceOptions &opts) override
+	{
+		TORCH_CHECK(tensors.size() == 1, "icfab all_reduce: one tensor per rank");
+		check_tensor("all_reduce", tensors[0]);
+		std::lock_guard<std::mutex> g(lock_);
+		at::Tensor in = tensors[0].contiguous();
+		OutView out(tensors[0]);
+
+		reduce_into("all_reduce", in, out.work, opts.reduceOp, false);
+		out.commit();
+		return done(c10d::OpType::ALLREDUCE, tensors);
+	}
+
+	c10::intrusive_ptr<c10d::Work> allgather(
+		std::vector<std::vector<at::Tensor>> &outputs,
+		std::vector<at::Tensor> &inputs,
+		const c10d::AllgatherOptions &) override
+	{
+		const char *op = "all_gather";
+
+		TORCH_CHECK(inputs.size() == 1 && outputs.size() == 1 &&
+			    outputs[0].size() == (size_t)size_, "icfab ", op,
+			    ": one input and world_size outputs per rank");
+		for (auto &o : outputs[0]) {
+			check_same(op, inputs[0], o);
+			TORCH_CHECK(o.numel() == inputs[0].numel(), "icfab ", op,
+				    ": output and input sizes differ");
+		}
+		std::lock_guard<std::mutex> g(lock_);
+		at::Tensor in = inputs[0].contiguous();
+		at::Tensor all = gather_bytes(op, in);
+
+		for (int r = 0; r < size_; r++)
+			outputs[0][r].copy_(all[r].view_as(outputs[0][r]));
+		return done(c10d::OpType::ALLGATHER, outputs[0]);
+	}
+
+	c10::intrusive_ptr<c10d::Work> _allgather_base(
+		at::Tensor &output, at::Tensor &input,
+		const c10d::AllgatherOptions &) override
+	{
+		const char *op = "_allgather_base";
+
+		check_same(op, input, output);
+		TORCH_CHECK(output.numel() == input.numel() * size_, "icfab ", op,
+			    ": output must hold world_size times the input");
+		std::lock_guard<std::mutex> g(lock_);
+		at::Tensor in = input.contiguous();
+		OutView out(output);
+
+		ran(op, fdev_all_gather(comm_, bytes(in), bytes(out.work),
+					in.nbytes(), FDEV_U8, FDEV_ALGO_AUTO));
+		out.commit();
+		return done(c10d::OpType::_ALLGATHER_BASE, {output});
+	}
+
+	c10::intrusive_ptr<c10d::Work> reduce_scatter(
+		std::vector<at::Tensor> &outputs,
+		std::vector<std::vector<at::Tensor>> &inputs,
+		const c10d::ReduceScatterOptions &opts) override
+	{
+		const char *op = "reduce_scatter";
+
+		TORCH_CHECK(outputs.size() == 1 && inputs.size() == 1 &&
+			    inputs[0].size() == (size_t)size_, "icfab ", op,
+			    ": one output and world_size inputs per rank");
+		for (auto &i : inputs[0]) {
+			check_same(op, i, outputs[0]);
+			TORCH_CHECK(i.numel() == outputs[0].numel(), "icfab ", op,
+				    ": input and output sizes differ");
+		}
+		std::lock_guard<std::mutex> g(lock_);
+		std::vector<at::Tensor> flat;
+		for (auto &i : inputs[0])
+			flat.push_back(i.reshape({-1}));
+		at::Tensor in = at::cat(flat);
+		OutView out(outputs[0]);
+
+		reduce_into(op, in, out.work, opts.reduceOp, true);
+		out.commit();
+		return done(c10d::OpType::REDUCE_SCATTER, outputs);
+	}
+
+	c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
+		at::Tensor &output, at::Tensor &input,
+		const c10d::ReduceScatterOptions &opts) override
+	{
+		const char *op = "_reduce_scatter_base";
+
+		check_same(op, input, output);
+		TORCH_CHECK(input.numel() == output.numel() * size_, "icfab ", op,
+			    ": input must hold world_size times the output");
+		std::lock_guard<std::mutex> g(lock_);
+		at::Tensor in = input.contiguous();
+		OutView out(output);
+
+		reduce_into(op, in, out.work, opts.reduceOp, true);
+		out.commit();
+		return done(c10d::OpType::_REDUCE_SCATTER_BASE, {output});
+	}
+
+	c10::intrusive_ptr<c10d::Work> alltoall_base(
+		at::Tensor &output, at::Tensor &input,
+		std::vector<int64_t> &out_splits, std::vector<int64_t> &in_splits,
+		const c10d::AllToAllOptions &) override
+	{
+		const char *op = "all_to_all_single";
+
+		check_same(op, input, output);
+		std::lock_guard<std::mutex> g(lock_);
+		at::Tensor in = input.contiguous();
+		OutView out(output);
+
+		if (out_splits.empty() && in_splits.empty()) {
+			TORCH_CHECK(in.numel() % size_ == 0 &&
+				    out.work.numel() == in.numel(), "icfab ", op,
+				    ": equal splits need input and output of the"
+				    " same size, a multiple of world_size");
+			ran(op, fdev_all_to_all(comm_, bytes(in), bytes(out.work),
+						in.nbytes() / size_, FDEV_U8,
+						FDEV_ALGO_AUTO));
+		} else {
+			std::vector<uint64_t> sb, rb;
+			std::string bad;
+
+			bad += split_bytes(in, in_splits, "input", sb);
+			bad += split_bytes(out.work, out_splits, "output", rb);
+			exchange_v(op, bytes(in), sb, bytes(out.work), rb, bad);
+		}
+		out.commit();
+		return done(c10d::OpType::ALLTOALL_BASE, {output});
+	}
+
+	c10::intrusive_ptr<c10d::Work> alltoall(
+		std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
+		const c10d::AllToAllOptions &) override
+	{
+		const char *op = "all_to_all";
+
+		TORCH_CHECK(outputs.size() == (size_t)size_ &&
+			    inputs.size() == (size_t)size_, "icfab ", op,
+			    ": world_size inputs and outputs per rank");
+		for (int r = 0; r < size_; r++)
+			check_same(op, inputs[r], outputs[r]);
+		std::lock_guard<std::mutex> g(lock_);
+		std::vector<uint64_t> sb, rb;
+		std::vector<at::Tensor> flat;
+		uint64_t rtotal = 0;
+
+		for (int r = 0; r < size_; r++) {
+			flat.push_back(inputs[r].reshape({-1}));
+			sb.push_back(inputs[r].nbytes());
+			rb.push_back(outputs[r].nbytes());
+			rtotal += outputs[r].nbytes();
+		}
+		at::Tensor in = at::cat(flat);
+		at::Tensor recv = at::empty({(int64_t)rtotal}, in.options().dtype(at::kByte));
+
+		exchange_v(op, bytes(in), sb, bytes(recv), rb, "");
+		uint64_t off = 0;
+		for (int r = 0; r < size_; r++) {
+			OutView out(outputs[r]);
+
+			std::memcpy(bytes(out.work), bytes(recv) + off, rb[r]);
+			out.commit();
+			off += rb[r];
+		}
+		return done(c10d::OpType::ALLTOALL, outputs);
+	}
+
+	c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions &) override
+	{
+		std::lock_guard<std::mutex> g(lock_);
+
+		check_err("barrier", fdev_comm_barrier(comm_));
+		return done(c10d::OpType::BARRIER, {});
+	}
+
+	c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor> &tensors,
+					    int dst, int tag) override
+	{
+		TORCH_CHECK(tensors.size() == 1, "icfab send: one tensor");
+		check_tensor("send", tensors[0]);
+		TORCH_CHECK(dst >= 0 && dst < size_ && dst != rank_,
+			    "icfab send: bad destination rank ", dst);
+		at::Tensor t = tensors[0].contiguous();
+		std::vector<uint8_t> v(bytes(t), bytes(t) + t.nbytes());
+
+		store_->set(p2p_key(rank_, dst, tag, send_seq_), v);
+		return done(c10d::OpType::SEND, tensors);
+	}
+
+	c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor> &tensors,
+					    int src, int tag) override
+	{
+		TORCH_CHECK(tensors.size() == 1, "icfab recv: one tensor");
+		check_tensor("recv", tensors[0]);
+		TORCH_CHECK(src >= 0 && src < size_ && src != rank_,
+			    "icfab recv: bad source rank ", src);
+		std::string key = p2p_key(src, rank_, tag, recv_seq_);
+		std::vector<uint8_t> v = store_->get(key);
+
+		store_->deleteKey(key);
+		TORCH_CHECK(v.size() == tensors[0].nbytes(), "icfab recv: rank ",
+			    src, " sent ", v.size(), " bytes, the tensor holds ",
+			    tensors[0].nbytes());
+		OutView out(tensors[0]);
+		std::memcpy(bytes(out.work), v.data(), v.size());
+		out.commit();
+		return done(c10d::OpType::RECV, tensors);
+	}
+
+private:
+	void open_comm(int64_t timeout_ms)
+	{
+		std::vector<uint32_t> eps(4096);
+		int n = fdev_endpoints(nullptr, eps.data(), eps.size());
+		std::string job;
+
+		TORCH_CHECK(n != -ENOENT, "icfab init_process_group: no icfab"
+			    " device (is the icfab module loaded? FDEV_DEVICE"
+			    " names another)");
+		TORCH_CHECK(n >= 0, "icfab init_process_group: cannot read the"
+			    " fabric's topology: ", std::strerror(-n),
+			    " (is one committed? icfabd --apply --preset ...)");
+		TORCH_CHECK(n > 0, "icfab init_process_group: the fabric has no"
+			    " committed topology (icfabd --apply --preset ...)");
+		TORCH_CHECK(n >= size_, "icfab init_process_group: the committed"
+			    " topology has ", n, " endpoints, fewer than world_size ",
+			    size_);
+		/* The job name meets through the Store torch gave us. */
+		if (rank_ == 0) {
+			std::random_device rd;
+			job = "torch-" + std::to_string(getpid()) + "-" +
+			      std::to_string(rd());
+			store_->set("icfab/job", std::vector<uint8_t>(job.begin(), job.end()));
+		} else {
+			std::vector<uint8_t> v = store_->get("icfab/job");
+			job.assign(v.begin(), v.end());
+		}
+		if (timeout_ms > 0)
+			setenv("FDEV_TIMEOUT_MS", std::to_string(timeout_ms).c_str(), 1);
+		check_err("init_process_group",
+			  fdev_comm_init(nullptr, job.c_str(), rank_, size_,
+					 ws_bytes(), 0, &comm_));
+	}
+
+	static uint64_t ws_bytes()
+	{
+		const char *e = getenv("ICFAB_TORCH_WS_BYTES");
+
+		return e && *e ? std::strtoull(e, nullptr, 0) : kDefaultWsBytes;
+	}
+
+	void ran(const char *op, int err)
+	{
+		check_err(op, err);
+		emulated_ps_ += fdev_comm_last_ps(comm_);
+	}
+
+	c10::intrusive_ptr<c10d::Work> done(c10d::OpType type,
+					    std::vector<at::Tensor> outputs)
+	{
+		return c10::make_intrusive<IcfabWork>(rank_, type, std::move(outputs));
+	}
+
+	/* Every rank's copy of @in, as [world_size][nbytes] bytes. */
+	at::Tensor gather_bytes(const char *op, const at::Tensor &in)
+	{
+		at::Tensor all = at::empty({(int64_t)size_, (int64_t)in.nbytes()},
+					   in.options().dtype(at::kByte));
+
+		ran(op, fdev_all_gather(comm_, bytes(in), bytes(all), in.nbytes(),
+					FDEV_U8, FDEV_ALGO_AUTO));
+		return all;
+	}
+
+	/*
+	 * @out = reduction of every rank's @in; with @scatter, this rank's
+	 * block of it (in holds world_size blocks of out's size).
+	 */
+	void reduce_into(const char *op, const at::Tensor &in, at::Tensor &out,
+			 const c10d::ReduceOp &rop, bool scatter)
+	{
+		auto t = in.scalar_type();
+		enum fdev_dtype dt;
+		bool avg = rop == c10d::ReduceOp::AVG;
+
+		TORCH_CHECK(!avg || at::isFloatingType(t), "icfab ", op,
+			    ": AVG of dtype ", t, " is not supported");
+		if ((rop == c10d::ReduceOp::SUM || avg) && native_sum(t, &dt)) {
+			size_t count = out.numel();
+
+			if (scatter)
+				ran(op, fdev_reduce_scatter(comm_, bytes(in),
+					bytes(out), count, dt, FDEV_ALGO_AUTO));
+			else
+				ran(op, fdev_all_reduce(comm_, bytes(in), bytes(out),
+					count, dt, FDEV_ALGO_AUTO));
+		} else {
+			at::Tensor all = gather_bytes(op, in).view(t)
+				.view({(int64_t)size_, in.numel()});
+			at::Tensor red;
+
+			switch (rop) {
+			case c10d::ReduceOp::SUM:
+				red = all.sum(0, false, t);
+				break;
+			case c10d::ReduceOp::PRODUCT:
+				red = all.prod(0, false, t);
+				break;
+			case c10d::ReduceOp::MAX:
+				red = std::get<0>(all.max(0));
+				break;
+			case c10d::ReduceOp::MIN:
+				red = std::get<0>(all.min(0));
+				break;
+			default:
+				TORCH_CHECK(false, "icfab ", op, ": reduce op ",
+					    (int)rop.op_, " is not supported"
+					    " (SUM, AVG, PRODUCT, MIN, MAX)");
+			}
+			if (scatter)
+				red = red.narrow(0, (int64_t)rank_ * out.numel(),
+						 out.numel());
+			out.view({-1}).copy_(red);
+		}
+		if (avg)
+			out.div_(size_);
+	}
+
+	/* Byte counts of @t split along dim 0; a message when they are wrong. */
+	std::string split_bytes(const at::Tensor &t, const std::vector<int64_t> &splits,
+				const char *what, std::vector<uint64_t> &out)
+	{
+		int64_t rows = t.dim() ? t.size(0) : 1;
+		int64_t row = rows ? (int64_t)t.nbytes() / rows : 0, sum = 0;
+
+		out.assign(size_, 0);
+		if (splits.empty()) {
+			if (rows % size_)
+				return std::string("rank ") + std::to_string(rank_) +
+				       ": " + what + " rows not a multiple of world_size; ";
+			for (auto &b : out)
+				b = (uint64_t)(rows / size_ * row);
+			return "";
+		}
+		if (splits.size() != (size_t)size_)
+			return std::string("rank ") + std::to_string(rank_) + ": " +
+			       what + " split sizes must have world_size entries; ";
+		for (int r = 0; r < size_; r++) {
+			if (splits[r] < 0)
+				return std::string("rank ") + std::to_string(rank_) +
+				       ": negative " + what + " split; ";
+			sum += splits[r];
+			out[r] = (uint64_t)(splits[r] * row);
+		}
+		if (sum != rows)
+			return std::string("rank ") + std::to_string(rank_) + ": " +
+			       what + " split sizes add up to " + std::to_string(sum) +
+			       ", the tensor has " + std::to_string(rows) + " rows; ";
+		return "";
+	}
+
+	/*
+	 * All-to-all-v of byte counts. Every rank's counts (and whether it
+	 * found its own arguments wrong) go to every rank first, so a
+	 * mismatch is the same error on every rank, not a hang or garbage.
+	 */
+	void exchange_v(const char *op, const uint8_t *send,
+			const std::vector<uint64_t> &sb, uint8_t *recv,
+			const std::vector<uint64_t> &rb, const std::string &bad)
+	{
+		const int n = size_;
+		std::vector<uint64_t> mine(2 * n + 1), all((size_t)n * (2 * n + 1));
+		uint64_t smax = 0, rmax = 0;
+		std::string why;
+
+		mine[0] = !bad.empty();
+		std::copy(sb.begin(), sb.end(), mine.begin() + 1);
+		std::copy(rb.begin(), rb.end(), mine.begin() + 1 + n);
+		ran(op, fdev_all_gather(comm_, mine.data(), all.data(),
+					mine.size() * 8, FDEV_U8, FDEV_ALGO_DIRECT));
+		auto row = [&](int r) { return all.data() + (size_t)r * (2 * n + 1); };
+		for (int r = 0; r < n && why.empty(); r++) {
+			if (row(r)[0])
+				why = "rank " + std::to_string(r) +
+				      " passed inconsistent split sizes";
+			uint64_t s = 0, q = 0;
+			for (int p = 0; p < n && why.empty(); p++) {
+				s += row(r)[1 + p];
+				q += row(r)[1 + n + p];
+				if (row(r)[1 + p] != row(p)[1 + n + r])
+					why = "rank " + std::to_string(r) + " sends " +
+					      std::to_string(row(r)[1 + p]) +
+					      " bytes to rank " + std::to_string(p) +
+					      ", which expects " +
+					      std::to_string(row(p)[1 + n + r]);
+			}
+			smax = std::max(smax, s);
+			rmax = std::max(rmax, q);
+		}
+		TORCH_CHECK(why.empty(), "icfab ", op,
+			    ": split sizes disagree between ranks: ", why,
+			    bad.empty() ? "" : " (here: ", bad, bad.empty() ? "" : ")");
+
+		/* The library reads and writes the largest rank's totals. */
+		uint64_t stotal = 0, rtotal = 0;
+		for (int p = 0; p < n; p++) {
+			stotal += sb[p];
+			rtotal += rb[p];
+		}
+		std::vector<uint8_t> sstage, rstage;
+		const uint8_t *s = send;
+		uint8_t *q = recv;
+		if (stotal < smax) {
+			sstage.assign(smax, 0);
+			std::memcpy(sstage.data(), send, stotal);
+			s = sstage.data();
+		}
+		if (rtotal < rmax) {
+			rstage.assign(rmax, 0);
+			q = rstage.data();
+		}
+		std::vector<uint64_t> got(n);
+		ran(op, fdev_all_to_all_v(comm_, s, sb.data(), q, got.data(),
+					  FDEV_U8, FDEV_ALGO_AUTO));
+		if (q != recv)
+			std::memcpy(recv, q, rtotal);
+	}
+
+	static std::string p2p_key(int src, int dst, int tag,
+				   std::map<std::tuple<int, int, int>, uint64_t> &seq)
+	{
+		uint64_t s = seq[std::make_tuple(src, dst, tag)]++;
+
+		return "icfab/p2p/" + std::to_string(src) + "/" + std::to_string(dst) +
+		       "/" + std::to_string(tag) + "/" + std::to_string(s);
+	}
+
+	c10::intrusive_ptr<c10d::Store> store_;
+	struct fdev_comm *comm_ = nullptr;
+	std::mutex lock_;		/* protects comm_'s use, emulated_ps_ */
+	uint64_t emulated_ps_ = 0;	/* ps, sum of this group's op times */
+	std::map<std::tuple<int, int, int>, uint64_t> send_seq_, recv_seq_;
+};
+
+} // namespace icfab
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)
+{
+	py::object base = py::module::import("torch.distributed").attr("ProcessGroup");
+
+	py::class_<icfab::ProcessGroupIcfab,
+		   c10::intrusive_ptr<icfab::ProcessGroupIcfab>>(m, "ProcessGroupIcfab", base)
+		.def(py::init<const c10::intrusive_ptr<c10d::Store> &, int, int, int64_t>(),
+		     py::arg("store"), py::arg("rank"), py::arg("size"),
+		     py::arg("timeout_ms"), py::call_guard<py::gil_scoped_release>())
+		.def("emulated_ps", &icfab::ProcessGroupIcfab::emulated_ps)
+		.def("last_ps", &icfab::ProcessGroupIcfab::last_ps);
+}
