@@ -47,6 +47,35 @@ try:
     ok(False, "a node size that does not divide the ranks is refused")
 except OSError as e:
     ok(e.errno == 22, "a node size that does not divide the ranks: EINVAL")
+comm.set_node_size(n)
+# All-to-all with split sizes: rank s sends (s + d) % 3 rows of 5 to rank d.
+spl = [[(s + d) % 3 for d in range(n)] for s in range(n)]
+xs = [rng.integers(-8, 8, size=(sum(spl[s]), 5)).astype(np.float32) for s in range(n)]
+ys, rsp = comm.all_to_all_v(xs, spl)
+want = [np.concatenate([xs[s][sum(spl[s][:d]):sum(spl[s][:d + 1])] for s in range(n)])
+        for d in range(n)]
+ok(all(np.array_equal(y, w) for y, w in zip(ys, want)) and
+   rsp.tolist() == [[spl[s][d] for s in range(n)] for d in range(n)],
+   "all_to_all_v with split sizes")
+try:
+    import torch
+except ImportError:
+    torch = None
+if torch is None:
+    print("ok %d - # SKIP torch tensors: no python3-torch" % (len(res) + 1))
+    res.append(True)
+else:
+    t = torch.from_numpy(x).to(torch.bfloat16)
+    y = comm.all_reduce(t, algo="ring")
+    ok(isinstance(y, torch.Tensor) and y.dtype == torch.bfloat16 and
+       torch.equal(y, t.float().sum(0).to(torch.bfloat16).repeat(n, 1)),
+       "bf16 torch tensor all_reduce: a bf16 tensor, exact")
+    tys, _ = comm.all_to_all_v([torch.from_numpy(a).to(torch.bfloat16) for a in xs], spl)
+    ok(all(ty.dtype == torch.bfloat16 and torch.equal(ty.float(), torch.from_numpy(w))
+           for ty, w in zip(tys, want)), "bf16 all_to_all_v with split sizes, as tensors")
+    stride = max(sum(spl[s][d] for s in range(n)) for d in range(n)) * 5 * 2
+    ok(all(ty.data_ptr() - tys[0].data_ptr() == l * stride for l, ty in enumerate(tys)),
+       "the ranks' result tensors are views of one buffer, not copies")
 if dev:
     ok(comm.last_ps > 0, "emulated time reported (%d ps)" % comm.last_ps)
 comm.close()

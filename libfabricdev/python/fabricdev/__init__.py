@@ -8,8 +8,10 @@
     h = comm.moe_dispatch(cfg, xs, idxs, ws)           # per local rank lists
     ys = comm.moe_combine(h, expert_outputs)
 
-Arrays are numpy; torch tensors are accepted through .numpy(). Errors are
-raised as OSError(errno). The library is found through $FDEV_LIB, then
+Arrays are numpy or torch CPU tensors (bfloat16 included); a collective
+given a torch tensor returns torch tensors that share the result's memory
+(no copy). all_to_all_v takes split sizes. Errors are raised as
+OSError(errno). The library is found through $FDEV_LIB, then
 next to this file's repository build (build/libfabricdev/), then the
 system (libfabricdev.so.0).
 """
@@ -104,6 +106,7 @@ _lib.fdev_comm_barrier.argtypes = [_vp]
 _lib.fdev_comm_exclude.argtypes = [_vp, C.c_int]
 for _f in ("fdev_all_to_all", "fdev_all_reduce", "fdev_reduce_scatter", "fdev_all_gather"):
     getattr(_lib, _f).argtypes = [_vp, _vp, _vp, C.c_size_t, C.c_int, C.c_int]
+_lib.fdev_all_to_all_v.argtypes = [_vp, _vp, _vp, _vp, _vp, C.c_int, C.c_int]
 _lib.fdev_broadcast.argtypes = [_vp, _vp, _vp, C.c_size_t, C.c_int, C.c_int, C.c_int]
 _lib.fdev_moe_dispatch.argtypes = [_vp, C.POINTER(MoeConfig), C.POINTER(_MoeIn), _vp, C.POINTER(_vp)]
 _lib.fdev_moe_output.argtypes = [_vp, C.c_int, C.POINTER(_MoeOut)]
@@ -123,10 +126,42 @@ def _check(ret, what):
     return ret
 
 
+def _is_torch(a):
+    return hasattr(a, "detach")
+
+
+def _is_bf16(a):
+    return _is_torch(a) and str(a.dtype) == "torch.bfloat16"
+
+
 def _np(a):
-    if hasattr(a, "detach"):          # a torch tensor
-        a = a.detach().cpu().numpy()
+    """A contiguous numpy array of @a's bytes; bf16 tensors as uint16 bits."""
+    if _is_torch(a):
+        a = a.detach().cpu()
+        if _is_bf16(a):
+            import torch
+            a = a.contiguous().view(torch.int16).numpy().view(np.uint16)
+        else:
+            a = a.numpy()
     return np.ascontiguousarray(a)
+
+
+def _dt_in(x, dt):
+    """The library dtype of input @x (before _np), unless @dt names it."""
+    if dt is not None:
+        return dt
+    return BF16 if _is_bf16(x) else _dt_of(_np(x))
+
+
+def _result(out, like, dt):
+    """@out as @like's kind: a torch tensor over the same memory when
+    @like is one (bf16 from its uint16 bits), else the numpy array."""
+    if not _is_torch(like):
+        return out
+    import torch
+    if dt == BF16:
+        return torch.from_numpy(out.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(out)
 
 
 def _ptr(a):
@@ -225,8 +260,9 @@ class Comm:
         _check(_lib.fdev_comm_exclude(self.c, rank), "fdev_comm_exclude")
 
     def _coll(self, fn, x, out_elems, algo, dt=None, root=None):
+        like = x
+        dt = _dt_in(x, dt)
         x = _np(x)
-        dt = _dt_of(x) if dt is None else dt
         per = x.size // self.nlocal
         out = np.empty((self.nlocal, out_elems(per)), dtype=x.dtype)
         args = [self.c, _ptr(x), _ptr(out)]
@@ -235,7 +271,7 @@ class Comm:
         else:
             cnt = per // self.size if fn in ("fdev_all_to_all", "fdev_reduce_scatter") else per
             _check(getattr(_lib, fn)(*args, cnt, dt, ALGOS[algo]), fn)
-        return out
+        return _result(out, like, dt)
 
     def all_reduce(self, x, algo="auto", dt=None):
         return self._coll("fdev_all_reduce", x, lambda p: p, algo, dt)
@@ -251,6 +287,43 @@ class Comm:
 
     def broadcast(self, x, root=0, algo="auto", dt=None):
         return self._coll("fdev_broadcast", x, lambda p: p, algo, dt, root)
+
+    def all_to_all_v(self, xs, send_splits, algo="auto", dt=None):
+        """All-to-all with split sizes. xs: one array/tensor per local rank,
+        [rows, ...] (rows may differ); send_splits: per local rank, the rows
+        it sends to each rank. Returns (ys, recv_splits): ys one [rows, ...]
+        per local rank, grouped by source rank; recv_splits the rows it got
+        from each. ys share one result buffer (no copy per rank)."""
+        like = xs[0]
+        dt = _dt_in(like, dt)
+        arrs = [_np(x) for x in xs]
+        row = arrs[0].shape[1:]
+        per = int(np.prod(row)) if row else 1
+        sc = np.ascontiguousarray(np.asarray(send_splits, dtype=np.uint64)
+                                  .reshape(self.nlocal, self.size)) * np.uint64(per)
+        for a, c in zip(arrs, sc):
+            if a.size != int(c.sum()):
+                raise ValueError("all_to_all_v: split sizes add up to %d elements, the "
+                                 "input has %d" % (int(c.sum()), a.size))
+        # The library reads and writes every local rank at the stride of the
+        # largest rank's total, so it needs every rank's counts first.
+        if self.nlocal == self.size:
+            m = sc
+        else:
+            m = self.all_gather(sc.astype(np.int64), algo="direct")[0] \
+                .reshape(self.size, self.size).astype(np.uint64)
+        smax = int(m.sum(1).max())
+        rmax = int(m.sum(0).max())
+        send = np.zeros((self.nlocal, max(smax, 1)), dtype=arrs[0].dtype)
+        for l, a in enumerate(arrs):
+            send[l, :a.size] = a.reshape(-1)
+        recv = np.empty((self.nlocal, max(rmax, 1)), dtype=arrs[0].dtype)
+        rc = np.zeros((self.nlocal, self.size), dtype=np.uint64)
+        _check(_lib.fdev_all_to_all_v(self.c, _ptr(send), _ptr(sc), _ptr(recv), _ptr(rc),
+                                      dt, ALGOS[algo]), "fdev_all_to_all_v")
+        ys = [_result(recv[l, :int(rc[l].sum())].reshape((-1,) + row), like, dt)
+              for l in range(self.nlocal)]
+        return ys, (rc // np.uint64(per)).astype(np.int64)
 
     def moe_dispatch(self, cfg, xs, idxs, ws, reuse=None):
         """xs, idxs, ws: one array per local rank ([T,H], [T,k] int64, [T,k] f32)."""
