@@ -208,7 +208,8 @@ public:
 		at::Tensor all = gather_bytes(op, in);
 
 		for (int r = 0; r < size_; r++)
-			outputs[0][r].copy_(all[r].view_as(outputs[0][r]));
+			outputs[0][r].copy_(all[r].view(in.scalar_type())
+					    .view(outputs[0][r].sizes()));
 		return done(c10d::OpType::ALLGATHER, outputs[0]);
 	}
 
@@ -484,7 +485,10 @@ private:
 				red = all.sum(0, false, t);
 				break;
 			case c10d::ReduceOp::PRODUCT:
-				red = all.prod(0, false, t);
+				/* CPU prod has no 16-bit float kernels in 1.13. */
+				red = t == at::kHalf || t == at::kBFloat16 ?
+					all.to(at::kFloat).prod(0).to(t) :
+					all.prod(0, false, t);
 				break;
 			case c10d::ReduceOp::MAX:
 				red = std::get<0>(all.max(0));
