@@ -118,6 +118,8 @@ fi
 mkdir -p "$H/run/icfab-vm"
 cp /scratch/cmd "$H/run/icfab-vm/cmd"
 hostname icfab-vm
+# Loopback, for tests that rendezvous over TCP (torch's env:// and tcp://).
+ip link set lo up 2>/dev/null || msg "cannot bring lo up"
 
 # Runs a host tool inside the chroot with a clean environment.
 inhost() {
