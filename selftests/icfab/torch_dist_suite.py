@@ -1,0 +1,122 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""torch's own distributed tests (torch/testing/_internal/distributed/
+distributed_test.py, shipped by python3-torch) against a backend, through
+the suite's plugin hook: fork mode, so torch is imported once.
+
+    torch_dist_suite.py [--backend icfab|gloo] [--world N] [PATTERN ...]
+
+PATTERNs are unittest -k substrings (default: the ops the icfab backend
+offers, see OPS). Prints one TAP line per test (skips as "# SKIP") and
+the counts. Needs the module and a committed topology for icfab.
+Importable: run() is what torch_test.py calls after its own tests.
+"""
+import os
+import sys
+import time
+import unittest
+
+OPS = ["test_all_reduce", "test_all_gather", "test_all_to_all", "test_reduce_scatter",
+       "test_broadcast", "test_barrier", "test_send_recv", "test_isend", "test_irecv",
+       "test_all_gather_into_tensor", "test_reduce_scatter_tensor"]
+
+
+def load(backend, world):
+    """The suite's test class for @backend (BACKEND is read at import)."""
+    os.environ["BACKEND"] = backend
+    os.environ["WORLD_SIZE"] = str(world)
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    import torch  # noqa: F401
+    try:
+        import expecttest  # noqa: F401
+    except ImportError:
+        # torch's test helpers base their TestCase on expecttest's, which
+        # Debian does not package; the distributed tests use none of its
+        # expect-inline helpers, so unittest's TestCase stands in.
+        import types
+        sys.modules["expecttest"] = types.SimpleNamespace(TestCase=unittest.TestCase,
+                                                        ACCEPT=False)
+    if backend == "icfab":
+        top = os.environ.get("ICFAB_TOP") or os.path.abspath(
+            os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
+        sys.path.insert(0, os.path.join(top, "build", "python"))
+        import fabricdev.torch  # noqa: F401
+        from torch.testing._internal.common_distributed import DistTestCases
+        DistTestCases.backend_feature["plugin"].add(backend)
+    from torch.testing._internal.distributed import distributed_test as dt
+
+    class TestBackendWithFork(dt.TestDistBackend, dt.DistributedTest._DistTestBase):
+        def setUp(self):
+            super().setUp()
+            # 1.13's harness only spawns, which imports torch again in
+            # every rank (minutes each in the test VM): fork instead.
+            self._start_processes(torch.multiprocessing.get_context("fork").Process)
+
+    TestBackendWithFork.__name__ = "Test_%s" % backend
+    return TestBackendWithFork
+
+
+class _Tap(unittest.TextTestResult):
+    """unittest's result, printed as TAP as it goes."""
+    n = 0
+    counts = {"passed": 0, "failed": 0, "skipped": 0}
+
+    def _line(self, test, status, extra=""):
+        _Tap.n += 1
+        name = test.id().split(".")[-1]
+        print("%s %d %s%s" % ("not ok" if status == "failed" else "ok", _Tap.n, name, extra))
+        _Tap.counts[status] += 1
+        sys.stdout.flush()
+
+    def addSuccess(self, test):
+        super().addSuccess(test)
+        self._line(test, "passed")
+
+    def addFailure(self, test, err):
+        super().addFailure(test, err)
+        self._line(test, "failed")
+        print("# " + str(err[1]).splitlines()[-1][:300] if str(err[1]) else "#")
+
+    def addError(self, test, err):
+        super().addError(test, err)
+        self._line(test, "failed")
+        print("# %s: %s" % (err[0].__name__, (str(err[1]).splitlines() or [""])[-1][:300]))
+
+    def addSkip(self, test, reason):
+        super().addSkip(test, reason)
+        self._line(test, "skipped", " # SKIP %s" % reason.splitlines()[0][:120])
+
+
+def run(patterns=None, backend="icfab", world=4):
+    """Run the suite's tests matching @patterns; returns the counts."""
+    cls = load(backend, world)
+    names = unittest.TestLoader().getTestCaseNames(cls)
+    pats = OPS if not patterns else patterns
+    names = [n for n in names if any(p in n for p in pats)]
+    suite = unittest.TestSuite(cls(n) for n in names)
+    with open(os.devnull, "w") as quiet:
+        runner = unittest.TextTestRunner(stream=quiet, resultclass=_Tap, verbosity=0)
+        t0 = time.time()
+        runner.run(suite)
+    c = dict(_Tap.counts)
+    print("# torch distributed_test on %s, %d ranks: %d passed, %d failed, %d skipped "
+          "(%.0f s)" % (backend, world, c["passed"], c["failed"], c["skipped"],
+                        time.time() - t0))
+    return c
+
+
+def main():
+    import argparse
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--backend", default="icfab")
+    ap.add_argument("--world", type=int, default=4)
+    ap.add_argument("patterns", nargs="*")
+    a = ap.parse_args()
+    print("TAP version 13")
+    c = run(a.patterns, a.backend, a.world)
+    print("1..%d" % _Tap.n)
+    return 1 if c["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,419 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""The "icfab" torch.distributed backend, in TAP.
+
+Importing torch takes minutes in the TCG test VM, so this one process
+imports it once and forks every group of ranks from there: the ops on
+every dtype, the init methods, bad input, and a Megatron/fairseq-style
+expert-parallel MoE layer run once over gloo and once over icfab (outputs
+allclose, emulated dispatch/combine times printed).
+
+    torch_test.py [--world N] [--only ops,init,bad,moe]
+"""
+import argparse
+import os
+import pickle
+import sys
+import time
+import traceback
+import warnings
+
+T0 = time.time()
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+TOP = os.environ.get("ICFAB_TOP") or os.path.abspath(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
+sys.path.insert(0, os.path.join(TOP, "build", "python"))
+import fabricdev.torch as ft  # noqa: E402
+
+IMPORT_S = time.time() - T0
+# The ops the tests name on purpose warn that they are private.
+warnings.filterwarnings("ignore", message=".*is a private function")
+os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.int32,
+          torch.int8, torch.uint8]
+PORT = [29400 + os.getpid() % 500]
+TIMEOUT = 120
+
+
+def run_ranks(world, fn, init="tcp", backend="icfab", timeout=TIMEOUT, arg=None):
+    """Fork @world ranks that init a group and run fn(rank, world, arg);
+    returns the per-rank results (or exception texts)."""
+    PORT[0] += 1
+    tmp = "/tmp/icfab_torch_%d_%d" % (os.getpid(), PORT[0])
+    pipes, pids = [], []
+    for r in range(world):
+        rd, wr = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(rd)
+            res = None
+            try:
+                kw = dict(rank=r, world_size=world,
+                          timeout=__import__("datetime").timedelta(seconds=timeout))
+                if init == "tcp":
+                    kw["init_method"] = "tcp://127.0.0.1:%d" % PORT[0]
+                elif init == "file":
+                    kw["init_method"] = "file://" + tmp
+                else:
+                    os.environ["MASTER_ADDR"] = "127.0.0.1"
+                    os.environ["MASTER_PORT"] = str(PORT[0])
+                    kw["init_method"] = "env://"
+                dist.init_process_group(backend, **kw)
+                res = fn(r, world, arg)
+                dist.destroy_process_group()
+            except BaseException:
+                res = ("exception", traceback.format_exc())
+            with os.fdopen(wr, "wb") as f:
+                pickle.dump(res, f)
+            os._exit(0)
+        os.close(wr)
+        pipes.append(rd)
+        pids.append(pid)
+    out = []
+    for rd, pid in zip(pipes, pids):
+        with os.fdopen(rd, "rb") as f:
+            data = f.read()
+        os.waitpid(pid, 0)
+        out.append(pickle.loads(data) if data else ("exception", "rank died"))
+    if os.path.exists(tmp):
+        os.unlink(tmp)
+    return out
+
+
+def val(rank, shape, dtype, lo=1):
+    n = 1
+    for s in shape:
+        n *= s
+    return ((torch.arange(n) % 3) + rank + lo).reshape(shape).to(dtype)
+
+
+def same(a, b):
+    return a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
+
+
+def op_cases(rank, world, dtype):
+    """(name, callable returning True when right) for one dtype."""
+    cases = []
+    shape = (world * 2, 3)
+    everyone = [val(r, shape, dtype) for r in range(world)]
+    f32 = [e.to(torch.float64) for e in everyone]
+    reds = {"SUM": (dist.ReduceOp.SUM, sum(f32)),
+            "MAX": (dist.ReduceOp.MAX, torch.stack(f32).amax(0)),
+            "MIN": (dist.ReduceOp.MIN, torch.stack(f32).amin(0)),
+            "PRODUCT": (dist.ReduceOp.PRODUCT, torch.stack(f32).prod(0))}
+    if dtype.is_floating_point:
+        reds["AVG"] = (dist.ReduceOp.AVG, sum(f32) / world)
+    # Products of 1s and 2s, so that 8-bit integers do not wrap.
+    small = [(val(r, shape, torch.int64) % 2 + 1).to(dtype) for r in range(world)]
+    reds["PRODUCT"] = (dist.ReduceOp.PRODUCT,
+                       torch.stack([s.to(torch.float64) for s in small]).prod(0))
+    for name, (op, want) in reds.items():
+        def ar(op=op, want=want):
+            t = val(rank, shape, dtype) if op != dist.ReduceOp.PRODUCT else small[rank].clone()
+            dist.all_reduce(t, op=op)
+            return torch.allclose(t.to(torch.float64), want, rtol=1e-2)
+        cases.append(("all_reduce %s" % name, ar))
+
+    def ar_noncontig():
+        base = val(rank, (shape[1], shape[0]), dtype)
+        t = base.t()
+        dist.all_reduce(t)
+        want = sum(val(r, (shape[1], shape[0]), dtype).to(torch.float64) for r in range(world))
+        return torch.allclose(base.to(torch.float64), want, rtol=1e-2)
+    cases.append(("all_reduce non-contiguous", ar_noncontig))
+
+    def ar_async():
+        t = val(rank, shape, dtype)
+        w = dist.all_reduce(t, async_op=True)
+        w.wait()
+        return w.is_completed() and torch.allclose(t.to(torch.float64), reds["SUM"][1], rtol=1e-2)
+    cases.append(("all_reduce async_op", ar_async))
+
+    def bcast():
+        t = val(rank, shape, dtype)
+        dist.broadcast(t, src=world - 1)
+        return same(t, everyone[world - 1])
+    cases.append(("broadcast", bcast))
+
+    def ag():
+        outs = [torch.zeros(shape, dtype=dtype) for _ in range(world)]
+        dist.all_gather(outs, val(rank, shape, dtype))
+        return all(same(o, e) for o, e in zip(outs, everyone))
+    cases.append(("all_gather", ag))
+
+    def agb():
+        out = torch.zeros((world * shape[0], shape[1]), dtype=dtype)
+        dist._all_gather_base(out, val(rank, shape, dtype))
+        return same(out, torch.cat(everyone))
+    cases.append(("_all_gather_base", agb))
+
+    blk = shape[0] // world
+
+    def rs():
+        out = torch.zeros((blk, shape[1]), dtype=dtype)
+        dist.reduce_scatter(out, list(val(rank, shape, dtype).split(blk)))
+        want = reds["SUM"][1][rank * blk:(rank + 1) * blk]
+        return torch.allclose(out.to(torch.float64), want, rtol=1e-2)
+    cases.append(("reduce_scatter", rs))
+
+    def rsb():
+        out = torch.zeros((blk, shape[1]), dtype=dtype)
+        dist._reduce_scatter_base(out, val(rank, shape, dtype))
+        want = reds["SUM"][1][rank * blk:(rank + 1) * blk]
+        return torch.allclose(out.to(torch.float64), want, rtol=1e-2)
+    cases.append(("_reduce_scatter_base", rsb))
+
+    def a2a_equal():
+        out = torch.zeros(shape, dtype=dtype)
+        dist.all_to_all_single(out, val(rank, shape, dtype))
+        want = torch.cat([everyone[s][rank * blk:(rank + 1) * blk] for s in range(world)])
+        return same(out, want)
+    cases.append(("all_to_all_single equal splits", a2a_equal))
+
+    def splits(s):     # rows rank s sends to each rank
+        return [(s + d) % 3 for d in range(world)]
+
+    def a2a_unequal(noncontig=False):
+        ins = splits(rank)
+        outs = [splits(s)[rank] for s in range(world)]
+        x = val(rank, (sum(ins), 4), dtype)
+        if noncontig:
+            x = val(rank, (4, sum(ins)), dtype).t()
+        out = torch.zeros((sum(outs), 4), dtype=dtype)
+        dist.all_to_all_single(out, x, outs, ins)
+        parts = []
+        for s in range(world):
+            xs = val(s, (sum(splits(s)), 4), dtype)
+            if noncontig:
+                xs = val(s, (4, sum(splits(s))), dtype).t()
+            off = sum(splits(s)[:rank])
+            parts.append(xs[off:off + splits(s)[rank]])
+        return same(out, torch.cat(parts))
+    cases.append(("all_to_all_single unequal splits", a2a_unequal))
+    cases.append(("all_to_all_single unequal splits, non-contiguous input",
+                  lambda: a2a_unequal(True)))
+
+    def a2a_list():
+        ins = [val(rank * world + d, (splits(rank)[d] + 1, 2), dtype) for d in range(world)]
+        outs = [torch.zeros((splits(s)[rank] + 1, 2), dtype=dtype) for s in range(world)]
+        dist.all_to_all(outs, ins)
+        return all(same(outs[s], val(s * world + rank, (splits(s)[rank] + 1, 2), dtype))
+                   for s in range(world))
+    cases.append(("all_to_all (lists)", a2a_list))
+
+    def sendrecv():
+        t = val(rank, shape, dtype)
+        r = torch.zeros(shape, dtype=dtype)
+        if rank % 2 == 0:
+            dist.send(t, (rank + 1) % world)
+            dist.recv(r, (rank - 1) % world)
+        else:
+            dist.recv(r, (rank - 1) % world)
+            dist.send(t, (rank + 1) % world)
+        return same(r, everyone[(rank - 1) % world])
+    cases.append(("send/recv", sendrecv))
+    return cases
+
+
+def ops_rank(rank, world, _):
+    res = []
+    for dtype in DTYPES:
+        for name, fn in op_cases(rank, world, dtype):
+            try:
+                ok, why = bool(fn()), "wrong result"
+            except Exception as e:
+                ok, why = False, "%s: %s" % (type(e).__name__, str(e).splitlines()[0])
+            res.append(("%s %s" % (name, str(dtype).replace("torch.", "")), ok, why))
+    dist.barrier()
+    res.append(("barrier", True, ""))
+    ps = ft.emulated_ps()
+    res.append(("emulated_ps is a positive int", isinstance(ps, int) and ps > 0, str(ps)))
+    return res
+
+
+def small_rank(rank, world, _):
+    t = torch.ones(4) * (rank + 1)
+    dist.all_reduce(t)
+    return [("all_reduce", float(t[0]) == world * (world + 1) / 2, str(t))]
+
+
+def expect_error(fn, *words):
+    try:
+        fn()
+    except RuntimeError as e:
+        msg = str(e).splitlines()[0]
+        return all(w in msg for w in words), msg
+    return False, "no error"
+
+
+def bad_rank(rank, world, _):
+    res = []
+    ok, msg = expect_error(lambda: dist.all_reduce(torch.ones(4, dtype=torch.float64)),
+                           "all_reduce", "Double")
+    res.append(("float64 all_reduce: RuntimeError naming op and dtype", ok, msg))
+    ok, msg = expect_error(lambda: dist.all_to_all_single(
+        torch.zeros(8, dtype=torch.float64), torch.zeros(8, dtype=torch.float64)),
+        "all_to_all_single", "Double")
+    res.append(("float64 all_to_all_single: RuntimeError naming op and dtype", ok, msg))
+    ok, msg = expect_error(lambda: dist.all_gather(
+        [torch.zeros(4, dtype=torch.bool) for _ in range(world)], torch.zeros(4, dtype=torch.bool)),
+        "all_gather", "Bool")
+    res.append(("bool all_gather: RuntimeError naming op and dtype", ok, msg))
+    ins = [1] * world
+    outs = [1] * world
+    if rank == 0:
+        ins = [2] + [1] * (world - 2) + [0]      # sends rank world-1 nothing
+    t0 = time.time()
+    ok, msg = expect_error(lambda: dist.all_to_all_single(
+        torch.zeros(sum(outs)), torch.zeros(sum(ins)), outs, ins), "disagree")
+    res.append(("mismatched splits: RuntimeError on every rank (%.1f s)" % (time.time() - t0),
+                ok, msg))
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    res.append(("the group works after the errors", float(t[0]) == world, str(t)))
+    return res
+
+
+def too_many_ranks():
+    pid = os.fork()
+    if pid == 0:
+        tmp = "/tmp/icfab_torch_big_%d" % os.getpid()
+        ok, msg = expect_error(lambda: dist.init_process_group(
+            "icfab", init_method="file://" + tmp, rank=0, world_size=4096), "endpoints")
+        print("# %s" % msg)
+        os._exit(0 if ok else 1)
+    return os.waitpid(pid, 0)[1] == 0
+
+
+# ---- A Megatron/fairseq-style expert-parallel layer, torch.distributed only.
+
+def moe_layer(x, gate, w1, w2, k, num_experts, timer=None):
+    """x [T,H]; this rank owns experts [rank*epr, (rank+1)*epr)."""
+    world = dist.get_world_size()
+    epr = num_experts // world
+    T, H = x.shape
+    probs = torch.softmax(x @ gate, dim=-1)
+    topk_w, topk_idx = probs.topk(k, dim=-1)
+    flat = topk_idx.reshape(-1)
+    order = torch.argsort(flat, stable=True)
+    permuted = x.repeat_interleave(k, dim=0)[order]
+    counts = torch.bincount(flat, minlength=num_experts)
+
+    mark = timer() if timer else 0
+    recv_counts = torch.empty_like(counts)
+    dist.all_to_all_single(recv_counts, counts)
+    in_splits = counts.view(world, epr).sum(1).tolist()
+    out_splits = recv_counts.view(world, epr).sum(1).tolist()
+    recv = x.new_empty((sum(out_splits), H))
+    dist.all_to_all_single(recv, permuted, out_splits, in_splits)
+    dispatch = (timer() - mark) if timer else 0
+
+    local_expert = torch.arange(epr).repeat(world).repeat_interleave(
+        recv_counts.view(world, epr).reshape(-1))
+    y = torch.empty_like(recv)
+    for e in range(epr):
+        sel = local_expert == e
+        y[sel] = torch.relu(recv[sel] @ w1[e]) @ w2[e]
+
+    mark = timer() if timer else 0
+    back = x.new_empty((sum(in_splits), H))
+    dist.all_to_all_single(back, y, in_splits, out_splits)
+    combine = (timer() - mark) if timer else 0
+
+    unperm = torch.empty_like(back)
+    unperm[order] = back
+    out = (unperm.view(T, k, H) * topk_w.unsqueeze(-1)).sum(1)
+    return out, dispatch, combine
+
+
+def moe_rank(rank, world, args):
+    T, H, E, k = args
+    g = torch.Generator().manual_seed(1234)
+    gate = torch.randn(H, E, generator=g)
+    w1 = torch.randn(E, H, 2 * H, generator=g) / H ** 0.5
+    w2 = torch.randn(E, 2 * H, H, generator=g) / H ** 0.5
+    epr = E // world
+    mine = slice(rank * epr, (rank + 1) * epr)
+    x = torch.randn(T, H, generator=torch.Generator().manual_seed(rank + 1))
+    timer = ft.emulated_ps if dist.get_backend().lower() == "icfab" else None
+    t0 = time.time()
+    out, d, c = moe_layer(x, gate, w1[mine], w2[mine], k, E, timer)
+    return out, d, c, time.time() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--world", type=int, default=4)
+    ap.add_argument("--only", default="ops,init,bad,moe")
+    a = ap.parse_args()
+    parts = a.only.split(",")
+    world = a.world
+    n = [0]
+    failed = [0]
+
+    def tap(ok, desc, detail=""):
+        n[0] += 1
+        print("%s %d %s" % ("ok" if ok else "not ok", n[0], desc))
+        if detail and not ok:
+            print("# " + detail.replace("\n", "\n# "))
+        if not ok:
+            failed[0] = 1
+        sys.stdout.flush()
+
+    def per_rank(results, desc):
+        if any(isinstance(r, tuple) and r and r[0] == "exception" for r in results):
+            for r in results:
+                if isinstance(r, tuple) and r[0] == "exception":
+                    tap(False, desc, r[1])
+                    return
+        for i, (name, _, _) in enumerate(results[0]):
+            oks = [r[i][1] for r in results]
+            why = "; ".join("rank %d: %s" % (rk, r[i][2]) for rk, r in enumerate(results)
+                            if not r[i][1])
+            tap(all(oks), "%s: %s" % (desc, name), why)
+
+    print("TAP version 13")
+    print("# torch %s, import %.1f s" % (torch.__version__, IMPORT_S))
+    if "ops" in parts:
+        t = time.time()
+        per_rank(run_ranks(world, ops_rank), "icfab %d ranks" % world)
+        print("# ops: %.1f s" % (time.time() - t))
+    if "init" in parts:
+        for how in ("env", "file"):
+            res = run_ranks(world, small_rank, init=how)
+            per_rank(res, "init_method %s://" % how)
+        tap(too_many_ranks(), "init_process_group with more ranks than endpoints: RuntimeError")
+    if "bad" in parts:
+        t = time.time()
+        per_rank(run_ranks(world, bad_rank, timeout=30), "bad input")
+        print("# bad input: %.1f s" % (time.time() - t))
+    if "moe" in parts:
+        args = (32, 16, 2 * world, 2)
+        t = time.time()
+        ref = run_ranks(world, moe_rank, backend="gloo", arg=args)
+        tg = time.time() - t
+        t = time.time()
+        got = run_ranks(world, moe_rank, backend="icfab", arg=args)
+        ti = time.time() - t
+        bad = [r for r in ref + got if r[0] == "exception"]
+        if bad:
+            tap(False, "MoE layer ran on gloo and icfab", bad[0][1])
+        else:
+            close = all(torch.allclose(g[0], r[0], rtol=1e-5, atol=1e-6)
+                        for g, r in zip(got, ref))
+            tap(close, "MoE layer (T=%d H=%d E=%d k=%d, %d ranks): icfab output allclose to gloo"
+                % (args + (world,)))
+            for r, g in enumerate(got):
+                print("# rank %d: emulated dispatch %d ps, combine %d ps; wall gloo %.2f s, "
+                      "icfab %.2f s" % (r, g[1], g[2], ref[r][3], g[3]))
+            tap(all(g[1] > 0 and g[2] > 0 for g in got), "MoE layer: emulated times reported")
+        print("# MoE wall: gloo group %.1f s, icfab group %.1f s" % (tg, ti))
+    print("1..%d" % n[0])
+    print("# total %.1f s" % (time.time() - T0))
+    return failed[0]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
