@@ -1,0 +1,91 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""Backend overhead: the wall time of all_to_all_single through the
+"icfab" torch.distributed backend against the same exchange through
+libfabricdev directly (build/bench/a2a_direct), in the same run, on the
+committed topology. A benchmark, not a test: it prints, it asserts
+nothing about time.
+
+    torch_overhead.py [-n RANKS] [-b BYTES_PER_PEER ...] [-i ITERS]
+
+Needs the module and a committed topology (icfabd --apply --preset ...).
+"""
+import argparse
+import datetime
+import os
+import subprocess
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.join(TOP, "build", "python"))
+import fabricdev.torch as ft  # noqa: E402
+
+
+def backend_rank(rank, n, sizes, iters, warmup, port, wr):
+    dist.init_process_group("icfab", init_method="tcp://127.0.0.1:%d" % port, rank=rank,
+                            world_size=n, timeout=datetime.timedelta(seconds=120))
+    for b in sizes:
+        x = (torch.arange(b * n) + rank).to(torch.uint8)
+        y = torch.empty_like(x)
+        t = []
+        for i in range(warmup + iters):
+            t0 = time.monotonic()
+            dist.all_to_all_single(y, x)
+            if i >= warmup:
+                t.append(time.monotonic() - t0)
+        t.sort()
+        if rank == 0:
+            os.write(wr, ("%d %.1f %d\n" % (b, t[len(t) // 2] * 1e6, ft.last_ps())).encode())
+    dist.destroy_process_group()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-n", type=int, default=4)
+    ap.add_argument("-b", type=int, nargs="+", default=[4096, 65536, 1 << 20])
+    ap.add_argument("-i", type=int, default=20)
+    ap.add_argument("-w", type=int, default=3)
+    a = ap.parse_args()
+    rd, wr = os.pipe()
+    port = 29900 + os.getpid() % 90
+    pids = []
+    for r in range(a.n):
+        pid = os.fork()
+        if pid == 0:
+            os.close(rd)
+            try:
+                backend_rank(r, a.n, a.b, a.i, a.w, port, wr)
+                os._exit(0)
+            except BaseException as e:
+                print("rank %d: %s" % (r, e), file=sys.stderr)
+                os._exit(1)
+        pids.append(pid)
+    os.close(wr)
+    with os.fdopen(rd) as f:
+        lines = f.read().split("\n")
+    ok = all(os.waitpid(p, 0)[1] == 0 for p in pids)
+    got = {int(l.split()[0]): l.split()[1:] for l in lines if l}
+    print("| bytes per peer | backend median µs | direct median µs | ratio | emulated ps (both) |")
+    print("|---|---|---|---|---|")
+    for b in a.b:
+        out = subprocess.run([os.path.join(TOP, "build", "bench", "a2a_direct"), "-n", str(a.n),
+                              "-b", str(b), "-i", str(a.i), "-w", str(a.w)],
+                             capture_output=True, text=True)
+        d = dict(kv.split("=") for kv in out.stdout.split()[1:]) if out.returncode == 0 else {}
+        if b not in got or not d:
+            print("| %d | %s | %s | - | - |" % (b, got.get(b, ["failed"])[0],
+                                                d.get("median_us", "failed")))
+            ok = False
+            continue
+        be, de = float(got[b][0]), float(d["median_us"])
+        print("| %d | %.1f | %.1f | %.2f | %s / %s |" % (b, be, de, be / de, got[b][1],
+                                                         d["emulated_ps"]))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
