@@ -47,10 +47,12 @@ multicast_test		300
 recv_test		300
 fault_test.sh		600
 ocs_test.sh		600
+torch_test.sh		900
 '
 # Limits of tests that run only when named (not in the run list).
 named_only='
 fdev_torch_test.sh	1500
+torch_dist_suite.py	3000
 '
 
 case ${1:-} in
