@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <random>
@@ -145,7 +146,12 @@ public:
 		open_comm(timeout_ms);
 	}
 
-	~ProcessGroupIcfab() override { fdev_comm_destroy(comm_); }
+	~ProcessGroupIcfab() override
+	{
+		if (comm_)
+			live_groups()--;
+		fdev_comm_destroy(comm_);
+	}
 
 	const std::string getBackendName() const override { return kBackend; }
 
@@ -186,6 +192,66 @@ public:
 		reduce_into("all_reduce", in, out.work, opts.reduceOp, false);
 		out.commit();
 		return done(c10d::OpType::ALLREDUCE, tensors);
+	}
+
+	/* One reduction over the tensors laid end to end. */
+	c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
+		std::vector<at::Tensor> &tensors,
+		const c10d::AllreduceCoalescedOptions &opts) override
+	{
+		const char *op = "all_reduce_coalesced";
+
+		TORCH_CHECK(!tensors.empty(), "icfab ", op, ": no tensors");
+		for (auto &t : tensors)
+			check_same(op, tensors[0], t);
+		std::lock_guard<std::mutex> g(lock_);
+		std::vector<at::Tensor> flat;
+		for (auto &t : tensors)
+			flat.push_back(t.reshape({-1}));
+		at::Tensor in = at::cat(flat);
+		at::Tensor out = at::empty_like(in);
+
+		reduce_into(op, in, out, opts.reduceOp, false);
+		int64_t off = 0;
+		for (auto &t : tensors) {
+			t.copy_(out.narrow(0, off, t.numel()).view(t.sizes()));
+			off += t.numel();
+		}
+		return done(c10d::OpType::ALLREDUCE_COALESCED, tensors);
+	}
+
+	/* One all-gather per input; outputs[r][i] gets rank r's inputs[i]. */
+	c10::intrusive_ptr<c10d::Work> allgather_coalesced(
+		std::vector<std::vector<at::Tensor>> &outputs,
+		std::vector<at::Tensor> &inputs,
+		const c10d::AllgatherOptions &) override
+	{
+		const char *op = "all_gather_coalesced";
+
+		TORCH_CHECK(outputs.size() == (size_t)size_, "icfab ", op,
+			    ": world_size output lists per rank");
+		for (auto &list : outputs) {
+			TORCH_CHECK(list.size() == inputs.size(), "icfab ", op,
+				    ": every output list holds one tensor per input");
+			for (size_t i = 0; i < inputs.size(); i++) {
+				check_same(op, inputs[i], list[i]);
+				TORCH_CHECK(list[i].numel() == inputs[i].numel(), "icfab ",
+					    op, ": output and input sizes differ");
+			}
+		}
+		std::lock_guard<std::mutex> g(lock_);
+		for (size_t i = 0; i < inputs.size(); i++) {
+			at::Tensor in = inputs[i].contiguous();
+			at::Tensor all = gather_bytes(op, in);
+
+			for (int r = 0; r < size_; r++)
+				outputs[r][i].copy_(all[r].view(in.scalar_type())
+						    .view(outputs[r][i].sizes()));
+		}
+		std::vector<at::Tensor> flat;
+		for (auto &list : outputs)
+			flat.insert(flat.end(), list.begin(), list.end());
+		return done(c10d::OpType::ALLGATHER_COALESCED, flat);
 	}
 
 	c10::intrusive_ptr<c10d::Work> allgather(
@@ -389,9 +455,26 @@ public:
 	}
 
 private:
+	/*
+	 * A second communicator on the same endpoints would deadlock: the
+	 * first one's idle rank-0 context holds virtual time back (see
+	 * "Virtual time across processes" in docs/LIBFABRICDEV.md).
+	 */
+	static std::atomic<int> &live_groups()
+	{
+		static std::atomic<int> n{0};
+
+		return n;
+	}
+
 	void open_comm(int64_t timeout_ms)
 	{
 		std::vector<uint32_t> eps(4096);
+
+		TORCH_CHECK(live_groups().load() == 0, "icfab new_group: this"
+			    " process already has an icfab process group, and"
+			    " libfabricdev's communicators cannot share the fabric's"
+			    " virtual time yet (use gloo for subgroups)");
 		int n = fdev_endpoints(nullptr, eps.data(), eps.size());
 		std::string job;
 
@@ -421,6 +504,7 @@ private:
 		check_err("init_process_group",
 			  fdev_comm_init(nullptr, job.c_str(), rank_, size_,
 					 ws_bytes(), 0, &comm_));
+		live_groups()++;
 	}
 
 	static uint64_t ws_bytes()
@@ -448,6 +532,8 @@ private:
 		at::Tensor all = at::empty({(int64_t)size_, (int64_t)in.nbytes()},
 					   in.options().dtype(at::kByte));
 
+		if (!in.nbytes())
+			return all;
 		ran(op, fdev_all_gather(comm_, bytes(in), bytes(all), in.nbytes(),
 					FDEV_U8, FDEV_ALGO_AUTO));
 		return all;

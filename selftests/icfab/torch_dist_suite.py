@@ -75,12 +75,14 @@ class _Tap(unittest.TextTestResult):
     def addFailure(self, test, err):
         super().addFailure(test, err)
         self._line(test, "failed")
-        print("# " + str(err[1]).splitlines()[-1][:300] if str(err[1]) else "#")
+        lines = [l for l in str(err[1]).splitlines() if l.strip()] or [""]
+        print("# " + lines[-1][:300])
 
     def addError(self, test, err):
         super().addError(test, err)
         self._line(test, "failed")
-        print("# %s: %s" % (err[0].__name__, (str(err[1]).splitlines() or [""])[-1][:300]))
+        lines = [l for l in str(err[1]).splitlines() if l.strip()] or [""]
+        print("# %s: %s" % (err[0].__name__, lines[-1][:300]))
 
     def addSkip(self, test, reason):
         super().addSkip(test, reason)
