@@ -135,9 +135,16 @@ struct icfab_ctx {
 
 	/* Under fabric->lock: */
 	struct list_head attached_node;	/* in fabric->attached */
-	u32 nr_eps;
-	u32 eps[ICFAB_MAX_ATTACH];	/* attached endpoint ids */
-	struct icfab_queue *queues[ICFAB_MAX_QUEUES];
+	u32 nr_eps;			/* attached endpoints */
+	u32 first_ep;			/* the first one, for transfer keys */
+	DECLARE_BITMAP(eps, ICFAB_MAX_NODES);	/* attached, by node id */
+	/*
+	 * By queue id, grown on demand up to ICFAB_MAX_QUEUES: a context
+	 * that drives a thousand endpoints has a queue or more on each, one
+	 * with a few has a few.
+	 */
+	struct icfab_queue **queues;
+	u32 queues_cap;			/* entries in queues */
 	pid_t owner;			/* tgid of the first attacher */
 	bool free_run;			/* never holds the engine back */
 	bool dead;			/* can submit no more */
@@ -735,7 +742,12 @@ static int icfab_xfer_submit(struct icfab_data *d, struct icfab_ctx *ctx,
 	u32 xfer;
 	int err;
 
-	key = (u64)ctx->eps[0] << 40 | (u64)req->cqe.queue << 32 | q->seq;
+	/*
+	 * Ordered as (first endpoint, queue, sequence): node ids are below
+	 * 2^13 and queue ids below 2^12 (ICFAB_MAX_NODES, ICFAB_MAX_QUEUES).
+	 */
+	BUILD_BUG_ON(ICFAB_MAX_NODES > 1U << 13 || ICFAB_MAX_QUEUES > 1U << 12);
+	key = (u64)ctx->first_ep << 44 | (u64)req->cqe.queue << 32 | q->seq;
 	/*
 	 * The engine has decided everything before the last event it
 	 * processed; a submission at that very instant must sort after it.
@@ -983,12 +995,7 @@ int icfab_data_retopo(struct icfab_fabric *fabric, struct icfab_topo *t)
 
 static bool icfab_ctx_has_ep(struct icfab_ctx *ctx, u32 ep)
 {
-	u32 i;
-
-	for (i = 0; i < ctx->nr_eps; i++)
-		if (ctx->eps[i] == ep)
-			return true;
-	return false;
+	return ep < ICFAB_MAX_NODES && test_bit(ep, ctx->eps);
 }
 
 bool icfab_ctx_attached_to(struct icfab_ctx *ctx, u32 endpoint)
@@ -1014,6 +1021,9 @@ long icfab_ioctl_attach(struct icfab_ctx *ctx, void __user *uarg)
 	if (a.flags & ~ICFAB_ATTACH_F_ALL ||
 	    !icfab_reserved_zero(a.reserved, ARRAY_SIZE(a.reserved)))
 		return -EINVAL;
+	/* No node has an id beyond: ctx->eps has a bit for every other. */
+	if (a.endpoint >= ICFAB_MAX_NODES)
+		return -ENOENT;
 
 	mutex_lock(&fabric->lock);
 	if (ctx->nr_eps &&
@@ -1033,10 +1043,6 @@ long icfab_ioctl_attach(struct icfab_ctx *ctx, void __user *uarg)
 		ret = -EALREADY;
 		goto out_unlock;
 	}
-	if (ctx->nr_eps == ICFAB_MAX_ATTACH) {
-		ret = -ENOSPC;
-		goto out_unlock;
-	}
 	if (!fabric->data) {
 		fabric->data = icfab_data_create(fabric);
 		if (!fabric->data) {
@@ -1053,8 +1059,10 @@ long icfab_ioctl_attach(struct icfab_ctx *ctx, void __user *uarg)
 		ctx->owner = task_tgid_nr(current);
 		list_add_tail(&ctx->attached_node, &fabric->attached);
 		fabric->nr_attached++;
+		ctx->first_ep = a.endpoint;
 	}
-	ctx->eps[ctx->nr_eps++] = a.endpoint;
+	__set_bit(a.endpoint, ctx->eps);
+	ctx->nr_eps++;
 
 out_unlock:
 	mutex_unlock(&fabric->lock);
@@ -1090,6 +1098,39 @@ static void __icfab_recvq_close(struct icfab_data *d, struct icfab_queue *q)
 	}
 }
 
+/*
+ * Make room for queue id @id: the table doubles, from 16 entries, up to
+ * ICFAB_MAX_QUEUES (-ENOSPC beyond). The fabric lock is held.
+ */
+static int icfab_ctx_queues_room(struct icfab_ctx *ctx, u32 id)
+{
+	struct icfab_queue **queues;
+	u32 cap;
+
+	lockdep_assert_held(&ctx->fabric->lock);
+	if (id < ctx->queues_cap)
+		return 0;
+	if (id >= ICFAB_MAX_QUEUES)
+		return -ENOSPC;
+	cap = clamp_t(u32, ctx->queues_cap * 2, 16, ICFAB_MAX_QUEUES);
+	queues = kvcalloc(cap, sizeof(*queues), GFP_KERNEL);
+	if (!queues)
+		return -ENOMEM;
+	if (ctx->queues_cap)
+		memcpy(queues, ctx->queues,
+		       ctx->queues_cap * sizeof(*queues));
+	kvfree(ctx->queues);
+	ctx->queues = queues;
+	ctx->queues_cap = cap;
+	return 0;
+}
+
+/* Queue @id of @ctx, or NULL. The fabric lock is held. */
+static struct icfab_queue *icfab_ctx_queue(struct icfab_ctx *ctx, u32 id)
+{
+	return id < ctx->queues_cap ? ctx->queues[id] : NULL;
+}
+
 long icfab_ioctl_queue_create(struct icfab_ctx *ctx, void __user *uarg)
 {
 	struct icfab_fabric *fabric = ctx->fabric;
@@ -1122,11 +1163,11 @@ long icfab_ioctl_queue_create(struct icfab_ctx *ctx, void __user *uarg)
 	ret = -ECANCELED;
 	if (q->recv && ctx->dead)
 		goto err_unlock;
-	ret = -ENOSPC;
-	for (id = 0; id < ICFAB_MAX_QUEUES; id++)
+	for (id = 0; id < ctx->queues_cap; id++)
 		if (!ctx->queues[id])
 			break;
-	if (id == ICFAB_MAX_QUEUES)
+	ret = icfab_ctx_queues_room(ctx, id);
+	if (ret)
 		goto err_unlock;
 	q->id = id;
 	if (q->recv) {
@@ -1173,7 +1214,7 @@ long icfab_ioctl_queue_destroy(struct icfab_ctx *ctx, void __user *uarg)
 		return -ENOENT;
 
 	mutex_lock(&fabric->lock);
-	q = ctx->queues[qd.queue];
+	q = icfab_ctx_queue(ctx, qd.queue);
 	if (!q) {
 		ret = -ENOENT;
 	} else if (q->inflight) {
@@ -1289,9 +1330,9 @@ static int icfab_req_prepare(struct icfab_ctx *ctx,
 	if (dd->flags & ICFAB_DESC_F_NOTIFY ?
 	    dd->op != ICFAB_OP_WRITE || dd->circuit : dd->imm)
 		return -EINVAL;
-	if (dd->queue >= ICFAB_MAX_QUEUES || !ctx->queues[dd->queue])
+	q = icfab_ctx_queue(ctx, dd->queue);
+	if (!q)
 		return -ENOENT;
-	q = ctx->queues[dd->queue];
 	if (q->recv)
 		return -EINVAL;
 
@@ -1817,7 +1858,7 @@ static void __icfab_ctx_kill(struct icfab_ctx *ctx)
 	u32 i;
 
 	ctx->dead = true;
-	for (i = 0; i < ICFAB_MAX_QUEUES; i++) {
+	for (i = 0; i < ctx->queues_cap; i++) {
 		struct icfab_queue *q = ctx->queues[i];
 
 		if (!q)
@@ -1911,10 +1952,10 @@ void icfab_ctx_destroy(struct icfab_ctx *ctx)
 		 * completion, if another context is still there for it,
 		 * says so.
 		 */
-		for (i = 0; i < ICFAB_MAX_QUEUES; i++)
+		for (i = 0; i < ctx->queues_cap; i++)
 			if (ctx->queues[i] && ctx->queues[i]->recv)
 				__icfab_recvq_close(d, ctx->queues[i]);
-		for (i = 0; i < ICFAB_MAX_QUEUES; i++) {
+		for (i = 0; i < ctx->queues_cap; i++) {
 			struct icfab_queue *q = ctx->queues[i];
 
 			if (!q)
@@ -1967,8 +2008,9 @@ void icfab_ctx_destroy(struct icfab_ctx *ctx)
 	icfab_data_stop(gone);
 	icfab_regions_ctx_destroy(fabric, &ctx->regions);
 	icfab_data_free(gone);
-	for (i = 0; i < ICFAB_MAX_QUEUES; i++)
+	for (i = 0; i < ctx->queues_cap; i++)
 		kfree(ctx->queues[i]);
+	kvfree(ctx->queues);
 	while ((req = ctx->pool)) {
 		ctx->pool = req->pool_next;
 		kfree(req);

@@ -32,7 +32,7 @@
 #define ICFAB_MAX_LINKS			65536
 #define ICFAB_MAX_PORTS			2048
 #define ICFAB_MAX_COLORS		64
-#define ICFAB_MAX_QUEUES		256
+#define ICFAB_MAX_QUEUES		4096		/* per context */
 #define ICFAB_MAX_QUEUE_DEPTH		4096
 #define ICFAB_MIN_SEGMENT_SIZE		64		/* bytes */
 #define ICFAB_MAX_SEGMENT_SIZE		(1U << 20)	/* bytes */
@@ -49,7 +49,8 @@
 					 ICFAB_F_LIVE_COMMIT | ICFAB_F_CIRCUITS | \
 					 ICFAB_F_RECV_NOTIFY)
 
-#define ICFAB_MAX_ATTACH		64		/* endpoints per context */
+/* Endpoints per context: every endpoint a fabric can have. */
+#define ICFAB_MAX_ATTACH		ICFAB_MAX_ENDPOINTS
 #define ICFAB_ENGINE_XFERS		16384		/* transfers in flight */
 #define ICFAB_ENGINE_EVENTS		(256 * 1024)	/* pending segment events */
 /* The event table grows, doubling, up to this (32 bytes each). */

@@ -68,6 +68,7 @@ void icfab_fill_limits(struct icfab_limits *limits)
 	limits->max_ports = ICFAB_MAX_PORTS;
 	limits->max_colors = ICFAB_MAX_COLORS;
 	limits->max_queues = ICFAB_MAX_QUEUES;
+	limits->max_attach = ICFAB_MAX_ATTACH;
 	limits->max_queue_depth = ICFAB_MAX_QUEUE_DEPTH;
 	limits->min_segment_size = ICFAB_MIN_SEGMENT_SIZE;
 	limits->max_segment_size = ICFAB_MAX_SEGMENT_SIZE;

@@ -57,7 +57,9 @@ TEST_F(dev, info_reports_abi_features_and_limits)
 	EXPECT_LE(4096, in.limits.max_endpoints);
 	EXPECT_LE(1024, in.limits.max_switches);
 	EXPECT_LE(24, in.limits.max_colors);
-	EXPECT_LE(1, in.limits.max_queues);
+	EXPECT_LE(1024, in.limits.max_queues);
+	/* One context may drive every endpoint of a 1024-chip pod. */
+	EXPECT_LE(1024, in.limits.max_attach);
 	EXPECT_LE(1, in.limits.max_queue_depth);
 	EXPECT_LE(in.limits.min_segment_size, in.segment_size);
 	EXPECT_GE(in.limits.max_segment_size, in.segment_size);
@@ -66,7 +68,8 @@ TEST_F(dev, info_reports_abi_features_and_limits)
 	/* Reserved output is zero, so it can carry meaning later. */
 	for (unsigned int i = 0; i < 4; i++)
 		EXPECT_EQ(0, in.reserved[i]);
-	for (unsigned int i = 0; i < 3; i++)
+	EXPECT_EQ(0, in.limits.reserved0);
+	for (unsigned int i = 0; i < 2; i++)
 		EXPECT_EQ(0, in.limits.reserved[i]);
 }
 

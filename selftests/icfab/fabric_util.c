@@ -102,6 +102,64 @@ int stage_ring(struct genl_sock *gs, unsigned int n)
 	return 0;
 }
 
+/*
+ * Stage @n endpoints (ids 0..n-1, one port each) under leaf switches of
+ * @per_leaf (ids n, n+1, ...; ports 0..per_leaf-1 down, per_leaf up) under
+ * one spine (the last id; port l down to leaf l). Links at stage_ring()'s
+ * bandwidth and latency: 2e and 2e+1 between endpoint e and its leaf
+ * (up, down), then 2n+2l and 2n+2l+1 between leaf l and the spine.
+ */
+int stage_leaf_spine(struct genl_sock *gs, unsigned int n,
+		     unsigned int per_leaf)
+{
+	unsigned int leaves = (n + per_leaf - 1) / per_leaf;
+	unsigned int spine = n + leaves;
+	uint16_t *ports;
+	int err = 0;
+
+	ports = calloc(n, sizeof(*ports));
+	if (!ports)
+		return -ENOMEM;
+	for (unsigned int e = 0; e < n && !err; e++)
+		err = node_new(gs, e, ICFAB_NODE_ENDPOINT, 1, NULL);
+	for (unsigned int l = 0; l < leaves && !err; l++)
+		err = node_new(gs, n + l, ICFAB_NODE_SWITCH, per_leaf + 1,
+			       NULL);
+	if (!err)
+		err = node_new(gs, spine, ICFAB_NODE_SWITCH, leaves, NULL);
+	for (unsigned int e = 0; e < n && !err; e++) {
+		unsigned int leaf = n + e / per_leaf, port = e % per_leaf;
+
+		err = link_new(gs, 2 * e, e, 0, leaf, port, RING_BW);
+		if (!err)
+			err = link_new(gs, 2 * e + 1, leaf, port, e, 0,
+				       RING_BW);
+	}
+	for (unsigned int l = 0; l < leaves && !err; l++) {
+		err = link_new(gs, 2 * n + 2 * l, n + l, per_leaf, spine, l,
+			       RING_BW);
+		if (!err)
+			err = link_new(gs, 2 * n + 2 * l + 1, spine, l, n + l,
+				       per_leaf, RING_BW);
+	}
+	for (unsigned int e = 0; e < n && !err; e++) {
+		for (unsigned int d = 0; d < n; d++)
+			ports[d] = d == e ? ICFAB_ROUTE_NONE : 0;
+		err = route_set(gs, e, 0, ports, n);
+	}
+	for (unsigned int l = 0; l < leaves && !err; l++) {
+		for (unsigned int d = 0; d < n; d++)
+			ports[d] = d / per_leaf == l ? d % per_leaf : per_leaf;
+		err = route_set(gs, n + l, 0, ports, n);
+	}
+	if (!err) {
+		for (unsigned int d = 0; d < n; d++)
+			ports[d] = d / per_leaf;
+		err = route_set(gs, spine, 0, ports, n);
+	}
+	free(ports);
+	return err;
+}
 
 struct ids {
 	uint32_t *id;

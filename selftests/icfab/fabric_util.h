@@ -22,6 +22,13 @@ int cmd(struct genl_sock *gs, uint8_t c);
  * 50 GB/s, 500 ns, routes the short way round (clockwise on ties).
  */
 int stage_ring(struct genl_sock *gs, unsigned int n);
+/*
+ * @n endpoints under leaf switches of @per_leaf ports down, under one
+ * spine: endpoints of different leaves are four hops apart. Ids and
+ * links as described in fabric_util.c.
+ */
+int stage_leaf_spine(struct genl_sock *gs, unsigned int n,
+		     unsigned int per_leaf);
 /* Delete every link and node, and commit; 0 when it was empty already. */
 int clear_fabric(struct genl_sock *gs);
 

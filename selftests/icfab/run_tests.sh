@@ -45,6 +45,7 @@ paced_test		300
 closed_form_test	300
 multicast_test		300
 recv_test		300
+scale_test		600
 fault_test.sh		600
 ocs_test.sh		600
 torch_test.sh		900

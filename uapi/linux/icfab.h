@@ -166,7 +166,11 @@ struct icfab_limits {
 	__u32 min_segment_size;		/* bytes */
 	__u32 max_segment_size;		/* bytes */
 	__u32 max_dilation;		/* paced mode: wall ns per fabric ns */
-	__u64 reserved[3];		/* zero */
+	__u32 max_attach;		/* endpoints one context may attach;
+					 * 0 from modules before it, which
+					 * allowed 64 */
+	__u32 reserved0;		/* zero */
+	__u64 reserved[2];		/* zero */
 };
 
 /*
