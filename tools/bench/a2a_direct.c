@@ -102,8 +102,13 @@ int main(int argc, char **argv)
 
 		if (pid < 0)
 			return 1;
-		if (!pid)
-			_exit(run_rank(job, r, n, bytes, iters, warmup));
+		if (!pid) {
+			int rc = run_rank(job, r, n, bytes, iters, warmup);
+
+			/* _exit() skips stdio's flush, and stdout may be a pipe. */
+			fflush(stdout);
+			_exit(rc);
+		}
 	}
 	for (int r = 0; r < n; r++) {
 		int st;

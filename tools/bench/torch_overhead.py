@@ -76,6 +76,9 @@ def main():
                               "-b", str(b), "-i", str(a.i), "-w", str(a.w)],
                              capture_output=True, text=True)
         d = dict(kv.split("=") for kv in out.stdout.split()[1:]) if out.returncode == 0 else {}
+        if not d:
+            print("a2a_direct -b %d: rc %d %s" % (b, out.returncode, out.stderr.strip()),
+                  file=sys.stderr)
         if b not in got or not d:
             print("| %d | %s | %s | - | - |" % (b, got.get(b, ["failed"])[0],
                                                 d.get("median_us", "failed")))
