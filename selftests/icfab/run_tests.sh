@@ -49,11 +49,11 @@ scale_test		600
 fault_test.sh		600
 ocs_test.sh		600
 torch_test.sh		900
-syscall_fuzz		300
 '
 # Limits of tests that run only when named (not in the run list).
 named_only='
 fdev_torch_test.sh	1500
+syscall_fuzz		300
 torch_dist_suite.py	3000
 '
 
