@@ -7,7 +7,7 @@
 #include <errno.h>
 
 #include <icfab/circuit.h>
-#include "tap.h"
+#include "topo_test.h"
 
 static struct topo *routed_preset(const char *name)
 {

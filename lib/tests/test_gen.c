@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Generators: node and link counts, port counts, degrees. */
-#include "tap.h"
+#include "topo_test.h"
 
 static unsigned int count_class(const struct topo *t, uint32_t class)
 {

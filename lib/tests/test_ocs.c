@@ -7,7 +7,7 @@
 #include <errno.h>
 
 #include <icfab/ocs.h>
-#include "tap.h"
+#include "topo_test.h"
 
 #define PS_PER_S	1000000000000ULL
 

@@ -13,7 +13,7 @@
 #include <dirent.h>
 #include <unistd.h>
 
-#include "tap.h"
+#include "topo_test.h"
 
 #ifndef TOPO_TEST_DIR
 #define TOPO_TEST_DIR "tests"

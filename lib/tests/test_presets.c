@@ -3,7 +3,7 @@
  * Every preset loads, checks and routes, and carries the figures that
  * lib/topo/TOPOLOGY.md quotes for it.
  */
-#include "tap.h"
+#include "topo_test.h"
 
 #define GB	1000000000ULL
 #define NS	1000ULL

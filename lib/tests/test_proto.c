@@ -9,7 +9,7 @@
 
 #include <icfab/circuit.h>
 #include <icfab/proto.h>
-#include "tap.h"
+#include "topo_test.h"
 
 static void test_parse(void)
 {

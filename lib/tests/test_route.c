@@ -6,7 +6,7 @@
  */
 #include <errno.h>
 
-#include "tap.h"
+#include "topo_test.h"
 
 typedef int (*expect_fn)(const struct topo *t, uint32_t s, uint32_t d);
 

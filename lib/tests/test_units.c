@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Unit parsing: what people write is accepted exactly, the rest refused. */
-#include "tap.h"
+#include "topo_test.h"
 
 struct good {
 	const char *s;

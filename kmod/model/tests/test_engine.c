@@ -10,21 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tap.h"
+
 #include "../engine.h"
 
-static int failures, count;
-
-#define CHECK(cond, ...) do {						\
-	count++;							\
-	if (!(cond)) {							\
-		failures++;						\
-		printf("not ok %d - ", count);				\
-	} else {							\
-		printf("ok %d - ", count);				\
-	}								\
-	printf(__VA_ARGS__);						\
-	printf("\n");							\
-} while (0)
 
 typedef unsigned long long ull;
 
@@ -352,8 +341,8 @@ static void test_uncontended(void)
 			h_free(h);
 			topo_free(t);
 		}
-		CHECK(!bad, "uncontended over %u hop(s) equals the closed form exactly, no queueing (%d cases, %d bad)",
-		      hops[hi], cases, bad);
+		ok(!bad, "uncontended over %u hop(s) equals the closed form exactly, no queueing (%d cases, %d bad)",
+		   hops[hi], cases, bad);
 	}
 }
 
@@ -396,23 +385,23 @@ static void test_incast(unsigned int k, int exact_capacity)
 	 */
 	want_last = t0 + SER + LAT + k * nseg * SER + LAT;
 	if (exact_capacity) {
-		CHECK(n_ok && last == want_last &&
-		      h->e.max_events <= events,
-		      "incast of %u with exactly the documented event capacity (%u) runs correctly (high-water %u)",
-		      k, events, h->e.max_events);
+		ok(n_ok && last == want_last &&
+		   h->e.max_events <= events,
+		   "incast of %u with exactly the documented event capacity (%u) runs correctly (high-water %u)",
+		   k, events, h->e.max_events);
 	} else {
-		CHECK(n_ok && !rate_bad,
-		      "incast of %u: each flow gets B/%u within 1%% (worst %.4f%%)",
-		      k, k, worst * 100);
-		CHECK(within(last - t0, (double)k * bytes * 1e12 / BW +
+		ok(n_ok && !rate_bad,
+		   "incast of %u: each flow gets B/%u within 1%% (worst %.4f%%)",
+		   k, k, worst * 100);
+		ok(within(last - t0, (double)k * bytes * 1e12 / BW +
 			     SER + 2 * LAT, 1000) && last == want_last,
-		      "incast of %u: last finish %llu = t0 + kS/B + s/B + 2L = %llu",
-		      k, last, want_last);
-		CHECK(h->s.links[ejl(1)].bytes == k * bytes &&
-		      h->s.links[ejl(1)].busy_ps == k * nseg * SER &&
-		      h->s.links[ejl(1)].segments == k * nseg,
-		      "incast of %u: the bottleneck carried k*S bytes, busy k*n*s/B",
-		      k);
+		   "incast of %u: last finish %llu = t0 + kS/B + s/B + 2L = %llu",
+		   k, last, want_last);
+		ok(h->s.links[ejl(1)].bytes == k * bytes &&
+		   h->s.links[ejl(1)].busy_ps == k * nseg * SER &&
+		   h->s.links[ejl(1)].segments == k * nseg,
+		   "incast of %u: the bottleneck carried k*S bytes, busy k*n*s/B",
+		   k);
 	}
 	h_free(h);
 	topo_free(t);
@@ -437,17 +426,17 @@ static void test_disjoint(void)
 		       sizeof(alone->recs[0].r)) &&
 	       dur(&both->recs[1]) == dur(&alone->recs[0]) &&
 	       both->recs[1].r.queued_ps == 0;
-	CHECK(same, "flows on disjoint paths do not affect each other (%llu ps each)",
-	      dur(&both->recs[0]));
+	ok(same, "flows on disjoint paths do not affect each other (%llu ps each)",
+	   dur(&both->recs[0]));
 
 	/* The same two flows onto one destination do: the check can fail. */
 	shared = h_new(t, SEG, 4, 4096, 2);
 	submit(shared, 1, 2, bytes, 0, 0);
 	submit(shared, 3, 2, bytes, 0, 1);
 	run_all(shared);
-	CHECK(dur(&shared->recs[1]) > dur(&alone->recs[0]) &&
-	      shared->recs[1].r.queued_ps > 0,
-	      "the same flows into one destination do interfere");
+	ok(dur(&shared->recs[1]) > dur(&alone->recs[0]) &&
+	   shared->recs[1].r.queued_ps > 0,
+	   "the same flows into one destination do interfere");
 	h_free(alone);
 	h_free(both);
 	h_free(shared);
@@ -467,7 +456,7 @@ static void test_all_to_all(unsigned int n, unsigned int dma)
 	unsigned int nx = n * (n - 1);
 	struct harness *h;
 	ull last = 0, want;
-	int ok = 1, links_ok = 1;
+	int all_done = 1, links_ok = 1;
 
 	topo_validate(t);
 	h = h_new(t, SEG, nx, nx * (nseg + 1), nx);
@@ -478,7 +467,7 @@ static void test_all_to_all(unsigned int n, unsigned int dma)
 	run_all(h);
 	for (unsigned int x = 0; x < nx; x++) {
 		if (h->recs[x].n != 1 || h->recs[x].r.status)
-			ok = 0;
+			all_done = 0;
 		if (h->recs[x].r.finish_ps > last)
 			last = h->recs[x].r.finish_ps;
 	}
@@ -486,19 +475,19 @@ static void test_all_to_all(unsigned int n, unsigned int dma)
 		if (h->s.links[inj(i)].bytes != (n - 1) * S ||
 		    h->s.links[ejl(i)].bytes != (n - 1) * S)
 			links_ok = 0;
-	CHECK(ok && links_ok,
-	      "all-to-all of %u (%u DMA): every injection and ejection link carries (n-1)*S",
-	      n, dma);
+	ok(all_done && links_ok,
+	   "all-to-all of %u (%u DMA): every injection and ejection link carries (n-1)*S",
+	   n, dma);
 	/* Injection bound: (n-1)*S/B, then the last segment's two hops. */
 	want = t0 + (n - 1) * nseg * SER + LAT + SER + LAT;
 	if (dma == 1)
-		CHECK(last == want,
-		      "all-to-all of %u, shift order: finish %llu = (n-1)S/B + s/B + 2L = %llu exactly",
-		      n, last, want);
+		ok(last == want,
+		   "all-to-all of %u, shift order: finish %llu = (n-1)S/B + s/B + 2L = %llu exactly",
+		   n, last, want);
 	else
-		CHECK(within(last, want, 10000),
-		      "all-to-all of %u, all flows at once: finish %llu within 1%% of (n-1)S/B + s/B + 2L = %llu",
-		      n, last, want);
+		ok(within(last, want, 10000),
+		   "all-to-all of %u, all flows at once: finish %llu within 1%% of (n-1)S/B + s/B + 2L = %llu",
+		   n, last, want);
 	h_free(h);
 	topo_free(t);
 }
@@ -518,13 +507,13 @@ static void test_degraded(void)
 	deg = h_new(t, SEG, 2, 64, 1);
 	submit(deg, 0, 1, bytes, 0, 0);
 	run_all(deg);
-	CHECK(deg->s.links[0].busy_ps == 4 * up->s.links[0].busy_ps &&
-	      dur(&deg->recs[0]) - LAT == 4 * (dur(&up->recs[0]) - LAT),
-	      "a link DEGRADED to 250 permille serialises 4x slower (%llu vs %llu ps)",
-	      (ull)deg->s.links[0].busy_ps, (ull)up->s.links[0].busy_ps);
-	CHECK(dur(&deg->recs[0]) ==
-	      icfab_uncontended_ps(bytes, SEG, 1, BW / 4, LAT),
-	      "DEGRADED equals the closed form at a quarter of the bandwidth");
+	ok(deg->s.links[0].busy_ps == 4 * up->s.links[0].busy_ps &&
+	   dur(&deg->recs[0]) - LAT == 4 * (dur(&up->recs[0]) - LAT),
+	   "a link DEGRADED to 250 permille serialises 4x slower (%llu vs %llu ps)",
+	   (ull)deg->s.links[0].busy_ps, (ull)up->s.links[0].busy_ps);
+	ok(dur(&deg->recs[0]) ==
+	   icfab_uncontended_ps(bytes, SEG, 1, BW / 4, LAT),
+	   "DEGRADED equals the closed form at a quarter of the bandwidth");
 	h_free(up);
 	h_free(deg);
 	topo_free(t);
@@ -547,18 +536,18 @@ static void test_unreachable(void)
 	submit(h, 1, 2, 10 * SEG, 1000, 2);	/* behind both, 1 DMA engine */
 	run_all(h);
 	r = h->recs;
-	CHECK(r[0].n == 1 && r[0].r.status == -ICFAB_ENGINE_EHOSTUNREACH &&
-	      r[0].r.finish_ps == r[0].r.start_ps && r[0].r.start_ps == 1000,
-	      "no route: -EHOSTUNREACH at its start (status %d)", r[0].r.status);
-	CHECK(r[1].n == 1 && r[1].r.status == -ICFAB_ENGINE_EHOSTUNREACH &&
-	      r[1].r.finish_ps == r[1].r.start_ps,
-	      "a DOWN link on the path: -EHOSTUNREACH at its start (status %d)",
-	      r[1].r.status);
-	CHECK(r[2].n == 1 && !r[2].r.status && r[2].r.start_ps == 1000 &&
-	      dur(&r[2]) == icfab_uncontended_ps(10 * SEG, SEG, 2, BW, LAT) &&
-	      icfab_engine_next_ps(&h->e) == ICFAB_ENGINE_NEVER &&
-	      h->s.links[ejl(3)].bytes == 0,
-	      "failed transfers release their DMA engine at once and leave nothing pending");
+	ok(r[0].n == 1 && r[0].r.status == -ICFAB_ENGINE_EHOSTUNREACH &&
+	   r[0].r.finish_ps == r[0].r.start_ps && r[0].r.start_ps == 1000,
+	   "no route: -EHOSTUNREACH at its start (status %d)", r[0].r.status);
+	ok(r[1].n == 1 && r[1].r.status == -ICFAB_ENGINE_EHOSTUNREACH &&
+	   r[1].r.finish_ps == r[1].r.start_ps,
+	   "a DOWN link on the path: -EHOSTUNREACH at its start (status %d)",
+	   r[1].r.status);
+	ok(r[2].n == 1 && !r[2].r.status && r[2].r.start_ps == 1000 &&
+	   dur(&r[2]) == icfab_uncontended_ps(10 * SEG, SEG, 2, BW, LAT) &&
+	   icfab_engine_next_ps(&h->e) == ICFAB_ENGINE_NEVER &&
+	   h->s.links[ejl(3)].bytes == 0,
+	   "failed transfers release their DMA engine at once and leave nothing pending");
 	h_free(h);
 	topo_free(t);
 }
@@ -686,16 +675,16 @@ static void test_determinism(void)
 				      on_complete, stop) == 1)
 		;
 
-	CHECK(!err && queued > 0 && once->completions == DET_N,
-	      "a contended random workload of %d transfers completes (queued %llu ps in all)",
-	      DET_N, queued);
-	CHECK(det_same(once, steps, t),
-	      "one run_until vs %u random steps with interleaved submissions: bit-identical",
-	      calls);
-	CHECK(det_same(once, rev, t),
-	      "submission order of same-time transfers does not change results");
-	CHECK(det_same(once, stop, t) && stop->completions == DET_N,
-	      "stopping after every completion does not change results");
+	ok(!err && queued > 0 && once->completions == DET_N,
+	   "a contended random workload of %d transfers completes (queued %llu ps in all)",
+	   DET_N, queued);
+	ok(det_same(once, steps, t),
+	   "one run_until vs %u random steps with interleaved submissions: bit-identical",
+	   calls);
+	ok(det_same(once, rev, t),
+	   "submission order of same-time transfers does not change results");
+	ok(det_same(once, stop, t) && stop->completions == DET_N,
+	   "stopping after every completion does not change results");
 	h_free(once);
 	h_free(steps);
 	h_free(rev);
@@ -718,12 +707,12 @@ static void test_dma(void)
 	run_all(h1);
 	a = &h1->recs[0];
 	b = &h1->recs[1];
-	CHECK(a->r.start_ps == t0 && b->r.start_ps == t0 + nseg * SER &&
-	      b->r.queued_ps == nseg * SER && a->r.queued_ps == 0 &&
-	      dur(a) == icfab_uncontended_ps(S, SEG, 2, BW, LAT) &&
-	      dur(b) == dur(a),
-	      "1 DMA engine: the second transfer starts when the first injected its last segment (%llu)",
-	      (ull)b->r.start_ps);
+	ok(a->r.start_ps == t0 && b->r.start_ps == t0 + nseg * SER &&
+	   b->r.queued_ps == nseg * SER && a->r.queued_ps == 0 &&
+	   dur(a) == icfab_uncontended_ps(S, SEG, 2, BW, LAT) &&
+	   dur(b) == dur(a),
+	   "1 DMA engine: the second transfer starts when the first injected its last segment (%llu)",
+	   (ull)b->r.start_ps);
 
 	/* Waiters take a released engine in key order. */
 	h_free(h1);
@@ -732,11 +721,11 @@ static void test_dma(void)
 	submit(h1, 1, 3, S, t0, 1);
 	submit(h1, 1, 2, S, t0, 0);
 	run_all(h1);
-	CHECK(h1->recs[0].r.start_ps == t0 &&
-	      h1->recs[1].r.start_ps == t0 + nseg * SER &&
-	      h1->recs[2].r.start_ps == t0 + 2 * nseg * SER &&
-	      h1->recs[2].r.queued_ps == 2 * nseg * SER,
-	      "1 DMA engine: waiting transfers start in key order, back to back");
+	ok(h1->recs[0].r.start_ps == t0 &&
+	   h1->recs[1].r.start_ps == t0 + nseg * SER &&
+	   h1->recs[2].r.start_ps == t0 + 2 * nseg * SER &&
+	   h1->recs[2].r.queued_ps == 2 * nseg * SER,
+	   "1 DMA engine: waiting transfers start in key order, back to back");
 
 	h2 = h_new(t2, SEG, 4, 64, 2);
 	submit(h2, 1, 2, S, t0, 0);
@@ -745,10 +734,10 @@ static void test_dma(void)
 	a = &h2->recs[0];
 	b = &h2->recs[1];
 	/* Interleaved on the injection link: b ends one segment after a. */
-	CHECK(a->r.start_ps == t0 && b->r.start_ps == t0 &&
-	      b->r.finish_ps == a->r.finish_ps + SER &&
-	      h2->s.links[inj(1)].busy_ps == 2 * nseg * SER,
-	      "2 DMA engines: both start at t0 and share the injection link");
+	ok(a->r.start_ps == t0 && b->r.start_ps == t0 &&
+	   b->r.finish_ps == a->r.finish_ps + SER &&
+	   h2->s.links[inj(1)].busy_ps == 2 * nseg * SER,
+	   "2 DMA engines: both start at t0 and share the injection link");
 	h_free(h1);
 	h_free(h2);
 	topo_free(t1);
@@ -774,13 +763,13 @@ static void test_queued(void)
 	 * busy until 3s + L: a1 waits s, b1 (behind a1) waits 2s. So a
 	 * queues s, b 3s; a ends at 4s + 2L, b at 5s + 2L.
 	 */
-	CHECK(a->r.queued_ps == SER && b->r.queued_ps == 3 * SER &&
-	      a->r.finish_ps == 4 * SER + 2 * LAT &&
-	      b->r.finish_ps == 5 * SER + 2 * LAT &&
-	      h->s.links[ejl(1)].max_queued_ps == 2 * SER &&
-	      h->s.links[inj(2)].max_queued_ps == 0,
-	      "queued time matches the hand computation (a %llu, b %llu ps)",
-	      (ull)a->r.queued_ps, (ull)b->r.queued_ps);
+	ok(a->r.queued_ps == SER && b->r.queued_ps == 3 * SER &&
+	   a->r.finish_ps == 4 * SER + 2 * LAT &&
+	   b->r.finish_ps == 5 * SER + 2 * LAT &&
+	   h->s.links[ejl(1)].max_queued_ps == 2 * SER &&
+	   h->s.links[inj(2)].max_queued_ps == 0,
+	   "queued time matches the hand computation (a %llu, b %llu ps)",
+	   (ull)a->r.queued_ps, (ull)b->r.queued_ps);
 	h_free(h);
 	topo_free(t);
 }
@@ -798,35 +787,35 @@ static void test_capacity(void)
 	h = h_new(t, SEG, 2, 10, 2);
 	e1 = icfab_engine_submit(&h->e, 0, 2, 9 * SEG, 0, 0, &id);
 	e2 = icfab_engine_submit(&h->e, 0, 2, 1, 0, 1, &id);
-	CHECK(!e1 && e2 == -ICFAB_ENGINE_ENOSPC && h->e.nr_xfers == 1,
-	      "an event heap too small for the next transfer: -ENOSPC, nothing changed (%d)",
-	      e2);
+	ok(!e1 && e2 == -ICFAB_ENGINE_ENOSPC && h->e.nr_xfers == 1,
+	   "an event heap too small for the next transfer: -ENOSPC, nothing changed (%d)",
+	   e2);
 	e3 = icfab_engine_submit(&h->e, 0, 2, 10 * SEG, 0, 1, &id);
-	CHECK(e3 == -ICFAB_ENGINE_ENOSPC,
-	      "a transfer bigger than the whole heap: -ENOSPC");
+	ok(e3 == -ICFAB_ENGINE_ENOSPC,
+	   "a transfer bigger than the whole heap: -ENOSPC");
 	run_all(h);
-	CHECK(h->recs[0].n == 1 && dur(&h->recs[0]) ==
-	      icfab_uncontended_ps(9 * SEG, SEG, 2, BW, LAT) &&
-	      h->e.max_events <= 10 && h->e.events_reserved == 0,
-	      "the admitted transfer runs correctly within its reservation");
+	ok(h->recs[0].n == 1 && dur(&h->recs[0]) ==
+	   icfab_uncontended_ps(9 * SEG, SEG, 2, BW, LAT) &&
+	   h->e.max_events <= 10 && h->e.events_reserved == 0,
+	   "the admitted transfer runs correctly within its reservation");
 	e1 = icfab_engine_submit(&h->e, 0, 2, 1, h->e.now_ps, 2, &id);
 	e2 = icfab_engine_submit(&h->e, 1, 2, 1, h->e.now_ps, 3, &id);
 	e3 = icfab_engine_submit(&h->e, 1, 0, 1, h->e.now_ps, 4, &id);
-	CHECK(!e1 && !e2 && e3 == -ICFAB_ENGINE_ENOSPC,
-	      "a full transfer table: -ENOSPC");
+	ok(!e1 && !e2 && e3 == -ICFAB_ENGINE_ENOSPC,
+	   "a full transfer table: -ENOSPC");
 	e4 = icfab_engine_submit(&h->e, 1, 0, 1, h->e.now_ps - 1, 5, &id);
 	run_all(h);
 	e5 = icfab_engine_submit(&h->e, 1, 0, 1, h->e.last_ps, h->e.last_key,
 				 &id);
-	CHECK(e4 == -ICFAB_ENGINE_ERANGE && e5 == -ICFAB_ENGINE_ERANGE,
-	      "a submission before the processed events: -ERANGE");
-	CHECK(icfab_engine_submit(&h->e, 0, 7, 1, h->e.now_ps, 9, &id) ==
-	      -ICFAB_ENGINE_EINVAL, "an unknown endpoint: -EINVAL");
+	ok(e4 == -ICFAB_ENGINE_ERANGE && e5 == -ICFAB_ENGINE_ERANGE,
+	   "a submission before the processed events: -ERANGE");
+	ok(icfab_engine_submit(&h->e, 0, 7, 1, h->e.now_ps, 9, &id) ==
+	   -ICFAB_ENGINE_EINVAL, "an unknown endpoint: -EINVAL");
 
 	s = h->s;
 	s.dma_cap = icfab_engine_dma_needed(t) - 1;
-	CHECK(icfab_engine_init(&e, t, SEG, &s) == -ICFAB_ENGINE_ENOSPC,
-	      "DMA storage below the topology's engines: -ENOSPC");
+	ok(icfab_engine_init(&e, t, SEG, &s) == -ICFAB_ENGINE_ENOSPC,
+	   "DMA storage below the topology's engines: -ENOSPC");
 	h_free(h);
 	topo_free(t);
 }
@@ -856,20 +845,20 @@ static void test_cancel(void)
 		else if (!h->recs[i].r.status)
 			fine++;
 	}
-	CHECK(once && cancelled == 5 && fine == 1 &&
-	      h->recs[5].r.start_ps == 100000000ULL &&
-	      h->recs[0].r.finish_ps == 20 * SER,
-	      "cancel: every transfer completes exactly once, 5 with -ECANCELED");
-	CHECK(h->e.nr_xfers == 0 && h->e.events_reserved == 0 &&
-	      icfab_engine_next_ps(&h->e) == ICFAB_ENGINE_NEVER &&
-	      h->completions == 6,
-	      "cancel leaves the engine empty");
+	ok(once && cancelled == 5 && fine == 1 &&
+	   h->recs[5].r.start_ps == 100000000ULL &&
+	   h->recs[0].r.finish_ps == 20 * SER,
+	   "cancel: every transfer completes exactly once, 5 with -ECANCELED");
+	ok(h->e.nr_xfers == 0 && h->e.events_reserved == 0 &&
+	   icfab_engine_next_ps(&h->e) == ICFAB_ENGINE_NEVER &&
+	   h->completions == 6,
+	   "cancel leaves the engine empty");
 	memset(h->recs, 0, 8 * sizeof(*h->recs));
 	submit(h, 1, 2, SEG, h->e.now_ps, 7);
 	run_all(h);
-	CHECK(h->recs[7].n == 1 && !h->recs[7].r.status &&
-	      h->recs[7].r.start_ps == 20 * SER,
-	      "after cancel, the freed DMA engine takes new work");
+	ok(h->recs[7].n == 1 && !h->recs[7].r.status &&
+	   h->recs[7].r.start_ps == 20 * SER,
+	   "after cancel, the freed DMA engine takes new work");
 	h_free(h);
 	topo_free(t);
 }
@@ -940,10 +929,10 @@ static void test_trace(void)
 	submit(h, 0, 3, 20 * SEG + 1, 0, 0);
 	submit(h, 1, 3, 10 * SEG, 0, 1);
 	run_all(h);
-	CHECK(h->trace_segs == 21 * 3 + 10 * 2 &&
-	      h->trace_bytes == (20 * SEG + 1) * 3 + 10 * SEG * 2 &&
-	      !h->trace_bad,
-	      "the tracer sees every departure (%llu)", h->trace_segs);
+	ok(h->trace_segs == 21 * 3 + 10 * 2 &&
+	   h->trace_bytes == (20 * SEG + 1) * 3 + 10 * SEG * 2 &&
+	   !h->trace_bad,
+	   "the tracer sees every departure (%llu)", h->trace_segs);
 	for (unsigned int l = 0; l < t->links_cap; l++) {
 		const struct icfab_engine_link *ls = &h->s.links[l];
 		const struct xmit_sum *sum = &h->xsum[l];
@@ -952,27 +941,27 @@ static void test_trace(void)
 		    ls->busy_ps != sum->busy || ls->max_queued_ps != sum->max_q)
 			same = 0;
 	}
-	CHECK(same && h->s.links[4].bytes == 20 * SEG + 1 + 10 * SEG &&
-	      h->s.links[4].busy_ps == 30 * SER + 20,
-	      "link statistics are the sums of what the tracer saw");
-	CHECK(h->trace_submits == 2 && h->trace_completes == 2,
-	      "the tracer sees every submission and completion, once");
+	ok(same && h->s.links[4].bytes == 20 * SEG + 1 + 10 * SEG &&
+	   h->s.links[4].busy_ps == 30 * SER + 20,
+	   "link statistics are the sums of what the tracer saw");
+	ok(h->trace_submits == 2 && h->trace_completes == 2,
+	   "the tracer sees every submission and completion, once");
 	icfab_engine_reset_stats(&h->e);
 	memset(h->xsum, 0, sizeof(h->xsum));
 	memset(h->recs, 0, 2 * sizeof(*h->recs));
 	submit(h, 2, 3, SEG, h->e.now_ps + 1, 0);
 	run_all(h);
-	CHECK(h->s.links[4].bytes == SEG && h->s.links[4].segments == 1 &&
-	      h->s.links[4].busy_ps == SER && h->s.links[0].bytes == 0 &&
-	      h->s.links[2].busy_ps == 0 && h->s.links[2].max_queued_ps == 0 &&
-	      h->recs[0].n == 1 && !h->recs[0].r.status,
-	      "reset_stats zeroes the statistics and counting goes on");
+	ok(h->s.links[4].bytes == SEG && h->s.links[4].segments == 1 &&
+	   h->s.links[4].busy_ps == SER && h->s.links[0].bytes == 0 &&
+	   h->s.links[2].busy_ps == 0 && h->s.links[2].max_queued_ps == 0 &&
+	   h->recs[0].n == 1 && !h->recs[0].r.status,
+	   "reset_stats zeroes the statistics and counting goes on");
 	icfab_engine_set_tracer(&h->e, NULL, NULL);
 	h->trace_segs = 0;
 	submit(h, 0, 3, SEG, h->e.now_ps + 1, 1);
 	run_all(h);
-	CHECK(h->trace_segs == 0 && h->recs[1].n == 1,
-	      "a cleared tracer sees nothing");
+	ok(h->trace_segs == 0 && h->recs[1].n == 1,
+	   "a cleared tracer sees nothing");
 	h_free(h);
 	topo_free(t);
 
@@ -984,10 +973,10 @@ static void test_trace(void)
 	submit(h, 2, 1, 2 * SEG, 0, 0);
 	submit(h, 3, 1, 2 * SEG, 0, 1);
 	run_all(h);
-	CHECK(h->trace_b1_ok == 1 && h->trace_submit_ok == 1 &&
-	      h->xsum[ejl(1)].max_q == 2 * SER &&
-	      h->s.links[ejl(1)].max_queued_ps == 2 * SER,
-	      "a queued segment's ready, departure and done times are exact");
+	ok(h->trace_b1_ok == 1 && h->trace_submit_ok == 1 &&
+	   h->xsum[ejl(1)].max_q == 2 * SER &&
+	   h->s.links[ejl(1)].max_queued_ps == 2 * SER,
+	   "a queued segment's ready, departure and done times are exact");
 	h_free(h);
 	topo_free(t);
 }
@@ -1008,10 +997,10 @@ static void test_midflight(void)
 	t->links[inj(1)].permille = 500;
 	run_all(h);
 	busy = h->s.links[inj(1)].busy_ps;
-	CHECK(h->recs[0].n == 1 && !h->recs[0].r.status &&
-	      busy == 11 * SER + 89 * 2 * SER,
-	      "a link degraded mid-transfer slows only later segments (busy %llu ps)",
-	      busy);
+	ok(h->recs[0].n == 1 && !h->recs[0].r.status &&
+	   busy == 11 * SER + 89 * 2 * SER,
+	   "a link degraded mid-transfer slows only later segments (busy %llu ps)",
+	   busy);
 
 	t->links[inj(1)].state = ICFAB_MODEL_LINK_UP;
 	submit(h, 1, 2, 100 * SEG, h->e.now_ps, 1);
@@ -1019,13 +1008,13 @@ static void test_midflight(void)
 	t->links[ejl(2)].state = ICFAB_MODEL_LINK_DOWN;
 	submit(h, 1, 3, 5 * SEG, h->e.now_ps, 2);	/* waits for the engine */
 	run_all(h);
-	CHECK(h->recs[1].n == 1 &&
-	      h->recs[1].r.status == -ICFAB_ENGINE_EHOSTUNREACH &&
-	      h->s.links[inj(1)].bytes < 205 * SEG &&
-	      h->recs[2].n == 1 && !h->recs[2].r.status &&
-	      h->e.nr_xfers == 0 && h->e.events_reserved == 0 &&
-	      icfab_engine_next_ps(&h->e) == ICFAB_ENGINE_NEVER,
-	      "a link going DOWN under a transfer fails it once, frees its engine, leaves nothing behind");
+	ok(h->recs[1].n == 1 &&
+	   h->recs[1].r.status == -ICFAB_ENGINE_EHOSTUNREACH &&
+	   h->s.links[inj(1)].bytes < 205 * SEG &&
+	   h->recs[2].n == 1 && !h->recs[2].r.status &&
+	   h->e.nr_xfers == 0 && h->e.events_reserved == 0 &&
+	   icfab_engine_next_ps(&h->e) == ICFAB_ENGINE_NEVER,
+	   "a link going DOWN under a transfer fails it once, frees its engine, leaves nothing behind");
 	h_free(h);
 	topo_free(t);
 }
@@ -1046,9 +1035,9 @@ static void test_horizon(void)
 	icfab_engine_run_until(&h->e, 1000000, on_complete, h);
 	e2 = submit(h, 1, 3, SEG, 1000000, 0);
 	run_all(h);
-	CHECK(!e1 && !e2 && h->recs[0].r.start_ps == 1000000 &&
-	      h->recs[1].r.start_ps == 1000000 + SER,
-	      "run_until(h) leaves events at h for a submission at h with a smaller key");
+	ok(!e1 && !e2 && h->recs[0].r.start_ps == 1000000 &&
+	   h->recs[1].r.start_ps == 1000000 + SER,
+	   "run_until(h) leaves events at h for a submission at h with a smaller key");
 	h_free(h);
 	topo_free(t);
 }
@@ -1063,11 +1052,11 @@ static void test_empty_and_local(void)
 	submit(h, 0, 1, 0, 50, 0);
 	submit(h, 1, 1, 5 * SEG, 60, 1);
 	run_all(h);
-	CHECK(h->recs[0].n == 1 && !h->recs[0].r.status &&
-	      h->recs[0].r.finish_ps == 50 &&
-	      h->recs[1].n == 1 && !h->recs[1].r.status &&
-	      h->recs[1].r.finish_ps == 60 && h->recs[1].r.hops == 0,
-	      "empty and local transfers complete at their start");
+	ok(h->recs[0].n == 1 && !h->recs[0].r.status &&
+	   h->recs[0].r.finish_ps == 50 &&
+	   h->recs[1].n == 1 && !h->recs[1].r.status &&
+	   h->recs[1].r.finish_ps == 60 && h->recs[1].r.hops == 0,
+	   "empty and local transfers complete at their start");
 	h_free(h);
 	topo_free(t);
 }
@@ -1154,11 +1143,11 @@ static void test_hold(void)
 	submit(h, 0, 2, bytes, t0, 1);
 	run_all(h);
 	r = &h->recs[1];
-	CHECK(r->n == 1 && !r->r.status && r->r.start_ps == t0 &&
-	      r->r.finish_ps == t0 + H + closed && r->r.queued_ps == 0 &&
-	      h->s.links[0].max_queued_ps == 0,
-	      "a held first hop: finish %llu = t0 + hold + closed form %llu, not queued",
-	      (ull)r->r.finish_ps, t0 + H + closed);
+	ok(r->n == 1 && !r->r.status && r->r.start_ps == t0 &&
+	   r->r.finish_ps == t0 + H + closed && r->r.queued_ps == 0 &&
+	   h->s.links[0].max_queued_ps == 0,
+	   "a held first hop: finish %llu = t0 + hold + closed form %llu, not queued",
+	   (ull)r->r.finish_ps, t0 + H + closed);
 	h_free(h);
 	t->links[0].up_at_ps = 0;
 
@@ -1171,13 +1160,13 @@ static void test_hold(void)
 	submit(h, 0, 2, bytes, t0, 1);
 	run_all(h);
 	r = &h->recs[1];
-	CHECK(r->n == 1 && !r->r.status &&
-	      r->r.finish_ps == t0 + H + 20 * SER +
+	ok(r->n == 1 && !r->r.status &&
+	   r->r.finish_ps == t0 + H + 20 * SER +
 				icfab_serialize_ps(100, BW) + LAT &&
-	      r->r.queued_ps == 0 &&
-	      h->s.links[2].max_queued_ps == 20 * SER,
-	      "a held second hop: segments leave back to back from the hold, which is not queueing (max queued %llu)",
-	      (ull)h->s.links[2].max_queued_ps);
+	   r->r.queued_ps == 0 &&
+	   h->s.links[2].max_queued_ps == 20 * SER,
+	   "a held second hop: segments leave back to back from the hold, which is not queueing (max queued %llu)",
+	   (ull)h->s.links[2].max_queued_ps);
 	h_free(h);
 
 	/* A hold that is over, failing or not, is no hold. */
@@ -1188,10 +1177,10 @@ static void test_hold(void)
 	h = h_new(t, SEG, 2, 64, 2);
 	submit(h, 0, 2, bytes, t0, 1);
 	run_all(h);
-	CHECK(h->recs[1].n == 1 &&
-	      !memcmp(&h->recs[1].r, &ref->recs[1].r, sizeof(h->recs[1].r)) &&
-	      links_same(h, ref, t),
-	      "a hold in the past changes nothing");
+	ok(h->recs[1].n == 1 &&
+	   !memcmp(&h->recs[1].r, &ref->recs[1].r, sizeof(h->recs[1].r)) &&
+	   links_same(h, ref, t),
+	   "a hold in the past changes nothing");
 	h_free(h);
 	h_free(ref);
 	topo_free(t);
@@ -1211,11 +1200,11 @@ static void test_hold_fail(void)
 	t->links[inj(4)].up_at_ps = U;
 	t->links[inj(4)].hold_fail = 1;
 	h = h_new(t, SEG, 8, 1024, 8);
-	CHECK(!submit(h, 1, 2, 20 * SEG, 0, 1) &&
-	      !submit(h, 3, 2, 20 * SEG, 0, 2) &&
-	      !submit(h, 1, 3, 5 * SEG, 0, 3) &&
-	      !submit(h, 4, 1, 5 * SEG, 0, 5),
-	      "a route over a held link is accepted at submission");
+	ok(!submit(h, 1, 2, 20 * SEG, 0, 1) &&
+	   !submit(h, 3, 2, 20 * SEG, 0, 2) &&
+	   !submit(h, 1, 3, 5 * SEG, 0, 3) &&
+	   !submit(h, 4, 1, 5 * SEG, 0, 5),
+	   "a route over a held link is accepted at submission");
 	run_all(h);
 	r = h->recs;
 	for (unsigned int k = 1; k <= 5; k++)
@@ -1227,26 +1216,26 @@ static void test_hold_fail(void)
 	 * third hop-0 event, at 3s, releases the engine. The last pending
 	 * event is segment 2 reaching the switch at 3s + L.
 	 */
-	CHECK(once && r[1].r.status == -ICFAB_ENGINE_ENETDOWN &&
-	      r[2].r.status == -ICFAB_ENGINE_ENETDOWN &&
-	      r[1].r.finish_ps == 3 * SER + LAT &&
-	      r[2].r.finish_ps == 3 * SER + LAT &&
-	      h->s.links[inj(3)].bytes == 3 * SEG &&
-	      h->s.links[ejl(2)].bytes == 0,
-	      "hold_fail: -ENETDOWN, once each, at the last pending event (%llu)",
-	      (ull)r[1].r.finish_ps);
-	CHECK(!r[3].r.status && r[3].r.start_ps == 3 * SER &&
-	      dur(&r[3]) == icfab_uncontended_ps(5 * SEG, SEG, 2, BW, LAT),
-	      "the failed transfer's DMA engine goes to the next one at once");
-	CHECK(r[5].r.status == -ICFAB_ENGINE_ENETDOWN &&
-	      r[5].r.finish_ps == 0 && r[5].r.start_ps == 0 &&
-	      h->s.links[inj(4)].bytes == 0 && h_idle(h),
-	      "a failing hold on the first hop fails the transfer at its start; nothing is left behind");
+	ok(once && r[1].r.status == -ICFAB_ENGINE_ENETDOWN &&
+	   r[2].r.status == -ICFAB_ENGINE_ENETDOWN &&
+	   r[1].r.finish_ps == 3 * SER + LAT &&
+	   r[2].r.finish_ps == 3 * SER + LAT &&
+	   h->s.links[inj(3)].bytes == 3 * SEG &&
+	   h->s.links[ejl(2)].bytes == 0,
+	   "hold_fail: -ENETDOWN, once each, at the last pending event (%llu)",
+	   (ull)r[1].r.finish_ps);
+	ok(!r[3].r.status && r[3].r.start_ps == 3 * SER &&
+	   dur(&r[3]) == icfab_uncontended_ps(5 * SEG, SEG, 2, BW, LAT),
+	   "the failed transfer's DMA engine goes to the next one at once");
+	ok(r[5].r.status == -ICFAB_ENGINE_ENETDOWN &&
+	   r[5].r.finish_ps == 0 && r[5].r.start_ps == 0 &&
+	   h->s.links[inj(4)].bytes == 0 && h_idle(h),
+	   "a failing hold on the first hop fails the transfer at its start; nothing is left behind");
 	submit(h, 3, 2, SEG, U, 4);
 	run_all(h);
-	CHECK(r[4].n == 1 && !r[4].r.status &&
-	      r[4].r.finish_ps == U + icfab_uncontended_ps(SEG, SEG, 2, BW, LAT),
-	      "once the link is up, it carries traffic");
+	ok(r[4].n == 1 && !r[4].r.status &&
+	   r[4].r.finish_ps == U + icfab_uncontended_ps(SEG, SEG, 2, BW, LAT),
+	   "once the link is up, it carries traffic");
 	h_free(h);
 	topo_free(t);
 }
@@ -1270,14 +1259,14 @@ static void test_hold_share(void)
 	 * Every segment of both is at the switch before U; from U the link
 	 * serves them in the order they became ready: a0 b0 a1 b1 ...
 	 */
-	CHECK(!a->r.status && !b->r.status &&
-	      a->r.finish_ps == U + (2 * n - 1) * SER + LAT &&
-	      b->r.finish_ps == U + 2 * n * SER + LAT &&
-	      a->r.queued_ps == n * (n - 1) * SER &&
-	      b->r.queued_ps == n * n * SER &&
-	      h->s.links[ejl(1)].max_queued_ps == (2 * n - 1) * SER,
-	      "two flows behind a hold interleave from it and share the link (a %llu, b %llu)",
-	      (ull)a->r.finish_ps, (ull)b->r.finish_ps);
+	ok(!a->r.status && !b->r.status &&
+	   a->r.finish_ps == U + (2 * n - 1) * SER + LAT &&
+	   b->r.finish_ps == U + 2 * n * SER + LAT &&
+	   a->r.queued_ps == n * (n - 1) * SER &&
+	   b->r.queued_ps == n * n * SER &&
+	   h->s.links[ejl(1)].max_queued_ps == (2 * n - 1) * SER,
+	   "two flows behind a hold interleave from it and share the link (a %llu, b %llu)",
+	   (ull)a->r.finish_ps, (ull)b->r.finish_ps);
 	h_free(h);
 	topo_free(t);
 }
@@ -1329,13 +1318,13 @@ static void retopo_detour(ull lp, ull ld, ull want_finish, const char *what)
 	err = icfab_engine_retopo(&h->e, t2);
 	run_all(h);
 	r = &h->recs[1];
-	CHECK(!err && r->n == 1 && !r->r.status &&
-	      r->r.finish_ps == want_finish &&
-	      h->s.links[0].segments == m && h->s.links[1].segments == m &&
-	      h->s.links[2].segments == n - m &&
-	      h->s.links[3].segments == n - m && h_idle(h),
-	      "retopo to a detour mid-transfer, %s: status 0, finish %llu = %llu",
-	      what, (ull)r->r.finish_ps, want_finish);
+	ok(!err && r->n == 1 && !r->r.status &&
+	   r->r.finish_ps == want_finish &&
+	   h->s.links[0].segments == m && h->s.links[1].segments == m &&
+	   h->s.links[2].segments == n - m &&
+	   h->s.links[3].segments == n - m && h_idle(h),
+	   "retopo to a detour mid-transfer, %s: status 0, finish %llu = %llu",
+	   what, (ull)r->r.finish_ps, want_finish);
 	h_free(h);
 	topo_free(t);
 	topo_free(t2);
@@ -1386,12 +1375,12 @@ static void test_retopo(void)
 	topo_free(bad);
 	run_all(ref);
 	run_all(h);
-	CHECK(e1 == -ICFAB_ENGINE_EINVAL && e2 == -ICFAB_ENGINE_EINVAL &&
-	      e3 == -ICFAB_ENGINE_EINVAL && e4 == -ICFAB_ENGINE_EINVAL &&
-	      h->e.topo == t && links_same(h, ref, t) &&
-	      !memcmp(&h->recs[1].r, &ref->recs[1].r, sizeof(ref->recs[1].r)) &&
-	      !memcmp(&h->recs[2].r, &ref->recs[2].r, sizeof(ref->recs[2].r)),
-	      "retopo to another node kind, DMA count, node set or size: -EINVAL, nothing changed");
+	ok(e1 == -ICFAB_ENGINE_EINVAL && e2 == -ICFAB_ENGINE_EINVAL &&
+	   e3 == -ICFAB_ENGINE_EINVAL && e4 == -ICFAB_ENGINE_EINVAL &&
+	   h->e.topo == t && links_same(h, ref, t) &&
+	   !memcmp(&h->recs[1].r, &ref->recs[1].r, sizeof(ref->recs[1].r)) &&
+	   !memcmp(&h->recs[2].r, &ref->recs[2].r, sizeof(ref->recs[2].r)),
+	   "retopo to another node kind, DMA count, node set or size: -EINVAL, nothing changed");
 	h_free(ref);
 	h_free(h);
 	topo_free(t);
@@ -1407,12 +1396,12 @@ static void test_retopo(void)
 	icfab_engine_run_until(&h->e, 10 * SER + 1, on_complete, h);
 	e1 = icfab_engine_retopo(&h->e, t2);
 	run_all(h);
-	CHECK(!e1 && h->e.topo == t2 && h->recs[1].n == 1 &&
-	      !h->recs[1].r.status &&
-	      h->s.links[0].busy_ps == 11 * SER + 89 * 2 * SER &&
-	      h->recs[1].r.finish_ps == 11 * SER + 89 * 2 * SER + LAT,
-	      "retopo halving a link's bandwidth mid-transfer: later segments take 2s/B (finish %llu)",
-	      (ull)h->recs[1].r.finish_ps);
+	ok(!e1 && h->e.topo == t2 && h->recs[1].n == 1 &&
+	   !h->recs[1].r.status &&
+	   h->s.links[0].busy_ps == 11 * SER + 89 * 2 * SER &&
+	   h->recs[1].r.finish_ps == 11 * SER + 89 * 2 * SER + LAT,
+	   "retopo halving a link's bandwidth mid-transfer: later segments take 2s/B (finish %llu)",
+	   (ull)h->recs[1].r.finish_ps);
 	h_free(h);
 	topo_free(t);
 	topo_free(t2);
@@ -1422,7 +1411,7 @@ static void test_tree_check(void)
 {
 	struct icfab_mtopo *t = star(4, 1);
 	struct harness *h;
-	const icfab_u32 ok[] = { inj(1), ejl(2), ejl(4) };
+	const icfab_u32 tree_links[] = { inj(1), ejl(2), ejl(4) };
 	const icfab_u32 not_from[] = { ejl(2) };
 	const icfab_u32 twice[] = { inj(1), ejl(2), inj(2) };
 	const icfab_u32 to_src[] = { inj(1), ejl(1) };
@@ -1435,7 +1424,7 @@ static void test_tree_check(void)
 		unsigned int n;
 		const char *what;
 	} bad[] = {
-		{ ok, 0, "empty" },
+		{ tree_links, 0, "empty" },
 		{ not_from, 1, "a link not leaving a tree node" },
 		{ twice, 3, "a node reached twice" },
 		{ to_src, 2, "the source reached again" },
@@ -1444,7 +1433,7 @@ static void test_tree_check(void)
 		{ missing, 2, "a link id past the end" },
 		{ absent, 2, "a link not present" },
 	};
-	struct icfab_engine_tree tree = { .nr_links = 3, .links = ok };
+	struct icfab_engine_tree tree = { .nr_links = 3, .links = tree_links };
 	int good, refused = 0;
 
 	topo_validate(t);
@@ -1465,13 +1454,13 @@ static void test_tree_check(void)
 		else
 			printf("# %s: check %d, submit %d\n", bad[i].what, c, s);
 	}
-	CHECK(good && refused == (int)(sizeof(bad) / sizeof(bad[0])) &&
-	      h_idle(h),
-	      "tree_check and submit_tree refuse %d malformed trees, accept a good one (2 leaves)",
-	      refused);
-	CHECK(icfab_engine_tree_check(&h->e, 0, &tree) == -ICFAB_ENGINE_EINVAL &&
-	      icfab_engine_tree_check(&h->e, 2, &tree) == -ICFAB_ENGINE_EINVAL,
-	      "a tree from a switch, or from a node it does not leave: -EINVAL");
+	ok(good && refused == (int)(sizeof(bad) / sizeof(bad[0])) &&
+	   h_idle(h),
+	   "tree_check and submit_tree refuse %d malformed trees, accept a good one (2 leaves)",
+	   refused);
+	ok(icfab_engine_tree_check(&h->e, 0, &tree) == -ICFAB_ENGINE_EINVAL &&
+	   icfab_engine_tree_check(&h->e, 2, &tree) == -ICFAB_ENGINE_EINVAL,
+	   "a tree from a switch, or from a node it does not leave: -EINVAL");
 	h_free(h);
 	topo_free(t);
 }
@@ -1495,18 +1484,18 @@ static void test_tree_path(void)
 	submit(treed, 1, 3, 20 * SEG, 1000, 2);
 	run_all(routed);
 	run_all(treed);
-	CHECK(!check && tree.nr_leaves == 1 &&
-	      icfab_engine_tree_events_needed(30 * SEG + 5, SEG, &tree) ==
-	      icfab_engine_events_needed(30 * SEG + 5, SEG) &&
-	      treed->recs[1].n == 1 && treed->recs[1].r.queued_ps > 0 &&
-	      !memcmp(&routed->recs[1].r, &treed->recs[1].r,
+	ok(!check && tree.nr_leaves == 1 &&
+	   icfab_engine_tree_events_needed(30 * SEG + 5, SEG, &tree) ==
+	   icfab_engine_events_needed(30 * SEG + 5, SEG) &&
+	   treed->recs[1].n == 1 && treed->recs[1].r.queued_ps > 0 &&
+	   !memcmp(&routed->recs[1].r, &treed->recs[1].r,
 		      sizeof(routed->recs[1].r)) &&
-	      !memcmp(&routed->recs[2].r, &treed->recs[2].r,
+	   !memcmp(&routed->recs[2].r, &treed->recs[2].r,
 		      sizeof(routed->recs[2].r)) &&
-	      treed->recs[1].r.nr_leaves == 1 && treed->recs[1].r.hops == 3 &&
-	      links_same(routed, treed, t),
-	      "a path tree under contention equals the routed transfer exactly (finish %llu)",
-	      (ull)treed->recs[1].r.finish_ps);
+	   treed->recs[1].r.nr_leaves == 1 && treed->recs[1].r.hops == 3 &&
+	   links_same(routed, treed, t),
+	   "a path tree under contention equals the routed transfer exactly (finish %llu)",
+	   (ull)treed->recs[1].r.finish_ps);
 	h_free(routed);
 	h_free(treed);
 	topo_free(t);
@@ -1547,20 +1536,20 @@ static void test_tree_multicast(void)
 		if (h->s.links[l].bytes != h->xsum[l].bytes ||
 		    h->s.links[l].segments != h->xsum[l].segs)
 			same = 0;
-	CHECK(tree.nr_leaves == 8 && need == 101 * 8 + 1 &&
-	      r->n == 1 && !r->r.status && r->r.nr_leaves == 8 &&
-	      r->r.hops == 2 && r->r.dst == 2 && r->r.queued_ps == 0 &&
-	      r->r.finish_ps ==
-	      t0 + icfab_uncontended_ps(bytes, SEG, 2, BW, LAT),
-	      "multicast to 8 leaves through a switch: finish %llu = closed form over 2 hops",
-	      (ull)r->r.finish_ps);
-	CHECK(h->s.links[inj(1)].bytes == bytes && carried && idle &&
-	      !h->s.links[ejl(1)].bytes && h_idle(h) &&
-	      h->e.max_events <= need,
-	      "the source sends the payload once, the switch copies it onto each leaf link once (high-water %u of %llu)",
-	      h->e.max_events, (ull)need);
-	CHECK(same && h->trace_segs == 101 * 9 && !h->trace_bad,
-	      "the tracer sees every tree departure (%llu)", h->trace_segs);
+	ok(tree.nr_leaves == 8 && need == 101 * 8 + 1 &&
+	   r->n == 1 && !r->r.status && r->r.nr_leaves == 8 &&
+	   r->r.hops == 2 && r->r.dst == 2 && r->r.queued_ps == 0 &&
+	   r->r.finish_ps ==
+	   t0 + icfab_uncontended_ps(bytes, SEG, 2, BW, LAT),
+	   "multicast to 8 leaves through a switch: finish %llu = closed form over 2 hops",
+	   (ull)r->r.finish_ps);
+	ok(h->s.links[inj(1)].bytes == bytes && carried && idle &&
+	   !h->s.links[ejl(1)].bytes && h_idle(h) &&
+	   h->e.max_events <= need,
+	   "the source sends the payload once, the switch copies it onto each leaf link once (high-water %u of %llu)",
+	   h->e.max_events, (ull)need);
+	ok(same && h->trace_segs == 101 * 9 && !h->trace_bad,
+	   "the tracer sees every tree departure (%llu)", h->trace_segs);
 	h_free(h);
 	topo_free(t);
 
@@ -1580,13 +1569,13 @@ static void test_tree_multicast(void)
 	submit_tree(h, 1, &tree, bytes, t0, 1);
 	run_all(h);
 	r = &h->recs[1];
-	CHECK(r->n == 1 && !r->r.status && r->r.nr_leaves == 2 &&
-	      r->r.hops == 2 && r->r.dst == 0 &&
-	      r->r.finish_ps ==
-	      t0 + icfab_uncontended_ps(bytes, SEG, 2, BW, LAT) &&
-	      h->s.links[1].bytes == bytes && h->s.links[2].bytes == bytes &&
-	      h->s.links[4].bytes == bytes && !h->s.links[0].bytes,
-	      "a tree with a relay endpoint and leaves at depths 1 and 2 ends at the deep leaf's closed form");
+	ok(r->n == 1 && !r->r.status && r->r.nr_leaves == 2 &&
+	   r->r.hops == 2 && r->r.dst == 0 &&
+	   r->r.finish_ps ==
+	   t0 + icfab_uncontended_ps(bytes, SEG, 2, BW, LAT) &&
+	   h->s.links[1].bytes == bytes && h->s.links[2].bytes == bytes &&
+	   h->s.links[4].bytes == bytes && !h->s.links[0].bytes,
+	   "a tree with a relay endpoint and leaves at depths 1 and 2 ends at the deep leaf's closed form");
 	h_free(h);
 	topo_free(t);
 }
@@ -1608,10 +1597,10 @@ static void test_tree_faults(void)
 	submit_tree(h, 1, &tree, 50 * SEG, 100, 1);
 	run_all(h);
 	r = &h->recs[1];
-	CHECK(r->n == 1 && r->r.status == -ICFAB_ENGINE_EHOSTUNREACH &&
-	      r->r.finish_ps == 100 && r->r.nr_leaves == 3 &&
-	      !h->s.links[inj(1)].bytes && h_idle(h),
-	      "a DOWN link on the tree at submission: -EHOSTUNREACH at its start");
+	ok(r->n == 1 && r->r.status == -ICFAB_ENGINE_EHOSTUNREACH &&
+	   r->r.finish_ps == 100 && r->r.nr_leaves == 3 &&
+	   !h->s.links[inj(1)].bytes && h_idle(h),
+	   "a DOWN link on the tree at submission: -EHOSTUNREACH at its start");
 	h_free(h);
 	t->links[ejl(3)].state = ICFAB_MODEL_LINK_UP;
 
@@ -1622,10 +1611,10 @@ static void test_tree_faults(void)
 	t->links[ejl(3)].state = ICFAB_MODEL_LINK_DOWN;
 	run_all(h);
 	r = &h->recs[1];
-	CHECK(r->n == 1 && r->r.status == -ICFAB_ENGINE_EHOSTUNREACH &&
-	      h->s.links[ejl(2)].bytes < 50 * SEG &&
-	      h->recs[2].n == 1 && !h->recs[2].r.status && h_idle(h),
-	      "a tree link going DOWN in flight: -EHOSTUNREACH once, nothing left behind");
+	ok(r->n == 1 && r->r.status == -ICFAB_ENGINE_EHOSTUNREACH &&
+	   h->s.links[ejl(2)].bytes < 50 * SEG &&
+	   h->recs[2].n == 1 && !h->recs[2].r.status && h_idle(h),
+	   "a tree link going DOWN in flight: -EHOSTUNREACH once, nothing left behind");
 	h_free(h);
 	t->links[ejl(3)].state = ICFAB_MODEL_LINK_UP;
 
@@ -1634,9 +1623,9 @@ static void test_tree_faults(void)
 	h = h_new(t, SEG, 4, 1024, 4);
 	submit_tree(h, 1, &tree, 50 * SEG, 0, 1);
 	run_all(h);
-	CHECK(h->recs[1].n == 1 &&
-	      h->recs[1].r.status == -ICFAB_ENGINE_ENETDOWN && h_idle(h),
-	      "a failing hold on a tree link: -ENETDOWN");
+	ok(h->recs[1].n == 1 &&
+	   h->recs[1].r.status == -ICFAB_ENGINE_ENETDOWN && h_idle(h),
+	   "a failing hold on a tree link: -ENETDOWN");
 	h_free(h);
 	t->links[ejl(4)].hold_fail = 0;
 
@@ -1644,11 +1633,11 @@ static void test_tree_faults(void)
 	h = h_new(t, SEG, 4, 1024, 4);
 	submit_tree(h, 1, &tree, 50 * SEG, 0, 1);
 	run_all(h);
-	CHECK(h->recs[1].n == 1 && !h->recs[1].r.status &&
-	      h->recs[1].r.finish_ps ==
-	      1000000000ULL + 50 * SER + LAT &&
-	      h->s.links[ejl(2)].bytes == 50 * SEG,
-	      "a held tree link delays its leaf; the transfer ends with it");
+	ok(h->recs[1].n == 1 && !h->recs[1].r.status &&
+	   h->recs[1].r.finish_ps ==
+	   1000000000ULL + 50 * SER + LAT &&
+	   h->s.links[ejl(2)].bytes == 50 * SEG,
+	   "a held tree link delays its leaf; the transfer ends with it");
 	h_free(h);
 	t->links[ejl(4)].up_at_ps = 0;
 
@@ -1663,9 +1652,9 @@ static void test_tree_faults(void)
 	icfab_engine_run_until(&h->e, 10 * SER + 1, on_complete, h);
 	err = icfab_engine_retopo(&h->e, t2);
 	run_all(h);
-	CHECK(!err && h->recs[1].n == 1 &&
-	      h->recs[1].r.status == -ICFAB_ENGINE_EHOSTUNREACH && h_idle(h),
-	      "retopo removing a tree link under a transfer: -EHOSTUNREACH");
+	ok(!err && h->recs[1].n == 1 &&
+	   h->recs[1].r.status == -ICFAB_ENGINE_EHOSTUNREACH && h_idle(h),
+	   "retopo removing a tree link under a transfer: -EHOSTUNREACH");
 	h_free(h);
 	topo_free(t2);
 
@@ -1685,10 +1674,10 @@ static void test_tree_faults(void)
 	icfab_engine_run_until(&h->e, 10 * SER + 1, on_complete, h);
 	err = icfab_engine_retopo(&h->e, t2);
 	run_all(h);
-	CHECK(!err && h->recs[1].n == 1 &&
-	      h->recs[1].r.status == -ICFAB_ENGINE_EHOSTUNREACH &&
-	      h->s.links[ejl(3)].bytes < 50 * SEG && h_idle(h),
-	      "retopo re-cabling a tree link under a transfer: -EHOSTUNREACH");
+	ok(!err && h->recs[1].n == 1 &&
+	   h->recs[1].r.status == -ICFAB_ENGINE_EHOSTUNREACH &&
+	   h->s.links[ejl(3)].bytes < 50 * SEG && h_idle(h),
+	   "retopo re-cabling a tree link under a transfer: -EHOSTUNREACH");
 	h_free(h);
 	topo_free(t2);
 
@@ -1712,9 +1701,9 @@ static void test_tree_faults(void)
 			if (h->recs[i].r.status == -ICFAB_ENGINE_ECANCELED)
 				cancelled++;
 		}
-		CHECK(once && cancelled == 4 && h->recs[2].r.nr_leaves == 3 &&
-		      h_idle(h) && h->completions == 4,
-		      "cancel_all completes tree transfers once each with -ECANCELED");
+		ok(once && cancelled == 4 && h->recs[2].r.nr_leaves == 3 &&
+		   h_idle(h) && h->completions == 4,
+		   "cancel_all completes tree transfers once each with -ECANCELED");
 		h_free(h);
 	}
 	topo_free(t);
@@ -1880,10 +1869,10 @@ static void test_queue_random(void)
 		queue_det(&b, mode);
 		for (unsigned int i = 0; i < DET_N; i++)
 			queued += a.h->recs[i].r.queued_ps;
-		CHECK(a.h->completions == DET_N && queued > 0 &&
-		      qrun_same(&a, &b, t),
-		      "random contended workload, %s: run queue and plain heap decide the same %u departures and completions to the bit",
-		      how[mode], a.log.n);
+		ok(a.h->completions == DET_N && queued > 0 &&
+		   qrun_same(&a, &b, t),
+		   "random contended workload, %s: run queue and plain heap decide the same %u departures and completions to the bit",
+		   how[mode], a.log.n);
 		qrun_free(&a);
 		qrun_free(&b);
 	}
@@ -1929,9 +1918,9 @@ static void test_queue_chain(void)
 	queue_chain(&b);
 	for (unsigned int i = 0; i < 200; i++)
 		queued += a.h->recs[i].r.queued_ps;
-	CHECK(a.h->completions == 200 && queued > 0 && qrun_same(&a, &b, t),
-	      "random transfers on a chain with bottlenecks: run queue and plain heap identical (%u decisions)",
-	      a.log.n);
+	ok(a.h->completions == 200 && queued > 0 && qrun_same(&a, &b, t),
+	   "random transfers on a chain with bottlenecks: run queue and plain heap identical (%u decisions)",
+	   a.log.n);
 	qrun_free(&a);
 	qrun_free(&b);
 	topo_free(t);
@@ -1978,10 +1967,10 @@ static void test_queue_tight(void)
 	queue_tight(&a);
 	qrun_new(&b, t, 8, cap, 60, 1);
 	queue_tight(&b);
-	CHECK(a.h->completions == 60 && a.h->e.max_events > cap * 3 / 4 &&
-	      qrun_same(&a, &b, t),
-	      "an array nearly full (%u of %u events at most): run queue and plain heap identical",
-	      a.h->e.max_events, cap);
+	ok(a.h->completions == 60 && a.h->e.max_events > cap * 3 / 4 &&
+	   qrun_same(&a, &b, t),
+	   "an array nearly full (%u of %u events at most): run queue and plain heap identical",
+	   a.h->e.max_events, cap);
 	qrun_free(&a);
 	qrun_free(&b);
 	topo_free(t);
@@ -2032,10 +2021,10 @@ static void test_queue_batch(void)
 		}
 		clk += 32 * s + 1;
 	}
-	CHECK(s && !bad && qrun_same(&a, &b, t),
-	      "50 batches of 32 x 64 B behind one DMA engine: closed form (s = %llu ps), run queue equals plain heap",
-	      s);
-	CHECK(heap_free, "the batches never touch the heap");
+	ok(s && !bad && qrun_same(&a, &b, t),
+	   "50 batches of 32 x 64 B behind one DMA engine: closed form (s = %llu ps), run queue equals plain heap",
+	   s);
+	ok(heap_free, "the batches never touch the heap");
 	qrun_free(&a);
 	qrun_free(&b);
 	topo_free(t);
@@ -2080,9 +2069,9 @@ static void test_queue_trees(void)
 	queue_trees(&a, t);
 	qrun_new(&b, t, 16, 4096, 12, 1);
 	queue_trees(&b, t);
-	CHECK(a.h->completions == 12 && qrun_same(&a, &b, t),
-	      "multicast trees, a held link and unicast around them: run queue and plain heap identical (%u decisions)",
-	      a.log.n);
+	ok(a.h->completions == 12 && qrun_same(&a, &b, t),
+	   "multicast trees, a held link and unicast around them: run queue and plain heap identical (%u decisions)",
+	   a.log.n);
 	qrun_free(&a);
 	qrun_free(&b);
 	topo_free(t);
@@ -2139,12 +2128,12 @@ static void test_capacity_free(void)
 		capacity_run(&a, t, 0, w);
 		for (int grow = 1; grow <= 2; grow++) {
 			capacity_run(&b, t, grow, w);
-			CHECK(a.h->completions == (int)n && b.h->grows >= 8 &&
-			      b.h->e.max_events > 2 && qrun_same(&a, &b, t),
-			      "%s: storage grown %u times from 1 transfer and 2 events (%s) decides the same %u departures and completions as storage that holds it all",
-			      w ? "random transfers on a chain" :
+			ok(a.h->completions == (int)n && b.h->grows >= 8 &&
+			   b.h->e.max_events > 2 && qrun_same(&a, &b, t),
+			   "%s: storage grown %u times from 1 transfer and 2 events (%s) decides the same %u departures and completions as storage that holds it all",
+			   w ? "random transfers on a chain" :
 				  "random contended workload",
-			      b.h->grows, how[grow], a.log.n);
+			   b.h->grows, how[grow], a.log.n);
 			qrun_free(&b);
 		}
 		qrun_free(&a);
@@ -2187,7 +2176,7 @@ static void test_short_segment_cache(void)
 			at = h->e.now_ps + 1;
 		}
 	}
-	CHECK(!bad, "short segments of alternating lengths, bandwidth changed between: each the closed form");
+	ok(!bad, "short segments of alternating lengths, bandwidth changed between: each the closed form");
 	h_free(h);
 	topo_free(t);
 }
@@ -2232,6 +2221,5 @@ int main(void)
 	test_queue_trees();
 	test_short_segment_cache();
 	test_capacity_free();
-	printf("1..%d\n", count);
-	return failures ? 1 : 0;
+	return done();
 }

@@ -10,23 +10,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "tap.h"
+
 #include "../model.h"
 
-static int failures, count;
-
-#define CHECK(cond, ...) do {						\
-	count++;							\
-	if (!(cond)) {							\
-		failures++;						\
-		printf("not ok %d - ", count);				\
-		printf(__VA_ARGS__);					\
-		printf("\n");						\
-	} else {							\
-		printf("ok %d - ", count);				\
-		printf(__VA_ARGS__);					\
-		printf("\n");						\
-	}								\
-} while (0)
 
 typedef unsigned __int128 u128;
 
@@ -77,8 +64,8 @@ static void test_mul_div(void)
 					    ref_ceil(a, b, c))
 					bad++;
 			}
-	CHECK(bad == 0, "mul_div edge cases match 128-bit arithmetic (%d bad)",
-	      bad);
+	ok(bad == 0, "mul_div edge cases match 128-bit arithmetic (%d bad)",
+	   bad);
 
 	bad = 0;
 	for (i = 0; i < 200000; i++) {
@@ -91,25 +78,25 @@ static void test_mul_div(void)
 		    icfab_mul_div_ceil(a, b, c) != ref_ceil(a, b, c))
 			bad++;
 	}
-	CHECK(bad == 0, "mul_div random sweep matches 128-bit arithmetic (%d bad)",
-	      bad);
+	ok(bad == 0, "mul_div random sweep matches 128-bit arithmetic (%d bad)",
+	   bad);
 }
 
 static void test_serialize(void)
 {
 	/* 1 byte on 900 GB/s is 1.11 ps: rounds up, never to zero. */
-	CHECK(icfab_serialize_ps(1, 900000000000ULL) == 2,
-	      "1 B at 900 GB/s costs 2 ps (rounded up)");
-	CHECK(icfab_serialize_ps(4096, 50000000000ULL) == 81920,
-	      "4 KiB at 50 GB/s costs 81920 ps exactly");
-	CHECK(icfab_serialize_ps(0, 1) == 0, "0 B costs nothing");
-	CHECK(icfab_serialize_ps(1ULL << 40, 1) == ~0ULL,
-	      "1 TiB at 1 B/s saturates instead of wrapping");
-	CHECK(icfab_nr_segments(0, 4096) == 0 &&
-	      icfab_nr_segments(1, 4096) == 1 &&
-	      icfab_nr_segments(4096, 4096) == 1 &&
-	      icfab_nr_segments(4097, 4096) == 2,
-	      "segment counts round up");
+	ok(icfab_serialize_ps(1, 900000000000ULL) == 2,
+	   "1 B at 900 GB/s costs 2 ps (rounded up)");
+	ok(icfab_serialize_ps(4096, 50000000000ULL) == 81920,
+	   "4 KiB at 50 GB/s costs 81920 ps exactly");
+	ok(icfab_serialize_ps(0, 1) == 0, "0 B costs nothing");
+	ok(icfab_serialize_ps(1ULL << 40, 1) == ~0ULL,
+	   "1 TiB at 1 B/s saturates instead of wrapping");
+	ok(icfab_nr_segments(0, 4096) == 0 &&
+	   icfab_nr_segments(1, 4096) == 1 &&
+	   icfab_nr_segments(4096, 4096) == 1 &&
+	   icfab_nr_segments(4097, 4096) == 2,
+	   "segment counts round up");
 }
 
 /*
@@ -175,16 +162,16 @@ static void test_uncontended(void)
 			bad++;
 		}
 	}
-	CHECK(bad == 0, "uncontended closed form equals the FIFO simulation (%d cases, %d bad)",
-	      cases, bad);
+	ok(bad == 0, "uncontended closed form equals the FIFO simulation (%d cases, %d bad)",
+	   cases, bad);
 
 	/* The design's formula for whole segments: h(L + S/B) + (n-1)S/B. */
-	CHECK(icfab_uncontended_ps(8 * 4096, 4096, 5, 50000000000ULL, 500000) ==
-	      5 * (500000 + 81920) + 7 * 81920ULL,
-	      "8 segments over 5 hops: h(L + S/B) + (n-1)S/B");
-	CHECK(icfab_uncontended_ps(0, 4096, 3, 1, 1) == 0 &&
-	      icfab_uncontended_ps(10, 4096, 0, 1, 1) == 0,
-	      "nothing to send or nowhere to go costs nothing");
+	ok(icfab_uncontended_ps(8 * 4096, 4096, 5, 50000000000ULL, 500000) ==
+	   5 * (500000 + 81920) + 7 * 81920ULL,
+	   "8 segments over 5 hops: h(L + S/B) + (n-1)S/B");
+	ok(icfab_uncontended_ps(0, 4096, 3, 1, 1) == 0 &&
+	   icfab_uncontended_ps(10, 4096, 0, 1, 1) == 0,
+	   "nothing to send or nowhere to go costs nothing");
 }
 
 int main(void)
@@ -193,6 +180,5 @@ int main(void)
 	test_mul_div();
 	test_serialize();
 	test_uncontended();
-	printf("1..%d\n", count);
-	return failures ? 1 : 0;
+	return done();
 }

@@ -7,17 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tap.h"
+
 #include "../topo.h"
 
-static int failures, count;
-
-static void check(int cond, const char *what)
-{
-	count++;
-	if (!cond)
-		failures++;
-	printf("%sok %d - %s\n", cond ? "" : "not ", count, what);
-}
 
 static const struct icfab_topo_limits lim = {
 	.max_endpoints = 4096, .max_switches = 1024, .max_links = 65536,
@@ -107,101 +100,100 @@ int main(void)
 	printf("TAP version 13\n");
 
 	t = ring(8);
-	check(validate(t, &err) == NULL, "a routed ring of 8 is valid");
-	check(t->nodes[3].port_out[0] == 6 && t->nodes[4].port_in[1] == 6,
-	      "validation derives the port-to-link maps");
+	ok(validate(t, &err) == NULL, "a routed ring of 8 is valid");
+	ok(t->nodes[3].port_out[0] == 6 && t->nodes[4].port_in[1] == 6,
+	   "validation derives the port-to-link maps");
 	ring_free(t);
 
 	t = ring(8);
 	t->nodes[5].present = 0;
-	check(rejects(t, "dense", ICFAB_TOPO_ERR_NODE, 5),
-	      "a missing node id is rejected and named");
+	ok(rejects(t, "dense", ICFAB_TOPO_ERR_NODE, 5),
+	   "a missing node id is rejected and named");
 	ring_free(t);
 
 	t = ring(4);
 	t->nodes[2].nr_ports = 0;
-	check(rejects(t, "port count", ICFAB_TOPO_ERR_NODE, 2),
-	      "a node without ports is rejected");
+	ok(rejects(t, "port count", ICFAB_TOPO_ERR_NODE, 2),
+	   "a node without ports is rejected");
 	ring_free(t);
 
 	t = ring(4);
 	t->nodes[1].kind = ICFAB_MODEL_SWITCH;
 	t->nodes[1].colors = 65;
-	check(rejects(t, "color", ICFAB_TOPO_ERR_NODE, 1),
-	      "a color table over the limit is rejected");
+	ok(rejects(t, "color", ICFAB_TOPO_ERR_NODE, 1),
+	   "a color table over the limit is rejected");
 	ring_free(t);
 
 	t = ring(4);
 	t->links[3].dst = 9;
-	check(rejects(t, "missing node", ICFAB_TOPO_ERR_LINK, 3),
-	      "a link to a missing node is rejected and named");
+	ok(rejects(t, "missing node", ICFAB_TOPO_ERR_LINK, 3),
+	   "a link to a missing node is rejected and named");
 	ring_free(t);
 
 	t = ring(4);
 	t->links[2].dst = t->links[2].src;
-	check(rejects(t, "itself", ICFAB_TOPO_ERR_LINK, 2),
-	      "a self loop is rejected");
+	ok(rejects(t, "itself", ICFAB_TOPO_ERR_LINK, 2),
+	   "a self loop is rejected");
 	ring_free(t);
 
 	t = ring(4);
 	t->links[4].src_port = 2;
-	check(rejects(t, "port beyond", ICFAB_TOPO_ERR_LINK, 4),
-	      "a port beyond the node's count is rejected");
+	ok(rejects(t, "port beyond", ICFAB_TOPO_ERR_LINK, 4),
+	   "a port beyond the node's count is rejected");
 	ring_free(t);
 
 	t = ring(4);
 	/* Link 2 (1->2 by port 0) now leaves 1 by port 1, taken by link 1. */
 	t->links[2].src_port = 1;
-	check(rejects(t, "leaves by this source port", ICFAB_TOPO_ERR_LINK, 2),
-	      "two links leaving by one port are rejected");
+	ok(rejects(t, "leaves by this source port", ICFAB_TOPO_ERR_LINK, 2),
+	   "two links leaving by one port are rejected");
 	ring_free(t);
 
 	t = ring(4);
 	/* Link 2 (1->2, into port 1) now arrives at 2's port 0 instead, where link 5 arrives. */
 	t->links[2].dst_port = 0;
-	check(rejects(t, "arrives at this destination port", ICFAB_TOPO_ERR_LINK, 5),
-	      "two links arriving at one port are rejected");
+	ok(rejects(t, "arrives at this destination port", ICFAB_TOPO_ERR_LINK, 5),
+	   "two links arriving at one port are rejected");
 	ring_free(t);
 
 	t = ring(4);
 	t->nodes[0].routes[2] = 1;	/* counter-clockwise: 0 -> 3 -> 0 ... */
 	t->nodes[3].routes[2] = 0;	/* ...and 3 goes back clockwise to 0 */
-	check(rejects(t, "loop", ICFAB_TOPO_ERR_ROUTE, 0) ||
-	      rejects(t, "loop", ICFAB_TOPO_ERR_ROUTE, 3),
-	      "a routing loop is rejected and the destination named");
+	ok(rejects(t, "loop", ICFAB_TOPO_ERR_ROUTE, 0) ||
+	   rejects(t, "loop", ICFAB_TOPO_ERR_ROUTE, 3),
+	   "a routing loop is rejected and the destination named");
 	ring_free(t);
 
 	t = ring(4);
 	t->nodes[2].routes[0] = ICFAB_MODEL_NO_PORT;	/* 1 -> 2 -> (nothing) */
-	check(rejects(t, "stops", ICFAB_TOPO_ERR_ROUTE, 2),
-	      "a route that stops short of its destination is rejected");
+	ok(rejects(t, "stops", ICFAB_TOPO_ERR_ROUTE, 2),
+	   "a route that stops short of its destination is rejected");
 	ring_free(t);
 
 	t = ring(4);
 	for (unsigned int n = 0; n < 4; n++)
 		t->nodes[n].routes[3] = ICFAB_MODEL_NO_PORT;
-	check(validate(t, &err) == NULL,
-	      "no route at all to a destination is allowed (unreachable)");
+	ok(validate(t, &err) == NULL,
+	   "no route at all to a destination is allowed (unreachable)");
 	ring_free(t);
 
 	t = ring(4);
 	t->links[0].present = 0;	/* 0 -> 1 clockwise is gone */
-	check(rejects(t, "without a link", ICFAB_TOPO_ERR_ROUTE, 0),
-	      "a route by a port without a link is rejected");
+	ok(rejects(t, "without a link", ICFAB_TOPO_ERR_ROUTE, 0),
+	   "a route by a port without a link is rejected");
 	ring_free(t);
 
 	t = ring(4);
 	t->nodes[2].kind = ICFAB_MODEL_SWITCH;
-	check(rejects(t, "switch", ICFAB_TOPO_ERR_ROUTE, 0),
-	      "a route to a switch is rejected");
+	ok(rejects(t, "switch", ICFAB_TOPO_ERR_ROUTE, 0),
+	   "a route to a switch is rejected");
 	ring_free(t);
 
 	t = ring(4);
 	t->nodes[1].routes[1] = 0;
-	check(rejects(t, "itself", ICFAB_TOPO_ERR_ROUTE, 1),
-	      "a route from a node to itself is rejected");
+	ok(rejects(t, "itself", ICFAB_TOPO_ERR_ROUTE, 1),
+	   "a route from a node to itself is rejected");
 	ring_free(t);
 
-	printf("1..%d\n", count);
-	return failures ? 1 : 0;
+	return done();
 }
