@@ -933,13 +933,10 @@ int fabric_apply(struct icfab_nl *nl, const struct topo *want,
 		/* Nothing staged (EBUSY from another owner) is fine too. */
 		m = icfab_nl_msg(nl, ICFAB_CMD_FABRIC_ABORT, 0, 0);
 		if (m) {
-			int saved = nl->last_err;
-			char msg[sizeof(nl->err_msg)];
+			struct icfab_nl_err saved = nl->last;
 
-			memcpy(msg, nl->err_msg, sizeof(msg));
 			icfab_nl_request(nl, m, NULL, NULL);
-			nl->last_err = saved;
-			memcpy(nl->err_msg, msg, sizeof(msg));
+			nl->last = saved;
 		}
 	}
 out:

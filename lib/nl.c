@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * icfabd's generic netlink layer, on libnl-genl-3.
+ * The generic netlink client of the "icfab" family, on libnl-genl-3, for
+ * icfabd and the tools.
  *
  * One struct icfab_nl is one socket. The module gives the staged
  * configuration to the socket that made the first change, so a whole
@@ -8,11 +9,19 @@
  * it drops whatever it left staged.
  *
  * Every request asks for an acknowledgement and waits for it, so a
- * rejection is tied to the request that caused it; the kernel's extack
- * message and cookie are kept for the caller to show.
+ * rejection is tied to the request that caused it. Extended ACKs: libnl
+ * 3.7 has no helper for them, so NETLINK_EXT_ACK is set on the socket
+ * directly and the error callback digs the kernel's message
+ * (NLMSGERR_ATTR_MSG), the attribute it names (NLMSGERR_ATTR_OFFS) and
+ * icfab's cookie (struct icfab_err_cookie) out of the NLMSG_ERROR message
+ * itself. A dump that fails reports it in its NLMSG_DONE (an errno, then
+ * the same attributes), which libnl does not look at either; and a dump
+ * that spans a change is noted (NLM_F_DUMP_INTR) for the caller to retry.
+ * All of it is kept in nl->last for the caller to show.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -41,11 +50,10 @@
 
 struct nl_req {
 	struct icfab_nl *nl;
-	icfab_nl_parse_fn fn;
+	icfab_nl_valid_fn valid;
 	void *arg;
-	int err;			/* -errno from the kernel or fn */
-	bool done;
-	bool intr;			/* a message had NLM_F_DUMP_INTR */
+	int ret;			/* 1: in progress, 0: done, <0: -errno */
+	int cb_err;			/* the first error valid() returned */
 };
 
 static int set_sockopt(int fd, int opt)
@@ -68,20 +76,27 @@ int icfab_nl_open(struct icfab_nl *nl, uint32_t fabric_id)
 		return -ENOMEM;
 	ret = genl_connect(nl->sk);
 	if (ret) {
+		nl->last.transport = "connecting";
+		nl->last.nl_err = ret;
 		ret = -ENOTCONN;
 		goto err_free;
 	}
 	fd = nl_socket_get_fd(nl->sk);
-	/* The kernel's reasons, and no echo of our (large) requests. */
+	/*
+	 * The kernel's reasons (best effort: kernels before 4.12 have no
+	 * extended ACKs). The request is echoed with an error, not capped,
+	 * so that the attribute an offset names can be found in it.
+	 */
 	set_sockopt(fd, NETLINK_EXT_ACK);
-	set_sockopt(fd, NETLINK_CAP_ACK);
 	nl_socket_set_buffer_size(nl->sk, ICFAB_NL_SOCK_BUF, ICFAB_NL_SOCK_BUF);
 	nl_socket_set_msg_buf_size(nl->sk, ICFAB_NL_RECV_BUF);
 	nl_socket_enable_msg_peek(nl->sk);
 
 	nl->family = genl_ctrl_resolve(nl->sk, ICFAB_GENL_NAME);
 	if (nl->family < 0) {
-		/* The module is not loaded, or is too old. */
+		/* The module is not loaded (NLE_OBJ_NOTFOUND), or is too old. */
+		nl->last.transport = "resolving the family";
+		nl->last.nl_err = nl->family;
 		ret = -ENOENT;
 		goto err_free;
 	}
@@ -105,10 +120,21 @@ int icfab_nl_fd(const struct icfab_nl *nl)
 	return nl_socket_get_fd(nl->sk);
 }
 
-/*
- * A message for @cmd on our fabric, with room for @payload bytes of
- * attributes besides the fabric id.
- */
+struct nl_msg *icfab_nl_genlmsg(struct icfab_nl *nl, uint8_t cmd, int flags,
+				size_t size)
+{
+	struct nl_msg *msg = size ? nlmsg_alloc_size(size) : nlmsg_alloc();
+
+	if (!msg)
+		return NULL;
+	if (!genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, nl->family, 0, flags,
+			 cmd, ICFAB_GENL_VERSION)) {
+		nlmsg_free(msg);
+		return NULL;
+	}
+	return msg;
+}
+
 struct nl_msg *icfab_nl_msg(struct icfab_nl *nl, uint8_t cmd, int flags,
 			    size_t payload)
 {
@@ -117,98 +143,156 @@ struct nl_msg *icfab_nl_msg(struct icfab_nl *nl, uint8_t cmd, int flags,
 
 	if (size < ICFAB_NL_MSG_MIN)
 		size = ICFAB_NL_MSG_MIN;
-	msg = nlmsg_alloc_size(size);
-	if (!msg)
-		return NULL;
-	if (!genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, nl->family, 0, flags,
-			 cmd, ICFAB_GENL_VERSION) ||
-	    nla_put_u32(msg, ICFAB_A_FABRIC_ID, nl->fabric_id)) {
+	msg = icfab_nl_genlmsg(nl, cmd, flags, size);
+	if (msg && nla_put_u32(msg, ICFAB_A_FABRIC_ID, nl->fabric_id)) {
 		nlmsg_free(msg);
 		return NULL;
 	}
 	return msg;
 }
 
-/* The extended ack: NLMSGERR_ATTR_MSG and _COOKIE, after the echoed request. */
-static void parse_extack(struct icfab_nl *nl, struct nlmsghdr *hdr,
-			 struct nlmsgerr *e)
+/* The extended ACK attributes (NLMSGERR_ATTR_*) at @attrs, @len bytes. */
+static void parse_ack_tlvs(struct icfab_nl_err *ne, const struct nlmsghdr *nlh,
+			   const struct nlmsgerr *e, struct nlattr *attrs,
+			   int len)
 {
 	struct nlattr *tb[NLMSGERR_ATTR_MAX + 1];
-	size_t off = sizeof(*e);
-	int len;
+	const struct nlattr *a;
+	bool capped = nlh->nlmsg_flags & NLM_F_CAPPED;
+	size_t n;
 
-	if (!(hdr->nlmsg_flags & NLM_F_ACK_TLVS))
+	if (len <= 0 || nla_parse(tb, NLMSGERR_ATTR_MAX, attrs, len, NULL))
 		return;
-	if (!(hdr->nlmsg_flags & NLM_F_CAPPED))
-		off += e->msg.nlmsg_len - sizeof(struct nlmsghdr);
-	len = (int)hdr->nlmsg_len - NLMSG_HDRLEN - (int)off;
-	if (len <= 0)
-		return;
-	if (nla_parse(tb, NLMSGERR_ATTR_MAX,
-		      (struct nlattr *)((char *)e + off), len, NULL))
-		return;
-	if (tb[NLMSGERR_ATTR_MSG])
-		snprintf(nl->err_msg, sizeof(nl->err_msg), "%.*s",
-			 nla_len(tb[NLMSGERR_ATTR_MSG]),
-			 (const char *)nla_data(tb[NLMSGERR_ATTR_MSG]));
+
+	if (tb[NLMSGERR_ATTR_MSG]) {
+		n = nla_len(tb[NLMSGERR_ATTR_MSG]);
+		if (n >= sizeof(ne->msg))
+			n = sizeof(ne->msg) - 1;
+		memcpy(ne->msg, nla_data(tb[NLMSGERR_ATTR_MSG]), n);
+		ne->msg[n] = '\0';
+		/* Some kernels include the NUL, some a trailing newline. */
+		n = strlen(ne->msg);
+		while (n && ne->msg[n - 1] == '\n')
+			ne->msg[--n] = '\0';
+	}
+
+	/* icfab's cookie: where a rejected request went wrong. */
 	if (tb[NLMSGERR_ATTR_COOKIE] &&
-	    nla_len(tb[NLMSGERR_ATTR_COOKIE]) >= (int)sizeof(nl->err_cookie)) {
-		memcpy(&nl->err_cookie, nla_data(tb[NLMSGERR_ATTR_COOKIE]),
-		       sizeof(nl->err_cookie));
-		nl->has_cookie = true;
+	    nla_len(tb[NLMSGERR_ATTR_COOKIE]) >= (int)sizeof(ne->cookie)) {
+		memcpy(&ne->cookie, nla_data(tb[NLMSGERR_ATTR_COOKIE]),
+		       sizeof(ne->cookie));
+		ne->has_cookie = true;
+	}
+
+	/* The offset points into our request, echoed after nlmsgerr. */
+	if (e && tb[NLMSGERR_ATTR_OFFS] && !capped &&
+	    nla_len(tb[NLMSGERR_ATTR_OFFS]) >= 4) {
+		uint32_t offs = nla_get_u32(tb[NLMSGERR_ATTR_OFFS]);
+
+		/* Within the request, and within what was echoed of it. */
+		if (offs >= NLMSG_HDRLEN + GENL_HDRLEN &&
+		    offs + NLA_HDRLEN <= e->msg.nlmsg_len &&
+		    NLMSG_HDRLEN + offsetof(struct nlmsgerr, msg) + offs +
+		    NLA_HDRLEN <= nlh->nlmsg_len) {
+			a = (const struct nlattr *)((const char *)&e->msg + offs);
+			ne->bad_attr = a->nla_type & NLA_TYPE_MASK;
+		}
 	}
 }
 
-static int cb_error(struct sockaddr_nl *who, struct nlmsgerr *e, void *arg)
+/*
+ * An NLMSG_ERROR with NLM_F_ACK_TLVS looks like this:
+ *
+ *	struct nlmsghdr		(of the error message)
+ *	struct nlmsgerr		error, then the request's nlmsghdr
+ *	request payload		unless NLM_F_CAPPED
+ *	NLMSGERR_ATTR_*		the extended ACK
+ */
+static void parse_ext_ack(struct icfab_nl_err *ne, const struct nlmsgerr *e)
+{
+	const struct nlmsghdr *nlh =
+		(const struct nlmsghdr *)((const char *)e - NLMSG_HDRLEN);
+	size_t len = nlh->nlmsg_len;
+	size_t off = NLMSG_HDRLEN + sizeof(*e);
+
+	if (!(nlh->nlmsg_flags & NLM_F_ACK_TLVS))
+		return;
+	if (!(nlh->nlmsg_flags & NLM_F_CAPPED)) {
+		if (e->msg.nlmsg_len < sizeof(e->msg))
+			return;
+		off += NLMSG_ALIGN(e->msg.nlmsg_len - sizeof(e->msg));
+	}
+	if (len <= off)
+		return;
+	parse_ack_tlvs(ne, nlh, e, (struct nlattr *)((char *)nlh + off),
+		       len - off);
+}
+
+static int error_cb(struct sockaddr_nl *who, struct nlmsgerr *e, void *arg)
 {
 	struct nl_req *r = arg;
-	struct nlmsghdr *hdr = (struct nlmsghdr *)((char *)e - NLMSG_HDRLEN);
 
 	(void)who;
-	r->err = e->error;
-	if (e->error)
-		parse_extack(r->nl, hdr, e);
-	r->done = true;
+	r->ret = e->error < 0 ? e->error : -EPROTO;
+	parse_ext_ack(&r->nl->last, e);
 	return NL_STOP;
 }
 
-static int cb_ack(struct nl_msg *msg, void *arg)
+static int ack_cb(struct nl_msg *msg, void *arg)
 {
 	struct nl_req *r = arg;
 
 	(void)msg;
-	r->done = true;
+	r->ret = 0;
 	return NL_STOP;
 }
 
-static int cb_valid(struct nl_msg *msg, void *arg)
+/*
+ * NLMSG_DONE ends a dump. A dump that failed says so here: a negative
+ * errno as the payload, then (NLM_F_ACK_TLVS) the extended ACK.
+ */
+static int done_cb(struct nl_msg *msg, void *arg)
 {
-	struct nlattr *tb[ICFAB_A_MAX + 1];
-	struct nlmsghdr *hdr = nlmsg_hdr(msg);
+	struct nlmsghdr *nlh = nlmsg_hdr(msg);
 	struct nl_req *r = arg;
-	int ret;
+	int err = 0, off = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(int));
 
-	if (hdr->nlmsg_flags & NLM_F_DUMP_INTR)
-		r->intr = true;
-	if (!r->fn || r->err)
-		return NL_OK;
-	ret = genlmsg_parse(hdr, 0, tb, ICFAB_A_MAX, NULL);
-	if (ret) {
-		r->err = -EPROTO;
-		return NL_OK;
+	r->ret = 0;
+	if (nlh->nlmsg_len >= NLMSG_HDRLEN + sizeof(int))
+		memcpy(&err, nlmsg_data(nlh), sizeof(err));
+	if (err < 0) {
+		r->ret = err;
+		if ((nlh->nlmsg_flags & NLM_F_ACK_TLVS) &&
+		    (int)nlh->nlmsg_len > off)
+			parse_ack_tlvs(&r->nl->last, nlh, NULL,
+				       (struct nlattr *)((char *)nlh + off),
+				       nlh->nlmsg_len - off);
 	}
-	ret = r->fn(tb, r->arg);
-	if (ret)
-		r->err = ret;	/* keep reading to the end of the dump */
+	return NL_STOP;
+}
+
+/* A part of a dump that spans a change (the DONE message may carry it too). */
+static int dump_intr_cb(struct nl_msg *msg, void *arg)
+{
+	struct nl_req *r = arg;
+
+	(void)msg;
+	r->nl->dump_intr = true;
 	return NL_OK;
 }
 
-static int cb_dump_intr(struct nl_msg *msg, void *arg)
+static int valid_cb(struct nl_msg *msg, void *arg)
 {
 	struct nl_req *r = arg;
+	int err;
 
-	(void)msg;
-	r->intr = true;
+	if (nlmsg_hdr(msg)->nlmsg_flags & NLM_F_DUMP_INTR)
+		r->nl->dump_intr = true;
+	if (!r->valid || r->cb_err)
+		return NL_OK;	/* drain the rest of a dump after an error */
+	err = r->valid(msg, r->arg);
+	if (err < 0)
+		r->cb_err = err;
 	return NL_OK;
 }
 
@@ -231,58 +315,82 @@ static int nle_to_errno(int nle)
 	}
 }
 
-static int run(struct icfab_nl *nl, struct nl_msg *msg, icfab_nl_parse_fn fn,
-	       void *arg, bool dump)
+int icfab_nl_exchange(struct icfab_nl *nl, struct nl_msg *msg,
+		      icfab_nl_valid_fn valid, void *arg)
 {
-	struct nl_req r = { .nl = nl, .fn = fn, .arg = arg };
+	struct nl_req r = { .nl = nl, .ret = 1, .valid = valid, .arg = arg };
 	struct nl_cb *cb;
-	int ret;
+	int err;
 
-	nl->last_err = 0;
-	nl->err_msg[0] = '\0';
-	nl->has_cookie = false;
+	memset(&nl->last, 0, sizeof(nl->last));
+	nl->dump_intr = false;
 
 	cb = nl_cb_alloc(NL_CB_DEFAULT);
 	if (!cb) {
 		nlmsg_free(msg);
+		nl->last.err = -ENOMEM;
 		return -ENOMEM;
 	}
-	nl_cb_err(cb, NL_CB_CUSTOM, cb_error, &r);
-	nl_cb_set(cb, NL_CB_ACK, NL_CB_CUSTOM, cb_ack, &r);
-	nl_cb_set(cb, NL_CB_FINISH, NL_CB_CUSTOM, cb_ack, &r);
-	nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, cb_valid, &r);
-	nl_cb_set(cb, NL_CB_DUMP_INTR, NL_CB_CUSTOM, cb_dump_intr, &r);
+	nl_cb_err(cb, NL_CB_CUSTOM, error_cb, &r);
+	nl_cb_set(cb, NL_CB_ACK, NL_CB_CUSTOM, ack_cb, &r);
+	nl_cb_set(cb, NL_CB_FINISH, NL_CB_CUSTOM, done_cb, &r);
+	nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, valid_cb, &r);
+	nl_cb_set(cb, NL_CB_DUMP_INTR, NL_CB_CUSTOM, dump_intr_cb, &r);
 
-	ret = nl_send_auto(nl->sk, msg);
+	err = nl_send_auto(nl->sk, msg);
 	nlmsg_free(msg);
-	if (ret < 0) {
-		ret = nle_to_errno(ret);
-		goto out;
+	if (err < 0) {
+		nl->last.transport = "sending the request";
+		goto transport;
 	}
-	while (!r.done) {
-		ret = nl_recvmsgs(nl->sk, cb);
-		if (ret < 0 && ret != -NLE_DUMP_INTR) {
-			/* libnl maps the kernel's errno when not custom. */
-			ret = r.err ? r.err : nle_to_errno(ret);
-			goto out;
+	/*
+	 * A valid() failure is remembered but the replies are read to the
+	 * end, so that the socket is clean for the next request.
+	 */
+	while (r.ret > 0) {
+		err = nl_recvmsgs(nl->sk, cb);
+		if (err < 0 && r.ret > 0) {
+			nl->last.transport = "receiving the reply";
+			goto transport;
 		}
-		if (ret == -NLE_DUMP_INTR)
-			r.intr = true;
 	}
-	ret = r.err;
-	if (!ret && dump && r.intr)
-		ret = -EINTR;
-out:
 	nl_cb_put(cb);
-	nl->last_err = ret;
-	return ret;
+	/* A reply the caller could not take (malformed, no memory). */
+	if (!r.ret && r.cb_err)
+		r.ret = r.cb_err;
+	nl->last.err = r.ret;
+	return r.ret;
+
+transport:
+	nl_cb_put(cb);
+	nl->last.nl_err = err;
+	nl->last.err = nle_to_errno(err);
+	return nl->last.err;
+}
+
+/* Parse a reply's attributes for an icfab_nl_parse_fn. */
+struct parse_req {
+	icfab_nl_parse_fn fn;
+	void *arg;
+};
+
+static int parse_valid(struct nl_msg *msg, void *arg)
+{
+	struct nlattr *tb[ICFAB_A_MAX + 1];
+	struct parse_req *p = arg;
+
+	if (genlmsg_parse(nlmsg_hdr(msg), 0, tb, ICFAB_A_MAX, NULL))
+		return -EPROTO;
+	return p->fn(tb, p->arg);
 }
 
 /* A request that changes or reads one object; waits for its ack. */
 int icfab_nl_request(struct icfab_nl *nl, struct nl_msg *msg,
 		     icfab_nl_parse_fn fn, void *arg)
 {
-	return run(nl, msg, fn, arg, false);
+	struct parse_req p = { .fn = fn, .arg = arg };
+
+	return icfab_nl_exchange(nl, msg, fn ? parse_valid : NULL, &p);
 }
 
 /*
@@ -292,7 +400,11 @@ int icfab_nl_request(struct icfab_nl *nl, struct nl_msg *msg,
 int icfab_nl_dump(struct icfab_nl *nl, struct nl_msg *msg,
 		  icfab_nl_parse_fn fn, void *arg)
 {
-	return run(nl, msg, fn, arg, true);
+	int ret = icfab_nl_request(nl, msg, fn, arg);
+
+	if (!ret && nl->dump_intr)
+		ret = nl->last.err = -EINTR;
+	return ret;
 }
 
 /* The "events" group's id, from the controller, and join it. */
@@ -327,14 +439,15 @@ static int cb_no_seq_check(struct nl_msg *msg, void *arg)
  */
 int icfab_nl_recv_events(struct icfab_nl *nl, icfab_nl_parse_fn fn, void *arg)
 {
-	struct nl_req r = { .nl = nl, .fn = fn, .arg = arg };
+	struct parse_req p = { .fn = fn, .arg = arg };
+	struct nl_req r = { .nl = nl, .valid = parse_valid, .arg = &p };
 	struct nl_cb *cb;
 	int ret;
 
 	cb = nl_cb_alloc(NL_CB_DEFAULT);
 	if (!cb)
 		return -ENOMEM;
-	nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, cb_valid, &r);
+	nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, valid_cb, &r);
 	/* Notifications carry sequence number 0: nothing to match. */
 	nl_cb_set(cb, NL_CB_SEQ_CHECK, NL_CB_CUSTOM, cb_no_seq_check, NULL);
 	nl_socket_set_nonblocking(nl->sk);
@@ -346,7 +459,7 @@ int icfab_nl_recv_events(struct icfab_nl *nl, icfab_nl_parse_fn fn, void *arg)
 		ret = -ENOBUFS;
 	else if (ret < 0)
 		ret = nle_to_errno(ret);
-	return ret ? ret : r.err;
+	return ret ? ret : r.cb_err;
 }
 
 /*
@@ -361,6 +474,7 @@ const char *icfab_nl_strerror(const struct icfab_nl *nl, int err,
 		[ICFAB_ERR_OBJ_LINK] = "link",
 		[ICFAB_ERR_OBJ_ROUTE] = "route of node",
 	};
+	const struct icfab_nl_err *ne = &nl->last;
 	char where[64] = "";
 
 	if (err == -EPERM) {
@@ -368,24 +482,24 @@ const char *icfab_nl_strerror(const struct icfab_nl *nl, int err,
 			 strerror(EPERM));
 		return buf;
 	}
-	if (nl->has_cookie && nl->err_cookie.obj == ICFAB_ERR_OBJ_ROUTER_COLOR)
+	if (ne->has_cookie && ne->cookie.obj == ICFAB_ERR_OBJ_ROUTER_COLOR)
 		snprintf(where, sizeof(where), " (router %u, color %u)",
-			 nl->err_cookie.id, nl->err_cookie.id2);
-	else if (nl->has_cookie && nl->err_cookie.obj == ICFAB_ERR_OBJ_CIRCUIT)
+			 ne->cookie.id, ne->cookie.id2);
+	else if (ne->has_cookie && ne->cookie.obj == ICFAB_ERR_OBJ_CIRCUIT)
 		snprintf(where, sizeof(where), " (circuit %u, node %u)",
-			 nl->err_cookie.id, nl->err_cookie.id2);
-	else if (nl->has_cookie && nl->err_cookie.obj > ICFAB_ERR_OBJ_NONE &&
-		 nl->err_cookie.obj <= ICFAB_ERR_OBJ_ROUTE) {
-		if (nl->err_cookie.obj == ICFAB_ERR_OBJ_ROUTE)
+			 ne->cookie.id, ne->cookie.id2);
+	else if (ne->has_cookie && ne->cookie.obj > ICFAB_ERR_OBJ_NONE &&
+		 ne->cookie.obj <= ICFAB_ERR_OBJ_ROUTE) {
+		if (ne->cookie.obj == ICFAB_ERR_OBJ_ROUTE)
 			snprintf(where, sizeof(where), " (%s %u to %u)",
-				 objs[nl->err_cookie.obj], nl->err_cookie.id,
-				 nl->err_cookie.id2);
+				 objs[ne->cookie.obj], ne->cookie.id,
+				 ne->cookie.id2);
 		else
 			snprintf(where, sizeof(where), " (%s %u)",
-				 objs[nl->err_cookie.obj], nl->err_cookie.id);
+				 objs[ne->cookie.obj], ne->cookie.id);
 	}
-	if (nl->err_msg[0] && err == nl->last_err)
-		snprintf(buf, len, "kernel reports: %s%s (%s)", nl->err_msg,
+	if (ne->msg[0] && err == ne->err)
+		snprintf(buf, len, "kernel reports: %s%s (%s)", ne->msg,
 			 where, strerror(-err));
 	else
 		snprintf(buf, len, "%s%s", strerror(-err), where);

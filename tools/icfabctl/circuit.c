@@ -278,14 +278,14 @@ static const char *name_of(const struct names *n, uint32_t id, char *buf,
 }
 
 /* Run a dump of @cmd once more while it spans a change. */
-static int dump(struct icfabctl *ctl, struct icfabctl_nl *nl, uint8_t cmd,
+static int dump(struct icfabctl *ctl, struct icfab_nl *nl, uint8_t cmd,
 		int (*cb)(struct nl_msg *, void *), void *arg,
 		void (*reset)(void *), const char *what, int node)
 {
 	int tries, ret = ICFABCTL_EXIT_ERROR;
 
 	for (tries = 0; tries < DUMP_RETRIES; tries++) {
-		struct nl_msg *msg = icfabctl_nl_msg(nl, cmd, NLM_F_DUMP);
+		struct nl_msg *msg = icfab_nl_genlmsg(nl, cmd, NLM_F_DUMP, 0);
 
 		if (!msg || nla_put_u32(msg, ICFAB_A_FABRIC_ID, ctl->fabric) ||
 		    (node >= 0 && nla_put_u32(msg, ICFAB_A_NODE_ID, node))) {
@@ -302,7 +302,7 @@ static int dump(struct icfabctl *ctl, struct icfabctl_nl *nl, uint8_t cmd,
 	return ICFABCTL_EXIT_ERROR;
 }
 
-static int read_names(struct icfabctl *ctl, struct icfabctl_nl *nl,
+static int read_names(struct icfabctl *ctl, struct icfab_nl *nl,
 		      struct names *n)
 {
 	return dump(ctl, nl, ICFAB_CMD_NODE_GET, names_cb, n, NULL,
@@ -418,7 +418,7 @@ static int cmd_circuit_list(struct icfabctl *ctl,
 	struct names names = { 0 };
 	struct circs cs = { 0 };
 	struct icfabctl_json j;
-	struct icfabctl_nl nl;
+	struct icfab_nl nl;
 	char buf[16];
 	uint32_t i;
 	int ret;
@@ -485,7 +485,7 @@ out:
 	circs_reset(&cs);
 	free(cs.c);
 	free(names.name);
-	icfabctl_nl_close(&nl);
+	icfab_nl_close(&nl);
 	return ret;
 }
 
@@ -541,7 +541,7 @@ static int cmd_colors(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 {
 	struct routers rs = { 0 };
 	struct icfabctl_json j;
-	struct icfabctl_nl nl;
+	struct icfab_nl nl;
 	uint32_t i, node = 0, used = 0, total = 0;
 	int ret, c;
 
@@ -601,7 +601,7 @@ static int cmd_colors(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 	}
 out:
 	free(rs.r);
-	icfabctl_nl_close(&nl);
+	icfab_nl_close(&nl);
 	return ret;
 }
 

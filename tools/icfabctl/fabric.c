@@ -364,7 +364,7 @@ static int cmd_fabric_show(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 {
 	struct show_state s = { .json = ctl->json };
 	bool have_id = false, staged = false;
-	struct icfabctl_nl nl;
+	struct icfab_nl nl;
 	struct nl_msg *msg;
 	char *buf = NULL;
 	size_t size = 0;
@@ -391,20 +391,20 @@ static int cmd_fabric_show(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 	if (ret)
 		return ret;
 
-	msg = icfabctl_nl_msg(&nl, ICFAB_CMD_FABRIC_GET,
-			      have_id ? 0 : NLM_F_DUMP);
+	msg = icfab_nl_genlmsg(&nl, ICFAB_CMD_FABRIC_GET,
+			       have_id ? 0 : NLM_F_DUMP, 0);
 	if (!msg || (have_id && nla_put_u32(msg, ICFAB_A_FABRIC_ID, id) < 0) ||
 	    (staged && nla_put_flag(msg, ICFAB_A_STAGED) < 0)) {
 		if (msg)
 			nlmsg_free(msg);
-		icfabctl_nl_close(&nl);
+		icfab_nl_close(&nl);
 		return icfabctl_fail(ENOMEM, "fabric show");
 	}
 
 	s.out = open_memstream(&buf, &size);
 	if (!s.out) {
 		nlmsg_free(msg);
-		icfabctl_nl_close(&nl);
+		icfab_nl_close(&nl);
 		return icfabctl_fail(errno, "fabric show");
 	}
 	json_init(&s.j, s.out);
@@ -412,7 +412,7 @@ static int cmd_fabric_show(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 		json_begin_array(&s.j, NULL);
 
 	ret = icfabctl_nl_transact(&nl, msg, show_valid, &s, "fabric show");
-	icfabctl_nl_close(&nl);
+	icfab_nl_close(&nl);
 
 	if (s.json)
 		json_end_array(&s.j);
@@ -439,7 +439,7 @@ static int cmd_fabric_set(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 	uint32_t values[ICFAB_A_MAX + 1];
 	bool given[ICFAB_A_MAX + 1] = { false };
 	bool have_id = false, any = false;
-	struct icfabctl_nl nl;
+	struct icfab_nl nl;
 	struct nl_msg *msg;
 	uint32_t id = 0;
 	size_t k;
@@ -489,7 +489,7 @@ static int cmd_fabric_set(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 		return ret;
 
 	/* Stage the parameters ... */
-	msg = icfabctl_nl_msg(&nl, ICFAB_CMD_FABRIC_SET, 0);
+	msg = icfab_nl_genlmsg(&nl, ICFAB_CMD_FABRIC_SET, 0, 0);
 	if (!msg)
 		goto nomem;
 	if (have_id && nla_put_u32(msg, ICFAB_A_FABRIC_ID, id) < 0)
@@ -507,29 +507,29 @@ static int cmd_fabric_set(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 	 * ... and commit them from the same socket: what is staged belongs
 	 * to it. A rejected commit is aborted rather than left to the close.
 	 */
-	msg = icfabctl_nl_msg(&nl, ICFAB_CMD_FABRIC_COMMIT, 0);
+	msg = icfab_nl_genlmsg(&nl, ICFAB_CMD_FABRIC_COMMIT, 0, 0);
 	if (!msg || (have_id && nla_put_u32(msg, ICFAB_A_FABRIC_ID, id) < 0))
 		goto nomem;
-	if (icfabctl_nl_request(&nl, msg, NULL, NULL)) {
+	if (icfab_nl_exchange(&nl, msg, NULL, NULL)) {
 		icfabctl_nl_report(&nl, "fabric set: commit");
 		ret = ICFABCTL_EXIT_ERROR;
-		msg = icfabctl_nl_msg(&nl, ICFAB_CMD_FABRIC_ABORT, 0);
+		msg = icfab_nl_genlmsg(&nl, ICFAB_CMD_FABRIC_ABORT, 0, 0);
 		if (!msg ||
 		    (have_id && nla_put_u32(msg, ICFAB_A_FABRIC_ID, id) < 0))
 			goto nomem;
-		if (icfabctl_nl_request(&nl, msg, NULL, NULL))
+		if (icfab_nl_exchange(&nl, msg, NULL, NULL))
 			icfabctl_nl_report(&nl, "fabric set: abort");
 		else
 			icfabctl_warn("fabric set: nothing was changed");
 	}
 out:
-	icfabctl_nl_close(&nl);
+	icfab_nl_close(&nl);
 	return ret;
 
 nomem:
 	if (msg)
 		nlmsg_free(msg);
-	icfabctl_nl_close(&nl);
+	icfab_nl_close(&nl);
 	return icfabctl_fail(ENOMEM, "fabric set");
 }
 

@@ -16,6 +16,8 @@
 
 #include <linux/icfab_genl.h>
 
+#include <icfab/nl.h>
+
 #define ICFABCTL_DEFAULT_DEVICE	"/dev/icfab0"
 
 /* Exit codes. */
@@ -124,53 +126,24 @@ void json_hex(struct icfabctl_json *j, const char *key, const void *data,
 void json_features(struct icfabctl_json *j, uint64_t features);
 void json_time_mode(struct icfabctl_json *j, uint32_t mode);
 
-/* nl.c: generic netlink */
-
-/* How the last request failed. */
-struct icfabctl_nl_err {
-	int err;			/* 0 or -errno */
-	char msg[256];			/* NLMSGERR_ATTR_MSG, or "" */
-	int bad_attr;			/* attribute NLMSGERR_ATTR_OFFS names */
-	bool has_cookie;		/* NLMSGERR_ATTR_COOKIE was icfab's */
-	struct icfab_err_cookie cookie;
-	const char *transport;		/* not the kernel: "sending ..." */
-	int nl_err;			/* then: the libnl error */
-};
-
-struct icfabctl_nl {
-	struct nl_sock *sk;
-	int family;
-	uint32_t fabric;		/* for locating errors; 0 on open */
-	struct icfabctl_nl_err last;	/* of the last request */
-	bool dump_intr;			/* the last dump spanned a change */
-};
-int icfabctl_nl_open(struct icfabctl_nl *nl);	/* prints; returns exit code */
-void icfabctl_nl_close(struct icfabctl_nl *nl);
-struct nl_msg *icfabctl_nl_msg(struct icfabctl_nl *nl, uint8_t cmd, int flags);
+/* nl.c: the netlink client of lib/, with messages for the user */
+int icfabctl_nl_open(struct icfab_nl *nl);	/* prints; returns exit code */
 /*
- * Send msg (consumed) and process replies until the ACK / DONE / error,
- * calling valid(msg, arg) for each reply. On an error prints the kernel's
- * extack text ("kernel reports: ...") and "icfabctl: <what>: <strerror>".
- * Returns an exit code.
+ * icfab_nl_exchange(); on an error prints the kernel's extack text
+ * ("kernel reports: ...") and "icfabctl: <what>: <strerror>". Returns an
+ * exit code.
  */
-int icfabctl_nl_transact(struct icfabctl_nl *nl, struct nl_msg *msg,
+int icfabctl_nl_transact(struct icfab_nl *nl, struct nl_msg *msg,
 			 int (*valid)(struct nl_msg *msg, void *arg),
 			 void *arg, const char *what);
-/*
- * The same without printing: returns 0 or -errno, with the details in
- * nl->last (and nl->dump_intr for a dump). A valid() error is returned
- * once the replies have been read to their end.
- */
-int icfabctl_nl_request(struct icfabctl_nl *nl, struct nl_msg *msg,
-			int (*valid)(struct nl_msg *msg, void *arg), void *arg);
 /*
  * Print nl->last as icfabctl_nl_transact() does; the place an icfab
  * cookie names is resolved over nl (names by NODE_GET).
  */
-void icfabctl_nl_report(struct icfabctl_nl *nl, const char *what);
+void icfabctl_nl_report(struct icfab_nl *nl, const char *what);
 
 /* topo.c: "node 3 \"chip3\", destination 4 \"chip4\"" for an error cookie */
-void icfabctl_err_location(struct icfabctl_nl *nl,
+void icfabctl_err_location(struct icfab_nl *nl,
 			   const struct icfab_err_cookie *c,
 			   char *buf, size_t len);
 

@@ -95,7 +95,7 @@ static int event_cb(struct nl_msg *msg, void *arg)
 static int cmd_monitor(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 		       int argc, char **argv)
 {
-	struct icfabctl_nl nl;
+	struct icfab_nl nl;
 	int grp, err, ret;
 
 	(void)argv;
@@ -138,7 +138,7 @@ static int cmd_monitor(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 	}
 
 err:
-	icfabctl_nl_close(&nl);
+	icfab_nl_close(&nl);
 	return ICFABCTL_EXIT_ERROR;
 }
 

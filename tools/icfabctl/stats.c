@@ -85,7 +85,7 @@ static int stats_valid(struct nl_msg *msg, void *arg)
 #define STATS_ATTEMPTS	5
 
 /* A dump read from one generation, or a message and an exit code. */
-static int stats_read(struct icfabctl *ctl, struct icfabctl_nl *nl,
+static int stats_read(struct icfabctl *ctl, struct icfab_nl *nl,
 		      struct stats *s)
 {
 	struct nl_msg *msg;
@@ -94,13 +94,13 @@ static int stats_read(struct icfabctl *ctl, struct icfabctl_nl *nl,
 	for (attempt = 1; attempt <= STATS_ATTEMPTS; attempt++) {
 		s->nr = 0;
 		s->incomplete = s->inconsistent = false;
-		msg = icfabctl_nl_msg(nl, ICFAB_CMD_STATS_GET, NLM_F_DUMP);
+		msg = icfab_nl_genlmsg(nl, ICFAB_CMD_STATS_GET, NLM_F_DUMP, 0);
 		if (!msg || nla_put_u32(msg, ICFAB_A_FABRIC_ID,
 					ctl->fabric) < 0) {
 			nlmsg_free(msg);
 			return icfabctl_fail(ENOMEM, "stats");
 		}
-		if (icfabctl_nl_request(nl, msg, stats_valid, s)) {
+		if (icfab_nl_exchange(nl, msg, stats_valid, s)) {
 			icfabctl_nl_report(nl, "stats");
 			return ICFABCTL_EXIT_ERROR;
 		}
@@ -155,11 +155,11 @@ static void stats_print(struct icfabctl *ctl, const struct stats *s)
 	}
 }
 
-static int stats_reset(struct icfabctl *ctl, struct icfabctl_nl *nl)
+static int stats_reset(struct icfabctl *ctl, struct icfab_nl *nl)
 {
 	struct nl_msg *msg;
 
-	msg = icfabctl_nl_msg(nl, ICFAB_CMD_STATS_RESET, 0);
+	msg = icfab_nl_genlmsg(nl, ICFAB_CMD_STATS_RESET, 0, 0);
 	if (!msg || nla_put_u32(msg, ICFAB_A_FABRIC_ID, ctl->fabric) < 0) {
 		nlmsg_free(msg);
 		return icfabctl_fail(ENOMEM, "stats reset");
@@ -171,7 +171,7 @@ static int cmd_stats(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 		     int argc, char **argv)
 {
 	struct stats s = { 0 };
-	struct icfabctl_nl nl;
+	struct icfab_nl nl;
 	int ret;
 
 	if (argc > 1 || (argc == 1 && strcmp(argv[0], "reset")))
@@ -180,7 +180,7 @@ static int cmd_stats(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 	ret = icfabctl_nl_open(&nl);
 	if (ret)
 		return ret;
-	nl.fabric = ctl->fabric;
+	nl.fabric_id = ctl->fabric;
 	if (argc == 1) {
 		ret = stats_reset(ctl, &nl);
 	} else {
@@ -189,7 +189,7 @@ static int cmd_stats(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 			stats_print(ctl, &s);
 	}
 	free(s.links);
-	icfabctl_nl_close(&nl);
+	icfab_nl_close(&nl);
 	return ret;
 }
 

@@ -344,15 +344,15 @@ static int route_valid(struct nl_msg *msg, void *arg)
  * One request (a dump unless @cmd is FABRIC_GET). @node: ROUTE_NODE, or
  * UINT32_MAX for none. Returns 0 or -errno, the details in nl->last.
  */
-static int topo_request(struct icfabctl_nl *nl, struct topo *t, uint8_t cmd,
+static int topo_request(struct icfab_nl *nl, struct topo *t, uint8_t cmd,
 			uint32_t node,
 			int (*valid)(struct nl_msg *msg, void *arg))
 {
 	struct nl_msg *msg;
 	int ret;
 
-	msg = icfabctl_nl_msg(nl, cmd, cmd == ICFAB_CMD_FABRIC_GET ?
-			      0 : NLM_F_DUMP);
+	msg = icfab_nl_genlmsg(nl, cmd, cmd == ICFAB_CMD_FABRIC_GET ?
+			       0 : NLM_F_DUMP, 0);
 	if (!msg)
 		return -ENOMEM;
 	if (nla_put_u32(msg, ICFAB_A_FABRIC_ID, t->fabric) < 0 ||
@@ -362,7 +362,7 @@ static int topo_request(struct icfabctl_nl *nl, struct topo *t, uint8_t cmd,
 		nlmsg_free(msg);
 		return -ENOMEM;
 	}
-	ret = icfabctl_nl_request(nl, msg, valid, t);
+	ret = icfab_nl_exchange(nl, msg, valid, t);
 	if (nl->dump_intr)
 		t->inconsistent = true;
 	return ret;
@@ -375,7 +375,7 @@ enum {
 	READ_ROUTES	= 1 << 3,	/* every table */
 };
 
-static int topo_read_once(struct icfabctl_nl *nl, struct topo *t,
+static int topo_read_once(struct icfab_nl *nl, struct topo *t,
 			  unsigned int what)
 {
 	int ret = 0;
@@ -409,7 +409,7 @@ static int topo_gave_up(const char *what)
 }
 
 /* A consistent read, or a message and ICFABCTL_EXIT_ERROR. */
-static int topo_read(struct icfabctl_nl *nl, struct topo *t,
+static int topo_read(struct icfab_nl *nl, struct topo *t,
 		     unsigned int what, const char *name)
 {
 	int attempt;
@@ -789,24 +789,24 @@ static int parse_staged(const struct icfabctl_cmd *cmd, int argc, char **argv,
 	return 0;
 }
 
-static int open_for(struct icfabctl *ctl, struct icfabctl_nl *nl,
+static int open_for(struct icfabctl *ctl, struct icfab_nl *nl,
 		    struct topo *t, bool staged)
 {
 	int ret = icfabctl_nl_open(nl);
 
 	if (ret)
 		return ret;
-	nl->fabric = ctl->fabric;
+	nl->fabric_id = ctl->fabric;
 	memset(t, 0, sizeof(*t));
 	t->fabric = ctl->fabric;
 	t->staged = staged;
 	return 0;
 }
 
-static void close_for(struct icfabctl_nl *nl, struct topo *t)
+static void close_for(struct icfab_nl *nl, struct topo *t)
 {
 	topo_clear(t);
-	icfabctl_nl_close(nl);
+	icfab_nl_close(nl);
 }
 
 /* ---- topo show ---- */
@@ -815,7 +815,7 @@ static int cmd_topo_show(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 			 int argc, char **argv)
 {
 	struct icfabctl_json j;
-	struct icfabctl_nl nl;
+	struct icfab_nl nl;
 	bool staged = false;
 	struct topo t;
 	char mem[32];
@@ -884,7 +884,7 @@ static int cmd_node_list(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 			 int argc, char **argv)
 {
 	struct icfabctl_json j;
-	struct icfabctl_nl nl;
+	struct icfab_nl nl;
 	bool staged = false;
 	struct topo t;
 	int ret;
@@ -916,7 +916,7 @@ static int cmd_link_list(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 			 int argc, char **argv)
 {
 	struct icfabctl_json j;
-	struct icfabctl_nl nl;
+	struct icfab_nl nl;
 	bool staged = false;
 	struct topo t;
 	int ret;
@@ -987,7 +987,7 @@ enum walk_result {
  * Follow the tables from @src towards @dst, reading each node's table on
  * the way, into @hops (link ids, at most nr_nodes of them).
  */
-static enum walk_result walk(struct icfabctl_nl *nl, struct topo *t,
+static enum walk_result walk(struct icfab_nl *nl, struct topo *t,
 			     uint32_t src, uint32_t dst, uint32_t *hops,
 			     uint32_t *nr_hops)
 {
@@ -1119,7 +1119,7 @@ static int cmd_route_show(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 	const char *src_arg = NULL, *dst_arg = NULL;
 	uint32_t src = 0, dst = 0, nr = 0, *hops = NULL;
 	enum walk_result wr = WALK_RETRY;
-	struct icfabctl_nl nl;
+	struct icfab_nl nl;
 	bool staged = false;
 	struct topo t;
 	char b[32], kind[32];
@@ -1197,25 +1197,25 @@ out:
 /* ---- where a rejected commit went wrong ---- */
 
 /* NODE_GET or LINK_GET of one object of the staged configuration. */
-static int get_one(struct icfabctl_nl *nl, struct topo *t, uint8_t cmd,
+static int get_one(struct icfab_nl *nl, struct topo *t, uint8_t cmd,
 		   int attr, uint32_t id)
 {
-	struct nl_msg *msg = icfabctl_nl_msg(nl, cmd, 0);
+	struct nl_msg *msg = icfab_nl_genlmsg(nl, cmd, 0, 0);
 
 	if (!msg)
 		return -ENOMEM;
-	if (nla_put_u32(msg, ICFAB_A_FABRIC_ID, nl->fabric) < 0 ||
+	if (nla_put_u32(msg, ICFAB_A_FABRIC_ID, nl->fabric_id) < 0 ||
 	    nla_put_u32(msg, attr, id) < 0 ||
 	    nla_put_flag(msg, ICFAB_A_STAGED) < 0) {
 		nlmsg_free(msg);
 		return -ENOMEM;
 	}
-	return icfabctl_nl_request(nl, msg, cmd == ICFAB_CMD_NODE_GET ?
+	return icfab_nl_exchange(nl, msg, cmd == ICFAB_CMD_NODE_GET ?
 				   node_valid : link_valid, t);
 }
 
 /* `node 3 "chip3"`, or `node 3` when it has no name or does not exist. */
-static void describe_node(struct icfabctl_nl *nl, struct topo *t,
+static void describe_node(struct icfab_nl *nl, struct topo *t,
 			  const char *what, uint32_t id, char *buf, size_t len)
 {
 	const struct tnode *n;
@@ -1229,7 +1229,7 @@ static void describe_node(struct icfabctl_nl *nl, struct topo *t,
 		snprintf(buf, len, "%s %" PRIu32, what, id);
 }
 
-void icfabctl_err_location(struct icfabctl_nl *nl,
+void icfabctl_err_location(struct icfab_nl *nl,
 			   const struct icfab_err_cookie *c,
 			   char *buf, size_t len)
 {
