@@ -97,15 +97,10 @@ int icfabctl_parse_u32(const char *s, uint32_t *out)
 	return 0;
 }
 
-static const char *const time_mode_names[] = {
-	[ICFAB_TIME_VIRTUAL]	= "virtual",
-	[ICFAB_TIME_PACED]	= "paced",
-};
-
 const char *icfabctl_time_mode_name(uint32_t mode)
 {
-	if (mode < ARRAY_SIZE(time_mode_names))
-		return time_mode_names[mode];
+	if (mode < ARRAY_SIZE(icfab_time_mode_names))
+		return icfab_time_mode_names[mode];
 	return NULL;
 }
 
@@ -113,8 +108,9 @@ int icfabctl_time_mode_parse(const char *s, uint32_t *out)
 {
 	uint32_t i;
 
-	for (i = 0; i < ARRAY_SIZE(time_mode_names); i++) {
-		if (time_mode_names[i] && !strcmp(s, time_mode_names[i])) {
+	for (i = 0; i < ARRAY_SIZE(icfab_time_mode_names); i++) {
+		if (icfab_time_mode_names[i] &&
+		    !strcmp(s, icfab_time_mode_names[i])) {
 			*out = i;
 			return 0;
 		}
@@ -122,36 +118,23 @@ int icfabctl_time_mode_parse(const char *s, uint32_t *out)
 	return -EINVAL;
 }
 
-static const struct {
-	uint64_t bit;
-	const char *name;
-} feature_names[] = {
-	{ ICFAB_F_NETLINK, "netlink" },
-	{ ICFAB_F_QUEUES, "queues" },
-	{ ICFAB_F_MEMORY, "memory" },
-	{ ICFAB_F_URING_CMD, "uring-cmd" },
-	{ ICFAB_F_FREE_RUN, "free-run" },
-};
-
 /* Calls fn for the name of every bit set in features. */
 static void for_each_feature(uint64_t features,
 			     void (*fn)(const char *name, void *arg), void *arg)
 {
+	const char *name;
 	char buf[16];
-	size_t i;
 	int bit;
 
-	for (i = 0; i < ARRAY_SIZE(feature_names); i++) {
-		if (features & feature_names[i].bit) {
-			fn(feature_names[i].name, arg);
-			features &= ~feature_names[i].bit;
-		}
-	}
 	for (bit = 0; bit < 64; bit++) {
-		if (features & (1ULL << bit)) {
+		if (!(features & (1ULL << bit)))
+			continue;
+		name = icfab_feature_name(1ULL << bit);
+		if (!name) {
 			snprintf(buf, sizeof(buf), "bit%d", bit);
-			fn(buf, arg);
+			name = buf;
 		}
+		fn(name, arg);
 	}
 }
 

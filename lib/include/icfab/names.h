@@ -1,14 +1,40 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The names of the netlink enums, as topology files and icfabctl write
- * them. One table each, shared by icfabd and icfabctl so that the two
- * can never disagree; each side decides what to print for a value it
- * does not know (a newer kernel's).
+ * The names of the uapi's enums and feature bits, as topology files and
+ * icfabctl write them. One table each, beside the uapi and shared by
+ * icfabd and the tools so that they can never disagree; each side decides
+ * what to print for a value it does not know (a newer kernel's).
  */
 #ifndef ICFAB_NAMES_H
 #define ICFAB_NAMES_H
 
+#include <stdint.h>
+
+#include <linux/icfab.h>
 #include <linux/icfab_genl.h>
+
+/*
+ * ICFAB_F_* and its name, one line a bit. A bit added to ICFAB_F_ALL
+ * without a line here fails the build (names.c checks the union).
+ */
+#define ICFAB_FEATURES(X)				\
+	X(ICFAB_F_NETLINK,	"netlink")		\
+	X(ICFAB_F_QUEUES,	"queues")		\
+	X(ICFAB_F_MEMORY,	"memory")		\
+	X(ICFAB_F_URING_CMD,	"uring-cmd")		\
+	X(ICFAB_F_FREE_RUN,	"free-run")		\
+	X(ICFAB_F_PACED,	"paced")		\
+	X(ICFAB_F_LIVE_COMMIT,	"live-commit")		\
+	X(ICFAB_F_CIRCUITS,	"circuits")		\
+	X(ICFAB_F_RECV_NOTIFY,	"recv-notify")
+
+/* The name of one feature bit, or NULL for a bit this build does not know. */
+const char *icfab_feature_name(uint64_t bit);
+
+static const char *const icfab_time_mode_names[] = {
+	[ICFAB_TIME_VIRTUAL]		= "virtual",
+	[ICFAB_TIME_PACED]		= "paced",
+};
 
 static const char *const icfab_kind_names[] = {
 	[ICFAB_NODE_ENDPOINT]		= "endpoint",
