@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The expanded topology, for people (aligned text, units) and for scripts
- * (JSON, raw integers in the module's units: bytes, bytes/s, ps).
+ * (JSON, raw integers in the module's units: bytes, bytes/s, ps, written
+ * by lib/json.c).
  */
 #include <errno.h>
+
+#include <icfab/json.h>
 
 #include "topo_priv.h"
 
@@ -87,67 +90,90 @@ static void dump_text(const struct topo *t, FILE *f, unsigned int flags)
 		dump_text_routes(t, f);
 }
 
-static void json_str(FILE *f, const char *s)
+static void dump_json_node(struct icfab_json *j, const struct topo *t,
+			   uint32_t i)
 {
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			fprintf(f, "\\u%04x", *s);
-		else
-			fputc(*s, f);
+	const struct topo_node *n = &t->nodes[i];
+
+	json_break(j);
+	json_begin_object(j, NULL);
+	json_u64(j, "id", i);
+	json_string(j, "name", n->name);
+	json_string(j, "kind", topo_kind_name(n->kind));
+	json_u64(j, "ports", n->nr_ports);
+	json_u64(j, "memory", n->mem_bytes);
+	json_u64(j, "dma_engines", n->dma_engines);
+	json_u64(j, "colors", n->colors);
+	json_end_object(j);
+}
+
+static void dump_json_link(struct icfab_json *j, const struct topo *t,
+			   uint32_t i)
+{
+	const struct topo_link *l = &t->links[i];
+
+	json_break(j);
+	json_begin_object(j, NULL);
+	json_u64(j, "id", i);
+	json_u64(j, "src", l->src_node);
+	json_u64(j, "src_port", l->src_port);
+	json_u64(j, "dst", l->dst_node);
+	json_u64(j, "dst_port", l->dst_port);
+	json_u64(j, "bandwidth", l->bandwidth);
+	json_u64(j, "latency_ps", l->latency_ps);
+	json_string(j, "class", topo_class_name(l->class));
+	json_string(j, "state", topo_state_name(l->state));
+	json_u64(j, "bw_permille", l->bw_permille);
+	json_end_object(j);
+}
+
+/* One row per node, every destination id, 65535 = none. */
+static void dump_json_routes(struct icfab_json *j, const struct topo *t)
+{
+	uint32_t i, d;
+
+	json_break(j);
+	json_begin_array(j, "routes");
+	for (i = 0; i < t->nr_nodes; i++) {
+		json_break(j);
+		json_begin_array(j, NULL);
+		for (d = 0; d < t->nr_nodes; d++)
+			json_u64(j, NULL, topo_route_port(t, i, d));
+		json_end_array(j);
 	}
-	fputc('"', f);
+	json_end_array(j);
 }
 
 static void dump_json(const struct topo *t, FILE *f, unsigned int flags)
 {
-	uint32_t i, d;
+	struct icfab_json j;
+	uint32_t i;
 
-	fputs("{\"fabric\":{\"name\":", f);
-	json_str(f, t->name);
-	fprintf(f, ",\"segment_size\":%u,\"time_mode\":\"%s\",\"dilation\":%u,"
-		"\"generator\":\"%s\",\"routing\":\"%s\"},\n\"nodes\":[",
-		t->segment_size, time_mode_name(t->time_mode), t->dilation,
-		t->generator ? t->generator : "none",
-		topo_routing_name(t->routing == TOPO_ROUTING_AUTO ?
-				  t->routing_auto : t->routing));
-	for (i = 0; i < t->nr_nodes; i++) {
-		const struct topo_node *n = &t->nodes[i];
-
-		fprintf(f, "%s\n{\"id\":%u,\"name\":\"%s\",\"kind\":\"%s\",\"ports\":%u,"
-			"\"memory\":%llu,\"dma_engines\":%u,\"colors\":%u}",
-			i ? "," : "", i, n->name, topo_kind_name(n->kind),
-			n->nr_ports, (unsigned long long)n->mem_bytes,
-			n->dma_engines, n->colors);
-	}
-	fputs("],\n\"links\":[", f);
-	for (i = 0; i < t->nr_links; i++) {
-		const struct topo_link *l = &t->links[i];
-
-		fprintf(f, "%s\n{\"id\":%u,\"src\":%u,\"src_port\":%u,\"dst\":%u,"
-			"\"dst_port\":%u,\"bandwidth\":%llu,\"latency_ps\":%llu,"
-			"\"class\":\"%s\",\"state\":\"%s\",\"bw_permille\":%u}",
-			i ? "," : "", i, l->src_node, l->src_port, l->dst_node,
-			l->dst_port, (unsigned long long)l->bandwidth,
-			(unsigned long long)l->latency_ps, topo_class_name(l->class),
-			topo_state_name(l->state), l->bw_permille);
-	}
-	fputc(']', f);
-	if ((flags & TOPO_DUMP_ROUTES) && t->routes) {
-		/* one row per node, every destination id, 65535 = none */
-		fputs(",\n\"routes\":[", f);
-		for (i = 0; i < t->nr_nodes; i++) {
-			fprintf(f, "%s\n[", i ? "," : "");
-			for (d = 0; d < t->nr_nodes; d++)
-				fprintf(f, "%s%u", d ? "," : "",
-					topo_route_port(t, i, d));
-			fputc(']', f);
-		}
-		fputc(']', f);
-	}
-	fputs("}\n", f);
+	json_init(&j, f);
+	json_begin_object(&j, NULL);
+	json_begin_object(&j, "fabric");
+	json_string(&j, "name", t->name);
+	json_u64(&j, "segment_size", t->segment_size);
+	json_string(&j, "time_mode", time_mode_name(t->time_mode));
+	json_u64(&j, "dilation", t->dilation);
+	json_string(&j, "generator", t->generator ? t->generator : "none");
+	json_string(&j, "routing",
+		    topo_routing_name(t->routing == TOPO_ROUTING_AUTO ?
+				      t->routing_auto : t->routing));
+	json_end_object(&j);
+	json_break(&j);
+	json_begin_array(&j, "nodes");
+	for (i = 0; i < t->nr_nodes; i++)
+		dump_json_node(&j, t, i);
+	json_end_array(&j);
+	json_break(&j);
+	json_begin_array(&j, "links");
+	for (i = 0; i < t->nr_links; i++)
+		dump_json_link(&j, t, i);
+	json_end_array(&j);
+	if ((flags & TOPO_DUMP_ROUTES) && t->routes)
+		dump_json_routes(&j, t);
+	json_end_object(&j);
 }
 
 int topo_dump(const struct topo *t, FILE *f, unsigned int flags)

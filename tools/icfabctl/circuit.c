@@ -394,7 +394,7 @@ static void print_ids_text(const struct names *n, const uint32_t *ids,
 		printf("%s%s", i ? "," : "", name_of(n, ids[i], buf, sizeof(buf)));
 }
 
-static void json_ids(struct icfabctl_json *j, const char *key,
+static void json_ids(struct icfab_json *j, const char *key,
 		     const char *names_key, const struct names *n,
 		     const uint32_t *ids, uint32_t nr)
 {
@@ -417,7 +417,7 @@ static int cmd_circuit_list(struct icfabctl *ctl,
 {
 	struct names names = { 0 };
 	struct circs cs = { 0 };
-	struct icfabctl_json j;
+	struct icfab_json j;
 	struct icfab_nl nl;
 	char buf[16];
 	uint32_t i;
@@ -540,7 +540,7 @@ static int cmd_colors(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 		      int argc, char **argv)
 {
 	struct routers rs = { 0 };
-	struct icfabctl_json j;
+	struct icfab_json j;
 	struct icfab_nl nl;
 	uint32_t i, node = 0, used = 0, total = 0;
 	int ret, c;

@@ -281,7 +281,7 @@ static void fabric_print_text(FILE *f, struct nl_msg *msg, struct nlattr **tb)
 	}
 }
 
-void icfabctl_fabric_json(struct icfabctl_json *j, struct nl_msg *msg,
+void icfabctl_fabric_json(struct icfab_json *j, struct nl_msg *msg,
 			  struct nlattr **tb)
 {
 	struct nlmsghdr *nlh = nlmsg_hdr(msg);
@@ -331,7 +331,7 @@ void icfabctl_fabric_json(struct icfabctl_json *j, struct nl_msg *msg,
 /* fabric show */
 
 struct show_state {
-	struct icfabctl_json j;
+	struct icfab_json j;
 	FILE *out;	/* memory: printed only once the request succeeded */
 	bool json;
 };

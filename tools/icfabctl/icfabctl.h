@@ -16,6 +16,7 @@
 
 #include <linux/icfab_genl.h>
 
+#include <icfab/json.h>
 #include <icfab/nl.h>
 
 #define ICFABCTL_DEFAULT_DEVICE	"/dev/icfab0"
@@ -107,24 +108,9 @@ const char *icfabctl_link_class_name(char *buf, size_t len, uint32_t cls);
 const char *icfabctl_link_state_name(char *buf, size_t len, uint32_t state);
 const char *icfabctl_node_kind_name(char *buf, size_t len, uint32_t kind);
 
-/* util.c: a small JSON writer (compact, one document per call chain) */
-struct icfabctl_json {
-	FILE *f;
-	int depth;
-	bool need_comma[16];
-};
-void json_init(struct icfabctl_json *j, FILE *f);
-void json_begin_object(struct icfabctl_json *j, const char *key);
-void json_end_object(struct icfabctl_json *j);
-void json_begin_array(struct icfabctl_json *j, const char *key);
-void json_end_array(struct icfabctl_json *j);
-void json_u64(struct icfabctl_json *j, const char *key, uint64_t v);
-void json_string(struct icfabctl_json *j, const char *key, const char *s);
-void json_bool(struct icfabctl_json *j, const char *key, bool v);
-void json_hex(struct icfabctl_json *j, const char *key, const void *data,
-	      size_t len);
-void json_features(struct icfabctl_json *j, uint64_t features);
-void json_time_mode(struct icfabctl_json *j, uint32_t mode);
+/* util.c: icfab values in JSON (lib/json.c) */
+void json_features(struct icfab_json *j, uint64_t features);
+void json_time_mode(struct icfab_json *j, uint32_t mode);
 
 /* nl.c: the netlink client of lib/, with messages for the user */
 int icfabctl_nl_open(struct icfab_nl *nl);	/* prints; returns exit code */
@@ -155,7 +141,7 @@ const char *icfabctl_fabric_attr_name(int type);	/* ICFAB_A_* name */
  */
 int icfabctl_fabric_parse(struct nl_msg *msg, struct nlattr **tb);
 /* Every attribute as a JSON object's members (id, name, ...). */
-void icfabctl_fabric_json(struct icfabctl_json *j, struct nl_msg *msg,
+void icfabctl_fabric_json(struct icfab_json *j, struct nl_msg *msg,
 			  struct nlattr **tb);
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))

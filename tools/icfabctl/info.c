@@ -68,7 +68,7 @@ static void print_info_text(const char *device, const struct icfab_info *info)
 static void print_info_json(const char *device, const struct icfab_info *info)
 {
 	const struct icfab_limits *l = &info->limits;
-	struct icfabctl_json j;
+	struct icfab_json j;
 
 	json_init(&j, stdout);
 	json_begin_object(&j, NULL);

@@ -66,7 +66,7 @@ static int event_cb(struct nl_msg *msg, void *arg)
 	struct genlmsghdr *gnlh = nlmsg_data(nlmsg_hdr(msg));
 	struct nlattr *tb[ICFAB_A_MAX + 1];
 	struct icfabctl *ctl = arg;
-	struct icfabctl_json j;
+	struct icfab_json j;
 
 	if (icfabctl_fabric_parse(msg, tb)) {
 		icfabctl_warn("monitor: malformed event (cmd %u) ignored",

@@ -113,7 +113,7 @@ static int stats_read(struct icfabctl *ctl, struct icfab_nl *nl,
 
 static void stats_print(struct icfabctl *ctl, const struct stats *s)
 {
-	struct icfabctl_json j;
+	struct icfab_json j;
 	char b1[32], b2[32], b3[32];
 	uint32_t i;
 

@@ -688,7 +688,7 @@ static int print_nodes_text(const struct topo *t, const char *indent)
 	return ret;
 }
 
-static void json_node(struct icfabctl_json *j, const struct topo *t,
+static void json_node(struct icfab_json *j, const struct topo *t,
 		      uint32_t id)
 {
 	const struct tnode *n = &t->nodes[id];
@@ -710,7 +710,7 @@ static void json_node(struct icfabctl_json *j, const struct topo *t,
 }
 
 /* A link's members (the caller opens and closes the object). */
-static void json_link_members(struct icfabctl_json *j, const struct topo *t,
+static void json_link_members(struct icfab_json *j, const struct topo *t,
 			      uint32_t id)
 {
 	const struct tlink *l = &t->links[id];
@@ -737,7 +737,7 @@ static void json_link_members(struct icfabctl_json *j, const struct topo *t,
 	}
 }
 
-static void json_nodes(struct icfabctl_json *j, const struct topo *t)
+static void json_nodes(struct icfab_json *j, const struct topo *t)
 {
 	uint32_t i;
 
@@ -748,7 +748,7 @@ static void json_nodes(struct icfabctl_json *j, const struct topo *t)
 	json_end_array(j);
 }
 
-static void json_links(struct icfabctl_json *j, const struct topo *t)
+static void json_links(struct icfab_json *j, const struct topo *t)
 {
 	uint32_t i;
 
@@ -764,7 +764,7 @@ static void json_links(struct icfabctl_json *j, const struct topo *t)
 }
 
 /* "fabric", "generation", "staged" */
-static void json_head(struct icfabctl_json *j, const struct topo *t)
+static void json_head(struct icfab_json *j, const struct topo *t)
 {
 	json_u64(j, "fabric", t->fabric);
 	json_u64(j, "generation", t->generation);
@@ -814,7 +814,7 @@ static void close_for(struct icfab_nl *nl, struct topo *t)
 static int cmd_topo_show(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 			 int argc, char **argv)
 {
-	struct icfabctl_json j;
+	struct icfab_json j;
 	struct icfab_nl nl;
 	bool staged = false;
 	struct topo t;
@@ -883,7 +883,7 @@ out:
 static int cmd_node_list(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 			 int argc, char **argv)
 {
-	struct icfabctl_json j;
+	struct icfab_json j;
 	struct icfab_nl nl;
 	bool staged = false;
 	struct topo t;
@@ -915,7 +915,7 @@ out:
 static int cmd_link_list(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 			 int argc, char **argv)
 {
-	struct icfabctl_json j;
+	struct icfab_json j;
 	struct icfab_nl nl;
 	bool staged = false;
 	struct topo t;
@@ -1054,7 +1054,7 @@ static void print_route(struct icfabctl *ctl, const struct topo *t,
 	uint64_t latency = 0, bottleneck = UINT64_MAX, bw;
 	struct table tb = { .cols = 5, .right = 1 << 1 | 1 << 2 };
 	char a[32], b[32], lat[32], bws[32];
-	struct icfabctl_json j;
+	struct icfab_json j;
 	bool down = false;
 	uint32_t i;
 	int w;

@@ -42,7 +42,7 @@ struct xfer {
 struct recorder {
 	FILE *out;
 	uint32_t fabric;
-	struct icfabctl_json j;
+	struct icfab_json j;
 	/* links seen, for their track names */
 	uint8_t *links_seen;
 	uint32_t links_cap;

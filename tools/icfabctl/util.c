@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * icfabctl: messages, number parsing, names and a small JSON writer.
+ * icfabctl: messages, number parsing, names, and icfab values in JSON
+ * (through lib/json.c).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -258,111 +259,7 @@ const char *icfabctl_node_kind_name(char *buf, size_t len, uint32_t kind)
 			 ICFAB_NAMES_LEN(icfab_kind_names), kind, "kind");
 }
 
-/* JSON */
-
-void json_init(struct icfabctl_json *j, FILE *f)
-{
-	memset(j, 0, sizeof(*j));
-	j->f = f;
-}
-
-static void json_quoted(FILE *f, const char *s)
-{
-	const unsigned char *p;
-
-	fputc('"', f);
-	for (p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20 || *p == 0x7f)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
-}
-
-/* Comma and key before a value at the current level. */
-static void json_member(struct icfabctl_json *j, const char *key)
-{
-	if (j->need_comma[j->depth])
-		fputc(',', j->f);
-	j->need_comma[j->depth] = true;
-	if (key) {
-		json_quoted(j->f, key);
-		fputc(':', j->f);
-	}
-}
-
-static void json_open(struct icfabctl_json *j, const char *key, char c)
-{
-	json_member(j, key);
-	fputc(c, j->f);
-	if (j->depth + 1 < (int)ARRAY_SIZE(j->need_comma))
-		j->depth++;
-	j->need_comma[j->depth] = false;
-}
-
-static void json_close(struct icfabctl_json *j, char c)
-{
-	fputc(c, j->f);
-	if (j->depth > 0)
-		j->depth--;
-	if (j->depth == 0)
-		fputc('\n', j->f);
-}
-
-void json_begin_object(struct icfabctl_json *j, const char *key)
-{
-	json_open(j, key, '{');
-}
-
-void json_end_object(struct icfabctl_json *j)
-{
-	json_close(j, '}');
-}
-
-void json_begin_array(struct icfabctl_json *j, const char *key)
-{
-	json_open(j, key, '[');
-}
-
-void json_end_array(struct icfabctl_json *j)
-{
-	json_close(j, ']');
-}
-
-void json_u64(struct icfabctl_json *j, const char *key, uint64_t v)
-{
-	json_member(j, key);
-	fprintf(j->f, "%" PRIu64, v);
-}
-
-void json_string(struct icfabctl_json *j, const char *key, const char *s)
-{
-	json_member(j, key);
-	json_quoted(j->f, s);
-}
-
-void json_bool(struct icfabctl_json *j, const char *key, bool v)
-{
-	json_member(j, key);
-	fputs(v ? "true" : "false", j->f);
-}
-
-/* Bytes as a string of hex digits. */
-void json_hex(struct icfabctl_json *j, const char *key, const void *data,
-	      size_t len)
-{
-	const unsigned char *p = data;
-	size_t i;
-
-	json_member(j, key);
-	fputc('"', j->f);
-	for (i = 0; i < len; i++)
-		fprintf(j->f, "%02x", p[i]);
-	fputc('"', j->f);
-}
+/* JSON: lib/json.c, with the names of icfab's values */
 
 static void json_feature(const char *name, void *arg)
 {
@@ -370,7 +267,7 @@ static void json_feature(const char *name, void *arg)
 }
 
 /* "features": mask, "feature_names": [...] */
-void json_features(struct icfabctl_json *j, uint64_t features)
+void json_features(struct icfab_json *j, uint64_t features)
 {
 	json_u64(j, "features", features);
 	json_begin_array(j, "feature_names");
@@ -379,7 +276,7 @@ void json_features(struct icfabctl_json *j, uint64_t features)
 }
 
 /* "time_mode": name ("unknown-N" for a mode this tool does not know) */
-void json_time_mode(struct icfabctl_json *j, uint32_t mode)
+void json_time_mode(struct icfab_json *j, uint32_t mode)
 {
 	const char *name = icfabctl_time_mode_name(mode);
 	char buf[32];
