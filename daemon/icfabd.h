@@ -19,24 +19,10 @@
 
 #include <icfab/nl.h>
 #include <icfab/proto.h>
+#include <icfab/readback.h>
 #include <icfab/topo.h>
 
-/* ---- fabric.c: readback, difference, apply ---- */
-
-/* The module's configuration as read back, in topology-library terms. */
-struct fabric_state {
-	uint64_t generation;
-	uint64_t mem_bytes;		/* committed tables, bytes */
-	bool has_staged;		/* somebody is staging right now */
-	uint64_t commit_ps;		/* ps: fabric time of the last commit */
-	struct topo *topo;		/* nodes, links; routes nr_nodes^2 */
-	uint32_t *link_id;		/* topo link index -> module link id */
-	uint32_t *routes_len;		/* per node: entries the module holds */
-	uint8_t *row_tail;		/* per node: a port set beyond nr_nodes */
-};
-
-int fabric_read(struct icfab_nl *nl, bool staged, struct fabric_state *st);
-void fabric_state_free(struct fabric_state *st);
+/* ---- fabric.c: difference, apply (the readback: <icfab/readback.h>) ---- */
 
 /* What a difference consists of; counts only, the list goes to a FILE. */
 struct fabric_diff {
@@ -93,9 +79,6 @@ int fabric_route_check(const struct fabric_state *st,
 
 /* Copy the module's link states into @t, which has the same links. */
 uint32_t fabric_adopt_link_states(struct topo *t, const struct fabric_state *st);
-/* A routable topology of the module's configuration (takes st->topo). */
-struct topo *fabric_take_topo(struct fabric_state *st);
-
 /* The outcome of fabric_sync(). */
 struct fabric_result {
 	uint64_t gen_before, gen_after;	/* equal when nothing changed */
@@ -104,16 +87,6 @@ struct fabric_result {
 	uint64_t commit_ps;		/* ps: when the commit took effect
 					 * (FABRIC_COMMIT_PS read back) */
 };
-
-/*
- * LINK_GET: the module's LINK_UP_AT_PS (0 once a link is lit) and
- * HOLD_FAIL into @t's links, whose ids are the module's.
- */
-int fabric_read_holds(struct icfab_nl *nl, struct topo *t);
-
-/* FABRIC_GET: the generation and the fabric time of the last commit. */
-int fabric_commit_time(struct icfab_nl *nl, uint64_t *generation,
-		       uint64_t *commit_ps);
 
 /*
  * Read the module, apply the difference to @want, commit; once more from

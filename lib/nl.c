@@ -506,6 +506,22 @@ const char *icfab_nl_strerror(const struct icfab_nl *nl, int err,
 	return buf;
 }
 
+int icfab_nl_read_consistent(int (*read_once)(void *arg), void *arg,
+			     unsigned int attempts)
+{
+	unsigned int attempt;
+	int ret = -EINTR;
+
+	for (attempt = 1; attempt <= attempts; attempt++) {
+		if (attempt > 1)
+			usleep(10000 * (attempt - 1));
+		ret = read_once(arg);
+		if (ret != -EINTR)
+			break;
+	}
+	return ret;
+}
+
 int icfab_dev_info(uint32_t fabric_id, struct icfab_info *info)
 {
 	char path[64];

@@ -396,6 +396,7 @@ static int topo_read_once(struct icfab_nl *nl, struct topo *t,
 	return ret;
 }
 
+/* The pause of icfab_nl_read_consistent(), for route show's own retries. */
 static void topo_retry_pause(int attempt)
 {
 	usleep(10000 * attempt);
@@ -408,22 +409,36 @@ static int topo_gave_up(const char *what)
 	return ICFABCTL_EXIT_ERROR;
 }
 
+struct read_args {
+	struct icfab_nl *nl;
+	struct topo *t;
+	unsigned int what;
+};
+
+/* One read for icfab_nl_read_consistent(): -EINTR when inconsistent. */
+static int topo_read_attempt(void *arg)
+{
+	struct read_args *ra = arg;
+	int ret = topo_read_once(ra->nl, ra->t, ra->what);
+
+	return !ret && ra->t->inconsistent ? -EINTR : ret;
+}
+
 /* A consistent read, or a message and ICFABCTL_EXIT_ERROR. */
 static int topo_read(struct icfab_nl *nl, struct topo *t,
 		     unsigned int what, const char *name)
 {
-	int attempt;
+	struct read_args ra = { .nl = nl, .t = t, .what = what };
+	int ret;
 
-	for (attempt = 1; attempt <= TOPO_ATTEMPTS; attempt++) {
-		if (topo_read_once(nl, t, what)) {
-			icfabctl_nl_report(nl, name);
-			return ICFABCTL_EXIT_ERROR;
-		}
-		if (!t->inconsistent)
-			return ICFABCTL_EXIT_OK;
-		topo_retry_pause(attempt);
+	ret = icfab_nl_read_consistent(topo_read_attempt, &ra, TOPO_ATTEMPTS);
+	if (ret == -EINTR && t->inconsistent)
+		return topo_gave_up(name);
+	if (ret) {
+		icfabctl_nl_report(nl, name);
+		return ICFABCTL_EXIT_ERROR;
 	}
-	return topo_gave_up(name);
+	return ICFABCTL_EXIT_OK;
 }
 
 /* ---- output helpers ---- */

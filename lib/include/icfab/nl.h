@@ -84,6 +84,18 @@ int icfab_nl_recv_events(struct icfab_nl *nl, icfab_nl_parse_fn fn, void *arg);
 const char *icfab_nl_strerror(const struct icfab_nl *nl, int err,
 			      char *buf, size_t len);
 
+/*
+ * The dump-retry rule of every reader of the module's configuration: a
+ * read whose replies span a change (a dump flagged NLM_F_DUMP_INTR, or
+ * replies of two generations), for which @read_once returns -EINTR, is
+ * done again from the start, up to @attempts times in all, with a pause
+ * of 10 ms times the attempt before each new one so that a configurator
+ * in the middle of its staging can finish. Returns what the last
+ * @read_once returned: -EINTR when the reads never settled.
+ */
+int icfab_nl_read_consistent(int (*read_once)(void *arg), void *arg,
+			     unsigned int attempts);
+
 /* ICFAB_IOC_INFO on /dev/icfabN. */
 int icfab_dev_info(uint32_t fabric_id, struct icfab_info *info);
 

@@ -1,0 +1,460 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The module's configuration read back into a struct topo: fabric
+ * parameters, nodes, links and every route table, all from one
+ * generation, under the dump-retry rule of <icfab/nl.h>. icfabd compares
+ * it with what it wants (daemon/fabric.c) and adopts from it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <netlink/attr.h>
+#include <netlink/msg.h>
+
+#include <icfab/readback.h>
+
+#define READ_ATTEMPTS	20	/* reads that spanned a commit, in a row */
+
+struct rb {
+	bool gen_set;
+	uint64_t gen;
+	bool mixed;			/* replies from different generations */
+	struct topo_node *nodes;	/* indexed by module node id */
+	uint8_t *node_present;
+	uint32_t nodes_cap, max_node;	/* max_node: highest id + 1 */
+	struct topo_link *links;	/* in dump order (ascending ids) */
+	uint32_t *link_id;
+	uint32_t nr_links, links_cap;
+	struct fabric_state *st;
+	uint32_t n;			/* nodes, for the route dump */
+};
+
+static void rb_gen(struct rb *rb, struct nlattr **tb)
+{
+	uint64_t g;
+
+	if (!tb[ICFAB_A_FABRIC_GENERATION]) {
+		rb->mixed = true;
+		return;
+	}
+	g = nla_get_u64(tb[ICFAB_A_FABRIC_GENERATION]);
+	if (rb->gen_set && g != rb->gen)
+		rb->mixed = true;
+	rb->gen = g;
+	rb->gen_set = true;
+}
+
+static uint32_t get_u32(struct nlattr **tb, int a, uint32_t dflt)
+{
+	return tb[a] ? nla_get_u32(tb[a]) : dflt;
+}
+
+static uint64_t get_u64(struct nlattr **tb, int a, uint64_t dflt)
+{
+	return tb[a] ? nla_get_u64(tb[a]) : dflt;
+}
+
+static int parse_fabric(struct nlattr **tb, void *arg)
+{
+	struct rb *rb = arg;
+	struct fabric_state *st = rb->st;
+	struct topo *t = st->topo;
+
+	rb_gen(rb, tb);
+	st->generation = rb->gen;
+	t->segment_size = get_u32(tb, ICFAB_A_FABRIC_SEGMENT_SIZE, 0);
+	t->time_mode = get_u32(tb, ICFAB_A_FABRIC_TIME_MODE, 0);
+	t->dilation = get_u32(tb, ICFAB_A_FABRIC_DILATION, 1);
+	st->mem_bytes = get_u64(tb, ICFAB_A_FABRIC_MEM_BYTES, 0);
+	st->commit_ps = get_u64(tb, ICFAB_A_FABRIC_COMMIT_PS, 0);
+	st->has_staged = tb[ICFAB_A_FABRIC_HAS_STAGED] &&
+			 nla_get_u8(tb[ICFAB_A_FABRIC_HAS_STAGED]);
+	return 0;
+}
+
+static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
+{
+	uint32_t n = *cap ? *cap : 64;
+	void *q;
+
+	if (need < *cap)
+		return 0;
+	while (n <= need)
+		n *= 2;
+	q = realloc(*p, (size_t)n * elem);
+	if (!q)
+		return -ENOMEM;
+	memset((char *)q + (size_t)*cap * elem, 0, (size_t)(n - *cap) * elem);
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+static int parse_node(struct nlattr **tb, void *arg)
+{
+	struct rb *rb = arg;
+	struct topo_node *n;
+	uint32_t id, cap;
+
+	rb_gen(rb, tb);
+	if (!tb[ICFAB_A_NODE_ID] || !tb[ICFAB_A_NODE_KIND])
+		return -EPROTO;
+	id = nla_get_u32(tb[ICFAB_A_NODE_ID]);
+	cap = rb->nodes_cap;
+	if (grow((void **)&rb->nodes, &rb->nodes_cap, id, sizeof(*rb->nodes)) ||
+	    grow((void **)&rb->node_present, &cap, id, 1))
+		return -ENOMEM;
+	n = &rb->nodes[id];
+	memset(n, 0, sizeof(*n));
+	if (tb[ICFAB_A_NODE_NAME])
+		snprintf(n->name, sizeof(n->name), "%s",
+			 (const char *)nla_data(tb[ICFAB_A_NODE_NAME]));
+	n->kind = nla_get_u32(tb[ICFAB_A_NODE_KIND]);
+	n->nr_ports = get_u32(tb, ICFAB_A_NODE_PORTS, 0);
+	n->next_port = n->nr_ports;
+	n->ports_fixed = true;
+	n->mem_bytes = get_u64(tb, ICFAB_A_NODE_MEM_BYTES, 0);
+	n->dma_engines = get_u32(tb, ICFAB_A_NODE_DMA_ENGINES, 0);
+	n->colors = get_u32(tb, ICFAB_A_NODE_COLORS, 0);
+	n->grid_pos = TOPO_NONE;
+	rb->node_present[id] = 1;
+	if (id + 1 > rb->max_node)
+		rb->max_node = id + 1;
+	return 0;
+}
+
+static int parse_link(struct nlattr **tb, void *arg)
+{
+	struct rb *rb = arg;
+	struct topo_link *l;
+	uint32_t cap = rb->links_cap;
+
+	rb_gen(rb, tb);
+	if (!tb[ICFAB_A_LINK_ID])
+		return -EPROTO;
+	if (grow((void **)&rb->links, &rb->links_cap, rb->nr_links,
+		 sizeof(*rb->links)) ||
+	    grow((void **)&rb->link_id, &cap, rb->nr_links,
+		 sizeof(*rb->link_id)))
+		return -ENOMEM;
+	l = &rb->links[rb->nr_links];
+	memset(l, 0, sizeof(*l));
+	l->src_node = get_u32(tb, ICFAB_A_LINK_SRC_NODE, 0);
+	l->src_port = get_u32(tb, ICFAB_A_LINK_SRC_PORT, 0);
+	l->dst_node = get_u32(tb, ICFAB_A_LINK_DST_NODE, 0);
+	l->dst_port = get_u32(tb, ICFAB_A_LINK_DST_PORT, 0);
+	l->bandwidth = get_u64(tb, ICFAB_A_LINK_BANDWIDTH, 0);
+	l->latency_ps = get_u64(tb, ICFAB_A_LINK_LATENCY_PS, 0);
+	l->class = get_u32(tb, ICFAB_A_LINK_CLASS, 0);
+	l->state = get_u32(tb, ICFAB_A_LINK_STATE, ICFAB_LINK_UP);
+	l->bw_permille = l->state == ICFAB_LINK_DEGRADED ?
+		get_u32(tb, ICFAB_A_LINK_BW_PERMILLE, 0) : 0;
+	l->up_at_ps = get_u64(tb, ICFAB_A_LINK_UP_AT_PS, 0);
+	l->hold_fail = tb[ICFAB_A_LINK_HOLD_FAIL] &&
+		       nla_get_u8(tb[ICFAB_A_LINK_HOLD_FAIL]);
+	l->peer = TOPO_NONE;
+	rb->link_id[rb->nr_links++] = nla_get_u32(tb[ICFAB_A_LINK_ID]);
+	return 0;
+}
+
+static int parse_routes(struct nlattr **tb, void *arg)
+{
+	struct rb *rb = arg;
+	struct fabric_state *st = rb->st;
+	const uint16_t *ports;
+	uint32_t node, first, cnt, i, n = rb->n;
+
+	rb_gen(rb, tb);
+	if (!tb[ICFAB_A_ROUTE_NODE])
+		return -EPROTO;
+	node = nla_get_u32(tb[ICFAB_A_ROUTE_NODE]);
+	first = get_u32(tb, ICFAB_A_ROUTE_DST_FIRST, 0);
+	if (node >= n)
+		return -EPROTO;
+	if (!tb[ICFAB_A_ROUTE_PORTS])
+		return 0;
+	ports = nla_data(tb[ICFAB_A_ROUTE_PORTS]);
+	cnt = nla_len(tb[ICFAB_A_ROUTE_PORTS]) / sizeof(uint16_t);
+	for (i = 0; i < cnt; i++) {
+		uint16_t p;
+
+		memcpy(&p, ports + i, sizeof(p));	/* 4-byte aligned only */
+		if (first + i < n)
+			st->topo->routes[(size_t)node * n + first + i] = p;
+		else if (p != ICFAB_ROUTE_NONE)
+			st->row_tail[node] = 1;
+	}
+	if (first + cnt > st->routes_len[node])
+		st->routes_len[node] = first + cnt;
+	return 0;
+}
+
+static void rb_free(struct rb *rb)
+{
+	free(rb->nodes);
+	free(rb->node_present);
+	free(rb->links);
+	free(rb->link_id);
+	memset(rb, 0, sizeof(*rb));
+}
+
+void fabric_state_free(struct fabric_state *st)
+{
+	topo_free(st->topo);
+	free(st->link_id);
+	free(st->routes_len);
+	free(st->row_tail);
+	memset(st, 0, sizeof(*st));
+}
+
+static struct nl_msg *read_msg(struct icfab_nl *nl, uint8_t cmd, bool dump,
+			       bool staged)
+{
+	struct nl_msg *msg = icfab_nl_msg(nl, cmd, dump ? NLM_F_DUMP : 0, 0);
+
+	if (msg && staged && nla_put_flag(msg, ICFAB_A_STAGED)) {
+		nlmsg_free(msg);
+		return NULL;
+	}
+	return msg;
+}
+
+/* The other direction of each cable, from a (node, port) -> link map. */
+static int link_peers(struct topo *t)
+{
+	uint32_t *base, *out, i;
+	size_t total = 0;
+
+	base = calloc(t->nr_nodes + 1, sizeof(*base));
+	if (!base)
+		return -ENOMEM;
+	for (i = 0; i < t->nr_nodes; i++) {
+		base[i] = total;
+		total += t->nodes[i].nr_ports;
+	}
+	base[t->nr_nodes] = total;
+	out = malloc((total + 1) * sizeof(*out));
+	if (!out) {
+		free(base);
+		return -ENOMEM;
+	}
+	memset(out, 0xff, (total + 1) * sizeof(*out));
+	for (i = 0; i < t->nr_links; i++) {
+		const struct topo_link *l = &t->links[i];
+
+		if (l->src_node < t->nr_nodes &&
+		    l->src_port < t->nodes[l->src_node].nr_ports)
+			out[base[l->src_node] + l->src_port] = i;
+	}
+	for (i = 0; i < t->nr_links; i++) {
+		struct topo_link *l = &t->links[i];
+		uint32_t back;
+
+		if (l->dst_node >= t->nr_nodes ||
+		    l->dst_port >= t->nodes[l->dst_node].nr_ports)
+			continue;
+		back = out[base[l->dst_node] + l->dst_port];
+		if (back != TOPO_NONE && t->links[back].dst_node == l->src_node &&
+		    t->links[back].dst_port == l->src_port)
+			l->peer = back;
+	}
+	free(base);
+	free(out);
+	return 0;
+}
+
+/* ICFABD_DEBUG=1 in the environment: readback phase timings on stderr. */
+static double dbg_t0;
+
+static void dbg(const char *what)
+{
+	struct timespec ts;
+	double now;
+
+	if (!getenv("ICFABD_DEBUG"))
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = ts.tv_sec + ts.tv_nsec / 1e9;
+	fprintf(stderr, "icfabd: debug: readback %s %.3f s\n", what, dbg_t0 ? now - dbg_t0 : 0);
+	dbg_t0 = now;
+}
+
+static int read_once(struct icfab_nl *nl, bool staged, struct fabric_state *st)
+{
+	struct rb rb = { .st = st };
+	struct topo *t;
+	uint32_t i, n;
+	size_t cells;
+	int ret;
+
+	t = st->topo = topo_new();
+	if (!t)
+		return -ENOMEM;
+	strcpy(t->name, "module");
+
+	dbg("start");
+	ret = icfab_nl_request(nl, read_msg(nl, ICFAB_CMD_FABRIC_GET, false,
+					    staged), parse_fabric, &rb);
+	dbg("fabric");
+	if (!ret)
+		ret = icfab_nl_dump(nl, read_msg(nl, ICFAB_CMD_NODE_GET, true,
+						 staged), parse_node, &rb);
+	if (ret)
+		goto out;
+
+	/* The committed configuration has dense ids; a staged one may not. */
+	n = rb.max_node;
+	for (i = 0; i < n; i++)
+		if (!rb.node_present[i]) {
+			ret = -EPROTO;
+			goto out;
+		}
+	t->nodes = rb.nodes ? rb.nodes : calloc(1, sizeof(*t->nodes));
+	t->cap_nodes = rb.nodes ? rb.nodes_cap : 1;
+	rb.nodes = NULL;
+	if (!t->nodes) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	dbg("nodes");
+	t->nr_nodes = n;
+	for (i = 0; i < n; i++) {
+		if (t->nodes[i].kind == ICFAB_NODE_ENDPOINT)
+			t->nr_endpoints++;
+		else
+			t->nr_switches++;
+	}
+
+	ret = icfab_nl_dump(nl, read_msg(nl, ICFAB_CMD_LINK_GET, true, staged),
+			    parse_link, &rb);
+	if (ret)
+		goto out;
+	t->links = rb.links;
+	t->cap_links = rb.links_cap;
+	t->nr_links = rb.nr_links;
+	st->link_id = rb.link_id;
+	rb.links = NULL;
+	rb.link_id = NULL;
+	dbg("links");
+	ret = link_peers(t);
+	dbg("peers");
+	if (ret)
+		goto out;
+
+	cells = (size_t)n * n;
+	t->routes = malloc(cells * sizeof(*t->routes) + 1);
+	st->routes_len = calloc(n + 1, sizeof(*st->routes_len));
+	st->row_tail = calloc(n + 1, 1);
+	if (!t->routes || !st->routes_len || !st->row_tail) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	memset(t->routes, 0xff, cells * sizeof(*t->routes));
+	rb.n = n;
+	ret = icfab_nl_dump(nl, read_msg(nl, ICFAB_CMD_ROUTE_GET, true, staged),
+			    parse_routes, &rb);
+	dbg("routes");
+	if (!ret && rb.mixed)
+		ret = -EINTR;
+out:
+	rb_free(&rb);
+	return ret;
+}
+
+/*
+ * Read the committed (or the staged) configuration: fabric parameters,
+ * nodes, links and every route table, all from one generation. A read
+ * that spans a commit is done again.
+ */
+struct read_args {
+	struct icfab_nl *nl;
+	bool staged;
+	struct fabric_state *st;
+};
+
+static int read_attempt(void *arg)
+{
+	struct read_args *ra = arg;
+	int ret;
+
+	memset(ra->st, 0, sizeof(*ra->st));
+	ret = read_once(ra->nl, ra->staged, ra->st);
+	if (ret)
+		fabric_state_free(ra->st);
+	return ret;
+}
+
+int fabric_read(struct icfab_nl *nl, bool staged, struct fabric_state *st)
+{
+	struct read_args ra = { .nl = nl, .staged = staged, .st = st };
+
+	return icfab_nl_read_consistent(read_attempt, &ra, READ_ATTEMPTS);
+}
+
+struct topo *fabric_take_topo(struct fabric_state *st)
+{
+	struct topo *t = st->topo;
+
+	st->topo = NULL;
+	return t;
+}
+
+struct holds {
+	struct topo *t;
+};
+
+static int parse_hold(struct nlattr **tb, void *arg)
+{
+	struct holds *h = arg;
+	uint32_t id;
+
+	if (!tb[ICFAB_A_LINK_ID])
+		return -EPROTO;
+	id = nla_get_u32(tb[ICFAB_A_LINK_ID]);
+	if (id < h->t->nr_links) {
+		h->t->links[id].up_at_ps = get_u64(tb, ICFAB_A_LINK_UP_AT_PS, 0);
+		h->t->links[id].hold_fail = tb[ICFAB_A_LINK_HOLD_FAIL] &&
+			nla_get_u8(tb[ICFAB_A_LINK_HOLD_FAIL]);
+	}
+	return 0;
+}
+
+int fabric_read_holds(struct icfab_nl *nl, struct topo *t)
+{
+	struct holds h = { .t = t };
+	uint32_t i;
+
+	for (i = 0; i < t->nr_links; i++)
+		t->links[i].up_at_ps = 0;
+	return icfab_nl_dump(nl, read_msg(nl, ICFAB_CMD_LINK_GET, true, false),
+			     parse_hold, &h);
+}
+
+struct commit_time {
+	uint64_t gen, ps;
+};
+
+static int parse_commit_time(struct nlattr **tb, void *arg)
+{
+	struct commit_time *ct = arg;
+
+	ct->gen = get_u64(tb, ICFAB_A_FABRIC_GENERATION, 0);
+	ct->ps = get_u64(tb, ICFAB_A_FABRIC_COMMIT_PS, 0);
+	return 0;
+}
+
+int fabric_commit_time(struct icfab_nl *nl, uint64_t *generation,
+		       uint64_t *commit_ps)
+{
+	struct commit_time ct = { 0, 0 };
+	int ret;
+
+	ret = icfab_nl_request(nl, read_msg(nl, ICFAB_CMD_FABRIC_GET, false,
+					    false), parse_commit_time, &ct);
+	if (generation)
+		*generation = ct.gen;
+	*commit_ps = ct.ps;
+	return ret;
+}
