@@ -895,9 +895,11 @@ out:
 
 /* ---- node list, link list ---- */
 
-static int cmd_node_list(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
-			 int argc, char **argv)
+/* node list (@links false) or link list, which needs the nodes' names. */
+static int list(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
+		int argc, char **argv, bool links)
 {
+	const char *what = links ? "link list" : "node list";
 	struct icfab_json j;
 	struct icfab_nl nl;
 	bool staged = false;
@@ -910,54 +912,37 @@ static int cmd_node_list(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 	ret = open_for(ctl, &nl, &t, staged);
 	if (ret)
 		return ret;
-	ret = topo_read(&nl, &t, READ_NODES, "node list");
+	ret = topo_read(&nl, &t, READ_NODES | (links ? READ_LINKS : 0), what);
 	if (ret)
 		goto out;
 	if (ctl->json) {
 		json_init(&j, stdout);
 		json_begin_object(&j, NULL);
 		json_head(&j, &t);
-		json_nodes(&j, &t);
+		if (links)
+			json_links(&j, &t);
+		else
+			json_nodes(&j, &t);
 		json_end_object(&j);
-	} else if (t.nr_nodes && print_nodes_text(&t, "")) {
-		ret = icfabctl_fail(ENOMEM, "node list");
+	} else if (links ? t.nr_links_read && print_links_text(&t, "") :
+			   t.nr_nodes && print_nodes_text(&t, "")) {
+		ret = icfabctl_fail(ENOMEM, "%s", what);
 	}
 out:
 	close_for(&nl, &t);
 	return ret;
 }
 
+static int cmd_node_list(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
+			 int argc, char **argv)
+{
+	return list(ctl, cmd, argc, argv, false);
+}
+
 static int cmd_link_list(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 			 int argc, char **argv)
 {
-	struct icfab_json j;
-	struct icfab_nl nl;
-	bool staged = false;
-	struct topo t;
-	int ret;
-
-	ret = parse_staged(cmd, argc, argv, &staged);
-	if (ret)
-		return ret;
-	ret = open_for(ctl, &nl, &t, staged);
-	if (ret)
-		return ret;
-	/* The nodes too: their names. */
-	ret = topo_read(&nl, &t, READ_NODES | READ_LINKS, "link list");
-	if (ret)
-		goto out;
-	if (ctl->json) {
-		json_init(&j, stdout);
-		json_begin_object(&j, NULL);
-		json_head(&j, &t);
-		json_links(&j, &t);
-		json_end_object(&j);
-	} else if (t.nr_links_read && print_links_text(&t, "")) {
-		ret = icfabctl_fail(ENOMEM, "link list");
-	}
-out:
-	close_for(&nl, &t);
-	return ret;
+	return list(ctl, cmd, argc, argv, true);
 }
 
 /* ---- route show ---- */
