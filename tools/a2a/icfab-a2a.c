@@ -26,27 +26,9 @@
 
 #include <linux/icfab.h>
 
+#include <icfab/parse.h>
+
 #define MAX_EPS		1024
-
-static int parse_bytes(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -1;
-	switch (*end) {
-	case 'K': v <<= 10; end++; break;
-	case 'M': v <<= 20; end++; break;
-	case 'G': v <<= 30; end++; break;
-	}
-	if (*end || !v)
-		return -1;
-	*out = v;
-	return 0;
-}
 
 /* Reap at least @min completions, folding them into the per-endpoint stats. */
 static int reap(int fd, unsigned int min, uint64_t *first_start,
@@ -98,7 +80,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind + 1 != argc || parse_bytes(argv[optind], &bytes) ||
+	if (optind + 1 != argc || icfab_parse_bytes(argv[optind], &bytes) ||
 	    !max_n || max_n > MAX_EPS) {
 		fprintf(stderr, "usage: icfab-a2a [-d DEV] [-n ENDPOINTS] [-j] BYTES\n");
 		return 2;

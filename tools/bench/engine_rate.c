@@ -52,6 +52,7 @@
 
 #include <linux/icfab.h>
 
+#include <icfab/parse.h>
 #include <icfab/topo.h>		/* lib/topo: the topology library */
 #include "../../kmod/model/engine.h"
 
@@ -98,25 +99,6 @@ static double cpu_s(void)
 
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static int parse_bytes(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -1;
-	switch (*end) {
-	case 'K': v <<= 10; end++; break;
-	case 'M': v <<= 20; end++; break;
-	}
-	if (*end || !v)
-		return -1;
-	*out = v;
-	return 0;
 }
 
 /* Sum over all ordered pairs of segments x links on the route. */
@@ -482,7 +464,7 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'H': host = 1; break;
 		case 'b':
-			if (parse_bytes(optarg, &a.bytes))
+			if (icfab_parse_bytes(optarg, &a.bytes))
 				usage();
 			break;
 		default: usage();
