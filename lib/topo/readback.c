@@ -15,6 +15,8 @@
 
 #include <icfab/readback.h>
 
+#include "topo_priv.h"
+
 #define READ_ATTEMPTS	20	/* reads that spanned a commit, in a row */
 
 struct rb {
@@ -221,47 +223,28 @@ static struct nl_msg *read_msg(struct icfab_nl *nl, uint8_t cmd, bool dump,
 	return msg;
 }
 
-/* The other direction of each cable, from a (node, port) -> link map. */
+/* The other direction of each cable, from the (node, port) -> link map. */
 static int link_peers(struct topo *t)
 {
-	uint32_t *base, *out, i;
-	size_t total = 0;
+	struct topo_ports p;
+	uint32_t i, back;
+	int ret;
 
-	base = calloc(t->nr_nodes + 1, sizeof(*base));
-	if (!base)
-		return -ENOMEM;
-	for (i = 0; i < t->nr_nodes; i++) {
-		base[i] = total;
-		total += t->nodes[i].nr_ports;
-	}
-	base[t->nr_nodes] = total;
-	out = malloc((total + 1) * sizeof(*out));
-	if (!out) {
-		free(base);
-		return -ENOMEM;
-	}
-	memset(out, 0xff, (total + 1) * sizeof(*out));
-	for (i = 0; i < t->nr_links; i++) {
-		const struct topo_link *l = &t->links[i];
-
-		if (l->src_node < t->nr_nodes &&
-		    l->src_port < t->nodes[l->src_node].nr_ports)
-			out[base[l->src_node] + l->src_port] = i;
-	}
+	ret = topo_ports_build(t, &p, NULL, NULL);
+	if (ret)
+		return ret;
 	for (i = 0; i < t->nr_links; i++) {
 		struct topo_link *l = &t->links[i];
-		uint32_t back;
 
 		if (l->dst_node >= t->nr_nodes ||
 		    l->dst_port >= t->nodes[l->dst_node].nr_ports)
 			continue;
-		back = out[base[l->dst_node] + l->dst_port];
+		back = p.out[p.base[l->dst_node] + l->dst_port];
 		if (back != TOPO_NONE && t->links[back].dst_node == l->src_node &&
 		    t->links[back].dst_port == l->src_port)
 			l->peer = back;
 	}
-	free(base);
-	free(out);
+	topo_ports_free(&p);
 	return 0;
 }
 
