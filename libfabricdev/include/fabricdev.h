@@ -40,6 +40,7 @@ struct fdev;
 #define FDEV_F_URING_CMD	(1ULL << 3)
 #define FDEV_F_FREE_RUN		(1ULL << 4)
 #define FDEV_F_CIRCUITS		(1ULL << 7)	/* FDEV_MOE_MULTICAST */
+#define FDEV_F_RECV_NOTIFY	(1ULL << 8)	/* receive-side completions */
 
 struct fdev_info {
 	uint64_t features;		/* FDEV_F_* of the module */
@@ -96,6 +97,8 @@ enum {
 	FDEV_OP_WRITE = 1, FDEV_OP_READ = 2, FDEV_OP_DELAY = 3, FDEV_OP_FENCE = 4,
 };
 #define FDEV_DESC_TIMING_ONLY	(1U << 0)
+/* WRITE: also complete at the target's receive queue (FDEV_F_RECV_NOTIFY) */
+#define FDEV_DESC_NOTIFY	(1U << 1)
 
 /* Same layout as struct icfab_desc (64 bytes). */
 struct fdev_desc {
@@ -111,7 +114,7 @@ struct fdev_desc {
 	uint64_t rkey;
 	uint64_t remote_off;
 	uint32_t circuit;
-	uint32_t reserved0;
+	uint32_t imm;			/* FDEV_DESC_NOTIFY: to the receiver; else 0 */
 };
 
 /* Same layout as struct icfab_cqe (64 bytes). */
@@ -175,6 +178,7 @@ struct fdev_comm;
 /* fdev_comm_* flags */
 #define FDEV_COMM_TIMING_ONLY	(1U << 0)	/* no regions, move no bytes */
 #define FDEV_COMM_FREE_RUN	(1U << 1)	/* free-running contexts: see fdev_comm(3) */
+
 
 /*
  * One process drives @nranks ranks, rank i on endpoints[i] (NULL: the

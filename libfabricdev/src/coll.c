@@ -70,16 +70,60 @@ static uint64_t max_chunk(const struct fdev_comm *c)
 	return seg_budget() / 2 * (c->seg ? c->seg : 4096);
 }
 
+/*
+ * Notify communicators: what the local rank still expects in a step.
+ * Each sender tells, in every WRITE's immediate, how many it sends this
+ * rank in the step; before the first arrives from a source, one is
+ * counted for it.
+ */
+struct step_recv {
+	uint32_t *left;			/* [nranks] to come; NOT_HEARD */
+	uint64_t pending;		/* at least this many still to come */
+};
+
+#define NOT_HEARD	UINT32_MAX
+
+static int rank_of_endpoint(const struct fdev_comm *c, uint32_t ep)
+{
+	for (unsigned int r = 0; r < c->nranks; r++)
+		if (c->ep[r] == ep)
+			return (int)r;
+	return -1;
+}
+
+static int step_received(const struct fdev_comm *c, struct step_recv *rx,
+			 const struct fdev_cqe *cqe)
+{
+	int src = rank_of_endpoint(c, (uint32_t)(cqe->user_tag >> 32));
+	uint32_t total = (uint32_t)cqe->user_tag;
+
+	if (cqe->status)
+		return cqe->status;
+	if (src < 0 || !rx || !rx->left[src] || !total)
+		return -EPROTO;		/* nobody said it would send */
+	if (rx->left[src] == NOT_HEARD) {
+		/* The first of @total: one was counted for it. */
+		rx->left[src] = total - 1;
+		rx->pending += (uint64_t)total - 1;
+		rx->pending--;
+		return 0;
+	}
+	rx->left[src]--;
+	rx->pending--;
+	return 0;
+}
+
 static int post_window(struct fdev_comm *c, struct fdev_desc *d,
-		       unsigned int nd)
+		       unsigned int nd, struct step_recv *rx)
 {
 	uint64_t budget = seg_budget(), segs = 0, seg = c->seg ? c->seg : 4096;
 	unsigned int next = 0, done = 0;
+	unsigned int timeout = c->notify ? c->timeout_ms : 0;
 	struct fdev_cqe cqe[256];
 	int err = 0;
 
-	while (done < nd) {
-		unsigned int start = next;
+	while (done < nd || (rx && rx->pending && !err)) {
+		unsigned int start = next, min;
 		int ret;
 
 		while (next < nd && next - done < FDEV_XFER_BUDGET) {
@@ -102,120 +146,206 @@ static int post_window(struct fdev_comm *c, struct fdev_desc *d,
 					return err;
 			}
 		}
-		ret = fdev_wait(c->dev, cqe, next == nd || err ? (next - done < 256 ?
-				next - done : 256) : 1, 256, 0);
+		min = 1;
+		if (next == nd || err) {
+			uint64_t all = next - done + (rx && !err ? rx->pending : 0);
+
+			min = all < 256 ? (unsigned int)all : 256;
+		}
+		ret = fdev_wait(c->dev, cqe, min, 256, timeout);
 		if (ret < 0)
 			return err ? err : ret;
 		for (int i = 0; i < ret; i++) {
 			uint64_t t = cqe[i].user_tag;
 
+			if (fdev_cqe_received(c->dev, &cqe[i])) {
+				int e = step_received(c, rx, &cqe[i]);
+
+				if (e && !err)
+					err = e;
+				continue;
+			}
 			if (cqe[i].status && !err)
 				err = cqe[i].status;
 			if (t < nd)
 				segs -= d[t].len / seg + 2;
+			done++;
 		}
-		done += (unsigned int)ret;
 		if (err && done == next)
 			return err;
 	}
 	return err;
 }
 
-int fdev_plan_run(struct fdev_comm *c, const struct fdev_plan *p)
+/*
+ * Notify communicators: before posting step @s, every WRITE says how many
+ * this rank sends its target in the step (@dst: each descriptor's target
+ * rank), and the rank learns whom it hears from.
+ */
+static void notify_step(struct fdev_comm *c, const struct fdev_plan *p,
+			uint32_t s, size_t xi, struct fdev_desc *d,
+			const uint32_t *dst, unsigned int nd,
+			struct step_recv *rx)
 {
-	int timing = fdev_comm_timing_only(c);
-	struct fdev_desc *d;
-	size_t xi = 0, dcap;
-	uint64_t t0;
-	int err = 0;
+	unsigned int me = c->first;
 
-	if (p->ws_need > c->ws_bytes && !timing)
-		return -EMSGSIZE;
-	if (c->proxy)
-		return fdev_proxy_run(c, p);
-	if (!c->dev)
-		return run_host(c, p);
-	if (virtual_data_multi(c)) {
-		/* Needs a receive-side wait the module does not have yet. */
-		return -EOPNOTSUPP;
+	memset(rx->left, 0, c->nranks * sizeof(*rx->left));
+	rx->pending = 0;
+	for (unsigned int i = 0; i < nd; i++)
+		rx->left[dst[i]]++;
+	for (unsigned int i = 0; i < nd; i++) {
+		d[i].flags |= FDEV_DESC_NOTIFY;
+		d[i].imm = rx->left[dst[i]];
 	}
-	if (p->mcast_ranks) {
-		err = fdev_comm_circuits_open(c);
-		if (err)
-			return err;
-	}
-	dcap = p->nx + 16;
-	d = malloc(dcap * sizeof(*d));
-	if (!d)
-		return -ENOMEM;
-	/* Everyone is done with what the last call left in the workspaces. */
-	if (c->multi && !timing) {
-		uint64_t v = fdev_clock(c->dev);
+	memset(rx->left, 0, c->nranks * sizeof(*rx->left));
+	if (fdev_rank_failed(c, me))
+		return;
+	for (; xi < p->nx && p->x[xi].step == s; xi++) {
+		const struct fdev_xfer *x = &p->x[xi];
 
-		err = fdev_shm_barrier(c, &v);
-		if (err && err != -EPIPE)
-			goto out;
-		err = fdev_advance_to(c->dev, c->queue[0], v);
-		if (err)
-			goto out;
-	}
-	t0 = fdev_clock(c->dev);
-	for (uint32_t s = 0; s < p->nsteps && !err; s++) {
-		unsigned int nd = 0;
-
-		for (; xi < p->nx && p->x[xi].step == s; xi++) {
-			const struct fdev_xfer *x = &p->x[xi];
-			uint32_t l = x->src - c->first;
-			uint64_t chunk = max_chunk(c), off = 0;
-
-			int mcast = x->dst == FDEV_PLAN_MCAST;
-
-			if (!is_local(c, x->src) || fdev_rank_failed(c, x->src) ||
-			    (!mcast && fdev_rank_failed(c, x->dst)))
-				continue;
-			/* What the engine could never hold at once goes in pieces. */
-			do {
-				uint64_t len = x->len - off < chunk ? x->len - off : chunk;
-
-				if (nd == dcap) {
-					struct fdev_desc *nd2;
-
-					dcap *= 2;
-					nd2 = realloc(d, dcap * sizeof(*d));
-					if (!nd2) {
-						err = -ENOMEM;
-						break;
-					}
-					d = nd2;
-				}
-				if (timing)
-					fdev_prep_timing(&d[nd], FDEV_OP_WRITE, c->queue[l],
-							 mcast ? 0 : c->ep[x->dst], len, nd);
-				else
-					fdev_prep_write(&d[nd], c->queue[l],
-							c->ws[l].handle, x->src_off + off,
-							mcast ? 0 : c->rkey[x->dst],
-							x->dst_off + off, len, nd);
-				/* Every destination bound its workspace at 0. */
-				if (mcast)
-					d[nd].circuit = c->mc[x->src];
-				nd++;
-				off += len;
-			} while (off < x->len && !err);
+		if (x->dst == me && !fdev_rank_failed(c, x->src) &&
+		    rx->left[x->src] != NOT_HEARD) {
+			rx->left[x->src] = NOT_HEARD;
+			rx->pending++;
 		}
-		if (nd && !err)
-			err = post_window(c, d, nd);
+	}
+	for (unsigned int r = 0; p->senders && r < c->nranks; r++)
+		if (p->senders[r] && !fdev_rank_failed(c, r) &&
+		    rx->left[r] != NOT_HEARD) {
+			rx->left[r] = NOT_HEARD;
+			rx->pending++;
+		}
+}
+
+/* A step's descriptors, and each one's target rank. */
+struct step_descs {
+	struct fdev_desc *d;
+	uint32_t *dst;
+	size_t cap;
+	unsigned int nd;
+};
+
+static int step_room(struct step_descs *sd)
+{
+	struct fdev_desc *d;
+	uint32_t *dst;
+
+	if (sd->nd < sd->cap)
+		return 0;
+	d = realloc(sd->d, sd->cap * 2 * sizeof(*d));
+	if (d)
+		sd->d = d;
+	dst = d ? realloc(sd->dst, sd->cap * 2 * sizeof(*dst)) : NULL;
+	if (!dst)
+		return -ENOMEM;
+	sd->dst = dst;
+	sd->cap *= 2;
+	return 0;
+}
+
+/* The descriptors of the local ranks' transfers in step @s, from *@xi on. */
+static int build_step(struct fdev_comm *c, const struct fdev_plan *p,
+		      uint32_t s, size_t *xi, struct step_descs *sd)
+{
+	int timing = fdev_comm_timing_only(c), err = 0;
+
+	sd->nd = 0;
+	for (; *xi < p->nx && p->x[*xi].step == s; (*xi)++) {
+		const struct fdev_xfer *x = &p->x[*xi];
+		uint32_t l = x->src - c->first;
+		uint64_t chunk = max_chunk(c), off = 0;
+		int mcast = x->dst == FDEV_PLAN_MCAST;
+
+		if (!is_local(c, x->src) || fdev_rank_failed(c, x->src) ||
+		    (!mcast && fdev_rank_failed(c, x->dst)))
+			continue;
+		/* What the engine could never hold at once goes in pieces. */
+		do {
+			uint64_t len = x->len - off < chunk ? x->len - off : chunk;
+			struct fdev_desc *d;
+
+			err = step_room(sd);
+			if (err)
+				return err;
+			d = &sd->d[sd->nd];
+			if (timing)
+				fdev_prep_timing(d, FDEV_OP_WRITE, c->queue[l],
+						 mcast ? 0 : c->ep[x->dst], len, sd->nd);
+			else
+				fdev_prep_write(d, c->queue[l], c->ws[l].handle,
+						x->src_off + off,
+						mcast ? 0 : c->rkey[x->dst],
+						x->dst_off + off, len, sd->nd);
+			/* Every destination bound its workspace at 0. */
+			if (mcast)
+				d->circuit = c->mc[x->src];
+			sd->dst[sd->nd++] = x->dst;
+			off += len;
+		} while (off < x->len);
+	}
+	return 0;
+}
+
+/*
+ * Processes that each drive their own rank, after a step: clocks aligned
+ * to the latest. A notify communicator's rank waits for the others in
+ * the module, so that it does not hold back the engine they still need.
+ */
+static int step_meet(struct fdev_comm *c)
+{
+	uint64_t v = fdev_clock(c->dev);
+	int err = c->notify ? fdev_shm_barrier_poll(c, &v) :
+			      fdev_shm_barrier(c, &v);
+
+	if (!err || err == -EPIPE) {
+		int e2 = fdev_advance_to(c->dev, c->queue[0], v);
+
+		if (e2 && !err)
+			err = e2;
+	}
+	return err;
+}
+
+/*
+ * Notify communicators, after a step's clocks were aligned (a DELAY for
+ * some): a host barrier holds the engine back at the rank's clock, so
+ * none may be plain while anyone still waits for the engine, and none may
+ * be waited in the module while anyone posts (what arrives would move the
+ * clock). So: meet waiting in the module, until every rank is past its
+ * DELAY; then, before anyone posts the next step (@more), meet plainly.
+ */
+int fdev_notify_settle(struct fdev_comm *c, int more)
+{
+	uint64_t v = 0;
+	int err = fdev_shm_barrier_poll(c, &v);
+
+	if ((!err || err == -EPIPE) && more) {
+		int e2 = fdev_shm_barrier(c, &v);
+
+		if (!err && e2 != -EPIPE)
+			err = e2;
+	}
+	return err == -EPIPE ? 0 : err;
+}
+
+static int run_steps(struct fdev_comm *c, const struct fdev_plan *p,
+		     struct step_descs *sd, struct step_recv *rx)
+{
+	int timing = fdev_comm_timing_only(c), err = 0;
+	size_t xi = 0;
+
+	for (uint32_t s = 0; s < p->nsteps && !err; s++) {
+		size_t first = xi;
+
+		err = build_step(c, p, s, &xi, sd);
+		if (!err && c->notify)
+			notify_step(c, p, s, first, sd->d, sd->dst, sd->nd, rx);
+		if (!err && (sd->nd || (rx && rx->pending)))
+			err = post_window(c, sd->d, sd->nd, c->notify ? rx : NULL);
 		/* Even after an error: the others must not wait for us. */
 		if (c->multi) {
-			uint64_t v = fdev_clock(c->dev);
-			int e2 = fdev_shm_barrier(c, &v);
+			int e2 = step_meet(c);
 
-			if (!e2 || e2 == -EPIPE) {
-				int e3 = fdev_advance_to(c->dev, c->queue[0], v);
-
-				if (e3 && !e2)
-					e2 = e3;
-			}
 			if (!err)
 				err = e2;
 			if (err)
@@ -230,19 +360,73 @@ int fdev_plan_run(struct fdev_comm *c, const struct fdev_plan *p)
 		 * the next step into a workspace whose owner is still reducing
 		 * from it. (Free of fabric time: the clocks are aligned.)
 		 */
-		if (c->multi && !timing && s + 1 < p->nsteps) {
+		if (c->notify) {
+			int e2 = fdev_notify_settle(c, s + 1 < p->nsteps);
+
+			if (!err)
+				err = e2;
+		} else if (c->multi && !timing && s + 1 < p->nsteps) {
 			uint64_t v = 0;
 			int e2 = fdev_shm_barrier(c, &v);
 
 			if (!err && e2 && e2 != -EPIPE)
 				err = e2;
-			if (err)
-				break;
 		}
 	}
+	return err;
+}
+
+int fdev_plan_run(struct fdev_comm *c, const struct fdev_plan *p)
+{
+	int timing = fdev_comm_timing_only(c);
+	struct step_descs sd = { 0 };
+	struct step_recv rx = { 0 };
+	uint64_t t0;
+	int err = 0;
+
+	if (p->ws_need > c->ws_bytes && !timing)
+		return -EMSGSIZE;
+	if (c->proxy)
+		return fdev_proxy_run(c, p);
+	if (!c->dev)
+		return run_host(c, p);
+	/* Without receive completions, a rank cannot wait for others' data. */
+	if (virtual_data_multi(c) && !c->notify)
+		return -EOPNOTSUPP;
+	/* A multicast cannot notify: its sender is not the receiver's peer. */
+	if (p->mcast_ranks && c->notify)
+		return -EOPNOTSUPP;
+	if (p->mcast_ranks) {
+		err = fdev_comm_circuits_open(c);
+		if (err)
+			return err;
+	}
+	sd.cap = p->nx + 16;
+	sd.d = malloc(sd.cap * sizeof(*sd.d));
+	sd.dst = malloc(sd.cap * sizeof(*sd.dst));
+	rx.left = c->notify ? calloc(c->nranks, sizeof(*rx.left)) : NULL;
+	if (!sd.d || !sd.dst || (c->notify && !rx.left)) {
+		err = -ENOMEM;
+		goto out;
+	}
+	/* Everyone is done with what the last call left in the workspaces. */
+	if (c->multi && !timing) {
+		uint64_t v = fdev_clock(c->dev);
+
+		err = fdev_shm_barrier(c, &v);
+		if (err && err != -EPIPE)
+			goto out;
+		err = fdev_advance_to(c->dev, c->queue[0], v);
+		if (err)
+			goto out;
+	}
+	t0 = fdev_clock(c->dev);
+	err = run_steps(c, p, &sd, &rx);
 	c->last_ps = fdev_clock(c->dev) - t0;
 out:
-	free(d);
+	free(sd.d);
+	free(sd.dst);
+	free(rx.left);
 	return err;
 }
 

@@ -212,7 +212,18 @@ static int pid_dead(int32_t pid)
 	return dead;
 }
 
+static int shm_barrier_wait(struct fdev_comm *c, uint64_t *val, int poll);
+
 static int shm_barrier(struct fdev_comm *c, uint64_t *val)
+{
+	return shm_barrier_wait(c, val, 0);
+}
+
+/*
+ * @poll: between looks, wait in the module (a receiver's WAIT that holds
+ * nothing back) instead of on the futex.
+ */
+static int shm_barrier_wait(struct fdev_comm *c, uint64_t *val, int poll)
 {
 	struct fdev_shm *s = c->shm;
 	struct shm_hdr *h = s->h;
@@ -258,6 +269,13 @@ static int shm_barrier(struct fdev_comm *c, uint64_t *val)
 			break;
 		if (mono_ms() > deadline)
 			return -ETIMEDOUT;
+		if (poll) {
+			int err = fdev_idle_wait(c->dev, 1);
+
+			if (err)
+				return err;
+			continue;
+		}
 		futex(&h->bump, FUTEX_WAIT, b, &ts);
 	}
 	for (int w = 0; w < FDEV_FAILED_WORDS; w++) {
@@ -577,24 +595,62 @@ int fdev_proxy_run(struct fdev_comm *c, const struct fdev_plan *p)
 	return err ? err : atomic_load(&c->shm->h->px_err);
 }
 
-/* Device memory, not free-running, virtual time: the proxy. */
-static int want_proxy(const char *path, unsigned int flags)
+enum { DATA_PLAIN, DATA_PROXY, DATA_NOTIFY };
+
+/*
+ * Device memory, not free-running, virtual time: a rank must learn when
+ * others' WRITEs have landed in its workspace. Rank 0's proxy runs
+ * everything (DATA_PROXY). With FDEV_NOTIFY=1 and receive-side
+ * completions in the module, each rank's own context waits for them
+ * instead (DATA_NOTIFY): results are exact, but emulated times are not
+ * yet reproducible with more than two processes (see fdev_comm(3)).
+ */
+static int data_mode(const char *path, unsigned int flags)
 {
 	struct icfab_info info = { 0 };
+	const char *nt = getenv("FDEV_NOTIFY");
 	int fd, virt;
 
 	if (flags & (FDEV_COMM_TIMING_ONLY | FDEV_COMM_FREE_RUN))
-		return 0;
+		return DATA_PLAIN;
 	if (!path)
 		path = getenv("FDEV_DEVICE");
 	fd = open(path ? path : "/dev/icfab0", O_RDWR | O_CLOEXEC);
 	if (fd < 0)
-		return 0;
+		return DATA_PLAIN;
 	virt = !ioctl(fd, ICFAB_IOC_INFO, &info) &&
 	       info.time_mode == ICFAB_TIME_VIRTUAL &&
 	       info.features & ICFAB_F_MEMORY;
 	close(fd);
-	return virt;
+	if (!virt)
+		return DATA_PLAIN;
+	if (nt && !strcmp(nt, "1") && info.features & ICFAB_F_RECV_NOTIFY)
+		return DATA_NOTIFY;
+	return DATA_PROXY;
+}
+
+/*
+ * Receive completions a rank can hold: every rank may write to it in a
+ * step, a few pieces each (the module's queue depth caps it).
+ */
+#define NOTIFY_RECV_DEPTH	4096
+
+/* The rank's context as a receiver: the ioctl path, a receive queue. */
+static int notify_open(struct fdev_comm *c, const char *path)
+{
+	const char *t = getenv("FDEV_TIMEOUT_MS");
+	int err;
+
+	c->notify = 1;
+	c->timeout_ms = t && *t ? (uint32_t)strtoul(t, NULL, 10) : 300000;
+	err = fdev_open(path, comm_open_flags(c) | FDEV_OPEN_NO_URING, &c->dev);
+	if (err)
+		return err;
+	err = comm_attach(c);
+	if (!err)
+		err = fdev_recv_queue_create(c->dev, c->ep[c->first],
+					     NOTIFY_RECV_DEPTH);
+	return err;
 }
 
 static int proxy_init(struct fdev_comm *c, const char *path, const char *job,
@@ -646,7 +702,7 @@ int fdev_comm_init(const char *path, const char *job, int rank, int size,
 	uint32_t *eps = NULL;
 	struct fdev_comm *c;
 	uint64_t v = 0;
-	int err, n;
+	int err, n, mode;
 
 	if (!out || flags & ~(FDEV_COMM_TIMING_ONLY | FDEV_COMM_FREE_RUN))
 		return -EINVAL;
@@ -680,7 +736,8 @@ int fdev_comm_init(const char *path, const char *job, int rank, int size,
 		err = n;
 		goto err_destroy;
 	}
-	if (want_proxy(path, flags)) {
+	mode = data_mode(path, flags);
+	if (mode == DATA_PROXY) {
 		err = proxy_init(c, path, job, eps, n);
 		if (err)
 			goto err_destroy;
@@ -700,11 +757,14 @@ int fdev_comm_init(const char *path, const char *job, int rank, int size,
 			goto err_destroy;
 		}
 	}
-	err = fdev_open(path, comm_open_flags(c), &c->dev);
-	if (err)
-		goto err_destroy;
 	/* Attach before the rendezvous: nobody starts before all hold time. */
-	err = comm_attach(c);
+	if (mode == DATA_NOTIFY) {
+		err = notify_open(c, path);
+	} else {
+		err = fdev_open(path, comm_open_flags(c), &c->dev);
+		if (!err)
+			err = comm_attach(c);
+	}
 	if (!err)
 		err = comm_regions(c);
 	if (!err)
@@ -727,6 +787,8 @@ int fdev_comm_init(const char *path, const char *job, int rank, int size,
 		c->rkey[r] = c->shm->h->slot[r].key;
 	}
 	err = fdev_advance_to(c->dev, c->queue[0], v);
+	if (!err && c->notify)
+		err = fdev_notify_settle(c, 0);
 	if (err)
 		goto err_destroy;
 	free(eps);
@@ -853,6 +915,11 @@ uint64_t fdev_comm_last_ps(const struct fdev_comm *c)
  * moves its clock to the latest one. Data communicators cannot (their
  * regions live in the context); see fdev_comm(3).
  */
+int fdev_shm_barrier_poll(struct fdev_comm *c, uint64_t *val)
+{
+	return shm_barrier_wait(c, val, 1);
+}
+
 int fdev_shm_barrier(struct fdev_comm *c, uint64_t *val)
 {
 	int err, err2;
@@ -895,8 +962,11 @@ int fdev_comm_barrier(struct fdev_comm *c)
 	if (!c->multi || !c->dev)
 		return 0;
 	v = fdev_clock(c->dev);
-	err = fdev_shm_barrier(c, &v);
+	err = c->notify ? fdev_shm_barrier_poll(c, &v) : fdev_shm_barrier(c, &v);
 	if (err)
 		return err;
-	return fdev_advance_to(c->dev, c->queue[0], v);
+	err = fdev_advance_to(c->dev, c->queue[0], v);
+	if (!err && c->notify)
+		err = fdev_notify_settle(c, 0);
+	return err;
 }

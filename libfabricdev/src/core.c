@@ -382,6 +382,37 @@ int fdev_queue_create(struct fdev *dev, uint32_t endpoint, uint32_t depth,
 	return 0;
 }
 
+static int ioctl_wait(struct fdev *dev, unsigned int min,
+		      unsigned int timeout_ms);
+
+int fdev_recv_queue_create(struct fdev *dev, uint32_t endpoint,
+			   uint32_t depth)
+{
+	struct icfab_queue_create qc = {
+		.endpoint = endpoint, .depth = depth, .flags = ICFAB_QUEUE_F_RECV,
+	};
+
+	if (!dev || !depth || dev->recv_queue)
+		return -EINVAL;
+	/* Its completions are reaped by ICFAB_IOC_WAIT: no io_uring. */
+	if (!(dev->features & ICFAB_F_RECV_NOTIFY) || dev->uring)
+		return -EOPNOTSUPP;
+	if (ioctl(dev->fd, ICFAB_IOC_QUEUE_CREATE, &qc))
+		return -errno;
+	dev->recv_queue = qc.queue + 1;
+	return 0;
+}
+
+int fdev_idle_wait(struct fdev *dev, unsigned int timeout_ms)
+{
+	int err;
+
+	if (!dev->recv_queue || dev->uring)
+		return -EINVAL;
+	err = ioctl_wait(dev, 1, timeout_ms);
+	return err == -ETIMEDOUT ? 0 : err;
+}
+
 int fdev_queue_destroy(struct fdev *dev, uint32_t queue)
 {
 	struct icfab_queue_destroy qd = { .queue = queue };
@@ -469,8 +500,10 @@ static int ioctl_wait(struct fdev *dev, unsigned int min, unsigned int timeout_m
 				return err;
 			if (cqes[i].finish_ps > dev->clock_ps)
 				dev->clock_ps = cqes[i].finish_ps;
+			/* Received ones were never in flight here. */
+			if (!fdev_cqe_received(dev, (struct fdev_cqe *)&cqes[i]))
+				dev->inflight--;
 		}
-		dev->inflight -= w.nr;
 		got += w.nr;
 	} while (got < min);
 	return 0;
@@ -667,10 +700,16 @@ static int uring_wait(struct fdev *dev, unsigned int need)
  */
 static int desc_check(const struct fdev *dev, const struct fdev_desc *d)
 {
-	if (d->pad || d->reserved0 ||
+	int notify = d->flags & ICFAB_DESC_F_NOTIFY;
+
+	if (notify && (!(dev->features & ICFAB_F_RECV_NOTIFY) ||
+		       d->op != ICFAB_OP_WRITE || d->circuit))
+		return -EINVAL;
+	if (d->pad || (d->imm && !notify) ||
 	    (d->circuit && (!(dev->features & ICFAB_F_CIRCUITS) ||
 			    d->op != ICFAB_OP_WRITE)) ||
-	    d->flags & ~ICFAB_DESC_F_ALL || d->op < ICFAB_OP_WRITE ||
+	    d->flags & ~(ICFAB_DESC_F_ALL | ICFAB_DESC_F_NOTIFY) ||
+	    d->op < ICFAB_OP_WRITE ||
 	    d->op > ICFAB_OP_FENCE)
 		return -EINVAL;
 	if (d->queue >= dev->nq || !dev->qdepth[d->queue])
@@ -822,7 +861,7 @@ int fdev_poll(struct fdev *dev, struct fdev_cqe *cqes, unsigned int max)
 		int wait_res = 0;
 
 		uring_drain(dev, &wait_res);
-	} else if (dev->inflight && dev->stash_nr < max) {
+	} else if ((dev->inflight || dev->recv_queue) && dev->stash_nr < max) {
 		struct icfab_cqe tmp[64];
 		struct icfab_wait w = {
 			.cqes = (uintptr_t)tmp, .max = 64, .min = 0,
@@ -830,9 +869,11 @@ int fdev_poll(struct fdev *dev, struct fdev_cqe *cqes, unsigned int max)
 
 		if (ioctl(dev->fd, ICFAB_IOC_WAIT, &w))
 			return -errno;
-		for (unsigned int i = 0; i < w.nr; i++)
+		for (unsigned int i = 0; i < w.nr; i++) {
 			stash_push(dev, (struct fdev_cqe *)&tmp[i]);
-		dev->inflight -= w.nr;
+			if (!fdev_cqe_received(dev, (struct fdev_cqe *)&tmp[i]))
+				dev->inflight--;
+		}
 	}
 	return (int)stash_take(dev, cqes, max);
 }
@@ -847,7 +888,8 @@ int fdev_wait(struct fdev *dev, struct fdev_cqe *cqes, unsigned int min,
 	if (dev->stash_nr < min) {
 		unsigned int need = min - dev->stash_nr;
 
-		if (need > dev->inflight)
+		/* A receiver may wait for what others send it. */
+		if (need > dev->inflight && !dev->recv_queue)
 			return -EDEADLK;
 		if (dev->uring)
 			err = uring_wait(dev, need);

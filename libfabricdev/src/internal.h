@@ -5,9 +5,21 @@
 #include <liburing.h>
 #include <stdint.h>
 
+#include <linux/icfab.h>
+
 #include "fabricdev.h"
 #include "fabricdev_test.h"
 #include "plan.h"
+
+/*
+ * Receive-side completions (docs/RECV_ABI, uapi ICFAB_F_RECV_NOTIFY), for
+ * building against a uapi header from before them.
+ */
+#ifndef ICFAB_F_RECV_NOTIFY
+#define ICFAB_F_RECV_NOTIFY	(1ULL << 8)
+#define ICFAB_QUEUE_F_RECV	(1U << 0)
+#define ICFAB_DESC_F_NOTIFY	(1U << 1)
+#endif
 
 #define FDEV_TAG_INTERNAL	0xfdefdefdefdefdefULL
 
@@ -44,7 +56,23 @@ struct fdev {
 	/* Queues this context made: depth and descriptors not yet reaped. */
 	uint32_t *qdepth, *qinfl;	/* [nq], depth 0: no such queue */
 	unsigned int nq;
+	/* Its receive queue (ICFAB_QUEUE_F_RECV): id + 1, 0 for none. */
+	uint32_t recv_queue;
 };
+
+/* Create @dev's receive queue on @endpoint (ioctl path only). */
+int fdev_recv_queue_create(struct fdev *dev, uint32_t endpoint,
+			   uint32_t depth);
+static inline int fdev_cqe_received(const struct fdev *dev,
+				    const struct fdev_cqe *cqe)
+{
+	return dev->recv_queue && cqe->queue == dev->recv_queue - 1;
+}
+/*
+ * A receiver waits in the module, not holding the engine back, for up to
+ * @timeout_ms; whatever arrives stays in the stash. 0, or -errno.
+ */
+int fdev_idle_wait(struct fdev *dev, unsigned int timeout_ms);
 
 int fdev_reap_tag(struct fdev *dev, uint64_t tag, struct fdev_cqe *out);
 
@@ -57,6 +85,14 @@ struct fdev_comm {
 	unsigned int flags;
 	uint32_t seg;			/* the fabric's segment size, bytes */
 	int multi;			/* one rank per process, shm rendezvous */
+	/*
+	 * Independent processes, device memory, virtual time, without the
+	 * proxy: each rank's WRITEs notify their target's receive queue
+	 * (ICFAB_F_RECV_NOTIFY), and a step ends when a rank has its own
+	 * completions and every one sent to it (coll.c).
+	 */
+	int notify;
+	uint32_t timeout_ms;		/* notify: a step's wait, at most */
 	struct fdev *dev;
 	uint32_t *ep;			/* [nranks] endpoint of each rank */
 	uint32_t *queue;		/* [nlocal] */
@@ -96,6 +132,14 @@ void *fdev_ws_addr(struct fdev_comm *c, unsigned int l, uint64_t off);
 int fdev_comm_timing_only(const struct fdev_comm *c);
 /* Out-of-band barrier of a multi-process communicator; @val in, max out. */
 int fdev_shm_barrier(struct fdev_comm *c, uint64_t *val);
+/*
+ * The same, for a notify communicator after a step: it waits in the
+ * module meanwhile (fdev_idle_wait), so that ranks still waiting for
+ * data are not held back; nothing may be sent before the next barrier.
+ */
+int fdev_shm_barrier_poll(struct fdev_comm *c, uint64_t *val);
+/* Notify communicators: meet once every rank's clock is settled (coll.c). */
+int fdev_notify_settle(struct fdev_comm *c, int more);
 /* Open the local sources' multicast circuits once; close them all. */
 int fdev_comm_circuits_open(struct fdev_comm *c);
 void fdev_comm_circuits_close(struct fdev_comm *c);

@@ -138,6 +138,7 @@ int moe_dispatch_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
 {
 	uint64_t need = ll_counts_off(h) + h->cfg.num_experts * 8ULL;
 	struct fdev_plan p;
+	uint8_t *senders;
 	int err = 0;
 
 	/* Its plan names only this process's transfers. */
@@ -153,6 +154,12 @@ int moe_dispatch_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
 	if (err)
 		return err;
 	fdev_plan_init(&p);
+	senders = malloc(h->nranks);
+	if (!senders)
+		return -ENOMEM;
+	/* Every rank sends every rank its counts. */
+	memset(senders, 1, h->nranks);
+	p.senders = senders;
 	for (unsigned int l = 0; l < h->nlocal; l++)
 		ll_plan_rank(c, h, in, l, &p);
 	fdev_plan_need(&p, need);
@@ -162,6 +169,7 @@ int moe_dispatch_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
 		err = fdev_plan_run(c, &p);
 	h->st.dispatch_ps = c->last_ps;
 	fdev_plan_free(&p);
+	free(senders);
 	for (unsigned int l = 0; !err && l < h->nlocal; l++)
 		err = ll_receive(c, h, l);
 	return err;
@@ -275,6 +283,21 @@ static int ll_combine_sum(struct fdev_comm *c, struct fdev_moe_handle *h,
 	return 0;
 }
 
+/*
+ * Who sends the first local rank rows back: the ranks whose experts got
+ * some of its tokens (independent processes have one local rank).
+ */
+static uint8_t *ll_combine_senders(const struct fdev_moe_handle *h)
+{
+	unsigned int epr = h->experts_per_rank;
+	uint8_t *senders = calloc(h->nranks, 1);
+
+	for (unsigned int e = 0; senders && e < h->cfg.num_experts; e++)
+		if (h->ranks[0].send_cnt[e])
+			senders[e / epr] = 1;
+	return senders;
+}
+
 int moe_combine_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
 		   const void *const *y, void *const *out)
 {
@@ -283,9 +306,14 @@ int moe_combine_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
 				   fdev_dtype_size(moe_comb_dtype(h)));
 	uint64_t staged = (slots * crow + 63) & ~63ULL;
 	struct fdev_plan p;
+	uint8_t *senders;
 	int err;
 
 	fdev_plan_init(&p);
+	senders = ll_combine_senders(h);
+	if (!senders)
+		return -ENOMEM;
+	p.senders = senders;
 	fdev_plan_need(&p, staged + slots * crow);
 	err = ll_combine_plan(h, crow, staged, &p);
 	if (!err)
@@ -300,5 +328,6 @@ int moe_combine_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
 	if (!err && !h->timing)
 		err = ll_combine_sum(c, h, crow, out);
 	fdev_plan_free(&p);
+	free(senders);
 	return err;
 }

@@ -39,6 +39,12 @@ struct fdev_plan {
 	int err;			/* sticky -ENOMEM */
 	uint64_t ws_need;		/* bytes of workspace per rank */
 	uint32_t mcast_ranks;		/* ranks a multicast reaches, 0: none */
+	/*
+	 * When the plan names only this process's transfers (low latency),
+	 * who sends its (one) rank something in each step, [nranks]: what a
+	 * rank receives cannot be read from the plan. Owned by the caller.
+	 */
+	const uint8_t *senders;
 };
 
 void fdev_plan_init(struct fdev_plan *p);

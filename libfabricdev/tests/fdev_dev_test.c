@@ -18,6 +18,12 @@
  *		equals throughput's element by element (skewed routing,
  *		-1 slots, T = 0 on rank 1, H = 13), and so do the
  *		combines; prints "ok" lines and the dispatch bytes
+ *	fdev_dev_test mpall
+ *		one rank of independent processes, data: every collective
+ *		with each of its algorithms and the throughput, low-latency
+ *		(not through a proxy) and hierarchical (nodes of 2) MoE
+ *		modes, checked element by element; prints "ok" lines,
+ *		"# proxy 0|1" and "# time NAME PS" lines
  *	fdev_dev_test mpdie
  *		the last rank dies after the rendezvous; the others see EPIPE
  *
@@ -160,7 +166,7 @@ static int test_api(void)
 	fdev_prep_timing(&d[0], FDEV_OP_WRITE, 77, eps[1], 1, 0);
 	ok(fdev_post(dev, d, 1) == -ENOENT, "unknown queue: -ENOENT", 0);
 	fdev_prep_timing(&d[0], FDEV_OP_WRITE, q, eps[1], 1, 0);
-	d[0].reserved0 = 1;
+	d[0].imm = 1;	/* without FDEV_DESC_NOTIFY */
 	ok(fdev_post(dev, d, 1) == -EINVAL, "reserved word set: -EINVAL", 0);
 	ok(fdev_post(dev, NULL, 1) == -EINVAL, "NULL descriptors: -EINVAL", 0);
 	ok(fdev_post(NULL, d, 1) == -EINVAL, "NULL device: -EINVAL", 0);
@@ -352,6 +358,211 @@ static int mp_moe(const char *variant)
 	return err || !same;
 }
 
+/* Rank @r's input element @i of the collectives' check. */
+static float coll_in(size_t r, size_t i)
+{
+	return (float)((r * 7 + i * 3) % 17);
+}
+
+/* What rank @rank must receive, element @i, from @op with @n ranks. */
+static float coll_want(const char *op, size_t n, size_t rank, size_t cnt,
+		       size_t i)
+{
+	float sum = 0;
+
+	if (!strcmp(op, "allreduce") || !strcmp(op, "reducescatter")) {
+		size_t at = strcmp(op, "allreduce") ? rank * cnt + i : i;
+
+		for (size_t q = 0; q < n; q++)
+			sum += coll_in(q, at);
+		return sum;
+	}
+	if (!strcmp(op, "allgather"))
+		return coll_in(i / cnt, i % cnt);
+	if (!strcmp(op, "alltoall"))
+		return coll_in(i / cnt, rank * cnt + i % cnt);
+	return coll_in(0, i);	/* broadcast from rank 0 */
+}
+
+static int coll_data(struct fdev_comm *c, const char *op, int algo,
+		     const float *x, float *y, size_t cnt)
+{
+	if (!strcmp(op, "allreduce"))
+		return fdev_all_reduce(c, x, y, cnt, FDEV_F32, algo);
+	if (!strcmp(op, "reducescatter"))
+		return fdev_reduce_scatter(c, x, y, cnt, FDEV_F32, algo);
+	if (!strcmp(op, "allgather"))
+		return fdev_all_gather(c, x, y, cnt, FDEV_F32, algo);
+	if (!strcmp(op, "alltoall"))
+		return fdev_all_to_all(c, x, y, cnt, FDEV_F32, algo);
+	return fdev_broadcast(c, x, y, cnt, FDEV_F32, 0, algo);
+}
+
+/*
+ * Every collective with every algorithm it has, on data, checked element
+ * by element; prints "ok"/"not ok" and "# time NAME PS" lines. Returns
+ * the number of failures.
+ */
+static int mp_colls(struct fdev_comm *c, int rank, size_t cnt)
+{
+	static const char *const ops[] = {
+		"allreduce", "reducescatter", "allgather", "alltoall", "broadcast",
+	};
+	static const char *const algos[] = { "ring", "tree", "direct", "hier" };
+	size_t n = (size_t)fdev_comm_size(c), bad;
+	float *x = malloc(n * cnt * 4), *y = malloc(n * cnt * 4);
+	int failed = 0;
+
+	for (size_t i = 0; i < n * cnt; i++)
+		x[i] = coll_in((size_t)rank, i);
+	for (unsigned int o = 0; o < 5; o++)
+		for (unsigned int a = 0; a < 4; a++) {
+			size_t out = !strcmp(ops[o], "allgather") ||
+				     !strcmp(ops[o], "alltoall") ? n * cnt : cnt;
+			int err = coll_data(c, ops[o], algo_of(algos[a]), x, y, cnt);
+
+			if (err == -EOPNOTSUPP || err == -EINVAL)
+				continue;	/* no such algorithm for it */
+			bad = 0;
+			for (size_t i = 0; !err && i < out; i++)
+				bad += y[i] != coll_want(ops[o], n, (size_t)rank, cnt, i);
+			printf("%s rank %d %s %s (%d, %zu bad)\n",
+			       !err && !bad ? "ok" : "not ok", rank, ops[o],
+			       algos[a], err, bad);
+			printf("# time %s-%s %" PRIu64 "\n", ops[o], algos[a],
+			       fdev_comm_last_ps(c));
+			failed += err || bad;
+		}
+	free(x);
+	free(y);
+	return failed;
+}
+
+/* Routing of rank @rank: skewed towards expert 1, some -1, T = 0 on rank 1. */
+static unsigned int mp_routing(int rank, unsigned int E, unsigned int K,
+			       unsigned int H, float **x, float **w, int64_t **idx)
+{
+	uint64_t seed = 0x9e3779b97f4a7c15ULL * (uint64_t)(rank + 1);
+	unsigned int T = rank == 1 ? 0 : 20 + 7 * (unsigned int)rank;
+
+	*x = malloc(((size_t)T * H + 1) * 4);
+	*w = malloc(((size_t)T * K + 1) * 4);
+	*idx = malloc(((size_t)T * K + 1) * 8);
+	for (unsigned int t = 0; t < T; t++) {
+		for (unsigned int j = 0; j < K; j++) {
+			int64_t e;
+			int dup;
+
+			do {
+				seed ^= seed << 13; seed ^= seed >> 7; seed ^= seed << 17;
+				e = seed % 3 == 0 ? 1 : (int64_t)(seed % E);
+				if (seed % 7 == 0)
+					e = -1;
+				dup = 0;
+				for (unsigned int q = 0; q < j; q++)
+					dup |= e >= 0 && (*idx)[t * K + q] == e;
+			} while (dup);
+			(*idx)[t * K + j] = e;
+			(*w)[t * K + j] = (float)(j + 1) / 4;
+		}
+		for (unsigned int i = 0; i < H; i++)
+			(*x)[t * H + i] = (float)((rank * 5 + t * 3 + i) % 9) / 4 - 1;
+	}
+	return T;
+}
+
+/*
+ * One MoE mode, data: dispatch, experts y = (e + 1) x, combine; the
+ * combine must be, element by element, the sum over the token's experts
+ * of w (e + 1) x, which the source knows alone.
+ */
+static int mp_moe_mode(struct fdev_comm *c, int rank, const char *name,
+		       unsigned int mode)
+{
+	enum { E = 16, K = 3, H = 13 };
+	struct fdev_moe_config cfg = { .num_experts = E, .k = K, .hidden = H,
+		.dtype = FDEV_F32, .align = 4, .mode = mode, .max_tokens = 64 };
+	unsigned int n = (unsigned int)fdev_comm_size(c), epr = E / n, T;
+	struct fdev_moe_handle *h = NULL;
+	struct fdev_moe_stats st = { 0 };
+	struct fdev_moe_in in;
+	struct fdev_moe_out o;
+	float *x, *w, *y = NULL, *out = NULL;
+	int64_t *idx;
+	size_t bad = 0;
+	int err;
+
+	T = mp_routing(rank, E, K, H, &x, &w, &idx);
+	in = (struct fdev_moe_in){ .tokens = T, .x = x, .topk_idx = idx, .topk_w = w };
+	err = fdev_moe_dispatch(c, &cfg, &in, NULL, &h);
+	if (!err) {
+		fdev_moe_stats(h, &st);
+		fdev_moe_output(h, 0, &o);
+		y = calloc(o.rows * H + 1, 4);
+		out = calloc((size_t)T * H + 1, 4);
+		for (unsigned int e = 0; e < epr; e++)
+			for (uint64_t i = 0; i < o.expert_count[e]; i++)
+				for (unsigned int q = 0; q < H; q++) {
+					uint64_t row = o.expert_offset[e] + i;
+
+					y[row * H + q] = (float)(rank * epr + e + 1) *
+						((float *)o.x)[row * H + q];
+				}
+		err = fdev_moe_combine(c, h, (const void *const[]){ y },
+				       (void *const[]){ out });
+		fdev_moe_stats(h, &st);
+	}
+	for (unsigned int t = 0; !err && t < T; t++)
+		for (unsigned int q = 0; q < H; q++) {
+			float want = 0;
+
+			for (unsigned int j = 0; j < K; j++)
+				if (idx[t * K + j] >= 0)
+					want += w[t * K + j] * ((float)(idx[t * K + j] + 1) *
+								x[t * H + q]);
+			bad += out[(size_t)t * H + q] != want;
+		}
+	printf("%s rank %d %s dispatch and combine (%d, %zu bad)\n",
+	       !err && !bad ? "ok" : "not ok", rank, name, err, bad);
+	printf("# time %s-dispatch %" PRIu64 "\n# time %s-combine %" PRIu64 "\n",
+	       name, st.dispatch_ps, name, st.combine_ps);
+	fdev_moe_handle_free(h);
+	free(x); free(w); free(idx); free(y); free(out);
+	return err || bad;
+}
+
+/*
+ * One rank of independent processes, data, each rank's own context:
+ * every collective and the MoE modes (multicast where the communicator
+ * can), with their emulated times. Prints "# proxy 0|1" first.
+ */
+static int mp_all(void)
+{
+	struct fdev_comm *c;
+	int rank, failed, err, proxy;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);	/* what got done, if killed */
+	err = fdev_comm_init(NULL, NULL, -1, -1, 16 << 20, 0, &c);
+	if (!err)
+		err = fdev_comm_set_node_size(c, 2);
+	if (err) {
+		fprintf(stderr, "fdev_dev_test: comm: %s\n", strerror(-err));
+		return 1;
+	}
+	fdev_comm_local(c, &rank, NULL);
+	/* No proxy: every rank has its own context. */
+	proxy = fdev_comm_dev(c) == NULL;
+	printf("# proxy %d\n", proxy);
+	failed = mp_colls(c, rank, 1000);
+	failed += mp_moe_mode(c, rank, "throughput", FDEV_MOE_THROUGHPUT);
+	if (!proxy)	/* a proxy's plan must name every rank's transfers */
+		failed += mp_moe_mode(c, rank, "low-latency", FDEV_MOE_LOW_LATENCY);
+	failed += mp_moe_mode(c, rank, "hierarchical", FDEV_MOE_HIERARCHICAL);
+	err = fdev_comm_barrier(c);
+	fdev_comm_destroy(c);
+	return failed || err;
+}
+
 int main(int argc, char **argv)
 {
 	struct fdev_comm *c;
@@ -381,6 +592,8 @@ int main(int argc, char **argv)
 	}
 	if (argc >= 2 && !strcmp(argv[1], "mpmoe"))
 		return mp_moe(argc > 2 && !strcmp(argv[2], "hier") ? "hier" : "mc");
+	if (argc >= 2 && !strcmp(argv[1], "mpall"))
+		return mp_all();
 	if (argc >= 2 && !strcmp(argv[1], "mpdie")) {
 		/*
 		 * The last rank dies right after the rendezvous; the others
