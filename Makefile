@@ -161,6 +161,7 @@ PLOT_TOOLS := icfab-plot icfab-phases icfab-timeline
 USER_BINS := icfabctl icfab-contention icfab-a2a
 MAN8 := daemon/icfabd.8 tools/icfabctl/icfabctl.8 \
 	tools/icfab-contention/icfab-contention.8
+MAN1 := tools/a2a/icfab-a2a.1 $(addprefix tools/plot/,$(addsuffix .1,$(PLOT_TOOLS)))
 MAN3 := $(wildcard libfabricdev/man/*.3)
 FDEV_SO := libfabricdev.so.0.1.0
 # The Python package: what libfabricdev/python builds into build/python/
@@ -201,12 +202,13 @@ install-kmod: install-root
 
 install-user: install-root
 	$(INSTALL) -d $(D)$(BINDIR) $(D)$(SBINDIR) $(D)$(LIBDIR) $(D)$(INCLUDEDIR) \
-		$(D)$(PKGCONFIGDIR) $(D)$(MANDIR)/man3 $(D)$(MANDIR)/man8 \
+		$(D)$(PKGCONFIGDIR) $(D)$(MANDIR)/man1 $(D)$(MANDIR)/man3 $(D)$(MANDIR)/man8 \
 		$(D)$(SYSTEMDUNITDIR) $(D)$(UDEVRULESDIR) $(D)$(SYSUSERSDIR) \
 		$(D)$(DOCDIR)/examples $(D)$(PYTHONDIR)
 	$(INSTALL) -m 755 $(BUILD)/bin/icfabd $(D)$(SBINDIR)/
 	$(INSTALL) -m 755 $(addprefix $(BUILD)/bin/,$(USER_BINS)) $(D)$(BINDIR)/
 	$(INSTALL) -m 755 $(addprefix tools/plot/,$(PLOT_TOOLS)) $(D)$(BINDIR)/
+	$(INSTALL) -m 644 $(MAN1) $(D)$(MANDIR)/man1/
 	$(INSTALL) -m 644 $(MAN8) $(D)$(MANDIR)/man8/
 	$(INSTALL) -m 644 $(MAN3) $(D)$(MANDIR)/man3/
 	sed -e 's|/usr/local/sbin/icfabd|$(SBINDIR)/icfabd|g' \
@@ -265,7 +267,8 @@ uninstall: install-root
 		done; \
 	done
 	rm -f $(D)$(SBINDIR)/icfabd $(addprefix $(D)$(BINDIR)/,$(USER_BINS) $(PLOT_TOOLS))
-	rm -f $(addprefix $(D)$(MANDIR)/man8/,$(notdir $(MAN8))) \
+	rm -f $(addprefix $(D)$(MANDIR)/man1/,$(notdir $(MAN1))) \
+		$(addprefix $(D)$(MANDIR)/man8/,$(notdir $(MAN8))) \
 		$(addprefix $(D)$(MANDIR)/man3/,$(notdir $(MAN3)))
 	rm -f $(D)$(SYSTEMDUNITDIR)/icfabd.service $(D)$(UDEVRULESDIR)/60-icfab.rules \
 		$(D)$(SYSUSERSDIR)/icfab.conf
