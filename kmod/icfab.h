@@ -53,7 +53,7 @@
 #define ICFAB_MAX_ATTACH		ICFAB_MAX_ENDPOINTS
 #define ICFAB_ENGINE_XFERS		16384		/* transfers in flight */
 #define ICFAB_ENGINE_EVENTS		(256 * 1024)	/* pending segment events */
-/* The event table grows, doubling, up to this (32 bytes each). */
+/* The event table grows, doubling, up to this (40 bytes each). */
 #define ICFAB_ENGINE_EVENTS_MAX		(8 * 1024 * 1024)
 #define ICFAB_MAX_REGIONS		((1U << 20) - 1) /* handles per context */
 #define ICFAB_REQ_POOL			1024		/* requests kept per context */

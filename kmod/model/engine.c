@@ -285,12 +285,14 @@ ev_peek(const struct icfab_engine *e)
  * transfer's reservation. The check only keeps a bug from writing past
  * the caller's array.
  */
-static ENGINE_HOT int ev_push(struct icfab_engine *e, icfab_u32 id,
-			      icfab_u64 time_ps, icfab_u32 seg, icfab_u32 hop,
-			      icfab_u32 node)
+static ENGINE_HOT int ev_push_tail(struct icfab_engine *e, icfab_u32 id,
+				   icfab_u64 time_ps, icfab_u64 tail_ps,
+				   icfab_u32 seg, icfab_u32 hop,
+				   icfab_u32 node)
 {
 	struct icfab_engine_event ev = {
-		.time_ps = time_ps, .key = e->xfers[id].key, .seg = seg,
+		.time_ps = time_ps, .tail_ps = tail_ps,
+		.key = e->xfers[id].key, .seg = seg,
 		.xfer = id, .node = node, .hop = (icfab_u16)hop, .pad = 0,
 	};
 	int to_run;
@@ -311,6 +313,14 @@ static ENGINE_HOT int ev_push(struct icfab_engine *e, icfab_u32 id,
 		e->max_events = e->nr_events;
 	e->xfers[id].events++;
 	return 0;
+}
+
+/* An event that is all there at @time_ps: its tail is its head. */
+static ENGINE_HOT int ev_push(struct icfab_engine *e, icfab_u32 id,
+			      icfab_u64 time_ps, icfab_u32 seg, icfab_u32 hop,
+			      icfab_u32 node)
+{
+	return ev_push_tail(e, id, time_ps, time_ps, seg, hop, node);
 }
 
 /* Pop the next event, the run's when @in_run (ev_next_in_run()'s answer). */
@@ -460,11 +470,15 @@ static ENGINE_HOT icfab_u64 seg_len(const struct icfab_engine *e,
 /*
  * Segment @seg of transfer @id, ready at @now, crosses usable link @lid,
  * its hop @hop: the FIFO decides its departure, the link counts it and
- * the tracer sees it. Returns the time its last byte is out.
+ * the tracer sees it. Returns the time its last byte is out: no earlier
+ * than @tail, when its last byte arrived at this node (cut-through: it
+ * may leave before that, but cannot finish before it; store and forward:
+ * @tail is @now, so this never binds).
  */
 static ENGINE_HOT icfab_u64 link_xmit(struct icfab_engine *e, icfab_u32 id,
 				      icfab_u32 lid, icfab_u32 seg,
-				      icfab_u32 hop, icfab_u64 now)
+				      icfab_u32 hop, icfab_u64 now,
+				      icfab_u64 tail, icfab_u64 *departp)
 {
 	struct icfab_engine_xfer *x = &e->xfers[id];
 	const struct icfab_mlink *l = &e->topo->links[lid];
@@ -481,10 +495,13 @@ static ENGINE_HOT icfab_u64 link_xmit(struct icfab_engine *e, icfab_u32 id,
 	ready = now > l->up_at_ps ? now : l->up_at_ps;
 	depart = ready > ls->next_free_ps ? ready : ls->next_free_ps;
 	done = sat_add(depart, ser);
+	if (tail > done)
+		done = tail;
 	ls->next_free_ps = done;
+	*departp = depart;
 	ls->bytes += len;
 	ls->segments++;
-	ls->busy_ps = sat_add(ls->busy_ps, ser);
+	ls->busy_ps = sat_add(ls->busy_ps, done - depart);
 	if (depart - ready > ls->max_queued_ps)
 		ls->max_queued_ps = depart - ready;
 	/*
@@ -909,16 +926,37 @@ static ENGINE_HOT int seg_delivered(struct icfab_engine *e, icfab_u32 id,
 }
 
 /*
+ * Segment @seg, out on link @l at @done, is next due at the node @l
+ * reaches: whole, at done + L, or, when that node forwards cut-through,
+ * head first, at depart + L, with its tail there at done + L.
+ */
+static ENGINE_HOT int seg_forward(struct icfab_engine *e, icfab_u32 id,
+				  const struct icfab_mlink *l,
+				  icfab_u64 depart, icfab_u64 done,
+				  icfab_u32 seg, icfab_u32 hop)
+{
+	icfab_u64 tail = sat_add(done, l->latency_ps);
+
+	if (l->cut_through)
+		return ev_push_tail(e, id, sat_add(depart, l->latency_ps),
+				    tail, seg, hop + 1, l->dst);
+	return ev_push(e, id, tail, seg, hop + 1, l->dst);
+}
+
+/*
  * Segment @seg of routed transfer @id is ready at @now at @node, its hop
- * @hop: send it on by the route in force now.
+ * @hop, with its last byte there at @tail: send it on by the route in
+ * force now.
  */
 static int seg_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
-		     icfab_u32 hop, icfab_u32 node, icfab_u64 now)
+		     icfab_u32 hop, icfab_u32 node, icfab_u64 now,
+		     icfab_u64 tail)
 {
 	struct icfab_engine_xfer *x = &e->xfers[id];
 	const struct icfab_mtopo *t = e->topo;
-	icfab_u64 done, arrive;
-	icfab_u32 lid, next;
+	const struct icfab_mlink *l;
+	icfab_u64 done, depart;
+	icfab_u32 lid;
 	int err;
 
 	if (x->status)
@@ -933,18 +971,17 @@ static int seg_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
 	if (link_hold_fails(&t->links[lid], now))
 		return seg_lost(e, id, hop, now, -ICFAB_ENGINE_ENETDOWN);
 
-	done = link_xmit(e, id, lid, seg, hop, now);
+	done = link_xmit(e, id, lid, seg, hop, now, tail, &depart);
 	/* Self-clocking: the next segment is ready when this one is out. */
 	if (hop == 0) {
 		err = ev_push(e, id, done, seg + 1, 0, x->src);
 		if (err)
 			return err;
 	}
-	arrive = sat_add(done, t->links[lid].latency_ps);
-	next = t->links[lid].dst;
-	if (next == x->dst)
-		return seg_delivered(e, id, arrive);
-	return ev_push(e, id, arrive, seg, hop + 1, next);
+	l = &t->links[lid];
+	if (l->dst == x->dst)
+		return seg_delivered(e, id, sat_add(done, l->latency_ps));
+	return seg_forward(e, id, l, depart, done, seg, hop);
 }
 
 /*
@@ -989,11 +1026,12 @@ static int tree_mark_children(struct icfab_engine *e,
  * link the source feeds: one DMA read, as many ports.
  */
 static int tree_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
-		      icfab_u32 hop, icfab_u32 node, icfab_u64 now)
+		      icfab_u32 hop, icfab_u32 node, icfab_u64 now,
+		      icfab_u64 tail)
 {
 	struct icfab_engine_xfer *x = &e->xfers[id];
 	const struct icfab_mtopo *t = e->topo;
-	icfab_u64 done, last_done = now;
+	icfab_u64 done, depart, last_done = now;
 	icfab_u32 i, s;
 	int err;
 
@@ -1006,18 +1044,18 @@ static int tree_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
 
 	for (i = 0; i < x->tree_len; i++) {
 		const struct icfab_mlink *l = &t->links[x->tree[i]];
-		icfab_u64 arrive;
 
 		if (l->src != node)
 			continue;
-		done = link_xmit(e, id, x->tree[i], seg, hop, now);
+		done = link_xmit(e, id, x->tree[i], seg, hop, now, tail,
+				 &depart);
 		if (done > last_done)
 			last_done = done;
-		arrive = sat_add(done, l->latency_ps);
 		if (e->eps[l->dst].mark == s)
-			err = seg_delivered(e, id, arrive);
+			err = seg_delivered(e, id,
+					    sat_add(done, l->latency_ps));
 		else
-			err = ev_push(e, id, arrive, seg, hop + 1, l->dst);
+			err = seg_forward(e, id, l, depart, done, seg, hop);
 		if (err)
 			return err;
 	}
@@ -1037,8 +1075,8 @@ static int xfer_start(struct icfab_engine *e, icfab_u32 id, icfab_u64 now)
 	if (!x->nr_segs)
 		return dma_release(e, id, now);
 	if (x->tree)
-		return tree_serve(e, id, 0, 0, x->src, now);
-	return seg_serve(e, id, 0, 0, x->src, now);
+		return tree_serve(e, id, 0, 0, x->src, now, now);
+	return seg_serve(e, id, 0, 0, x->src, now, now);
 }
 
 /* <0 on an engine bug, 1 when the completion callback asked to stop. */
@@ -1064,10 +1102,10 @@ static int ev_process(struct icfab_engine *e,
 			      dma_release(e, ev->xfer, ev->time_ps);
 		else if (x->tree)
 			err = tree_serve(e, ev->xfer, ev->seg, ev->hop,
-					 ev->node, ev->time_ps);
+					 ev->node, ev->time_ps, ev->tail_ps);
 		else
 			err = seg_serve(e, ev->xfer, ev->seg, ev->hop,
-					ev->node, ev->time_ps);
+					ev->node, ev->time_ps, ev->tail_ps);
 		break;
 	default:
 		return -ICFAB_ENGINE_EINVAL;	/* event for a free slot */

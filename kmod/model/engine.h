@@ -27,7 +27,7 @@
  * bottleneck), and each queued segment needs its own pending event to be
  * served in FIFO order. So the memory a transfer costs is one
  * struct icfab_engine_xfer plus (segments + 1) struct icfab_engine_event
- * (32 bytes each). A submission that does not fit fails with -ENOSPC and
+ * (40 bytes each). A submission that does not fit fails with -ENOSPC and
  * changes nothing; nothing fails for lack of space while running. The
  * caller may then give the engine more room (icfab_engine_grow()) and
  * submit again: storage costs memory, never emulated time.
@@ -170,6 +170,11 @@ struct icfab_engine_xfer {
  */
 struct icfab_engine_event {
 	icfab_u64 time_ps;		/* ps */
+	/*
+	 * ps: when the segment's last byte is at @node; later than @time_ps
+	 * only when it came cut-through (its head is there at @time_ps).
+	 */
+	icfab_u64 tail_ps;
 	icfab_u64 key;
 	icfab_u32 seg;
 	icfab_u32 xfer;

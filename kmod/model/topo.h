@@ -72,7 +72,12 @@ struct icfab_mlink {
 	icfab_u64 up_at_ps;		/* ps */
 	icfab_u64 up_delay_ps;		/* ps, staged */
 	icfab_u8 hold_fail;
-	icfab_u8 pad2[7];
+	/*
+	 * How the node this link reaches forwards what arrives over it:
+	 * 0 store and forward, 1 virtual cut-through (docs/TIMING.md).
+	 */
+	icfab_u8 cut_through;
+	icfab_u8 pad2[6];
 };
 
 struct icfab_topo_limits {

@@ -36,7 +36,9 @@
  * machine disturbs less than wall time. Host mode repeats the all-to-all
  * for a second and reports one pass.
  *
- *	engine_rate [-H] [-b BYTES] FILE	(BYTES default 4096, K/M suffix)
+ * -C makes every link cut-through (docs/TIMING.md), whatever FILE says.
+ *
+ *	engine_rate [-H] [-C] [-b BYTES] FILE	(BYTES default 4096, K/M suffix)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -265,6 +267,9 @@ static int run_module(const struct a2a *a, double *wall, double *cpu,
 /* ------------------------------------------------------------------ host */
 
 /* The library's topology as the model's, the way the module holds it. */
+/* -C: every link cut-through. */
+static icfab_u8 cut_through;
+
 static struct icfab_mtopo *mtopo_from(const struct topo *t)
 {
 	static const struct icfab_topo_limits lim = {
@@ -321,6 +326,7 @@ static struct icfab_mtopo *mtopo_from(const struct topo *t)
 			.dst = tl->dst_node, .dst_port = tl->dst_port,
 			.bandwidth = tl->bandwidth,
 			.latency_ps = tl->latency_ps,
+			.cut_through = cut_through,
 		};
 		m->nr_links++;
 	}
@@ -447,7 +453,7 @@ static int run_host(const struct topo *t, const struct a2a *a, double *wall,
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: engine_rate [-H] [-b BYTES] FILE\n");
+	fprintf(stderr, "usage: engine_rate [-H] [-C] [-b BYTES] FILE\n");
 	exit(2);
 }
 
@@ -460,9 +466,10 @@ int main(int argc, char **argv)
 	int host = 0, opt, err;
 	double wall = 0, cpu = 0;
 
-	while ((opt = getopt(argc, argv, "Hb:h")) != -1) {
+	while ((opt = getopt(argc, argv, "HCb:h")) != -1) {
 		switch (opt) {
 		case 'H': host = 1; break;
+		case 'C': cut_through = 1; break;
 		case 'b':
 			if (icfab_parse_bytes(optarg, &a.bytes))
 				usage();

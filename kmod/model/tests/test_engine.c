@@ -2077,6 +2077,146 @@ static void test_queue_trees(void)
 	topo_free(t);
 }
 
+/* ---- virtual cut-through (docs/TIMING.md, "Cut-through") ---- */
+
+static void set_cut_through(struct icfab_mtopo *t)
+{
+	for (unsigned int l = 0; l < t->nr_links; l++)
+		t->links[l].cut_through = 1;
+}
+
+/*
+ * One message of n whole segments over h uniform links: the first byte
+ * pays every hop's latency only, and the segments follow one another at
+ * the links' rate, T = h L + n S/B (store and forward: h (L + S/B) +
+ * (n - 1) S/B). With a short last segment of r bytes, T = h L +
+ * (n - 1) S/B + r/B. A path tree gives the same.
+ */
+static void test_ct_hops(void)
+{
+	static const unsigned int segs[] = { 1, 4 };
+	int bad = 0, cases = 0;
+
+	for (unsigned int hops = 1; hops <= 6; hops++)
+	for (unsigned int si = 0; si < 3; si++) {
+		struct icfab_mtopo *t = chain(hops + 1);
+		ull bytes = si < 2 ? segs[si] * (ull)SEG : 3 * SEG + 100;
+		ull want = si < 2 ? hops * LAT + segs[si] * SER :
+			   hops * LAT + 3 * SER + icfab_serialize_ps(100, BW);
+		icfab_u32 path[6];
+		struct icfab_engine_tree tree = { .nr_links = hops,
+						  .links = path };
+		struct harness *h, *ht;
+
+		set_cut_through(t);
+		topo_validate(t);
+		for (unsigned int l = 0; l < hops; l++)
+			path[l] = 2 * l;
+		h = h_new(t, SEG, 4, 64, 2);
+		ht = h_new(t, SEG, 4, 64, 2);
+		submit(h, 0, hops, bytes, 1000, 1);
+		icfab_engine_tree_check(&ht->e, 0, &tree);
+		submit_tree(ht, 0, &tree, bytes, 1000, 1);
+		run_all(h);
+		run_all(ht);
+		cases++;
+		if (h->recs[1].n != 1 || dur(&h->recs[1]) != want ||
+		    ht->recs[1].n != 1 || dur(&ht->recs[1]) != want ||
+		    h->recs[1].r.queued_ps) {
+			bad++;
+			printf("# %u hops, %llu B: %llu, tree %llu, want %llu\n",
+			       hops, bytes, dur(&h->recs[1]),
+			       dur(&ht->recs[1]), want);
+		}
+		h_free(h);
+		h_free(ht);
+		topo_free(t);
+	}
+	ok(!bad, "cut-through, one message over 1..6 hops (%d cases, routed and as a path tree): T = h L + n S/B exactly",
+	      cases);
+}
+
+/*
+ * k flows of n segments, from endpoints 1..k through the switch to
+ * endpoint k + 1, submitted together with keys 1..k. Their heads reach
+ * the switch together each S/B, so the ejection link serves them by
+ * key, segment by segment, busy from L on: flow i's last segment is out
+ * at L + ((n - 1) k + i) S/B and arrives L later, T_i = 2 L +
+ * ((n - 1) k + i) S/B. Store and forward: S/B more, the first segment's
+ * wait to be whole at the switch.
+ */
+static void test_ct_shared(void)
+{
+	for (unsigned int k = 2; k <= 8; k *= 2)
+	for (int ct = 1; ct >= 0; ct--) {
+		const unsigned int n = 5;
+		struct icfab_mtopo *t = star(k + 1, 1);
+		struct harness *h;
+		int bad = 0;
+
+		if (ct)
+			set_cut_through(t);
+		topo_validate(t);
+		h = h_new(t, SEG, 16, 1024, k + 1);
+		for (unsigned int i = 1; i <= k; i++)
+			submit(h, i, k + 1, n * (ull)SEG, 0, i);
+		run_all(h);
+		for (unsigned int i = 1; i <= k; i++)
+			if (h->recs[i].n != 1 || h->recs[i].r.finish_ps !=
+			    2 * LAT + (ct ? 0 : SER) + ((n - 1) * k + i) * SER)
+				bad++;
+		ok(!bad && h->e.links[ejl(k + 1)].busy_ps == k * n * SER,
+		      "%s, %u flows of %u segments sharing a link: flow i ends at 2 L + %s((n - 1) k + i) S/B exactly",
+		      ct ? "cut-through" : "store and forward", k, n,
+		      ct ? "" : "S/B + ");
+		h_free(h);
+		topo_free(t);
+	}
+}
+
+/*
+ * Two links, 0 -> 1 -> 2, one at B and one at B/4 (S/B4 = 4 S/B). Slow
+ * after fast: the slow link sets the pace from its first segment on,
+ * T = 2 L + n S/B4. Fast after slow: a segment leaves on the fast link
+ * as soon as its head is there, but cannot finish before its tail has
+ * arrived, so the fast link streams at the slow one's rate (busy n S/B4)
+ * and T = 2 L + n S/B4 again. Store and forward: 2 L + S/B + n S/B4 both
+ * ways.
+ */
+static void test_ct_mixed(void)
+{
+	const unsigned int n = 6;
+	const ull slow = 4 * SER;
+
+	for (int fast_first = 1; fast_first >= 0; fast_first--) {
+		for (int ct = 1; ct >= 0; ct--) {
+			struct icfab_mtopo *t = chain(3);
+			ull want = ct ? 2 * LAT + n * slow :
+				   2 * LAT + SER + n * slow;
+			struct harness *h;
+
+			t->links[fast_first ? 2 : 0].bandwidth = BW / 4;
+			if (ct)
+				set_cut_through(t);
+			topo_validate(t);
+			h = h_new(t, SEG, 4, 64, 2);
+			submit(h, 0, 2, n * (ull)SEG, 0, 1);
+			run_all(h);
+			ok(h->recs[1].n == 1 && dur(&h->recs[1]) == want &&
+			      h->e.links[2].busy_ps ==
+			      (fast_first || ct ? n * slow : n * SER),
+			      "%s, a %s link after a %s one: T = %s exactly (%llu ps)",
+			      ct ? "cut-through" : "store and forward",
+			      fast_first ? "slow" : "fast",
+			      fast_first ? "fast" : "slow",
+			      ct ? "2 L + n S/B4" : "2 L + S/B + n S/B4",
+			      dur(&h->recs[1]));
+			h_free(h);
+			topo_free(t);
+		}
+	}
+}
+
 /*
  * Capacity never changes the clock: the random contended workloads of
  * test_queue_random and test_queue_chain, once on storage that holds
@@ -2221,5 +2361,8 @@ int main(void)
 	test_queue_trees();
 	test_short_segment_cache();
 	test_capacity_free();
+	test_ct_hops();
+	test_ct_shared();
+	test_ct_mixed();
 	return done();
 }
