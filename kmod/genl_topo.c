@@ -95,6 +95,8 @@ const struct nla_policy icfab_link_new_policy[ICFAB_A_MAX + 1] = {
 							 ICFAB_LINK_STATE_MAX),
 	[ICFAB_A_LINK_UP_DELAY_PS]	= { .type = NLA_U64 },
 	[ICFAB_A_LINK_HOLD_FAIL]	= NLA_POLICY_MAX(NLA_U8, 1),
+	[ICFAB_A_LINK_SWITCHING]	= NLA_POLICY_MAX(NLA_U8,
+							 ICFAB_SWITCHING_MAX),
 	[ICFAB_A_LINK_BW_PERMILLE]	=
 		NLA_POLICY_FULL_RANGE(NLA_U32, &icfab_permille_range),
 };
@@ -106,6 +108,8 @@ const struct nla_policy icfab_link_set_policy[ICFAB_A_MAX + 1] = {
 							 ICFAB_LINK_STATE_MAX),
 	[ICFAB_A_LINK_UP_DELAY_PS]	= { .type = NLA_U64 },
 	[ICFAB_A_LINK_HOLD_FAIL]	= NLA_POLICY_MAX(NLA_U8, 1),
+	[ICFAB_A_LINK_SWITCHING]	= NLA_POLICY_MAX(NLA_U8,
+							 ICFAB_SWITCHING_MAX),
 	[ICFAB_A_LINK_BW_PERMILLE]	=
 		NLA_POLICY_FULL_RANGE(NLA_U32, &icfab_permille_range),
 };
@@ -408,6 +412,15 @@ static void icfab_link_hold_attrs(struct icfab_mlink *l, struct nlattr **attrs)
 		l->hold_fail = nla_get_u8(attrs[ICFAB_A_LINK_HOLD_FAIL]);
 }
 
+/* LINK_SWITCHING of LINK_NEW/LINK_SET: the policy bounds it. */
+static void icfab_link_switching_attr(struct icfab_mlink *l,
+				      struct nlattr **attrs)
+{
+	if (attrs[ICFAB_A_LINK_SWITCHING])
+		l->cut_through = nla_get_u8(attrs[ICFAB_A_LINK_SWITCHING]) ==
+				 ICFAB_SWITCHING_CUT_THROUGH;
+}
+
 int icfab_genl_link_new_doit(struct sk_buff *skb, struct genl_info *info)
 {
 	struct nlattr **attrs = info->attrs;
@@ -439,6 +452,7 @@ int icfab_genl_link_new_doit(struct sk_buff *skb, struct genl_info *info)
 	tmpl.state = icfab_attr_u32(attrs, ICFAB_A_LINK_STATE, ICFAB_LINK_UP);
 	tmpl.permille = icfab_attr_u32(attrs, ICFAB_A_LINK_BW_PERMILLE, 1000);
 	icfab_link_hold_attrs(&tmpl, attrs);
+	icfab_link_switching_attr(&tmpl, attrs);
 	if (tmpl.src == tmpl.dst) {
 		NL_SET_ERR_MSG_ATTR(info->extack, attrs[ICFAB_A_LINK_DST_NODE],
 				    "a link cannot join a node to itself");
@@ -506,6 +520,7 @@ int icfab_genl_link_set_doit(struct sk_buff *skb, struct genl_info *info)
 		l->permille = icfab_attr_u32(attrs, ICFAB_A_LINK_BW_PERMILLE,
 					     1000);
 		icfab_link_hold_attrs(l, attrs);
+		icfab_link_switching_attr(l, attrs);
 		fabric->change_seq++;
 	}
 	mutex_unlock(&fabric->lock);
@@ -576,6 +591,9 @@ static int icfab_fill_link(struct sk_buff *skb, u32 portid, u32 seq,
 	    (l->state == ICFAB_LINK_DEGRADED &&
 	     nla_put_u32(skb, ICFAB_A_LINK_BW_PERMILLE, l->permille)) ||
 	    nla_put_u8(skb, ICFAB_A_LINK_HOLD_FAIL, l->hold_fail) ||
+	    nla_put_u8(skb, ICFAB_A_LINK_SWITCHING,
+		       l->cut_through ? ICFAB_SWITCHING_CUT_THROUGH :
+					ICFAB_SWITCHING_STORE_FORWARD) ||
 	    (l->up_delay_ps &&
 	     nla_put_u64_64bit(skb, ICFAB_A_LINK_UP_DELAY_PS, l->up_delay_ps,
 			       ICFAB_A_PAD)) ||

@@ -6,7 +6,9 @@
  *  - an uncontended transfer of n whole segments over h uniform links
  *    takes h * (L + S/B) + (n - 1) * S/B, exactly, for h up to 6;
  *  - k flows through one bottleneck of bandwidth B each get B/k, within
- *    1%, for k = 2, 3, 4 and 8.
+ *    1%, for k = 2, 3, 4 and 8;
+ *  - with every link cut-through (LINK_SWITCHING), h L + n S/B, exactly,
+ *    for h = 1, 3, 6; and an out-of-range mode is -ERANGE with extack.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -218,6 +220,114 @@ TEST_F(star, one_flow_alone_gets_all_of_b)
 	expect = 2 * LAT + ser(SEG, FAST) + ser(SEG, BW) +
 		 (bytes / SEG - 1) * ser(SEG, BW);
 	EXPECT_EQ(expect, c.finish_ps - c.start_ps);
+}
+
+/* Stage LINK_SET of link @id, UP, with LINK_SWITCHING @mode. */
+static int link_switching(struct genl_sock *gs, uint32_t id, uint8_t mode)
+{
+	struct genl_msg m;
+
+	genl_msg_init(&m, gs->family, ICFAB_CMD_LINK_SET, 0);
+	genl_put_u32(&m, ICFAB_A_LINK_ID, id);
+	genl_put_u32(&m, ICFAB_A_LINK_STATE, ICFAB_LINK_UP);
+	genl_put(&m, ICFAB_A_LINK_SWITCHING, &mode, 1);
+	return genl_request(gs, &m, NULL, NULL);
+}
+
+static int switching_cb(const struct genl_reply *r, void *arg)
+{
+	int *mode = arg;
+
+	if (r->tb[ICFAB_A_LINK_SWITCHING])
+		*mode = *(uint8_t *)((char *)r->tb[ICFAB_A_LINK_SWITCHING] +
+				     NLA_HDRLEN);
+	return 0;
+}
+
+/* LINK_SWITCHING of committed link @id, or -1 when not reported. */
+static int link_get_switching(struct genl_sock *gs, uint32_t id)
+{
+	struct genl_msg m;
+	int mode = -1;
+
+	genl_msg_init(&m, gs->family, ICFAB_CMD_LINK_GET, 0);
+	genl_put_u32(&m, ICFAB_A_LINK_ID, id);
+	if (genl_request(gs, &m, switching_cb, &mode))
+		return -1;
+	return mode;
+}
+
+TEST_F(ring, switching_mode_out_of_range_is_erange_with_extack)
+{
+	EXPECT_EQ(-ERANGE, link_switching(&self->gs, 0,
+					  ICFAB_SWITCHING_MAX + 1));
+	EXPECT_NE(0, self->gs.extack[0]);
+	EXPECT_EQ(ICFAB_A_LINK_SWITCHING, self->gs.bad_attr_type);
+	EXPECT_EQ(ICFAB_SWITCHING_STORE_FORWARD,
+		  link_get_switching(&self->gs, 0));
+}
+
+/*
+ * The ring of 12 with every link cut-through: one message of n whole
+ * segments over h links takes h L + n S/B (docs/TIMING.md), against
+ * store and forward's h (L + S/B) + (n - 1) S/B.
+ */
+FIXTURE(ct_ring) {
+	struct genl_sock gs;
+	int fd;
+};
+
+FIXTURE_SETUP(ct_ring)
+{
+	ASSERT_EQ(0, genl_open(&self->gs));
+	ASSERT_EQ(0, genl_resolve(&self->gs, ICFAB_GENL_NAME));
+	clear_fabric(&self->gs);
+	ASSERT_EQ(0, stage_ring(&self->gs, 12));
+	for (unsigned int l = 0; l < 24; l++)
+		ASSERT_EQ(0, link_switching(&self->gs, l,
+					    ICFAB_SWITCHING_CUT_THROUGH));
+	ASSERT_EQ(0, cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
+	self->fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+}
+
+FIXTURE_TEARDOWN(ct_ring)
+{
+	close(self->fd);
+	clear_fabric(&self->gs);
+	genl_close(&self->gs);
+}
+
+TEST_F(ct_ring, link_get_reports_cut_through)
+{
+	for (unsigned int l = 0; l < 24; l++)
+		EXPECT_EQ(ICFAB_SWITCHING_CUT_THROUGH,
+			  link_get_switching(&self->gs, l));
+}
+
+TEST_F(ct_ring, cut_through_pays_only_latency_per_hop)
+{
+	static const unsigned int hops[] = { 1, 3, 6 };
+	static const uint64_t segs[] = { 1, 8, 64 };
+	struct icfab_cqe c;
+	int q, tag = 0;
+
+	ASSERT_EQ(0, ctx_attach(self->fd, 0));
+	q = ctx_queue(self->fd, 0, 4);
+	ASSERT_LE(0, q);
+	for (unsigned int i = 0; i < 3; i++) {
+		for (unsigned int j = 0; j < 3; j++) {
+			struct icfab_desc d = desc_put(q, hops[i], segs[j] * SEG, tag);
+
+			ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
+			ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
+			EXPECT_EQ(0, c.status);
+			EXPECT_EQ(0, c.queued_ps);
+			EXPECT_EQ(hops[i] * LAT + segs[j] * ser(SEG, BW),
+				  c.finish_ps - c.start_ps);
+			tag++;
+		}
+	}
 }
 
 TEST_HARNESS_MAIN

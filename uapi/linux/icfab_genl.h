@@ -220,6 +220,14 @@ enum icfab_attr {
 	ICFAB_A_LINK_UP_AT_PS,		/* u64: ps, 0: not held */
 	ICFAB_A_LINK_HOLD_FAIL,		/* u8: 0 hold, 1 fail */
 
+	/*
+	 * LINK_SWITCHING (LINK_NEW, LINK_SET, LINK_GET; staged): how the node
+	 * the link reaches forwards what arrives over it, store and forward
+	 * (the default) or virtual cut-through (enum icfab_switching; the
+	 * model is docs/TIMING.md). LINK_SET leaves it as it is without one.
+	 */
+	ICFAB_A_LINK_SWITCHING,		/* u8: enum icfab_switching */
+
 	__ICFAB_A_MAX,
 };
 #define ICFAB_A_MAX		(__ICFAB_A_MAX - 1)
@@ -280,5 +288,12 @@ enum icfab_link_state {
 	__ICFAB_LINK_STATE_MAX,
 };
 #define ICFAB_LINK_STATE_MAX	(__ICFAB_LINK_STATE_MAX - 1)
+
+enum icfab_switching {
+	ICFAB_SWITCHING_STORE_FORWARD,	/* a segment is received whole first */
+	ICFAB_SWITCHING_CUT_THROUGH,	/* its head goes on, if the link is free */
+	__ICFAB_SWITCHING_MAX,
+};
+#define ICFAB_SWITCHING_MAX	(__ICFAB_SWITCHING_MAX - 1)
 
 #endif /* _UAPI_LINUX_ICFAB_GENL_H */
