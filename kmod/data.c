@@ -611,6 +611,7 @@ static int __icfab_done_add(struct icfab_ctx *ctx, struct icfab_req *req)
 {
 	struct icfab_req *pos;
 
+	lockdep_assert_held(&ctx->fabric->lock);
 	/* From the tail: nearly every completion is the latest. */
 	list_for_each_entry_reverse(pos, &ctx->done, node)
 		if (pos->cqe.finish_ps <= req->cqe.finish_ps)
@@ -1857,6 +1858,7 @@ static void __icfab_ctx_kill(struct icfab_ctx *ctx)
 	struct icfab_req *req, *tmp;
 	u32 i;
 
+	lockdep_assert_held(&ctx->fabric->lock);
 	ctx->dead = true;
 	for (i = 0; i < ctx->queues_cap; i++) {
 		struct icfab_queue *q = ctx->queues[i];

@@ -2,8 +2,26 @@
 /*
  * icfab: private header of the kernel module.
  *
- * Lock order (outermost first):
- *	genl_mutex (netlink core) -> icfab_fabric.lock
+ * Lock order (outermost first; a lock is only ever taken with those above
+ * it held, never the other way round):
+ *
+ *	genl_mutex			netlink core, around every doit/dumpit
+ *	  icfab_fabric.lock		mutex: configuration, data path, circuits,
+ *					stats, region keys; the engine runs under it
+ *	    mmap_lock			user copies under fabric->lock may fault
+ *	      xa_lock(ctx->regions)	handle -> region (region.c); also taken
+ *					under mmap_lock alone, by ->mmap()
+ *	    icfab_ctx.pool_lock		spinlock: a context's spare requests
+ *	    xa_lock(data->recvqs)	receive queues by endpoint (data.c)
+ *	    hrtimer, workqueue and io_uring task-work locks, inside their
+ *	    kernel calls (paced timer, completions to io_uring)
+ *
+ * Never under fabric->lock: cancel_work_sync() of a paced engine's work
+ * item, which takes fabric->lock itself (icfab_data_stop() runs after
+ * unlocking); ->mmap() (under mmap_lock) never takes fabric->lock.
+ * Functions documented "the fabric lock is held" (and data.c's __icfab_*
+ * ones) run under fabric->lock; the entry points of each path into them
+ * check it with lockdep_assert_held().
  */
 #ifndef _ICFAB_H
 #define _ICFAB_H
