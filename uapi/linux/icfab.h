@@ -201,6 +201,9 @@ struct icfab_info {
  *
  * ICFAB_ATTACH_F_FREE_RUN (first attach only; later attaches must pass
  * the same flags, -EINVAL otherwise): the context is free-running.
+ * Errors: -ENOENT (not an endpoint of the committed topology),
+ * -EALREADY (this context is attached to it already), -ECANCELED (the
+ * context was killed).
  */
 #define ICFAB_ATTACH_F_FREE_RUN	(1U << 0)
 #define ICFAB_ATTACH_F_ALL	(ICFAB_ATTACH_F_FREE_RUN)
@@ -422,7 +425,10 @@ struct icfab_desc {
 struct icfab_cqe {
 	__u64 user_tag;
 	__s32 status;			/* 0, or -ECANCELED when the context
-					 * went away with it in flight */
+					 * went away with it in flight, or
+					 * -ENOBUFS when a transfer held
+					 * behind a FENCE found the engine
+					 * full when it was released */
 	__u32 queue;
 	__u64 submit_ps;		/* ps: the context's clock at submission */
 	__u64 start_ps;			/* ps: a DMA engine took it */
