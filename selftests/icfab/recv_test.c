@@ -535,8 +535,12 @@ TEST_F(rx, notify_to_self_then_close)
 	/* Closed with one in the engine and one behind the FENCE. */
 }
 
-/* Bit-identical twice, the second time beside a CPU hog. */
-TEST(pair_is_deterministic)
+/*
+ * Runs the pair twice on an 8-ring, once beside a CPU hog (@hog_first:
+ * the first run), and checks that both traces are the same to the bit.
+ */
+static void pair_twice_identical(struct __test_metadata *_metadata,
+				 bool hog_first, bool uring)
 {
 	struct genl_sock gs;
 	struct trace *t;
@@ -550,9 +554,9 @@ TEST(pair_is_deterministic)
 		 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, t);
 
-	run_pair(_metadata, &t[0], false, false);
+	run_pair(_metadata, &t[0], hog_first, uring);
 	check_trace(_metadata, &t[0]);
-	run_pair(_metadata, &t[1], true, false);
+	run_pair(_metadata, &t[1], !hog_first, uring);
 	check_trace(_metadata, &t[1]);
 	EXPECT_EQ(0, memcmp(&t[0], &t[1], sizeof(*t)));
 	munmap(t, 2 * sizeof(*t));
@@ -560,29 +564,16 @@ TEST(pair_is_deterministic)
 	genl_close(&gs);
 }
 
+/* Bit-identical twice, the second time beside a CPU hog. */
+TEST(pair_is_deterministic)
+{
+	pair_twice_identical(_metadata, false, false);
+}
+
 /* The receiver counts with ICFAB_UCMD_WAIT and reaps with the ioctl. */
 TEST(pair_over_io_uring_is_deterministic)
 {
-	struct genl_sock gs;
-	struct trace *t;
-
-	ASSERT_EQ(0, genl_open(&gs));
-	ASSERT_EQ(0, genl_resolve(&gs, ICFAB_GENL_NAME));
-	clear_fabric(&gs);
-	ASSERT_EQ(0, stage_ring(&gs, 8));
-	ASSERT_EQ(0, cmd(&gs, ICFAB_CMD_FABRIC_COMMIT));
-	t = mmap(NULL, 2 * sizeof(*t), PROT_READ | PROT_WRITE,
-		 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	ASSERT_NE(MAP_FAILED, t);
-
-	run_pair(_metadata, &t[0], true, true);
-	check_trace(_metadata, &t[0]);
-	run_pair(_metadata, &t[1], false, true);
-	check_trace(_metadata, &t[1]);
-	EXPECT_EQ(0, memcmp(&t[0], &t[1], sizeof(*t)));
-	munmap(t, 2 * sizeof(*t));
-	clear_fabric(&gs);
-	genl_close(&gs);
+	pair_twice_identical(_metadata, true, true);
 }
 
 /*
