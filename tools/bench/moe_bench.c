@@ -5,7 +5,7 @@
  *
  *	moe_bench [-n RANKS] [-t TOKENS] [-H HIDDEN] [-e EXPERTS] [-k TOPK]
  *		  [-d bf16|fp8] [-m tp|ll|hier|mc] [-g RANKS_PER_NODE] [-b GBPS]
- *		  [-B GBPS] [-s SEED] [-x]
+ *		  [-B GBPS] [-c XxYxZ:GBPS] [-s SEED] [-x]
  *
  * Routing is uniform random top-k (seeded, so runs are repeatable). It
  * prints the emulated dispatch and combine times, the bytes sent per
@@ -28,6 +28,15 @@
  * source's port and every other source's records on each receiving
  * port. Combine is throughput's.
  *
+ * -c DIMS:GBPS: the ranks are a torus of DIMS (for example 4x4x4, the
+ * first dimension varying fastest, as icfabd numbers a torus's chips)
+ * with links of GBPS per direction; the bound also takes the bisection.
+ * For each dimension of even size, the cut between its lower and upper
+ * halves is crossed by 2 x n/size links each way (a ring crosses it
+ * twice); the bytes that cross it are summed pair by pair from the
+ * layout, each way, and the busier way over those links is a bound. Only
+ * for tp and ll, whose flows are rank to rank.
+ *
  * -x: dispatch only, no combine (for reading the links' byte counters
  * of one dispatch: icfabctl -j stats).
  */
@@ -47,11 +56,49 @@ static uint64_t rng(uint64_t *s)
 	return *s;
 }
 
+/* "XxYxZ:GBPS", one to three dimensions of at least 2 */
+static int parse_torus(const char *s, unsigned int *dims, unsigned int *nd, double *bw)
+{
+	char *end;
+
+	*nd = 0;
+	do {
+		unsigned long v = strtoul(s, &end, 10);
+
+		if (end == s || v < 2 || v > 1024 || *nd == 3)
+			return -1;
+		dims[(*nd)++] = (unsigned int)v;
+		s = end + 1;
+	} while (*end == 'x');
+	if (*end != ':')
+		return -1;
+	*bw = strtod(s, &end);
+	return *end || *bw <= 0 ? -1 : 0;
+}
+
+/*
+ * Bytes from @s to @d cross the cut of dimension @i if the two lie in
+ * different halves of it; cross[i][0] counts lower to upper, [1] the
+ * other way.
+ */
+static void torus_cross(double (*cross)[2], const unsigned int *dims, unsigned int nd,
+			unsigned int s, unsigned int d, double b)
+{
+	for (unsigned int i = 0, stride = 1; i < nd; stride *= dims[i++]) {
+		unsigned int hs = s / stride % dims[i] >= dims[i] / 2;
+		unsigned int hd = d / stride % dims[i] >= dims[i] / 2;
+
+		if (dims[i] % 2 == 0 && hs != hd)
+			cross[i][hs] += b;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	unsigned int n = 8, T = 4096, H = 7168, E = 256, k = 8, mode = 0, g = 0;
 	int dispatch_only = 0;
-	double inj = 0, inter = 0;
+	double inj = 0, inter = 0, torus_bw = 0;
+	unsigned int torus[3] = { 0 }, nd_torus = 0;
 	int dt = FDEV_BF16, opt, err;
 	uint64_t seed = 1;
 	struct fdev_moe_handle *h = NULL;
@@ -60,7 +107,7 @@ int main(int argc, char **argv)
 	struct fdev_moe_in *in;
 	struct fdev_moe_config cfg;
 
-	while ((opt = getopt(argc, argv, "n:t:H:e:k:d:m:b:B:g:s:x")) != -1) {
+	while ((opt = getopt(argc, argv, "n:t:H:e:k:d:m:b:B:c:g:s:x")) != -1) {
 		switch (opt) {
 		case 'n': n = (unsigned int)atoi(optarg); break;
 		case 't': T = (unsigned int)atoi(optarg); break;
@@ -76,11 +123,27 @@ int main(int argc, char **argv)
 			break;
 		case 'b': inj = atof(optarg); break;
 		case 'B': inter = atof(optarg); break;
+		case 'c':
+			if (parse_torus(optarg, torus, &nd_torus, &torus_bw)) {
+				fprintf(stderr, "moe_bench: -c %s: want DIMS:GBPS, e.g. 4x4x4:50\n", optarg);
+				return 2;
+			}
+			break;
 		case 'g': g = (unsigned int)atoi(optarg); break;
 		case 's': seed = strtoull(optarg, NULL, 0) | 1; break;
 		case 'x': dispatch_only = 1; break;
 		default:
-			fprintf(stderr, "usage: moe_bench [-n R] [-t T] [-H H] [-e E] [-k K] [-d bf16|fp8] [-m tp|ll|hier|mc] [-g RANKS_PER_NODE] [-b GBPS] [-B GBPS] [-s SEED] [-x]\n");
+			fprintf(stderr, "usage: moe_bench [-n R] [-t T] [-H H] [-e E] [-k K] [-d bf16|fp8] [-m tp|ll|hier|mc] [-g RANKS_PER_NODE] [-b GBPS] [-B GBPS] [-c XxYxZ:GBPS] [-s SEED] [-x]\n");
+			return 2;
+		}
+	}
+	if (nd_torus) {
+		unsigned int prod = 1;
+
+		for (unsigned int i = 0; i < nd_torus; i++)
+			prod *= torus[i];
+		if (prod != n) {
+			fprintf(stderr, "moe_bench: -c: the torus has %u chips, not %u ranks\n", prod, n);
 			return 2;
 		}
 	}
@@ -152,7 +215,7 @@ int main(int argc, char **argv)
 
 		rec = (rec + (uint64_t)k * 12 + 7) / 8 * 8;
 		for (int pass = 0; pass < 2; pass++) {
-			double bound = 0;
+			double bound = 0, cross[3][2] = { { 0 } };
 
 			memset(su, 0, n * sizeof(double)); memset(so, 0, n * sizeof(double));
 			memset(ru, 0, n * sizeof(double)); memset(ro, 0, n * sizeof(double));
@@ -224,6 +287,7 @@ int main(int argc, char **argv)
 					b = (double)cnt * (pass ? crow : rec);
 					if (d == r)
 						continue;
+					torus_cross(cross, torus, nd_torus, pass ? d : r, pass ? r : d, b);
 					if (mode == FDEV_MOE_HIERARCHICAL && d / g != r / g) {
 						/* the peer's forwarding over scale-up */
 						unsigned int p = (d / g) * g + r % g;
@@ -246,6 +310,16 @@ int main(int argc, char **argv)
 				free(tpr);
 				free(tpe);
 				free(tir);
+			}
+			for (unsigned int i = 0; i < nd_torus && (mode == FDEV_MOE_THROUGHPUT ||
+							      mode == FDEV_MOE_LOW_LATENCY); i++) {
+				double links = 2.0 * n / torus[i];
+
+				for (int way = 0; way < 2; way++) {
+					double t = cross[i][way] / (links * torus_bw * 1e9);
+
+					bound = t > bound ? t : bound;
+				}
 			}
 			for (unsigned int r = 0; r < n; r++) {
 				double t[4] = { su[r] / (inj * 1e9), ru[r] / (inj * 1e9),

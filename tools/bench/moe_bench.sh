@@ -34,7 +34,8 @@
 # emulated times, bandwidth per rank, and the ratio of the bottleneck
 # bound to the emulated time. The bound takes each rank's scale-up and
 # scale-out ports (in parallel) as the bottleneck; for the torus it also
-# takes the bisection (the larger bound is used). The hierarchical rows
+# takes the bisection (moe_bench -c: the bytes that cross each halving
+# cut, summed pair by pair; the larger bound is used). The hierarchical rows
 # also give their time against the throughput row of the same case
 # ("vs tp", < 1 is faster), measured in the same run.
 
@@ -128,7 +129,7 @@ run() {	# run NAME PRESET|FILE TOKENS MULTINODE COLOURS ARGS...
 run h800-8    h800-pod    "$T"   0 0 -n 8  -g 8 -b 160 -B 50
 run h800-16   h800-pod    "$T"   1 0 -n 16 -g 8 -b 160 -B 50
 # TPU v4 cube: 4x4x4 torus, 6 ICI links of 50 GB/s per chip.
-run tpu-cube  tpu-v4-cube "$BIG" 0 0 -n 64 -b 300
+run tpu-cube  tpu-v4-cube "$BIG" 0 0 -n 64 -b 300 -c 4x4x4:50
 # UALink: 64 accelerators of the pod (two leaves), 800 Gb/s (100 GB/s)
 # per port.
 run ualink-64 ualink-pod  "$BIG" 0 0 -n 64 -b 100
@@ -148,14 +149,7 @@ print("%-10s %-4s %6s %12s %12s %10s %10s %8s %8s %10s %7s" % ("case", "mode",
       "d/bound", "c/bound", "src MB", "vs tp"))
 tp = {r["case"]: r for r in rows if r["mode"] == "tp"}
 for r in rows:
-    n = r["ranks"]
     d, c = r["dispatch_bound_ps"], r["combine_bound_ps"]
-    if r["case"].startswith("tpu"):
-        # bisection of a 4x4x4 torus: 2 x 16 links of 50 GB/s each way;
-        # a quarter of all bytes cross it in each direction
-        cap = 32 * 50e9
-        d = max(d, r["dispatch_bytes_per_rank"] * n / 4 / cap * 1e12)
-        c = max(c, r["combine_bytes_per_rank"] * n / 4 / cap * 1e12)
     vs = ""
     t = tp.get(r["case"])
     if r["mode"] == "hier" and t:
