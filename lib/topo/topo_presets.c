@@ -38,7 +38,7 @@ static const struct topo_preset presets[] = {
 		"fabric:\n"
 		"  name: ipu-pod4\n"
 		"defaults:\n"
-		"  endpoint: {memory: 876MiB, dma_engines: 4}\n"
+		"  endpoint: {memory: 897MiB, dma_engines: 4}\n"
 		"topology:\n"
 		"  exchange:\n"
 		"    tiles: 4\n"
