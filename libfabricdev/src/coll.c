@@ -113,6 +113,123 @@ static int step_received(const struct fdev_comm *c, struct step_recv *rx,
 	return 0;
 }
 
+/*
+ * Notify communicators' barrier messages: their immediate has this bit,
+ * the epoch's parity (bit 8) and the round (bits 0-7). A data WRITE's
+ * immediate is a count, far below it.
+ */
+#define NOTIFY_BAR		0x80000000u
+#define NOTIFY_BAR_BYTES	8
+#define FDEV_TAG_BARRIER	0xfdefdefdefdefdeeULL
+
+/*
+ * A receive completion, wherever a notify rank reaps it: a barrier
+ * message is counted for its round; data counts for the step @rx, or
+ * without one (in a barrier) it is the next step's, from a rank that
+ * left the barrier first, and waits for that step (notify_step()).
+ */
+static int notify_sort(struct fdev_comm *c, struct step_recv *rx,
+		       const struct fdev_cqe *cqe)
+{
+	uint32_t imm = (uint32_t)cqe->user_tag;
+
+	if (cqe->status)
+		return cqe->status;
+	if (imm & NOTIFY_BAR) {
+		if ((imm & 0xff) >= FDEV_BAR_ROUNDS)
+			return -EPROTO;
+		c->bar_got[imm >> 8 & 1][imm & 0xff]++;
+		return 0;
+	}
+	if (rx)
+		return step_received(c, rx, cqe);
+	if (c->nearly == c->early_cap) {
+		unsigned int cap = c->early_cap ? c->early_cap * 2 : 64;
+		struct fdev_cqe *e = realloc(c->early, cap * sizeof(*e));
+
+		if (!e)
+			return -ENOMEM;
+		c->early = e;
+		c->early_cap = cap;
+	}
+	c->early[c->nearly++] = *cqe;
+	return 0;
+}
+
+/*
+ * The barrier of a notify communicator, through the fabric: a
+ * dissemination barrier over the live ranks. In round k each rank sends
+ * a NOTIFY WRITE to the rank 2^k after it and waits for its own and for
+ * the one from the rank 2^k before it: ceil(log2 n) rounds, after which
+ * everyone has heard, directly or not, from everyone. Its WAITs ask for
+ * exactly what must come and have no timeout that could let them go
+ * early (c->timeout_ms ends them with an error), and no rank ever waits
+ * on the host meanwhile, so it holds nobody back and every clock move is
+ * a function of the workload: a rank leaves at the latest finish of what
+ * it sent and received, no earlier than any rank's clock on entry.
+ * Costs fabric time, like any barrier on a real fabric.
+ */
+int fdev_notify_barrier(struct fdev_comm *c)
+{
+	unsigned int me = c->first, n = 0, mi = 0, par = c->bar_epoch++ & 1;
+	uint32_t *live = malloc(c->nranks * sizeof(*live));
+	struct fdev_cqe cqe[64];
+	int err = 0;
+
+	if (!live)
+		return -ENOMEM;
+	for (unsigned int r = 0; r < c->nranks; r++) {
+		if (fdev_rank_failed(c, r))
+			continue;
+		if (r == me)
+			mi = n;
+		live[n++] = r;
+	}
+	for (unsigned int k = 0, dist = 1; dist < n && !err; k++, dist <<= 1) {
+		uint32_t to = live[(mi + dist) % n];
+		unsigned int own = 1;
+		struct fdev_desc d;
+		int ret;
+
+		fdev_prep_timing(&d, FDEV_OP_WRITE, c->queue[0], c->ep[to],
+				 NOTIFY_BAR_BYTES, FDEV_TAG_BARRIER);
+		d.flags |= FDEV_DESC_NOTIFY;
+		d.imm = NOTIFY_BAR | par << 8 | k;
+		ret = fdev_post(c->dev, &d, 1);
+		if (ret != 1) {
+			err = ret < 0 ? ret : -EIO;
+			break;
+		}
+		while (own || !c->bar_got[par][k]) {
+			unsigned int need = own + !c->bar_got[par][k];
+
+			ret = fdev_wait(c->dev, cqe, need, 64, c->timeout_ms);
+			if (ret < 0) {
+				err = ret;
+				break;
+			}
+			for (int i = 0; i < ret; i++) {
+				int e = 0;
+
+				if (fdev_cqe_received(c->dev, &cqe[i]))
+					e = notify_sort(c, NULL, &cqe[i]);
+				else if (cqe[i].user_tag == FDEV_TAG_BARRIER)
+					own--, e = cqe[i].status;
+				else
+					e = -EPROTO;
+				if (e && !err)
+					err = e;
+			}
+			if (err && !own)
+				break;
+		}
+		if (!err)
+			c->bar_got[par][k]--;
+	}
+	free(live);
+	return err;
+}
+
 static int post_window(struct fdev_comm *c, struct fdev_desc *d,
 		       unsigned int nd, struct step_recv *rx)
 {
@@ -159,7 +276,7 @@ static int post_window(struct fdev_comm *c, struct fdev_desc *d,
 			uint64_t t = cqe[i].user_tag;
 
 			if (fdev_cqe_received(c->dev, &cqe[i])) {
-				int e = step_received(c, rx, &cqe[i]);
+				int e = notify_sort(c, rx, &cqe[i]);
 
 				if (e && !err)
 					err = e;
@@ -215,6 +332,21 @@ static void notify_step(struct fdev_comm *c, const struct fdev_plan *p,
 			rx->left[r] = NOT_HEARD;
 			rx->pending++;
 		}
+}
+
+/* What came for this step while the rank was still in the barrier. */
+static int notify_early(struct fdev_comm *c, struct step_recv *rx)
+{
+	int err = 0;
+
+	for (unsigned int i = 0; i < c->nearly; i++) {
+		int e = step_received(c, rx, &c->early[i]);
+
+		if (e && !err)
+			err = e;
+	}
+	c->nearly = 0;
+	return err;
 }
 
 /* A step's descriptors, and each one's target rank. */
@@ -286,16 +418,11 @@ static int build_step(struct fdev_comm *c, const struct fdev_plan *p,
 	return 0;
 }
 
-/*
- * Processes that each drive their own rank, after a step: clocks aligned
- * to the latest. A notify communicator's rank waits for the others in
- * the module, so that it does not hold back the engine they still need.
- */
+/* Processes that each drive their own rank, after a step: clocks aligned to the latest. */
 static int step_meet(struct fdev_comm *c)
 {
 	uint64_t v = fdev_clock(c->dev);
-	int err = c->notify ? fdev_shm_barrier_poll(c, &v) :
-			      fdev_shm_barrier(c, &v);
+	int err = fdev_shm_barrier(c, &v);
 
 	if (!err || err == -EPIPE) {
 		int e2 = fdev_advance_to(c->dev, c->queue[0], v);
@@ -304,28 +431,6 @@ static int step_meet(struct fdev_comm *c)
 			err = e2;
 	}
 	return err;
-}
-
-/*
- * Notify communicators, after a step's clocks were aligned (a DELAY for
- * some): a host barrier holds the engine back at the rank's clock, so
- * none may be plain while anyone still waits for the engine, and none may
- * be waited in the module while anyone posts (what arrives would move the
- * clock). So: meet waiting in the module, until every rank is past its
- * DELAY; then, before anyone posts the next step (@more), meet plainly.
- */
-int fdev_notify_settle(struct fdev_comm *c, int more)
-{
-	uint64_t v = 0;
-	int err = fdev_shm_barrier_poll(c, &v);
-
-	if ((!err || err == -EPIPE) && more) {
-		int e2 = fdev_shm_barrier(c, &v);
-
-		if (!err && e2 != -EPIPE)
-			err = e2;
-	}
-	return err == -EPIPE ? 0 : err;
 }
 
 static int run_steps(struct fdev_comm *c, const struct fdev_plan *p,
@@ -338,12 +443,14 @@ static int run_steps(struct fdev_comm *c, const struct fdev_plan *p,
 		size_t first = xi;
 
 		err = build_step(c, p, s, &xi, sd);
-		if (!err && c->notify)
+		if (!err && c->notify) {
 			notify_step(c, p, s, first, sd->d, sd->dst, sd->nd, rx);
+			err = notify_early(c, rx);
+		}
 		if (!err && (sd->nd || (rx && rx->pending)))
 			err = post_window(c, sd->d, sd->nd, c->notify ? rx : NULL);
 		/* Even after an error: the others must not wait for us. */
-		if (c->multi) {
+		if (c->multi && !c->notify) {
 			int e2 = step_meet(c);
 
 			if (!err)
@@ -358,13 +465,13 @@ static int run_steps(struct fdev_comm *c, const struct fdev_plan *p,
 		/*
 		 * Processes that each drive their own rank: nobody may write
 		 * the next step into a workspace whose owner is still reducing
-		 * from it. (Free of fabric time: the clocks are aligned.)
+		 * from it. (Free of fabric time where the clocks are aligned;
+		 * a notify rank's barrier is through the fabric, after which
+		 * everyone is past its owner's actions.)
 		 */
 		if (c->notify) {
-			int e2 = fdev_notify_settle(c, s + 1 < p->nsteps);
-
-			if (!err)
-				err = e2;
+			if (!err && s + 1 < p->nsteps)
+				err = fdev_notify_barrier(c);
 		} else if (c->multi && !timing && s + 1 < p->nsteps) {
 			uint64_t v = 0;
 			int e2 = fdev_shm_barrier(c, &v);
@@ -410,7 +517,11 @@ int fdev_plan_run(struct fdev_comm *c, const struct fdev_plan *p)
 		goto out;
 	}
 	/* Everyone is done with what the last call left in the workspaces. */
-	if (c->multi && !timing) {
+	if (c->notify) {
+		err = fdev_notify_barrier(c);
+		if (err)
+			goto out;
+	} else if (c->multi && !timing) {
 		uint64_t v = fdev_clock(c->dev);
 
 		err = fdev_shm_barrier(c, &v);

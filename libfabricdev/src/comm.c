@@ -13,10 +13,13 @@
  * whose pid is gone is excluded and the barrier returns -EPIPE once. The
  * last rank out removes the file.
  *
- * Independent processes with device memory in virtual time use a proxy:
- * a context that waits in a host barrier holds the engine back, and the
- * ABI has no wait for someone else's transfer, so each process driving
- * its own rank could deadlock. Instead rank 0 attaches every rank's
+ * Independent processes with device memory in virtual time: a context
+ * that waits in a host barrier holds the engine back, so a rank that
+ * waits there for a peer which still needs the engine deadlocks. With
+ * receive completions (ICFAB_F_RECV_NOTIFY) and FDEV_NOTIFY=1, each rank
+ * drives its own context and meets the others only through the fabric,
+ * with NOTIFY WRITEs and exact-count WAITs (coll.c). Otherwise a proxy:
+ * rank 0 attaches every rank's
  * endpoint in one context, allocates every workspace, and passes its
  * device file (SCM_RIGHTS, abstract socket "fdev-<uid>-<job>") so each
  * process maps its own workspace. A collective stages in, meets, rank 0
@@ -212,18 +215,7 @@ static int pid_dead(int32_t pid)
 	return dead;
 }
 
-static int shm_barrier_wait(struct fdev_comm *c, uint64_t *val, int poll);
-
 static int shm_barrier(struct fdev_comm *c, uint64_t *val)
-{
-	return shm_barrier_wait(c, val, 0);
-}
-
-/*
- * @poll: between looks, wait in the module (a receiver's WAIT that holds
- * nothing back) instead of on the futex.
- */
-static int shm_barrier_wait(struct fdev_comm *c, uint64_t *val, int poll)
 {
 	struct fdev_shm *s = c->shm;
 	struct shm_hdr *h = s->h;
@@ -269,13 +261,6 @@ static int shm_barrier_wait(struct fdev_comm *c, uint64_t *val, int poll)
 			break;
 		if (mono_ms() > deadline)
 			return -ETIMEDOUT;
-		if (poll) {
-			int err = fdev_idle_wait(c->dev, 1);
-
-			if (err)
-				return err;
-			continue;
-		}
 		futex(&h->bump, FUTEX_WAIT, b, &ts);
 	}
 	for (int w = 0; w < FDEV_FAILED_WORDS; w++) {
@@ -602,8 +587,7 @@ enum { DATA_PLAIN, DATA_PROXY, DATA_NOTIFY };
  * others' WRITEs have landed in its workspace. Rank 0's proxy runs
  * everything (DATA_PROXY). With FDEV_NOTIFY=1 and receive-side
  * completions in the module, each rank's own context waits for them
- * instead (DATA_NOTIFY): results are exact, but emulated times are not
- * yet reproducible with more than two processes (see fdev_comm(3)).
+ * instead (DATA_NOTIFY), and its barriers are NOTIFY WRITEs.
  */
 static int data_mode(const char *path, unsigned int flags)
 {
@@ -786,9 +770,12 @@ int fdev_comm_init(const char *path, const char *job, int rank, int size,
 		c->ep[r] = c->shm->h->slot[r].ep;
 		c->rkey[r] = c->shm->h->slot[r].key;
 	}
+	/*
+	 * Nobody needs the engine yet, so the host barrier held no one
+	 * back; from here on a notify rank meets the others only through
+	 * the fabric (fdev_notify_barrier()).
+	 */
 	err = fdev_advance_to(c->dev, c->queue[0], v);
-	if (!err && c->notify)
-		err = fdev_notify_settle(c, 0);
 	if (err)
 		goto err_destroy;
 	free(eps);
@@ -839,6 +826,7 @@ void fdev_comm_destroy(struct fdev_comm *c)
 			free(c->ws[l].addr);
 	}
 	fdev_close(c->dev);
+	free(c->early);
 	free(c->ep);
 	free(c->rkey);
 	free(c->queue);
@@ -915,11 +903,6 @@ uint64_t fdev_comm_last_ps(const struct fdev_comm *c)
  * moves its clock to the latest one. Data communicators cannot (their
  * regions live in the context); see fdev_comm(3).
  */
-int fdev_shm_barrier_poll(struct fdev_comm *c, uint64_t *val)
-{
-	return shm_barrier_wait(c, val, 1);
-}
-
 int fdev_shm_barrier(struct fdev_comm *c, uint64_t *val)
 {
 	int err, err2;
@@ -961,12 +944,11 @@ int fdev_comm_barrier(struct fdev_comm *c)
 	}
 	if (!c->multi || !c->dev)
 		return 0;
+	if (c->notify)
+		return fdev_notify_barrier(c);
 	v = fdev_clock(c->dev);
-	err = c->notify ? fdev_shm_barrier_poll(c, &v) : fdev_shm_barrier(c, &v);
+	err = fdev_shm_barrier(c, &v);
 	if (err)
 		return err;
-	err = fdev_advance_to(c->dev, c->queue[0], v);
-	if (!err && c->notify)
-		err = fdev_notify_settle(c, 0);
-	return err;
+	return fdev_advance_to(c->dev, c->queue[0], v);
 }

@@ -403,16 +403,6 @@ int fdev_recv_queue_create(struct fdev *dev, uint32_t endpoint,
 	return 0;
 }
 
-int fdev_idle_wait(struct fdev *dev, unsigned int timeout_ms)
-{
-	int err;
-
-	if (!dev->recv_queue || dev->uring)
-		return -EINVAL;
-	err = ioctl_wait(dev, 1, timeout_ms);
-	return err == -ETIMEDOUT ? 0 : err;
-}
-
 int fdev_queue_destroy(struct fdev *dev, uint32_t queue)
 {
 	struct icfab_queue_destroy qd = { .queue = queue };

@@ -26,6 +26,8 @@
 /* Ranks of a communicator, at most (issue 14: EP1024, the UALink pod). */
 #define FDEV_MAX_RANKS		1024
 #define FDEV_FAILED_WORDS	(FDEV_MAX_RANKS / 64)
+/* Rounds of a dissemination barrier over FDEV_MAX_RANKS ranks. */
+#define FDEV_BAR_ROUNDS		10
 
 struct fdev_slot {
 	struct fdev_cqe cqe;		/* the module writes it (cqe_addr) */
@@ -68,11 +70,6 @@ static inline int fdev_cqe_received(const struct fdev *dev,
 {
 	return dev->recv_queue && cqe->queue == dev->recv_queue - 1;
 }
-/*
- * A receiver waits in the module, not holding the engine back, for up to
- * @timeout_ms; whatever arrives stays in the stash. 0, or -errno.
- */
-int fdev_idle_wait(struct fdev *dev, unsigned int timeout_ms);
 
 int fdev_reap_tag(struct fdev *dev, uint64_t tag, struct fdev_cqe *out);
 
@@ -93,6 +90,15 @@ struct fdev_comm {
 	 */
 	int notify;
 	uint32_t timeout_ms;		/* notify: a step's wait, at most */
+	/*
+	 * Notify: the barrier's epoch, and its messages that came ahead of
+	 * their round ([epoch parity][round]); receive completions of the
+	 * next step that came while this rank was still in a barrier.
+	 */
+	uint32_t bar_epoch;
+	uint32_t bar_got[2][FDEV_BAR_ROUNDS];
+	struct fdev_cqe *early;
+	unsigned int nearly, early_cap;
 	struct fdev *dev;
 	uint32_t *ep;			/* [nranks] endpoint of each rank */
 	uint32_t *queue;		/* [nlocal] */
@@ -133,13 +139,11 @@ int fdev_comm_timing_only(const struct fdev_comm *c);
 /* Out-of-band barrier of a multi-process communicator; @val in, max out. */
 int fdev_shm_barrier(struct fdev_comm *c, uint64_t *val);
 /*
- * The same, for a notify communicator after a step: it waits in the
- * module meanwhile (fdev_idle_wait), so that ranks still waiting for
- * data are not held back; nothing may be sent before the next barrier.
+ * Notify communicators: a barrier of NOTIFY WRITEs through the fabric
+ * (coll.c), with no host wait and no timed WAIT, so that every clock
+ * move is the workload's.
  */
-int fdev_shm_barrier_poll(struct fdev_comm *c, uint64_t *val);
-/* Notify communicators: meet once every rank's clock is settled (coll.c). */
-int fdev_notify_settle(struct fdev_comm *c, int more);
+int fdev_notify_barrier(struct fdev_comm *c);
 /* Open the local sources' multicast circuits once; close them all. */
 int fdev_comm_circuits_open(struct fdev_comm *c);
 void fdev_comm_circuits_close(struct fdev_comm *c);
