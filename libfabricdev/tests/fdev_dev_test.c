@@ -42,6 +42,22 @@
 
 static int nt, failed;
 
+/*
+ * mpall: the rank's clock when its communicator was made; with a context
+ * of its own it prints "# at NAME PS", the clock since then, after each
+ * operation (the timeline that must repeat to the picosecond).
+ */
+static uint64_t mp_t0;
+
+static void mp_at(struct fdev_comm *c, const char *name, const char *sub)
+{
+	struct fdev *dev = fdev_comm_dev(c);
+
+	if (dev)
+		printf("# at %s-%s %" PRIu64 "\n", name, sub,
+		       fdev_clock(dev) - mp_t0);
+}
+
 static void ok(int cond, const char *what, int val)
 {
 	printf("%sok %d - %s (%d)\n", cond ? "" : "not ", ++nt, what, val);
@@ -431,6 +447,7 @@ static int mp_colls(struct fdev_comm *c, int rank, size_t cnt)
 			       algos[a], err, bad);
 			printf("# time %s-%s %" PRIu64 "\n", ops[o], algos[a],
 			       fdev_comm_last_ps(c));
+			mp_at(c, ops[o], algos[a]);
 			failed += err || bad;
 		}
 	free(x);
@@ -495,6 +512,7 @@ static int mp_moe_mode(struct fdev_comm *c, int rank, const char *name,
 	T = mp_routing(rank, E, K, H, &x, &w, &idx);
 	in = (struct fdev_moe_in){ .tokens = T, .x = x, .topk_idx = idx, .topk_w = w };
 	err = fdev_moe_dispatch(c, &cfg, &in, NULL, &h);
+	mp_at(c, name, "dispatch");
 	if (!err) {
 		fdev_moe_stats(h, &st);
 		fdev_moe_output(h, 0, &o);
@@ -526,6 +544,7 @@ static int mp_moe_mode(struct fdev_comm *c, int rank, const char *name,
 	       !err && !bad ? "ok" : "not ok", rank, name, err, bad);
 	printf("# time %s-dispatch %" PRIu64 "\n# time %s-combine %" PRIu64 "\n",
 	       name, st.dispatch_ps, name, st.combine_ps);
+	mp_at(c, name, "combine");
 	fdev_moe_handle_free(h);
 	free(x); free(w); free(idx); free(y); free(out);
 	return err || bad;
@@ -552,6 +571,7 @@ static int mp_all(void)
 	fdev_comm_local(c, &rank, NULL);
 	/* No proxy: every rank has its own context. */
 	proxy = fdev_comm_dev(c) == NULL;
+	mp_t0 = fdev_clock(fdev_comm_dev(c));
 	printf("# proxy %d\n", proxy);
 	failed = mp_colls(c, rank, 1000);
 	failed += mp_moe_mode(c, rank, "throughput", FDEV_MOE_THROUGHPUT);

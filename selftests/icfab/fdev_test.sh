@@ -36,11 +36,7 @@
 #    throughput's element by element (one process driving 8 ranks, and 4
 #    independent processes), the sources' links carry each leaving token
 #    once (timing only, 8 ranks), and no circuit is left afterwards;
-#  - with ICFAB_F_RECV_NOTIFY and FDEV_NOTIFY=1, 4 independent processes
-#    each drive their rank from their own context, no proxy
-#    (fdev_dev_test mpall): every collective with each algorithm and the
-#    throughput, low-latency and hierarchical MoE modes, element by
-#    element, alone and beside a CPU hog.
+#  - processes without a proxy (FDEV_NOTIFY=1) are notify_test.sh.
 
 top=${ICFAB_TOP:-$(cd "$(dirname "$0")/../../.." 2>/dev/null && pwd)}
 icfabd=$top/build/bin/icfabd
@@ -246,37 +242,6 @@ if has_feature 0x4; then	# ICFAB_F_MEMORY
 	fi
 	check "4 independent processes, nodes of 2: hierarchical dispatch and combine equal throughput's" \
 		mp4 hier$$ 16 180 mpmoe hier
-	if has_feature 0x100; then	# ICFAB_F_RECV_NOTIFY
-		# No proxy (FDEV_NOTIFY=1): each rank's context waits for what
-		# it receives. Exact results; the emulated times are not yet
-		# reproducible with more than two processes, so not compared.
-		mpall() {	# mpall JOB [hog]: 4 ranks of "fdev_dev_test mpall"
-			hog=
-			if [ "$2" = hog ]; then
-				sh -c 'while :; do :; done' &
-				hog=$!
-			fi
-			pids=
-			for r in 0 1 2 3; do
-				FDEV_NOTIFY=1 FDEV_JOB=$1 FDEV_RANK=$r FDEV_SIZE=4 \
-					FDEV_TIMEOUT_MS=300000 \
-					timeout 900 "$t" mpall > "$tmp/mp.$1.$r" 2>&1 &
-				pids="$pids $!"
-			done
-			rc=0
-			for p in $pids; do wait $p || rc=1; done
-			[ -n "$hog" ] && kill "$hog"
-			grep -hv '^# time' "$tmp/mp.$1".? | sed 's/^/# /'
-			grep -q '^not ok' "$tmp/mp.$1".? && rc=1
-			grep -q '^# proxy 0$' "$tmp/mp.$1.0" || rc=1
-			return $rc
-		}
-		check "4 independent processes, no proxy: every collective and the throughput, low-latency and hierarchical MoE, element by element" \
-			mpall nx1$$
-		check "the same beside a CPU hog" mpall nx2$$ hog
-	else
-		echo "ok $((n = n + 1)) # SKIP processes without a proxy: no ICFAB_F_RECV_NOTIFY"
-	fi
 else
 	echo "ok $((n = n + 1)) # SKIP data tests: the module lacks ICFAB_F_MEMORY"
 fi
