@@ -257,6 +257,7 @@ static void icfab_data_free(struct icfab_data *d)
  * the fabric nothing re-arms the timer.
  */
 static struct workqueue_struct *icfab_data_wq;
+u32 icfab_engine_events_first = ICFAB_ENGINE_EVENTS;
 
 static void icfab_data_advance(struct icfab_fabric *fabric);
 
@@ -359,7 +360,8 @@ static struct icfab_data *icfab_data_create(struct icfab_fabric *fabric)
 	xa_init(&d->recvqs);
 	d->st.dma_cap = max_t(u32, icfab_engine_dma_needed(m), 1);
 	d->st.xfers_cap = ICFAB_ENGINE_XFERS;
-	d->st.events_cap = ICFAB_ENGINE_EVENTS;
+	d->st.events_cap = clamp_t(u32, READ_ONCE(icfab_engine_events_first),
+				   2, ICFAB_ENGINE_EVENTS_MAX);
 	d->st.links = kvcalloc(max_t(u32, m->links_cap, 1),
 			       sizeof(*d->st.links), GFP_KERNEL);
 	d->st.eps = kvcalloc(max_t(u32, m->nodes_cap, 1), sizeof(*d->st.eps),

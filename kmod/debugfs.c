@@ -18,6 +18,13 @@
  * command fails with -EINVAL, an unknown link or node with -ENOENT, a
  * configuration being staged over netlink with -EBUSY (it would undo
  * the fault at its commit); none of them changes anything.
+ *
+ *	/sys/kernel/debug/icfab/engine_events	(read, write, root)
+ *
+ * is the number of events an engine's table starts with when a fabric's
+ * first context attaches (clamped to 2 .. ICFAB_ENGINE_EVENTS_MAX). The
+ * table grows as submissions need; tests start it tiny to show that its
+ * size never changes a timestamp (docs/TIMING.md, "Capacity").
  */
 #include <linux/debugfs.h>
 #include <linux/kernel.h>
@@ -169,6 +176,8 @@ void icfab_debugfs_init(struct icfab_fabric **fabrics, unsigned int n)
 	unsigned int i;
 
 	icfab_debugfs_root = debugfs_create_dir("icfab", NULL);
+	debugfs_create_u32("engine_events", 0600, icfab_debugfs_root,
+			   &icfab_engine_events_first);
 	for (i = 0; i < n; i++) {
 		struct dentry *dir;
 

@@ -201,6 +201,8 @@ long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg);
 void icfab_ctx_flush(struct icfab_ctx *ctx, struct file *file);
 int icfab_data_init(void);
 void icfab_data_exit(void);
+/* Events an engine starts with; debugfs sets it for tests. */
+extern u32 icfab_engine_events_first;
 /* With the fabric's lock held: */
 u64 icfab_data_now(struct icfab_fabric *fabric);
 void icfab_data_kick(struct icfab_fabric *fabric);
