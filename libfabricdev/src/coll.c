@@ -48,26 +48,20 @@ static int virtual_data_multi(struct fdev_comm *c)
 }
 
 /*
- * The engine holds a bounded number of segments in flight (its event
- * table) and of transfers; a submission beyond them is pushed back. A
- * step keeps within a budget of both, posting more as completions come,
- * so neither path meets the push-back; when everything fits (the usual
- * case) it is one batch and one wait. FDEV_ENGINE_SEGMENTS sets the
- * segment budget (default 192Ki, below the module's 256Ki).
+ * A step posts all its descriptors in one batch, then waits for them. A
+ * wait moves the rank's virtual clock, so holding posts back until
+ * completions made room would start them later than the workload says:
+ * capacity would change emulated time (docs/TIMING.md, "Capacity"). The
+ * module grows its engine to hold what is posted instead. Only a
+ * transfer of more segments than FDEV_PIECE_SEGMENTS, which the engine
+ * could never hold next to others (its table stops at 8Mi events), goes
+ * in pieces; that depends on the workload and the segment size alone.
  */
-static uint64_t seg_budget(void)
-{
-	const char *e = getenv("FDEV_ENGINE_SEGMENTS");
-	uint64_t v = e && *e ? strtoull(e, NULL, 0) : 0;
-
-	return v >= 16 ? v : 192 * 1024;
-}
-
-#define FDEV_XFER_BUDGET	8192
+#define FDEV_PIECE_SEGMENTS	(2ULL << 20)
 
 static uint64_t max_chunk(const struct fdev_comm *c)
 {
-	return seg_budget() / 2 * (c->seg ? c->seg : 4096);
+	return FDEV_PIECE_SEGMENTS * (c->seg ? c->seg : 4096);
 }
 
 /*
@@ -230,68 +224,45 @@ int fdev_notify_barrier(struct fdev_comm *c)
 	return err;
 }
 
-static int post_window(struct fdev_comm *c, struct fdev_desc *d,
-		       unsigned int nd, struct step_recv *rx)
+/* Reap a step's completions: @posted of our own, and what @rx expects. */
+static int step_reap(struct fdev_comm *c, unsigned int posted,
+		     struct step_recv *rx, int err)
 {
-	uint64_t budget = seg_budget(), segs = 0, seg = c->seg ? c->seg : 4096;
-	unsigned int next = 0, done = 0;
-	unsigned int timeout = c->notify ? c->timeout_ms : 0;
+	unsigned int timeout = c->notify ? c->timeout_ms : 0, done = 0;
 	struct fdev_cqe cqe[256];
-	int err = 0;
 
-	while (done < nd || (rx && rx->pending && !err)) {
-		unsigned int start = next, min;
-		int ret;
+	while (done < posted || (rx && rx->pending && !err)) {
+		uint64_t all = posted - done + (rx && !err ? rx->pending : 0);
+		int ret = fdev_wait(c->dev, cqe, all < 256 ? (unsigned int)all : 256,
+				    256, timeout);
 
-		while (next < nd && next - done < FDEV_XFER_BUDGET) {
-			uint64_t need = d[next].len / seg + 2;
-
-			if (segs + need > budget && next > done)
-				break;
-			segs += need;
-			next++;
-		}
-		if (next > start) {
-			ret = fdev_post(c->dev, d + start, next - start);
-			if (ret >= 0 && (unsigned int)ret < next - start)
-				ret = -EIO;
-			if (ret < 0) {
-				/* Reap what went in, so nothing is left behind. */
-				next = start;
-				err = ret;
-				if (done == next)
-					return err;
-			}
-		}
-		min = 1;
-		if (next == nd || err) {
-			uint64_t all = next - done + (rx && !err ? rx->pending : 0);
-
-			min = all < 256 ? (unsigned int)all : 256;
-		}
-		ret = fdev_wait(c->dev, cqe, min, 256, timeout);
 		if (ret < 0)
 			return err ? err : ret;
 		for (int i = 0; i < ret; i++) {
-			uint64_t t = cqe[i].user_tag;
+			int e = cqe[i].status;
 
-			if (fdev_cqe_received(c->dev, &cqe[i])) {
-				int e = notify_sort(c, rx, &cqe[i]);
-
-				if (e && !err)
-					err = e;
-				continue;
-			}
-			if (cqe[i].status && !err)
-				err = cqe[i].status;
-			if (t < nd)
-				segs -= d[t].len / seg + 2;
-			done++;
+			if (fdev_cqe_received(c->dev, &cqe[i]))
+				e = notify_sort(c, rx, &cqe[i]);
+			else
+				done++;
+			if (e && !err)
+				err = e;
 		}
-		if (err && done == next)
-			return err;
 	}
 	return err;
+}
+
+static int post_window(struct fdev_comm *c, struct fdev_desc *d,
+		       unsigned int nd, struct step_recv *rx)
+{
+	int ret = nd ? fdev_post(c->dev, d, nd) : 0;
+	unsigned int posted = ret > 0 ? (unsigned int)ret : 0;
+	int err = ret < 0 ? ret : posted < nd ? -EIO : 0;
+
+	/* Reap what went in even after an error, so nothing is left behind. */
+	if (err && !posted)
+		return err;
+	return step_reap(c, posted, rx, err);
 }
 
 /*

@@ -42,6 +42,7 @@ uring_test		600
 circuit_test		600
 circuit_test.sh		600
 fdev_test.sh		2400
+capacity_test.sh	600
 live_test		600
 paced_test		600
 closed_form_test	600

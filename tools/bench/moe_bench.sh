@@ -27,8 +27,9 @@
 # says when it did.
 #
 # The fabric's segment size is set to SEGMENT (default 64 KiB, instead of
-# the presets' 4 KiB) so that the engine's event table holds a whole
-# dispatch; at these sizes it changes the times by well under 1%.
+# the presets' 4 KiB): a sixteenth of the segments takes a third of the
+# wall time under TCG, and at these sizes changes the times by well under
+# 1% (docs/TIMING.md, "What the segment size may change").
 #
 # Prints one JSON line per case (see build/bin/moe_bench) and a table:
 # emulated times, bandwidth per rank, and the ratio of the bottleneck

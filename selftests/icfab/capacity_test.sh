@@ -1,0 +1,67 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# Capacity never changes the clock (docs/TIMING.md, "Capacity"), on the
+# module with libfabricdev (TAP). An MoE dispatch and combine, timing
+# only, one process driving 16 ranks of h800-pod (two nodes of 8), with
+# 1 KiB segments: about 350 thousand segments in flight, more than the
+# engine's first event table holds.
+#  - the engine's table starting at 16 events (growing as it must), at
+#    the default, and at 8Mi (holding everything at once) gives the same
+#    dispatch and combine times, to the picosecond;
+#  - 1 KiB and 16 KiB segments give times within 1% of each other: the
+#    segment size changes a time only by what whole segments explain
+#    (a few segment times of pipeline fill and interleaving here), not by
+#    how much the library or the engine can hold at once.
+
+top=${ICFAB_TOP:-$(cd "$(dirname "$0")/../../.." 2>/dev/null && pwd)}
+icfabd=$top/build/bin/icfabd
+icfabctl=$top/build/bin/icfabctl
+bench=$top/build/bin/moe_bench
+knob=/sys/kernel/debug/icfab/engine_events
+sock=
+dpid=
+n=0
+failed=0
+. "$(dirname "$0")/lib.sh"
+
+echo "TAP version 13"
+[ -w "$knob" ] || mount -t debugfs none /sys/kernel/debug 2>/dev/null
+if [ ! -w "$knob" ]; then
+	echo "1..0 # SKIP $knob not there (module without it, or no debugfs)"
+	exit 4
+fi
+first=$(cat "$knob")
+trap 'echo "$first" > "$knob"' EXIT
+
+moe_times() {	# moe_times EVENTS SEGMENT: "dispatch_ps combine_ps" of one run
+	echo "$1" > "$knob" &&
+	"$icfabctl" fabric set 0 segment-size "$2" > /dev/null &&
+	"$bench" -n 16 -g 8 -b 160 -B 50 -t 512 -H 7168 -e 256 -k 8 -m tp 2>/dev/null |
+		sed -n 's/.*"dispatch_ps":\([0-9]*\),"combine_ps":\([0-9]*\),.*/\1 \2/p'
+}
+
+within_1pct() {	# within_1pct A B
+	[ -n "$1" ] && [ -n "$2" ] &&
+	[ $(( ($1 > $2 ? $1 - $2 : $2 - $1) * 100 )) -lt "$2" ]
+}
+
+"$icfabd" --apply --preset h800-pod > /dev/null || { echo "Bail out! icfabd --apply"; exit 1; }
+small=$(moe_times 16 1024)
+default=$(moe_times "$first" 1024)
+large=$(moe_times 8388608 1024)
+echo "# 1 KiB segments: dispatch, combine (ps): table of 16: $small;" \
+     "default: $default; 8Mi: $large"
+check "the same times with a table of 16 events as with the default" \
+	test -n "$small" -a "$small" = "$default"
+check "the same times with a table of 8Mi events as with the default" \
+	test -n "$large" -a "$large" = "$default"
+
+big=$(moe_times "$first" 16384)
+echo "# 16 KiB segments: $big"
+set -- $default $big
+check "dispatch at 1 KiB and 16 KiB segments within 1%" within_1pct "$1" "$3"
+check "combine at 1 KiB and 16 KiB segments within 1%" within_1pct "$2" "$4"
+
+echo "1..$n"
+exit $failed
