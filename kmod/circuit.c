@@ -409,7 +409,7 @@ static int icfab_circuit_misfit(struct icfab_topo *t,
  * nothing changed. Transfers in flight keep the trees they follow.
  */
 int icfab_circuits_commit(struct icfab_fabric *fabric, struct icfab_topo *t,
-			  struct netlink_ext_ack *extack)
+			  struct icfab_commit_err *cerr)
 {
 	struct icfab_circuit *c;
 	unsigned long id;
@@ -431,14 +431,10 @@ int icfab_circuits_commit(struct icfab_fabric *fabric, struct icfab_topo *t,
 		int bad = icfab_circuit_misfit(t, c);
 
 		if (bad >= 0) {
-#ifdef NL_SET_ERR_MSG_FMT
-			NL_SET_ERR_MSG_FMT(extack,
-					   "circuit %lu: node %d no longer fits it; close it first",
-					   id, bad);
-#else
-			NL_SET_ERR_MSG(extack, "a circuit uses a node that the configuration removes or changes; close the circuit first");
-#endif
-			icfab_set_cookie(extack, ICFAB_ERR_OBJ_CIRCUIT, id, bad);
+			/* Netlink names the circuit where it can format. */
+			icfab_commit_err_set(cerr,
+					     "a circuit uses a node that the configuration removes or changes; close the circuit first",
+					     ICFAB_ERR_OBJ_CIRCUIT, id, bad);
 			return -EBUSY;
 		}
 	}
@@ -475,7 +471,7 @@ int icfab_circuits_commit(struct icfab_fabric *fabric, struct icfab_topo *t,
 	return 0;
 
 err_free:
-	NL_SET_ERR_MSG(extack, "no memory for the circuits' tables");
+	cerr->msg = "no memory for the circuits' tables";
 	for (i = 0; trees && i < fabric->nr_circuits; i++)
 		icfab_circuit_tree_put(trees[i]);
 	kvfree(trees);

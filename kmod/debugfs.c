@@ -90,7 +90,7 @@ static void icfab_fault_link(struct icfab_mlink *l, const struct icfab_fault *f)
 static int icfab_fault_apply(struct icfab_fabric *fabric,
 			     const struct icfab_fault *f)
 {
-	struct netlink_ext_ack extack = {};
+	struct icfab_commit_err cerr = {};
 	struct icfab_topo *t, *old;
 	struct icfab_mlink *l;
 	u32 i;
@@ -125,7 +125,7 @@ static int icfab_fault_apply(struct icfab_fabric *fabric,
 		icfab_topo_destroy(t);
 		goto out_unlock;
 	}
-	old = icfab_fabric_commit_locked(fabric, t, &extack);
+	old = __icfab_fabric_commit(fabric, t, &cerr);
 	if (IS_ERR(old)) {
 		err = PTR_ERR(old);
 		icfab_topo_destroy(t);
@@ -139,9 +139,9 @@ static int icfab_fault_apply(struct icfab_fabric *fabric,
 
 out_unlock:
 	mutex_unlock(&fabric->lock);
-	if (err && extack._msg)
+	if (err && cerr.msg)
 		pr_info_ratelimited("%s: fault refused: %s\n", fabric->name,
-				    extack._msg);
+				    cerr.msg);
 	return err;
 }
 

@@ -830,149 +830,34 @@ static int icfab_check_owner(struct icfab_fabric *fabric,
 }
 
 /*
- * A commit while contexts are attached (ICFAB_F_LIVE_COMMIT): @t must keep
- * every node, and is sized to the live engine's storage. On failure the
- * extack and cookie say which node stops it.
+ * A refused commit's report (kmod/commit.c) as the extack. Its messages
+ * are static strings, as safe to point at as NL_SET_ERR_MSG()'s literals.
+ * A kernel that formats extack messages also names the circuit.
  */
-static int icfab_commit_live_check(struct icfab_fabric *fabric,
-				   struct icfab_topo *t,
-				   struct netlink_ext_ack *extack)
+static void icfab_commit_err_extack(struct netlink_ext_ack *extack,
+				    const struct icfab_commit_err *cerr)
 {
-	const struct icfab_mtopo *m = &fabric->active->m;
-	u32 node;
-	int err;
+	const struct icfab_err_cookie *c = &cerr->cookie;
 
-	err = icfab_topo_live_check(fabric->active, t, &node);
-	if (err) {
-		icfab_set_cookie(extack, node < ICFAB_MAX_NODES ?
-				 ICFAB_ERR_OBJ_NODE : ICFAB_ERR_OBJ_NONE,
-				 node, 0);
-		if (node < ICFAB_MAX_NODES)
-			NL_SET_ERR_MSG(extack,
-				       "contexts are attached: a node would change (cookie: the node)");
-		else
-			NL_SET_ERR_MSG(extack,
-				       "contexts are attached: the segment size and time mode cannot change");
-		return err;
+	if (cerr->has_cookie)
+		icfab_set_cookie(extack, c->obj, c->id, c->id2);
+#ifdef NL_SET_ERR_MSG_FMT
+	if (cerr->has_cookie && c->obj == ICFAB_ERR_OBJ_CIRCUIT) {
+		NL_SET_ERR_MSG_FMT(extack,
+				   "circuit %u: node %u no longer fits it; close it first",
+				   c->id, c->id2);
+		return;
 	}
-	err = icfab_topo_set_caps(t, m->nodes_cap, m->links_cap);
-	if (err == -E2BIG) {
-		NL_SET_ERR_MSG(extack,
-			       "contexts are attached: a new link id is above those the engine was built for");
-		return -EBUSY;
+#endif
+	if (cerr->msg) {
+		do_trace_netlink_extack(cerr->msg);
+		extack->_msg = cerr->msg;
 	}
-	return err;
-}
-
-/*
- * Staged LINK_UP_DELAY_PS become absolute at @now, in two steps so that a
- * refusal changes nothing: first the check for overflow, then, once
- * nothing else can fail, the change.
- */
-static int icfab_commit_holds_check(const struct icfab_topo *t, u64 now,
-				    struct netlink_ext_ack *extack)
-{
-	u32 i;
-	u64 at;
-
-	for (i = 0; i < t->m.links_cap; i++) {
-		const struct icfab_mlink *l = &t->m.links[i];
-
-		if (!l->present || !l->up_delay_ps ||
-		    !check_add_overflow(now, l->up_delay_ps, &at))
-			continue;
-		NL_SET_ERR_MSG(extack,
-			       "link up delay overflows the fabric clock (cookie: the link)");
-		icfab_set_cookie(extack, ICFAB_ERR_OBJ_LINK, i, 0);
-		return -ERANGE;
-	}
-	return 0;
-}
-
-static void icfab_commit_holds(struct icfab_topo *t, u64 now)
-{
-	u32 i;
-
-	for (i = 0; i < t->m.links_cap; i++) {
-		struct icfab_mlink *l = &t->m.links[i];
-
-		if (l->present && l->up_delay_ps) {
-			l->up_at_ps = now + l->up_delay_ps;
-			l->up_delay_ps = 0;
-		}
-	}
-}
-
-/*
- * Validate @t and make it the committed configuration, with the lock
- * held. @t is the staged configuration or, for fault injection
- * (kmod/debugfs.c), a private copy. While contexts are attached the
- * engine moves to @t (ICFAB_F_LIVE_COMMIT) and carries on from its
- * current time. Returns the configuration @t replaced, for the caller to
- * destroy after unlocking, or an ERR_PTR with the extack set and nothing
- * changed.
- */
-struct icfab_topo *icfab_fabric_commit_locked(struct icfab_fabric *fabric,
-					      struct icfab_topo *t,
-					      struct netlink_ext_ack *extack)
-{
-	struct icfab_topo_err verr;
-	struct icfab_topo *old;
-	bool live;
-	u64 now;
-	int err;
-
-	lockdep_assert_held(&fabric->lock);
-
-	/* The engine lives while contexts are attached. */
-	live = fabric->nr_attached;
-	if (live) {
-		err = icfab_commit_live_check(fabric, t, extack);
-		if (err)
-			return ERR_PTR(err);
-	}
-
-	err = icfab_topo_validate_commit(t, &verr);
-	if (err) {
-		if (err == -EINVAL) {
-			/*
-			 * NL_SET_ERR_MSG() wants a literal; the model's
-			 * messages are static strings, as safe to point at.
-			 */
-			extack->_msg = verr.msg;
-			icfab_set_cookie(extack, verr.obj, verr.id, verr.id2);
-		}
-		return ERR_PTR(err);
-	}
-
-	now = icfab_data_now(fabric);
-	err = icfab_commit_holds_check(t, now, extack);
-	if (err)
-		return ERR_PTR(err);
-
-	/* Circuits must fit the new configuration (kmod/circuit.c). */
-	err = icfab_circuits_commit(fabric, t, extack);
-	if (err)
-		return ERR_PTR(err);
-
-	/* Nothing fails from here on. */
-	icfab_commit_holds(t, now);
-	old = fabric->active;
-	fabric->active = t;
-	if (live)
-		WARN_ON_ONCE(icfab_data_retopo(fabric, t));
-	fabric->generation++;
-	fabric->commit_ps = now;
-	if (live)
-		icfab_stats_keep(fabric);
-	icfab_trace_link_states(fabric, old, t);
-	if (live)
-		icfab_data_kick(fabric);
-	return old;
 }
 
 int icfab_genl_commit_doit(struct sk_buff *skb, struct genl_info *info)
 {
+	struct icfab_commit_err cerr = {};
 	struct nlattr **attrs = info->attrs;
 	struct icfab_fabric *fabric;
 	struct icfab_topo *old;
@@ -995,9 +880,10 @@ int icfab_genl_commit_doit(struct sk_buff *skb, struct genl_info *info)
 		err = -ESTALE;
 		goto out_unlock;
 	}
-	old = icfab_fabric_commit_locked(fabric, fabric->staged, info->extack);
+	old = __icfab_fabric_commit(fabric, fabric->staged, &cerr);
 	if (IS_ERR(old)) {
 		err = PTR_ERR(old);
+		icfab_commit_err_extack(info->extack, &cerr);
 		goto out_unlock;
 	}
 	/* The staged configuration is the committed one now. */

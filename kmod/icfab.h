@@ -293,10 +293,22 @@ struct icfab_topo *icfab_fabric_staged(struct icfab_fabric *fabric,
 struct icfab_topo *icfab_fabric_unstage(struct icfab_fabric *fabric);
 void icfab_fabrics_release_portid(u32 portid);
 
-/* genl_topo.c */
-struct icfab_topo *icfab_fabric_commit_locked(struct icfab_fabric *fabric,
-					      struct icfab_topo *t,
-					      struct netlink_ext_ack *extack);
+/* commit.c: the commit, for netlink and debugfs */
+/*
+ * Why a commit was refused: a static message (or NULL) and, if
+ * has_cookie, the object at fault. Netlink turns it into the extack
+ * (message and cookie); debugfs logs the message.
+ */
+struct icfab_commit_err {
+	const char *msg;
+	bool has_cookie;
+	struct icfab_err_cookie cookie;
+};
+void icfab_commit_err_set(struct icfab_commit_err *cerr, const char *msg,
+			  u32 obj, u32 id, u32 id2);
+struct icfab_topo *__icfab_fabric_commit(struct icfab_fabric *fabric,
+					 struct icfab_topo *t,
+					 struct icfab_commit_err *cerr);
 
 /* debugfs.c */
 void icfab_debugfs_init(struct icfab_fabric **fabrics, unsigned int n);
@@ -408,7 +420,7 @@ struct icfab_circuit *__icfab_circuit_remove(struct icfab_fabric *fabric,
 					     u32 id);
 u64 __icfab_colors_used(struct icfab_fabric *fabric, u32 node);
 int icfab_circuits_commit(struct icfab_fabric *fabric, struct icfab_topo *t,
-			  struct netlink_ext_ack *extack);
+			  struct icfab_commit_err *cerr);
 void icfab_circuit_free(struct icfab_circuit *c);
 void icfab_circuit_tree_put(struct icfab_circuit_tree *tree);
 
