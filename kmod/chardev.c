@@ -30,7 +30,7 @@ static int icfab_open(struct inode *inode, struct file *file)
 static int icfab_release(struct inode *inode, struct file *file)
 {
 	struct icfab_ctx *ctx = file->private_data;
-	struct icfab_fabric *fabric = icfab_ctx_fabric(ctx);
+	struct icfab_fabric *fabric = ctx->fabric;
 
 	icfab_circuit_recv_ctx_gone(ctx);
 	icfab_ctx_destroy(ctx);
@@ -64,7 +64,7 @@ static long icfab_ioctl_info(struct icfab_ctx *ctx, void __user *uarg)
 					       ARRAY_SIZE(info.reserved)))
 		return -EINVAL;
 
-	icfab_fabric_snapshot(icfab_ctx_fabric(ctx), &st, false);
+	icfab_fabric_snapshot(ctx->fabric, &st, false);
 
 	memset(&info, 0, sizeof(info));
 	info.abi_version = ICFAB_ABI_VERSION;

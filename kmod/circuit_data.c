@@ -82,7 +82,7 @@ static bool icfab_circuit_range_ok(u64 off, u64 len, u64 size)
 
 long icfab_ioctl_circuit_recv(struct icfab_ctx *ctx, void __user *uarg)
 {
-	struct icfab_fabric *fabric = icfab_ctx_fabric(ctx);
+	struct icfab_fabric *fabric = ctx->fabric;
 	struct icfab_circuit_bind *b = NULL, *old = NULL, *it;
 	struct icfab_region *r = NULL;
 	struct icfab_circuit_recv cr;
@@ -98,7 +98,7 @@ long icfab_ioctl_circuit_recv(struct icfab_ctx *ctx, void __user *uarg)
 		b = kzalloc(sizeof(*b), GFP_KERNEL);
 		if (!b)
 			return -ENOMEM;
-		r = icfab_region_get_local(icfab_ctx_regions(ctx), cr.region);
+		r = icfab_region_get_local(&ctx->regions, cr.region);
 	}
 
 	mutex_lock(&fabric->lock);
@@ -114,7 +114,7 @@ long icfab_ioctl_circuit_recv(struct icfab_ctx *ctx, void __user *uarg)
 		/* REGION_FREE takes the handle under the lock: still there? */
 		ret = -EBADF;
 		if (!r || icfab_region_endpoint(r) != cr.endpoint ||
-		    xa_load(icfab_ctx_regions(ctx), cr.region) != r)
+		    xa_load(&ctx->regions, cr.region) != r)
 			goto out_unlock;
 		ret = -ERANGE;
 		if (cr.offset > icfab_region_size(r))
@@ -154,7 +154,7 @@ out_unlock:
  */
 static void icfab_circuit_recv_drop(struct icfab_ctx *ctx, bool all)
 {
-	struct icfab_fabric *fabric = icfab_ctx_fabric(ctx);
+	struct icfab_fabric *fabric = ctx->fabric;
 	struct icfab_circuit_bind *b, *tmp;
 	struct icfab_circuit *c;
 	unsigned long id;
@@ -165,7 +165,7 @@ static void icfab_circuit_recv_drop(struct icfab_ctx *ctx, bool all)
 		list_for_each_entry_safe(b, tmp, &c->binds, node) {
 			if (b->ctx != ctx)
 				continue;
-			if (all || xa_load(icfab_ctx_regions(ctx),
+			if (all || xa_load(&ctx->regions,
 					   b->handle) != b->region)
 				list_move(&b->node, &gone);
 		}
@@ -234,7 +234,7 @@ static int icfab_circuit_dests(const struct icfab_circuit *c,
 			if (b->endpoint != c->nodes[i])
 				continue;
 			/* Counts only while its handle names its region. */
-			r = icfab_region_get_local(icfab_ctx_regions(b->ctx),
+			r = icfab_region_get_local(&b->ctx->regions,
 						   b->handle);
 			if (r != b->region) {
 				icfab_region_put(r);
@@ -268,7 +268,7 @@ int icfab_circuit_desc_check(struct icfab_ctx *ctx,
 			     struct icfab_region **local,
 			     struct icfab_circuit_xfer **cxp)
 {
-	struct icfab_fabric *fabric = icfab_ctx_fabric(ctx);
+	struct icfab_fabric *fabric = ctx->fabric;
 	bool timing = dd->flags & ICFAB_DESC_F_TIMING_ONLY;
 	struct icfab_circuit_xfer *cx;
 	struct icfab_circuit_bind *b;
@@ -292,7 +292,7 @@ int icfab_circuit_desc_check(struct icfab_ctx *ctx,
 		if (dd->region || dd->local_off || dd->remote_off)
 			return -EINVAL;
 	} else {
-		*local = icfab_region_get_local(icfab_ctx_regions(ctx),
+		*local = icfab_region_get_local(&ctx->regions,
 						dd->region);
 		if (!*local)
 			return -EBADF;

@@ -117,62 +117,6 @@ struct icfab_req {
 	struct icfab_req *pool_next;	/* in ctx->pool */
 };
 
-struct icfab_ctx {
-	struct icfab_fabric *fabric;
-	struct xarray regions;		/* handle -> struct icfab_region */
-	atomic_t uring_holds;		/* io_uring commands not yet done */
-	atomic_t nr_vmas;		/* mappings of its regions */
-	/*
-	 * Requests to reuse: a slab allocation per descriptor costs more
-	 * than the rest of its path (much more with slub_debug). A stack
-	 * through pool_next, not a list: with CONFIG_DEBUG_LIST every
-	 * list_add() and list_del() makes a checking call, twice per
-	 * descriptor here.
-	 */
-	spinlock_t pool_lock;		/* protects pool, nr_pool */
-	struct icfab_req *pool;		/* via pool_next, or NULL */
-	u32 nr_pool;
-
-	/* Under fabric->lock: */
-	struct list_head attached_node;	/* in fabric->attached */
-	u32 nr_eps;			/* attached endpoints */
-	u32 first_ep;			/* the first one, for transfer keys */
-	DECLARE_BITMAP(eps, ICFAB_MAX_NODES);	/* attached, by node id */
-	/*
-	 * By queue id, grown on demand up to ICFAB_MAX_QUEUES: a context
-	 * that drives a thousand endpoints has a queue or more on each, one
-	 * with a few has a few.
-	 */
-	struct icfab_queue **queues;
-	u32 queues_cap;			/* entries in queues */
-	pid_t owner;			/* tgid of the first attacher */
-	bool free_run;			/* never holds the engine back */
-	bool dead;			/* can submit no more */
-	u64 clock_ps;			/* ps */
-	bool waiting;			/* in WAIT: does not hold the engine */
-	bool catchup;			/* a receiver's WAIT in step 1: holds
-					 * the engine until it reaches clock_ps */
-	u32 wait_min;			/* completions WAIT needs */
-	u32 nr_recvqs;			/* receive queues: a receiver if not 0 */
-	/*
-	 * Its ICFAB_IOC_WAIT sleeps here until ->waiting drops; only that
-	 * wakes it, so it is woken where that happens and nowhere else
-	 * (a fabric-wide queue woke every waiter on every engine run).
-	 */
-	wait_queue_head_t wq;
-	u32 nr_inflight;		/* ioctl: submitted, not complete */
-	u32 nr_done;			/* ioctl: complete, not reaped */
-	struct list_head done;		/* of struct icfab_req */
-	/* io_uring submissions */
-	struct list_head ureqs;		/* of struct icfab_req, in flight */
-	u32 u_inflight;			/* submitted, not complete */
-	u32 u_uncounted;		/* complete, not counted by a WAIT */
-	u64 u_max_finish_ps;		/* ps: latest finish among those */
-	struct io_uring_cmd *uwait;	/* pending ICFAB_UCMD_WAIT, or NULL */
-	struct icfab_uring_result *uwait_res;
-	u32 uwait_min;
-};
-
 /* The engine and its storage, sized for the topology it was built on. */
 struct icfab_data {
 	struct icfab_engine engine;
@@ -196,16 +140,6 @@ struct icfab_data {
 	struct hrtimer timer;		/* the next pending event's deadline */
 	struct work_struct work;	/* runs the engine for the timer */
 };
-
-struct icfab_fabric *icfab_ctx_fabric(struct icfab_ctx *ctx)
-{
-	return ctx->fabric;
-}
-
-struct xarray *icfab_ctx_regions(struct icfab_ctx *ctx)
-{
-	return &ctx->regions;
-}
 
 struct icfab_ctx *icfab_ctx_create(struct icfab_fabric *fabric)
 {
@@ -1906,16 +1840,6 @@ void icfab_ctx_flush(struct icfab_ctx *ctx, struct file *file)
 	     atomic_read(&ctx->nr_vmas) <= 1))
 		__icfab_ctx_kill(ctx);
 	mutex_unlock(&fabric->lock);
-}
-
-atomic_t *icfab_ctx_uring_holds(struct icfab_ctx *ctx)
-{
-	return &ctx->uring_holds;
-}
-
-atomic_t *icfab_ctx_nr_vmas(struct icfab_ctx *ctx)
-{
-	return &ctx->nr_vmas;
 }
 
 /*

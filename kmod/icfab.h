@@ -32,6 +32,7 @@
 #include <linux/wait.h>
 #include <linux/miscdevice.h>
 #include <linux/mutex.h>
+#include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/xarray.h>
 #include <net/genetlink.h>
@@ -189,10 +190,73 @@ void icfab_fill_limits(struct icfab_limits *limits);
 /* data.c: contexts, queues and the engine */
 struct file;
 struct vm_area_struct;
-struct icfab_ctx;
+struct io_uring_cmd;
+struct icfab_req;
+struct icfab_queue;
+struct icfab_uring_result;
+
+/*
+ * An open /dev/icfabN: the endpoints it attached, its queues, its
+ * regions (region.c) and its clock.
+ */
+struct icfab_ctx {
+	struct icfab_fabric *fabric;
+	struct xarray regions;		/* handle -> struct icfab_region */
+	atomic_t uring_holds;		/* io_uring commands not yet done */
+	atomic_t nr_vmas;		/* mappings of its regions; they hold
+					 * the file: see icfab_ctx_flush() */
+	/*
+	 * Requests to reuse: a slab allocation per descriptor costs more
+	 * than the rest of its path (much more with slub_debug). A stack
+	 * through pool_next, not a list: with CONFIG_DEBUG_LIST every
+	 * list_add() and list_del() makes a checking call, twice per
+	 * descriptor here.
+	 */
+	spinlock_t pool_lock;		/* protects pool, nr_pool */
+	struct icfab_req *pool;		/* via pool_next, or NULL */
+	u32 nr_pool;
+
+	/* Under fabric->lock: */
+	struct list_head attached_node;	/* in fabric->attached */
+	u32 nr_eps;			/* attached endpoints */
+	u32 first_ep;			/* the first one, for transfer keys */
+	DECLARE_BITMAP(eps, ICFAB_MAX_NODES);	/* attached, by node id */
+	/*
+	 * By queue id, grown on demand up to ICFAB_MAX_QUEUES: a context
+	 * that drives a thousand endpoints has a queue or more on each, one
+	 * with a few has a few.
+	 */
+	struct icfab_queue **queues;
+	u32 queues_cap;			/* entries in queues */
+	pid_t owner;			/* tgid of the first attacher */
+	bool free_run;			/* never holds the engine back */
+	bool dead;			/* can submit no more */
+	u64 clock_ps;			/* ps */
+	bool waiting;			/* in WAIT: does not hold the engine */
+	bool catchup;			/* a receiver's WAIT in step 1: holds
+					 * the engine until it reaches clock_ps */
+	u32 wait_min;			/* completions WAIT needs */
+	u32 nr_recvqs;			/* receive queues: a receiver if not 0 */
+	/*
+	 * Its ICFAB_IOC_WAIT sleeps here until ->waiting drops; only that
+	 * wakes it, so it is woken where that happens and nowhere else
+	 * (a fabric-wide queue woke every waiter on every engine run).
+	 */
+	wait_queue_head_t wq;
+	u32 nr_inflight;		/* ioctl: submitted, not complete */
+	u32 nr_done;			/* ioctl: complete, not reaped */
+	struct list_head done;		/* of struct icfab_req */
+	/* io_uring submissions */
+	struct list_head ureqs;		/* of struct icfab_req, in flight */
+	u32 u_inflight;			/* submitted, not complete */
+	u32 u_uncounted;		/* complete, not counted by a WAIT */
+	u64 u_max_finish_ps;		/* ps: latest finish among those */
+	struct io_uring_cmd *uwait;	/* pending ICFAB_UCMD_WAIT, or NULL */
+	struct icfab_uring_result *uwait_res;
+	u32 uwait_min;
+};
 struct icfab_ctx *icfab_ctx_create(struct icfab_fabric *fabric);
 void icfab_ctx_destroy(struct icfab_ctx *ctx);
-struct icfab_fabric *icfab_ctx_fabric(struct icfab_ctx *ctx);
 long icfab_ioctl_attach(struct icfab_ctx *ctx, void __user *uarg);
 long icfab_ioctl_queue_create(struct icfab_ctx *ctx, void __user *uarg);
 long icfab_ioctl_queue_destroy(struct icfab_ctx *ctx, void __user *uarg);
@@ -209,8 +273,6 @@ void icfab_data_kick(struct icfab_fabric *fabric);
 int icfab_data_retopo(struct icfab_fabric *fabric, struct icfab_topo *t);
 
 /* uring.c: io_uring passthrough */
-struct io_uring_cmd;
-struct icfab_req;
 /* An io_uring command's result, on its way to the submitter's task. */
 struct icfab_uring_result {
 	struct icfab_cqe cqe;		/* SUBMIT: written to cqe_addr */
@@ -232,9 +294,6 @@ int icfab_uring_submit(struct icfab_ctx *ctx, const struct icfab_desc *dd,
 		       u64 cqe_addr, struct io_uring_cmd *cmd);
 int icfab_uring_wait(struct icfab_ctx *ctx, u32 min, struct io_uring_cmd *cmd);
 void icfab_uring_cancel(struct icfab_ctx *ctx, struct io_uring_cmd *cmd);
-atomic_t *icfab_ctx_uring_holds(struct icfab_ctx *ctx);
-/* data.c, for region.c: mappings hold the file, see icfab_ctx_flush() */
-atomic_t *icfab_ctx_nr_vmas(struct icfab_ctx *ctx);
 
 /* region.c: device memory */
 struct icfab_region;
@@ -259,7 +318,6 @@ u32 icfab_region_access(const struct icfab_region *r);
 void icfab_region_copy(struct icfab_region *dst, u64 dst_off,
 		       struct icfab_region *src, u64 src_off, u64 len);
 /* data.c, for region.c */
-struct xarray *icfab_ctx_regions(struct icfab_ctx *ctx);
 bool icfab_ctx_attached_to(struct icfab_ctx *ctx, u32 endpoint);
 
 /* chardev.c */

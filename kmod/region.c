@@ -196,8 +196,8 @@ static int icfab_region_charge(struct icfab_mem *mem, u32 endpoint, u64 cap,
 
 long icfab_ioctl_region_alloc(struct icfab_ctx *ctx, void __user *uarg)
 {
-	struct icfab_fabric *fabric = icfab_ctx_fabric(ctx);
-	struct xarray *regions = icfab_ctx_regions(ctx);
+	struct icfab_fabric *fabric = ctx->fabric;
+	struct xarray *regions = &ctx->regions;
 	struct icfab_region_alloc ra;
 	struct icfab_region *r;
 	unsigned long i;
@@ -286,7 +286,7 @@ err_uncharge:
 
 long icfab_ioctl_region_free(struct icfab_ctx *ctx, void __user *uarg)
 {
-	struct icfab_fabric *fabric = icfab_ctx_fabric(ctx);
+	struct icfab_fabric *fabric = ctx->fabric;
 	struct icfab_region_free rf;
 	struct icfab_region *r;
 
@@ -298,7 +298,7 @@ long icfab_ioctl_region_free(struct icfab_ctx *ctx, void __user *uarg)
 		return -ENOENT;
 
 	mutex_lock(&fabric->lock);
-	r = xa_erase(icfab_ctx_regions(ctx), rf.region);
+	r = xa_erase(&ctx->regions, rf.region);
 	if (r)
 		__icfab_region_unexport(fabric, r);
 	mutex_unlock(&fabric->lock);
@@ -310,7 +310,7 @@ long icfab_ioctl_region_free(struct icfab_ctx *ctx, void __user *uarg)
 
 long icfab_ioctl_region_export(struct icfab_ctx *ctx, void __user *uarg)
 {
-	struct icfab_fabric *fabric = icfab_ctx_fabric(ctx);
+	struct icfab_fabric *fabric = ctx->fabric;
 	struct icfab_region_export re;
 	struct icfab_region *r;
 	long ret = 0;
@@ -324,7 +324,7 @@ long icfab_ioctl_region_export(struct icfab_ctx *ctx, void __user *uarg)
 		return -ENOENT;
 
 	mutex_lock(&fabric->lock);
-	r = xa_load(icfab_ctx_regions(ctx), re.region);
+	r = xa_load(&ctx->regions, re.region);
 	if (!r) {
 		ret = -ENOENT;
 		goto out_unlock;
@@ -349,7 +349,7 @@ out_unlock:
 
 long icfab_ioctl_region_import(struct icfab_ctx *ctx, void __user *uarg)
 {
-	struct icfab_fabric *fabric = icfab_ctx_fabric(ctx);
+	struct icfab_fabric *fabric = ctx->fabric;
 	struct icfab_region_import ri;
 	struct icfab_region *r;
 
@@ -447,15 +447,18 @@ void icfab_region_copy(struct icfab_region *dst, u64 dst_off,
 /* A mapping holds its region, and the file (so the context) holds it. */
 static void icfab_region_vm_open(struct vm_area_struct *vma)
 {
+	struct icfab_ctx *ctx = vma->vm_file->private_data;
 	struct icfab_region *r = vma->vm_private_data;
 
 	kref_get(&r->ref);
-	atomic_inc(icfab_ctx_nr_vmas(vma->vm_file->private_data));
+	atomic_inc(&ctx->nr_vmas);
 }
 
 static void icfab_region_vm_close(struct vm_area_struct *vma)
 {
-	atomic_dec(icfab_ctx_nr_vmas(vma->vm_file->private_data));
+	struct icfab_ctx *ctx = vma->vm_file->private_data;
+
+	atomic_dec(&ctx->nr_vmas);
 	icfab_region_put(vma->vm_private_data);
 }
 
@@ -497,7 +500,7 @@ int icfab_region_mmap(struct icfab_ctx *ctx, struct vm_area_struct *vma)
 		return -EINVAL;
 	if (!handle || handle > ICFAB_MAX_REGIONS)
 		return -ENXIO;
-	r = icfab_region_get_local(icfab_ctx_regions(ctx), handle);
+	r = icfab_region_get_local(&ctx->regions, handle);
 	if (!r)
 		return -ENXIO;
 	if (first >= r->nr_pages || n > r->nr_pages - first) {
@@ -511,6 +514,6 @@ int icfab_region_mmap(struct icfab_ctx *ctx, struct vm_area_struct *vma)
 #endif
 	vma->vm_private_data = r;
 	vma->vm_ops = &icfab_region_vm_ops;
-	atomic_inc(icfab_ctx_nr_vmas(ctx));
+	atomic_inc(&ctx->nr_vmas);
 	return 0;
 }

@@ -98,7 +98,7 @@ int icfab_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 {
 	struct icfab_ctx *ctx = cmd->file->private_data;
 	struct icfab_uring_pdu *pdu = icfab_uring_pdu(cmd);
-	atomic_t *holds = icfab_ctx_uring_holds(ctx);
+	atomic_t *holds = &ctx->uring_holds;
 	union {
 		struct icfab_uring_submit s;
 		struct icfab_uring_wait w;
