@@ -22,6 +22,9 @@
  * Functions documented "the fabric lock is held" (and data.c's __icfab_*
  * ones) run under fabric->lock; the entry points of each path into them
  * check it with lockdep_assert_held().
+ *
+ * Below the limits and the types every file shares: one section per .c
+ * file, in Kbuild's order.
  */
 #ifndef _ICFAB_H
 #define _ICFAB_H
@@ -57,7 +60,7 @@
 #define ICFAB_MAX_SEGMENT_SIZE		(1U << 20)	/* bytes */
 #define ICFAB_DEFAULT_SEGMENT_SIZE	4096		/* bytes */
 #define ICFAB_MAX_DILATION		1000000
-/* Data path (kmod/data.c). */
+
 /*
  * The ICFAB_F_* bits this build implements. A bit joins this mask in the
  * commit that makes it true, never before.
@@ -68,7 +71,7 @@
 					 ICFAB_F_LIVE_COMMIT | ICFAB_F_CIRCUITS | \
 					 ICFAB_F_RECV_NOTIFY)
 
-/* Endpoints per context: every endpoint a fabric can have. */
+/* Data path (kmod/data.c). Endpoints per context: every one a fabric has. */
 #define ICFAB_MAX_ATTACH		ICFAB_MAX_ENDPOINTS
 #define ICFAB_ENGINE_XFERS		16384		/* transfers in flight */
 #define ICFAB_ENGINE_EVENTS		(256 * 1024)	/* pending segment events */
@@ -186,6 +189,14 @@ struct icfab_fabric *icfab_fabric_get_by_id(u32 id);
 void icfab_fabric_snapshot(struct icfab_fabric *fabric,
 			   struct icfab_fabric_state *st, bool staged);
 void icfab_fill_limits(struct icfab_limits *limits);
+struct icfab_topo *icfab_fabric_staged(struct icfab_fabric *fabric,
+				       u32 portid);
+struct icfab_topo *icfab_fabric_unstage(struct icfab_fabric *fabric);
+void icfab_fabrics_release_portid(u32 portid);
+
+/* chardev.c */
+int icfab_chardev_init(struct icfab_fabric *fabric);
+void icfab_chardev_exit(struct icfab_fabric *fabric);
 
 /* data.c: contexts, queues and the engine */
 struct file;
@@ -271,6 +282,13 @@ extern u32 icfab_engine_events_first;
 u64 icfab_data_now(struct icfab_fabric *fabric);
 void icfab_data_kick(struct icfab_fabric *fabric);
 int icfab_data_retopo(struct icfab_fabric *fabric, struct icfab_topo *t);
+/* for uring.c */
+int icfab_uring_submit(struct icfab_ctx *ctx, const struct icfab_desc *dd,
+		       u64 cqe_addr, struct io_uring_cmd *cmd);
+int icfab_uring_wait(struct icfab_ctx *ctx, u32 min, struct io_uring_cmd *cmd);
+void icfab_uring_cancel(struct icfab_ctx *ctx, struct io_uring_cmd *cmd);
+/* for region.c and circuit_data.c; with the fabric's lock held */
+bool icfab_ctx_attached_to(struct icfab_ctx *ctx, u32 endpoint);
 
 /* uring.c: io_uring passthrough */
 /* An io_uring command's result, on its way to the submitter's task. */
@@ -289,11 +307,6 @@ void icfab_uring_post(struct io_uring_cmd *cmd,
 void icfab_uring_set_req(struct io_uring_cmd *cmd, struct icfab_req *req);
 struct icfab_req *icfab_uring_get_req(struct io_uring_cmd *cmd);
 bool icfab_uring_posted(struct io_uring_cmd *cmd);
-/* data.c, for uring.c */
-int icfab_uring_submit(struct icfab_ctx *ctx, const struct icfab_desc *dd,
-		       u64 cqe_addr, struct io_uring_cmd *cmd);
-int icfab_uring_wait(struct icfab_ctx *ctx, u32 min, struct io_uring_cmd *cmd);
-void icfab_uring_cancel(struct icfab_ctx *ctx, struct io_uring_cmd *cmd);
 
 /* region.c: device memory */
 struct icfab_region;
@@ -317,12 +330,6 @@ u64 icfab_region_size(const struct icfab_region *r);
 u32 icfab_region_access(const struct icfab_region *r);
 void icfab_region_copy(struct icfab_region *dst, u64 dst_off,
 		       struct icfab_region *src, u64 src_off, u64 len);
-/* data.c, for region.c */
-bool icfab_ctx_attached_to(struct icfab_ctx *ctx, u32 endpoint);
-
-/* chardev.c */
-int icfab_chardev_init(struct icfab_fabric *fabric);
-void icfab_chardev_exit(struct icfab_fabric *fabric);
 
 /* topo.c; all with the fabric's lock held */
 struct icfab_topo *icfab_topo_create(void);
@@ -345,12 +352,6 @@ int icfab_topo_live_check(const struct icfab_topo *old,
 			  const struct icfab_topo *new, u32 *node);
 int icfab_topo_set_caps(struct icfab_topo *t, u32 nodes_cap, u32 links_cap);
 
-/* main.c */
-struct icfab_topo *icfab_fabric_staged(struct icfab_fabric *fabric,
-				       u32 portid);
-struct icfab_topo *icfab_fabric_unstage(struct icfab_fabric *fabric);
-void icfab_fabrics_release_portid(u32 portid);
-
 /* commit.c: the commit, for netlink and debugfs */
 /*
  * Why a commit was refused: a static message (or NULL) and, if
@@ -367,77 +368,6 @@ void icfab_commit_err_set(struct icfab_commit_err *cerr, const char *msg,
 struct icfab_topo *__icfab_fabric_commit(struct icfab_fabric *fabric,
 					 struct icfab_topo *t,
 					 struct icfab_commit_err *cerr);
-
-/* debugfs.c */
-void icfab_debugfs_init(struct icfab_fabric **fabrics, unsigned int n);
-void icfab_debugfs_exit(void);
-
-/* genl.c */
-void icfab_set_cookie(struct netlink_ext_ack *extack, u32 obj, u32 id, u32 id2);
-int icfab_genl_init(void);
-void icfab_genl_exit(void);
-void icfab_genl_notify_fabric(struct icfab_fabric *fabric);
-struct nlattr **icfab_genl_dump_attrs(struct netlink_callback *cb);
-struct icfab_fabric *icfab_genl_fabric(struct nlattr **attrs,
-				       struct netlink_ext_ack *extack);
-
-extern struct genl_family icfab_genl_family;
-struct icfab_topo *icfab_lock_staged(struct icfab_fabric *fabric,
-				     struct genl_info *info);
-
-/* genl_topo.c: policies and handlers, listed in genl.c's ops table */
-extern const struct nla_policy icfab_node_new_policy[ICFAB_A_MAX + 1];
-extern const struct nla_policy icfab_node_del_policy[ICFAB_A_MAX + 1];
-extern const struct nla_policy icfab_node_get_policy[ICFAB_A_MAX + 1];
-extern const struct nla_policy icfab_link_new_policy[ICFAB_A_MAX + 1];
-extern const struct nla_policy icfab_link_set_policy[ICFAB_A_MAX + 1];
-extern const struct nla_policy icfab_link_del_policy[ICFAB_A_MAX + 1];
-extern const struct nla_policy icfab_link_get_policy[ICFAB_A_MAX + 1];
-extern const struct nla_policy icfab_route_set_policy[ICFAB_A_MAX + 1];
-extern const struct nla_policy icfab_route_get_policy[ICFAB_A_MAX + 1];
-extern const struct nla_policy icfab_commit_policy[ICFAB_A_MAX + 1];
-extern const struct nla_policy icfab_abort_policy[ICFAB_A_MAX + 1];
-int icfab_genl_node_new_doit(struct sk_buff *skb, struct genl_info *info);
-int icfab_genl_node_del_doit(struct sk_buff *skb, struct genl_info *info);
-int icfab_genl_node_get_doit(struct sk_buff *skb, struct genl_info *info);
-int icfab_genl_node_get_dumpit(struct sk_buff *skb,
-			       struct netlink_callback *cb);
-int icfab_genl_link_new_doit(struct sk_buff *skb, struct genl_info *info);
-int icfab_genl_link_set_doit(struct sk_buff *skb, struct genl_info *info);
-int icfab_genl_link_del_doit(struct sk_buff *skb, struct genl_info *info);
-int icfab_genl_link_get_doit(struct sk_buff *skb, struct genl_info *info);
-int icfab_genl_link_get_dumpit(struct sk_buff *skb,
-			       struct netlink_callback *cb);
-int icfab_genl_route_set_doit(struct sk_buff *skb, struct genl_info *info);
-int icfab_genl_route_get_dumpit(struct sk_buff *skb,
-				struct netlink_callback *cb);
-int icfab_genl_commit_doit(struct sk_buff *skb, struct genl_info *info);
-int icfab_genl_abort_doit(struct sk_buff *skb, struct genl_info *info);
-
-/* trace.c */
-void icfab_trace_engine(struct icfab_fabric *fabric, struct icfab_engine *e);
-struct icfab_circuit;
-void icfab_trace_circuit(struct icfab_fabric *fabric,
-			 const struct icfab_circuit *c, bool alloc);
-void icfab_trace_link_states(struct icfab_fabric *fabric,
-			     const struct icfab_topo *old,
-			     const struct icfab_topo *new);
-
-/* genl_stats.c; attach and fold with the fabric's lock held */
-void icfab_stats_attach(struct icfab_fabric *fabric, struct icfab_engine *e);
-void icfab_stats_fold(struct icfab_fabric *fabric, struct icfab_engine *e);
-void icfab_stats_keep(struct icfab_fabric *fabric);
-void icfab_stats_exit(void);
-int icfab_stats_put_held(struct sk_buff *skb, struct icfab_fabric *fabric);
-void icfab_trace_engine_held(struct icfab_fabric *fabric,
-			     const struct icfab_engine *e);
-extern const struct nla_policy icfab_stats_get_policy[ICFAB_A_MAX + 1];
-extern const struct nla_policy icfab_stats_reset_policy[ICFAB_A_MAX + 1];
-int icfab_genl_stats_get_doit(struct sk_buff *skb, struct genl_info *info);
-int icfab_genl_stats_get_start(struct netlink_callback *cb);
-int icfab_genl_stats_get_dumpit(struct sk_buff *skb,
-				struct netlink_callback *cb);
-int icfab_genl_stats_reset_doit(struct sk_buff *skb, struct genl_info *info);
 
 /* circuit.c: circuits and color tables; __ functions with the lock held */
 struct icfab_circuit {
@@ -503,7 +433,46 @@ void icfab_circuit_xfer_done(struct icfab_fabric *fabric, u32 xfer_id);
 void icfab_circuit_data_exit(struct icfab_fabric *fabric);
 
 /* genl.c */
+void icfab_set_cookie(struct netlink_ext_ack *extack, u32 obj, u32 id, u32 id2);
+int icfab_genl_init(void);
+void icfab_genl_exit(void);
+void icfab_genl_notify_fabric(struct icfab_fabric *fabric);
+struct nlattr **icfab_genl_dump_attrs(struct netlink_callback *cb);
+struct icfab_fabric *icfab_genl_fabric(struct nlattr **attrs,
+				       struct netlink_ext_ack *extack);
+extern struct genl_family icfab_genl_family;
 void icfab_genl_multicast_events(struct sk_buff *msg);
+
+/* genl_topo.c: policies and handlers, listed in genl.c's ops table */
+struct icfab_topo *icfab_lock_staged(struct icfab_fabric *fabric,
+				     struct genl_info *info);
+extern const struct nla_policy icfab_node_new_policy[ICFAB_A_MAX + 1];
+extern const struct nla_policy icfab_node_del_policy[ICFAB_A_MAX + 1];
+extern const struct nla_policy icfab_node_get_policy[ICFAB_A_MAX + 1];
+extern const struct nla_policy icfab_link_new_policy[ICFAB_A_MAX + 1];
+extern const struct nla_policy icfab_link_set_policy[ICFAB_A_MAX + 1];
+extern const struct nla_policy icfab_link_del_policy[ICFAB_A_MAX + 1];
+extern const struct nla_policy icfab_link_get_policy[ICFAB_A_MAX + 1];
+extern const struct nla_policy icfab_route_set_policy[ICFAB_A_MAX + 1];
+extern const struct nla_policy icfab_route_get_policy[ICFAB_A_MAX + 1];
+extern const struct nla_policy icfab_commit_policy[ICFAB_A_MAX + 1];
+extern const struct nla_policy icfab_abort_policy[ICFAB_A_MAX + 1];
+int icfab_genl_node_new_doit(struct sk_buff *skb, struct genl_info *info);
+int icfab_genl_node_del_doit(struct sk_buff *skb, struct genl_info *info);
+int icfab_genl_node_get_doit(struct sk_buff *skb, struct genl_info *info);
+int icfab_genl_node_get_dumpit(struct sk_buff *skb,
+			       struct netlink_callback *cb);
+int icfab_genl_link_new_doit(struct sk_buff *skb, struct genl_info *info);
+int icfab_genl_link_set_doit(struct sk_buff *skb, struct genl_info *info);
+int icfab_genl_link_del_doit(struct sk_buff *skb, struct genl_info *info);
+int icfab_genl_link_get_doit(struct sk_buff *skb, struct genl_info *info);
+int icfab_genl_link_get_dumpit(struct sk_buff *skb,
+			       struct netlink_callback *cb);
+int icfab_genl_route_set_doit(struct sk_buff *skb, struct genl_info *info);
+int icfab_genl_route_get_dumpit(struct sk_buff *skb,
+				struct netlink_callback *cb);
+int icfab_genl_commit_doit(struct sk_buff *skb, struct genl_info *info);
+int icfab_genl_abort_doit(struct sk_buff *skb, struct genl_info *info);
 
 /* genl_circuit.c: policies and handlers, listed in genl.c's ops table */
 extern const struct nla_policy icfab_circuit_new_policy[ICFAB_A_MAX + 1];
@@ -517,5 +486,33 @@ int icfab_genl_circuit_get_dumpit(struct sk_buff *skb,
 				  struct netlink_callback *cb);
 int icfab_genl_color_get_dumpit(struct sk_buff *skb,
 				struct netlink_callback *cb);
+
+/* genl_stats.c; attach and fold with the fabric's lock held */
+void icfab_stats_attach(struct icfab_fabric *fabric, struct icfab_engine *e);
+void icfab_stats_fold(struct icfab_fabric *fabric, struct icfab_engine *e);
+void icfab_stats_keep(struct icfab_fabric *fabric);
+void icfab_stats_exit(void);
+int icfab_stats_put_held(struct sk_buff *skb, struct icfab_fabric *fabric);
+extern const struct nla_policy icfab_stats_get_policy[ICFAB_A_MAX + 1];
+extern const struct nla_policy icfab_stats_reset_policy[ICFAB_A_MAX + 1];
+int icfab_genl_stats_get_doit(struct sk_buff *skb, struct genl_info *info);
+int icfab_genl_stats_get_start(struct netlink_callback *cb);
+int icfab_genl_stats_get_dumpit(struct sk_buff *skb,
+				struct netlink_callback *cb);
+int icfab_genl_stats_reset_doit(struct sk_buff *skb, struct genl_info *info);
+
+/* trace.c */
+void icfab_trace_engine(struct icfab_fabric *fabric, struct icfab_engine *e);
+void icfab_trace_circuit(struct icfab_fabric *fabric,
+			 const struct icfab_circuit *c, bool alloc);
+void icfab_trace_link_states(struct icfab_fabric *fabric,
+			     const struct icfab_topo *old,
+			     const struct icfab_topo *new);
+void icfab_trace_engine_held(struct icfab_fabric *fabric,
+			     const struct icfab_engine *e);
+
+/* debugfs.c */
+void icfab_debugfs_init(struct icfab_fabric **fabrics, unsigned int n);
+void icfab_debugfs_exit(void);
 
 #endif /* _ICFAB_H */
