@@ -219,6 +219,8 @@ static void icfab_data_arm(struct icfab_data *d)
 	u32 rem;
 	u64 q, ns;
 
+	lockdep_assert_held(&d->fabric->lock);
+
 	if (next == ICFAB_ENGINE_NEVER) {
 		hrtimer_try_to_cancel(&d->timer);
 		return;
@@ -511,6 +513,8 @@ static void __icfab_uwait_post(struct icfab_ctx *ctx)
 {
 	u32 n = ctx->u_uncounted;
 
+	lockdep_assert_held(&ctx->fabric->lock);
+
 	ctx->waiting = false;
 	ctx->clock_ps = max(ctx->clock_ps, ctx->u_max_finish_ps);
 	ctx->u_uncounted = 0;
@@ -526,6 +530,8 @@ static void __icfab_uwait_post(struct icfab_ctx *ctx)
  */
 static int __icfab_uring_count(struct icfab_ctx *ctx, u64 finish)
 {
+	lockdep_assert_held(&ctx->fabric->lock);
+
 	ctx->u_uncounted++;
 	ctx->u_max_finish_ps = max(ctx->u_max_finish_ps, finish);
 	if (ctx->uwait && !ctx->catchup &&
@@ -730,6 +736,8 @@ static int __icfab_queue_drain(struct icfab_data *d, struct icfab_queue *q)
 	int woke = 0, err;
 	u64 t;
 
+	lockdep_assert_held(&d->fabric->lock);
+
 	while ((req = list_first_entry_or_null(&q->backlog, struct icfab_req,
 					       node))) {
 		if (req->op == ICFAB_OP_FENCE && q->outstanding)
@@ -799,6 +807,8 @@ static int icfab_data_complete(void *arg, u32 xfer_id,
 /* A receiver's WAIT leaves step 1 (by itself, or by timeout or signal). */
 static void __icfab_catchup_end(struct icfab_ctx *ctx)
 {
+	lockdep_assert_held(&ctx->fabric->lock);
+
 	if (!ctx->catchup)
 		return;
 	ctx->catchup = false;
@@ -817,6 +827,8 @@ static bool __icfab_data_catchup(struct icfab_fabric *fabric,
 {
 	struct icfab_ctx *ctx;
 	bool moved = false;
+
+	lockdep_assert_held(&fabric->lock);
 
 	if (!d->nr_catchup)
 		return false;
@@ -1013,6 +1025,8 @@ out_unlock:
 static void __icfab_recvq_unregister(struct icfab_data *d,
 				     struct icfab_queue *q)
 {
+	lockdep_assert_held(&d->fabric->lock);
+
 	if (q->recv && xa_load(&d->recvqs, q->endpoint) == q)
 		xa_erase(&d->recvqs, q->endpoint);
 }
@@ -1065,6 +1079,8 @@ static int icfab_ctx_queues_room(struct icfab_ctx *ctx, u32 id)
 /* Queue @id of @ctx, or NULL. The fabric lock is held. */
 static struct icfab_queue *icfab_ctx_queue(struct icfab_ctx *ctx, u32 id)
 {
+	lockdep_assert_held(&ctx->fabric->lock);
+
 	return id < ctx->queues_cap ? ctx->queues[id] : NULL;
 }
 
@@ -1186,6 +1202,8 @@ static int icfab_desc_check_memory(struct icfab_ctx *ctx,
 	u32 need = dd->op == ICFAB_OP_WRITE ? ICFAB_ACCESS_REMOTE_WRITE :
 					      ICFAB_ACCESS_REMOTE_READ;
 
+	lockdep_assert_held(&ctx->fabric->lock);
+
 	req->local = icfab_region_get_local(&ctx->regions, dd->region);
 	if (!req->local)
 		return -EBADF;
@@ -1224,6 +1242,8 @@ static int __icfab_notify_reserve(struct icfab_ctx *ctx,
 	struct icfab_queue *rq = xa_load(&ctx->fabric->data->recvqs,
 					 req->dst);
 	struct icfab_req *n;
+
+	lockdep_assert_held(&ctx->fabric->lock);
 
 	if (!rq)
 		return -ENOTCONN;
@@ -1341,6 +1361,8 @@ static int icfab_req_start(struct icfab_ctx *ctx, struct icfab_req *req,
 	struct icfab_queue *q = req->q;
 	u64 t;
 	int err;
+
+	lockdep_assert_held(&ctx->fabric->lock);
 
 	q->inflight++;
 	if (req->ucmd) {
@@ -1732,6 +1754,8 @@ static void __icfab_req_cancel(struct icfab_data *d, struct icfab_req *req,
 	struct icfab_queue *q = req->q;
 	u64 t = max(req->ctx->clock_ps, d->engine.now_ps);
 
+	lockdep_assert_held(&d->fabric->lock);
+
 	if (req->in_engine) {
 		d->xfer_req[req->xfer] = NULL;
 		req->in_engine = false;
@@ -1749,6 +1773,8 @@ static void __icfab_req_cancel(struct icfab_data *d, struct icfab_req *req,
 static void __icfab_uring_wait_cancel(struct icfab_ctx *ctx)
 {
 	struct icfab_data *d = ctx->fabric->data;
+
+	lockdep_assert_held(&ctx->fabric->lock);
 
 	if (!ctx->uwait)
 		return;

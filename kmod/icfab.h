@@ -13,15 +13,18 @@
  *					under mmap_lock alone, by ->mmap()
  *	    icfab_ctx.pool_lock		spinlock: a context's spare requests
  *	    xa_lock(data->recvqs)	receive queues by endpoint (data.c)
+ *	    xa_lock(fabric->circuits)	circuits by id (circuit.c)
  *	    hrtimer, workqueue and io_uring task-work locks, inside their
  *	    kernel calls (paced timer, completions to io_uring)
  *
  * Never under fabric->lock: cancel_work_sync() of a paced engine's work
  * item, which takes fabric->lock itself (icfab_data_stop() runs after
  * unlocking); ->mmap() (under mmap_lock) never takes fabric->lock.
- * Functions documented "the fabric lock is held" (and data.c's __icfab_*
- * ones) run under fabric->lock; the entry points of each path into them
- * check it with lockdep_assert_held().
+ * Functions documented "the fabric lock is held" (and the __icfab_*
+ * ones) run under fabric->lock and check it with lockdep_assert_held()
+ * wherever they can reach the fabric; those handed only a configuration
+ * (topo.c), an io_uring command, or a request whose context may be gone
+ * rely on their callers' check.
  *
  * Below the limits and the types every file shares: one section per .c
  * file, in Kbuild's order.

@@ -106,6 +106,8 @@ void icfab_trace_engine_held(struct icfab_fabric *fabric,
 void icfab_trace_circuit(struct icfab_fabric *fabric,
 			 const struct icfab_circuit *c, bool alloc)
 {
+	lockdep_assert_held(&fabric->lock);
+
 	if (alloc)
 		trace_icfab_circuit_alloc(fabric->id, c->id, c->color, c->src,
 					  c->nr_dsts, c->nr_routers,
