@@ -55,8 +55,7 @@
 #include <linux/icfab.h>
 
 #include <icfab/parse.h>
-#include <icfab/topo.h>		/* lib/topo: the topology library */
-#include "../../kmod/model/engine.h"
+#include "host_model.h"
 
 /*
  * The module's engine capacity (kmod/icfab.h, ICFAB_ENGINE_XFERS and
@@ -268,77 +267,6 @@ static int run_module(const struct a2a *a, double *wall, double *cpu,
 
 /* The library's topology as the model's, the way the module holds it. */
 /* -C: every link cut-through. */
-static icfab_u8 cut_through;
-
-static struct icfab_mtopo *mtopo_from(const struct topo *t)
-{
-	static const struct icfab_topo_limits lim = {
-		.max_endpoints = 1u << 20, .max_switches = 1u << 20,
-		.max_links = 1u << 24, .max_ports = 1u << 16,
-		.max_colors = 1u << 16,
-	};
-	struct icfab_mtopo *m = calloc(1, sizeof(*m));
-	struct icfab_topo_err err;
-	icfab_u8 *scratch;
-
-	if (!m)
-		return NULL;
-	m->nodes_cap = t->nr_nodes;
-	m->links_cap = t->nr_links;
-	m->nodes = calloc(t->nr_nodes, sizeof(*m->nodes));
-	m->links = calloc(t->nr_links, sizeof(*m->links));
-	scratch = calloc(t->nr_nodes, 1);
-	if (!m->nodes || !m->links || !scratch)
-		return NULL;
-	for (uint32_t i = 0; i < t->nr_nodes; i++) {
-		const struct topo_node *tn = &t->nodes[i];
-		struct icfab_mnode *n = &m->nodes[i];
-
-		n->present = 1;
-		n->kind = tn->kind == ICFAB_NODE_ENDPOINT ?
-			  ICFAB_MODEL_ENDPOINT : ICFAB_MODEL_SWITCH;
-		n->nr_ports = tn->nr_ports;
-		n->dma_engines = tn->dma_engines;
-		n->colors = tn->colors;
-		n->mem_bytes = tn->mem_bytes;
-		n->routes = &t->routes[(size_t)i * t->nr_nodes];
-		n->routes_len = t->nr_nodes;
-		n->port_out = calloc(tn->nr_ports ? tn->nr_ports : 1,
-				     sizeof(icfab_u32));
-		n->port_in = calloc(tn->nr_ports ? tn->nr_ports : 1,
-				    sizeof(icfab_u32));
-		if (!n->port_out || !n->port_in)
-			return NULL;
-		m->nr_nodes++;
-		if (n->kind == ICFAB_MODEL_ENDPOINT)
-			m->nr_endpoints++;
-		else
-			m->nr_switches++;
-	}
-	for (uint32_t i = 0; i < t->nr_links; i++) {
-		const struct topo_link *tl = &t->links[i];
-
-		m->links[i] = (struct icfab_mlink){
-			.present = 1, .state = (icfab_u8)tl->state,
-			.permille = (icfab_u16)tl->bw_permille,
-			.class = tl->class,
-			.src = tl->src_node, .src_port = tl->src_port,
-			.dst = tl->dst_node, .dst_port = tl->dst_port,
-			.bandwidth = tl->bandwidth,
-			.latency_ps = tl->latency_ps,
-			.cut_through = cut_through,
-		};
-		m->nr_links++;
-	}
-	if (icfab_topo_validate(m, &lim, scratch, &err)) {
-		fprintf(stderr, "engine_rate: the model rejects it: %s\n",
-			err.msg);
-		return NULL;
-	}
-	free(scratch);
-	return m;
-}
-
 struct host_run {
 	uint64_t done, failed;
 };
@@ -400,10 +328,10 @@ static int host_pass(struct icfab_engine *e, const struct a2a *a,
  * passes follow each other on the same engine, in later fabric time,
  * until a second of wall time has gone. Times are per pass.
  */
-static int run_host(const struct topo *t, const struct a2a *a, double *wall,
-		    double *cpu, uint64_t *failed, uint64_t *link_segs)
+static int run_host(const struct topo *t, const struct a2a *a, icfab_u8 cut_through,
+		    double *wall, double *cpu, uint64_t *failed, uint64_t *link_segs)
 {
-	struct icfab_mtopo *m = mtopo_from(t);
+	struct icfab_mtopo *m = host_mtopo(t, cut_through);
 	uint64_t cap = a->window * ((a->n + PER_CTX - 1) / PER_CTX);
 	struct icfab_engine_storage st;
 	struct host_run h = { 0 };
@@ -412,16 +340,7 @@ static int run_host(const struct topo *t, const struct a2a *a, double *wall,
 
 	if (!m)
 		return -EINVAL;
-	memset(&st, 0, sizeof(st));
-	st.links = calloc(m->links_cap, sizeof(*st.links));
-	st.eps = calloc(m->nodes_cap, sizeof(*st.eps));
-	st.dma_cap = icfab_engine_dma_needed(m);
-	st.dma_free = calloc(st.dma_cap ? st.dma_cap : 1, sizeof(icfab_u64));
-	st.xfers_cap = ENGINE_XFERS;
-	st.xfers = calloc(ENGINE_XFERS, sizeof(*st.xfers));
-	st.events_cap = ENGINE_EVENTS;
-	st.events = calloc(ENGINE_EVENTS, sizeof(*st.events));
-	if (!st.links || !st.eps || !st.dma_free || !st.xfers || !st.events)
+	if (host_storage(&st, m, ENGINE_XFERS, ENGINE_EVENTS))
 		return -ENOMEM;
 	if (icfab_engine_init(&e, m, t->segment_size, &st))
 		return -EINVAL;
@@ -459,6 +378,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
+	icfab_u8 cut_through = 0;
 	uint64_t hops = 0, failed = 0, link_segs = 0, per_seg_events;
 	struct a2a a = { .bytes = 4096 };
 	struct topo_err terr;
@@ -506,7 +426,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "engine_rate: an endpoint pair has no route\n");
 		return 1;
 	}
-	err = host ? run_host(t, &a, &wall, &cpu, &failed, &link_segs) :
+	err = host ? run_host(t, &a, cut_through, &wall, &cpu, &failed, &link_segs) :
 		     run_module(&a, &wall, &cpu, &failed);
 	if (err)
 		return 1;

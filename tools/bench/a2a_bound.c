@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * a2a_bound: an all-to-all through the freestanding engine (kmod/model)
+ * in this process, its emulated time against the max-channel-load bound,
+ * for a choice of post order, chunking and DMA engines per endpoint.
+ *
+ * Every endpoint of FILE (icfabd's YAML) sends BYTES to every other one.
+ * Everything is submitted at time 0, in the order the options give, so
+ * the engine's FIFO of DMA engines at each endpoint serves it in that
+ * order (docs/TIMING.md): nothing but the order, the chunks and the
+ * engines differs between two runs.
+ *
+ *   -o rotate	round k, endpoint i sends to i + k (libfabricdev's order)
+ *   -o longest	each endpoint sends to its farthest destinations first
+ *		(most hops on its routes), rotated among equals
+ *   -c CHUNKS	each pair's BYTES go as CHUNKS transfers, chunk-major:
+ *		every destination's first chunk, then every second one...
+ *   -D DMA	DMA engines per endpoint instead of the topology's
+ *   -C		every link cut-through
+ *
+ * The bound is the busiest link: over all links, the bytes the routes put
+ * on it over its bandwidth (the engine's own byte counters after the
+ * run, which equal the routes' sums). Output: one line,
+ *   n bytes order chunks dma emulated_us bound_us bound/emulated
+ *
+ *	a2a_bound [-b BYTES] [-o rotate|longest] [-c CHUNKS] [-D DMA] [-C] FILE
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <linux/icfab.h>
+
+#include <icfab/parse.h>
+#include "host_model.h"
+
+struct run {
+	const struct topo *t;
+	uint32_t n, *ep;		/* endpoints: node ids */
+	uint32_t *order;		/* [n][n - 1]: destinations, by post */
+	uint64_t bytes, chunks;
+	uint64_t finish_ps;		/* the last completion */
+	uint64_t failed;
+};
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: a2a_bound [-b BYTES] [-o rotate|longest] [-c CHUNKS] [-D DMA] [-C] FILE\n");
+	exit(2);
+}
+
+/* Links on the route from node @src to node @dst, by the tables. */
+static uint32_t route_hops(const struct topo *t, uint32_t src, uint32_t dst)
+{
+	uint32_t hops = 0, u = src;
+
+	while (u != dst && hops <= t->nr_links) {
+		uint16_t port = t->routes[(size_t)u * t->nr_nodes + dst];
+		int l = topo_port_link(t, u, port);
+
+		if (l < 0)
+			return UINT32_MAX;
+		u = t->links[l].dst_node;
+		hops++;
+	}
+	return u == dst ? hops : UINT32_MAX;
+}
+
+/* Fill r->order: rotated, or farthest first with rotation among equals. */
+static int make_order(struct run *r, int longest)
+{
+	uint32_t n = r->n, *hops = malloc(n * sizeof(*hops));
+
+	if (!hops)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t *o = &r->order[(size_t)i * (n - 1)];
+
+		for (uint32_t k = 1; k < n; k++) {
+			o[k - 1] = (i + k) % n;
+			hops[k - 1] = route_hops(r->t, r->ep[i], r->ep[o[k - 1]]);
+			if (hops[k - 1] == UINT32_MAX) {
+				free(hops);
+				return -EHOSTUNREACH;
+			}
+		}
+		/* A stable insertion sort keeps the rotation among equals. */
+		for (uint32_t a = 1; longest && a < n - 1; a++) {
+			uint32_t d = o[a], h = hops[a], b = a;
+
+			for (; b > 0 && hops[b - 1] < h; b--) {
+				o[b] = o[b - 1];
+				hops[b] = hops[b - 1];
+			}
+			o[b] = d;
+			hops[b] = h;
+		}
+	}
+	free(hops);
+	return 0;
+}
+
+static int on_complete(void *arg, icfab_u32 xfer_id,
+		       const struct icfab_xfer_result *res)
+{
+	struct run *r = arg;
+
+	(void)xfer_id;
+	if (res->finish_ps > r->finish_ps)
+		r->finish_ps = res->finish_ps;
+	r->failed += res->status != 0;
+	return 0;
+}
+
+/* Submit everything at 0, run to the end; the busiest link's time. */
+static int run(struct run *r, struct icfab_mtopo *m, double *bound_ps)
+{
+	uint64_t xfers = (uint64_t)r->n * (r->n - 1) * r->chunks;
+	uint64_t piece = r->bytes / r->chunks, events;
+	struct icfab_engine_storage st;
+	struct icfab_engine e;
+
+	events = xfers * icfab_engine_events_needed(piece + r->bytes % r->chunks,
+						    r->t->segment_size);
+	if (xfers > UINT32_MAX || events > UINT32_MAX) {
+		fprintf(stderr, "a2a_bound: %" PRIu64 " transfers, %" PRIu64
+			" events: too many for one engine\n", xfers, events);
+		return -E2BIG;
+	}
+	if (host_storage(&st, m, (icfab_u32)xfers, (icfab_u32)events))
+		return -ENOMEM;
+	if (icfab_engine_init(&e, m, r->t->segment_size, &st))
+		return -EINVAL;
+	for (uint64_t c = 0; c < r->chunks; c++) {
+		/* The last chunk takes what does not divide. */
+		uint64_t len = c + 1 < r->chunks ? piece : r->bytes - piece * c;
+
+		for (uint32_t k = 0; k + 1 < r->n; k++)
+			for (uint32_t i = 0; i < r->n; i++) {
+				uint32_t d = r->order[(size_t)i * (r->n - 1) + k];
+				icfab_u64 key = (icfab_u64)i << 40 | c << 20 | k;
+				icfab_u32 id;
+
+				if (icfab_engine_submit(&e, r->ep[i], r->ep[d], len,
+							0, key, &id))
+					return -EINVAL;
+			}
+	}
+	if (icfab_engine_run_until(&e, ICFAB_ENGINE_NEVER, on_complete, r) < 0)
+		return -EINVAL;
+	*bound_ps = 0;
+	for (uint32_t l = 0; l < m->links_cap; l++) {
+		double ps = (double)st.links[l].bytes * 1e12 /
+			    (double)m->links[l].bandwidth;
+
+		*bound_ps = ps > *bound_ps ? ps : *bound_ps;
+	}
+	host_storage_free(&st);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct run r = { .bytes = 256 * 1024, .chunks = 1 };
+	unsigned long dma = 0;
+	icfab_u8 cut_through = 0;
+	int longest = 0, opt, err;
+	struct icfab_mtopo *m;
+	struct topo_err terr;
+	struct topo *t;
+	double bound;
+	char *end;
+
+	while ((opt = getopt(argc, argv, "b:o:c:D:Ch")) != -1) {
+		switch (opt) {
+		case 'b':
+			if (icfab_parse_bytes(optarg, &r.bytes) || !r.bytes)
+				usage();
+			break;
+		case 'o':
+			if (strcmp(optarg, "rotate") && strcmp(optarg, "longest"))
+				usage();
+			longest = !strcmp(optarg, "longest");
+			break;
+		case 'c':
+			r.chunks = strtoull(optarg, &end, 0);
+			if (*end || !r.chunks)
+				usage();
+			break;
+		case 'D':
+			dma = strtoul(optarg, &end, 0);
+			if (*end || !dma || dma > 1024)
+				usage();
+			break;
+		case 'C': cut_through = 1; break;
+		default: usage();
+		}
+	}
+	if (optind + 1 != argc)
+		usage();
+	if (r.chunks > r.bytes) {
+		fprintf(stderr, "a2a_bound: more chunks than bytes\n");
+		return 2;
+	}
+	if (topo_load_file(argv[optind], &t, &terr) || topo_route(t, &terr)) {
+		fprintf(stderr, "a2a_bound: %s\n", terr.msg);
+		return 1;
+	}
+	r.t = t;
+	r.ep = calloc(t->nr_nodes, sizeof(*r.ep));
+	if (!r.ep)
+		return 1;
+	for (uint32_t i = 0; i < t->nr_nodes; i++) {
+		if (t->nodes[i].kind != ICFAB_NODE_ENDPOINT)
+			continue;
+		r.ep[r.n++] = i;
+		if (dma)
+			t->nodes[i].dma_engines = (uint32_t)dma;
+	}
+	if (r.n < 2) {
+		fprintf(stderr, "a2a_bound: needs 2 endpoints or more\n");
+		return 1;
+	}
+	r.order = calloc((size_t)r.n * (r.n - 1), sizeof(*r.order));
+	m = host_mtopo(t, cut_through);
+	if (!r.order || !m)
+		return 1;
+	err = make_order(&r, longest);
+	if (!err)
+		err = run(&r, m, &bound);
+	if (err) {
+		fprintf(stderr, "a2a_bound: %s\n", strerror(-err));
+		return 1;
+	}
+	printf("%u %" PRIu64 " %s %" PRIu64 " %u %.3f %.3f %.3f\n", r.n, r.bytes,
+	       longest ? "longest" : "rotate", r.chunks,
+	       t->nodes[r.ep[0]].dma_engines ? t->nodes[r.ep[0]].dma_engines : 1, r.finish_ps / 1e6, bound / 1e6,
+	       bound / (double)r.finish_ps);
+	topo_free(t);
+	return r.failed ? 1 : 0;
+}

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The model's view of a lib/topo topology, for in-process benchmarks. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <linux/icfab.h>
+
+#include "host_model.h"
+
+struct icfab_mtopo *host_mtopo(const struct topo *t, icfab_u8 cut_through)
+{
+	static const struct icfab_topo_limits lim = {
+		.max_endpoints = 1u << 20, .max_switches = 1u << 20,
+		.max_links = 1u << 24, .max_ports = 1u << 16,
+		.max_colors = 1u << 16,
+	};
+	struct icfab_mtopo *m = calloc(1, sizeof(*m));
+	struct icfab_topo_err err;
+	icfab_u8 *scratch;
+
+	if (!m)
+		return NULL;
+	m->nodes_cap = t->nr_nodes;
+	m->links_cap = t->nr_links;
+	m->nodes = calloc(t->nr_nodes, sizeof(*m->nodes));
+	m->links = calloc(t->nr_links, sizeof(*m->links));
+	scratch = calloc(t->nr_nodes, 1);
+	if (!m->nodes || !m->links || !scratch)
+		return NULL;
+	for (uint32_t i = 0; i < t->nr_nodes; i++) {
+		const struct topo_node *tn = &t->nodes[i];
+		struct icfab_mnode *n = &m->nodes[i];
+
+		n->present = 1;
+		n->kind = tn->kind == ICFAB_NODE_ENDPOINT ?
+			  ICFAB_MODEL_ENDPOINT : ICFAB_MODEL_SWITCH;
+		n->nr_ports = tn->nr_ports;
+		n->dma_engines = tn->dma_engines;
+		n->colors = tn->colors;
+		n->mem_bytes = tn->mem_bytes;
+		n->routes = &t->routes[(size_t)i * t->nr_nodes];
+		n->routes_len = t->nr_nodes;
+		n->port_out = calloc(tn->nr_ports ? tn->nr_ports : 1,
+				     sizeof(icfab_u32));
+		n->port_in = calloc(tn->nr_ports ? tn->nr_ports : 1,
+				    sizeof(icfab_u32));
+		if (!n->port_out || !n->port_in)
+			return NULL;
+		m->nr_nodes++;
+		if (n->kind == ICFAB_MODEL_ENDPOINT)
+			m->nr_endpoints++;
+		else
+			m->nr_switches++;
+	}
+	for (uint32_t i = 0; i < t->nr_links; i++) {
+		const struct topo_link *tl = &t->links[i];
+
+		m->links[i] = (struct icfab_mlink){
+			.present = 1, .state = (icfab_u8)tl->state,
+			.permille = (icfab_u16)tl->bw_permille,
+			.class = tl->class,
+			.src = tl->src_node, .src_port = tl->src_port,
+			.dst = tl->dst_node, .dst_port = tl->dst_port,
+			.bandwidth = tl->bandwidth,
+			.latency_ps = tl->latency_ps,
+			.cut_through = cut_through,
+		};
+		m->nr_links++;
+	}
+	if (icfab_topo_validate(m, &lim, scratch, &err)) {
+		fprintf(stderr, "the model rejects the topology: %s\n",
+			err.msg);
+		return NULL;
+	}
+	free(scratch);
+	return m;
+}
+
+void host_storage_free(struct icfab_engine_storage *st)
+{
+	free(st->links);
+	free(st->eps);
+	free(st->dma_free);
+	free(st->xfers);
+	free(st->events);
+	memset(st, 0, sizeof(*st));
+}
+
+int host_storage(struct icfab_engine_storage *st, const struct icfab_mtopo *m,
+		 icfab_u32 xfers, icfab_u32 events)
+{
+	memset(st, 0, sizeof(*st));
+	st->links = calloc(m->links_cap, sizeof(*st->links));
+	st->eps = calloc(m->nodes_cap, sizeof(*st->eps));
+	st->dma_cap = icfab_engine_dma_needed(m);
+	st->dma_free = calloc(st->dma_cap ? st->dma_cap : 1, sizeof(icfab_u64));
+	st->xfers_cap = xfers;
+	st->xfers = calloc(xfers, sizeof(*st->xfers));
+	st->events_cap = events;
+	st->events = calloc(events, sizeof(*st->events));
+	if (!st->links || !st->eps || !st->dma_free || !st->xfers || !st->events) {
+		host_storage_free(st);
+		return -ENOMEM;
+	}
+	return 0;
+}
