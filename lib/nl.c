@@ -325,8 +325,8 @@ int icfab_nl_exchange(struct icfab_nl *nl, struct nl_msg *msg,
 	memset(&nl->last, 0, sizeof(nl->last));
 	nl->dump_intr = false;
 
-	cb = nl_cb_alloc(NL_CB_DEFAULT);
-	if (!cb) {
+	cb = msg ? nl_cb_alloc(NL_CB_DEFAULT) : NULL;
+	if (!cb) {		/* no memory for the message or this */
 		nlmsg_free(msg);
 		nl->last.err = -ENOMEM;
 		return -ENOMEM;
