@@ -31,6 +31,8 @@ struct rb {
 	uint32_t nr_links, links_cap;
 	struct fabric_state *st;
 	uint32_t n;			/* nodes, for the route dump */
+	uint16_t *row;			/* or one node's table only, */
+	uint32_t row_node;		/* of this node */
 };
 
 static void rb_gen(struct rb *rb, struct nlattr **tb)
@@ -73,6 +75,12 @@ static int parse_fabric(struct nlattr **tb, void *arg)
 	st->commit_ps = get_u64(tb, ICFAB_A_FABRIC_COMMIT_PS, 0);
 	st->has_staged = tb[ICFAB_A_FABRIC_HAS_STAGED] &&
 			 nla_get_u8(tb[ICFAB_A_FABRIC_HAS_STAGED]);
+	if (tb[ICFAB_A_FABRIC_NAME])
+		snprintf(st->name, sizeof(st->name), "%s",
+			 (const char *)nla_data(tb[ICFAB_A_FABRIC_NAME]));
+	st->nr_endpoints = get_u32(tb, ICFAB_A_FABRIC_NR_ENDPOINTS, 0);
+	st->nr_switches = get_u32(tb, ICFAB_A_FABRIC_NR_SWITCHES, 0);
+	st->nr_links = get_u32(tb, ICFAB_A_FABRIC_NR_LINKS, 0);
 	return 0;
 }
 
@@ -166,6 +174,7 @@ static int parse_routes(struct nlattr **tb, void *arg)
 	struct rb *rb = arg;
 	struct fabric_state *st = rb->st;
 	const uint16_t *ports;
+	uint16_t *row;
 	uint32_t node, first, cnt, i, n = rb->n;
 
 	rb_gen(rb, tb);
@@ -173,21 +182,24 @@ static int parse_routes(struct nlattr **tb, void *arg)
 		return -EPROTO;
 	node = nla_get_u32(tb[ICFAB_A_ROUTE_NODE]);
 	first = get_u32(tb, ICFAB_A_ROUTE_DST_FIRST, 0);
-	if (node >= n)
+	if (node >= n || (rb->row && node != rb->row_node))
 		return -EPROTO;
 	if (!tb[ICFAB_A_ROUTE_PORTS])
 		return 0;
 	ports = nla_data(tb[ICFAB_A_ROUTE_PORTS]);
 	cnt = nla_len(tb[ICFAB_A_ROUTE_PORTS]) / sizeof(uint16_t);
+	row = rb->row ? rb->row : st->topo->routes + (size_t)node * n;
 	for (i = 0; i < cnt; i++) {
 		uint16_t p;
 
 		memcpy(&p, ports + i, sizeof(p));	/* 4-byte aligned only */
 		if (first + i < n)
-			st->topo->routes[(size_t)node * n + first + i] = p;
-		else if (p != ICFAB_ROUTE_NONE)
+			row[first + i] = p;
+		else if (p != ICFAB_ROUTE_NONE && !rb->row)
 			st->row_tail[node] = 1;
 	}
+	if (rb->row)
+		return 0;
 	if (first + cnt > st->routes_len[node])
 		st->routes_len[node] = first + cnt;
 	return 0;
@@ -264,12 +276,86 @@ static void dbg(const char *what)
 	dbg_t0 = now;
 }
 
-static int read_once(struct icfab_nl *nl, bool staged, struct fabric_state *st)
+/* The nodes read, by id, become @t's: holes only where @staged. */
+static int take_nodes(struct rb *rb, bool staged, struct topo *t)
+{
+	struct fabric_state *st = rb->st;
+	uint32_t i, n = rb->max_node;
+
+	for (i = 0; i < n; i++)
+		if (!rb->node_present[i] && !staged)
+			return -EPROTO;	/* a committed one has dense ids */
+	t->nodes = rb->nodes ? rb->nodes : calloc(1, sizeof(*t->nodes));
+	t->cap_nodes = rb->nodes ? rb->nodes_cap : 1;
+	st->node_present = rb->node_present ? rb->node_present :
+			   calloc(1, 1);
+	rb->nodes = NULL;
+	rb->node_present = NULL;
+	if (!t->nodes || !st->node_present)
+		return -ENOMEM;
+	t->nr_nodes = n;
+	for (i = 0; i < n; i++) {
+		if (!st->node_present[i])
+			continue;
+		if (t->nodes[i].kind == ICFAB_NODE_ENDPOINT)
+			t->nr_endpoints++;
+		else
+			t->nr_switches++;
+	}
+	return 0;
+}
+
+static int read_links(struct icfab_nl *nl, bool staged, struct rb *rb,
+		      struct topo *t)
+{
+	struct fabric_state *st = rb->st;
+	int ret;
+
+	ret = icfab_nl_dump(nl, read_msg(nl, ICFAB_CMD_LINK_GET, true, staged),
+			    parse_link, rb);
+	if (ret)
+		return ret;
+	t->links = rb->links;
+	t->cap_links = rb->links_cap;
+	t->nr_links = rb->nr_links;
+	st->link_id = rb->link_id;
+	rb->links = NULL;
+	rb->link_id = NULL;
+	dbg("links");
+	/* Cables need both ends; a staged configuration may lack one. */
+	if (t->nr_endpoints + t->nr_switches < t->nr_nodes)
+		return 0;
+	ret = link_peers(t);
+	dbg("peers");
+	return ret;
+}
+
+static int read_routes(struct icfab_nl *nl, bool staged, struct rb *rb,
+		       struct topo *t)
+{
+	struct fabric_state *st = rb->st;
+	uint32_t n = t->nr_nodes;
+	size_t cells = (size_t)n * n;
+	int ret;
+
+	t->routes = malloc(cells * sizeof(*t->routes) + 1);
+	st->routes_len = calloc(n + 1, sizeof(*st->routes_len));
+	st->row_tail = calloc(n + 1, 1);
+	if (!t->routes || !st->routes_len || !st->row_tail)
+		return -ENOMEM;
+	memset(t->routes, 0xff, cells * sizeof(*t->routes));
+	rb->n = n;
+	ret = icfab_nl_dump(nl, read_msg(nl, ICFAB_CMD_ROUTE_GET, true, staged),
+			    parse_routes, rb);
+	dbg("routes");
+	return ret;
+}
+
+static int read_once(struct icfab_nl *nl, bool staged, unsigned int what,
+		     struct fabric_state *st)
 {
 	struct rb rb = { .st = st };
 	struct topo *t;
-	uint32_t i, n;
-	size_t cells;
 	int ret;
 
 	t = st->topo = topo_new();
@@ -281,76 +367,34 @@ static int read_once(struct icfab_nl *nl, bool staged, struct fabric_state *st)
 	ret = icfab_nl_request(nl, read_msg(nl, ICFAB_CMD_FABRIC_GET, false,
 					    staged), parse_fabric, &rb);
 	dbg("fabric");
-	if (!ret)
+	if (!ret && (what & FABRIC_READ_NODES))
 		ret = icfab_nl_dump(nl, read_msg(nl, ICFAB_CMD_NODE_GET, true,
 						 staged), parse_node, &rb);
-	if (ret)
-		goto out;
-
-	/* The committed configuration has dense ids; a staged one may not. */
-	n = rb.max_node;
-	for (i = 0; i < n; i++)
-		if (!rb.node_present[i]) {
-			ret = -EPROTO;
-			goto out;
-		}
-	t->nodes = rb.nodes ? rb.nodes : calloc(1, sizeof(*t->nodes));
-	t->cap_nodes = rb.nodes ? rb.nodes_cap : 1;
-	rb.nodes = NULL;
-	if (!t->nodes) {
-		ret = -ENOMEM;
-		goto out;
-	}
+	if (!ret && (what & FABRIC_READ_NODES))
+		ret = take_nodes(&rb, staged, t);
 	dbg("nodes");
-	t->nr_nodes = n;
-	for (i = 0; i < n; i++) {
-		if (t->nodes[i].kind == ICFAB_NODE_ENDPOINT)
-			t->nr_endpoints++;
-		else
-			t->nr_switches++;
-	}
-
-	ret = icfab_nl_dump(nl, read_msg(nl, ICFAB_CMD_LINK_GET, true, staged),
-			    parse_link, &rb);
-	if (ret)
-		goto out;
-	t->links = rb.links;
-	t->cap_links = rb.links_cap;
-	t->nr_links = rb.nr_links;
-	st->link_id = rb.link_id;
-	rb.links = NULL;
-	rb.link_id = NULL;
-	dbg("links");
-	ret = link_peers(t);
-	dbg("peers");
-	if (ret)
-		goto out;
-
-	cells = (size_t)n * n;
-	t->routes = malloc(cells * sizeof(*t->routes) + 1);
-	st->routes_len = calloc(n + 1, sizeof(*st->routes_len));
-	st->row_tail = calloc(n + 1, 1);
-	if (!t->routes || !st->routes_len || !st->row_tail) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	memset(t->routes, 0xff, cells * sizeof(*t->routes));
-	rb.n = n;
-	ret = icfab_nl_dump(nl, read_msg(nl, ICFAB_CMD_ROUTE_GET, true, staged),
-			    parse_routes, &rb);
-	dbg("routes");
+	if (!ret && (what & FABRIC_READ_LINKS))
+		ret = read_links(nl, staged, &rb, t);
+	if (!ret && (what & FABRIC_READ_ROUTES))
+		ret = read_routes(nl, staged, &rb, t);
 	if (!ret && rb.mixed)
 		ret = -EINTR;
-out:
 	rb_free(&rb);
 	return ret;
 }
 
-/*
- * Read the committed (or the staged) configuration: fabric parameters,
- * nodes, links and every route table, all from one generation. A read
- * that spans a commit is done again.
- */
+int fabric_read_once(struct icfab_nl *nl, bool staged, unsigned int what,
+		     struct fabric_state *st)
+{
+	int ret;
+
+	memset(st, 0, sizeof(*st));
+	ret = read_once(nl, staged, what, st);
+	if (ret)
+		fabric_state_free(st);
+	return ret;
+}
+
 struct read_args {
 	struct icfab_nl *nl;
 	bool staged;
@@ -360,13 +404,8 @@ struct read_args {
 static int read_attempt(void *arg)
 {
 	struct read_args *ra = arg;
-	int ret;
 
-	memset(ra->st, 0, sizeof(*ra->st));
-	ret = read_once(ra->nl, ra->staged, ra->st);
-	if (ret)
-		fabric_state_free(ra->st);
-	return ret;
+	return fabric_read_once(ra->nl, ra->staged, FABRIC_READ_ALL, ra->st);
 }
 
 int fabric_read(struct icfab_nl *nl, bool staged, struct fabric_state *st)
@@ -374,6 +413,87 @@ int fabric_read(struct icfab_nl *nl, bool staged, struct fabric_state *st)
 	struct read_args ra = { .nl = nl, .staged = staged, .st = st };
 
 	return icfab_nl_read_consistent(read_attempt, &ra, READ_ATTEMPTS);
+}
+
+bool fabric_node_present(const struct fabric_state *st, uint32_t id)
+{
+	return st->topo && id < st->topo->nr_nodes && st->node_present[id];
+}
+
+int fabric_read_route_row(struct icfab_nl *nl, bool staged,
+			  const struct fabric_state *st, uint32_t node,
+			  uint16_t *row)
+{
+	struct rb rb = {
+		.gen_set = true, .gen = st->generation,
+		.n = st->topo->nr_nodes, .row = row, .row_node = node,
+	};
+	struct nl_msg *msg;
+	uint32_t i;
+	int ret;
+
+	for (i = 0; i < rb.n; i++)
+		row[i] = ICFAB_ROUTE_NONE;
+	msg = read_msg(nl, ICFAB_CMD_ROUTE_GET, true, staged);
+	if (msg && nla_put_u32(msg, ICFAB_A_ROUTE_NODE, node)) {
+		nlmsg_free(msg);
+		msg = NULL;
+	}
+	ret = icfab_nl_dump(nl, msg, parse_routes, &rb);
+	return !ret && rb.mixed ? -EINTR : ret;
+}
+
+/*
+ * One object: a GET with @attr = @id, parsed by @parse into @rb; @found
+ * says where in @rb the object landed, if it did, to copy @size bytes of
+ * it to @out.
+ */
+static int get_one(struct icfab_nl *nl, bool staged, uint8_t cmd, int attr,
+		   uint32_t id, icfab_nl_parse_fn parse,
+		   const void *(*found)(const struct rb *rb, uint32_t id),
+		   void *out, size_t size)
+{
+	struct nl_msg *msg = read_msg(nl, cmd, false, staged);
+	struct rb rb = { 0 };
+	const void *obj;
+	int ret;
+
+	if (msg && nla_put_u32(msg, attr, id)) {
+		nlmsg_free(msg);
+		msg = NULL;
+	}
+	ret = icfab_nl_request(nl, msg, parse, &rb);
+	obj = ret ? NULL : found(&rb, id);
+	if (obj)
+		memcpy(out, obj, size);
+	else if (!ret)
+		ret = -ENOENT;
+	rb_free(&rb);
+	return ret;
+}
+
+static const void *node_found(const struct rb *rb, uint32_t id)
+{
+	return id < rb->max_node && rb->node_present[id] ? &rb->nodes[id] : NULL;
+}
+
+static const void *link_found(const struct rb *rb, uint32_t id)
+{
+	return rb->nr_links && rb->link_id[0] == id ? &rb->links[0] : NULL;
+}
+
+int fabric_get_node(struct icfab_nl *nl, bool staged, uint32_t id,
+		    struct topo_node *node)
+{
+	return get_one(nl, staged, ICFAB_CMD_NODE_GET, ICFAB_A_NODE_ID, id,
+		       parse_node, node_found, node, sizeof(*node));
+}
+
+int fabric_get_link(struct icfab_nl *nl, bool staged, uint32_t id,
+		    struct topo_link *link)
+{
+	return get_one(nl, staged, ICFAB_CMD_LINK_GET, ICFAB_A_LINK_ID, id,
+		       parse_link, link_found, link, sizeof(*link));
 }
 
 struct topo *fabric_take_topo(struct fabric_state *st)
