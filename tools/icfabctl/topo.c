@@ -1,128 +1,54 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * icfabctl topo show, node list, link list, route show: the topology of a
- * fabric over netlink (FABRIC_GET, and the NODE_GET, LINK_GET and
+ * fabric over netlink, read back by the topology library
+ * (lib/topo/readback.c: FABRIC_GET, and the NODE_GET, LINK_GET and
  * ROUTE_GET dumps).
  *
- * A read is consistent or it is retried: every reply carries the
- * generation it was read from, and a dump that spans a change is flagged
+ * A read is consistent or it is retried, under the one dump-retry rule
+ * of icfab_nl_read_consistent(): every reply carries the generation it
+ * was read from, and a dump that spans a change is flagged
  * NLM_F_DUMP_INTR. When a reply is flagged, or two replies of one read
- * disagree on the generation, the whole read starts again, a few times,
- * before giving up with a message.
+ * disagree on the generation, the whole read starts again (for route
+ * show, with the tables it follows), a few times, before giving up with
+ * a message.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-#include <netlink/genl/genl.h>
-#include <netlink/msg.h>
 
 #include <linux/icfab_genl.h>
+
+#include <icfab/readback.h>
 
 #include "icfabctl.h"
 
 #define TOPO_ATTEMPTS	5		/* reads before giving up */
-#define TOPO_MAX_ID	(1U << 20)	/* sanity bound on ids from the kernel */
 
 /* ---- the topology as read ---- */
 
-struct tnode {
-	bool present;
-	uint32_t kind, ports, dma_engines, colors;
-	uint64_t mem_bytes;
-	char name[ICFAB_NAME_MAX];
-	bool routes_read;
-	uint16_t *routes;		/* out port per destination */
-	uint32_t routes_len;
-};
-
-struct tlink {
-	bool present;
-	uint32_t src, src_port, dst, dst_port;
-	uint32_t class, state, permille;
-	uint64_t bandwidth, latency_ps;
-	uint64_t up_at_ps;		/* ps: dark until then (OCS), 0: not */
-	bool hold_fail;			/* dark: traffic fails, not waits */
-};
-
-struct topo {
+/* A fabric's configuration as icfabctl shows it. */
+struct view {
+	struct icfab_nl nl;
 	uint32_t fabric;
 	bool staged;			/* read the staged configuration */
-
-	/* FABRIC_GET */
-	char fabric_name[ICFAB_NAME_MAX];
-	bool has_staged;
-	uint32_t nr_endpoints, nr_switches, nr_links;
-	uint64_t mem_bytes;
-
-	/* Consistency of the read. */
-	uint64_t generation;
-	unsigned int replies;		/* replies seen, all with a generation */
-	bool inconsistent;
-
-	struct tnode *nodes;		/* by id */
-	uint32_t nodes_cap, nr_nodes;
-	struct tlink *links;		/* by id */
-	uint32_t links_cap, nr_links_read;
+	unsigned int what;		/* FABRIC_READ_* */
+	struct fabric_state st;		/* st.topo: nodes by id, links by
+					 * index, st.link_id[] their ids */
 };
 
-static void topo_clear(struct topo *t)
+static const struct topo_node *view_node(const struct view *v, uint32_t id)
 {
-	uint32_t i;
-
-	for (i = 0; i < t->nodes_cap; i++)
-		free(t->nodes[i].routes);
-	free(t->nodes);
-	free(t->links);
-	t->nodes = NULL;
-	t->links = NULL;
-	t->nodes_cap = t->nr_nodes = 0;
-	t->links_cap = t->nr_links_read = 0;
-	t->replies = 0;
-	t->generation = 0;
-	t->inconsistent = false;
-	t->fabric_name[0] = '\0';
-	t->has_staged = false;
-	t->nr_endpoints = t->nr_switches = t->nr_links = 0;
-	t->mem_bytes = 0;
-}
-
-/* Grow a by-id array so that id fits; the new entries are zero. */
-static int grow(void **array, uint32_t *cap, uint32_t id, size_t size)
-{
-	uint32_t n = *cap ? *cap : 64;
-	void *p;
-
-	if (id >= TOPO_MAX_ID)
-		return -EBADMSG;
-	if (id < *cap)
-		return 0;
-	while (n <= id)
-		n *= 2;
-	p = realloc(*array, (size_t)n * size);
-	if (!p)
-		return -ENOMEM;
-	memset((char *)p + (size_t)*cap * size, 0, (size_t)(n - *cap) * size);
-	*array = p;
-	*cap = n;
-	return 0;
-}
-
-static struct tnode *topo_node(const struct topo *t, uint32_t id)
-{
-	if (id < t->nodes_cap && t->nodes[id].present)
-		return &t->nodes[id];
-	return NULL;
+	return fabric_node_present(&v->st, id) ? &v->st.topo->nodes[id] : NULL;
 }
 
 /* The name of a node for people: its name, or "node<id>" if it has none. */
-static const char *node_label(const struct topo *t, uint32_t id, char *buf,
+static const char *node_label(const struct view *v, uint32_t id, char *buf,
 			      size_t len)
 {
-	const struct tnode *n = topo_node(t, id);
+	const struct topo_node *n = view_node(v, id);
 
 	if (n && n->name[0])
 		return n->name;
@@ -130,277 +56,7 @@ static const char *node_label(const struct topo *t, uint32_t id, char *buf,
 	return buf;
 }
 
-/* ---- replies ---- */
-
-static struct nla_policy topo_policy[ICFAB_A_MAX + 1] = {
-	[ICFAB_A_FABRIC_ID]		= { .type = NLA_U32 },
-	[ICFAB_A_FABRIC_NAME]		= { .type = NLA_STRING },
-	[ICFAB_A_FABRIC_GENERATION]	= { .type = NLA_U64 },
-	[ICFAB_A_FABRIC_NR_ENDPOINTS]	= { .type = NLA_U32 },
-	[ICFAB_A_FABRIC_NR_SWITCHES]	= { .type = NLA_U32 },
-	[ICFAB_A_FABRIC_NR_LINKS]	= { .type = NLA_U32 },
-	[ICFAB_A_FABRIC_HAS_STAGED]	= { .type = NLA_U8 },
-	[ICFAB_A_FABRIC_MEM_BYTES]	= { .type = NLA_U64 },
-	[ICFAB_A_NODE_ID]		= { .type = NLA_U32 },
-	[ICFAB_A_NODE_KIND]		= { .type = NLA_U32 },
-	[ICFAB_A_NODE_NAME]		= { .type = NLA_STRING },
-	[ICFAB_A_NODE_PORTS]		= { .type = NLA_U32 },
-	[ICFAB_A_NODE_MEM_BYTES]	= { .type = NLA_U64 },
-	[ICFAB_A_NODE_DMA_ENGINES]	= { .type = NLA_U32 },
-	[ICFAB_A_NODE_COLORS]		= { .type = NLA_U32 },
-	[ICFAB_A_LINK_ID]		= { .type = NLA_U32 },
-	[ICFAB_A_LINK_SRC_NODE]		= { .type = NLA_U32 },
-	[ICFAB_A_LINK_SRC_PORT]		= { .type = NLA_U32 },
-	[ICFAB_A_LINK_DST_NODE]		= { .type = NLA_U32 },
-	[ICFAB_A_LINK_DST_PORT]		= { .type = NLA_U32 },
-	[ICFAB_A_LINK_BANDWIDTH]	= { .type = NLA_U64 },
-	[ICFAB_A_LINK_LATENCY_PS]	= { .type = NLA_U64 },
-	[ICFAB_A_LINK_CLASS]		= { .type = NLA_U32 },
-	[ICFAB_A_LINK_STATE]		= { .type = NLA_U32 },
-	[ICFAB_A_LINK_BW_PERMILLE]	= { .type = NLA_U32 },
-	[ICFAB_A_LINK_UP_AT_PS]		= { .type = NLA_U64 },
-	[ICFAB_A_LINK_HOLD_FAIL]	= { .type = NLA_U8 },
-	[ICFAB_A_ROUTE_NODE]		= { .type = NLA_U32 },
-	[ICFAB_A_ROUTE_DST_FIRST]	= { .type = NLA_U32 },
-	[ICFAB_A_ROUTE_PORTS]		= { .type = NLA_UNSPEC },
-};
-
-/*
- * Parse a reply of command @cmd and note its generation. Returns 1 for a
- * reply to use, 0 for one to skip, or -errno.
- */
-static int topo_parse(struct topo *t, struct nl_msg *msg, uint8_t cmd,
-		      struct nlattr **tb)
-{
-	struct nlmsghdr *nlh = nlmsg_hdr(msg);
-	struct genlmsghdr *gnlh = nlmsg_data(nlh);
-	uint64_t gen;
-
-	if (!genlmsg_valid_hdr(nlh, 0) || gnlh->cmd != cmd)
-		return 0;
-	if (genlmsg_parse(nlh, 0, tb, ICFAB_A_MAX, topo_policy) < 0)
-		return -EBADMSG;
-	if (!tb[ICFAB_A_FABRIC_GENERATION])
-		return -EBADMSG;
-	gen = nla_get_u64(tb[ICFAB_A_FABRIC_GENERATION]);
-	if (t->replies++ && gen != t->generation)
-		t->inconsistent = true;
-	t->generation = gen;
-	return 1;
-}
-
-static uint32_t get_u32(struct nlattr *a, uint32_t dflt)
-{
-	return a ? nla_get_u32(a) : dflt;
-}
-
-static uint64_t get_u64(struct nlattr *a, uint64_t dflt)
-{
-	return a ? nla_get_u64(a) : dflt;
-}
-
-static int fabric_valid(struct nl_msg *msg, void *arg)
-{
-	struct nlattr *tb[ICFAB_A_MAX + 1];
-	struct topo *t = arg;
-	int ret;
-
-	ret = topo_parse(t, msg, ICFAB_CMD_FABRIC_GET, tb);
-	if (ret <= 0)
-		return ret;
-	if (tb[ICFAB_A_FABRIC_NAME])
-		snprintf(t->fabric_name, sizeof(t->fabric_name), "%s",
-			 (char *)nla_data(tb[ICFAB_A_FABRIC_NAME]));
-	t->has_staged = tb[ICFAB_A_FABRIC_HAS_STAGED] &&
-			nla_get_u8(tb[ICFAB_A_FABRIC_HAS_STAGED]);
-	t->nr_endpoints = get_u32(tb[ICFAB_A_FABRIC_NR_ENDPOINTS], 0);
-	t->nr_switches = get_u32(tb[ICFAB_A_FABRIC_NR_SWITCHES], 0);
-	t->nr_links = get_u32(tb[ICFAB_A_FABRIC_NR_LINKS], 0);
-	t->mem_bytes = get_u64(tb[ICFAB_A_FABRIC_MEM_BYTES], 0);
-	return 0;
-}
-
-static int node_valid(struct nl_msg *msg, void *arg)
-{
-	struct nlattr *tb[ICFAB_A_MAX + 1];
-	struct topo *t = arg;
-	struct tnode *n;
-	uint32_t id;
-	int ret;
-
-	ret = topo_parse(t, msg, ICFAB_CMD_NODE_GET, tb);
-	if (ret <= 0)
-		return ret;
-	if (!tb[ICFAB_A_NODE_ID] || !tb[ICFAB_A_NODE_KIND])
-		return -EBADMSG;
-	id = nla_get_u32(tb[ICFAB_A_NODE_ID]);
-	ret = grow((void **)&t->nodes, &t->nodes_cap, id, sizeof(*t->nodes));
-	if (ret)
-		return ret;
-	n = &t->nodes[id];
-	if (n->present) {		/* twice in one dump */
-		t->inconsistent = true;
-		return 0;
-	}
-	n->present = true;
-	t->nr_nodes++;
-	n->kind = nla_get_u32(tb[ICFAB_A_NODE_KIND]);
-	n->ports = get_u32(tb[ICFAB_A_NODE_PORTS], 0);
-	n->dma_engines = get_u32(tb[ICFAB_A_NODE_DMA_ENGINES], 0);
-	n->colors = get_u32(tb[ICFAB_A_NODE_COLORS], 0);
-	n->mem_bytes = get_u64(tb[ICFAB_A_NODE_MEM_BYTES], 0);
-	if (tb[ICFAB_A_NODE_NAME])
-		snprintf(n->name, sizeof(n->name), "%s",
-			 (char *)nla_data(tb[ICFAB_A_NODE_NAME]));
-	return 0;
-}
-
-static int link_valid(struct nl_msg *msg, void *arg)
-{
-	struct nlattr *tb[ICFAB_A_MAX + 1];
-	struct topo *t = arg;
-	struct tlink *l;
-	uint32_t id;
-	int ret;
-
-	ret = topo_parse(t, msg, ICFAB_CMD_LINK_GET, tb);
-	if (ret <= 0)
-		return ret;
-	if (!tb[ICFAB_A_LINK_ID] || !tb[ICFAB_A_LINK_SRC_NODE] ||
-	    !tb[ICFAB_A_LINK_DST_NODE])
-		return -EBADMSG;
-	id = nla_get_u32(tb[ICFAB_A_LINK_ID]);
-	ret = grow((void **)&t->links, &t->links_cap, id, sizeof(*t->links));
-	if (ret)
-		return ret;
-	l = &t->links[id];
-	if (l->present) {
-		t->inconsistent = true;
-		return 0;
-	}
-	l->present = true;
-	t->nr_links_read++;
-	l->src = nla_get_u32(tb[ICFAB_A_LINK_SRC_NODE]);
-	l->src_port = get_u32(tb[ICFAB_A_LINK_SRC_PORT], 0);
-	l->dst = nla_get_u32(tb[ICFAB_A_LINK_DST_NODE]);
-	l->dst_port = get_u32(tb[ICFAB_A_LINK_DST_PORT], 0);
-	l->bandwidth = get_u64(tb[ICFAB_A_LINK_BANDWIDTH], 0);
-	l->latency_ps = get_u64(tb[ICFAB_A_LINK_LATENCY_PS], 0);
-	l->class = get_u32(tb[ICFAB_A_LINK_CLASS], ICFAB_LINK_CLASS_OTHER);
-	l->state = get_u32(tb[ICFAB_A_LINK_STATE], ICFAB_LINK_UP);
-	l->permille = get_u32(tb[ICFAB_A_LINK_BW_PERMILLE], 1000);
-	l->up_at_ps = get_u64(tb[ICFAB_A_LINK_UP_AT_PS], 0);
-	l->hold_fail = tb[ICFAB_A_LINK_HOLD_FAIL] &&
-		       nla_get_u8(tb[ICFAB_A_LINK_HOLD_FAIL]);
-	return 0;
-}
-
-/* One chunk of a node's table: ROUTE_NODE, ROUTE_DST_FIRST, ROUTE_PORTS. */
-static int route_valid(struct nl_msg *msg, void *arg)
-{
-	struct nlattr *tb[ICFAB_A_MAX + 1];
-	struct topo *t = arg;
-	uint32_t node, first, n, i, end;
-	struct tnode *nd;
-	uint16_t *p;
-	int ret;
-
-	ret = topo_parse(t, msg, ICFAB_CMD_ROUTE_GET, tb);
-	if (ret <= 0)
-		return ret;
-	if (!tb[ICFAB_A_ROUTE_NODE] ||
-	    (tb[ICFAB_A_ROUTE_PORTS] && nla_len(tb[ICFAB_A_ROUTE_PORTS]) % 2))
-		return -EBADMSG;
-	node = nla_get_u32(tb[ICFAB_A_ROUTE_NODE]);
-	first = get_u32(tb[ICFAB_A_ROUTE_DST_FIRST], 0);
-	n = tb[ICFAB_A_ROUTE_PORTS] ? nla_len(tb[ICFAB_A_ROUTE_PORTS]) / 2 : 0;
-	if (first >= TOPO_MAX_ID || n >= TOPO_MAX_ID)
-		return -EBADMSG;
-	nd = topo_node(t, node);
-	if (!nd) {			/* a table of a node we did not see */
-		t->inconsistent = true;
-		return 0;
-	}
-	nd->routes_read = true;
-	end = first + n;
-	if (end > nd->routes_len) {
-		p = realloc(nd->routes, (size_t)end * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		for (i = nd->routes_len; i < end; i++)
-			p[i] = ICFAB_ROUTE_NONE;
-		nd->routes = p;
-		nd->routes_len = end;
-	}
-	if (n)	/* host order; the attribute is only 4-byte aligned */
-		memcpy(nd->routes + first, nla_data(tb[ICFAB_A_ROUTE_PORTS]),
-		       (size_t)n * sizeof(uint16_t));
-	return 0;
-}
-
 /* ---- reading ---- */
-
-/*
- * One request (a dump unless @cmd is FABRIC_GET). @node: ROUTE_NODE, or
- * UINT32_MAX for none. Returns 0 or -errno, the details in nl->last.
- */
-static int topo_request(struct icfab_nl *nl, struct topo *t, uint8_t cmd,
-			uint32_t node,
-			int (*valid)(struct nl_msg *msg, void *arg))
-{
-	struct nl_msg *msg;
-	int ret;
-
-	msg = icfab_nl_genlmsg(nl, cmd, cmd == ICFAB_CMD_FABRIC_GET ?
-			       0 : NLM_F_DUMP, 0);
-	if (!msg)
-		return -ENOMEM;
-	if (nla_put_u32(msg, ICFAB_A_FABRIC_ID, t->fabric) < 0 ||
-	    (t->staged && nla_put_flag(msg, ICFAB_A_STAGED) < 0) ||
-	    (node != UINT32_MAX &&
-	     nla_put_u32(msg, ICFAB_A_ROUTE_NODE, node) < 0)) {
-		nlmsg_free(msg);
-		return -ENOMEM;
-	}
-	ret = icfab_nl_exchange(nl, msg, valid, t);
-	if (nl->dump_intr)
-		t->inconsistent = true;
-	return ret;
-}
-
-enum {
-	READ_FABRIC	= 1 << 0,	/* FABRIC_GET: counts, memory */
-	READ_NODES	= 1 << 1,
-	READ_LINKS	= 1 << 2,
-	READ_ROUTES	= 1 << 3,	/* every table */
-};
-
-static int topo_read_once(struct icfab_nl *nl, struct topo *t,
-			  unsigned int what)
-{
-	int ret = 0;
-
-	topo_clear(t);
-	if (what & READ_FABRIC)
-		ret = topo_request(nl, t, ICFAB_CMD_FABRIC_GET, UINT32_MAX,
-				   fabric_valid);
-	if (!ret && (what & READ_NODES))
-		ret = topo_request(nl, t, ICFAB_CMD_NODE_GET, UINT32_MAX,
-				   node_valid);
-	if (!ret && (what & READ_LINKS))
-		ret = topo_request(nl, t, ICFAB_CMD_LINK_GET, UINT32_MAX,
-				   link_valid);
-	if (!ret && (what & READ_ROUTES))
-		ret = topo_request(nl, t, ICFAB_CMD_ROUTE_GET, UINT32_MAX,
-				   route_valid);
-	return ret;
-}
-
-/* The pause of icfab_nl_read_consistent(), for route show's own retries. */
-static void topo_retry_pause(int attempt)
-{
-	usleep(10000 * attempt);
-}
 
 static int topo_gave_up(const char *what)
 {
@@ -409,36 +65,37 @@ static int topo_gave_up(const char *what)
 	return ICFABCTL_EXIT_ERROR;
 }
 
-struct read_args {
-	struct icfab_nl *nl;
-	struct topo *t;
-	unsigned int what;
-};
-
 /* One read for icfab_nl_read_consistent(): -EINTR when inconsistent. */
-static int topo_read_attempt(void *arg)
+static int view_read_attempt(void *arg)
 {
-	struct read_args *ra = arg;
-	int ret = topo_read_once(ra->nl, ra->t, ra->what);
+	struct view *v = arg;
 
-	return !ret && ra->t->inconsistent ? -EINTR : ret;
+	fabric_state_free(&v->st);
+	return fabric_read_once(&v->nl, v->staged, v->what, &v->st);
 }
 
-/* A consistent read, or a message and ICFABCTL_EXIT_ERROR. */
-static int topo_read(struct icfab_nl *nl, struct topo *t,
-		     unsigned int what, const char *name)
+/*
+ * The outcome of a read under the retry rule: ICFABCTL_EXIT_OK, or a
+ * message and ICFABCTL_EXIT_ERROR.
+ */
+static int view_read_result(struct view *v, int ret, const char *name)
 {
-	struct read_args ra = { .nl = nl, .t = t, .what = what };
-	int ret;
-
-	ret = icfab_nl_read_consistent(topo_read_attempt, &ra, TOPO_ATTEMPTS);
-	if (ret == -EINTR && t->inconsistent)
+	if (ret == -EINTR)
 		return topo_gave_up(name);
 	if (ret) {
-		icfabctl_nl_report(nl, name);
+		icfabctl_nl_report(&v->nl, name);
 		return ICFABCTL_EXIT_ERROR;
 	}
 	return ICFABCTL_EXIT_OK;
+}
+
+/* A consistent read of what @what asks for. */
+static int view_read(struct view *v, unsigned int what, const char *name)
+{
+	v->what = what;
+	return view_read_result(v, icfab_nl_read_consistent(view_read_attempt,
+							    v, TOPO_ATTEMPTS),
+				name);
 }
 
 /* ---- output helpers ---- */
@@ -547,14 +204,15 @@ static const char *u32_str(char *buf, size_t len, uint32_t v)
 
 /* "up", "down", "degraded 250‰" */
 static const char *link_state_text(char *buf, size_t len,
-				   const struct tlink *l)
+				   const struct topo_link *l)
 {
 	char tmp[32];
 
 	size_t n;
 
 	if (l->state == ICFAB_LINK_DEGRADED)
-		n = snprintf(buf, len, "degraded %" PRIu32 "\u2030", l->permille);
+		n = snprintf(buf, len, "degraded %" PRIu32 "\u2030",
+			     l->bw_permille);
 	else
 		n = snprintf(buf, len, "%s",
 			     icfabctl_link_state_name(tmp, sizeof(tmp), l->state));
@@ -566,37 +224,38 @@ static const char *link_state_text(char *buf, size_t len,
 }
 
 /* The bandwidth a link gives now: nothing when down, a share degraded. */
-static uint64_t link_effective_bw(const struct tlink *l)
+static uint64_t link_effective_bw(const struct topo_link *l)
 {
 	if (l->state == ICFAB_LINK_DOWN)
 		return 0;
 	if (l->state == ICFAB_LINK_DEGRADED)
-		return l->bandwidth / 1000 * l->permille +
-		       l->bandwidth % 1000 * l->permille / 1000;
+		return l->bandwidth / 1000 * l->bw_permille +
+		       l->bandwidth % 1000 * l->bw_permille / 1000;
 	return l->bandwidth;
 }
 
 /* "chip0:0" */
-static const char *port_label(const struct topo *t, uint32_t node,
+static const char *port_label(const struct view *v, uint32_t node,
 			      uint32_t port, char *buf, size_t len)
 {
 	char tmp[32];
 
 	snprintf(buf, len, "%s:%" PRIu32,
-		 node_label(t, node, tmp, sizeof(tmp)), port);
+		 node_label(v, node, tmp, sizeof(tmp)), port);
 	return buf;
 }
 
-static int src_width(const struct topo *t, const uint32_t *ids, uint32_t n)
+/* The widest source of links @idx[0..n) (indices in v->st.topo->links). */
+static int src_width(const struct view *v, const uint32_t *idx, uint32_t n)
 {
 	char buf[64];
 	uint32_t i;
 	int w = 0, x;
 
 	for (i = 0; i < n; i++) {
-		const struct tlink *l = &t->links[ids[i]];
+		const struct topo_link *l = &v->st.topo->links[idx[i]];
 
-		x = text_width(port_label(t, l->src, l->src_port, buf,
+		x = text_width(port_label(v, l->src_node, l->src_port, buf,
 					  sizeof(buf)));
 		if (x > w)
 			w = x;
@@ -605,72 +264,72 @@ static int src_width(const struct topo *t, const uint32_t *ids, uint32_t n)
 }
 
 /*
- * A link as table cells: [id,] "chip0:0 -> chip1:1" (sources padded to
+ * Link @i as table cells: [id,] "chip0:0 -> chip1:1" (sources padded to
  * @w), bandwidth, latency, class, state.
  */
-static int link_row(struct table *tb, const struct topo *t, uint32_t id,
+static int link_row(struct table *tb, const struct view *v, uint32_t i,
 		    int w, bool with_id)
 {
-	const struct tlink *l = &t->links[id];
+	const struct topo_link *l = &v->st.topo->links[i];
 	char idb[16], a[64], b[64], ends[160], bw[32], lat[32], cbuf[32];
 	char st[96];
 	const char *cls;
 
 	snprintf(ends, sizeof(ends), "%-*s -> %s", w,
-		 port_label(t, l->src, l->src_port, a, sizeof(a)),
-		 port_label(t, l->dst, l->dst_port, b, sizeof(b)));
+		 port_label(v, l->src_node, l->src_port, a, sizeof(a)),
+		 port_label(v, l->dst_node, l->dst_port, b, sizeof(b)));
 	icfabctl_fmt_bandwidth(bw, sizeof(bw), l->bandwidth);
 	icfabctl_fmt_latency(lat, sizeof(lat), l->latency_ps);
 	cls = icfabctl_link_class_name(cbuf, sizeof(cbuf), l->class);
 	link_state_text(st, sizeof(st), l);
 	if (with_id)
-		return table_add(tb, u32_str(idb, sizeof(idb), id), ends, bw,
-				 lat, cls, st);
+		return table_add(tb, u32_str(idb, sizeof(idb),
+					     v->st.link_id[i]),
+				 ends, bw, lat, cls, st);
 	return table_add(tb, ends, bw, lat, cls, st);
 }
 
-/* Every present link id, in order. */
-static uint32_t *link_ids(const struct topo *t, uint32_t *n)
+/* Every link, by index (the module's dump gives them in id order). */
+static uint32_t *link_indices(const struct view *v, uint32_t *n)
 {
-	uint32_t i, k = 0, *ids;
+	uint32_t i, nr = v->st.topo->nr_links, *idx;
 
-	ids = calloc(t->nr_links_read ? t->nr_links_read : 1, sizeof(*ids));
-	if (!ids)
+	idx = calloc(nr ? nr : 1, sizeof(*idx));
+	if (!idx)
 		return NULL;
-	for (i = 0; i < t->links_cap && k < t->nr_links_read; i++)
-		if (t->links[i].present)
-			ids[k++] = i;
-	*n = k;
-	return ids;
+	for (i = 0; i < nr; i++)
+		idx[i] = i;
+	*n = nr;
+	return idx;
 }
 
-static int print_links_text(const struct topo *t, const char *indent)
+static int print_links_text(const struct view *v, const char *indent)
 {
 	/* ID, BANDWIDTH and LATENCY to the right */
 	struct table tb = { .cols = 6, .right = 1 << 0 | 1 << 2 | 1 << 3 };
-	uint32_t i, n, *ids;
+	uint32_t i, n, *idx;
 	char hdr[32];
 	int w, ret;
 
-	ids = link_ids(t, &n);
-	if (!ids)
+	idx = link_indices(v, &n);
+	if (!idx)
 		return -ENOMEM;
-	w = src_width(t, ids, n);
+	w = src_width(v, idx, n);
 	if (w < 4)
 		w = 4;
 	snprintf(hdr, sizeof(hdr), "%-*s    %s", w, "FROM", "TO");
 	ret = table_add(&tb, "ID", hdr, "BANDWIDTH", "LATENCY", "CLASS",
 			"STATE");
 	for (i = 0; !ret && i < n; i++)
-		ret = link_row(&tb, t, ids[i], w, true);
+		ret = link_row(&tb, v, idx[i], w, true);
 	if (!ret)
 		table_print(&tb, indent);
 	table_free(&tb);
-	free(ids);
+	free(idx);
 	return ret;
 }
 
-static int print_nodes_text(const struct topo *t, const char *indent)
+static int print_nodes_text(const struct view *v, const char *indent)
 {
 	/* numbers to the right */
 	struct table tb = { .cols = 7, .right = 1 << 0 | 1 << 3 | 1 << 4 |
@@ -682,16 +341,17 @@ static int print_nodes_text(const struct topo *t, const char *indent)
 
 	ret = table_add(&tb, "ID", "NAME", "KIND", "PORTS", "MEMORY", "DMA",
 			"COLORS");
-	for (i = 0; !ret && i < t->nodes_cap; i++) {
-		const struct tnode *n = &t->nodes[i];
-		bool ep = n->kind == ICFAB_NODE_ENDPOINT;
+	for (i = 0; !ret && i < v->st.topo->nr_nodes; i++) {
+		const struct topo_node *n = view_node(v, i);
+		bool ep;
 
-		if (!n->present)
+		if (!n)
 			continue;
+		ep = n->kind == ICFAB_NODE_ENDPOINT;
 		ret = table_add(&tb, u32_str(id, sizeof(id), i),
-			node_label(t, i, name, sizeof(name)),
+			node_label(v, i, name, sizeof(name)),
 			icfabctl_node_kind_name(kind, sizeof(kind), n->kind),
-			u32_str(ports, sizeof(ports), n->ports),
+			u32_str(ports, sizeof(ports), n->nr_ports),
 			ep ? icfabctl_fmt_bytes(mem, sizeof(mem),
 						n->mem_bytes) : "-",
 			ep ? u32_str(dma, sizeof(dma), n->dma_engines) : "-",
@@ -703,10 +363,10 @@ static int print_nodes_text(const struct topo *t, const char *indent)
 	return ret;
 }
 
-static void json_node(struct icfab_json *j, const struct topo *t,
+static void json_node(struct icfab_json *j, const struct view *v,
 		      uint32_t id)
 {
-	const struct tnode *n = &t->nodes[id];
+	const struct topo_node *n = view_node(v, id);
 	char kind[32];
 
 	json_begin_object(j, NULL);
@@ -714,7 +374,7 @@ static void json_node(struct icfab_json *j, const struct topo *t,
 	json_string(j, "name", n->name);
 	json_string(j, "kind", icfabctl_node_kind_name(kind, sizeof(kind),
 						       n->kind));
-	json_u64(j, "ports", n->ports);
+	json_u64(j, "ports", n->nr_ports);
 	if (n->kind == ICFAB_NODE_ENDPOINT) {
 		json_u64(j, "mem_bytes", n->mem_bytes);
 		json_u64(j, "dma_engines", n->dma_engines);
@@ -724,19 +384,21 @@ static void json_node(struct icfab_json *j, const struct topo *t,
 	json_end_object(j);
 }
 
-/* A link's members (the caller opens and closes the object). */
-static void json_link_members(struct icfab_json *j, const struct topo *t,
-			      uint32_t id)
+/* Link @i's members (the caller opens and closes the object). */
+static void json_link_members(struct icfab_json *j, const struct view *v,
+			      uint32_t i)
 {
-	const struct tlink *l = &t->links[id];
+	const struct topo_link *l = &v->st.topo->links[i];
 	char buf[32];
 
-	json_u64(j, "id", id);
-	json_u64(j, "src", l->src);
-	json_string(j, "src_name", node_label(t, l->src, buf, sizeof(buf)));
+	json_u64(j, "id", v->st.link_id[i]);
+	json_u64(j, "src", l->src_node);
+	json_string(j, "src_name", node_label(v, l->src_node, buf,
+					      sizeof(buf)));
 	json_u64(j, "src_port", l->src_port);
-	json_u64(j, "dst", l->dst);
-	json_string(j, "dst_name", node_label(t, l->dst, buf, sizeof(buf)));
+	json_u64(j, "dst", l->dst_node);
+	json_string(j, "dst_name", node_label(v, l->dst_node, buf,
+					      sizeof(buf)));
 	json_u64(j, "dst_port", l->dst_port);
 	json_u64(j, "bandwidth", l->bandwidth);
 	json_u64(j, "latency_ps", l->latency_ps);
@@ -745,45 +407,43 @@ static void json_link_members(struct icfab_json *j, const struct topo *t,
 	json_string(j, "state", icfabctl_link_state_name(buf, sizeof(buf),
 							 l->state));
 	if (l->state == ICFAB_LINK_DEGRADED)
-		json_u64(j, "bw_permille", l->permille);
+		json_u64(j, "bw_permille", l->bw_permille);
 	if (l->up_at_ps) {
 		json_u64(j, "up_at_ps", l->up_at_ps);
 		json_bool(j, "hold_fail", l->hold_fail);
 	}
 }
 
-static void json_nodes(struct icfab_json *j, const struct topo *t)
+static void json_nodes(struct icfab_json *j, const struct view *v)
 {
 	uint32_t i;
 
 	json_begin_array(j, "nodes");
-	for (i = 0; i < t->nodes_cap; i++)
-		if (t->nodes[i].present)
-			json_node(j, t, i);
+	for (i = 0; i < v->st.topo->nr_nodes; i++)
+		if (view_node(v, i))
+			json_node(j, v, i);
 	json_end_array(j);
 }
 
-static void json_links(struct icfab_json *j, const struct topo *t)
+static void json_links(struct icfab_json *j, const struct view *v)
 {
 	uint32_t i;
 
 	json_begin_array(j, "links");
-	for (i = 0; i < t->links_cap; i++) {
-		if (!t->links[i].present)
-			continue;
+	for (i = 0; i < v->st.topo->nr_links; i++) {
 		json_begin_object(j, NULL);
-		json_link_members(j, t, i);
+		json_link_members(j, v, i);
 		json_end_object(j);
 	}
 	json_end_array(j);
 }
 
 /* "fabric", "generation", "staged" */
-static void json_head(struct icfab_json *j, const struct topo *t)
+static void json_head(struct icfab_json *j, const struct view *v)
 {
-	json_u64(j, "fabric", t->fabric);
-	json_u64(j, "generation", t->generation);
-	json_bool(j, "staged", t->staged);
+	json_u64(j, "fabric", v->fabric);
+	json_u64(j, "generation", v->st.generation);
+	json_bool(j, "staged", v->staged);
 }
 
 /* ---- arguments ---- */
@@ -804,92 +464,103 @@ static int parse_staged(const struct icfabctl_cmd *cmd, int argc, char **argv,
 	return 0;
 }
 
-static int open_for(struct icfabctl *ctl, struct icfab_nl *nl,
-		    struct topo *t, bool staged)
+static int view_open(struct icfabctl *ctl, struct view *v, bool staged)
 {
-	int ret = icfabctl_nl_open(nl);
+	int ret;
 
+	memset(v, 0, sizeof(*v));
+	ret = icfabctl_nl_open(&v->nl);
 	if (ret)
 		return ret;
-	nl->fabric_id = ctl->fabric;
-	memset(t, 0, sizeof(*t));
-	t->fabric = ctl->fabric;
-	t->staged = staged;
+	v->nl.fabric_id = ctl->fabric;
+	v->fabric = ctl->fabric;
+	v->staged = staged;
 	return 0;
 }
 
-static void close_for(struct icfab_nl *nl, struct topo *t)
+static void view_close(struct view *v)
 {
-	topo_clear(t);
-	icfab_nl_close(nl);
+	fabric_state_free(&v->st);
+	icfab_nl_close(&v->nl);
 }
 
 /* ---- topo show ---- */
 
+static void topo_show_json(const struct view *v)
+{
+	const struct fabric_state *st = &v->st;
+	struct icfab_json j;
+
+	json_init(&j, stdout);
+	json_begin_object(&j, NULL);
+	json_head(&j, v);
+	json_string(&j, "name", st->name);
+	json_bool(&j, "has_staged", st->has_staged);
+	json_u64(&j, "nr_endpoints", st->nr_endpoints);
+	json_u64(&j, "nr_switches", st->nr_switches);
+	json_u64(&j, "nr_links", st->nr_links);
+	json_u64(&j, "mem_bytes", st->mem_bytes);
+	json_nodes(&j, v);
+	json_links(&j, v);
+	json_end_object(&j);
+}
+
+static int topo_show_text(const struct view *v)
+{
+	const struct fabric_state *st = &v->st;
+	const struct topo *t = st->topo;
+	char mem[32];
+	int ret = 0;
+
+	printf("fabric %" PRIu32 " (%s), %s configuration, generation %" PRIu64
+	       "\n", v->fabric, st->name[0] ? st->name : "?",
+	       !v->staged ? "committed" :
+	       st->has_staged ? "staged" : "committed (nothing staged)",
+	       st->generation);
+	printf("  %" PRIu32 " endpoint%s, %" PRIu32 " switch%s, %" PRIu32
+	       " link%s, tables %s\n",
+	       st->nr_endpoints, st->nr_endpoints == 1 ? "" : "s",
+	       st->nr_switches, st->nr_switches == 1 ? "" : "es",
+	       st->nr_links, st->nr_links == 1 ? "" : "s",
+	       icfabctl_fmt_bytes(mem, sizeof(mem), st->mem_bytes));
+	if (!v->staged && st->has_staged)
+		printf("  uncommitted changes are staged (see --staged)\n");
+	printf("\nnodes:\n");
+	if (t->nr_endpoints + t->nr_switches)
+		ret = print_nodes_text(v, "  ");
+	else
+		printf("  none\n");
+	printf("\nlinks:\n");
+	if (!ret && t->nr_links)
+		ret = print_links_text(v, "  ");
+	else if (!ret)
+		printf("  none\n");
+	return ret;
+}
+
 static int cmd_topo_show(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 			 int argc, char **argv)
 {
-	struct icfab_json j;
-	struct icfab_nl nl;
 	bool staged = false;
-	struct topo t;
-	char mem[32];
+	struct view v;
 	int ret;
 
 	ret = parse_staged(cmd, argc, argv, &staged);
 	if (ret)
 		return ret;
-	ret = open_for(ctl, &nl, &t, staged);
+	ret = view_open(ctl, &v, staged);
 	if (ret)
 		return ret;
-	ret = topo_read(&nl, &t, READ_FABRIC | READ_NODES | READ_LINKS,
+	ret = view_read(&v, FABRIC_READ_NODES | FABRIC_READ_LINKS,
 			"topo show");
 	if (ret)
 		goto out;
-
-	if (ctl->json) {
-		json_init(&j, stdout);
-		json_begin_object(&j, NULL);
-		json_head(&j, &t);
-		json_string(&j, "name", t.fabric_name);
-		json_bool(&j, "has_staged", t.has_staged);
-		json_u64(&j, "nr_endpoints", t.nr_endpoints);
-		json_u64(&j, "nr_switches", t.nr_switches);
-		json_u64(&j, "nr_links", t.nr_links);
-		json_u64(&j, "mem_bytes", t.mem_bytes);
-		json_nodes(&j, &t);
-		json_links(&j, &t);
-		json_end_object(&j);
-		goto out;
-	}
-
-	printf("fabric %" PRIu32 " (%s), %s configuration, generation %" PRIu64
-	       "\n", t.fabric, t.fabric_name[0] ? t.fabric_name : "?",
-	       !staged ? "committed" :
-	       t.has_staged ? "staged" : "committed (nothing staged)",
-	       t.generation);
-	printf("  %" PRIu32 " endpoint%s, %" PRIu32 " switch%s, %" PRIu32
-	       " link%s, tables %s\n",
-	       t.nr_endpoints, t.nr_endpoints == 1 ? "" : "s",
-	       t.nr_switches, t.nr_switches == 1 ? "" : "es",
-	       t.nr_links, t.nr_links == 1 ? "" : "s",
-	       icfabctl_fmt_bytes(mem, sizeof(mem), t.mem_bytes));
-	if (!staged && t.has_staged)
-		printf("  uncommitted changes are staged (see --staged)\n");
-	printf("\nnodes:\n");
-	if (t.nr_nodes)
-		ret = print_nodes_text(&t, "  ");
-	else
-		printf("  none\n");
-	printf("\nlinks:\n");
-	if (!ret && t.nr_links_read)
-		ret = print_links_text(&t, "  ");
-	else if (!ret)
-		printf("  none\n");
-	if (ret)
-		ret = icfabctl_fail(-ret, "topo show");
+	if (ctl->json)
+		topo_show_json(&v);
+	else if (topo_show_text(&v))
+		ret = icfabctl_fail(ENOMEM, "topo show");
 out:
-	close_for(&nl, &t);
+	view_close(&v);
 	return ret;
 }
 
@@ -901,35 +572,38 @@ static int list(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 {
 	const char *what = links ? "link list" : "node list";
 	struct icfab_json j;
-	struct icfab_nl nl;
 	bool staged = false;
-	struct topo t;
+	const struct topo *t;
+	struct view v;
 	int ret;
 
 	ret = parse_staged(cmd, argc, argv, &staged);
 	if (ret)
 		return ret;
-	ret = open_for(ctl, &nl, &t, staged);
+	ret = view_open(ctl, &v, staged);
 	if (ret)
 		return ret;
-	ret = topo_read(&nl, &t, READ_NODES | (links ? READ_LINKS : 0), what);
+	ret = view_read(&v, FABRIC_READ_NODES |
+			(links ? FABRIC_READ_LINKS : 0), what);
 	if (ret)
 		goto out;
+	t = v.st.topo;
 	if (ctl->json) {
 		json_init(&j, stdout);
 		json_begin_object(&j, NULL);
-		json_head(&j, &t);
+		json_head(&j, &v);
 		if (links)
-			json_links(&j, &t);
+			json_links(&j, &v);
 		else
-			json_nodes(&j, &t);
+			json_nodes(&j, &v);
 		json_end_object(&j);
-	} else if (links ? t.nr_links_read && print_links_text(&t, "") :
-			   t.nr_nodes && print_nodes_text(&t, "")) {
+	} else if (links ? t->nr_links && print_links_text(&v, "") :
+			   t->nr_endpoints + t->nr_switches &&
+			   print_nodes_text(&v, "")) {
 		ret = icfabctl_fail(ENOMEM, "%s", what);
 	}
 out:
-	close_for(&nl, &t);
+	view_close(&v);
 	return ret;
 }
 
@@ -948,119 +622,191 @@ static int cmd_link_list(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 /* ---- route show ---- */
 
 /* A node by name, or else by id. */
-static int find_node(const struct topo *t, const char *s, uint32_t *id)
+static int find_node(const struct view *v, const char *s, uint32_t *id)
 {
 	uint32_t i;
 
-	for (i = 0; i < t->nodes_cap; i++) {
-		if (t->nodes[i].present && !strcmp(t->nodes[i].name, s)) {
+	for (i = 0; i < v->st.topo->nr_nodes; i++) {
+		if (view_node(v, i) && !strcmp(v->st.topo->nodes[i].name, s)) {
 			*id = i;
 			return 0;
 		}
 	}
-	if (!icfabctl_parse_u32(s, &i) && topo_node(t, i)) {
+	if (!icfabctl_parse_u32(s, &i) && view_node(v, i)) {
 		*id = i;
 		return 0;
 	}
 	return -ENOENT;
 }
 
-/* The link leaving @node by @port, or -1. */
-static int64_t link_out(const struct topo *t, uint32_t node, uint32_t port)
+/* The index of the link leaving @node by @port, or -1. */
+static int64_t link_out(const struct view *v, uint32_t node, uint32_t port)
 {
+	const struct topo *t = v->st.topo;
 	uint32_t i;
 
-	for (i = 0; i < t->links_cap; i++)
-		if (t->links[i].present && t->links[i].src == node &&
+	for (i = 0; i < t->nr_links; i++)
+		if (t->links[i].src_node == node &&
 		    t->links[i].src_port == port)
 			return i;
 	return -1;
 }
 
-enum walk_result {
-	WALK_OK,
-	WALK_RETRY,		/* the read was not consistent */
-	WALK_FAILED,		/* printed */
+/* route show's read: the nodes, the links and the tables on the way. */
+struct route {
+	struct view v;
+	const char *src_arg, *dst_arg;
+	uint32_t src, dst;
+	uint16_t **rows;		/* tables read, by node id */
+	uint32_t nr_rows;
+	uint32_t *hops;			/* link indices */
+	uint32_t nr_hops;
 };
 
-/*
- * Follow the tables from @src towards @dst, reading each node's table on
- * the way, into @hops (link ids, at most nr_nodes of them).
- */
-static enum walk_result walk(struct icfab_nl *nl, struct topo *t,
-			     uint32_t src, uint32_t dst, uint32_t *hops,
-			     uint32_t *nr_hops)
+static void route_forget(struct route *r)
 {
+	uint32_t i;
+
+	for (i = 0; i < r->nr_rows; i++)
+		free(r->rows[i]);
+	free(r->rows);
+	free(r->hops);
+	r->rows = NULL;
+	r->hops = NULL;
+	r->nr_rows = r->nr_hops = 0;
+}
+
+/* Node @n's table, read on first use: NULL with -errno in *@ret. */
+static const uint16_t *route_row(struct route *r, uint32_t n, int *ret)
+{
+	if (!r->rows[n]) {
+		r->rows[n] = malloc(r->nr_rows * sizeof(*r->rows[n]));
+		if (!r->rows[n]) {
+			*ret = -ENOMEM;
+			return NULL;
+		}
+		*ret = fabric_read_route_row(&r->v.nl, r->v.staged, &r->v.st,
+					     n, r->rows[n]);
+		if (*ret) {
+			free(r->rows[n]);
+			r->rows[n] = NULL;
+			return NULL;
+		}
+	}
+	return r->rows[n];
+}
+
+/* Printed: the walk failed. */
+#define ROUTE_FAILED	1
+
+/*
+ * Follow the tables from r->src towards r->dst, reading each node's
+ * table on the way, into r->hops (at most nr_nodes of them). Returns 0,
+ * ROUTE_FAILED, or -errno (-EINTR: the configuration changed).
+ */
+static int walk(struct route *r)
+{
+	const struct view *v = &r->v;
 	char a[32], b[32], c[32];
-	const char *sn = node_label(t, src, a, sizeof(a));
-	const char *dn = node_label(t, dst, b, sizeof(b));
-	uint32_t n = src, k = 0;
-	struct tnode *nd;
+	const char *sn = node_label(v, r->src, a, sizeof(a));
+	const char *dn = node_label(v, r->dst, b, sizeof(b));
+	uint32_t n = r->src, k = 0;
+	const uint16_t *row;
 	uint16_t port;
 	int64_t l;
+	int ret;
 
-	while (n != dst) {
-		nd = topo_node(t, n);
-		if (!nd) {		/* a link to a node we did not see */
-			t->inconsistent = true;
-			return WALK_RETRY;
-		}
-		if (k >= t->nr_nodes) {
+	while (n != r->dst) {
+		if (!view_node(v, n))	/* a link to a node we did not see */
+			return -EINTR;
+		if (k >= v->st.topo->nr_endpoints + v->st.topo->nr_switches) {
 			icfabctl_warn("route from %s to %s: routing loop "
 				      "(at %s after %" PRIu32 " hops)", sn, dn,
-				      node_label(t, n, c, sizeof(c)), k);
-			return WALK_FAILED;
+				      node_label(v, n, c, sizeof(c)), k);
+			return ROUTE_FAILED;
 		}
-		if (!nd->routes_read) {
-			if (topo_request(nl, t, ICFAB_CMD_ROUTE_GET, n,
-					 route_valid)) {
-				icfabctl_nl_report(nl, "route show");
-				return WALK_FAILED;
-			}
-			nd->routes_read = true;
-			if (t->inconsistent)
-				return WALK_RETRY;
-		}
-		port = dst < nd->routes_len ? nd->routes[dst] : ICFAB_ROUTE_NONE;
+		row = route_row(r, n, &ret);
+		if (!row)
+			return ret;
+		port = row[r->dst];
 		if (port == ICFAB_ROUTE_NONE) {
-			if (n == src)
+			if (n == r->src)
 				icfabctl_warn("no route from %s to %s", sn, dn);
 			else
 				icfabctl_warn("no route from %s to %s: it stops "
 					      "at %s after %" PRIu32 " hop%s",
 					      sn, dn,
-					      node_label(t, n, c, sizeof(c)),
+					      node_label(v, n, c, sizeof(c)),
 					      k, k == 1 ? "" : "s");
-			return WALK_FAILED;
+			return ROUTE_FAILED;
 		}
-		l = link_out(t, n, port);
+		l = link_out(v, n, port);
 		if (l < 0) {
 			icfabctl_warn("no route from %s to %s: %s routes it by "
 				      "port %u, which has no link", sn, dn,
-				      node_label(t, n, c, sizeof(c)), port);
-			return WALK_FAILED;
+				      node_label(v, n, c, sizeof(c)), port);
+			return ROUTE_FAILED;
 		}
-		hops[k++] = l;
-		n = t->links[l].dst;
+		r->hops[k++] = l;
+		n = v->st.topo->links[l].dst_node;
 	}
-	*nr_hops = k;
-	return WALK_OK;
+	r->nr_hops = k;
+	return 0;
 }
 
-static void print_route(struct icfabctl *ctl, const struct topo *t,
-			uint32_t src, uint32_t dst, const uint32_t *hops,
-			uint32_t nr)
+/*
+ * One attempt for icfab_nl_read_consistent(): the nodes and links, then
+ * the walk. A failure that is not the configuration changing is printed
+ * here and ends the retries (ROUTE_FAILED).
+ */
+static int route_attempt(void *arg)
 {
+	struct route *r = arg;
+	const struct topo *t;
+	int ret;
+
+	route_forget(r);
+	fabric_state_free(&r->v.st);
+	ret = fabric_read_once(&r->v.nl, r->v.staged,
+			       FABRIC_READ_NODES | FABRIC_READ_LINKS, &r->v.st);
+	if (ret)
+		return ret;
+	if (find_node(&r->v, r->src_arg, &r->src)) {
+		icfabctl_warn("route show: no node '%s'", r->src_arg);
+		return ROUTE_FAILED;
+	}
+	if (find_node(&r->v, r->dst_arg, &r->dst)) {
+		icfabctl_warn("route show: no node '%s'", r->dst_arg);
+		return ROUTE_FAILED;
+	}
+	if (r->src == r->dst) {
+		icfabctl_warn("route show: '%s' and '%s' are the same node",
+			      r->src_arg, r->dst_arg);
+		return ROUTE_FAILED;
+	}
+	t = r->v.st.topo;
+	r->nr_rows = t->nr_nodes;
+	r->rows = calloc(t->nr_nodes, sizeof(*r->rows));
+	r->hops = calloc(t->nr_nodes, sizeof(*r->hops));
+	if (!r->rows || !r->hops)
+		return -ENOMEM;
+	return walk(r);
+}
+
+static void print_route(struct icfabctl *ctl, const struct route *r)
+{
+	const struct view *v = &r->v;
+	const struct topo_link *links = v->st.topo->links;
 	uint64_t latency = 0, bottleneck = UINT64_MAX, bw;
 	struct table tb = { .cols = 5, .right = 1 << 1 | 1 << 2 };
 	char a[32], b[32], lat[32], bws[32];
+	uint32_t i, nr = r->nr_hops;
 	struct icfab_json j;
 	bool down = false;
-	uint32_t i;
 	int w;
 
 	for (i = 0; i < nr; i++) {
-		const struct tlink *l = &t->links[hops[i]];
+		const struct topo_link *l = &links[r->hops[i]];
 
 		latency += l->latency_ps;
 		bw = link_effective_bw(l);
@@ -1075,17 +821,19 @@ static void print_route(struct icfabctl *ctl, const struct topo *t,
 	if (ctl->json) {
 		json_init(&j, stdout);
 		json_begin_object(&j, NULL);
-		json_head(&j, t);
-		json_u64(&j, "src", src);
-		json_string(&j, "src_name", node_label(t, src, a, sizeof(a)));
-		json_u64(&j, "dst", dst);
-		json_string(&j, "dst_name", node_label(t, dst, b, sizeof(b)));
+		json_head(&j, v);
+		json_u64(&j, "src", r->src);
+		json_string(&j, "src_name",
+			    node_label(v, r->src, a, sizeof(a)));
+		json_u64(&j, "dst", r->dst);
+		json_string(&j, "dst_name",
+			    node_label(v, r->dst, b, sizeof(b)));
 		json_begin_array(&j, "hops");
 		for (i = 0; i < nr; i++) {
 			json_begin_object(&j, NULL);
-			json_link_members(&j, t, hops[i]);
+			json_link_members(&j, v, r->hops[i]);
 			json_u64(&j, "effective_bandwidth",
-				 link_effective_bw(&t->links[hops[i]]));
+				 link_effective_bw(&links[r->hops[i]]));
 			json_end_object(&j);
 		}
 		json_end_array(&j);
@@ -1097,12 +845,12 @@ static void print_route(struct icfabctl *ctl, const struct topo *t,
 	}
 
 	printf("route from %s to %s (generation %" PRIu64 "%s):\n",
-	       node_label(t, src, a, sizeof(a)),
-	       node_label(t, dst, b, sizeof(b)), t->generation,
-	       t->staged ? ", staged" : "");
-	w = src_width(t, hops, nr);
+	       node_label(v, r->src, a, sizeof(a)),
+	       node_label(v, r->dst, b, sizeof(b)), v->st.generation,
+	       v->staged ? ", staged" : "");
+	w = src_width(v, r->hops, nr);
 	for (i = 0; i < nr; i++)
-		if (link_row(&tb, t, hops[i], w, false))
+		if (link_row(&tb, v, r->hops[i], w, false))
 			break;
 	table_print(&tb, "  ");
 	table_free(&tb);
@@ -1116,115 +864,60 @@ static void print_route(struct icfabctl *ctl, const struct topo *t,
 static int cmd_route_show(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 			  int argc, char **argv)
 {
-	const char *src_arg = NULL, *dst_arg = NULL;
-	uint32_t src = 0, dst = 0, nr = 0, *hops = NULL;
-	enum walk_result wr = WALK_RETRY;
-	struct icfab_nl nl;
+	const struct topo_node *dn;
+	struct route r = { 0 };
 	bool staged = false;
-	struct topo t;
 	char b[32], kind[32];
-	int i, attempt, ret;
+	int i, ret;
 
 	for (i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--staged"))
 			staged = true;
-		else if (!src_arg)
-			src_arg = argv[i];
-		else if (!dst_arg)
-			dst_arg = argv[i];
+		else if (!r.src_arg)
+			r.src_arg = argv[i];
+		else if (!r.dst_arg)
+			r.dst_arg = argv[i];
 		else
 			return icfabctl_usage_error(cmd, "too many arguments");
 	}
-	if (!dst_arg)
+	if (!r.dst_arg)
 		return icfabctl_usage_error(cmd, "route show needs SRC and DST");
 
-	ret = open_for(ctl, &nl, &t, staged);
+	ret = view_open(ctl, &r.v, staged);
 	if (ret)
 		return ret;
-
-	for (attempt = 1; attempt <= TOPO_ATTEMPTS; attempt++) {
-		if (attempt > 1)
-			topo_retry_pause(attempt - 1);
-		ret = topo_read(&nl, &t, READ_NODES | READ_LINKS,
-				"route show");
-		if (ret)
-			goto out;
+	ret = icfab_nl_read_consistent(route_attempt, &r, TOPO_ATTEMPTS);
+	if (ret == ROUTE_FAILED) {
 		ret = ICFABCTL_EXIT_ERROR;
-		if (find_node(&t, src_arg, &src)) {
-			icfabctl_warn("route show: no node '%s'", src_arg);
-			goto out;
-		}
-		if (find_node(&t, dst_arg, &dst)) {
-			icfabctl_warn("route show: no node '%s'", dst_arg);
-			goto out;
-		}
-		if (src == dst) {
-			icfabctl_warn("route show: '%s' and '%s' are the same node",
-				      src_arg, dst_arg);
-			goto out;
-		}
-		free(hops);
-		hops = calloc(t.nr_nodes, sizeof(*hops));
-		if (!hops) {
-			ret = icfabctl_fail(ENOMEM, "route show");
-			goto out;
-		}
-		wr = walk(&nl, &t, src, dst, hops, &nr);
-		if (wr != WALK_RETRY)
-			break;
-	}
-	if (wr == WALK_RETRY) {
-		ret = topo_gave_up("route show");
-		goto out;
-	}
-	if (wr == WALK_FAILED) {
-		if (t.nodes[dst].kind != ICFAB_NODE_ENDPOINT)
+		dn = view_node(&r.v, r.dst);
+		if (r.nr_rows && dn && dn->kind != ICFAB_NODE_ENDPOINT)
 			icfabctl_warn("%s is a %s: only endpoints are "
 				      "destinations",
-				      node_label(&t, dst, b, sizeof(b)),
+				      node_label(&r.v, r.dst, b, sizeof(b)),
 				      icfabctl_node_kind_name(kind, sizeof(kind),
-							t.nodes[dst].kind));
-		goto out;
+							      dn->kind));
+	} else if (ret == -ENOMEM) {
+		ret = icfabctl_fail(ENOMEM, "route show");
+	} else {
+		ret = view_read_result(&r.v, ret, "route show");
 	}
-	print_route(ctl, &t, src, dst, hops, nr);
-	ret = ICFABCTL_EXIT_OK;
-out:
-	free(hops);
-	close_for(&nl, &t);
+	if (ret == ICFABCTL_EXIT_OK)
+		print_route(ctl, &r);
+	route_forget(&r);
+	view_close(&r.v);
 	return ret;
 }
 
 /* ---- where a rejected commit went wrong ---- */
 
-/* NODE_GET or LINK_GET of one object of the staged configuration. */
-static int get_one(struct icfab_nl *nl, struct topo *t, uint8_t cmd,
-		   int attr, uint32_t id)
-{
-	struct nl_msg *msg = icfab_nl_genlmsg(nl, cmd, 0, 0);
-
-	if (!msg)
-		return -ENOMEM;
-	if (nla_put_u32(msg, ICFAB_A_FABRIC_ID, nl->fabric_id) < 0 ||
-	    nla_put_u32(msg, attr, id) < 0 ||
-	    nla_put_flag(msg, ICFAB_A_STAGED) < 0) {
-		nlmsg_free(msg);
-		return -ENOMEM;
-	}
-	return icfab_nl_exchange(nl, msg, cmd == ICFAB_CMD_NODE_GET ?
-				   node_valid : link_valid, t);
-}
-
 /* `node 3 "chip3"`, or `node 3` when it has no name or does not exist. */
-static void describe_node(struct icfab_nl *nl, struct topo *t,
-			  const char *what, uint32_t id, char *buf, size_t len)
+static void describe_node(struct icfab_nl *nl, const char *what, uint32_t id,
+			  char *buf, size_t len)
 {
-	const struct tnode *n;
+	struct topo_node n;
 
-	n = topo_node(t, id);
-	if (!n && !get_one(nl, t, ICFAB_CMD_NODE_GET, ICFAB_A_NODE_ID, id))
-		n = topo_node(t, id);
-	if (n && n->name[0])
-		snprintf(buf, len, "%s %" PRIu32 " \"%s\"", what, id, n->name);
+	if (!fabric_get_node(nl, true, id, &n) && n.name[0])
+		snprintf(buf, len, "%s %" PRIu32 " \"%s\"", what, id, n.name);
 	else
 		snprintf(buf, len, "%s %" PRIu32, what, id);
 }
@@ -1234,31 +927,26 @@ void icfabctl_err_location(struct icfab_nl *nl,
 			   char *buf, size_t len)
 {
 	char x[96], y[96];
-	struct topo t;
-	struct tlink *l;
+	struct topo_link l;
 
-	memset(&t, 0, sizeof(t));
 	switch (c->obj) {
 	case ICFAB_ERR_OBJ_NODE:
-		describe_node(nl, &t, "node", c->id, buf, len);
+		describe_node(nl, "node", c->id, buf, len);
 		break;
 	case ICFAB_ERR_OBJ_LINK:
-		if (get_one(nl, &t, ICFAB_CMD_LINK_GET, ICFAB_A_LINK_ID,
-			    c->id) || c->id >= t.links_cap ||
-		    !t.links[c->id].present) {
+		if (fabric_get_link(nl, true, c->id, &l)) {
 			snprintf(buf, len, "link %" PRIu32, c->id);
 			break;
 		}
-		l = &t.links[c->id];
-		describe_node(nl, &t, "node", l->src, x, sizeof(x));
-		describe_node(nl, &t, "node", l->dst, y, sizeof(y));
+		describe_node(nl, "node", l.src_node, x, sizeof(x));
+		describe_node(nl, "node", l.dst_node, y, sizeof(y));
 		snprintf(buf, len, "link %" PRIu32 " from %s port %" PRIu32
-			 " to %s port %" PRIu32, c->id, x, l->src_port, y,
-			 l->dst_port);
+			 " to %s port %" PRIu32, c->id, x, l.src_port, y,
+			 l.dst_port);
 		break;
 	case ICFAB_ERR_OBJ_ROUTE:
-		describe_node(nl, &t, "node", c->id, x, sizeof(x));
-		describe_node(nl, &t, "destination", c->id2, y, sizeof(y));
+		describe_node(nl, "node", c->id, x, sizeof(x));
+		describe_node(nl, "destination", c->id2, y, sizeof(y));
 		snprintf(buf, len, "%s, %s", x, y);
 		break;
 	default:
@@ -1266,7 +954,6 @@ void icfabctl_err_location(struct icfab_nl *nl,
 			 ", id2 %" PRIu32, c->obj, c->id, c->id2);
 		break;
 	}
-	topo_clear(&t);
 }
 
 const struct icfabctl_cmd icfabctl_topo_cmds[] = {
