@@ -39,8 +39,7 @@
 
 #include "fabricdev.h"
 #include "fabricdev_test.h"
-
-static int nt, failed;
+#include "tap.h"
 
 /*
  * mpall: the rank's clock when its communicator was made; with a context
@@ -58,13 +57,6 @@ static void mp_at(struct fdev_comm *c, const char *name, const char *sub)
 		       fdev_clock(dev) - mp_t0);
 }
 
-static void ok(int cond, const char *what, int val)
-{
-	printf("%sok %d - %s (%d)\n", cond ? "" : "not ", ++nt, what, val);
-	if (!cond)
-		failed = 1;
-}
-
 static int test_api(void)
 {
 	struct fdev *dev;
@@ -78,51 +70,51 @@ static int test_api(void)
 
 	printf("TAP version 13\n");
 	n = fdev_endpoints(NULL, eps, 16);
-	ok(n >= 2, "fdev_endpoints finds the committed endpoints", n);
+	ok(n >= 2, "fdev_endpoints finds the committed endpoints (%d)", n);
 	ret = fdev_open(NULL, 0, &dev);
-	ok(!ret, "fdev_open /dev/icfab0", ret);
+	ok(!ret, "fdev_open /dev/icfab0 (%d)", ret);
 	if (ret)
 		return 1;
 	ret = fdev_query(dev, &info);
-	ok(!ret && (info.features & FDEV_F_QUEUES), "fdev_query: QUEUES", ret);
+	ok(!ret && (info.features & FDEV_F_QUEUES), "fdev_query: QUEUES (%d)", ret);
 	printf("# uring %u features 0x%llx\n", info.uring,
 	       (unsigned long long)info.features);
-	ok(fdev_open(NULL, 0x80, &dev) == -EINVAL, "unknown open flag: -EINVAL", 0);
-	ok(fdev_open("/nonexistent", 0, &dev) == -ENOENT, "missing device: -ENOENT", 0);
+	ok(fdev_open(NULL, 0x80, &dev) == -EINVAL, "unknown open flag: -EINVAL (%d)", 0);
+	ok(fdev_open("/nonexistent", 0, &dev) == -ENOENT, "missing device: -ENOENT (%d)", 0);
 	ok(fdev_queue_create(dev, eps[0], 8, &q) == -ENOENT,
-	   "queue before attach: -ENOENT", 0);
+	   "queue before attach: -ENOENT (%d)", 0);
 	ret = fdev_attach(dev, eps[0]);
-	ok(!ret, "attach endpoint 0", ret);
+	ok(!ret, "attach endpoint 0 (%d)", ret);
 	ret = fdev_attach(dev, eps[1]);
-	ok(!ret, "attach endpoint 1 (one context, many endpoints)", ret);
-	ok(fdev_attach(dev, 0xfffff) < 0, "attach a bogus node fails", 0);
+	ok(!ret, "attach endpoint 1 (one context, many endpoints) (%d)", ret);
+	ok(fdev_attach(dev, 0xfffff) < 0, "attach a bogus node fails (%d)", 0);
 	ret = fdev_queue_create(dev, eps[0], 2, &q);
-	ok(!ret, "queue of depth 2 on endpoint 0", ret);
+	ok(!ret, "queue of depth 2 on endpoint 0 (%d)", ret);
 	ret = fdev_queue_create(dev, eps[1], 8, &q2);
-	ok(!ret, "queue on endpoint 1", ret);
-	ok(fdev_queue_create(dev, eps[0], 0, &q) == -EINVAL, "depth 0: -EINVAL", 0);
+	ok(!ret, "queue on endpoint 1 (%d)", ret);
+	ok(fdev_queue_create(dev, eps[0], 0, &q) == -EINVAL, "depth 0: -EINVAL (%d)", 0);
 	ok(fdev_wait(dev, cqe, 1, 8, 0) == -EDEADLK,
-	   "wait with nothing in flight: -EDEADLK", 0);
+	   "wait with nothing in flight: -EDEADLK (%d)", 0);
 
 	/* DELAY moves the clock by exactly its length. */
 	ret = fdev_compute(dev, q, 0);
 	c0 = fdev_clock(dev);
 	ret = fdev_compute(dev, q, 123456);
 	ok(!ret && fdev_clock(dev) == c0 + 123456,
-	   "compute(123456 ps) advances the clock exactly", ret);
+	   "compute(123456 ps) advances the clock exactly (%d)", ret);
 	ret = fdev_advance_to(dev, q, c0 + 200000);
-	ok(!ret && fdev_clock(dev) == c0 + 200000, "advance_to an absolute time", ret);
+	ok(!ret && fdev_clock(dev) == c0 + 200000, "advance_to an absolute time (%d)", ret);
 	ret = fdev_advance_to(dev, q, c0);
-	ok(!ret && fdev_clock(dev) == c0 + 200000, "advance_to the past is a no-op", ret);
+	ok(!ret && fdev_clock(dev) == c0 + 200000, "advance_to the past is a no-op (%d)", ret);
 
 	/* A batch of 4 on a queue of depth 2: the library makes room. */
 	c0 = fdev_clock(dev);
 	for (int i = 0; i < 4; i++)
 		fdev_prep_timing(&d[i], FDEV_OP_WRITE, q, eps[1], 65536, 100 + i);
 	ret = fdev_post(dev, d, 4);
-	ok(ret == 4, "post 4 timing-only writes on a depth-2 queue", ret);
+	ok(ret == 4, "post 4 timing-only writes on a depth-2 queue (%d)", ret);
 	ret = fdev_wait(dev, cqe, (unsigned int)fdev_inflight(dev), 8, 0);
-	ok(ret == 4, "wait returns all 4 completions", ret);
+	ok(ret == 4, "wait returns all 4 completions (%d)", ret);
 	{
 		/* Completions may come in any order (io_uring on 6.1: reversed). */
 		struct fdev_cqe by[4] = { 0 };
@@ -143,10 +135,10 @@ static int test_api(void)
 			if (i)
 				good &= by[i].finish_ps > by[i - 1].finish_ps;
 		}
-		ok(good, "each tag once, finishing in queue order, after the clock", 0);
-		ok(fdev_clock(dev) == last, "the clock moved to the last finish", 0);
+		ok(good, "each tag once, finishing in queue order, after the clock (%d)", 0);
+		ok(fdev_clock(dev) == last, "the clock moved to the last finish (%d)", 0);
 	}
-	ok(fdev_poll(dev, cqe, 8) == 0, "poll with nothing left returns 0", 0);
+	ok(fdev_poll(dev, cqe, 8) == 0, "poll with nothing left returns 0 (%d)", 0);
 
 	/*
 	 * Raw post on a full queue: -EAGAIN at once, nothing lost. A batch
@@ -156,72 +148,71 @@ static int test_api(void)
 	for (int i = 0; i < 4; i++)
 		fdev_prep_timing(&d[i], FDEV_OP_WRITE, q, eps[1], 4096, 200 + i);
 	ret = __fdev_post_nowait(dev, d, 3);
-	ok(ret == 2, "raw post of 3 on a depth-2 queue posts 2 and stops", ret);
+	ok(ret == 2, "raw post of 3 on a depth-2 queue posts 2 and stops (%d)", ret);
 	ret = __fdev_post_nowait(dev, d + 2, 1);
-	ok(ret == -EAGAIN, "raw post on the full queue: -EAGAIN, without blocking", ret);
+	ok(ret == -EAGAIN, "raw post on the full queue: -EAGAIN, without blocking (%d)", ret);
 	ret = __fdev_post_nowait(dev, d + 2, 2);
 	ok(ret == -EAGAIN && fdev_inflight(dev) == 2,
-	   "again -EAGAIN; still 2 in flight (nothing posted, nothing dropped)", ret);
+	   "again -EAGAIN; still 2 in flight (nothing posted, nothing dropped) (%d)", ret);
 	ret = fdev_post(dev, d, 0);
-	ok(ret == 0, "an empty post is a no-op", ret);
+	ok(ret == 0, "an empty post is a no-op (%d)", ret);
 	ret = fdev_wait(dev, cqe, 2, 8, 0);
 	ok(ret == 2 && !cqe[0].status && !cqe[1].status &&
 	   cqe[0].user_tag + cqe[1].user_tag == 200 + 201,
-	   "wait reaps the 2 posted, status 0 (no -EAGAIN completion)", ret);
+	   "wait reaps the 2 posted, status 0 (no -EAGAIN completion) (%d)", ret);
 	ret = __fdev_post_nowait(dev, d + 2, 2);
-	ok(ret == 2, "after the wait, the 2 that were refused go in", ret);
+	ok(ret == 2, "after the wait, the 2 that were refused go in (%d)", ret);
 	ret = fdev_wait(dev, cqe, 2, 8, 0);
 	ok(ret == 2 && !cqe[0].status && !cqe[1].status &&
 	   cqe[0].user_tag + cqe[1].user_tag == 202 + 203,
-	   "and complete: every descriptor once, none lost", ret);
+	   "and complete: every descriptor once, none lost (%d)", ret);
 	fdev_prep_timing(&d[0], FDEV_OP_WRITE, 77, eps[1], 1, 0);
-	ok(__fdev_post_nowait(dev, d, 1) == -ENOENT, "raw post, unknown queue: -ENOENT", 0);
-	ok(__fdev_post_nowait(NULL, d, 1) == -EINVAL, "raw post, NULL device: -EINVAL", 0);
+	ok(__fdev_post_nowait(dev, d, 1) == -ENOENT, "raw post, unknown queue: -ENOENT (%d)", 0);
+	ok(__fdev_post_nowait(NULL, d, 1) == -EINVAL, "raw post, NULL device: -EINVAL (%d)", 0);
 
 	/* Invalid descriptors are refused with the module's errno. */
 	fdev_prep_timing(&d[0], FDEV_OP_WRITE, 77, eps[1], 1, 0);
-	ok(fdev_post(dev, d, 1) == -ENOENT, "unknown queue: -ENOENT", 0);
+	ok(fdev_post(dev, d, 1) == -ENOENT, "unknown queue: -ENOENT (%d)", 0);
 	fdev_prep_timing(&d[0], FDEV_OP_WRITE, q, eps[1], 1, 0);
 	d[0].imm = 1;	/* without FDEV_DESC_NOTIFY */
-	ok(fdev_post(dev, d, 1) == -EINVAL, "reserved word set: -EINVAL", 0);
-	ok(fdev_post(dev, NULL, 1) == -EINVAL, "NULL descriptors: -EINVAL", 0);
-	ok(fdev_post(NULL, d, 1) == -EINVAL, "NULL device: -EINVAL", 0);
-	ok(fdev_wait(dev, cqe, 2, 1, 0) == -EINVAL, "min > max: -EINVAL", 0);
+	ok(fdev_post(dev, d, 1) == -EINVAL, "reserved word set: -EINVAL (%d)", 0);
+	ok(fdev_post(dev, NULL, 1) == -EINVAL, "NULL descriptors: -EINVAL (%d)", 0);
+	ok(fdev_post(NULL, d, 1) == -EINVAL, "NULL device: -EINVAL (%d)", 0);
+	ok(fdev_wait(dev, cqe, 2, 1, 0) == -EINVAL, "min > max: -EINVAL (%d)", 0);
 
 	/* Poll does not block and finds nothing before the clock moves. */
 	fdev_prep_timing(&d[0], FDEV_OP_WRITE, q2, eps[0], 1 << 20, 7);
 	ret = fdev_post(dev, d, 1);
-	ok(ret == 1, "post one more", ret);
+	ok(ret == 1, "post one more (%d)", ret);
 	ret = fdev_poll(dev, cqe, 8);
-	ok(ret == 0, "poll: not finished by the context's clock", ret);
+	ok(ret == 0, "poll: not finished by the context's clock (%d)", ret);
 	ret = fdev_wait(dev, cqe, 1, 8, 0);
-	ok(ret == 1 && cqe[0].user_tag == 7, "wait gets it", ret);
+	ok(ret == 1 && cqe[0].user_tag == 7, "wait gets it (%d)", ret);
 
 	ret = fdev_region_alloc(dev, eps[0], 4096, &r);
 	if (info.features & FDEV_F_MEMORY) {
-		ok(!ret && r.addr && r.size >= 4096, "region alloc + map", ret);
+		ok(!ret && r.addr && r.size >= 4096, "region alloc + map (%d)", ret);
 		if (!ret) {
 			struct fdev_remote rem;
 
 			memset(r.addr, 0x5a, 4096);
 			ret = fdev_region_export(dev, &r, FDEV_ACCESS_REMOTE_WRITE);
-			ok(!ret && r.key, "region export gives a key", ret);
+			ok(!ret && r.key, "region export gives a key (%d)", ret);
 			ret = fdev_region_import(dev, r.key, &rem);
 			ok(!ret && rem.endpoint == eps[0] && rem.size == r.size,
-			   "import finds it", ret);
+			   "import finds it (%d)", ret);
 			ok(fdev_region_import(dev, r.key ^ 1, &rem) == -ENOKEY,
-			   "a wrong key: -ENOKEY", 0);
+			   "a wrong key: -ENOKEY (%d)", 0);
 			ret = fdev_region_free(dev, &r);
-			ok(!ret, "region free", ret);
+			ok(!ret, "region free (%d)", ret);
 		}
 	} else {
-		ok(ret == -EOPNOTSUPP, "no ICFAB_F_MEMORY: region alloc -EOPNOTSUPP", ret);
+		ok(ret == -EOPNOTSUPP, "no ICFAB_F_MEMORY: region alloc -EOPNOTSUPP (%d)", ret);
 	}
-	ok(fdev_region_export(dev, NULL, 1) == -EINVAL, "export NULL: -EINVAL", 0);
-	ok(fdev_region_import(dev, 0, NULL) == -EINVAL, "import NULL: -EINVAL", 0);
+	ok(fdev_region_export(dev, NULL, 1) == -EINVAL, "export NULL: -EINVAL (%d)", 0);
+	ok(fdev_region_import(dev, 0, NULL) == -EINVAL, "import NULL: -EINVAL (%d)", 0);
 	fdev_close(dev);
-	printf("1..%d\n", nt);
-	return failed;
+	return done();
 }
 
 static int algo_of(const char *s)

@@ -14,9 +14,9 @@
 #include "fabricdev.h"
 #include "fabricdev_test.h"
 #include "plan.h"
+#include "tap.h"
 
-
-static int nt, failed, dev_mode;
+static int dev_mode;
 
 /* Host communicator, or with --device one process driving n endpoints. */
 static int mk(unsigned int n, uint64_t ws, struct fdev_comm **c)
@@ -24,21 +24,6 @@ static int mk(unsigned int n, uint64_t ws, struct fdev_comm **c)
 	if (dev_mode)
 		return fdev_comm_init_local(NULL, n, NULL, ws, 0, c);
 	return __fdev_comm_init_host(n, ws, c);
-}
-
-static void ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-#include <stdarg.h>
-static void ok(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%sok %d - ", cond ? "" : "not ", ++nt);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	if (!cond)
-		failed = 1;
 }
 
 static uint64_t seed = 88172645463325252ULL;
@@ -809,13 +794,11 @@ int main(int argc, char **argv)
 		/* icfabd serving circuits over a topology with colours */
 		if (argc > 2 && !strcmp(argv[2], "--multicast")) {
 			test_moe_mc();
-			printf("1..%d\n", nt);
-			return failed;
+			return done();
 		}
 		test_colls();
 		test_moe();
-		printf("1..%d\n", nt);
-		return failed;
+		return done();
 	}
 	test_dtype();
 	test_layout();
@@ -824,6 +807,5 @@ int main(int argc, char **argv)
 	test_bad_args();
 	test_many_ranks();
 	test_closed_forms();
-	printf("1..%d\n", nt);
-	return failed;
+	return done();
 }
