@@ -36,6 +36,7 @@
 #include <netlink/attr.h>
 #include <netlink/msg.h>
 
+#include <icfab/array.h>
 #include <icfab/circuit.h>
 #include <icfab/ocs.h>
 #include "icfabd.h"
@@ -279,17 +280,11 @@ again:
 				goto again;
 			continue;
 		}
-		if (s->nr_owners == s->cap_owners) {
-			uint32_t cap = s->cap_owners ? 2 * s->cap_owners : 16;
-			struct owner *no = realloc(s->owners, cap * sizeof(*no));
-
-			if (!no) {
-				close(fd);
-				log_err("no memory to watch owner pid %u", pid);
-				continue;
-			}
-			s->owners = no;
-			s->cap_owners = cap;
+		if (icfab_array_grow((void **)&s->owners, &s->cap_owners,
+				     s->nr_owners, sizeof(*s->owners), 16)) {
+			close(fd);
+			log_err("no memory to watch owner pid %u", pid);
+			continue;
 		}
 		s->owners[s->nr_owners++] = (struct owner){
 			.pid = pid, .uid = uid, .pidfd = fd, .used = true,

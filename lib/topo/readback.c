@@ -13,6 +13,7 @@
 #include <netlink/attr.h>
 #include <netlink/msg.h>
 
+#include <icfab/array.h>
 #include <icfab/readback.h>
 
 #include "topo_priv.h"
@@ -84,24 +85,6 @@ static int parse_fabric(struct nlattr **tb, void *arg)
 	return 0;
 }
 
-static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem)
-{
-	uint32_t n = *cap ? *cap : 64;
-	void *q;
-
-	if (need < *cap)
-		return 0;
-	while (n <= need)
-		n *= 2;
-	q = realloc(*p, (size_t)n * elem);
-	if (!q)
-		return -ENOMEM;
-	memset((char *)q + (size_t)*cap * elem, 0, (size_t)(n - *cap) * elem);
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 static int parse_node(struct nlattr **tb, void *arg)
 {
 	struct rb *rb = arg;
@@ -113,8 +96,9 @@ static int parse_node(struct nlattr **tb, void *arg)
 		return -EPROTO;
 	id = nla_get_u32(tb[ICFAB_A_NODE_ID]);
 	cap = rb->nodes_cap;
-	if (grow((void **)&rb->nodes, &rb->nodes_cap, id, sizeof(*rb->nodes)) ||
-	    grow((void **)&rb->node_present, &cap, id, 1))
+	if (icfab_array_grow((void **)&rb->nodes, &rb->nodes_cap, id,
+			     sizeof(*rb->nodes), 64) ||
+	    icfab_array_grow((void **)&rb->node_present, &cap, id, 1, 64))
 		return -ENOMEM;
 	n = &rb->nodes[id];
 	memset(n, 0, sizeof(*n));
@@ -144,10 +128,10 @@ static int parse_link(struct nlattr **tb, void *arg)
 	rb_gen(rb, tb);
 	if (!tb[ICFAB_A_LINK_ID])
 		return -EPROTO;
-	if (grow((void **)&rb->links, &rb->links_cap, rb->nr_links,
-		 sizeof(*rb->links)) ||
-	    grow((void **)&rb->link_id, &cap, rb->nr_links,
-		 sizeof(*rb->link_id)))
+	if (icfab_array_grow((void **)&rb->links, &rb->links_cap, rb->nr_links,
+			     sizeof(*rb->links), 64) ||
+	    icfab_array_grow((void **)&rb->link_id, &cap, rb->nr_links,
+			     sizeof(*rb->link_id), 64))
 		return -ENOMEM;
 	l = &rb->links[rb->nr_links];
 	memset(l, 0, sizeof(*l));

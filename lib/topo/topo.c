@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <icfab/array.h>
 #include <icfab/names.h>
 #include <icfab/ocs.h>
 #include "topo_priv.h"
@@ -234,15 +235,9 @@ int topo_add_node(struct topo *t, const char *name, uint32_t kind,
 	}
 	if (t->nr_nodes == INT32_MAX)
 		return topo_errf(err, src, "too many nodes");
-	if (t->nr_nodes == t->cap_nodes) {
-		uint32_t cap = t->cap_nodes ? t->cap_nodes * 2 : 64;
-		struct topo_node *nodes = realloc(t->nodes, cap * sizeof(*nodes));
-
-		if (!nodes)
-			return -ENOMEM;
-		t->nodes = nodes;
-		t->cap_nodes = cap;
-	}
+	if (icfab_array_grow((void **)&t->nodes, &t->cap_nodes, t->nr_nodes,
+			     sizeof(*t->nodes), 64))
+		return -ENOMEM;
 	if (2 * (t->nr_nodes + 1) > t->name_hash_size && topo_name_grow(t))
 		return -ENOMEM;
 
@@ -320,15 +315,9 @@ int topo_add_link(struct topo *t, uint32_t src_node, uint32_t src_port,
 				 src_node, dst_node);
 	if (t->nr_links == INT32_MAX)
 		return topo_errf(err, src, "too many links");
-	if (t->nr_links == t->cap_links) {
-		uint32_t cap = t->cap_links ? t->cap_links * 2 : 256;
-		struct topo_link *links = realloc(t->links, cap * sizeof(*links));
-
-		if (!links)
-			return -ENOMEM;
-		t->links = links;
-		t->cap_links = cap;
-	}
+	if (icfab_array_grow((void **)&t->links, &t->cap_links, t->nr_links,
+			     sizeof(*t->links), 256))
+		return -ENOMEM;
 	l = &t->links[t->nr_links];
 	memset(l, 0, sizeof(*l));
 	l->src_node = src_node;

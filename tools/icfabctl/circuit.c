@@ -353,15 +353,9 @@ static int circs_cb(struct nl_msg *msg, void *arg)
 	    !tb[ICFAB_A_CIRCUIT_ID] || !tb[ICFAB_A_CIRCUIT_DSTS] ||
 	    !tb[ICFAB_A_CIRCUIT_ROUTERS])
 		return -EPROTO;
-	if (cs->n == cs->cap) {
-		uint32_t cap = cs->cap ? 2 * cs->cap : 16;
-		void *p = realloc(cs->c, cap * sizeof(*cs->c));
-
-		if (!p)
-			return -ENOMEM;
-		cs->c = p;
-		cs->cap = cap;
-	}
+	if (icfab_array_grow((void **)&cs->c, &cs->cap, cs->n, sizeof(*cs->c),
+			     16))
+		return -ENOMEM;
 	c = &cs->c[cs->n];
 	memset(c, 0, sizeof(*c));
 	c->id = nla_get_u32(tb[ICFAB_A_CIRCUIT_ID]);
@@ -515,15 +509,9 @@ static int routers_cb(struct nl_msg *msg, void *arg)
 	    !tb[ICFAB_A_NODE_ID] || !tb[ICFAB_A_NODE_COLORS] ||
 	    !tb[ICFAB_A_COLOR_USED] || !tb[ICFAB_A_COLOR_MASK])
 		return -EPROTO;
-	if (rs->n == rs->cap) {
-		uint32_t cap = rs->cap ? 2 * rs->cap : 64;
-		void *p = realloc(rs->r, cap * sizeof(*rs->r));
-
-		if (!p)
-			return -ENOMEM;
-		rs->r = p;
-		rs->cap = cap;
-	}
+	if (icfab_array_grow((void **)&rs->r, &rs->cap, rs->n, sizeof(*rs->r),
+			     64))
+		return -ENOMEM;
 	r = &rs->r[rs->n++];
 	memset(r, 0, sizeof(*r));
 	r->node = nla_get_u32(tb[ICFAB_A_NODE_ID]);

@@ -16,6 +16,7 @@
 
 #include <linux/icfab_genl.h>
 
+#include <icfab/array.h>
 #include <icfab/json.h>
 #include <icfab/nl.h>
 

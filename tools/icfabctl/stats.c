@@ -64,15 +64,9 @@ static int stats_valid(struct nl_msg *msg, void *arg)
 	if (tb[ICFAB_A_STATS_INCOMPLETE] &&
 	    nla_get_u8(tb[ICFAB_A_STATS_INCOMPLETE]))
 		s->incomplete = true;
-	if (s->nr == s->cap) {
-		uint32_t cap = s->cap ? 2 * s->cap : 64;
-		void *p = realloc(s->links, cap * sizeof(*s->links));
-
-		if (!p)
-			return -ENOMEM;
-		s->links = p;
-		s->cap = cap;
-	}
+	if (icfab_array_grow((void **)&s->links, &s->cap, s->nr,
+			     sizeof(*s->links), 64))
+		return -ENOMEM;
 	l = &s->links[s->nr++];
 	l->id = nla_get_u32(tb[ICFAB_A_LINK_ID]);
 	l->bytes = nla_get_u64(tb[ICFAB_A_STATS_BYTES]);
