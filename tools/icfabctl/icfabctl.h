@@ -86,6 +86,8 @@ int icfabctl_fail(int err, const char *fmt, ...)
 int icfabctl_usage_error(const struct icfabctl_cmd *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void icfabctl_print_synopsis(FILE *f, const struct icfabctl_cmd *cmd);
+/* "[GROUP ]NAME[ ARGS]", for the synopsis and the help. */
+void icfabctl_print_cmd_words(FILE *f, const struct icfabctl_cmd *cmd);
 
 /* util.c: strict number parsing (decimal or 0x-hex, no sign) */
 int icfabctl_parse_u32(const char *s, uint32_t *out);

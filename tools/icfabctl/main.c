@@ -47,11 +47,7 @@ static void print_help(FILE *f, const char *group)
 		if (group && (!c->group || strcmp(c->group, group)))
 			continue;
 		fputs("  ", f);
-		if (c->group)
-			fprintf(f, "%s ", c->group);
-		fputs(c->name, f);
-		if (c->args)
-			fprintf(f, " %s", c->args);
+		icfabctl_print_cmd_words(f, c);
 		fprintf(f, "\n\t%s\n", c->help);
 	}
 }

@@ -41,14 +41,19 @@ int icfabctl_fail(int err, const char *fmt, ...)
 	return ICFABCTL_EXIT_ERROR;
 }
 
-void icfabctl_print_synopsis(FILE *f, const struct icfabctl_cmd *cmd)
+void icfabctl_print_cmd_words(FILE *f, const struct icfabctl_cmd *cmd)
 {
-	fputs("icfabctl [options] ", f);
 	if (cmd->group)
 		fprintf(f, "%s ", cmd->group);
 	fputs(cmd->name, f);
 	if (cmd->args)
 		fprintf(f, " %s", cmd->args);
+}
+
+void icfabctl_print_synopsis(FILE *f, const struct icfabctl_cmd *cmd)
+{
+	fputs("icfabctl [options] ", f);
+	icfabctl_print_cmd_words(f, cmd);
 	fputc('\n', f);
 }
 
