@@ -186,14 +186,61 @@ const char *reconf_op_name(enum proto_fault_op op)
 	       op == PROTO_FAULT_UP ? "up" : "degrade";
 }
 
+/* The links a fault takes: a link's cable, or every link of a node. */
+struct fault {
+	enum proto_fault_op op;
+	uint32_t permille;		/* DEGRADE */
+	uint32_t link;			/* both directions, or TOPO_NONE */
+	uint32_t node;			/* from or to it, or TOPO_NONE */
+};
+
+static void fault_mark(struct topo *t, const struct fault *f,
+		       struct reconf_result *res)
+{
+	uint32_t i, peer;
+
+	if (f->link != TOPO_NONE) {
+		/* A fault takes the cable: both directions. */
+		set_state(t, f->link, f->op, f->permille, res);
+		peer = t->links[f->link].peer;
+		if (peer < t->nr_links)
+			set_state(t, peer, f->op, f->permille, res);
+		return;
+	}
+	for (i = 0; i < t->nr_links; i++)
+		if (t->links[i].src_node == f->node ||
+		    t->links[i].dst_node == f->node)
+			set_state(t, i, f->op, 0, res);
+}
+
+/*
+ * Apply @f to @t and commit the links it changed; when it changed none,
+ * report what is reachable instead.
+ */
+static int fault_commit(struct topo *t, uint32_t fabric_id,
+			const struct fault *f, struct reconf_result *res,
+			char *why, size_t len)
+{
+	struct snapshot sn;
+	int ret;
+
+	ret = snap_take(t, &sn);
+	if (ret) {
+		snprintf(why, len, "%s", strerror(-ret));
+		return ret;
+	}
+	fault_mark(t, f, res);
+	ret = res->nr_links ? commit(t, fabric_id, &sn, res, why, len) : 0;
+	if (!ret && !res->nr_links)
+		reach_report(t, &sn, res);
+	snap_free(&sn);
+	return ret;
+}
+
 int reconf_fault_link(struct topo *t, uint32_t fabric_id, uint32_t link,
 		      enum proto_fault_op op, uint32_t permille,
 		      struct reconf_result *res, char *why, size_t len)
 {
-	struct snapshot sn;
-	uint32_t peer;
-	int ret;
-
 	memset(res, 0, sizeof(*res));
 	if (link >= t->nr_links) {
 		snprintf(why, len, "link %u: no such link (the fabric has links 0..%u)",
@@ -204,31 +251,15 @@ int reconf_fault_link(struct topo *t, uint32_t fabric_id, uint32_t link,
 		snprintf(why, len, "degrade: permille %u out of 1..999", permille);
 		return -EINVAL;
 	}
-	ret = snap_take(t, &sn);
-	if (ret) {
-		snprintf(why, len, "%s", strerror(-ret));
-		return ret;
-	}
-	/* A fault takes the cable: both directions. */
-	set_state(t, link, op, permille, res);
-	peer = t->links[link].peer;
-	if (peer < t->nr_links)
-		set_state(t, peer, op, permille, res);
-	ret = res->nr_links ? commit(t, fabric_id, &sn, res, why, len) : 0;
-	if (!ret && !res->nr_links)
-		reach_report(t, &sn, res);
-	snap_free(&sn);
-	return ret;
+	return fault_commit(t, fabric_id, &(struct fault){
+		.op = op, .permille = permille, .link = link, .node = TOPO_NONE,
+	}, res, why, len);
 }
 
 int reconf_fault_node(struct topo *t, uint32_t fabric_id, uint32_t node,
 		      enum proto_fault_op op, struct reconf_result *res,
 		      char *why, size_t len)
 {
-	struct snapshot sn;
-	uint32_t i;
-	int ret;
-
 	memset(res, 0, sizeof(*res));
 	if (node >= t->nr_nodes) {
 		snprintf(why, len, "node %u: no such node (the fabric has nodes 0..%u)",
@@ -240,19 +271,9 @@ int reconf_fault_node(struct topo *t, uint32_t fabric_id, uint32_t node,
 			 t->nodes[node].name);
 		return -EINVAL;
 	}
-	ret = snap_take(t, &sn);
-	if (ret) {
-		snprintf(why, len, "%s", strerror(-ret));
-		return ret;
-	}
-	for (i = 0; i < t->nr_links; i++)
-		if (t->links[i].src_node == node || t->links[i].dst_node == node)
-			set_state(t, i, op, 0, res);
-	ret = res->nr_links ? commit(t, fabric_id, &sn, res, why, len) : 0;
-	if (!ret && !res->nr_links)
-		reach_report(t, &sn, res);
-	snap_free(&sn);
-	return ret;
+	return fault_commit(t, fabric_id, &(struct fault){
+		.op = op, .link = TOPO_NONE, .node = node,
+	}, res, why, len);
 }
 
 int reconf_ocs_apply(struct topo *t, uint32_t fabric_id, struct ocs *o,
