@@ -396,13 +396,31 @@ static int add_endpoints(struct topo *t, const char *prefix, uint32_t n,
 	return 0;
 }
 
+/* Cable each endpoint of @eps[0..@n) to switch @sw, @times times. */
+static int connect_to_switch(struct topo *t, const uint32_t *eps, uint32_t n,
+			     uint32_t sw, uint32_t times,
+			     const struct topo_link_spec *spec,
+			     const struct topo_src *src, struct topo_err *err)
+{
+	uint32_t i, k;
+	int l;
+
+	for (i = 0; i < n; i++)
+		for (k = 0; k < times; k++) {
+			l = topo_connect(t, eps[i], sw, spec, src, err);
+			if (l < 0)
+				return l;
+		}
+	return 0;
+}
+
 int topo_gen_switch(struct topo *t, const struct topo_gen_switch *g,
 		    const struct topo_defaults *d, const struct topo_src *src,
 		    struct topo_err *err)
 {
 	uint32_t lpe = g->links_per_endpoint ? g->links_per_endpoint : 1;
-	uint32_t *eps, i, k;
-	int ret, sw, l;
+	uint32_t *eps;
+	int ret, sw;
 
 	if (g->endpoints < 1 || g->endpoints > GEN_MAX_NODES)
 		return topo_errf(err, src, "endpoints: between 1 and %u", GEN_MAX_NODES);
@@ -435,14 +453,8 @@ int topo_gen_switch(struct topo *t, const struct topo_gen_switch *g,
 		t->nodes[sw].nr_ports = g->radix;
 		t->nodes[sw].ports_fixed = true;
 	}
-	for (i = 0; i < g->endpoints; i++)
-		for (k = 0; k < lpe; k++) {
-			l = topo_connect(t, eps[i], sw, &g->link, src, err);
-			if (l < 0) {
-				ret = l;
-				goto out_free_eps;
-			}
-		}
+	ret = connect_to_switch(t, eps, g->endpoints, sw, lpe, &g->link, src,
+				err);
 out_free_eps:
 	free(eps);
 	return ret;
@@ -518,7 +530,7 @@ int topo_gen_hier(struct topo *t, const struct topo_gen_hier *g,
 {
 	uint64_t total = (uint64_t)g->nodes * g->per_node;
 	uint32_t *eps, n, i;
-	int ret = 0, id, sw, l;
+	int ret = 0, id, sw;
 
 	if (!g->nodes || !g->per_node || total > GEN_MAX_NODES)
 		return topo_errf(err, src, "nodes x per_node: between 1 and %u endpoints",
@@ -547,14 +559,10 @@ int topo_gen_hier(struct topo *t, const struct topo_gen_hier *g,
 			ret = sw;
 			goto out_free_eps;
 		}
-		for (i = 0; i < g->per_node; i++) {
-			l = topo_connect(t, eps[n * g->per_node + i], sw,
-					 &g->scale_up, src, err);
-			if (l < 0) {
-				ret = l;
-				goto out_free_eps;
-			}
-		}
+		ret = connect_to_switch(t, eps + n * g->per_node, g->per_node,
+					sw, 1, &g->scale_up, src, err);
+		if (ret)
+			goto out_free_eps;
 	}
 	if (g->nodes == 1)
 		goto out_free_eps;	/* nothing to scale out to */
@@ -568,13 +576,7 @@ int topo_gen_hier(struct topo *t, const struct topo_gen_hier *g,
 		ret = sw;
 		goto out_free_eps;
 	}
-	for (i = 0; i < total; i++) {
-		l = topo_connect(t, eps[i], sw, &g->scale_out, src, err);
-		if (l < 0) {
-			ret = l;
-			goto out_free_eps;
-		}
-	}
+	ret = connect_to_switch(t, eps, total, sw, 1, &g->scale_out, src, err);
 out_free_eps:
 	free(eps);
 	return ret;
