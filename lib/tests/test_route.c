@@ -110,63 +110,66 @@ static int hier_leafspine(const struct topo *t, uint32_t s, uint32_t d)
 	(void)t;
 }
 
+/* A generated topology, routed, and the hop count every route must have. */
+static const struct distance_case {
+	const char *yaml;
+	enum topo_routing routed_with;	/* AUTO: any */
+	expect_fn hops;
+	const char *what;
+	bool nic_ports;			/* also: NVLink in, the NIC out */
+} distance_cases[] = {
+	{ "topology:\n  torus: {dims: [5, 4, 3], bandwidth: 1GB/s}\n",
+	  TOPO_ROUTING_DOR, torus_dist,
+	  "torus 5x4x3 (dor): hops = sum of min(|d|, n-|d|)", false },
+	{ "topology:\n  torus: {dims: [5, 4, 3], bandwidth: 1GB/s}\nrouting: shortest\n",
+	  TOPO_ROUTING_SHORTEST, torus_dist,
+	  "torus 5x4x3 (shortest): same distances", false },
+	{ "topology:\n  ring: {nodes: 7, bandwidth: 1GB/s}\n",
+	  TOPO_ROUTING_AUTO, torus_dist, "ring 7: hops = min(|d|, 7-|d|)", false },
+	{ "topology:\n  mesh: {dims: [4, 3, 2], bandwidth: 1GB/s}\n",
+	  TOPO_ROUTING_AUTO, manhattan, "mesh 4x3x2: hops = Manhattan distance", false },
+	{ "topology:\n  mesh: {dims: [4, 4], routers: true, bandwidth: 1GB/s}\n",
+	  TOPO_ROUTING_AUTO, manhattan_routers,
+	  "mesh 4x4 with routers: Manhattan + 2", false },
+	{ "topology:\n  supermesh: {dims: [4, 4], variant: bi, bandwidth: 1GB/s}\n",
+	  TOPO_ROUTING_AUTO, manhattan,
+	  "supermesh bi: DOR on the base mesh, Manhattan", false },
+	{ "topology:\n  switch: {endpoints: 6, bandwidth: 1GB/s}\n",
+	  TOPO_ROUTING_UPDOWN, two, "switch 6: 2 hops", false },
+	{ "topology:\n  exchange: {tiles: 6, bandwidth: 1GB/s}\n",
+	  TOPO_ROUTING_AUTO, one, "exchange direct: 1 hop", false },
+	{ "topology:\n  exchange: {tiles: 70, bandwidth: 1GB/s}\n",
+	  TOPO_ROUTING_AUTO, two, "exchange crossbar: 2 hops", false },
+	{ "topology:\n  hierarchical:\n    nodes: 3\n    per_node: 4\n"
+	  "    scale_up: {bandwidth: 160GB/s, latency: 300ns}\n"
+	  "    scale_out: {bandwidth: 50GB/s, latency: 2us}\n",
+	  TOPO_ROUTING_AUTO, two,
+	  "hierarchical 3x4, one network switch: 2 hops", true },
+	{ "topology:\n  hierarchical:\n    nodes: 4\n    per_node: 8\n    radix: 8\n"
+	  "    scale_up: {bandwidth: 160GB/s, latency: 300ns}\n"
+	  "    scale_out: {bandwidth: 50GB/s, latency: 2us}\n",
+	  TOPO_ROUTING_AUTO, hier_leafspine,
+	  "hierarchical leaf/spine: 2 hops intra-node or same leaf, 4 across the spine", false },
+};
+
 static void test_distances(void)
 {
+	const struct distance_case *c;
 	struct topo *t;
+	size_t i;
 
-	t = load_routed("topology:\n  torus: {dims: [5, 4, 3], bandwidth: 1GB/s}\n");
-	ok(t && t->routed_with == TOPO_ROUTING_DOR && !walk_all(t, torus_dist),
-	   "torus 5x4x3 (dor): hops = sum of min(|d|, n-|d|)");
-	topo_free(t);
-
-	t = load_routed("topology:\n  torus: {dims: [5, 4, 3], bandwidth: 1GB/s}\nrouting: shortest\n");
-	ok(t && t->routed_with == TOPO_ROUTING_SHORTEST && !walk_all(t, torus_dist),
-	   "torus 5x4x3 (shortest): same distances");
-	topo_free(t);
-
-	t = load_routed("topology:\n  ring: {nodes: 7, bandwidth: 1GB/s}\n");
-	ok(t && !walk_all(t, torus_dist), "ring 7: hops = min(|d|, 7-|d|)");
-	topo_free(t);
-
-	t = load_routed("topology:\n  mesh: {dims: [4, 3, 2], bandwidth: 1GB/s}\n");
-	ok(t && !walk_all(t, manhattan), "mesh 4x3x2: hops = Manhattan distance");
-	topo_free(t);
-
-	t = load_routed("topology:\n  mesh: {dims: [4, 4], routers: true, bandwidth: 1GB/s}\n");
-	ok(t && !walk_all(t, manhattan_routers), "mesh 4x4 with routers: Manhattan + 2");
-	topo_free(t);
-
-	t = load_routed("topology:\n  supermesh: {dims: [4, 4], variant: bi, bandwidth: 1GB/s}\n");
-	ok(t && !walk_all(t, manhattan), "supermesh bi: DOR on the base mesh, Manhattan");
-	topo_free(t);
-
-	t = load_routed("topology:\n  switch: {endpoints: 6, bandwidth: 1GB/s}\n");
-	ok(t && t->routed_with == TOPO_ROUTING_UPDOWN && !walk_all(t, two),
-	   "switch 6: 2 hops");
-	topo_free(t);
-
-	t = load_routed("topology:\n  exchange: {tiles: 6, bandwidth: 1GB/s}\n");
-	ok(t && !walk_all(t, one), "exchange direct: 1 hop");
-	topo_free(t);
-
-	t = load_routed("topology:\n  exchange: {tiles: 70, bandwidth: 1GB/s}\n");
-	ok(t && !walk_all(t, two), "exchange crossbar: 2 hops");
-	topo_free(t);
-
-	t = load_routed("topology:\n  hierarchical:\n    nodes: 3\n    per_node: 4\n"
-			"    scale_up: {bandwidth: 160GB/s, latency: 300ns}\n"
-			"    scale_out: {bandwidth: 50GB/s, latency: 2us}\n");
-	ok(t && !walk_all(t, two), "hierarchical 3x4, one network switch: 2 hops");
-	ok(t && topo_route_port(t, 0, 1) == 0 && topo_route_port(t, 0, 4) == 1,
-	   "hierarchical: intra-node over NVLink (port 0), inter-node over the NIC (port 1)");
-	topo_free(t);
-
-	t = load_routed("topology:\n  hierarchical:\n    nodes: 4\n    per_node: 8\n    radix: 8\n"
-			"    scale_up: {bandwidth: 160GB/s, latency: 300ns}\n"
-			"    scale_out: {bandwidth: 50GB/s, latency: 2us}\n");
-	ok(t && !walk_all(t, hier_leafspine),
-	   "hierarchical leaf/spine: 2 hops intra-node or same leaf, 4 across the spine");
-	topo_free(t);
+	for (i = 0; i < sizeof(distance_cases) / sizeof(*c); i++) {
+		c = &distance_cases[i];
+		t = load_routed(c->yaml);
+		ok(t && (c->routed_with == TOPO_ROUTING_AUTO ||
+			 t->routed_with == c->routed_with) &&
+		   !walk_all(t, c->hops), "%s", c->what);
+		if (c->nic_ports)
+			ok(t && topo_route_port(t, 0, 1) == 0 &&
+			   topo_route_port(t, 0, 4) == 1,
+			   "hierarchical: intra-node over NVLink (port 0), inter-node over the NIC (port 1)");
+		topo_free(t);
+	}
 }
 
 static void test_tiebreak(void)
