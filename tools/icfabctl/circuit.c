@@ -22,7 +22,6 @@
 #include "icfabctl.h"
 #include <icfab/proto.h>
 
-#define DUMP_RETRIES	5	/* dumps that spanned a change, in a row */
 
 /* ---- the daemon's socket ---- */
 
@@ -277,29 +276,18 @@ static const char *name_of(const struct names *n, uint32_t id, char *buf,
 	return buf;
 }
 
-/* Run a dump of @cmd once more while it spans a change. */
+/* A dump of @cmd, under the one dump-retry rule. */
 static int dump(struct icfabctl *ctl, struct icfab_nl *nl, uint8_t cmd,
 		int (*cb)(struct nl_msg *, void *), void *arg,
 		void (*reset)(void *), const char *what, int node)
 {
-	int tries, ret = ICFABCTL_EXIT_ERROR;
+	const struct icfabctl_dump d = {
+		.cmd = cmd, .node = node, .valid = cb, .arg = arg,
+		.reset = reset, .what = what,
+		.kept_changing = "the module kept changing; try again",
+	};
 
-	for (tries = 0; tries < DUMP_RETRIES; tries++) {
-		struct nl_msg *msg = icfab_nl_genlmsg(nl, cmd, NLM_F_DUMP, 0);
-
-		if (!msg || nla_put_u32(msg, ICFAB_A_FABRIC_ID, ctl->fabric) ||
-		    (node >= 0 && nla_put_u32(msg, ICFAB_A_NODE_ID, node))) {
-			nlmsg_free(msg);
-			return icfabctl_fail(ENOMEM, "%s", what);
-		}
-		if (reset)
-			reset(arg);
-		ret = icfabctl_nl_transact(nl, msg, cb, arg, what);
-		if (ret || !nl->dump_intr)
-			return ret;
-	}
-	icfabctl_warn("%s: the module kept changing; try again", what);
-	return ICFABCTL_EXIT_ERROR;
+	return icfabctl_dump(ctl, nl, &d);
 }
 
 static int read_names(struct icfabctl *ctl, struct icfab_nl *nl,

@@ -131,6 +131,26 @@ int icfabctl_nl_transact(struct icfab_nl *nl, struct nl_msg *msg,
  */
 void icfabctl_nl_report(struct icfab_nl *nl, const char *what);
 
+/* A dump for icfabctl_dump(): what to ask for, and how to read it. */
+struct icfabctl_dump {
+	uint8_t cmd;
+	int node;			/* ICFAB_A_NODE_ID, or -1: none */
+	int (*valid)(struct nl_msg *msg, void *arg);
+	void *arg;
+	void (*reset)(void *arg);	/* before each attempt, or NULL */
+	/* Whether the replies just read came from two generations, or NULL */
+	bool (*inconsistent)(void *arg);
+	const char *what;		/* for the messages */
+	const char *kept_changing;	/* "<what>: <this>" when it never settles */
+};
+/*
+ * A dump of the fabric (-f), read again from the start under the one
+ * dump-retry rule of icfab_nl_read_consistent() while it spans a change.
+ * Prints what went wrong; returns an exit code.
+ */
+int icfabctl_dump(struct icfabctl *ctl, struct icfab_nl *nl,
+		  const struct icfabctl_dump *d);
+
 /* topo.c: "node 3 \"chip3\", destination 4 \"chip4\"" for an error cookie */
 void icfabctl_err_location(struct icfab_nl *nl,
 			   const struct icfab_err_cookie *c,

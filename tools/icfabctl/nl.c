@@ -65,6 +65,57 @@ void icfabctl_nl_report(struct icfab_nl *nl, const char *what)
 		icfabctl_warn("this needs CAP_NET_ADMIN");
 }
 
+#define DUMP_ATTEMPTS	5	/* dumps that spanned a change, in a row */
+
+struct dump_run {
+	struct icfabctl *ctl;
+	struct icfab_nl *nl;
+	const struct icfabctl_dump *d;
+	bool nomem;			/* the request could not be built */
+};
+
+/* One attempt for icfab_nl_read_consistent(): -EINTR when inconsistent. */
+static int dump_attempt(void *arg)
+{
+	struct dump_run *r = arg;
+	const struct icfabctl_dump *d = r->d;
+	struct nl_msg *msg = icfab_nl_genlmsg(r->nl, d->cmd, NLM_F_DUMP, 0);
+	int ret;
+
+	if (!msg || nla_put_u32(msg, ICFAB_A_FABRIC_ID, r->ctl->fabric) ||
+	    (d->node >= 0 && nla_put_u32(msg, ICFAB_A_NODE_ID, d->node))) {
+		nlmsg_free(msg);
+		r->nomem = true;
+		return -ENOMEM;
+	}
+	if (d->reset)
+		d->reset(d->arg);
+	ret = icfab_nl_exchange(r->nl, msg, d->valid, d->arg);
+	if (!ret && (r->nl->dump_intr ||
+		     (d->inconsistent && d->inconsistent(d->arg))))
+		return -EINTR;
+	return ret;
+}
+
+int icfabctl_dump(struct icfabctl *ctl, struct icfab_nl *nl,
+		  const struct icfabctl_dump *d)
+{
+	struct dump_run r = { .ctl = ctl, .nl = nl, .d = d };
+	int ret;
+
+	ret = icfab_nl_read_consistent(dump_attempt, &r, DUMP_ATTEMPTS);
+	if (!ret)
+		return ICFABCTL_EXIT_OK;
+	if (r.nomem)
+		return icfabctl_fail(ENOMEM, "%s", d->what);
+	if (ret == -EINTR) {
+		icfabctl_warn("%s: %s", d->what, d->kept_changing);
+		return ICFABCTL_EXIT_ERROR;
+	}
+	icfabctl_nl_report(nl, d->what);
+	return ICFABCTL_EXIT_ERROR;
+}
+
 int icfabctl_nl_transact(struct icfab_nl *nl, struct nl_msg *msg,
 			 int (*valid)(struct nl_msg *msg, void *arg),
 			 void *arg, const char *what)

@@ -76,33 +76,31 @@ static int stats_valid(struct nl_msg *msg, void *arg)
 	return 0;
 }
 
-#define STATS_ATTEMPTS	5
+static void stats_forget(void *arg)
+{
+	struct stats *s = arg;
+
+	s->nr = 0;
+	s->incomplete = s->inconsistent = false;
+}
+
+static bool stats_inconsistent(void *arg)
+{
+	return ((struct stats *)arg)->inconsistent;
+}
 
 /* A dump read from one generation, or a message and an exit code. */
 static int stats_read(struct icfabctl *ctl, struct icfab_nl *nl,
 		      struct stats *s)
 {
-	struct nl_msg *msg;
-	int attempt;
+	const struct icfabctl_dump d = {
+		.cmd = ICFAB_CMD_STATS_GET, .node = -1, .valid = stats_valid,
+		.arg = s, .reset = stats_forget,
+		.inconsistent = stats_inconsistent, .what = "stats",
+		.kept_changing = "the configuration kept changing while it was read; try again",
+	};
 
-	for (attempt = 1; attempt <= STATS_ATTEMPTS; attempt++) {
-		s->nr = 0;
-		s->incomplete = s->inconsistent = false;
-		msg = icfab_nl_genlmsg(nl, ICFAB_CMD_STATS_GET, NLM_F_DUMP, 0);
-		if (!msg || nla_put_u32(msg, ICFAB_A_FABRIC_ID,
-					ctl->fabric) < 0) {
-			nlmsg_free(msg);
-			return icfabctl_fail(ENOMEM, "stats");
-		}
-		if (icfab_nl_exchange(nl, msg, stats_valid, s)) {
-			icfabctl_nl_report(nl, "stats");
-			return ICFABCTL_EXIT_ERROR;
-		}
-		if (!s->inconsistent && !nl->dump_intr)
-			return ICFABCTL_EXIT_OK;
-	}
-	icfabctl_warn("stats: the configuration kept changing while it was read; try again");
-	return ICFABCTL_EXIT_ERROR;
+	return icfabctl_dump(ctl, nl, &d);
 }
 
 static void stats_print(struct icfabctl *ctl, const struct stats *s)
