@@ -11,6 +11,18 @@
 #include <icfab/proto.h>
 #include "topo_test.h"
 
+/* @text is refused (-EINVAL) with a message that contains @expect. */
+static void refused(const char *text, const char *expect, const char *what)
+{
+	struct proto_request r;
+	char why[256], line[512];
+	int ret;
+
+	snprintf(line, sizeof(line), "%s", text);
+	ret = proto_parse(line, &r, why, sizeof(why));
+	ok(ret == -EINVAL && strstr(why, expect), "%s: '%s'", what, why);
+}
+
 static void test_parse(void)
 {
 	struct proto_request r;
@@ -37,10 +49,8 @@ static void test_parse(void)
 	ret = proto_parse(line, &r, why, sizeof(why));
 	ok(!ret && r.kind == PROTO_CIRCUIT_CLOSE && r.id == 12,
 	   "circuit-close 12");
-	strcpy(line, "circuit-close 12x");
-	ret = proto_parse(line, &r, why, sizeof(why));
-	ok(ret == -EINVAL && strstr(why, "'12x' is not a circuit id"),
-	   "circuit-close 12x: '%s'", why);
+	refused("circuit-close 12x", "'12x' is not a circuit id",
+		"circuit-close 12x");
 	strcpy(line, "circuit-close -1");
 	ok(proto_parse(line, &r, why, sizeof(why)) == -EINVAL,
 	   "circuit-close -1 is refused");
@@ -228,33 +238,23 @@ static void test_fault_ocs(void)
 	ret = PARSE("fault link 3 degrade 0");
 	ok(ret == -EINVAL && !strcmp(why, "degrade: permille 0 out of 1..999"),
 	   "degrade 0: '%s'", why);
-	ret = PARSE("fault link 3 degrade 1000");
-	ok(ret == -EINVAL && strstr(why, "permille 1000 out of 1..999"),
-	   "degrade 1000: '%s'", why);
-	ret = PARSE("fault link 3 degrade");
-	ok(ret == -EINVAL && strstr(why, "degrade needs PERMILLE"),
-	   "degrade without permille: '%s'", why);
-	ret = PARSE("fault link 3 down 5");
-	ok(ret == -EINVAL && strstr(why, "down takes no more arguments"),
-	   "down with a permille: '%s'", why);
-	ret = PARSE("fault link x3 down");
-	ok(ret == -EINVAL && strstr(why, "'x3' is not a link id"),
-	   "fault link x3: '%s'", why);
-	ret = PARSE("fault link 3 sideways");
-	ok(ret == -EINVAL && strstr(why, "'sideways': expected down, up or degrade"),
-	   "fault link 3 sideways: '%s'", why);
+	refused("fault link 3 degrade 1000", "permille 1000 out of 1..999",
+		"degrade 1000");
+	refused("fault link 3 degrade", "degrade needs PERMILLE",
+		"degrade without permille");
+	refused("fault link 3 down 5", "down takes no more arguments",
+		"down with a permille");
+	refused("fault link x3 down", "'x3' is not a link id", "fault link x3");
+	refused("fault link 3 sideways",
+		"'sideways': expected down, up or degrade",
+		"fault link 3 sideways");
 	ret = PARSE("fault node chip12 down");
 	ok(!ret && r.kind == PROTO_FAULT_NODE && !strcmp(r.name, "chip12") &&
 	   r.op == PROTO_FAULT_DOWN, "fault node chip12 down");
-	ret = PARSE("fault node 4 degrade 5");
-	ok(ret == -EINVAL && strstr(why, "expected down or up"),
-	   "a node is not degraded: '%s'", why);
-	ret = PARSE("fault switch 4 down");
-	ok(ret == -EINVAL && strstr(why, "expected link or node"),
-	   "fault switch: '%s'", why);
-	ret = PARSE("fault link 3");
-	ok(ret == -EINVAL && strstr(why, "usage: fault link ID"),
-	   "fault link 3 (no op): '%s'", why);
+	refused("fault node 4 degrade 5", "expected down or up",
+		"a node is not degraded");
+	refused("fault switch 4 down", "expected link or node", "fault switch");
+	refused("fault link 3", "usage: fault link ID", "fault link 3 (no op)");
 
 	ret = PARSE("ocs list");
 	ok(!ret && r.kind == PROTO_OCS_LIST, "ocs list");
@@ -268,17 +268,12 @@ static void test_fault_ocs(void)
 	ok(!ret && r.pairs_given && r.nr_ports == 2 && r.pair_in[0] == 0 &&
 	   r.perm[0] == 1 && r.pair_in[1] == 1 && r.perm[1] == 0,
 	   "ocs apply NAME with IN:OUT pairs");
-	ret = PARSE("ocs apply ocs0 0:1 0");
-	ok(ret == -EINVAL && strstr(why, "not both"), "pairs and a permutation mixed: '%s'",
-	   why);
-	ret = PARSE("ocs apply ocs0 0:x");
-	ok(ret == -EINVAL && strstr(why, "'0:x' is not IN:OUT"), "ocs apply 0:x: '%s'",
-	   why);
-	ret = PARSE("ocs apply ocs0");
-	ok(ret == -EINVAL && strstr(why, "usage: ocs apply NAME"),
-	   "ocs apply without ports: '%s'", why);
-	ret = PARSE("ocs reset ocs0");
-	ok(ret == -EINVAL && strstr(why, "expected list or apply"), "ocs reset: '%s'", why);
+	refused("ocs apply ocs0 0:1 0", "not both",
+		"pairs and a permutation mixed");
+	refused("ocs apply ocs0 0:x", "'0:x' is not IN:OUT", "ocs apply 0:x");
+	refused("ocs apply ocs0", "usage: ocs apply NAME",
+		"ocs apply without ports");
+	refused("ocs reset ocs0", "expected list or apply", "ocs reset");
 #undef PARSE
 
 	ok(proto_needs(PROTO_FAULT_LINK) == PROTO_PERM_ADMIN &&
