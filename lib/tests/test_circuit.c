@@ -22,6 +22,22 @@ static struct topo *routed_preset(const char *name)
 	return t;
 }
 
+/*
+ * @t with its circuit table in *@ct; or, when @t did not load or has no
+ * table, a failed "@what" and NULL (@t freed).
+ */
+static struct topo *with_table(struct topo *t, struct circuit_table **ct,
+			       const char *what)
+{
+	struct topo_err err = { "" };
+
+	if (t && !circuit_table_new(t, ct, &err))
+		return t;
+	ok(0, "%s: %s", what, err.msg);
+	topo_free(t);
+	return NULL;
+}
+
 static uint32_t N(const struct topo *t, const char *name)
 {
 	int id = topo_find_node(t, name);
@@ -80,11 +96,9 @@ static void test_budget(void)
 	int ids[24], ret, n = 0, colors_in_order = 1;
 	struct snap s;
 
-	if (!t || circuit_table_new(t, &ct, &err)) {
-		ok(0, "wse2 loads, routes, and gets a circuit table: %s", err.msg);
-		topo_free(t);
+	t = with_table(t, &ct, "wse2 loads, routes, and gets a circuit table");
+	if (!t)
 		return;
-	}
 	a = N(t, "pe11_7");
 	b = N(t, "pe13_7");
 	c = N(t, "pe12_6");
@@ -154,11 +168,9 @@ static void test_fragmented(void)
 	int ids[24], ret, i, bad = 0;
 	struct snap s;
 
-	if (!t || circuit_table_new(t, &ct, &err)) {
-		ok(0, "wse2 table");
-		topo_free(t);
+	t = with_table(t, &ct, "wse2 table");
+	if (!t)
 		return;
-	}
 	for (i = 0; i < 24; i++)
 		bad += (ids[i] = circuit_open(ct, 1, N(t, "pe2_0"), N(t, "pe3_0"), &err)) < 0;
 	for (i = 0; i < 12; i++)
@@ -215,11 +227,9 @@ static void test_multicast(void)
 	uint8_t *in_tree;
 	int id;
 
-	if (!t || circuit_table_new(t, &ct, &err)) {
-		ok(0, "wse2 table");
-		topo_free(t);
+	t = with_table(t, &ct, "wse2 table");
+	if (!t)
 		return;
-	}
 	src = N(t, "pe5_5");
 	for (i = 0; i < 8; i++)
 		leaves[i] = N(t, leaf_names[i]);
@@ -322,11 +332,9 @@ static void test_queries(void)
 	char buf[32];
 	uint32_t seen = 0, last = 0, in_order = 1;
 
-	if (!t || circuit_table_new(t, &ct, &err)) {
-		ok(0, "wse2 table");
-		topo_free(t);
+	t = with_table(t, &ct, "wse2 table");
+	if (!t)
 		return;
-	}
 	circuit_open(ct, 1, N(t, "pe0_0"), N(t, "pe3_0"), &err);
 	circuit_open(ct, 1, N(t, "pe0_0"), N(t, "pe3_0"), &err);
 	circuit_open(ct, 2, N(t, "pe0_0"), N(t, "pe3_0"), &err);
@@ -358,11 +366,9 @@ static void test_named_router(void)
 	struct circuit_table *ct;
 	int r1, r2, r3;
 
-	if (!t || circuit_table_new(t, &ct, &err)) {
-		ok(0, "explicit switch topology");
-		topo_free(t);
+	t = with_table(t, &ct, "explicit switch topology");
+	if (!t)
 		return;
-	}
 	r1 = circuit_open(ct, 1, N(t, "a"), N(t, "b"), &err);
 	r2 = circuit_open(ct, 1, N(t, "b"), N(t, "a"), &err);
 	r3 = circuit_open(ct, 1, N(t, "a"), N(t, "b"), &err);
@@ -394,11 +400,9 @@ static void test_bad_requests(void)
 	struct snap s;
 	int ret;
 
-	if (!t || circuit_table_new(t, &ct, &err)) {
-		ok(0, "wse2 table");
-		topo_free(t);
+	t = with_table(t, &ct, "wse2 table");
+	if (!t)
 		return;
-	}
 	src = N(t, "pe5_5");
 	circuit_open(ct, 1, src, N(t, "pe9_5"), &err);	/* some state */
 
@@ -483,11 +487,9 @@ static void test_unreachable(void)
 	struct snap s;
 	int l, ret;
 
-	if (!t || circuit_table_new(t, &ct, &err)) {
-		ok(0, "4x4 mesh with routers");
-		topo_free(t);
+	t = with_table(t, &ct, "4x4 mesh with routers");
+	if (!t)
 		return;
-	}
 	a = N(t, "pe0_0");
 	d = N(t, "pe3_3");
 	ret = circuit_open(ct, 1, a, d, &err);
