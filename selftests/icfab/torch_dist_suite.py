@@ -8,10 +8,12 @@ the suite's plugin hook: fork mode, so torch is imported once.
 
 PATTERNs are unittest -k substrings (default: the ops the icfab backend
 offers, see OPS). Prints one TAP line per test (skips as "# SKIP") and
-the counts. Needs the module and a committed topology for icfab.
+the counts. For icfab it commits dgx-h100 first (icfabd --apply).
 Importable: run() is what torch_test.py calls after its own tests.
 """
 import os
+import re
+import subprocess
 import sys
 import time
 import unittest
@@ -19,6 +21,12 @@ import unittest
 OPS = ["test_all_reduce", "test_all_gather", "test_all_to_all", "test_reduce_scatter",
        "test_broadcast", "test_barrier", "test_send_recv", "test_isend", "test_irecv",
        "test_all_gather_into_tensor", "test_reduce_scatter_tensor"]
+
+
+def _top():
+    """The tree (this file runs from build/selftests/icfab/)."""
+    return os.environ.get("ICFAB_TOP") or os.path.abspath(
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
 
 
 def load(backend, world):
@@ -37,9 +45,7 @@ def load(backend, world):
         sys.modules["expecttest"] = types.SimpleNamespace(TestCase=unittest.TestCase,
                                                         ACCEPT=False)
     if backend == "icfab":
-        top = os.environ.get("ICFAB_TOP") or os.path.abspath(
-            os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
-        sys.path.insert(0, os.path.join(top, "build", "python"))
+        sys.path.insert(0, os.path.join(_top(), "build", "python"))
         import fabricdev.torch  # noqa: F401
         from torch.testing._internal.common_distributed import DistTestCases
         DistTestCases.backend_feature["plugin"].add(backend)
@@ -57,44 +63,57 @@ def load(backend, world):
 
 
 class _Tap(unittest.TextTestResult):
-    """unittest's result, printed as TAP as it goes."""
+    """unittest's result, printed as TAP as it goes (or handed to
+    report(ok, name, why) when one is set)."""
     n = 0
     counts = {"passed": 0, "failed": 0, "skipped": 0}
+    report = None
 
-    def _line(self, test, status, extra=""):
+    def _line(self, test, status, extra="", why=""):
         _Tap.n += 1
         name = test.id().split(".")[-1]
-        print("%s %d %s%s" % ("not ok" if status == "failed" else "ok", _Tap.n, name, extra))
         _Tap.counts[status] += 1
+        if _Tap.report:
+            _Tap.report(status != "failed", name + extra, why)
+            return
+        print("%s %d %s%s" % ("not ok" if status == "failed" else "ok", _Tap.n, name, extra))
+        if why:
+            print("# " + why)
         sys.stdout.flush()
 
     def addSuccess(self, test):
         super().addSuccess(test)
         self._line(test, "passed")
 
+    @staticmethod
+    def _why(err):
+        """The innermost "...Error: message" line of a rank's traceback
+        (torch's C++ errors end in a stack of frames, not the message)."""
+        lines = [l.strip() for l in str(err[1]).splitlines() if l.strip()] or [""]
+        named = [l for l in lines if re.match(r"^[\w.]*(Error|Exception)\b.*:", l)]
+        return "%s: %s" % (err[0].__name__, (named or lines)[-1][:300])
+
     def addFailure(self, test, err):
         super().addFailure(test, err)
-        self._line(test, "failed")
-        lines = [l for l in str(err[1]).splitlines() if l.strip()] or [""]
-        print("# " + lines[-1][:300])
+        self._line(test, "failed", why=self._why(err))
 
     def addError(self, test, err):
         super().addError(test, err)
-        self._line(test, "failed")
-        lines = [l for l in str(err[1]).splitlines() if l.strip()] or [""]
-        print("# %s: %s" % (err[0].__name__, lines[-1][:300]))
+        self._line(test, "failed", why=self._why(err))
 
     def addSkip(self, test, reason):
         super().addSkip(test, reason)
         self._line(test, "skipped", " # SKIP %s" % reason.splitlines()[0][:120])
 
 
-def run(patterns=None, backend="icfab", world=4):
-    """Run the suite's tests matching @patterns; returns the counts."""
+def run(patterns=None, backend="icfab", world=4, report=None, exact=False):
+    """Run the suite's tests matching @patterns (named exactly by them
+    with @exact); returns the counts."""
+    _Tap.report = report
     cls = load(backend, world)
     names = unittest.TestLoader().getTestCaseNames(cls)
     pats = OPS if not patterns else patterns
-    names = [n for n in names if any(p in n for p in pats)]
+    names = [n for n in names if any(p == n or (p in n and not exact) for p in pats)]
     suite = unittest.TestSuite(cls(n) for n in names)
     with open(os.devnull, "w") as quiet:
         runner = unittest.TextTestRunner(stream=quiet, resultclass=_Tap, verbosity=0)
@@ -114,6 +133,10 @@ def main():
     ap.add_argument("--world", type=int, default=4)
     ap.add_argument("patterns", nargs="*")
     a = ap.parse_args()
+    if a.backend == "icfab":
+        # run_tests.sh runs this alone in a fresh VM: commit a topology
+        subprocess.run([os.path.join(_top(), "build", "bin", "icfabd"), "--apply", "--preset",
+                        "dgx-h100"], check=True, stdout=subprocess.DEVNULL)
     print("TAP version 13")
     c = run(a.patterns, a.backend, a.world)
     print("1..%d" % _Tap.n)
