@@ -9,9 +9,16 @@
  * workspace: one copy in, one copy out (plus one to make a
  * non-contiguous tensor contiguous). Ops libfabricdev has no collective
  * for are built from ones it has, so their bytes still cross the fabric:
- * MAX/MIN/PRODUCT (and SUM of 8-bit integers) are an all-gather and a
- * local reduction. send/recv go through the c10d Store: the library has
- * no point-to-point op, so those bytes are not timed by the fabric.
+ * MAX/MIN/PRODUCT (and SUM of 8-bit integers and float64) are an
+ * all-gather and a local reduction.
+ *
+ * Groups: the first icfab group of a process opens a communicator; a
+ * later group of the same size (new_group() of every rank) shares it. A
+ * group of fewer ranks runs over the c10d Store instead (correct bytes,
+ * no fabric time): a second communicator would wait on virtual time that
+ * the first one's idle context holds back (docs/LIBFABRICDEV.md, "Virtual
+ * time across processes"). send/recv go through the Store too: the
+ * library has no point-to-point op.
  */
 #include <torch/extension.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
@@ -24,12 +31,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
-#include <atomic>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <random>
 #include <string>
-#include <tuple>
+#include <memory>
 #include <unistd.h>
 
 namespace icfab {
@@ -40,13 +47,22 @@ constexpr uint64_t kDefaultWsBytes = 16ULL << 20;
 /* A Work for an op that has already run: wait() returns or rethrows. */
 class IcfabWork : public c10d::Work {
 public:
-	IcfabWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
-		: Work(rank, type), outputs_(std::move(outputs))
+	IcfabWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs,
+		  int source = -1)
+		: Work(rank, type), outputs_(std::move(outputs)), source_(source)
 	{
 		finish();
 	}
 
 	std::vector<at::Tensor> result() override { return outputs_; }
+
+	/* The sender a receive from any source matched. */
+	int sourceRank() const override
+	{
+		TORCH_CHECK(source_ >= 0, "icfab: sourceRank() of a Work that is"
+			    " not a receive from any source");
+		return source_;
+	}
 
 	c10::intrusive_ptr<c10::ivalue::Future> getFuture() override
 	{
@@ -58,13 +74,25 @@ public:
 
 private:
 	std::vector<at::Tensor> outputs_;
+	int source_;
+};
+
+/*
+ * A communicator and what its users share: the groups that run on it
+ * hold it, the last one destroys it.
+ */
+struct Fabric {
+	struct fdev_comm *comm = nullptr;
+	std::mutex lock;	/* protects comm's use */
+
+	~Fabric() { fdev_comm_destroy(comm); }
 };
 
 static bool dtype_supported(at::ScalarType t)
 {
 	switch (t) {
-	case at::kFloat: case at::kBFloat16: case at::kHalf: case at::kLong:
-	case at::kInt: case at::kChar: case at::kByte:
+	case at::kFloat: case at::kDouble: case at::kBFloat16: case at::kHalf:
+	case at::kLong: case at::kInt: case at::kChar: case at::kByte:
 		return true;
 	default:
 		return false;
@@ -91,7 +119,8 @@ static void check_tensor(const char *op, const at::Tensor &t)
 		    t.device());
 	TORCH_CHECK(dtype_supported(t.scalar_type()), "icfab ", op,
 		    ": unsupported dtype ", t.scalar_type(),
-		    " (supported: float32, bfloat16, float16, int64, int32, int8, uint8)");
+		    " (supported: float32, float64, bfloat16, float16, int64, int32,"
+		    " int8, uint8)");
 }
 
 static void check_same(const char *op, const at::Tensor &a, const at::Tensor &b)
@@ -139,24 +168,32 @@ struct OutView {
 
 class ProcessGroupIcfab : public c10d::ProcessGroup {
 public:
+	/*
+	 * @world_size: the default group's size, or -1 while the default
+	 * group itself is made; a group of every rank shares the process's
+	 * communicator when that one spans every rank too.
+	 */
 	ProcessGroupIcfab(const c10::intrusive_ptr<c10d::Store> &store,
-			  int rank, int size, int64_t timeout_ms)
+			  int rank, int size, int64_t timeout_ms, int world_size)
 		: ProcessGroup(rank, size), store_(store)
 	{
-		open_comm(timeout_ms);
-	}
+		std::lock_guard<std::mutex> g(process_lock());
+		std::shared_ptr<Fabric> f = process_fabric().lock();
 
-	~ProcessGroupIcfab() override
-	{
-		if (comm_)
-			live_groups()--;
-		fdev_comm_destroy(comm_);
+		if (!f) {
+			fab_ = open_comm(timeout_ms);
+			process_fabric() = fab_;
+		} else if (size == world_size && fdev_comm_size(f->comm) == size) {
+			fab_ = f;
+		}
 	}
 
 	const std::string getBackendName() const override { return kBackend; }
 
 	uint64_t emulated_ps() const { return emulated_ps_; }
-	uint64_t last_ps() const { return fdev_comm_last_ps(comm_); }
+	uint64_t last_ps() const { return last_ps_; }
+	/* Does the group run on the fabric (else over the Store)? */
+	bool on_fabric() const { return fab_ != nullptr; }
 
 	c10::intrusive_ptr<c10d::Work> broadcast(
 		std::vector<at::Tensor> &tensors,
@@ -168,13 +205,20 @@ public:
 		check_tensor(op, tensors[0]);
 		TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < size_, "icfab ",
 			    op, ": root ", opts.rootRank, " out of range");
-		std::lock_guard<std::mutex> g(lock_);
+		auto g = guard();
 		at::Tensor in = tensors[0].contiguous();
 		OutView out(tensors[0]);
 
-		ran(op, fdev_broadcast(comm_, bytes(in), bytes(out.work),
-				       in.nbytes(), FDEV_U8, opts.rootRank,
-				       FDEV_ALGO_AUTO));
+		if (fab_) {
+			ran(op, fdev_broadcast(comm(), bytes(in), bytes(out.work),
+					       in.nbytes(), FDEV_U8, opts.rootRank,
+					       FDEV_ALGO_AUTO));
+		} else if (in.nbytes()) {
+			at::Tensor all = gather_bytes(op, in);
+
+			std::memcpy(bytes(out.work), bytes(all[opts.rootRank]),
+				    in.nbytes());
+		}
 		out.commit();
 		return done(c10d::OpType::BROADCAST, tensors);
 	}
@@ -185,7 +229,7 @@ public:
 	{
 		TORCH_CHECK(tensors.size() == 1, "icfab all_reduce: one tensor per rank");
 		check_tensor("all_reduce", tensors[0]);
-		std::lock_guard<std::mutex> g(lock_);
+		auto g = guard();
 		at::Tensor in = tensors[0].contiguous();
 		OutView out(tensors[0]);
 
@@ -204,7 +248,7 @@ public:
 		TORCH_CHECK(!tensors.empty(), "icfab ", op, ": no tensors");
 		for (auto &t : tensors)
 			check_same(op, tensors[0], t);
-		std::lock_guard<std::mutex> g(lock_);
+		auto g = guard();
 		std::vector<at::Tensor> flat;
 		for (auto &t : tensors)
 			flat.push_back(t.reshape({-1}));
@@ -239,7 +283,7 @@ public:
 					    op, ": output and input sizes differ");
 			}
 		}
-		std::lock_guard<std::mutex> g(lock_);
+		auto g = guard();
 		for (size_t i = 0; i < inputs.size(); i++) {
 			at::Tensor in = inputs[i].contiguous();
 			at::Tensor all = gather_bytes(op, in);
@@ -269,7 +313,7 @@ public:
 			TORCH_CHECK(o.numel() == inputs[0].numel(), "icfab ", op,
 				    ": output and input sizes differ");
 		}
-		std::lock_guard<std::mutex> g(lock_);
+		auto g = guard();
 		at::Tensor in = inputs[0].contiguous();
 		at::Tensor all = gather_bytes(op, in);
 
@@ -288,12 +332,14 @@ public:
 		check_same(op, input, output);
 		TORCH_CHECK(output.numel() == input.numel() * size_, "icfab ", op,
 			    ": output must hold world_size times the input");
-		std::lock_guard<std::mutex> g(lock_);
+		auto g = guard();
 		at::Tensor in = input.contiguous();
 		OutView out(output);
 
-		ran(op, fdev_all_gather(comm_, bytes(in), bytes(out.work),
-					in.nbytes(), FDEV_U8, FDEV_ALGO_AUTO));
+		at::Tensor all = gather_bytes(op, in);
+
+		if (in.nbytes())
+			std::memcpy(bytes(out.work), bytes(all), all.nbytes());
 		out.commit();
 		return done(c10d::OpType::_ALLGATHER_BASE, {output});
 	}
@@ -313,7 +359,7 @@ public:
 			TORCH_CHECK(i.numel() == outputs[0].numel(), "icfab ", op,
 				    ": input and output sizes differ");
 		}
-		std::lock_guard<std::mutex> g(lock_);
+		auto g = guard();
 		std::vector<at::Tensor> flat;
 		for (auto &i : inputs[0])
 			flat.push_back(i.reshape({-1}));
@@ -334,7 +380,7 @@ public:
 		check_same(op, input, output);
 		TORCH_CHECK(input.numel() == output.numel() * size_, "icfab ", op,
 			    ": input must hold world_size times the output");
-		std::lock_guard<std::mutex> g(lock_);
+		auto g = guard();
 		at::Tensor in = input.contiguous();
 		OutView out(output);
 
@@ -351,16 +397,16 @@ public:
 		const char *op = "all_to_all_single";
 
 		check_same(op, input, output);
-		std::lock_guard<std::mutex> g(lock_);
+		auto g = guard();
 		at::Tensor in = input.contiguous();
 		OutView out(output);
 
-		if (out_splits.empty() && in_splits.empty()) {
+		if (out_splits.empty() && in_splits.empty() && fab_) {
 			TORCH_CHECK(in.numel() % size_ == 0 &&
 				    out.work.numel() == in.numel(), "icfab ", op,
 				    ": equal splits need input and output of the"
 				    " same size, a multiple of world_size");
-			ran(op, fdev_all_to_all(comm_, bytes(in), bytes(out.work),
+			ran(op, fdev_all_to_all(comm(), bytes(in), bytes(out.work),
 						in.nbytes() / size_, FDEV_U8,
 						FDEV_ALGO_AUTO));
 		} else {
@@ -386,7 +432,7 @@ public:
 			    ": world_size inputs and outputs per rank");
 		for (int r = 0; r < size_; r++)
 			check_same(op, inputs[r], outputs[r]);
-		std::lock_guard<std::mutex> g(lock_);
+		auto g = guard();
 		std::vector<uint64_t> sb, rb;
 		std::vector<at::Tensor> flat;
 		uint64_t rtotal = 0;
@@ -414,12 +460,23 @@ public:
 
 	c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions &) override
 	{
-		std::lock_guard<std::mutex> g(lock_);
+		auto g = guard();
 
-		check_err("barrier", fdev_comm_barrier(comm_));
+		if (fab_) {
+			check_err("barrier", fdev_comm_barrier(comm()));
+		} else {
+			uint8_t one = 1;
+			std::vector<uint8_t> all(size_);
+
+			store_gather(&one, 1, all.data());
+		}
 		return done(c10d::OpType::BARRIER, {});
 	}
 
+	/*
+	 * A message is one Store key in the destination's mailbox for the
+	 * tag, numbered by a Store counter: the sender's rank, then the bytes.
+	 */
 	c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor> &tensors,
 					    int dst, int tag) override
 	{
@@ -428,53 +485,52 @@ public:
 		TORCH_CHECK(dst >= 0 && dst < size_ && dst != rank_,
 			    "icfab send: bad destination rank ", dst);
 		at::Tensor t = tensors[0].contiguous();
-		std::vector<uint8_t> v(bytes(t), bytes(t) + t.nbytes());
+		std::vector<uint8_t> v(sizeof(int32_t) + t.nbytes());
+		int32_t from = rank_;
+		std::string box = mailbox(dst, tag);
 
-		store_->set(p2p_key(rank_, dst, tag, send_seq_), v);
+		std::memcpy(v.data(), &from, sizeof(from));
+		if (t.nbytes())
+			std::memcpy(v.data() + sizeof(from), bytes(t), t.nbytes());
+		int64_t n = store_->add(box, 1) - 1;
+		store_->set(box + "/" + std::to_string(n), v);
 		return done(c10d::OpType::SEND, tensors);
 	}
 
 	c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor> &tensors,
 					    int src, int tag) override
 	{
-		TORCH_CHECK(tensors.size() == 1, "icfab recv: one tensor");
-		check_tensor("recv", tensors[0]);
 		TORCH_CHECK(src >= 0 && src < size_ && src != rank_,
 			    "icfab recv: bad source rank ", src);
-		std::string key = p2p_key(src, rank_, tag, recv_seq_);
-		std::vector<uint8_t> v = store_->get(key);
+		return receive(tensors, src, tag, c10d::OpType::RECV);
+	}
 
-		store_->deleteKey(key);
-		TORCH_CHECK(v.size() == tensors[0].nbytes(), "icfab recv: rank ",
-			    src, " sent ", v.size(), " bytes, the tensor holds ",
-			    tensors[0].nbytes());
-		OutView out(tensors[0]);
-		std::memcpy(bytes(out.work), v.data(), v.size());
-		out.commit();
-		return done(c10d::OpType::RECV, tensors);
+	c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor> &tensors,
+						     int tag) override
+	{
+		return receive(tensors, -1, tag, c10d::OpType::RECVANYSOURCE);
 	}
 
 private:
-	/*
-	 * A second communicator on the same endpoints would deadlock: the
-	 * first one's idle rank-0 context holds virtual time back (see
-	 * "Virtual time across processes" in docs/LIBFABRICDEV.md).
-	 */
-	static std::atomic<int> &live_groups()
+	static std::mutex &process_lock()
 	{
-		static std::atomic<int> n{0};
+		static std::mutex m;
 
-		return n;
+		return m;
 	}
 
-	void open_comm(int64_t timeout_ms)
+	/* The process's communicator, while a group holds it. */
+	static std::weak_ptr<Fabric> &process_fabric()
+	{
+		static std::weak_ptr<Fabric> f;
+
+		return f;
+	}
+
+	std::shared_ptr<Fabric> open_comm(int64_t timeout_ms)
 	{
 		std::vector<uint32_t> eps(4096);
-
-		TORCH_CHECK(live_groups().load() == 0, "icfab new_group: this"
-			    " process already has an icfab process group, and"
-			    " libfabricdev's communicators cannot share the fabric's"
-			    " virtual time yet (use gloo for subgroups)");
+		auto f = std::make_shared<Fabric>();
 		int n = fdev_endpoints(nullptr, eps.data(), eps.size());
 		std::string job;
 
@@ -503,8 +559,16 @@ private:
 			setenv("FDEV_TIMEOUT_MS", std::to_string(timeout_ms).c_str(), 1);
 		check_err("init_process_group",
 			  fdev_comm_init(nullptr, job.c_str(), rank_, size_,
-					 ws_bytes(), 0, &comm_));
-		live_groups()++;
+					 ws_bytes(), 0, &f->comm));
+		return f;
+	}
+
+	struct fdev_comm *comm() const { return fab_->comm; }
+
+	/* The communicator's lock, or the group's own over the Store. */
+	std::unique_lock<std::mutex> guard()
+	{
+		return std::unique_lock<std::mutex>(fab_ ? fab_->lock : store_lock_);
 	}
 
 	static uint64_t ws_bytes()
@@ -517,13 +581,73 @@ private:
 	void ran(const char *op, int err)
 	{
 		check_err(op, err);
-		emulated_ps_ += fdev_comm_last_ps(comm_);
+		last_ps_ = fdev_comm_last_ps(comm());
+		emulated_ps_ += last_ps_;
 	}
 
 	c10::intrusive_ptr<c10d::Work> done(c10d::OpType type,
-					    std::vector<at::Tensor> outputs)
+					    std::vector<at::Tensor> outputs,
+					    int source = -1)
 	{
-		return c10::make_intrusive<IcfabWork>(rank_, type, std::move(outputs));
+		return c10::make_intrusive<IcfabWork>(rank_, type, std::move(outputs),
+						      source);
+	}
+
+	/* Every rank's @n bytes at @in, back to back at @out, over the Store. */
+	void store_gather(const uint8_t *in, uint64_t n, uint8_t *out)
+	{
+		std::string base = "icfab/ag/" + std::to_string(store_seq_++) + "/";
+
+		store_->set(base + std::to_string(rank_),
+			    std::vector<uint8_t>(in, in + n));
+		for (int r = 0; r < size_; r++) {
+			std::vector<uint8_t> v = store_->get(base + std::to_string(r));
+
+			TORCH_CHECK(v.size() == n, "icfab: rank ", r, " passed ",
+				    v.size(), " bytes, rank ", rank_, " ", n);
+			std::memcpy(out + r * n, v.data(), n);
+		}
+		/* The last rank to have read them all removes the keys. */
+		if (store_->add(base + "n", 1) == size_) {
+			for (int r = 0; r < size_; r++)
+				store_->deleteKey(base + std::to_string(r));
+			store_->deleteKey(base + "n");
+		}
+	}
+
+	/* All-to-all-v over the Store: one key per (source, destination). */
+	void store_exchange(const uint8_t *send, const std::vector<uint64_t> &sb,
+			    uint8_t *recv, const std::vector<uint64_t> &rb)
+	{
+		std::string base = "icfab/a2a/" + std::to_string(store_seq_++) + "/";
+		uint64_t off = 0;
+
+		for (int p = 0; p < size_; p++) {
+			store_->set(base + std::to_string(rank_) + "/" + std::to_string(p),
+				    std::vector<uint8_t>(send + off, send + off + sb[p]));
+			off += sb[p];
+		}
+		off = 0;
+		for (int p = 0; p < size_; p++) {
+			std::string key = base + std::to_string(p) + "/" +
+					  std::to_string(rank_);
+			std::vector<uint8_t> v = store_->get(key);
+
+			store_->deleteKey(key);
+			std::memcpy(recv + off, v.data(), rb[p]);
+			off += rb[p];
+		}
+	}
+
+	/* Every rank's @n bytes at @in, back to back at @out. */
+	void gather_raw(const char *op, const void *in, uint64_t n, void *out,
+			enum fdev_algo algo)
+	{
+		if (fab_)
+			ran(op, fdev_all_gather(comm(), in, out, n, FDEV_U8, algo));
+		else
+			store_gather(static_cast<const uint8_t *>(in), n,
+				     static_cast<uint8_t *>(out));
 	}
 
 	/* Every rank's copy of @in, as [world_size][nbytes] bytes. */
@@ -534,8 +658,7 @@ private:
 
 		if (!in.nbytes())
 			return all;
-		ran(op, fdev_all_gather(comm_, bytes(in), bytes(all), in.nbytes(),
-					FDEV_U8, FDEV_ALGO_AUTO));
+		gather_raw(op, bytes(in), in.nbytes(), bytes(all), FDEV_ALGO_AUTO);
 		return all;
 	}
 
@@ -552,14 +675,14 @@ private:
 
 		TORCH_CHECK(!avg || at::isFloatingType(t), "icfab ", op,
 			    ": AVG of dtype ", t, " is not supported");
-		if ((rop == c10d::ReduceOp::SUM || avg) && native_sum(t, &dt)) {
+		if (fab_ && (rop == c10d::ReduceOp::SUM || avg) && native_sum(t, &dt)) {
 			size_t count = out.numel();
 
 			if (scatter)
-				ran(op, fdev_reduce_scatter(comm_, bytes(in),
+				ran(op, fdev_reduce_scatter(comm(), bytes(in),
 					bytes(out), count, dt, FDEV_ALGO_AUTO));
 			else
-				ran(op, fdev_all_reduce(comm_, bytes(in), bytes(out),
+				ran(op, fdev_all_reduce(comm(), bytes(in), bytes(out),
 					count, dt, FDEV_ALGO_AUTO));
 		} else {
 			at::Tensor all = gather_bytes(op, in).view(t)
@@ -568,6 +691,7 @@ private:
 
 			switch (rop) {
 			case c10d::ReduceOp::SUM:
+			case c10d::ReduceOp::AVG:
 				red = all.sum(0, false, t);
 				break;
 			case c10d::ReduceOp::PRODUCT:
@@ -646,8 +770,7 @@ private:
 		mine[0] = !bad.empty();
 		std::copy(sb.begin(), sb.end(), mine.begin() + 1);
 		std::copy(rb.begin(), rb.end(), mine.begin() + 1 + n);
-		ran(op, fdev_all_gather(comm_, mine.data(), all.data(),
-					mine.size() * 8, FDEV_U8, FDEV_ALGO_DIRECT));
+		gather_raw(op, mine.data(), mine.size() * 8, all.data(), FDEV_ALGO_DIRECT);
 		auto row = [&](int r) { return all.data() + (size_t)r * (2 * n + 1); };
 		for (int r = 0; r < n && why.empty(); r++) {
 			if (row(r)[0])
@@ -690,26 +813,81 @@ private:
 			q = rstage.data();
 		}
 		std::vector<uint64_t> got(n);
-		ran(op, fdev_all_to_all_v(comm_, s, sb.data(), q, got.data(),
-					  FDEV_U8, FDEV_ALGO_AUTO));
+		if (fab_)
+			ran(op, fdev_all_to_all_v(comm(), s, sb.data(), q, got.data(),
+						  FDEV_U8, FDEV_ALGO_AUTO));
+		else
+			store_exchange(send, sb, q, rb);
 		if (q != recv)
 			std::memcpy(recv, q, rtotal);
 	}
 
-	static std::string p2p_key(int src, int dst, int tag,
-				   std::map<std::tuple<int, int, int>, uint64_t> &seq)
+	std::string mailbox(int dst, int tag) const
 	{
-		uint64_t s = seq[std::make_tuple(src, dst, tag)]++;
+		return "icfab/p2p/" + std::to_string(dst) + "/" + std::to_string(tag);
+	}
 
-		return "icfab/p2p/" + std::to_string(src) + "/" + std::to_string(dst) +
-		       "/" + std::to_string(tag) + "/" + std::to_string(s);
+	/*
+	 * The oldest message for this rank and @tag from @src (any when -1):
+	 * messages from other sources read on the way wait in pending_.
+	 */
+	std::pair<int, std::vector<uint8_t>> take(int src, int tag)
+	{
+		auto &q = pending_[tag];
+
+		for (auto it = q.begin(); it != q.end(); ++it) {
+			if (src < 0 || it->first == src) {
+				auto m = std::move(*it);
+
+				q.erase(it);
+				return m;
+			}
+		}
+		for (;;) {
+			std::string key = mailbox(rank_, tag) + "/" +
+					  std::to_string(next_msg_[tag]++);
+			std::vector<uint8_t> v = store_->get(key);
+			int32_t from;
+
+			store_->deleteKey(key);
+			TORCH_CHECK(v.size() >= sizeof(from), "icfab recv: a"
+				    " malformed message in the Store");
+			std::memcpy(&from, v.data(), sizeof(from));
+			v.erase(v.begin(), v.begin() + sizeof(from));
+			if (src < 0 || from == src)
+				return {from, std::move(v)};
+			q.emplace_back(from, std::move(v));
+		}
+	}
+
+	c10::intrusive_ptr<c10d::Work> receive(std::vector<at::Tensor> &tensors,
+					       int src, int tag, c10d::OpType type)
+	{
+		TORCH_CHECK(tensors.size() == 1, "icfab recv: one tensor");
+		check_tensor("recv", tensors[0]);
+		std::lock_guard<std::mutex> g(p2p_lock_);
+		auto m = take(src, tag);
+
+		TORCH_CHECK(m.second.size() == tensors[0].nbytes(), "icfab recv: rank ",
+			    m.first, " sent ", m.second.size(),
+			    " bytes, the tensor holds ", tensors[0].nbytes());
+		OutView out(tensors[0]);
+		if (!m.second.empty())
+			std::memcpy(bytes(out.work), m.second.data(), m.second.size());
+		out.commit();
+		return done(type, tensors, m.first);
 	}
 
 	c10::intrusive_ptr<c10d::Store> store_;
-	struct fdev_comm *comm_ = nullptr;
-	std::mutex lock_;		/* protects comm_'s use, emulated_ps_ */
+	std::shared_ptr<Fabric> fab_;	/* null: the group runs over the Store */
+	std::mutex store_lock_;		/* without fab_: protects store_seq_ */
+	uint64_t store_seq_ = 0;	/* the group's collectives over the Store */
+	/* under fab_->lock (or store_lock_): */
 	uint64_t emulated_ps_ = 0;	/* ps, sum of this group's op times */
-	std::map<std::tuple<int, int, int>, uint64_t> send_seq_, recv_seq_;
+	uint64_t last_ps_ = 0;		/* ps, the group's last op */
+	std::mutex p2p_lock_;		/* protects pending_, next_msg_ */
+	std::map<int, std::deque<std::pair<int, std::vector<uint8_t>>>> pending_;
+	std::map<int, uint64_t> next_msg_;	/* per tag: the next mailbox key */
 };
 
 } // namespace icfab
@@ -720,9 +898,12 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)
 
 	py::class_<icfab::ProcessGroupIcfab,
 		   c10::intrusive_ptr<icfab::ProcessGroupIcfab>>(m, "ProcessGroupIcfab", base)
-		.def(py::init<const c10::intrusive_ptr<c10d::Store> &, int, int, int64_t>(),
+		.def(py::init<const c10::intrusive_ptr<c10d::Store> &, int, int, int64_t,
+			      int>(),
 		     py::arg("store"), py::arg("rank"), py::arg("size"),
-		     py::arg("timeout_ms"), py::call_guard<py::gil_scoped_release>())
+		     py::arg("timeout_ms"), py::arg("world_size") = -1,
+		     py::call_guard<py::gil_scoped_release>())
 		.def("emulated_ps", &icfab::ProcessGroupIcfab::emulated_ps)
-		.def("last_ps", &icfab::ProcessGroupIcfab::last_ps);
+		.def("last_ps", &icfab::ProcessGroupIcfab::last_ps)
+		.def("on_fabric", &icfab::ProcessGroupIcfab::on_fabric);
 }

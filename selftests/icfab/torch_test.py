@@ -4,11 +4,12 @@
 
 Importing torch takes minutes in the TCG test VM, so this one process
 imports it once and forks every group of ranks from there: the ops on
-every dtype, the init methods, bad input, and a Megatron/fairseq-style
-expert-parallel MoE layer run once over gloo and once over icfab (outputs
-allclose, emulated dispatch/combine times printed).
+every dtype, subgroups and receives from any source, the init methods,
+bad input, a Megatron/fairseq-style expert-parallel MoE layer run once
+over gloo and once over icfab (outputs allclose, emulated dispatch/combine
+times printed), and a few of torch's own distributed tests.
 
-    torch_test.py [--world N] [--only ops,init,bad,moe]
+    torch_test.py [--world N] [--only ops,groups,init,bad,moe,suite]
 """
 import argparse
 import os
@@ -31,8 +32,10 @@ IMPORT_S = time.time() - T0
 # The ops the tests name on purpose warn that they are private.
 warnings.filterwarnings("ignore", message=".*is a private function")
 os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.int32,
-          torch.int8, torch.uint8]
+DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int64,
+          torch.int32, torch.int8, torch.uint8]
+SUITE = ["test_broadcast", "test_all_reduce_group_sum", "test_all_gather_full_group",
+         "test_send_recv_any_source"]
 PORT = [29400 + os.getpid() % 500]
 TIMEOUT = 120
 
@@ -250,13 +253,13 @@ def expect_error(fn, *words):
 
 def bad_rank(rank, world, _):
     res = []
-    ok, msg = expect_error(lambda: dist.all_reduce(torch.ones(4, dtype=torch.float64)),
-                           "all_reduce", "Double")
-    res.append(("float64 all_reduce: RuntimeError naming op and dtype", ok, msg))
+    ok, msg = expect_error(lambda: dist.all_reduce(torch.ones(4, dtype=torch.int16)),
+                           "all_reduce", "Short")
+    res.append(("int16 all_reduce: RuntimeError naming op and dtype", ok, msg))
     ok, msg = expect_error(lambda: dist.all_to_all_single(
-        torch.zeros(8, dtype=torch.float64), torch.zeros(8, dtype=torch.float64)),
-        "all_to_all_single", "Double")
-    res.append(("float64 all_to_all_single: RuntimeError naming op and dtype", ok, msg))
+        torch.zeros(8, dtype=torch.int16), torch.zeros(8, dtype=torch.int16)),
+        "all_to_all_single", "Short")
+    res.append(("int16 all_to_all_single: RuntimeError naming op and dtype", ok, msg))
     ok, msg = expect_error(lambda: dist.all_gather(
         [torch.zeros(4, dtype=torch.bool) for _ in range(world)], torch.zeros(4, dtype=torch.bool)),
         "all_gather", "Bool")
@@ -276,12 +279,67 @@ def bad_rank(rank, world, _):
     return res
 
 
-def too_many_ranks():
+def groups_rank(rank, world, _):
+    """new_group() of every rank shares the world's communicator; a group
+    of fewer ranks runs over the Store; receives from any source."""
+    res = []
+    full = dist.new_group()
+    t = torch.ones(4) * (rank + 1)
+    dist.all_reduce(t, group=full)
+    res.append(("new_group() of every rank: on the fabric, all_reduce",
+                full.on_fabric() and float(t[0]) == world * (world + 1) / 2,
+                "on_fabric %s, %s" % (full.on_fabric(), t)))
+    part = dist.new_group([1, 2])
+    if rank in (1, 2):
+        me = rank - 1
+        t = torch.ones(3, dtype=torch.float64) * (rank + 1)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX, group=part)
+        ok = not part.on_fabric() and float(t[0]) == 3
+        b = torch.arange(5) if rank == 2 else torch.zeros(5, dtype=torch.int64)
+        dist.broadcast(b, 2, group=part)
+        ok = ok and same(b, torch.arange(5))
+        # unequal splits: rank 1 sends 1 row to itself and 2 to rank 2
+        ins = [[1, 2], [3, 1]][me]
+        outs = [[1, 3], [2, 1]][me]
+        x = torch.full((sum(ins), 2), float(rank))
+        y = torch.zeros((sum(outs), 2))
+        dist.all_to_all_single(y, x, outs, ins, group=part)
+        want = torch.cat([torch.full((outs[0], 2), 1.), torch.full((outs[1], 2), 2.)])
+        ok = ok and same(y, want)
+        dist.barrier(group=part)
+        res.append(("new_group([1, 2]): over the Store, all_reduce MAX float64, broadcast, "
+                    "all_to_all_single with splits, barrier", ok, "%s %s" % (t, y)))
+    else:
+        res.append(("new_group([1, 2]): over the Store, all_reduce MAX float64, broadcast, "
+                    "all_to_all_single with splits, barrier", part == dist.GroupMember.NON_GROUP_MEMBER,
+                    "a non-member got %s" % part))
+    got = []
+    if rank == 0:
+        for _ in range(2 * (world - 1)):
+            r = torch.zeros(2, dtype=torch.int32)
+            src = dist.recv(r)
+            got.append(src if same(r, torch.full((2,), src, dtype=torch.int32)) else -1)
+        ok = sorted(got) == sorted(list(range(1, world)) * 2)
+    else:
+        dist.send(torch.full((2,), rank, dtype=torch.int32), 0)
+        dist.send(torch.full((2,), rank, dtype=torch.int32), 0)
+        ok = True
+    res.append(("recv from any source: senders and bytes", ok, str(got)))
+    t = torch.ones(4)
+    dist.all_reduce(t)
+    res.append(("the world group works after the subgroups", float(t[0]) == world, str(t)))
+    return res
+
+
+def init_error(world_size, words, env=None):
+    """init_process_group in a forked process raises a RuntimeError
+    naming @words."""
     pid = os.fork()
     if pid == 0:
-        tmp = "/tmp/icfab_torch_big_%d" % os.getpid()
+        os.environ.update(env or {})
+        tmp = "/tmp/icfab_torch_bad_%d" % os.getpid()
         ok, msg = expect_error(lambda: dist.init_process_group(
-            "icfab", init_method="file://" + tmp, rank=0, world_size=4096), "endpoints")
+            "icfab", init_method="file://" + tmp, rank=0, world_size=world_size), *words)
         print("# %s" % msg)
         os._exit(0 if ok else 1)
     return os.waitpid(pid, 0)[1] == 0
@@ -346,7 +404,7 @@ def moe_rank(rank, world, args):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--world", type=int, default=4)
-    ap.add_argument("--only", default="ops,init,bad,moe")
+    ap.add_argument("--only", default="ops,groups,init,bad,moe,suite")
     a = ap.parse_args()
     parts = a.only.split(",")
     world = a.world
@@ -380,11 +438,16 @@ def main():
         t = time.time()
         per_rank(run_ranks(world, ops_rank), "icfab %d ranks" % world)
         print("# ops: %.1f s" % (time.time() - t))
+    if "groups" in parts:
+        t = time.time()
+        per_rank(run_ranks(world, groups_rank), "groups")
+        print("# groups: %.1f s" % (time.time() - t))
     if "init" in parts:
         for how in ("env", "file"):
             res = run_ranks(world, small_rank, init=how)
             per_rank(res, "init_method %s://" % how)
-        tap(too_many_ranks(), "init_process_group with more ranks than endpoints: RuntimeError")
+        tap(init_error(4096, ["endpoints", "world_size"]),
+            "init_process_group with more ranks than endpoints: RuntimeError")
     if "bad" in parts:
         t = time.time()
         per_rank(run_ranks(world, bad_rank, timeout=30), "bad input")
@@ -410,6 +473,14 @@ def main():
                       "icfab %.2f s" % (r, g[1], g[2], ref[r][3], g[3]))
             tap(all(g[1] > 0 and g[2] > 0 for g in got), "MoE layer: emulated times reported")
         print("# MoE wall: gloo group %.1f s, icfab group %.1f s" % (tg, ti))
+    if "suite" in parts:
+        # A few of torch's own distributed tests (the whole list is
+        # torch_dist_suite.py's default): float64, subgroups, any source.
+        import torch_dist_suite
+        t = time.time()
+        torch_dist_suite.run(SUITE, "icfab", world, exact=True,
+                             report=lambda ok, name, why: tap(ok, "torch suite: " + name, why))
+        print("# torch suite subset: %.1f s" % (time.time() - t))
     print("1..%d" % n[0])
     print("# total %.1f s" % (time.time() - T0))
     return failed[0]

@@ -9,7 +9,9 @@
     ft.emulated_ps()                              # fabric time of this rank's ops
 
 Rank r runs on the committed topology's r-th endpoint. The process group
-meets through the c10d Store torch hands it; see docs/TORCH.md.
+meets through the c10d Store torch hands it. A new_group() of every rank
+shares the default group's communicator; a group of fewer ranks runs over
+the Store (on_fabric() is False); see docs/TORCH.md.
 """
 import torch
 import torch.distributed as dist
@@ -25,9 +27,12 @@ BACKEND = "icfab"
 ProcessGroupIcfab = _ext.ProcessGroupIcfab
 
 
-def _create(store, rank, world_size, timeout):
-    return ProcessGroupIcfab(store, rank, world_size,
-                             int(timeout.total_seconds() * 1000))
+def _create(store, rank, size, timeout):
+    # The default group is made before dist.is_initialized() turns true;
+    # a later group of every rank shares its communicator.
+    world = dist.get_world_size() if dist.is_initialized() else -1
+    return ProcessGroupIcfab(store, rank, size, int(timeout.total_seconds() * 1000),
+                             world)
 
 
 if BACKEND.upper() not in dist.Backend._plugins:
