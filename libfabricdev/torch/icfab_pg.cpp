@@ -286,6 +286,10 @@ public:
 		auto g = guard();
 		for (size_t i = 0; i < inputs.size(); i++) {
 			at::Tensor in = inputs[i].contiguous();
+
+			/* Nothing to move, and no dtype view of 0 bytes. */
+			if (!in.nbytes())
+				continue;
 			at::Tensor all = gather_bytes(op, in);
 
 			for (int r = 0; r < size_; r++)
@@ -315,6 +319,9 @@ public:
 		}
 		auto g = guard();
 		at::Tensor in = inputs[0].contiguous();
+
+		if (!in.nbytes())
+			return done(c10d::OpType::ALLGATHER, outputs[0]);
 		at::Tensor all = gather_bytes(op, in);
 
 		for (int r = 0; r < size_; r++)
@@ -675,6 +682,8 @@ private:
 
 		TORCH_CHECK(!avg || at::isFloatingType(t), "icfab ", op,
 			    ": AVG of dtype ", t, " is not supported");
+		if (!out.numel())
+			return;
 		if (fab_ && (rop == c10d::ReduceOp::SUM || avg) && native_sum(t, &dt)) {
 			size_t count = out.numel();
 

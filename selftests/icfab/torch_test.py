@@ -35,7 +35,7 @@ os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
 DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int64,
           torch.int32, torch.int8, torch.uint8]
 SUITE = ["test_broadcast", "test_all_reduce_group_sum", "test_all_gather_full_group",
-         "test_send_recv_any_source"]
+         "test_send_recv_any_source", "test_all_gather_coalesced_with_empty"]
 PORT = [29400 + os.getpid() % 500]
 TIMEOUT = 120
 
