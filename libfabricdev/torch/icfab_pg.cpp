@@ -31,6 +31,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
+#include <chrono>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -142,7 +143,7 @@ static void check_err(const char *op, int err)
 			    " (raise ICFAB_TORCH_WS_BYTES)");
 	if (err == -ETIMEDOUT)
 		TORCH_CHECK(false, "icfab ", op,
-			    ": timed out waiting for the other ranks");
+			    ": Timed out waiting for the other ranks");
 	TORCH_CHECK(false, "icfab ", op, ": ", std::strerror(-err), " (",
 		    -err, ")");
 }
@@ -175,7 +176,7 @@ public:
 	 */
 	ProcessGroupIcfab(const c10::intrusive_ptr<c10d::Store> &store,
 			  int rank, int size, int64_t timeout_ms, int world_size)
-		: ProcessGroup(rank, size), store_(store)
+		: ProcessGroup(rank, size), store_(store), timeout_(timeout_ms)
 	{
 		std::lock_guard<std::mutex> g(process_lock());
 		std::shared_ptr<Fabric> f = process_fabric().lock();
@@ -475,7 +476,7 @@ public:
 			uint8_t one = 1;
 			std::vector<uint8_t> all(size_);
 
-			store_gather(&one, 1, all.data());
+			store_gather("barrier", &one, 1, all.data());
 		}
 		return done(c10d::OpType::BARRIER, {});
 	}
@@ -600,15 +601,28 @@ private:
 						      source);
 	}
 
+	/* @key from the Store, within the group's timeout. */
+	std::vector<uint8_t> store_get(const char *op, const std::string &key, int from)
+	{
+		try {
+			store_->wait({key}, timeout_);
+		} catch (const std::exception &e) {
+			TORCH_CHECK(false, "icfab ", op, ": Timed out after ",
+				    timeout_.count(), " ms waiting for rank ", from,
+				    " (", e.what(), ")");
+		}
+		return store_->get(key);
+	}
+
 	/* Every rank's @n bytes at @in, back to back at @out, over the Store. */
-	void store_gather(const uint8_t *in, uint64_t n, uint8_t *out)
+	void store_gather(const char *op, const uint8_t *in, uint64_t n, uint8_t *out)
 	{
 		std::string base = "icfab/ag/" + std::to_string(store_seq_++) + "/";
 
 		store_->set(base + std::to_string(rank_),
 			    std::vector<uint8_t>(in, in + n));
 		for (int r = 0; r < size_; r++) {
-			std::vector<uint8_t> v = store_->get(base + std::to_string(r));
+			std::vector<uint8_t> v = store_get(op, base + std::to_string(r), r);
 
 			TORCH_CHECK(v.size() == n, "icfab: rank ", r, " passed ",
 				    v.size(), " bytes, rank ", rank_, " ", n);
@@ -623,8 +637,9 @@ private:
 	}
 
 	/* All-to-all-v over the Store: one key per (source, destination). */
-	void store_exchange(const uint8_t *send, const std::vector<uint64_t> &sb,
-			    uint8_t *recv, const std::vector<uint64_t> &rb)
+	void store_exchange(const char *op, const uint8_t *send,
+			    const std::vector<uint64_t> &sb, uint8_t *recv,
+			    const std::vector<uint64_t> &rb)
 	{
 		std::string base = "icfab/a2a/" + std::to_string(store_seq_++) + "/";
 		uint64_t off = 0;
@@ -638,7 +653,7 @@ private:
 		for (int p = 0; p < size_; p++) {
 			std::string key = base + std::to_string(p) + "/" +
 					  std::to_string(rank_);
-			std::vector<uint8_t> v = store_->get(key);
+			std::vector<uint8_t> v = store_get(op, key, p);
 
 			store_->deleteKey(key);
 			std::memcpy(recv + off, v.data(), rb[p]);
@@ -653,7 +668,7 @@ private:
 		if (fab_)
 			ran(op, fdev_all_gather(comm(), in, out, n, FDEV_U8, algo));
 		else
-			store_gather(static_cast<const uint8_t *>(in), n,
+			store_gather(op, static_cast<const uint8_t *>(in), n,
 				     static_cast<uint8_t *>(out));
 	}
 
@@ -826,7 +841,7 @@ private:
 			ran(op, fdev_all_to_all_v(comm(), s, sb.data(), q, got.data(),
 						  FDEV_U8, FDEV_ALGO_AUTO));
 		else
-			store_exchange(send, sb, q, rb);
+			store_exchange(op, send, sb, q, rb);
 		if (q != recv)
 			std::memcpy(recv, q, rtotal);
 	}
@@ -889,6 +904,7 @@ private:
 
 	c10::intrusive_ptr<c10d::Store> store_;
 	std::shared_ptr<Fabric> fab_;	/* null: the group runs over the Store */
+	std::chrono::milliseconds timeout_;	/* of the group's waits on the Store */
 	std::mutex store_lock_;		/* without fab_: protects store_seq_ */
 	uint64_t store_seq_ = 0;	/* the group's collectives over the Store */
 	/* under fab_->lock (or store_lock_): */
