@@ -7,9 +7,10 @@ imports it once and forks every group of ranks from there: the ops on
 every dtype, subgroups and receives from any source, the init methods,
 bad input, a Megatron/fairseq-style expert-parallel MoE layer run once
 over gloo and once over icfab (outputs allclose, emulated dispatch/combine
-times printed), and a few of torch's own distributed tests.
+times printed), fabricdev.deep_ep against libfabricdev's own MoE dispatch
+and combine, and a few of torch's own distributed tests.
 
-    torch_test.py [--world N] [--only ops,groups,init,bad,moe,suite]
+    torch_test.py [--world N] [--only ops,groups,init,bad,moe,deep_ep,suite]
 """
 import argparse
 import os
@@ -345,6 +346,107 @@ def init_error(world_size, words, env=None):
     return os.waitpid(pid, 0)[1] == 0
 
 
+# ---- fabricdev.deep_ep (DeepEP's Buffer) against libfabricdev's own MoE.
+
+def deep_ep_inputs(world, T=6, H=8, E=8, k=3):
+    """Every rank's x [T,H], topk_idx [T,k] (some -1), weights, seeded."""
+    g = torch.Generator().manual_seed(1234)
+    xs, idxs, ws = [], [], []
+    for r in range(world):
+        xs.append(torch.randn((T, H), generator=g))
+        idx = torch.stack([torch.randperm(E, generator=g)[:k] for _ in range(T)])
+        idx[torch.rand((T, k), generator=g) < 0.2] = -1
+        idxs.append(idx)
+        ws.append(torch.rand((T, k), generator=g))
+    return xs, idxs, ws, E
+
+
+def deep_ep_rank(rank, world, _):
+    import numpy as np
+    import fabricdev as fd
+    from fabricdev import deep_ep
+    xs, idxs, ws, E = deep_ep_inputs(world)
+    T, H = xs[0].shape
+    k = idxs[0].shape[1]
+    epr = E // world
+    x, idx, w = xs[rank], idxs[rank], ws[rank]
+    res = []
+
+    # libfabricdev's own: one process drives every rank, in host memory
+    ref = fd.Comm.host(world, 1 << 20)
+
+    def lib(mode):
+        cfg = fd.MoeConfig(num_experts=E, k=k, hidden=H, dtype=fd.F32, mode=mode, align=1,
+                           max_tokens=T)
+        h = ref.moe_dispatch(cfg, [a.numpy() for a in xs], [a.numpy() for a in idxs],
+                             [a.numpy() for a in ws])
+        outs = [h.output(r) for r in range(world)]
+        ys = []
+        for r, (ox, _, _, cnt, off) in enumerate(outs):
+            y = ox.copy()
+            for e in range(epr):
+                y[int(off[e]):int(off[e] + cnt[e])] *= 1 + r * epr + e
+            ys.append(y)
+        comb = ref.moe_combine(h, ys, [T] * world)
+        return outs[rank], torch.from_numpy(np.asarray(comb[rank]))
+
+    (lx, _, _, lcnt, loff), lcomb = lib(fd.THROUGHPUT)
+    buf = deep_ep.Buffer(dist.group.WORLD)
+    ntr, _, nte, in_rank, _ = buf.get_dispatch_layout(idx, E)
+    want_in = torch.zeros((T, world), dtype=torch.bool)
+    for t in range(T):
+        for e in idx[t].tolist():
+            if e >= 0:
+                want_in[t, e // epr] = True
+    res.append(("get_dispatch_layout: per rank, per expert, is_token_in_rank",
+                torch.equal(in_rank, want_in) and torch.equal(ntr, want_in.sum(0).int())
+                and int(nte.sum()) == int((idx >= 0).sum()), ""))
+    rx, ridx, rw, per_expert, handle, _ = buf.dispatch(
+        x, topk_idx=idx, topk_weights=w, num_tokens_per_rank=ntr, is_token_in_rank=in_rank,
+        num_tokens_per_expert=nte)
+    ok = per_expert == [int(c) for c in lcnt] and rx.shape[1] == H
+    for e in range(epr):
+        rows = rx[(ridx == e).any(1)]
+        ok = ok and torch.equal(rows, torch.from_numpy(lx[int(loff[e]):int(loff[e] + lcnt[e])]))
+    res.append(("dispatch: each local expert's rows equal fdev_moe_dispatch's (throughput), "
+                "element by element", ok, "per expert %s, lib %s" % (per_expert, lcnt)))
+    rx2, none_idx, _, _, _, _ = buf.dispatch(x, handle=handle)
+    res.append(("dispatch with a handle: the same rows", torch.equal(rx2, rx) and none_idx is None,
+                ""))
+    y = torch.zeros_like(rx)
+    for j in range(k):
+        m = (ridx[:, j] >= 0).unsqueeze(1)
+        y += torch.where(m, rx * rw[:, j:j + 1] * (1 + rank * epr + ridx[:, j:j + 1]).float(),
+                         torch.zeros_like(rx))
+    cx, _, _ = buf.combine(y, handle)
+    res.append(("combine: equals fdev_moe_combine's (allclose 1e-5)",
+                tuple(cx.shape) == (T, H) and torch.allclose(cx, lcomb, rtol=1e-5, atol=1e-5),
+                "max diff %g" % float((cx - lcomb).abs().max())))
+
+    (llx, _, _, llcnt, lloff), llcomb = lib(fd.LOW_LATENCY)
+    lrx, rcount, lhandle, _, hook = buf.low_latency_dispatch(x, idx, T, E, use_fp8=False)
+    hook()
+    ok = tuple(lrx.shape) == (epr, world * T, H) and rcount.tolist() == [int(c) for c in llcnt]
+    for e in range(epr):
+        ok = ok and torch.equal(lrx[e, :int(rcount[e])],
+                                torch.from_numpy(llx[int(lloff[e]):int(lloff[e] + llcnt[e])]))
+    res.append(("low_latency_dispatch: [local experts, ranks*max, H], rows equal "
+                "fdev_moe_dispatch's (low latency)", ok, "counts %s, lib %s" % (rcount, llcnt)))
+    ly = torch.stack([lrx[e] * (1 + rank * epr + e) for e in range(epr)])
+    lcx, _, _ = buf.low_latency_combine(ly, idx, w, lhandle)
+    res.append(("low_latency_combine: equals fdev_moe_combine's (allclose 1e-5)",
+                torch.allclose(lcx, llcomb, rtol=1e-5, atol=1e-5),
+                "max diff %g" % float((lcx - llcomb).abs().max())))
+    ok, msg = False, "no error"
+    try:
+        buf.low_latency_dispatch(x, idx, T, E)
+    except ValueError as e:
+        ok, msg = "use_fp8=False" in str(e), str(e)
+    res.append(("low_latency_dispatch with use_fp8 (torch 1.13 has no float8): ValueError",
+                ok, msg))
+    return res
+
+
 # ---- A Megatron/fairseq-style expert-parallel layer, torch.distributed only.
 
 def moe_layer(x, gate, w1, w2, k, num_experts, timer=None):
@@ -404,7 +506,7 @@ def moe_rank(rank, world, args):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--world", type=int, default=4)
-    ap.add_argument("--only", default="ops,groups,init,bad,moe,suite")
+    ap.add_argument("--only", default="ops,groups,init,bad,moe,deep_ep,suite")
     a = ap.parse_args()
     parts = a.only.split(",")
     world = a.world
@@ -473,6 +575,10 @@ def main():
                       "icfab %.2f s" % (r, g[1], g[2], ref[r][3], g[3]))
             tap(all(g[1] > 0 and g[2] > 0 for g in got), "MoE layer: emulated times reported")
         print("# MoE wall: gloo group %.1f s, icfab group %.1f s" % (tg, ti))
+    if "deep_ep" in parts:
+        t = time.time()
+        per_rank(run_ranks(world, deep_ep_rank), "fabricdev.deep_ep on icfab")
+        print("# deep_ep: %.1f s" % (time.time() - t))
     if "suite" in parts:
         # A few of torch's own distributed tests (the whole list is
         # torch_dist_suite.py's default): float64, subgroups, any source.
