@@ -550,6 +550,8 @@ def main():
             per_rank(res, "init_method %s://" % how)
         tap(init_error(4096, ["endpoints", "world_size"]),
             "init_process_group with more ranks than endpoints: RuntimeError")
+        tap(init_error(1, ["no icfab device"], {"FDEV_DEVICE": "/dev/icfab-none"}),
+            "init_process_group without the device: RuntimeError")
     if "bad" in parts:
         t = time.time()
         per_rank(run_ranks(world, bad_rank, timeout=30), "bad input")
