@@ -35,8 +35,10 @@ warnings.filterwarnings("ignore", message=".*is a private function")
 os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
 DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int64,
           torch.int32, torch.int8, torch.uint8]
-SUITE = ["test_broadcast", "test_all_reduce_group_sum", "test_all_gather_full_group",
-         "test_send_recv_any_source", "test_all_gather_coalesced_with_empty"]
+# Each costs a fork of 4 ranks and an init (about 15 s in the TCG VM);
+# float64 and the full group are covered by ops_rank and groups_rank.
+SUITE = ["test_all_reduce_group_sum", "test_send_recv_any_source",
+         "test_all_gather_coalesced_with_empty"]
 PORT = [29400 + os.getpid() % 500]
 TIMEOUT = 120
 
