@@ -469,15 +469,17 @@ public:
 	c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions &) override
 	{
 		auto g = guard();
+		uint8_t one = 1;
+		std::vector<uint8_t> all(size_);
 
-		if (fab_) {
+		/*
+		 * Every group meets in the Store first, so a missing rank is
+		 * this group's timeout (a group sharing the communicator
+		 * would otherwise wait for the default group's).
+		 */
+		store_gather("barrier", &one, 1, all.data());
+		if (fab_)
 			check_err("barrier", fdev_comm_barrier(comm()));
-		} else {
-			uint8_t one = 1;
-			std::vector<uint8_t> all(size_);
-
-			store_gather("barrier", &one, 1, all.data());
-		}
 		return done(c10d::OpType::BARRIER, {});
 	}
 
@@ -906,7 +908,7 @@ private:
 	std::shared_ptr<Fabric> fab_;	/* null: the group runs over the Store */
 	std::chrono::milliseconds timeout_;	/* of the group's waits on the Store */
 	std::mutex store_lock_;		/* without fab_: protects store_seq_ */
-	uint64_t store_seq_ = 0;	/* the group's collectives over the Store */
+	uint64_t store_seq_ = 0;	/* the group's ops over the Store (barriers too) */
 	/* under fab_->lock (or store_lock_): */
 	uint64_t emulated_ps_ = 0;	/* ps, sum of this group's op times */
 	uint64_t last_ps_ = 0;		/* ps, the group's last op */
