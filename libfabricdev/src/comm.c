@@ -718,6 +718,19 @@ int fdev_comm_init(const char *path, const char *job, int rank, int size,
 	n = fdev_endpoints(path, eps, 1024);
 	if (n < 0) {
 		err = n;
+		fprintf(stderr, "libfabricdev: %s: %s%s\n",
+			path ? path : getenv("FDEV_DEVICE") ? getenv("FDEV_DEVICE") :
+			"/dev/icfab0", strerror(-n),
+			n == -ENOENT ? " (is the icfab module loaded?)" : "");
+		goto err_destroy;
+	}
+	if (!n || (n < size && !getenv("FDEV_ENDPOINT"))) {
+		err = -ENODEV;
+		if (!n)
+			fprintf(stderr, "libfabricdev: no committed topology (icfabd --apply)\n");
+		else
+			fprintf(stderr, "libfabricdev: the fabric has %d endpoints, fewer than the %d ranks\n",
+				n, size);
 		goto err_destroy;
 	}
 	mode = data_mode(path, flags);

@@ -11,7 +11,9 @@
 #    rank's emulated times (each operation's, and its clock after each
 #    one since the communicator was made) are bit-identical between the
 #    two runs: the ranks meet only through the fabric (NOTIFY WRITEs and
-#    WAITs for exactly what must come), never by a timed wait.
+#    WAITs for exactly what must come), never by a timed wait;
+#  - bad input at init (no device, more ranks than endpoints) fails at
+#    once with a message that says so, and leaves no rendezvous file.
 
 top=${ICFAB_TOP:-$(cd "$(dirname "$0")/../../.." 2>/dev/null && pwd)}
 icfabd=$top/build/bin/icfabd
@@ -32,6 +34,20 @@ if [ -z "$features" ] || [ $((features & 0x104)) -ne $((0x104)) ]; then
 	echo "1..2"
 	exit 0
 fi
+
+badinit() {	# badinit PATTERN ENV...: rank 0 fails at once, says why, leaves nothing
+	pat=$1
+	shift
+	env "$@" FDEV_JOB=bad$$ FDEV_RANK=0 FDEV_TIMEOUT_MS=5000 \
+		timeout 60 "$t" mpall > /dev/null 2> "$tmp/bad"
+	rc=$?
+	sed 's/^/# /' "$tmp/bad"
+	[ $rc = 1 ] && grep -q "$pat" "$tmp/bad" && ! ls /dev/shm/fdev-*-bad$$ 2> /dev/null
+}
+check "no device: a clear error, nothing left" \
+	badinit "is the icfab module loaded" FDEV_DEVICE=/dev/icfab-none FDEV_SIZE=4
+check "more ranks than endpoints: a clear error, nothing left" \
+	badinit "the fabric has 8 endpoints, fewer than the 9 ranks" FDEV_SIZE=9
 
 mpall() {	# mpall RUN [hog]: 4 ranks of "fdev_dev_test mpall", no proxy
 	if [ "$2" = hog ]; then
