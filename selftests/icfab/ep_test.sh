@@ -2,11 +2,16 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # MoE beyond 64 ranks (TAP): one process drives 256 ranks, timing only
-# (moe_bench), on ualink-pod and on tpu-v4-pod (its first 256 chips):
-# the throughput, low-latency and hierarchical (nodes of 8) dispatch and
-# combine run, take emulated time no shorter than the busiest port's
-# bound (moe_bench's, from the port rate), and a run repeats to the
-# picosecond. 16 tokens per rank, H = 7168, top-8 of 256 experts.
+# (moe_bench), on ualink-pod: the throughput, low-latency and
+# hierarchical (nodes of 8) dispatch and combine run, take emulated time
+# no shorter than the busiest port's bound (moe_bench's, from the port
+# rate), and a run repeats to the picosecond. 16 tokens per rank,
+# H = 7168, top-8 of 256 experts.
+#
+# ICFAB_EP_PRESETS="ualink-pod tpu-v4-pod" also runs the first 256 chips
+# of tpu-v4-pod. That preset's 4096 chips take minutes to apply under
+# TCG, which `make check` cannot spend on both kernels; the EP table
+# (tools/bench/ep_table.sh) covers it.
 
 top=${ICFAB_TOP:-$(cd "$(dirname "$0")/../../.." 2>/dev/null && pwd)}
 icfabd=$top/build/bin/icfabd
@@ -35,7 +40,8 @@ sys.exit(0 if r["ranks"] == 256 and 0 < d <= 1 and 0 < c <= 1 else 1)
 PY
 }
 
-for preset in ualink-pod tpu-v4-pod; do
+presets=${ICFAB_EP_PRESETS:-ualink-pod}
+for preset in $presets; do
 	case $preset in
 	tpu-v4-pod) bw=300 ;;
 	*) bw=100 ;;
@@ -47,9 +53,11 @@ for preset in ualink-pod tpu-v4-pod; do
 		check "$preset: EP256 $mode dispatch and combine, within the bound" ep $preset $mode $bw
 	done
 done
-check "the tpu-v4-pod throughput run repeats to the picosecond" sh -c "
-	'$bench' -n 256 -t 16 -H 7168 -e 256 -k 8 -m tp -b 300 2> /dev/null |
-		cmp -s - '$tmp/tpu-v4-pod.tp'"
+last=${presets##* }
+case $last in tpu-v4-pod) bw=300 ;; *) bw=100 ;; esac
+check "the $last throughput run repeats to the picosecond" sh -c "
+	'$bench' -n 256 -t 16 -H 7168 -e 256 -k 8 -m tp -b $bw 2> /dev/null |
+		cmp -s - '$tmp/$last.tp'"
 
 echo "1..$n"
 exit $failed
