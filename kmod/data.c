@@ -315,6 +315,7 @@ static struct icfab_data *icfab_data_create(struct icfab_fabric *fabric)
 		goto err_free;
 	if (icfab_engine_init(&d->engine, m, t->segment_size, &d->st))
 		goto err_free;
+	d->engine.run_budget = ICFAB_ENGINE_RUN_BUDGET;
 	/* Fabric time restarts at 0 with every engine, in both modes. */
 	d->paced = t->time_mode == ICFAB_TIME_PACED;
 	d->dilation = max_t(u32, t->dilation, 1);
@@ -882,7 +883,10 @@ static void icfab_data_advance(struct icfab_fabric *fabric)
 					d->paced ? horizon :
 					icfab_data_horizon(fabric),
 					icfab_data_complete, d);
-		} while (ret == 1);
+			/* Millions of events take seconds: let others run. */
+			if (ret == ICFAB_ENGINE_YIELD)
+				cond_resched();
+		} while (ret == 1 || ret == ICFAB_ENGINE_YIELD);
 	} while (!ret && !d->paced && __icfab_data_catchup(fabric, d));
 	WARN_ON_ONCE(ret < 0);
 	if (d->paced)

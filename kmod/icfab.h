@@ -78,6 +78,8 @@
 #define ICFAB_MAX_ATTACH		ICFAB_MAX_ENDPOINTS
 #define ICFAB_ENGINE_XFERS		16384		/* transfers in flight */
 #define ICFAB_ENGINE_EVENTS		(256 * 1024)	/* pending segment events */
+/* Events the engine processes between two chances to reschedule. */
+#define ICFAB_ENGINE_RUN_BUDGET		4096
 /* The event table grows, doubling, up to this (40 bytes each). */
 #define ICFAB_ENGINE_EVENTS_MAX		(8 * 1024 * 1024)
 #define ICFAB_MAX_REGIONS		((1U << 20) - 1) /* handles per context */

@@ -1122,6 +1122,7 @@ int icfab_engine_run_until(struct icfab_engine *e, icfab_u64 horizon_ps,
 			   icfab_engine_complete_fn complete, void *arg)
 {
 	struct icfab_engine_event ev;
+	icfab_u32 done = 0;
 	int ret;
 
 	while (e->nr_events) {
@@ -1131,6 +1132,8 @@ int icfab_engine_run_until(struct icfab_engine *e, icfab_u64 horizon_ps,
 		if (horizon_ps != ICFAB_ENGINE_NEVER &&
 		    ev_head(e, in_run)->time_ps >= horizon_ps)
 			break;
+		if (e->run_budget && done++ == e->run_budget)
+			return ICFAB_ENGINE_YIELD;
 		ev_pop(e, in_run, &ev);
 		/*
 		 * A handed-over DMA engine can push an event of this instant

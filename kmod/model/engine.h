@@ -286,6 +286,12 @@ struct icfab_engine {
 	icfab_u32 mark;			/* last stamp given to a tree walk */
 	const struct icfab_engine_tracer *tracer;	/* may be NULL */
 	void *tracer_arg;
+	/*
+	 * Events one icfab_engine_run_until() call processes before it
+	 * returns ICFAB_ENGINE_YIELD, so that a caller in the kernel can
+	 * reschedule between calls; 0 (after init): no bound.
+	 */
+	icfab_u32 run_budget;
 };
 
 /* DMA engine entries the topology needs: one per engine per endpoint. */
@@ -401,8 +407,11 @@ int icfab_engine_retopo(struct icfab_engine *e,
  * Process every event before @horizon_ps (all of them for
  * ICFAB_ENGINE_NEVER), calling @complete for each transfer that finishes.
  * Returns 0 when the horizon was reached, 1 when @complete asked to stop,
- * or a negative errno on an engine bug (an event the engine cannot place).
+ * ICFAB_ENGINE_YIELD when it processed e->run_budget events (call again
+ * to go on: the result is the same as without a budget), or a negative
+ * errno on an engine bug (an event the engine cannot place).
  */
+#define ICFAB_ENGINE_YIELD	2
 int icfab_engine_run_until(struct icfab_engine *e, icfab_u64 horizon_ps,
 			   icfab_engine_complete_fn complete, void *arg);
 

@@ -619,8 +619,8 @@ static int det_same(const struct harness *a, const struct harness *b,
 static void test_determinism(void)
 {
 	struct icfab_mtopo *t = star(DET_EPS, 2);
-	struct harness *once, *steps, *rev, *stop;
-	unsigned int next = 0, calls = 0;
+	struct harness *once, *steps, *rev, *stop, *budget;
+	unsigned int next = 0, calls = 0, yields = 0;
 	ull horizon = 0, queued = 0;
 	int err = 0;
 
@@ -675,6 +675,21 @@ static void test_determinism(void)
 				      on_complete, stop) == 1)
 		;
 
+	/* A budget of 7 events per call, to a horizon, then to the end. */
+	budget = det_new(t);
+	budget->e.run_budget = 7;
+	for (unsigned int i = 0; i < DET_N; i++)
+		err |= submit(budget, det[i].src, det[i].dst, det[i].bytes,
+			      det[i].at, i);
+	for (int ret; (ret = icfab_engine_run_until(&budget->e, 1000000,
+						     on_complete, budget));)
+		yields += ret == ICFAB_ENGINE_YIELD;
+	err |= budget->e.now_ps != 1000000;
+	for (int ret; (ret = icfab_engine_run_until(&budget->e,
+						     ICFAB_ENGINE_NEVER,
+						     on_complete, budget));)
+		yields += ret == ICFAB_ENGINE_YIELD;
+
 	ok(!err && queued > 0 && once->completions == DET_N,
 	   "a contended random workload of %d transfers completes (queued %llu ps in all)",
 	   DET_N, queued);
@@ -685,10 +700,15 @@ static void test_determinism(void)
 	   "submission order of same-time transfers does not change results");
 	ok(det_same(once, stop, t) && stop->completions == DET_N,
 	   "stopping after every completion does not change results");
+	ok(det_same(once, budget, t) && budget->completions == DET_N &&
+	   yields > DET_N,
+	   "yielding every 7 events (%u times) does not change results",
+	   yields);
 	h_free(once);
 	h_free(steps);
 	h_free(rev);
 	h_free(stop);
+	h_free(budget);
 	topo_free(t);
 }
 
