@@ -75,7 +75,7 @@ static long icfab_ioctl_info(struct icfab_ctx *ctx, void __user *uarg)
 	info.dilation = st.dilation;
 	info.now_ps = st.now_ps;
 	info.generation = st.generation;
-	icfab_fill_limits(&info.limits);
+	icfab_fill_limits(&info.limits, st.segment_size);
 
 	if (copy_to_user(uarg, &info, sizeof(info)))
 		return -EFAULT;

@@ -367,6 +367,17 @@ int icfab_circuit_xfer_submit(struct icfab_fabric *fabric,
 	return 0;
 }
 
+/*
+ * Events a WRITE of @bytes over @cx needs in the engine, once its tree
+ * was checked (icfab_circuit_xfer_submit() does that first).
+ */
+u64 icfab_circuit_xfer_events(const struct icfab_circuit_xfer *cx, u64 bytes,
+			      u32 segment_size)
+{
+	return icfab_engine_tree_events_needed(bytes, segment_size,
+					       &cx->tree->t);
+}
+
 /* Every engine completion: a tree transfer no longer needs its tree. */
 void icfab_circuit_xfer_done(struct icfab_fabric *fabric, u32 xfer_id)
 {

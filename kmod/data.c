@@ -715,6 +715,11 @@ static int icfab_xfer_submit(struct icfab_data *d, struct icfab_ctx *ctx,
 		 icfab_data_grow(d, req->cx ? 0 :
 				 icfab_engine_events_needed(req->len,
 							    e->segment_size)));
+	if (err == -ICFAB_ENGINE_ENOSPC && req->cx &&
+	    icfab_circuit_xfer_events(req->cx, req->len, e->segment_size) >
+	    ICFAB_ENGINE_EVENTS_MAX)
+		/* Its tree copies every segment more than the engine holds. */
+		return -E2BIG;
 	if (err)
 		/* A full engine is back-pressure like a full queue. */
 		return err == -ICFAB_ENGINE_ENOSPC ? -EAGAIN : -EINVAL;
@@ -1340,6 +1345,11 @@ static int icfab_req_prepare(struct icfab_ctx *ctx,
 	default:
 		err = -EINVAL;
 	}
+	/* Waiting cannot make room for what no engine can ever hold. */
+	if (!err && (dd->op == ICFAB_OP_WRITE || dd->op == ICFAB_OP_READ) &&
+	    icfab_nr_segments(dd->len, t->segment_size) >
+	    ICFAB_MAX_XFER_SEGMENTS)
+		err = -E2BIG;
 	if (!err && q->inflight >= q->depth)
 		err = -EAGAIN;
 	if (!err && dd->flags & ICFAB_DESC_F_NOTIFY)

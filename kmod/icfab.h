@@ -82,6 +82,11 @@
 #define ICFAB_ENGINE_RUN_BUDGET		4096
 /* The event table grows, doubling, up to this (40 bytes each). */
 #define ICFAB_ENGINE_EVENTS_MAX		(8 * 1024 * 1024)
+/*
+ * Segments of the largest unicast transfer: one event per segment plus
+ * one must fit in the largest table (icfab_engine_events_needed()).
+ */
+#define ICFAB_MAX_XFER_SEGMENTS		(ICFAB_ENGINE_EVENTS_MAX - 1)
 #define ICFAB_MAX_REGIONS		((1U << 20) - 1) /* handles per context */
 #define ICFAB_REQ_POOL			1024		/* requests kept per context */
 #define ICFAB_REGION_MMAP_SHIFT		40		/* mmap offset = handle << it */
@@ -193,7 +198,7 @@ extern unsigned int icfab_nr_fabrics;
 struct icfab_fabric *icfab_fabric_get_by_id(u32 id);
 void icfab_fabric_snapshot(struct icfab_fabric *fabric,
 			   struct icfab_fabric_state *st, bool staged);
-void icfab_fill_limits(struct icfab_limits *limits);
+void icfab_fill_limits(struct icfab_limits *limits, u32 segment_size);
 struct icfab_topo *icfab_fabric_staged(struct icfab_fabric *fabric,
 				       u32 portid);
 struct icfab_topo *icfab_fabric_unstage(struct icfab_fabric *fabric);
@@ -434,6 +439,8 @@ int icfab_circuit_xfer_submit(struct icfab_fabric *fabric,
 void icfab_circuit_xfer_copy(const struct icfab_circuit_xfer *cx,
 			     struct icfab_region *src, u64 src_off, u64 len);
 void icfab_circuit_xfer_put(struct icfab_circuit_xfer *cx);
+u64 icfab_circuit_xfer_events(const struct icfab_circuit_xfer *cx, u64 bytes,
+			      u32 segment_size);
 void icfab_circuit_xfer_done(struct icfab_fabric *fabric, u32 xfer_id);
 void icfab_circuit_data_exit(struct icfab_fabric *fabric);
 

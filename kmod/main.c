@@ -59,7 +59,8 @@ void icfab_fabric_snapshot(struct icfab_fabric *fabric,
 	st->nr_contexts = atomic_read(&fabric->nr_contexts);
 }
 
-void icfab_fill_limits(struct icfab_limits *limits)
+/* The fabric's limits, at its committed segment size (bytes). */
+void icfab_fill_limits(struct icfab_limits *limits, u32 segment_size)
 {
 	memset(limits, 0, sizeof(*limits));
 	limits->max_endpoints = ICFAB_MAX_ENDPOINTS;
@@ -73,6 +74,8 @@ void icfab_fill_limits(struct icfab_limits *limits)
 	limits->min_segment_size = ICFAB_MIN_SEGMENT_SIZE;
 	limits->max_segment_size = ICFAB_MAX_SEGMENT_SIZE;
 	limits->max_dilation = ICFAB_MAX_DILATION;
+	limits->max_xfer_segments = ICFAB_MAX_XFER_SEGMENTS;
+	limits->max_xfer_bytes = (u64)ICFAB_MAX_XFER_SEGMENTS * segment_size;
 }
 
 static struct icfab_fabric *icfab_fabric_create(u32 id)

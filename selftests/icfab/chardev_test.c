@@ -64,13 +64,15 @@ TEST_F(dev, info_reports_abi_features_and_limits)
 	EXPECT_LE(in.limits.min_segment_size, in.segment_size);
 	EXPECT_GE(in.limits.max_segment_size, in.segment_size);
 	EXPECT_LE(in.dilation, in.limits.max_dilation);
+	/* The largest transfer, at the current segment size. */
+	EXPECT_LT(0, in.limits.max_xfer_segments);
+	EXPECT_EQ((__u64)in.limits.max_xfer_segments * in.segment_size,
+		  in.limits.max_xfer_bytes);
 
 	/* Reserved output is zero, so it can carry meaning later. */
 	for (unsigned int i = 0; i < 4; i++)
 		EXPECT_EQ(0, in.reserved[i]);
-	EXPECT_EQ(0, in.limits.reserved0);
-	for (unsigned int i = 0; i < 2; i++)
-		EXPECT_EQ(0, in.limits.reserved[i]);
+	EXPECT_EQ(0, in.limits.reserved[0]);
 }
 
 TEST_F(dev, info_overwrites_output_fields)

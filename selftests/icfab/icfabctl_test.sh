@@ -50,6 +50,8 @@ check "fabric set: accepted" "$ctl" fabric set segment-size 8192 dilation 7
 "$ctl" -j info > "$tmp/info2.json"
 check "info sees the change and a new generation" \
 	json "$tmp/info2.json" 'd["segment_size"] == 8192 and d["dilation"] == 7 and d["generation"] >= 1'
+check "info -j: the largest transfer at the new segment size" \
+	json "$tmp/info2.json" 'd["limits"]["max_xfer_segments"] > 0 and d["limits"]["max_xfer_bytes"] == d["limits"]["max_xfer_segments"] * 8192'
 
 "$ctl" fabric set segment-size 10 2> "$tmp/err" > /dev/null
 rc=$?

@@ -216,6 +216,44 @@ TEST_F(dp, full_queue_pushes_back)
 	EXPECT_EQ(2, c[0].user_tag);
 }
 
+TEST_F(dp, a_transfer_no_engine_can_hold_gets_e2big_not_eagain)
+{
+	struct icfab_info in;
+	struct icfab_desc d[2];
+	struct icfab_cqe c;
+	int q;
+
+	memset(&in, 0, sizeof(in));
+	ASSERT_EQ(0, ioctl(self->fd, ICFAB_IOC_INFO, &in));
+	ASSERT_LT(0, in.limits.max_xfer_segments);
+	EXPECT_EQ((uint64_t)in.limits.max_xfer_segments * in.segment_size,
+		  in.limits.max_xfer_bytes);
+	ASSERT_EQ(0, ctx_attach(self->fd, 0));
+	q = ctx_queue(self->fd, 0, 1);
+	ASSERT_LE(0, q);
+
+	/* One segment too many, a READ of it, and the largest length. */
+	d[0] = desc_put(q, 1, in.limits.max_xfer_bytes + 1, 1);
+	EXPECT_EQ(-E2BIG, ctx_submit(self->fd, d, 1));
+	d[0].op = ICFAB_OP_READ;
+	EXPECT_EQ(-E2BIG, ctx_submit(self->fd, d, 1));
+	d[0] = desc_put(q, 1, ~0ULL, 1);
+	EXPECT_EQ(-E2BIG, ctx_submit(self->fd, d, 1));
+
+	/* What precedes it is submitted; it is refused, not pushed back... */
+	d[0] = desc_put(q, 1, SEG, 2);
+	d[1] = desc_put(q, 1, ~0ULL, 3);
+	EXPECT_EQ(1, ctx_submit(self->fd, d, 2));
+	/* ...even with its queue full, where waiting would help others. */
+	EXPECT_EQ(-E2BIG, ctx_submit(self->fd, &d[1], 1));
+	EXPECT_EQ(-EAGAIN, ctx_submit(self->fd, d, 1));
+	ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
+	EXPECT_EQ(2, c.user_tag);
+	EXPECT_EQ(0, c.status);
+	/* Nothing of the refused ones is in flight. */
+	EXPECT_EQ(-EDEADLK, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
+}
+
 TEST_F(dp, malformed_descriptors_are_refused)
 {
 	struct icfab_desc d;

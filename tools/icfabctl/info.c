@@ -14,7 +14,7 @@
 
 #include "icfabctl.h"
 
-#define KEY_WIDTH	18	/* "min-segment-size:" plus a space */
+#define KEY_WIDTH	19	/* "max-xfer-segments:" plus a space */
 
 static void print_kv(const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -63,6 +63,9 @@ static void print_info_text(const char *device, const struct icfab_info *info)
 	print_kv("max-segment-size", "%" PRIu32 " bytes",
 		 (uint32_t)l->max_segment_size);
 	print_kv("max-dilation", "%" PRIu32, (uint32_t)l->max_dilation);
+	print_kv("max-xfer-segments", "%" PRIu32,
+		 (uint32_t)l->max_xfer_segments);
+	print_kv("max-xfer-bytes", "%" PRIu64, (uint64_t)l->max_xfer_bytes);
 }
 
 static void print_info_json(const char *device, const struct icfab_info *info)
@@ -92,6 +95,8 @@ static void print_info_json(const char *device, const struct icfab_info *info)
 	json_u64(&j, "min_segment_size", l->min_segment_size);
 	json_u64(&j, "max_segment_size", l->max_segment_size);
 	json_u64(&j, "max_dilation", l->max_dilation);
+	json_u64(&j, "max_xfer_segments", l->max_xfer_segments);
+	json_u64(&j, "max_xfer_bytes", l->max_xfer_bytes);
 	json_end_object(&j);
 	json_end_object(&j);
 }

@@ -169,8 +169,16 @@ struct icfab_limits {
 	__u32 max_attach;		/* endpoints one context may attach;
 					 * 0 from modules before it, which
 					 * allowed 64 */
-	__u32 reserved0;		/* zero */
-	__u64 reserved[2];		/* zero */
+	/*
+	 * The largest WRITE or READ the engine can ever hold: a larger one
+	 * gets -E2BIG at submission, never -EAGAIN. Segments of any
+	 * segment size, and bytes at the fabric's current one
+	 * (max_xfer_segments * icfab_info.segment_size). 0 from modules
+	 * before them.
+	 */
+	__u32 max_xfer_segments;
+	__u64 max_xfer_bytes;		/* bytes */
+	__u64 reserved[1];		/* zero */
 };
 
 /*
@@ -441,7 +449,10 @@ struct icfab_cqe {
  * ICFAB_IOC_SUBMIT: validate and submit @nr descriptors in order. Stops
  * at the first that fails. Returns the number accepted, or -errno when
  * the first one failed: -EINVAL (malformed), -ENOENT (no such queue),
- * -EAGAIN (its queue is full: reap completions first), -EOPNOTSUPP.
+ * -EAGAIN (its queue or the engine is full: reap completions first),
+ * -E2BIG (a WRITE or READ larger than any engine can hold: more than
+ * icfab_limits.max_xfer_segments segments, or a circuit's tree copying
+ * it more than that; waiting cannot help), -EOPNOTSUPP.
  */
 struct icfab_submit {
 	__u64 descs;			/* user pointer to struct icfab_desc[] */
