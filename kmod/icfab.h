@@ -72,7 +72,8 @@
 					 ICFAB_F_MEMORY | ICFAB_F_URING_CMD | \
 					 ICFAB_F_FREE_RUN | ICFAB_F_PACED | \
 					 ICFAB_F_LIVE_COMMIT | ICFAB_F_CIRCUITS | \
-					 ICFAB_F_RECV_NOTIFY)
+					 ICFAB_F_RECV_NOTIFY | \
+					 ICFAB_F_LINK_SWITCHING)
 
 /* Data path (kmod/data.c). Endpoints per context: every one a fabric has. */
 #define ICFAB_MAX_ATTACH		ICFAB_MAX_ENDPOINTS

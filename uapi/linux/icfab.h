@@ -129,12 +129,23 @@
  */
 #define ICFAB_F_RECV_NOTIFY	(1ULL << 8)
 
+/*
+ * ICFAB_F_LINK_SWITCHING
+ *	Links take a switching mode, ICFAB_A_LINK_SWITCHING (store and
+ *	forward, the default, or virtual cut-through; docs/TIMING.md), in
+ *	LINK_NEW and LINK_SET, and LINK_GET reports it. Without this bit
+ *	the attribute is unknown to the module and every link stores and
+ *	forwards.
+ *	Preconditions: ICFAB_F_NETLINK.
+ */
+#define ICFAB_F_LINK_SWITCHING	(1ULL << 9)
+
 /* Every feature this header knows about. */
 #define ICFAB_F_ALL		(ICFAB_F_NETLINK | ICFAB_F_QUEUES | \
 				 ICFAB_F_MEMORY | ICFAB_F_URING_CMD | \
 				 ICFAB_F_FREE_RUN | ICFAB_F_PACED | \
 				 ICFAB_F_LIVE_COMMIT | ICFAB_F_CIRCUITS | \
-				 ICFAB_F_RECV_NOTIFY)
+				 ICFAB_F_RECV_NOTIFY | ICFAB_F_LINK_SWITCHING)
 
 /*
  * Time modes (icfab_info.time_mode, ICFAB_A_FABRIC_TIME_MODE).

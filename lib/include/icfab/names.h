@@ -26,7 +26,8 @@
 	X(ICFAB_F_PACED,	"paced")		\
 	X(ICFAB_F_LIVE_COMMIT,	"live-commit")		\
 	X(ICFAB_F_CIRCUITS,	"circuits")		\
-	X(ICFAB_F_RECV_NOTIFY,	"recv-notify")
+	X(ICFAB_F_RECV_NOTIFY,	"recv-notify")		\
+	X(ICFAB_F_LINK_SWITCHING, "link-switching")
 
 /* The name of one feature bit, or NULL for a bit this build does not know. */
 const char *icfab_feature_name(uint64_t bit);
@@ -57,6 +58,11 @@ static const char *const icfab_state_names[] = {
 	[ICFAB_LINK_UP]			= "up",
 	[ICFAB_LINK_DOWN]		= "down",
 	[ICFAB_LINK_DEGRADED]		= "degraded",
+};
+
+static const char *const icfab_switching_names[] = {
+	[ICFAB_SWITCHING_STORE_FORWARD]	= "store-and-forward",
+	[ICFAB_SWITCHING_CUT_THROUGH]	= "cut-through",
 };
 
 #define ICFAB_NAMES_LEN(a)	(sizeof(a) / sizeof((a)[0]))
