@@ -129,7 +129,8 @@ static void run_preset_files(void)
 			same = a->links[l].src_node == b->links[l].src_node &&
 			       a->links[l].dst_port == b->links[l].dst_port &&
 			       a->links[l].bandwidth == b->links[l].bandwidth &&
-			       a->links[l].latency_ps == b->links[l].latency_ps;
+			       a->links[l].latency_ps == b->links[l].latency_ps &&
+			       a->links[l].switching == b->links[l].switching;
 		ok(same, "preset %s as a file loads to the same fabric", p[i].name);
 		topo_free(a);
 		topo_free(b);
@@ -137,8 +138,61 @@ static void run_preset_files(void)
 	}
 }
 
+/*
+ * switching: per fabric in defaults.link, per generator, per sub-block
+ * (a leaf-spine's uplinks) and per link, each over the one before.
+ */
+static void run_switching(void)
+{
+	static const char yaml[] =
+		"defaults: {link: {switching: cut-through}}\n"
+		"topology:\n"
+		"  switch: {endpoints: 8, radix: 4, bandwidth: 1GB/s,\n"
+		"           uplink: {switching: store-and-forward}}\n"
+		"nodes: [{name: host, kind: endpoint}]\n"
+		"links:\n"
+		"  - {from: host, to: ep0, bandwidth: 1GB/s}\n"
+		"  - {from: host, to: ep1, bandwidth: 1GB/s,\n"
+		"     switching: store-and-forward}\n";
+	struct topo *t = load(yaml);
+	unsigned int ct = 0, up_sf = 1, host_ep0 = 0, host_ep1 = 1;
+	uint32_t host, i;
+
+	ok(t != NULL, "switching: a file with every placement loads");
+	if (!t)
+		return;
+	host = t->nr_nodes - 1;
+	for (i = 0; i < t->nr_links; i++) {
+		const struct topo_link *l = &t->links[i];
+		const char *a = t->nodes[l->src_node].name;
+		const char *b = t->nodes[l->dst_node].name;
+		bool ep_leaf = !strncmp(a, "ep", 2) || !strncmp(b, "ep", 2);
+
+		if (l->src_node == host || l->dst_node == host) {
+			if (!strcmp(a, "ep0") || !strcmp(b, "ep0"))
+				host_ep0 += l->switching == ICFAB_SWITCHING_CUT_THROUGH;
+			else
+				host_ep1 &= l->switching == ICFAB_SWITCHING_STORE_FORWARD;
+		} else if (ep_leaf) {
+			ct += l->switching == ICFAB_SWITCHING_CUT_THROUGH;
+		} else {
+			up_sf &= l->switching == ICFAB_SWITCHING_STORE_FORWARD;
+		}
+	}
+	ok(ct == 16, "switching: the generator's endpoint links take defaults.link's cut-through (%u of 16)", ct);
+	ok(up_sf, "switching: its uplinks take their own store-and-forward");
+	ok(host_ep0 == 2, "switching: an explicit link without one takes the default (%u of 2)", host_ep0);
+	ok(host_ep1, "switching: an explicit link's own mode wins");
+	ok(!strcmp(topo_switching_name(ICFAB_SWITCHING_CUT_THROUGH), "cut-through") &&
+	   topo_switching_parse("store-and-forward") == ICFAB_SWITCHING_STORE_FORWARD &&
+	   topo_switching_parse("wormhole") < 0,
+	   "switching: names parse and print both ways");
+	topo_free(t);
+}
+
 int main(void)
 {
+	run_switching();
 	run_dir("bad", true);
 	run_dir("good", false);
 	run_preset_files();

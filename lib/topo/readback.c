@@ -148,6 +148,10 @@ static int parse_link(struct nlattr **tb, void *arg)
 	l->up_at_ps = get_u64(tb, ICFAB_A_LINK_UP_AT_PS, 0);
 	l->hold_fail = tb[ICFAB_A_LINK_HOLD_FAIL] &&
 		       nla_get_u8(tb[ICFAB_A_LINK_HOLD_FAIL]);
+	/* A module without ICFAB_F_LINK_SWITCHING stores and forwards. */
+	l->switching = tb[ICFAB_A_LINK_SWITCHING] ?
+		nla_get_u8(tb[ICFAB_A_LINK_SWITCHING]) :
+		ICFAB_SWITCHING_STORE_FORWARD;
 	l->peer = TOPO_NONE;
 	rb->link_id[rb->nr_links++] = nla_get_u32(tb[ICFAB_A_LINK_ID]);
 	return 0;

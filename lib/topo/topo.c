@@ -326,6 +326,7 @@ int topo_add_link(struct topo *t, uint32_t src_node, uint32_t src_port,
 	l->dst_port = dst_port;
 	l->bandwidth = spec->bandwidth;
 	l->latency_ps = spec->latency_ps;
+	l->switching = spec->switching;
 	l->class = spec->class;
 	l->state = ICFAB_LINK_UP;
 	l->peer = TOPO_NONE;
@@ -449,6 +450,12 @@ const char *topo_state_name(uint32_t state)
 	return name_of(icfab_state_names, ARRAY_SIZE(icfab_state_names), state);
 }
 
+const char *topo_switching_name(uint32_t mode)
+{
+	return name_of(icfab_switching_names, ARRAY_SIZE(icfab_switching_names),
+		       mode);
+}
+
 const char *topo_routing_name(enum topo_routing r)
 {
 	return name_of(routing_names, ARRAY_SIZE(routing_names), r);
@@ -457,6 +464,12 @@ const char *topo_routing_name(enum topo_routing r)
 int topo_class_parse(const char *s)
 {
 	return parse_name(icfab_class_names, ARRAY_SIZE(icfab_class_names), s);
+}
+
+int topo_switching_parse(const char *s)
+{
+	return parse_name(icfab_switching_names,
+			  ARRAY_SIZE(icfab_switching_names), s);
 }
 
 int topo_state_parse(const char *s)

@@ -84,6 +84,8 @@ static void dump_text(const struct topo *t, FILE *f, unsigned int flags)
 			topo_class_name(l->class), topo_state_name(l->state));
 		if (l->state == ICFAB_LINK_DEGRADED)
 			fprintf(f, " %u/1000", l->bw_permille);
+		if (l->switching != ICFAB_SWITCHING_STORE_FORWARD)
+			fprintf(f, " %s", topo_switching_name(l->switching));
 		fputc('\n', f);
 	}
 	if ((flags & TOPO_DUMP_ROUTES) && t->routes)
@@ -122,6 +124,7 @@ static void dump_json_link(struct icfab_json *j, const struct topo *t,
 	json_u64(j, "bandwidth", l->bandwidth);
 	json_u64(j, "latency_ps", l->latency_ps);
 	json_string(j, "class", topo_class_name(l->class));
+	json_string(j, "switching", topo_switching_name(l->switching));
 	json_string(j, "state", topo_state_name(l->state));
 	json_u64(j, "bw_permille", l->bw_permille);
 	json_end_object(j);

@@ -219,7 +219,18 @@ static int get_class(struct pctx *c, yaml_node_t *map, uint32_t *class)
 	return ret;
 }
 
-/* bandwidth, latency and class of map, on top of what spec holds. */
+#define SWITCHING_MODES "store-and-forward, cut-through"
+
+static int get_switching(struct pctx *c, yaml_node_t *map, uint32_t *mode)
+{
+	int v = *mode, ret = get_word(c, map, "switching", &v,
+				      topo_switching_parse, SWITCHING_MODES);
+
+	*mode = v;
+	return ret;
+}
+
+/* bandwidth, latency, class and switching of map, on top of spec. */
 static int get_link_fields(struct pctx *c, yaml_node_t *map,
 			   struct topo_link_spec *spec)
 {
@@ -229,6 +240,8 @@ static int get_link_fields(struct pctx *c, yaml_node_t *map,
 		ret = get_time(c, map, "latency", &spec->latency_ps);
 	if (!ret)
 		ret = get_class(c, map, &spec->class);
+	if (!ret)
+		ret = get_switching(c, map, &spec->switching);
 	return ret;
 }
 
@@ -241,11 +254,14 @@ static int need_bandwidth(struct pctx *c, yaml_node_t *n, const char *what,
 	return 0;
 }
 
-/* A sub-mapping {bandwidth, latency, class}; absent fields keep *spec. */
+/*
+ * A sub-mapping {bandwidth, latency, class, switching}; absent fields
+ * keep *spec.
+ */
 static int get_link_block(struct pctx *c, yaml_node_t *map, const char *key,
 			  const char *what, struct topo_link_spec *spec)
 {
-	static const char *const keys[] = { "bandwidth", "latency", "class", NULL };
+	static const char *const keys[] = { "bandwidth", "latency", "class", "switching", NULL };
 	yaml_node_t *n = map_get(c, map, key);
 	char path[96];
 	int ret;
@@ -344,7 +360,7 @@ static int parse_defaults(struct pctx *c, yaml_node_t *n)
 	static const char *const ep_keys[] = { "memory", "dma_engines", NULL };
 	static const char *const sw_keys[] = { "colors", NULL };
 	static const char *const link_keys[] = {
-		"bandwidth", "latency", "class", NULL
+		"bandwidth", "latency", "class", "switching", NULL
 	};
 	struct topo_defaults *d = &c->defs;
 	yaml_node_t *sub;
@@ -400,18 +416,18 @@ static int parse_grid(struct pctx *c, yaml_node_t *key, yaml_node_t *n,
 {
 	static const char *const mesh_keys[] = {
 		"dims", "name", "routers", "router_name", "bandwidth",
-		"latency", "class", "local", NULL
+		"latency", "class", "switching", "local", NULL
 	};
 	static const char *const torus_keys[] = {
 		"dims", "name", "routers", "router_name", "bandwidth",
-		"latency", "class", "local", "blocks", "block_link", NULL
+		"latency", "class", "switching", "local", "blocks", "block_link", NULL
 	};
 	static const char *const ring_keys[] = {
-		"nodes", "name", "bandwidth", "latency", "class", NULL
+		"nodes", "name", "bandwidth", "latency", "class", "switching", NULL
 	};
 	static const char *const sm_keys[] = {
 		"dims", "variant", "name", "routers", "router_name",
-		"bandwidth", "latency", "class", "local", "boundary", NULL
+		"bandwidth", "latency", "class", "switching", "local", "boundary", NULL
 	};
 	bool ring = !strcmp(gen, "ring"), sm = !strcmp(gen, "supermesh");
 	struct topo_gen_grid g = {
@@ -483,7 +499,7 @@ static int parse_switch(struct pctx *c, yaml_node_t *key, yaml_node_t *n)
 {
 	static const char *const keys[] = {
 		"endpoints", "name", "switch_name", "radix",
-		"links_per_endpoint", "bandwidth", "latency", "class",
+		"links_per_endpoint", "bandwidth", "latency", "class", "switching",
 		"uplink", NULL
 	};
 	struct topo_gen_switch g = { .name = "ep", .switch_name = "sw" };
@@ -521,7 +537,7 @@ static int parse_exchange(struct pctx *c, yaml_node_t *key, yaml_node_t *n)
 {
 	static const char *const keys[] = {
 		"tiles", "name", "mode", "links_per_pair", "bandwidth",
-		"latency", "class", NULL
+		"latency", "class", "switching", NULL
 	};
 	struct topo_gen_exchange g = { .name = "tile" };
 	struct topo_src src = src_of(c, key);
@@ -721,7 +737,7 @@ static int link_end(struct pctx *c, yaml_node_t *link, const char *key,
 static int parse_link(struct pctx *c, yaml_node_t *n)
 {
 	static const char *const keys[] = {
-		"from", "to", "bandwidth", "latency", "class", "duplex",
+		"from", "to", "bandwidth", "latency", "class", "switching", "duplex",
 		"state", "bw_permille", NULL
 	};
 	struct topo_link_spec spec = c->defs.link;

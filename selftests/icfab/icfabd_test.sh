@@ -8,7 +8,8 @@
 # after kill -9 without committing, follows a link taken down by another
 # client with new routes that avoid it, re-applies its file on SIGHUP and
 # leaves on SIGTERM with the module configured; the 4096-endpoint
-# tpu-v4-pod loads and reads back. TAP output.
+# tpu-v4-pod loads and reads back; a file's switching mode reaches the
+# module, reads back and shows in a diff. TAP output.
 
 top=$(cd "$(dirname "$0")/../../.." 2>/dev/null && pwd)
 icfabd=${ICFABD:-$top/build/bin/icfabd}
@@ -176,6 +177,25 @@ sed 's/^/# /' "$tmp/diff"
 echo "# tpu-v4-pod diff (readback): $(awk "BEGIN { printf \"%.2f\", $t1 - $t0 }") s wall"
 check "tpu-v4-pod: identical on readback, 4096 nodes" \
 	test "$same" -eq 0 -a "$nodes" = 4096
+
+# ---- switching modes ----
+
+sf=$tmp/sf.yaml ct=$tmp/ct.yaml
+printf 'topology:\n  switch: {endpoints: 4, bandwidth: 100GB/s, latency: 500ns}\n' > "$sf"
+printf 'defaults: {link: {switching: cut-through}}\n' | cat - "$sf" > "$ct"
+"$icfabd" --apply "$sf" > /dev/null 2>&1
+"$icfabd" --apply "$ct" > "$tmp/out" 2> "$tmp/err"
+rc=$?
+cat "$tmp/out" "$tmp/err" | sed 's/^/# /'
+check "cut-through file over the same in store and forward: 8 links replaced" 	test $rc -eq 0 -a -n "$(grep -E 'links \+0 -0 ~8,' "$tmp/out")"
+"$icfabd" --diff "$ct" > "$tmp/out" 2>&1
+check "cut-through: identical on readback" test $? -eq 0
+"$icfabd" --diff "$sf" > "$tmp/out" 2>&1
+rc=$?
+check "store and forward against it: different, the diff names cut-through" 	test $rc -eq 1 -a -n "$(grep -e '-> .*cut-through' "$tmp/out")"
+"$icfabd" --apply "$sf" > /dev/null 2>&1
+"$icfabd" --diff "$sf" > /dev/null 2>&1
+check "back to store and forward: identical on readback" test $? -eq 0
 
 echo "1..$n"
 exit $failed
