@@ -219,7 +219,8 @@ install-user: install-root
 	$(INSTALL) -m 644 packaging/icfab.sysusers $(D)$(SYSUSERSDIR)/icfab.conf
 	$(INSTALL) -m 644 packaging/icfab.modules-load $(D)$(DOCDIR)/examples/modules-load.d-icfab.conf
 	$(INSTALL) -m 644 lib/topo/TOPOLOGY.md docs/SOCKET.md docs/LIBFABRICDEV.md \
-		docs/TRACING.md docs/TIMING.md docs/INSTALL.md $(D)$(DOCDIR)/
+		docs/TRACING.md docs/TIMING.md docs/TORCH.md docs/INSTALL.md \
+		$(D)$(DOCDIR)/
 	$(INSTALL) -m 644 libfabricdev/examples/a2a_example.c $(D)$(DOCDIR)/examples/
 	$(INSTALL) -m 644 libfabricdev/include/fabricdev.h $(D)$(INCLUDEDIR)/
 	$(INSTALL) -m 755 $(BUILD)/libfabricdev/$(FDEV_SO) $(D)$(LIBDIR)/
