@@ -32,7 +32,9 @@ if [ ! -w "$knob" ]; then
 	exit 4
 fi
 first=$(cat "$knob")
-trap 'echo "$first" > "$knob"' EXIT
+seg0=$(segment_size)
+trap 'echo "$first" > "$knob"
+      [ -z "$seg0" ] || "$icfabctl" fabric set 0 segment-size "$seg0" > /dev/null' EXIT
 
 moe_times() {	# moe_times EVENTS SEGMENT: "dispatch_ps combine_ps" of one run
 	echo "$1" > "$knob" &&

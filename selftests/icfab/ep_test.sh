@@ -18,10 +18,12 @@ icfabd=$top/build/bin/icfabd
 icfabctl=$top/build/bin/icfabctl
 bench=$top/build/bin/moe_bench
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 n=0
 failed=0
 . "$(dirname "$0")/lib.sh"
+seg0=$(segment_size)
+trap '[ -z "$seg0" ] || "$icfabctl" fabric set 0 segment-size "$seg0" > /dev/null
+      rm -rf "$tmp"' EXIT
 
 echo "TAP version 13"
 

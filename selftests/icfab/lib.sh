@@ -5,7 +5,10 @@
 # waiting for a log line, stopping the daemon, the fabric's generation.
 # The sourcing script sets icfabd, icfabctl, sock (the socket), dpid (the
 # daemon's pid, or empty), and n=0 failed=0; its own definitions, made
-# after sourcing, win.
+# after sourcing, win. A test that changes the fabric's segment size puts
+# it back when it exits (segment_size, below): the C fixtures that run
+# later build their topologies at whatever size the fabric has, and
+# their closed forms assume the default.
 
 check() {	# check DESCRIPTION COMMAND...
 	desc=$1
@@ -59,4 +62,9 @@ stop_daemon() {
 # costs seconds under TCG, and the tests ask for the generation often.
 generation() {	# the committed generation, from icfabctl info
 	"$icfabctl" info | sed -n 's/^generation: *//p'
+}
+
+# The fabric's segment size in bytes, from icfabctl info.
+segment_size() {
+	"$icfabctl" info | sed -n 's/^segment-size: *\([0-9]*\) bytes$/\1/p'
 }
