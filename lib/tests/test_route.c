@@ -266,10 +266,73 @@ static int reroute_check(struct topo *t, struct topo_err *err)
 	return topo_route(t, err) || topo_check(t, &lim, err);
 }
 
+/*
+ * Cables cut in a generated topology, then rerouted: either every pair
+ * still reaches every other without a loop or a DOWN link (and, where
+ * named, a pair is the given number of hops apart), or the reroute fails
+ * naming a pair that cannot reach each other.
+ */
+static const struct cut_case {
+	const char *yaml;
+	const char *cut[2][2];		/* cables; unused ones NULL */
+	const char *hops_from, *hops_to;	/* or NULL */
+	int hops;
+	const char *unreachable[2];	/* the pair named, or NULL: reroutes */
+	const char *what;
+} cut_cases[] = {
+	{
+		.yaml = "topology:\n  mesh: {dims: [6, 6], routers: true, bandwidth: 1GB/s}\n",
+		.cut = { { "rt2_2", "rt3_2" }, { "rt3_3", "rt3_4" } },
+		.what = "mesh with routers, two cables cut: DOR + detours, no loop",
+	},
+	{
+		.yaml = "topology:\n  mesh: {dims: [3], bandwidth: 1GB/s}\n",
+		.cut = { { "pe1", "pe2" } },
+		.unreachable = { "'pe0'", "'pe2'" },
+		.what = "line of 3, only path cut: unreachable pair named",
+	},
+	{
+		.yaml = "topology:\n  switch: {endpoints: 64, radix: 16, bandwidth: 1GB/s}\n",
+		.cut = { { "leaf0", "spine0" }, { "leaf1", "spine1" } },
+		.what = "leaf/spine, uplinks cut: up*down* reroutes, no loop",
+	},
+	{
+		.yaml = "topology:\n  ring: {nodes: 6, bandwidth: 1GB/s}\nrouting: shortest\n",
+		.cut = { { "n0", "n1" } },
+		.hops_from = "n0", .hops_to = "n1", .hops = 5,
+		.what = "ring, shortest: the long way round after a cut",
+	},
+};
+
+static void run_cut_case(const struct cut_case *c)
+{
+	struct topo *t = load_routed(c->yaml);
+	struct topo_err err;
+	size_t i;
+	int ret;
+
+	for (i = 0; i < ARRAY_SIZE(c->cut) && c->cut[i][0]; i++)
+		cut(t, c->cut[i][0], c->cut[i][1]);
+	ret = reroute_check(t, &err);
+	if (c->unreachable[0])
+		ok(t && ret && strstr(err.msg, "cannot reach each other") &&
+		   strstr(err.msg, c->unreachable[0]) &&
+		   strstr(err.msg, c->unreachable[1]),
+		   "%s: %s", c->what, err.msg);
+	else
+		ok(t && !ret && !walk_broken(t) &&
+		   (!c->hops_from ||
+		    topo_route_hops(t, node_id(t, c->hops_from),
+				    node_id(t, c->hops_to)) == c->hops),
+		   "%s", c->what);
+	topo_free(t);
+}
+
 static void test_failures(void)
 {
 	struct topo_err err;
 	struct topo *t;
+	size_t i;
 	int ret;
 
 	t = load_routed("topology:\n  torus: {dims: [4, 4], bandwidth: 1GB/s}\n");
@@ -292,35 +355,8 @@ static void test_failures(void)
 	   "torus: node cut off, reported: %s", err.msg);
 	topo_free(t);
 
-	t = load_routed("topology:\n  mesh: {dims: [6, 6], routers: true, bandwidth: 1GB/s}\n");
-	cut(t, "rt2_2", "rt3_2");
-	cut(t, "rt3_3", "rt3_4");
-	ret = reroute_check(t, &err);
-	ok(t && !ret && !walk_broken(t), "mesh with routers, two cables cut: DOR + detours, no loop");
-	topo_free(t);
-
-	t = load_routed("topology:\n  mesh: {dims: [3], bandwidth: 1GB/s}\n");
-	cut(t, "pe1", "pe2");
-	ret = reroute_check(t, &err);
-	ok(t && ret && strstr(err.msg, "cannot reach each other") &&
-	   strstr(err.msg, "'pe0'") && strstr(err.msg, "'pe2'"),
-	   "line of 3, only path cut: unreachable pair named: %s", err.msg);
-	topo_free(t);
-
-	t = load_routed("topology:\n  switch: {endpoints: 64, radix: 16, bandwidth: 1GB/s}\n");
-	cut(t, "leaf0", "spine0");
-	cut(t, "leaf1", "spine1");
-	ret = reroute_check(t, &err);
-	ok(t && !ret && !walk_broken(t), "leaf/spine, uplinks cut: up*down* reroutes, no loop");
-	topo_free(t);
-
-	t = load_routed("topology:\n  ring: {nodes: 6, bandwidth: 1GB/s}\nrouting: shortest\n");
-	cut(t, "n0", "n1");
-	ret = reroute_check(t, &err);
-	ok(t && !ret && !walk_broken(t) &&
-	   topo_route_hops(t, node_id(t, "n0"), node_id(t, "n1")) == 5,
-	   "ring, shortest: the long way round after a cut");
-	topo_free(t);
+	for (i = 0; i < ARRAY_SIZE(cut_cases); i++)
+		run_cut_case(&cut_cases[i]);
 
 	/* degraded links stay in use */
 	t = load_routed("topology:\n  ring: {nodes: 6, bandwidth: 1GB/s}\n");

@@ -9,6 +9,10 @@
 
 #include "tap.h"
 
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#endif
+
 static double __attribute__((unused)) now_ms(void)
 {
 	struct timespec ts;
