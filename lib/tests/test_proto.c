@@ -11,16 +11,68 @@
 #include <icfab/proto.h>
 #include "topo_test.h"
 
-/* @text is refused (-EINVAL) with a message that contains @expect. */
-static void refused(const char *text, const char *expect, const char *what)
+/* Lines refused with an errno and a message that contains @why. */
+static const struct refused_case {
+	const char *line;
+	int err;
+	const char *why;	/* "" when only the errno matters */
+	const char *what;
+} refused_cases[] = {
+	{ "circuit-open pe0_0", -EINVAL, "usage: circuit-open SRC DST",
+	  "circuit-open without a destination" },
+	{ "circuit-close 12x", -EINVAL, "'12x' is not a circuit id",
+	  "circuit-close 12x" },
+	{ "circuit-close -1", -EINVAL, "", "circuit-close -1 is refused" },
+	{ "circuit-close 4294967296", -EINVAL, "",
+	  "circuit-close 2^32 is refused" },
+	{ "circuit-list extra", -E2BIG, "", "circuit-list takes no argument" },
+	{ "reconfigure-ocs now", -EBADMSG, "unknown request 'reconfigure-ocs'",
+	  "unknown verb" },
+	{ "   ", -EINVAL, "", "an empty line is refused" },
+	{ "fault link 3 degrade 0", -EINVAL,
+	  "degrade: permille 0 out of 1..999", "degrade 0" },
+	{ "fault link 3 degrade 1000", -EINVAL, "permille 1000 out of 1..999",
+	  "degrade 1000" },
+	{ "fault link 3 degrade", -EINVAL, "degrade needs PERMILLE",
+	  "degrade without permille" },
+	{ "fault link 3 down 5", -EINVAL, "down takes no more arguments",
+	  "down with a permille" },
+	{ "fault link x3 down", -EINVAL, "'x3' is not a link id",
+	  "fault link x3" },
+	{ "fault link 3 sideways", -EINVAL,
+	  "'sideways': expected down, up or degrade", "fault link 3 sideways" },
+	{ "fault node 4 degrade 5", -EINVAL, "expected down or up",
+	  "a node is not degraded" },
+	{ "fault switch 4 down", -EINVAL, "expected link or node",
+	  "fault switch" },
+	{ "fault link 3", -EINVAL, "usage: fault link ID",
+	  "fault link 3 (no op)" },
+	{ "ocs list all", -EINVAL, "", "ocs list takes no arguments" },
+	{ "ocs apply ocs0 0:1 0", -EINVAL, "not both",
+	  "pairs and a permutation mixed" },
+	{ "ocs apply ocs0 0:x", -EINVAL, "'0:x' is not IN:OUT",
+	  "ocs apply 0:x" },
+	{ "ocs apply ocs0", -EINVAL, "usage: ocs apply NAME",
+	  "ocs apply without ports" },
+	{ "ocs reset ocs0", -EINVAL, "expected list or apply", "ocs reset" },
+};
+
+static void test_refused(void)
 {
 	struct proto_request r;
 	char why[256], line[512];
+	size_t i;
 	int ret;
 
-	snprintf(line, sizeof(line), "%s", text);
-	ret = proto_parse(line, &r, why, sizeof(why));
-	ok(ret == -EINVAL && strstr(why, expect), "%s: '%s'", what, why);
+	for (i = 0; i < ARRAY_SIZE(refused_cases); i++) {
+		const struct refused_case *c = &refused_cases[i];
+
+		snprintf(line, sizeof(line), "%s", c->line);
+		why[0] = '\0';
+		ret = proto_parse(line, &r, why, sizeof(why));
+		ok(ret == c->err && strstr(why, c->why), "%s: %d '%s'",
+		   c->what, ret, why);
+	}
 }
 
 static void test_parse(void)
@@ -40,35 +92,10 @@ static void test_parse(void)
 	ok(!ret && r.nr_args == 3 && !strcmp(r.args[2], "pe2_0"),
 	   "tabs and runs of spaces separate words; a tree has 3 args");
 
-	strcpy(line, "circuit-open pe0_0");
-	ret = proto_parse(line, &r, why, sizeof(why));
-	ok(ret == -EINVAL && strstr(why, "usage: circuit-open SRC DST"),
-	   "circuit-open without a destination: -EINVAL '%s'", why);
-
 	strcpy(line, "circuit-close 12");
 	ret = proto_parse(line, &r, why, sizeof(why));
 	ok(!ret && r.kind == PROTO_CIRCUIT_CLOSE && r.id == 12,
 	   "circuit-close 12");
-	refused("circuit-close 12x", "'12x' is not a circuit id",
-		"circuit-close 12x");
-	strcpy(line, "circuit-close -1");
-	ok(proto_parse(line, &r, why, sizeof(why)) == -EINVAL,
-	   "circuit-close -1 is refused");
-	strcpy(line, "circuit-close 4294967296");
-	ok(proto_parse(line, &r, why, sizeof(why)) == -EINVAL,
-	   "circuit-close 2^32 is refused");
-	strcpy(line, "circuit-list extra");
-	ok(proto_parse(line, &r, why, sizeof(why)) == -E2BIG,
-	   "circuit-list takes no argument");
-
-	strcpy(line, "reconfigure-ocs now");
-	ret = proto_parse(line, &r, why, sizeof(why));
-	ok(ret == -EBADMSG && strstr(why, "unknown request 'reconfigure-ocs'"),
-	   "unknown verb: -EBADMSG '%s'", why);
-	strcpy(line, "   ");
-	ok(proto_parse(line, &r, why, sizeof(why)) == -EINVAL,
-	   "an empty line is refused");
-
 	off = sprintf(line, "circuit-open s");
 	for (i = 0; i < ICFAB_CIRCUIT_MAX_DSTS + 1; i++)
 		off += sprintf(line + off, " d");
@@ -235,31 +262,12 @@ static void test_fault_ocs(void)
 	ret = PARSE("fault link 3 degrade 250");
 	ok(!ret && r.op == PROTO_FAULT_DEGRADE && r.permille == 250,
 	   "fault link 3 degrade 250");
-	ret = PARSE("fault link 3 degrade 0");
-	ok(ret == -EINVAL && !strcmp(why, "degrade: permille 0 out of 1..999"),
-	   "degrade 0: '%s'", why);
-	refused("fault link 3 degrade 1000", "permille 1000 out of 1..999",
-		"degrade 1000");
-	refused("fault link 3 degrade", "degrade needs PERMILLE",
-		"degrade without permille");
-	refused("fault link 3 down 5", "down takes no more arguments",
-		"down with a permille");
-	refused("fault link x3 down", "'x3' is not a link id", "fault link x3");
-	refused("fault link 3 sideways",
-		"'sideways': expected down, up or degrade",
-		"fault link 3 sideways");
 	ret = PARSE("fault node chip12 down");
 	ok(!ret && r.kind == PROTO_FAULT_NODE && !strcmp(r.name, "chip12") &&
 	   r.op == PROTO_FAULT_DOWN, "fault node chip12 down");
-	refused("fault node 4 degrade 5", "expected down or up",
-		"a node is not degraded");
-	refused("fault switch 4 down", "expected link or node", "fault switch");
-	refused("fault link 3", "usage: fault link ID", "fault link 3 (no op)");
 
 	ret = PARSE("ocs list");
 	ok(!ret && r.kind == PROTO_OCS_LIST, "ocs list");
-	ret = PARSE("ocs list all");
-	ok(ret == -EINVAL, "ocs list takes no arguments");
 	ret = PARSE("ocs apply ocs0 1 0 3 2");
 	ok(!ret && r.kind == PROTO_OCS_APPLY && !strcmp(r.name, "ocs0") &&
 	   !r.pairs_given && r.nr_ports == 4 && r.perm[0] == 1 &&
@@ -268,12 +276,6 @@ static void test_fault_ocs(void)
 	ok(!ret && r.pairs_given && r.nr_ports == 2 && r.pair_in[0] == 0 &&
 	   r.perm[0] == 1 && r.pair_in[1] == 1 && r.perm[1] == 0,
 	   "ocs apply NAME with IN:OUT pairs");
-	refused("ocs apply ocs0 0:1 0", "not both",
-		"pairs and a permutation mixed");
-	refused("ocs apply ocs0 0:x", "'0:x' is not IN:OUT", "ocs apply 0:x");
-	refused("ocs apply ocs0", "usage: ocs apply NAME",
-		"ocs apply without ports");
-	refused("ocs reset ocs0", "expected list or apply", "ocs reset");
 #undef PARSE
 
 	ok(proto_needs(PROTO_FAULT_LINK) == PROTO_PERM_ADMIN &&
@@ -295,6 +297,7 @@ static void test_fault_ocs(void)
 int main(void)
 {
 	test_parse();
+	test_refused();
 	test_fault_ocs();
 	test_perm();
 	test_replies();
