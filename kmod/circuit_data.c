@@ -346,9 +346,21 @@ int icfab_circuit_xfer_submit(struct icfab_fabric *fabric,
 	int err;
 
 	lockdep_assert_held(&fabric->lock);
-	if (WARN_ON_ONCE(!fabric->tree_xfers ||
-			 e->xfers_cap > fabric->tree_xfers_cap))
+	if (WARN_ON_ONCE(!fabric->tree_xfers))
 		return -ICFAB_ENGINE_EINVAL;
+	if (e->xfers_cap > fabric->tree_xfers_cap) {
+		/* The engine's table grew: a full table is back-pressure. */
+		struct icfab_circuit_tree **t;
+
+		t = kvcalloc(e->xfers_cap, sizeof(*t), GFP_KERNEL);
+		if (!t)
+			return -ICFAB_ENGINE_ENOSPC;
+		memcpy(t, fabric->tree_xfers,
+		       fabric->tree_xfers_cap * sizeof(*t));
+		kvfree(fabric->tree_xfers);
+		fabric->tree_xfers = t;
+		fabric->tree_xfers_cap = e->xfers_cap;
+	}
 	/* Once per tree and engine topology: it was built on this one. */
 	if (tree->checked != e->topo) {
 		err = icfab_engine_tree_check(e, src, &tree->t);

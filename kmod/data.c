@@ -192,6 +192,7 @@ static void icfab_data_free(struct icfab_data *d)
  */
 static struct workqueue_struct *icfab_data_wq;
 u32 icfab_engine_events_first = ICFAB_ENGINE_EVENTS;
+u32 icfab_engine_xfers_first = ICFAB_ENGINE_XFERS;
 
 static void icfab_data_advance(struct icfab_fabric *fabric);
 
@@ -295,7 +296,8 @@ static struct icfab_data *icfab_data_create(struct icfab_fabric *fabric)
 	d->fabric = fabric;
 	xa_init(&d->recvqs);
 	d->st.dma_cap = max_t(u32, icfab_engine_dma_needed(m), 1);
-	d->st.xfers_cap = ICFAB_ENGINE_XFERS;
+	d->st.xfers_cap = clamp_t(u32, READ_ONCE(icfab_engine_xfers_first),
+				  1, ICFAB_ENGINE_XFERS_MAX);
 	d->st.events_cap = clamp_t(u32, READ_ONCE(icfab_engine_events_first),
 				   2, ICFAB_ENGINE_EVENTS_MAX);
 	d->st.links = kvcalloc(max_t(u32, m->links_cap, 1),
@@ -640,12 +642,45 @@ static int __icfab_req_finish(struct icfab_req *req, int status, u64 start,
 }
 
 /*
+ * Twice the transfer slots: the engine's table and the requests by
+ * transfer id (circuits grow their trees by transfer id as they see the
+ * engine's table grow, icfab_circuit_xfer_submit()). False at
+ * ICFAB_ENGINE_XFERS_MAX or when no memory can be had.
+ */
+static bool icfab_data_grow_xfers(struct icfab_data *d)
+{
+	struct icfab_engine *e = &d->engine;
+	struct icfab_engine_xfer *xfers;
+	struct icfab_req **reqs;
+	u32 cap;
+
+	if (e->xfers_cap > ICFAB_ENGINE_XFERS_MAX / 2)
+		return false;
+	cap = e->xfers_cap * 2;
+	xfers = kvmalloc_array(cap, sizeof(*xfers), GFP_KERNEL);
+	reqs = kvcalloc(cap, sizeof(*reqs), GFP_KERNEL);
+	if (!xfers || !reqs ||
+	    icfab_engine_grow(e, xfers, cap, e->events, e->events_cap)) {
+		kvfree(xfers);
+		kvfree(reqs);
+		return false;
+	}
+	memcpy(reqs, d->xfer_req, d->st.xfers_cap * sizeof(*reqs));
+	kvfree(d->xfer_req);
+	d->xfer_req = reqs;
+	kvfree(d->st.xfers);
+	d->st.xfers = xfers;
+	d->st.xfers_cap = cap;
+	return true;
+}
+
+/*
  * Give the engine room for a transfer needing @need events (0: not
- * known, a circuit's; then twice the room), so that a full event table
- * costs memory and a copy, never emulated time (docs/TIMING.md,
- * "Capacity"). False when the transfer table is what is full or no more
- * memory can be had: the submission is pushed back then. The fabric lock
- * is held.
+ * known, a circuit's; then twice the room), so that a full event or
+ * transfer table costs memory and a copy, never emulated time
+ * (docs/TIMING.md, "Capacity"). False when no more memory can be had or
+ * the tables are at their largest: the submission is pushed back then.
+ * The fabric lock is held.
  */
 static bool icfab_data_grow(struct icfab_data *d, u64 need)
 {
@@ -656,7 +691,9 @@ static bool icfab_data_grow(struct icfab_data *d, u64 need)
 	int need_xfer;
 
 	room = icfab_engine_room_needed(e, need ? need : 1, &need_xfer);
-	if (need_xfer || (need && !room))
+	if (need_xfer)
+		return icfab_data_grow_xfers(d);
+	if (need && !room)
 		return false;
 	if (!need)
 		room = (u64)e->events_cap + 1;

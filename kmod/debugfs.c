@@ -25,6 +25,11 @@
  * first context attaches (clamped to 2 .. ICFAB_ENGINE_EVENTS_MAX). The
  * table grows as submissions need; tests start it tiny to show that its
  * size never changes a timestamp (docs/TIMING.md, "Capacity").
+ *
+ *	/sys/kernel/debug/icfab/engine_xfers	(read, write, root)
+ *
+ * is the same for the transfer table (clamped to 1 ..
+ * ICFAB_ENGINE_XFERS_MAX).
  */
 #include <linux/debugfs.h>
 #include <linux/kernel.h>
@@ -178,6 +183,8 @@ void icfab_debugfs_init(struct icfab_fabric **fabrics, unsigned int n)
 	icfab_debugfs_root = debugfs_create_dir("icfab", NULL);
 	debugfs_create_u32("engine_events", 0600, icfab_debugfs_root,
 			   &icfab_engine_events_first);
+	debugfs_create_u32("engine_xfers", 0600, icfab_debugfs_root,
+			   &icfab_engine_xfers_first);
 	for (i = 0; i < n; i++) {
 		struct dentry *dir;
 

@@ -78,6 +78,8 @@
 /* Data path (kmod/data.c). Endpoints per context: every one a fabric has. */
 #define ICFAB_MAX_ATTACH		ICFAB_MAX_ENDPOINTS
 #define ICFAB_ENGINE_XFERS		16384		/* transfers in flight */
+/* The transfer table grows, doubling, up to this (112 bytes each). */
+#define ICFAB_ENGINE_XFERS_MAX		(2 * 1024 * 1024)
 #define ICFAB_ENGINE_EVENTS		(256 * 1024)	/* pending segment events */
 /* Events the engine processes between two chances to reschedule. */
 #define ICFAB_ENGINE_RUN_BUDGET		4096
@@ -287,8 +289,9 @@ long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg);
 void icfab_ctx_flush(struct icfab_ctx *ctx, struct file *file);
 int icfab_data_init(void);
 void icfab_data_exit(void);
-/* Events an engine starts with; debugfs sets it for tests. */
+/* Events and transfers an engine starts with; debugfs sets them for tests. */
 extern u32 icfab_engine_events_first;
+extern u32 icfab_engine_xfers_first;
 /* With the fabric's lock held: */
 u64 icfab_data_now(struct icfab_fabric *fabric);
 void icfab_data_kick(struct icfab_fabric *fabric);

@@ -9,6 +9,8 @@
 #  - the engine's table starting at 16 events (growing as it must), at
 #    the default, and at 8Mi (holding everything at once) gives the same
 #    dispatch and combine times, to the picosecond;
+#  - so does its transfer table starting at one transfer, where the
+#    dispatch has 240 in flight;
 #  - 1 KiB and 16 KiB segments give times within 1% of each other: the
 #    segment size changes a time only by what whole segments explain
 #    (a few segment times of pipeline fill and interleaving here), not by
@@ -19,6 +21,7 @@ icfabd=$top/build/bin/icfabd
 icfabctl=$top/build/bin/icfabctl
 bench=$top/build/bin/moe_bench
 knob=/sys/kernel/debug/icfab/engine_events
+xknob=/sys/kernel/debug/icfab/engine_xfers
 sock=
 dpid=
 n=0
@@ -32,8 +35,10 @@ if [ ! -w "$knob" ]; then
 	exit 4
 fi
 first=$(cat "$knob")
+xfirst=$(cat "$xknob")
 seg0=$(segment_size)
 trap 'echo "$first" > "$knob"
+      echo "$xfirst" > "$xknob"
       [ -z "$seg0" ] || "$icfabctl" fabric set 0 segment-size "$seg0" > /dev/null' EXIT
 
 moe_times() {	# moe_times EVENTS SEGMENT: "dispatch_ps combine_ps" of one run
@@ -58,6 +63,12 @@ check "the same times with a table of 16 events as with the default" \
 	test -n "$small" -a "$small" = "$default"
 check "the same times with a table of 8Mi events as with the default" \
 	test -n "$large" -a "$large" = "$default"
+echo 1 > "$xknob"
+one=$(moe_times "$first" 1024)
+echo "$xfirst" > "$xknob"
+echo "# a transfer table of one, growing: $one"
+check "the same times with a transfer table of one as with the default" \
+	test -n "$one" -a "$one" = "$default"
 
 big=$(moe_times "$first" 16384)
 echo "# 16 KiB segments: $big"
