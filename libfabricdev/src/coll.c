@@ -551,6 +551,31 @@ out:
 	return err;
 }
 
+/*
+ * FDEV_INTERLEAVE=K: an all-to-all sends each pair's bytes as pieces of K
+ * segments, every destination's first piece before any second one. A
+ * DMA engine holds a transfer until its last segment has left on the
+ * first link (docs/TIMING.md), and an endpoint's engines take its
+ * transfers in order: whole transfers in rotated order keep a direct
+ * network (a torus, a mesh) on a few directions at a time, while pieces
+ * keep every link fed (tools/bench/README.md, "The torus all-to-all").
+ * A rank's pieces in a step stay within its queue's depth, so posting
+ * them never waits. Off (0) by default: a switch's single port gains
+ * nothing, and the pieces cost descriptors.
+ */
+#define FDEV_INTERLEAVE_PIECES	4096
+
+int fdev_comm_interleave(const struct fdev_comm *c, struct fdev_plan *p)
+{
+	const char *v = getenv("FDEV_INTERLEAVE");
+	unsigned long k = v && *v ? strtoul(v, NULL, 10) : 0;
+
+	if (!k)
+		return 0;
+	return fdev_plan_interleave(p, (uint64_t)k * (c->seg ? c->seg : 4096),
+				    FDEV_INTERLEAVE_PIECES);
+}
+
 static int check(struct fdev_comm *c, enum fdev_dtype dt)
 {
 	if (!c || !fdev_dtype_size(dt))
@@ -570,6 +595,8 @@ int fdev_all_to_all(struct fdev_comm *c, const void *send, void *recv,
 	fdev_plan_init(&p);
 	err = fdev_plan_all_to_all(&p, c->nranks, count * fdev_dtype_size(dt),
 				   algo, c->node_size, &lo);
+	if (!err && (algo == FDEV_ALGO_AUTO || algo == FDEV_ALGO_DIRECT))
+		err = fdev_comm_interleave(c, &p);
 	if (err) {
 		fdev_plan_free(&p);
 		return err;
@@ -646,6 +673,8 @@ int fdev_all_to_all_v(struct fdev_comm *c, const void *send,
 				recv_counts[l * n + s] = m[s * n + c->first + l] / es;
 		fdev_plan_init(&p);
 		err = fdev_plan_all_to_all_v(&p, c->nranks, m, algo, &lo);
+		if (!err && algo != FDEV_ALGO_RING)
+			err = fdev_comm_interleave(c, &p);
 		free(m);
 		if (err) {
 			fdev_plan_free(&p);

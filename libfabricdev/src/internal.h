@@ -133,6 +133,8 @@ static inline int fdev_rank_failed(const struct fdev_comm *c, unsigned int r)
 
 /* Run a plan on the communicator (coll.c). */
 int fdev_plan_run(struct fdev_comm *c, const struct fdev_plan *p);
+/* FDEV_INTERLEAVE: cut a direct all-to-all plan piece-major (coll.c). */
+int fdev_comm_interleave(const struct fdev_comm *c, struct fdev_plan *p);
 /* Local data staging into / out of the workspace of local rank @l. */
 void *fdev_ws_addr(struct fdev_comm *c, unsigned int l, uint64_t off);
 int fdev_comm_timing_only(const struct fdev_comm *c);

@@ -79,6 +79,8 @@ static int tp_send(struct fdev_comm *c, struct fdev_moe_handle *h,
 		bytes[i] = h->pair_tokens[i] * h->rec_size;
 	fdev_plan_init(&p);
 	err = fdev_plan_all_to_all_v(&p, n, bytes, FDEV_ALGO_DIRECT, &lo);
+	if (!err)
+		err = fdev_comm_interleave(c, &p);
 	free(bytes);
 	if (!err && !h->timing && p.ws_need > c->ws_bytes)
 		err = -EMSGSIZE;

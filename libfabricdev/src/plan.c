@@ -125,6 +125,131 @@ int fdev_plan_finish(struct fdev_plan *p)
 	return 0;
 }
 
+static uint64_t pieces_of(const struct fdev_xfer *x, uint64_t piece)
+{
+	if (x->dst == FDEV_PLAN_MCAST)
+		return 1;
+	return (x->len + piece - 1) / piece;
+}
+
+/* Each source's piece size in the step [@b, @e): @piece, or larger. */
+static void step_pieces(const struct fdev_plan *p, size_t b, size_t e,
+			uint64_t piece, uint64_t max_pieces, uint64_t *ps,
+			uint64_t *count, uint32_t nsrc)
+{
+	int again = 1;
+
+	for (uint32_t s = 0; s < nsrc; s++)
+		ps[s] = piece;
+	while (again) {
+		again = 0;
+		memset(count, 0, nsrc * sizeof(*count));
+		for (size_t i = b; i < e; i++)
+			count[p->x[i].src] += pieces_of(&p->x[i], ps[p->x[i].src]);
+		for (uint32_t s = 0; s < nsrc; s++)
+			if (count[s] > max_pieces && ps[s] < UINT64_MAX / 2) {
+				ps[s] *= 2;
+				again = 1;
+			}
+	}
+}
+
+/* Step [@b, @e) into @out, piece-major (a counting sort by piece). */
+static int step_interleave(const struct fdev_plan *p, size_t b, size_t e,
+			   const uint64_t *ps, struct fdev_xfer *out)
+{
+	uint64_t rounds = 0, *start;
+
+	for (size_t i = b; i < e; i++) {
+		uint64_t np = pieces_of(&p->x[i], ps[p->x[i].src]);
+
+		rounds = np > rounds ? np : rounds;
+	}
+	start = calloc(rounds + 1, sizeof(*start));
+	if (!start)
+		return -ENOMEM;
+	/* start[r]: pieces of round r and after, then where round r begins. */
+	for (size_t i = b; i < e; i++)
+		start[pieces_of(&p->x[i], ps[p->x[i].src]) - 1]++;
+	for (uint64_t r = rounds - 1; r-- > 0;)
+		start[r] += start[r + 1];
+	for (uint64_t r = 0, at = 0; r < rounds; r++) {
+		uint64_t n = start[r];
+
+		start[r] = at;
+		at += n;
+	}
+	for (size_t i = b; i < e; i++) {
+		const struct fdev_xfer *x = &p->x[i];
+		uint64_t piece = ps[x->src], np = pieces_of(x, piece);
+
+		for (uint64_t r = 0; r < np; r++) {
+			struct fdev_xfer *o = &out[start[r]++];
+
+			*o = *x;
+			if (x->dst == FDEV_PLAN_MCAST)
+				continue;
+			o->src_off += r * piece;
+			o->dst_off += r * piece;
+			o->len = x->len - r * piece < piece ? x->len - r * piece :
+				 piece;
+		}
+	}
+	free(start);
+	return 0;
+}
+
+int fdev_plan_interleave(struct fdev_plan *p, uint64_t piece,
+			 uint64_t max_pieces)
+{
+	uint64_t *ps = NULL, *count = NULL, total = 0;
+	struct fdev_xfer *out = NULL;
+	uint32_t nsrc = 0;
+	size_t b, e, at = 0;
+	int err = -ENOMEM;
+
+	if (p->err || !piece || !p->nx)
+		return p->err;
+	if (!max_pieces)
+		return -EINVAL;
+	for (size_t i = 0; i < p->nx; i++)
+		nsrc = p->x[i].src + 1 > nsrc ? p->x[i].src + 1 : nsrc;
+	ps = calloc(nsrc, sizeof(*ps));
+	count = calloc(nsrc, sizeof(*count));
+	if (!ps || !count)
+		goto out;
+	for (b = 0; b < p->nx; b = e) {
+		for (e = b; e < p->nx && p->x[e].step == p->x[b].step; e++)
+			;
+		step_pieces(p, b, e, piece, max_pieces, ps, count, nsrc);
+		for (uint32_t s = 0; s < nsrc; s++)
+			total += count[s];
+	}
+	out = malloc(total * sizeof(*out));
+	if (!out)
+		goto out;
+	for (b = 0; b < p->nx; b = e) {
+		for (e = b; e < p->nx && p->x[e].step == p->x[b].step; e++)
+			;
+		step_pieces(p, b, e, piece, max_pieces, ps, count, nsrc);
+		err = step_interleave(p, b, e, ps, out + at);
+		if (err)
+			goto out;
+		for (uint32_t s = 0; s < nsrc; s++)
+			at += count[s];
+	}
+	free(p->x);
+	p->x = out;
+	p->nx = p->capx = total;
+	out = NULL;
+	err = 0;
+out:
+	free(out);
+	free(ps);
+	free(count);
+	return err;
+}
+
 int fdev_reduce(void *dst, const void *src, size_t n, int dtype)
 {
 	switch (dtype) {

@@ -61,6 +61,15 @@ void fdev_plan_act(struct fdev_plan *p, uint32_t step, uint32_t rank, int op,
 /* Sort by step (stable); returns p->err. */
 int fdev_plan_finish(struct fdev_plan *p);
 void fdev_plan_need(struct fdev_plan *p, uint64_t bytes);
+/*
+ * Cut a finished plan's unicast transfers into pieces of @piece bytes
+ * and order each step piece-major: every transfer's first piece, in the
+ * plan's order, then every second one... A source whose pieces in a step
+ * would pass @max_pieces gets pieces twice as large, until they do not.
+ * Returns p->err, or -ENOMEM (the plan is unchanged then).
+ */
+int fdev_plan_interleave(struct fdev_plan *p, uint64_t piece,
+			 uint64_t max_pieces);
 
 /* dst[i] += src[i] for @n elements of @dtype. */
 int fdev_reduce(void *dst, const void *src, size_t n, int dtype);

@@ -6,6 +6,7 @@
  * against references; closed forms; bad arguments.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,6 +240,80 @@ static void test_colls(void)
 }
 
 /* Dense reference: out[t] = sum_j w_tj * f_e(x_t) with f_e(x) = (e+1) x + e/8. */
+/*
+ * fdev_plan_interleave(): the same bytes land where they did, each
+ * source's pieces go piece-major, and a source's pieces per step stay
+ * within the cap. Then FDEV_INTERLEAVE on a communicator's all-to-all.
+ */
+static void test_interleave(void)
+{
+	const unsigned int n = 5, cnt = 3000;
+	struct fdev_coll_layout lo;
+	struct fdev_plan p;
+	uint64_t seen[5] = { 0 }, pieces[5] = { 0 }, bytes = 0;
+	int order_ok = 1, err;
+	float *in, *out;
+	struct fdev_comm *c;
+
+	fdev_plan_init(&p);
+	err = fdev_plan_all_to_all(&p, n, 10000, FDEV_ALGO_DIRECT, 0, &lo);
+	if (!err)
+		err = fdev_plan_interleave(&p, 4096, 4096);
+	ok(!err && p.nx == n * (n - 1) * 3,
+	   "interleave: 10000 B per pair in pieces of 4096, %zu pieces (%d)", p.nx, err);
+	for (size_t i = 0; i < p.nx; i++) {
+		const struct fdev_xfer *x = &p.x[i];
+		uint64_t round = x->src_off % 10000 / 4096;
+
+		order_ok &= round >= seen[x->src] && x->len <= 4096 &&
+			    x->src_off % 10000 % 4096 == 0;
+		seen[x->src] = round;
+		bytes += x->len;
+	}
+	ok(order_ok && bytes == (uint64_t)n * (n - 1) * 10000,
+	   "interleave: every source's pieces go piece-major, every byte once");
+	fdev_plan_free(&p);
+
+	fdev_plan_init(&p);
+	err = fdev_plan_all_to_all(&p, n, 10000, FDEV_ALGO_DIRECT, 0, &lo);
+	if (!err)
+		err = fdev_plan_interleave(&p, 1, 10);
+	for (size_t i = 0; !err && i < p.nx; i++)
+		pieces[p.x[i].src]++;
+	ok(!err && pieces[0] <= 10 && pieces[4] <= 10 && pieces[0] >= n - 1,
+	   "interleave: a source's pieces stay within the cap (%" PRIu64 ")", pieces[0]);
+	ok(fdev_plan_interleave(&p, 4096, 0) == -EINVAL, "interleave: a cap of 0 is -EINVAL");
+	fdev_plan_free(&p);
+
+	in = calloc((size_t)n * n * cnt, 4);
+	out = calloc((size_t)n * n * cnt, 4);
+	if (!in || !out || mk(n, 4u << 20, &c)) {
+		ok(0, "interleave: comm");
+		free(in);
+		free(out);
+		return;
+	}
+	for (unsigned int r = 0; r < n; r++)
+		for (unsigned int i = 0; i < n * cnt; i++)
+			in[r * n * cnt + i] = val(r, i);
+	setenv("FDEV_INTERLEAVE", "1", 1);
+	err = fdev_all_to_all(c, in, out, cnt, FDEV_F32, FDEV_ALGO_DIRECT);
+	unsetenv("FDEV_INTERLEAVE");
+	{
+		int bad = 0;
+
+		for (unsigned int r = 0; !err && r < n; r++)
+			for (unsigned int q = 0; q < n; q++)
+				for (unsigned int i = 0; i < cnt; i++)
+					bad += out[(r * n + q) * cnt + i] != val(q, r * cnt + i);
+		ok(!err && !bad, "interleave: FDEV_INTERLEAVE=1 all-to-all n=%u (%d, %d bad)",
+		   n, err, bad);
+	}
+	fdev_comm_destroy(c);
+	free(in);
+	free(out);
+}
+
 static float expert_fn(int64_t e, float x)
 {
 	return (float)(e + 1) * x + (float)e / 8;
@@ -797,12 +872,14 @@ int main(int argc, char **argv)
 			return done();
 		}
 		test_colls();
+		test_interleave();
 		test_moe();
 		return done();
 	}
 	test_dtype();
 	test_layout();
 	test_colls();
+	test_interleave();
 	test_moe();
 	test_bad_args();
 	test_many_ranks();
