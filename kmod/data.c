@@ -141,6 +141,8 @@ struct icfab_data {
 	struct work_struct work;	/* runs the engine for the timer */
 };
 
+static void icfab_ctx_reach_fn(struct work_struct *work);
+
 struct icfab_ctx *icfab_ctx_create(struct icfab_fabric *fabric)
 {
 	struct icfab_ctx *ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
@@ -156,6 +158,7 @@ struct icfab_ctx *icfab_ctx_create(struct icfab_fabric *fabric)
 	INIT_LIST_HEAD(&ctx->done);
 	INIT_LIST_HEAD(&ctx->ureqs);
 	init_waitqueue_head(&ctx->wq);
+	INIT_DELAYED_WORK(&ctx->reach_work, icfab_ctx_reach_fn);
 	return ctx;
 }
 
@@ -1496,6 +1499,10 @@ err_uncount:
  */
 #define ICFAB_COPY_CHUNK	8
 
+/* A context nobody may reach is looked at again after these, ms. */
+#define ICFAB_REACH_MIN_MS	10
+#define ICFAB_REACH_MAX_MS	1000
+
 long icfab_ioctl_submit(struct icfab_ctx *ctx, void __user *uarg)
 {
 	struct icfab_fabric *fabric = ctx->fabric;
@@ -1898,12 +1905,59 @@ static void __icfab_ctx_kill(struct icfab_ctx *ctx)
 }
 
 /*
+ * References to the context's file that may submit to it: all of them
+ * but those of its io_uring commands, its mappings and @mine (those of
+ * the caller). What is left are file descriptors, registered files,
+ * files in flight in a message, and system calls under way on one.
+ * Never fewer than there are: a command counts itself after io_uring
+ * took its reference and stops before io_uring drops it, and a mapping
+ * likewise. The fabric lock is held.
+ */
+static long __icfab_ctx_submitters(struct icfab_ctx *ctx, long mine)
+{
+	lockdep_assert_held(&ctx->fabric->lock);
+	return file_count(ctx->file) - atomic_read(&ctx->uring_holds) -
+	       atomic_read(&ctx->nr_vmas) - mine;
+}
+
+/*
+ * Look again in @ms, then less and less often: a close that counted a
+ * reference about to go (an io_uring command past its count, one
+ * waiting in io-wq, another thread's system call) would otherwise leave
+ * a context nobody can submit to holding the engine, and its io_uring
+ * commands pending, for ever: their references keep the file, so
+ * ->release() never comes. The fabric lock is held.
+ */
+static void __icfab_ctx_reach_arm(struct icfab_ctx *ctx, u32 ms)
+{
+	lockdep_assert_held(&ctx->fabric->lock);
+	ctx->reach_ms = ms;
+	mod_delayed_work(system_wq, &ctx->reach_work, msecs_to_jiffies(ms));
+}
+
+static void icfab_ctx_reach_fn(struct work_struct *work)
+{
+	struct icfab_ctx *ctx = container_of(to_delayed_work(work),
+					     struct icfab_ctx, reach_work);
+	struct icfab_fabric *fabric = ctx->fabric;
+
+	mutex_lock(&fabric->lock);
+	if (ctx->nr_eps && !ctx->dead) {
+		if (__icfab_ctx_submitters(ctx, 0) <= 0)
+			__icfab_ctx_kill(ctx);
+		else
+			__icfab_ctx_reach_arm(ctx, min(ctx->reach_ms * 2,
+						       ICFAB_REACH_MAX_MS));
+	}
+	mutex_unlock(&fabric->lock);
+}
+
+/*
  * A file descriptor of the context is being closed. When its owner
- * exits, or this was the last way to submit to it (every other reference
- * to the file belongs to an io_uring command in flight or to a mapping
- * of a region), nobody can submit to it any more or wait for it: kill
- * it, or it would hold the engine back for ever and its io_uring
- * commands would never complete.
+ * exits, or this was the last way to submit to it, nobody can submit to
+ * it any more or wait for it: kill it, or it would hold the engine back
+ * for ever and its io_uring commands would never complete. When another
+ * way seems left, it may be one about to go: look again later.
  */
 void icfab_ctx_flush(struct icfab_ctx *ctx, struct file *file)
 {
@@ -1911,11 +1965,14 @@ void icfab_ctx_flush(struct icfab_ctx *ctx, struct file *file)
 	bool exiting = current->flags & PF_EXITING;
 
 	mutex_lock(&fabric->lock);
-	if (ctx->nr_eps && !ctx->dead &&
-	    ((exiting && task_tgid_nr(current) == ctx->owner) ||
-	     file_count(file) - atomic_read(&ctx->uring_holds) -
-	     atomic_read(&ctx->nr_vmas) <= 1))
-		__icfab_ctx_kill(ctx);
+	ctx->file = file;
+	if (ctx->nr_eps && !ctx->dead) {
+		if ((exiting && task_tgid_nr(current) == ctx->owner) ||
+		    __icfab_ctx_submitters(ctx, 1) <= 0)
+			__icfab_ctx_kill(ctx);
+		else
+			__icfab_ctx_reach_arm(ctx, ICFAB_REACH_MIN_MS);
+	}
 	mutex_unlock(&fabric->lock);
 }
 
@@ -1947,6 +2004,11 @@ void icfab_ctx_destroy(struct icfab_ctx *ctx)
 	struct icfab_data *d;
 	u32 i;
 
+	/*
+	 * First, and not under the lock, which it takes: only a close or
+	 * itself arms it, and no close comes after the last reference.
+	 */
+	cancel_delayed_work_sync(&ctx->reach_work);
 	mutex_lock(&fabric->lock);
 	d = fabric->data;
 	if (ctx->nr_eps) {

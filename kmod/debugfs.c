@@ -30,6 +30,14 @@
  *
  * is the same for the transfer table (clamped to 1 ..
  * ICFAB_ENGINE_XFERS_MAX).
+ *
+ *	/sys/kernel/debug/icfab/uring_done_delay_ms	(read/write, root)
+ *
+ * makes every io_uring completion sleep this long between giving up the
+ * context's count of its command and handing it back to io_uring, which
+ * then drops its reference to the file: a window that a close landing
+ * in must not turn into a context nobody can reach and nothing kills
+ * (kmod/uring.c, icfab_ctx_flush()). 0, the default, for none.
  */
 #include <linux/debugfs.h>
 #include <linux/kernel.h>
@@ -176,6 +184,8 @@ static const struct file_operations icfab_fault_fops = {
 	.write	= icfab_fault_write,
 };
 
+u32 icfab_uring_done_delay_ms;
+
 void icfab_debugfs_init(struct icfab_fabric **fabrics, unsigned int n)
 {
 	unsigned int i;
@@ -185,6 +195,8 @@ void icfab_debugfs_init(struct icfab_fabric **fabrics, unsigned int n)
 			   &icfab_engine_events_first);
 	debugfs_create_u32("engine_xfers", 0600, icfab_debugfs_root,
 			   &icfab_engine_xfers_first);
+	debugfs_create_u32("uring_done_delay_ms", 0600, icfab_debugfs_root,
+			   &icfab_uring_done_delay_ms);
 	for (i = 0; i < n; i++) {
 		struct dentry *dir;
 

@@ -19,7 +19,9 @@
  *
  * Never under fabric->lock: cancel_work_sync() of a paced engine's work
  * item, which takes fabric->lock itself (icfab_data_stop() runs after
- * unlocking); ->mmap() (under mmap_lock) never takes fabric->lock.
+ * unlocking), nor that of a context's reach_work (icfab_ctx_destroy()
+ * cancels it before locking); ->mmap() (under mmap_lock) never takes
+ * fabric->lock.
  * Functions documented "the fabric lock is held" (and the __icfab_*
  * ones) run under fabric->lock and check it with lockdep_assert_held()
  * wherever they can reach the fabric; those handed only a configuration
@@ -36,6 +38,7 @@
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/wait.h>
+#include <linux/workqueue.h>
 #include <linux/miscdevice.h>
 #include <linux/mutex.h>
 #include <linux/spinlock.h>
@@ -229,6 +232,14 @@ struct icfab_ctx {
 	atomic_t uring_holds;		/* io_uring commands not yet done */
 	atomic_t nr_vmas;		/* mappings of its regions; they hold
 					 * the file: see icfab_ctx_flush() */
+	/*
+	 * Whether anyone can still submit to it, looked at again after a
+	 * close that left it alive (see icfab_ctx_flush()): the file, set
+	 * by that close, and the delay before the next look.
+	 */
+	struct delayed_work reach_work;
+	struct file *file;		/* under fabric->lock */
+	u32 reach_ms;			/* ms; under fabric->lock */
 	/*
 	 * Requests to reuse: a slab allocation per descriptor costs more
 	 * than the rest of its path (much more with slub_debug). A stack
@@ -528,6 +539,7 @@ void icfab_trace_engine_held(struct icfab_fabric *fabric,
 			     const struct icfab_engine *e);
 
 /* debugfs.c */
+extern u32 icfab_uring_done_delay_ms;	/* ms; test-only, see uring.c */
 void icfab_debugfs_init(struct icfab_fabric **fabrics, unsigned int n);
 void icfab_debugfs_exit(void);
 

@@ -7,6 +7,7 @@
  * submitter's memory by the submitter's task. The data path is in
  * data.c; this file is the glue, and what differs between kernels.
  */
+#include <linux/delay.h>
 #include <linux/io_uring.h>
 #include <linux/sched.h>
 #include <linux/uaccess.h>
@@ -79,6 +80,12 @@ static void icfab_uring_task_work(struct io_uring_cmd *cmd,
 	/* Before the CQE: once it is posted the file may go. */
 	atomic_dec(ures->holds);
 	ures->release(ures);
+	/*
+	 * Until io_uring_cmd_done() drops it, the file has a reference the
+	 * count no longer explains; a test widens that window (debugfs.c).
+	 */
+	if (unlikely(READ_ONCE(icfab_uring_done_delay_ms)))
+		msleep(READ_ONCE(icfab_uring_done_delay_ms));
 	io_uring_cmd_done(cmd, res, res2, issue_flags);
 }
 

@@ -39,6 +39,7 @@ contention_test.sh	600
 region_test		600
 memory_test		600
 uring_test		600
+teardown_test		600
 circuit_test		600
 circuit_test.sh		600
 fdev_test.sh		2400
