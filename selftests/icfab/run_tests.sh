@@ -55,11 +55,11 @@ scale_test		600
 fault_test.sh		1500
 ocs_test.sh		1500
 torch_test.sh		2700
+syscall_fuzz		600
 '
 # Limits of tests that run only when named (not in the run list).
 named_only='
 fdev_torch_test.sh	3000
-syscall_fuzz		600
 torch_dist_suite.py	3000
 '
 
