@@ -434,6 +434,9 @@ static void icfab_req_recycle(struct icfab_ctx *ctx, struct icfab_req *req)
 	kfree(req);
 }
 
+/* Requests freed between two chances to reschedule. */
+#define ICFAB_FREE_BATCH	1024
+
 /*
  * The requests on @reqs (linked by node, their regions put; the list is
  * left as it is) back to @ctx's pool under one lock, the rest to the
@@ -464,8 +467,11 @@ static void icfab_req_recycle_list(struct icfab_ctx *ctx,
 		return;
 	}
 	spin_unlock(&ctx->pool_lock);
-	list_for_each_entry_safe(req, tmp, reqs, node)
+	list_for_each_entry_safe(req, tmp, reqs, node) {
 		icfab_req_recycle(ctx, req);
+		if (!(++n % ICFAB_FREE_BATCH))
+			cond_resched();
+	}
 }
 
 /*
@@ -1499,6 +1505,12 @@ err_uncount:
  */
 #define ICFAB_COPY_CHUNK	8
 
+/*
+ * A SUBMIT runs the engine for what it started at least every this many
+ * descriptors, so that other contexts waiting on the safe time go on.
+ */
+#define ICFAB_SUBMIT_BATCH	256
+
 /* A context nobody may reach is looked at again after these, ms. */
 #define ICFAB_REACH_MIN_MS	10
 #define ICFAB_REACH_MAX_MS	1000
@@ -1510,7 +1522,7 @@ long icfab_ioctl_submit(struct icfab_ctx *ctx, void __user *uarg)
 	struct icfab_desc __user *udescs;
 	struct icfab_submit sub;
 	bool advance = false;
-	u32 i, have = 0, at = 0;
+	u32 i = 0, have, at;
 	long ret = 0;
 
 	if (copy_from_user(&sub, uarg, sizeof(sub)))
@@ -1520,55 +1532,62 @@ long icfab_ioctl_submit(struct icfab_ctx *ctx, void __user *uarg)
 		return -EINVAL;
 	udescs = u64_to_user_ptr(sub.descs);
 
-	mutex_lock(&fabric->lock);
-	if (!ctx->nr_eps) {
-		ret = -ENOENT;
-		goto out_unlock;
-	}
-	if (ctx->dead) {
-		ret = -ECANCELED;
-		goto out_unlock;
-	}
-	for (i = 0; i < sub.nr; i++) {
-		struct icfab_req *req;
+	while (i < sub.nr || !i) {
+		u32 want = min_t(u32, sub.nr - i, ICFAB_COPY_CHUNK);
+		unsigned long left = 0;
 		int err = 0;
 
-		if (at == have) {
-			/*
-			 * Copied once; the copy is what is checked and used.
-			 * What precedes a fault is submitted, as one by one.
-			 */
-			u32 want = min_t(u32, sub.nr - i, ICFAB_COPY_CHUNK);
-			unsigned long left;
-
+		/*
+		 * Copied once, outside the lock (a fault may take long);
+		 * the copy is what is checked and used. What precedes a
+		 * fault is submitted, as one by one.
+		 */
+		if (want)
 			left = copy_from_user(chunk, &udescs[i],
 					      array_size(want, sizeof(*chunk)));
-			have = want - DIV_ROUND_UP(left, sizeof(*chunk));
-			at = 0;
-			if (!have)
-				err = -EFAULT;
+		have = want - DIV_ROUND_UP(left, sizeof(*chunk));
+
+		mutex_lock(&fabric->lock);
+		if (!ctx->nr_eps)
+			err = -ENOENT;
+		else if (ctx->dead)
+			/* Killed meanwhile: what it took is all it takes. */
+			err = -ECANCELED;
+		else if (want && !have)
+			err = -EFAULT;
+		for (at = 0; !err && at < have; at++) {
+			struct icfab_req *req;
+
+			err = icfab_req_prepare(ctx, &chunk[at], &req);
+			if (!err)
+				err = icfab_req_start(ctx, req, &advance);
+			if (!err)
+				i++;
 		}
-		if (!err)
-			err = icfab_req_prepare(ctx, &chunk[at++], &req);
-		if (!err)
-			err = icfab_req_start(ctx, req, &advance);
+		if (!err && have < want)
+			err = -EFAULT;
+		/*
+		 * Others get the lock between chunks, and the engine its
+		 * run every ICFAB_SUBMIT_BATCH descriptors: a SUBMIT of
+		 * every descriptor a context may have queued held the lock
+		 * for seconds in one piece.
+		 */
+		if (advance && (err || i == sub.nr ||
+				!(i % ICFAB_SUBMIT_BATCH))) {
+			/* A DELAY moved this clock, so maybe the safe time. */
+			icfab_data_advance(fabric);
+			advance = false;
+		}
+		mutex_unlock(&fabric->lock);
 		if (err) {
 			ret = i ? i : err;
-			goto out_advance;
-		}
-		if (fatal_signal_pending(current)) {
-			i++;
 			break;
 		}
+		ret = i;
+		if (i == sub.nr || fatal_signal_pending(current))
+			break;
+		cond_resched();
 	}
-	ret = i;
-
-out_advance:
-	/* A DELAY moved this context's clock, so maybe the safe time. */
-	if (advance)
-		icfab_data_advance(fabric);
-out_unlock:
-	mutex_unlock(&fabric->lock);
 	return ret;
 }
 
@@ -2002,7 +2021,8 @@ void icfab_ctx_destroy(struct icfab_ctx *ctx)
 	struct icfab_data *gone = NULL;
 	struct icfab_req *req, *tmp;
 	struct icfab_data *d;
-	u32 i;
+	LIST_HEAD(done);
+	u32 i, n = 0;
 
 	/*
 	 * First, and not under the lock, which it takes: only a close or
@@ -2065,11 +2085,17 @@ void icfab_ctx_destroy(struct icfab_ctx *ctx)
 			icfab_data_advance(fabric);
 		}
 	}
-	list_for_each_entry_safe(req, tmp, &ctx->done, node) {
-		list_del(&req->node);
-		icfab_req_free(req);
-	}
+	/*
+	 * Complete, they hold nothing (put at finish): freed after
+	 * unlocking, a context may have millions of them.
+	 */
+	list_splice_init(&ctx->done, &done);
 	mutex_unlock(&fabric->lock);
+	list_for_each_entry_safe(req, tmp, &done, node) {
+		kfree(req);
+		if (!(++n % ICFAB_FREE_BATCH))
+			cond_resched();
+	}
 
 	/* Off the fabric: its timer and work may still run, until this. */
 	icfab_data_stop(gone);

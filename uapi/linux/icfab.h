@@ -458,12 +458,16 @@ struct icfab_cqe {
 
 /*
  * ICFAB_IOC_SUBMIT: validate and submit @nr descriptors in order. Stops
- * at the first that fails. Returns the number accepted, or -errno when
+ * at the first that fails, or early when the caller gets a fatal signal
+ * or the context is killed meanwhile. A long SUBMIT lets others have the
+ * fabric between its descriptors, so another thread's submissions may
+ * come between them. Returns the number accepted, or -errno when
  * the first one failed: -EINVAL (malformed), -ENOENT (no such queue),
  * -EAGAIN (its queue or the engine is full: reap completions first),
  * -E2BIG (a WRITE or READ larger than any engine can hold: more than
  * icfab_limits.max_xfer_segments segments, or a circuit's tree copying
- * it more than that; waiting cannot help), -EOPNOTSUPP.
+ * it more than that; waiting cannot help), -ECANCELED (the context was
+ * killed), -EFAULT, -EOPNOTSUPP.
  */
 struct icfab_submit {
 	__u64 descs;			/* user pointer to struct icfab_desc[] */
