@@ -59,6 +59,7 @@ syscall_fuzz		600
 '
 # Limits of tests that run only when named (not in the run list).
 named_only='
+lock_hold_test		600
 fdev_torch_test.sh	3000
 torch_dist_suite.py	3000
 '
