@@ -142,7 +142,12 @@ int icfab_chardev_init(struct icfab_fabric *fabric)
 	fabric->misc.minor = MISC_DYNAMIC_MINOR;
 	fabric->misc.name = fabric->name;
 	fabric->misc.fops = &icfab_fops;
-	fabric->misc.mode = 0666;
+	/*
+	 * Root and the group udev gives the node (packaging/60-icfab.rules:
+	 * root:icfab): a fabric user can stall everyone's virtual time
+	 * (docs/SECURITY.md), so not every local user is one.
+	 */
+	fabric->misc.mode = 0660;
 
 	err = misc_register(&fabric->misc);
 	if (err)

@@ -6,9 +6,10 @@
 # at a router is gone; the next request fails naming the full router;
 # the requester's exit frees its circuit and the request then succeeds;
 # a circuit to a missing node and a malformed request change nothing;
-# user 65534 may open and close its own circuits but not pin one or close
-# root's; a restarted daemon keeps every circuit, frees the one whose
-# owner exited meanwhile, and allocates from the module's state. TAP.
+# user 65534 (in the group icfab) may open and close its own circuits
+# but not pin one or close root's; a restarted daemon keeps every
+# circuit, frees the one whose owner exited meanwhile, and allocates
+# from the module's state. TAP.
 
 top=$(cd "$(dirname "$0")/../../.." 2>/dev/null && pwd)
 icfabd=${ICFABD:-$top/build/bin/icfabd}
@@ -57,7 +58,7 @@ hold() {
 	# Simple commands, so that $! is icfabctl's pid (setpriv and env exec).
 	if [ "$1" = --as-nobody ]; then
 		shift
-		setpriv --reuid=65534 --regid=65534 --clear-groups \
+		setpriv --reuid=65534 --regid=65534 --groups icfab \
 			env ICFABD_SOCKET="$sock" "$icfabctl" circuit open "$@" \
 			> "$tmp/$name.out" 2> "$tmp/$name.err" &
 	else
@@ -183,7 +184,7 @@ nobody circuit close "$h1_id" > "$tmp/out" 2> "$tmp/err"
 rc=$?
 check "user 65534 may not close root's circuit $h1_id" [ $rc = 1 ]
 check "... saying whose it is" grep -q "circuit $h1_id belongs to uid 0" "$tmp/err"
-check "user 65534 may open a circuit (the device is 0666)" hold u1 --as-nobody pe0_1 pe2_1
+check "user 65534 may open a circuit (a member of icfab)" hold u1 --as-nobody pe0_1 pe2_1
 check "... owned by uid 65534" \
 	sh -c "ctl() { ICFABD_SOCKET='$sock' '$icfabctl' \"\$@\"; }; ctl circuit list | grep -q '^circuit $u1_id: pe0_1 -> pe2_1, color 0, owner pid $u1_pid uid 65534'"
 check "... and close it itself" nobody circuit close "$u1_id"

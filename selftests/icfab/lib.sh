@@ -26,8 +26,8 @@ ctl() {		# icfabctl as root, through $sock
 	ICFABD_SOCKET=$sock "$icfabctl" "$@"
 }
 
-nobody() {	# icfabctl as user 65534, through $sock
-	setpriv --reuid=65534 --regid=65534 --clear-groups \
+nobody() {	# icfabctl as user 65534, a member of icfab, through $sock
+	setpriv --reuid=65534 --regid=65534 --groups icfab \
 		env ICFABD_SOCKET="$sock" "$icfabctl" "$@"
 }
 

@@ -143,16 +143,37 @@ else
 	ctl "modload skip"
 fi
 
+# The group that may open /dev/icfabN, as the packages make it
+# (packaging/icfab.sysusers, packaging/60-icfab.rules): the host's if it
+# has one, else one made up here in a copy of /etc/group mounted over the
+# host's. The nodes get it, and the command runs as root with it as its
+# one supplementary group, so that the selftests that drop to user 65534
+# stay members; run_tests.sh gives it to the nodes again after a test
+# reloaded the module.
+GID=$(inhost getent group icfab | cut -d: -f3)
+if [ -z "$GID" ]; then
+	GID=$(awk -F: 'BEGIN { g = 990 } { used[$3] = 1 }
+		END { while (g in used) g--; print g }' "$H/etc/group")
+	{ cp "$H/etc/group" /scratch/group &&
+	  echo "icfab:x:$GID:" >> /scratch/group &&
+	  mount -o bind /scratch/group "$H/etc/group"; } ||
+		msg "cannot add the group icfab"
+fi
+for n in "$H"/dev/icfab*; do
+	[ -c "$n" ] && chgrp "$GID" "$n" && chmod 0660 "$n"
+done
+RUNAS="/usr/bin/setpriv --groups $GID"
+
 # The command runs in its own session, chrooted into the host tree, with a
 # clean environment; the cmd script sets cwd and the ICFAB_* variables.
 ctl "cmd start"
 if [ "$MODE" = shell ]; then
 	[ -n "$ROWS" ] && stty rows "$ROWS" cols "$COLS" < /dev/hvc0 2>/dev/null
-	setsid -c chroot "$H" /usr/bin/env -i sh /run/icfab-vm/cmd \
+	setsid -c chroot "$H" $RUNAS /usr/bin/env -i sh /run/icfab-vm/cmd \
 		< /dev/hvc0 > /dev/hvc0 2>&1 7>&- 8>&- 9>&-
 	rc=$?
 else
-	setsid chroot "$H" /usr/bin/env -i sh /run/icfab-vm/cmd \
+	setsid chroot "$H" $RUNAS /usr/bin/env -i sh /run/icfab-vm/cmd \
 		< /dev/null >&7 2>&8 7>&- 8>&- 9>&-
 	rc=$?
 fi
