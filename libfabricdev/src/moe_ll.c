@@ -61,18 +61,29 @@ static int ll_route(const struct fdev_moe_handle *h, struct moe_rank *mr)
 	return 0;
 }
 
-/* Local rank @l: its records into the experts' slots, its counts after. */
+/*
+ * Local rank @l: its records into the experts' slots, its counts after.
+ * The send area holds them by expert; they go rotated, as combine's do:
+ * rank s starts with the experts of rank s + 1, so that the ranks do not
+ * all start on rank 0's port (an incast that leaves the others idle).
+ */
 static void ll_plan_rank(struct fdev_comm *c, struct fdev_moe_handle *h,
 			 const struct fdev_moe_in *in, unsigned int l,
 			 struct fdev_plan *p)
 {
 	struct moe_rank *mr = &h->ranks[l];
 	unsigned int s = h->first + l, epr = h->experts_per_rank;
+	unsigned int E = h->cfg.num_experts;
+	unsigned int e0 = (unsigned int)((uint64_t)(s + 1) * epr % E);
 	uint64_t send = ll_send_off(h), counts = ll_counts_off(h), pos = 0;
 
-	for (unsigned int e = 0; e < h->cfg.num_experts; e++) {
+	for (unsigned int e = 0; e < e0; e++)
+		pos += mr->send_cnt[e];
+	for (unsigned int k = 0, e = e0; k < E; k++, e = (e + 1) % E) {
 		uint64_t len = mr->send_cnt[e] * h->rec_size;
 
+		if (!e)
+			pos = 0;	/* wrapped: expert 0's records come first */
 		for (uint64_t i = pos; !h->timing && i < pos + mr->send_cnt[e]; i++)
 			moe_pack(h, &in[l], mr, mr->send_tok[i],
 				 fdev_ws_addr(c, l, send + i * h->rec_size));
