@@ -175,6 +175,8 @@ int moe_dispatch_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
 		ll_plan_rank(c, h, in, l, &p);
 	fdev_plan_need(&p, need);
 	err = fdev_plan_finish(&p);
+	if (!err)
+		err = fdev_comm_interleave(c, &p);
 	/* Self-sends are xfers too: the host copy does them. */
 	if (!err)
 		err = fdev_plan_run(c, &p);
@@ -329,6 +331,8 @@ int moe_combine_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
 	err = ll_combine_plan(h, crow, staged, &p);
 	if (!err)
 		err = fdev_plan_finish(&p);
+	if (!err)
+		err = fdev_comm_interleave(c, &p);
 	if (!err && !h->timing && p.ws_need > c->ws_bytes)
 		err = -EMSGSIZE;
 	if (!err && !h->timing)

@@ -252,6 +252,8 @@ int moe_combine_tp(struct fdev_comm *c, struct fdev_moe_handle *h,
 		tp_combine_plan(h, &tc, &p);
 		err = fdev_plan_finish(&p);
 	}
+	if (!err)
+		err = fdev_comm_interleave(c, &p);
 	if (!err && !h->timing && p.ws_need > c->ws_bytes)
 		err = -EMSGSIZE;
 	if (!err && !h->timing)
