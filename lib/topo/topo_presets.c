@@ -29,6 +29,7 @@ static const struct topo_preset presets[] = {
 		"    bandwidth: 5.5GB/s\n"
 		"    latency: 50ns\n"
 		"    class: ipu\n"
+		"    switching: cut-through\n"
 	},
 	{
 		"ipu-pod4",
@@ -70,6 +71,7 @@ static const struct topo_preset presets[] = {
 		"    bandwidth: 4B/cycle@1.1GHz\n"
 		"    latency: 1ns\n"
 		"    class: mesh\n"
+		"    switching: cut-through\n"
 	},
 	{
 		"tpu-v4-cube",
@@ -124,6 +126,7 @@ static const struct topo_preset presets[] = {
 		"    bandwidth: 450GB/s\n"
 		"    latency: 500ns\n"
 		"    class: nvlink\n"
+		"    switching: cut-through\n"
 	},
 	{
 		"h800-pod",
@@ -142,8 +145,10 @@ static const struct topo_preset presets[] = {
 		"    name: gpu\n"
 		"    switch_name: nvsw\n"
 		"    radix: 64\n"
-		"    scale_up: {bandwidth: 160GB/s, latency: 500ns, class: nvlink}\n"
-		"    scale_out: {bandwidth: 400Gb/s, latency: 2us, class: nic}\n"
+		"    scale_up: {bandwidth: 160GB/s, latency: 500ns, class: nvlink,\n"
+		"               switching: cut-through}\n"
+		"    scale_out: {bandwidth: 400Gb/s, latency: 2us, class: nic,\n"
+		"                switching: cut-through}\n"
 	},
 	{
 		"ualink-pod",
@@ -163,6 +168,7 @@ static const struct topo_preset presets[] = {
 		"    bandwidth: 800Gb/s\n"
 		"    latency: 100ns\n"
 		"    class: ualink\n"
+		"    switching: cut-through\n"
 	},
 	{
 		"supermesh-bi",
