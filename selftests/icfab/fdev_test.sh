@@ -5,8 +5,9 @@
 #  - the core API and its errors (fdev_dev_test api);
 #  - the io_uring fallback is announced once per process;
 #  - collectives, timing only, one process driving 8 ranks on dgx-h100
-#    (8 GPUs on one switch: alpha = 2 L + seg/B per step, B per GPU, both
-#    read from the topology icfabd loads): ring all-reduce, ring
+#    (8 GPUs on one switch: alpha = 2 L per step, plus seg/B where the
+#    switch stores and forwards, B per GPU, all read from the topology
+#    icfabd loads; docs/TIMING.md): ring all-reduce, ring
 #    all-gather and direct all-to-all match the alpha-beta closed forms
 #    within 1%; every other algorithm runs; a run repeats to the ps;
 #  - 8 independently started processes (FDEV_RANK/FDEV_SIZE/FDEV_JOB)
@@ -90,7 +91,11 @@ seg = topo["fabric"]["segment_size"]
 up = [l for l in topo["links"] if l["src"] == 0][0]
 down = [l for l in topo["links"] if l["dst"] == 1][0]
 B = min(up["bandwidth"], down["bandwidth"])
-alpha = (up["latency_ps"] + down["latency_ps"]) + seg / B * 1e12
+# a cut-through switch forwards a segment's head; one that stores and
+# forwards adds a segment time per step (docs/TIMING.md, "Closed forms")
+alpha = up["latency_ps"] + down["latency_ps"]
+if up["switching"] != "cut-through":
+    alpha += seg / B * 1e12
 n, S = r["ranks"], r["bytes"]
 if kind == "allreduce":
     want = 2 * (n - 1) * alpha + 2 * (n - 1) / n * S / B * 1e12
@@ -99,8 +104,9 @@ elif kind == "allgather":
 else:  # direct all-to-all: n-1 pieces of S leave each GPU back to back
     want = alpha + (n - 1) * S / B * 1e12
 got = r["time_ps"]
-print("# %s %s: %d ps, closed form %.0f ps (alpha %.0f ps, B %.0f GB/s): %+.3f%%"
-      % (kind, r["algo"], got, want, alpha, B / 1e9, (got - want) / want * 100))
+print("# %s %s: %d ps, closed form %.0f ps (alpha %.0f ps, B %.0f GB/s, %s): %+.3f%%"
+      % (kind, r["algo"], got, want, alpha, B / 1e9, up["switching"],
+         (got - want) / want * 100))
 sys.exit(0 if abs(got - want) / want < 0.01 else 1)
 PY
 }
