@@ -9,7 +9,8 @@
 # client with new routes that avoid it, re-applies its file on SIGHUP and
 # leaves on SIGTERM with the module configured; the 4096-endpoint
 # tpu-v4-pod loads and reads back; a file's switching mode reaches the
-# module, reads back and shows in a diff. TAP output.
+# module, reads back, shows in a diff and in icfabctl link list. TAP
+# output.
 
 top=$(cd "$(dirname "$0")/../../.." 2>/dev/null && pwd)
 icfabd=${ICFABD:-$top/build/bin/icfabd}
@@ -190,12 +191,21 @@ cat "$tmp/out" "$tmp/err" | sed 's/^/# /'
 check "cut-through file over the same in store and forward: 8 links replaced" 	test $rc -eq 0 -a -n "$(grep -E 'links \+0 -0 ~8,' "$tmp/out")"
 "$icfabd" --diff "$ct" > "$tmp/out" 2>&1
 check "cut-through: identical on readback" test $? -eq 0
+"$top/build/bin/icfabctl" link list > "$tmp/links.txt" 2>&1
+"$top/build/bin/icfabctl" -j link list > "$tmp/links.json" 2>&1
+check "icfabctl link list shows cut-through, text and JSON" \
+	sh -c "test \$(grep -c ' cut-through ' '$tmp/links.txt') -eq 8 &&
+	       python3 -c 'import json, sys; sys.exit(0 if {l[\"switching\"] for l in json.load(open(sys.argv[1]))[\"links\"]} == {\"cut-through\"} else 1)' '$tmp/links.json'"
 "$icfabd" --diff "$sf" > "$tmp/out" 2>&1
 rc=$?
 check "store and forward against it: different, the diff names cut-through" 	test $rc -eq 1 -a -n "$(grep -e '-> .*cut-through' "$tmp/out")"
 "$icfabd" --apply "$sf" > /dev/null 2>&1
 "$icfabd" --diff "$sf" > /dev/null 2>&1
 check "back to store and forward: identical on readback" test $? -eq 0
+"$top/build/bin/icfabctl" -j link list > "$tmp/links.json" 2>&1
+check "icfabctl link list -j: store-and-forward again" python3 -c '
+import json, sys
+sys.exit(0 if {l["switching"] for l in json.load(open(sys.argv[1]))["links"]} == {"store-and-forward"} else 1)' "$tmp/links.json"
 
 echo "1..$n"
 exit $failed

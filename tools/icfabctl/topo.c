@@ -265,22 +265,26 @@ static int src_width(const struct view *v, const uint32_t *idx, uint32_t n)
 
 /*
  * Link @i as table cells: [id,] "chip0:0 -> chip1:1" (sources padded to
- * @w), bandwidth, latency, class, state.
+ * @w), bandwidth, latency, class (followed by the switching mode where
+ * the node it reaches does not store and forward), state.
  */
 static int link_row(struct table *tb, const struct view *v, uint32_t i,
 		    int w, bool with_id)
 {
 	const struct topo_link *l = &v->st.topo->links[i];
 	char idb[16], a[64], b[64], ends[160], bw[32], lat[32], cbuf[32];
-	char st[96];
-	const char *cls;
+	char st[96], cls[64];
 
 	snprintf(ends, sizeof(ends), "%-*s -> %s", w,
 		 port_label(v, l->src_node, l->src_port, a, sizeof(a)),
 		 port_label(v, l->dst_node, l->dst_port, b, sizeof(b)));
 	icfabctl_fmt_bandwidth(bw, sizeof(bw), l->bandwidth);
 	icfabctl_fmt_latency(lat, sizeof(lat), l->latency_ps);
-	cls = icfabctl_link_class_name(cbuf, sizeof(cbuf), l->class);
+	snprintf(cls, sizeof(cls), "%s",
+		 icfabctl_link_class_name(cbuf, sizeof(cbuf), l->class));
+	if (l->switching != ICFAB_SWITCHING_STORE_FORWARD)
+		snprintf(cls + strlen(cls), sizeof(cls) - strlen(cls), " %s",
+			 topo_switching_name(l->switching));
 	link_state_text(st, sizeof(st), l);
 	if (with_id)
 		return table_add(tb, u32_str(idb, sizeof(idb),
@@ -406,6 +410,7 @@ static void json_link_members(struct icfab_json *j, const struct view *v,
 							 l->class));
 	json_string(j, "state", icfabctl_link_state_name(buf, sizeof(buf),
 							 l->state));
+	json_string(j, "switching", topo_switching_name(l->switching));
 	if (l->state == ICFAB_LINK_DEGRADED)
 		json_u64(j, "bw_permille", l->bw_permille);
 	if (l->up_at_ps) {
