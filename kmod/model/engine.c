@@ -394,6 +394,44 @@ static ENGINE_HOT icfab_u32 route_link(const struct icfab_mtopo *t,
 	return link_usable(t, lid) ? lid : ICFAB_MODEL_NO_LINK;
 }
 
+/*
+ * The turn of segment @seg of transfer @x among @nr_par parallel links
+ * under @mode: by segment when spraying, by a hash of the transfer's key
+ * when the fabric hashes flows (every segment of a transfer takes one
+ * link).
+ */
+static ENGINE_HOT icfab_u32 par_turn(icfab_u8 mode,
+				     const struct icfab_engine_xfer *x,
+				     icfab_u32 seg)
+{
+	if (mode == ICFAB_MODEL_MULTIPATH_SPRAY)
+		return seg;
+	return (icfab_u32)((x->key * 0x9e3779b97f4a7c15ULL) >> 32);
+}
+
+/*
+ * The link taken at @turn among the parallel links of the route's link
+ * @lid: @turn modulo their number steps round their ring from @lid. One
+ * that cannot carry a segment as @lid does now (down, degraded
+ * otherwise, held otherwise) gives its turn back to @lid.
+ */
+static ENGINE_HOT icfab_u32 par_pick(const struct icfab_mtopo *t,
+				     icfab_u32 lid, icfab_u32 turn)
+{
+	const struct icfab_mlink *l = &t->links[lid], *o;
+	icfab_u32 i, oid = lid;
+
+	for (i = turn % l->nr_par; i; i--)
+		oid = t->links[oid].par_next;
+	if (oid == lid || !link_usable(t, oid))
+		return lid;
+	o = &t->links[oid];
+	if (o->state != l->state || o->permille != l->permille ||
+	    o->up_at_ps != l->up_at_ps || o->hold_fail != l->hold_fail)
+		return lid;
+	return oid;
+}
+
 /* Links from @src to @dst, or 0 when the walk fails or loops. */
 static icfab_u32 route_hops(const struct icfab_mtopo *t, icfab_u32 src,
 			    icfab_u32 dst)
@@ -955,26 +993,42 @@ static int seg_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
 	struct icfab_engine_xfer *x = &e->xfers[id];
 	const struct icfab_mtopo *t = e->topo;
 	const struct icfab_mlink *l;
-	icfab_u64 done, depart;
-	icfab_u32 lid;
+	icfab_u64 done, depart, next;
+	icfab_u32 lid, rlid;
 	int err;
 
 	if (x->status)
 		return seg_lost(e, id, hop, now, x->status);
-	lid = route_link(t, node, x->dst);
+	rlid = route_link(t, node, x->dst);
 	/*
 	 * The route broke while in flight (it was checked at submit; the
 	 * hop bound catches a loop made since).
 	 */
-	if (lid == ICFAB_MODEL_NO_LINK || hop >= t->nr_nodes || hop >= HOP_MAX)
+	if (rlid == ICFAB_MODEL_NO_LINK || hop >= t->nr_nodes ||
+	    hop >= HOP_MAX)
 		return seg_lost(e, id, hop, now, -ICFAB_ENGINE_EHOSTUNREACH);
+	l = &t->links[rlid];
+	lid = rlid;
+	if (l->nr_par > 1)
+		lid = par_pick(t, rlid, par_turn(l->multipath, x, seg));
 	if (link_hold_fails(&t->links[lid], now))
 		return seg_lost(e, id, hop, now, -ICFAB_ENGINE_ENETDOWN);
 
 	done = link_xmit(e, id, lid, seg, hop, now, tail, &depart);
-	/* Self-clocking: the next segment is ready when this one is out. */
+	/*
+	 * Self-clocking: the next segment is ready when this one is out,
+	 * or, sprayed over parallel links, when it has left and the link
+	 * the next one takes is free (one link: the same instant).
+	 */
 	if (hop == 0) {
-		err = ev_push(e, id, done, seg + 1, 0, x->src);
+		next = done;
+		if (l->nr_par > 1 && l->multipath == ICFAB_MODEL_MULTIPATH_SPRAY &&
+		    seg + 1 < x->nr_segs) {
+			next = e->links[par_pick(t, rlid, seg + 1)].next_free_ps;
+			if (next < depart)
+				next = depart;
+		}
+		err = ev_push(e, id, next, seg + 1, 0, x->src);
 		if (err)
 			return err;
 	}

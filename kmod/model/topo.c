@@ -104,6 +104,62 @@ static int icfab_topo_check_links(struct icfab_mtopo *t,
 	return 0;
 }
 
+/*
+ * Whether links @a and @b, leaving one node, are parallel: they reach
+ * the same neighbour alike, so a route may take either (multipath).
+ */
+static int icfab_topo_parallel(const struct icfab_mlink *a,
+			       const struct icfab_mlink *b)
+{
+	return a->multipath != ICFAB_MODEL_MULTIPATH_NONE &&
+	       a->dst == b->dst && a->bandwidth == b->bandwidth &&
+	       a->latency_ps == b->latency_ps && a->class == b->class &&
+	       a->cut_through == b->cut_through &&
+	       a->multipath == b->multipath;
+}
+
+/*
+ * Link the parallel links leaving each node into rings ordered by source
+ * port. O(ports^2) per node, on links whose multipath mode asks for it.
+ */
+static void icfab_topo_link_parallel(struct icfab_mtopo *t)
+{
+	icfab_u32 i, p, q;
+
+	for (i = 0; i < t->links_cap; i++) {
+		t->links[i].par_next = i;
+		t->links[i].nr_par = 1;
+	}
+	for (i = 0; i < t->nr_nodes; i++) {
+		const struct icfab_mnode *n = &t->nodes[i];
+
+		for (p = 0; p < n->nr_ports; p++) {
+			icfab_u32 lid = n->port_out[p], first = lid, next = lid;
+			struct icfab_mlink *l;
+
+			if (lid == ICFAB_MODEL_NO_LINK)
+				continue;
+			l = &t->links[lid];
+			if (l->multipath == ICFAB_MODEL_MULTIPATH_NONE)
+				continue;
+			l->nr_par = 0;
+			for (q = 0; q < n->nr_ports; q++) {
+				icfab_u32 o = n->port_out[q];
+
+				if (o == ICFAB_MODEL_NO_LINK ||
+				    !icfab_topo_parallel(l, &t->links[o]))
+					continue;
+				l->nr_par++;
+				if (q < p && first == lid)
+					first = o;
+				if (q > p && next == lid)
+					next = o;
+			}
+			l->par_next = next != lid ? next : first;
+		}
+	}
+}
+
 static int icfab_topo_check_route_entries(const struct icfab_mtopo *t,
 					  struct icfab_topo_err *err)
 {
@@ -199,6 +255,7 @@ int icfab_topo_validate(struct icfab_mtopo *t,
 	    icfab_topo_check_links(t, lim, err) ||
 	    icfab_topo_check_route_entries(t, err))
 		return -1;
+	icfab_topo_link_parallel(t);
 
 	for (d = 0; d < t->nr_nodes; d++) {
 		if (t->nodes[d].kind != ICFAB_MODEL_ENDPOINT)

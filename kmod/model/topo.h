@@ -26,6 +26,17 @@ enum {
 	ICFAB_MODEL_SWITCH	= 1,		/* = ICFAB_NODE_SWITCH */
 };
 
+/*
+ * How a node spreads what it sends over parallel links: links that leave
+ * it for the same neighbour with the same bandwidth, latency, class,
+ * switching and multipath mode (docs/TIMING.md, "Multipath").
+ */
+enum {
+	ICFAB_MODEL_MULTIPATH_NONE	= 0,	/* = ICFAB_MULTIPATH_NONE */
+	ICFAB_MODEL_MULTIPATH_FLOW	= 1,	/* one link per transfer, by key */
+	ICFAB_MODEL_MULTIPATH_SPRAY	= 2,	/* segment by segment, in turn */
+};
+
 enum {
 	ICFAB_MODEL_LINK_UP		= 0,	/* = ICFAB_LINK_UP */
 	ICFAB_MODEL_LINK_DOWN		= 1,
@@ -77,7 +88,19 @@ struct icfab_mlink {
 	 * 0 store and forward, 1 virtual cut-through (docs/TIMING.md).
 	 */
 	icfab_u8 cut_through;
-	icfab_u8 pad2[6];
+	/*
+	 * ICFAB_MODEL_MULTIPATH_*: whether a route that names this link may
+	 * take a parallel link instead.
+	 */
+	icfab_u8 multipath;
+	icfab_u8 pad2;
+	/*
+	 * Derived at validation: the next link, by source port, in the ring
+	 * of this link's parallel links (itself when it has none, or when
+	 * its multipath mode is NONE), and how many links that ring holds.
+	 */
+	icfab_u32 par_next;
+	icfab_u32 nr_par;
 };
 
 struct icfab_topo_limits {
@@ -121,8 +144,9 @@ struct icfab_topo_err {
 };
 
 /*
- * Check @t as a whole and fill every present node's port_out[] and
- * port_in[]. @scratch holds nr_nodes bytes.
+ * Check @t as a whole, fill every present node's port_out[] and
+ * port_in[] and every present link's par_next and nr_par. @scratch holds
+ * nr_nodes bytes.
  * Returns 0, or -1 with @err describing the first problem found:
  *  - node ids not dense, counts over @lim, a switch's colors over the
  *    limit, ports over the limit or zero;

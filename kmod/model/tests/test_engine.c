@@ -2237,6 +2237,257 @@ static void test_ct_mixed(void)
 	}
 }
 
+/* ---- multipath over parallel links (docs/TIMING.md, "Multipath") ---- */
+
+/*
+ * Endpoints 1 and 2, joined to switch 0 by @k links each way: link
+ * 4i + 2(e - 1) is endpoint e's port i to switch port (e - 1) k + i,
+ * link 4i + 2(e - 1) + 1 the way back. Routes name port 0 (link 0 and
+ * 1 for endpoint 1, 2 and 3 for endpoint 2). With @direct, no switch:
+ * endpoint 0 and 1, link 2i from 0's port i to 1's, 2i + 1 back.
+ */
+static struct icfab_mtopo *cables(unsigned int k, int direct, icfab_u8 mode)
+{
+	struct icfab_mtopo *t = topo_new(direct ? 2 : 3, 4 * k);
+
+	if (direct) {
+		add_node(t, ICFAB_MODEL_ENDPOINT, k, 1);
+		add_node(t, ICFAB_MODEL_ENDPOINT, k, 1);
+		for (unsigned int i = 0; i < k; i++) {
+			add_link(t, 0, i, 1, i);
+			add_link(t, 1, i, 0, i);
+		}
+		t->nodes[0].routes[1] = 0;
+		t->nodes[1].routes[0] = 0;
+	} else {
+		add_node(t, ICFAB_MODEL_SWITCH, 2 * k, 0);
+		add_node(t, ICFAB_MODEL_ENDPOINT, k, 1);
+		add_node(t, ICFAB_MODEL_ENDPOINT, k, 1);
+		for (unsigned int i = 0; i < k; i++)
+			for (unsigned int e = 1; e <= 2; e++) {
+				add_link(t, e, i, 0, (e - 1) * k + i);
+				add_link(t, 0, (e - 1) * k + i, e, i);
+			}
+		t->nodes[0].routes[1] = 0;
+		t->nodes[0].routes[2] = k;
+		t->nodes[1].routes[2] = 0;
+		t->nodes[2].routes[1] = 0;
+	}
+	for (unsigned int l = 0; l < t->nr_links; l++)
+		t->links[l].multipath = mode;
+	return t;
+}
+
+/*
+ * One transfer of n segments over k parallel links, sprayed: segment j
+ * leaves on link j mod k, so k leave together every S/B and the last row
+ * lands ceil(n/k) S/B after the first left. One hop: T = L + ceil(n/k)
+ * S/B; two, through a switch: 2 L + S/B + ceil(n/k) S/B stored and
+ * forwarded, 2 L + ceil(n/k) S/B cut-through. k = 1, and multipath off,
+ * are the single-link forms. Every link of the ring carries its share.
+ */
+static void test_mp_spray(void)
+{
+	static const unsigned int segs[] = { 1, 2, 3, 6, 7, 12, 13 };
+	int bad = 0, cases = 0;
+
+	for (unsigned int k = 1; k <= 4; k++)
+	for (int hops = 1; hops <= 2; hops++)
+	for (int ct = 0; ct <= 1; ct++)
+	for (unsigned int si = 0; si < 7; si++) {
+		unsigned int n = segs[si], rows = (n + k - 1) / k;
+		struct icfab_mtopo *t = cables(k, hops == 1,
+					       ICFAB_MODEL_MULTIPATH_SPRAY);
+		unsigned int src = hops == 1 ? 0 : 1, dst = hops == 1 ? 1 : 2;
+		ull want = hops * LAT + rows * SER +
+			   (hops == 2 && !ct ? SER : 0);
+		ull carried = 0;
+		struct harness *h;
+
+		if (ct)
+			set_cut_through(t);
+		topo_validate(t);
+		h = h_new(t, SEG, 4, 256, 2);
+		submit(h, src, dst, n * (ull)SEG, 1000, 1);
+		run_all(h);
+		cases++;
+		/* The source's links to the next node carry n / k or so. */
+		for (unsigned int i = 0; i < k; i++) {
+			unsigned int lid = hops == 1 ? 2 * i : 4 * i;
+			ull got = h->e.links[lid].segments;
+
+			carried += got;
+			if (got != n / k + (i < n % k))
+				bad++;
+		}
+		if (h->recs[1].n != 1 || dur(&h->recs[1]) != want ||
+		    carried != n || h->recs[1].r.queued_ps) {
+			bad++;
+			printf("# k %u, %d hops, %s, %u segments: %llu, want %llu\n",
+			       k, hops, ct ? "cut-through" : "store and forward",
+			       n, dur(&h->recs[1]), want);
+		}
+		h_free(h);
+		topo_free(t);
+	}
+	ok(!bad, "spraying over k = 1..4 parallel links, 1 and 2 hops, both switching modes (%d cases): T = h L + ceil(n/k) S/B (+ S/B stored and forwarded at the switch) exactly, segment j on link j mod k",
+	   cases);
+}
+
+/*
+ * A last segment of r bytes after n - 1 whole ones, sprayed over k
+ * direct links: it leaves with its row, floor((n - 1)/k) S/B after the
+ * first, so T = L + max(floor((n - 1)/k) S/B + r/B, rows before it).
+ */
+static void test_mp_short_last(void)
+{
+	int bad = 0;
+
+	for (unsigned int k = 2; k <= 3; k++)
+	for (unsigned int n = 1; n <= 7; n++) {
+		struct icfab_mtopo *t = cables(k, 1,
+					       ICFAB_MODEL_MULTIPATH_SPRAY);
+		ull row = (n - 1) / k, last = row * SER +
+			  icfab_serialize_ps(100, BW);
+		ull full = n > 1 ? ((n - 2) / k + 1) * SER : 0;
+		struct harness *h;
+
+		topo_validate(t);
+		h = h_new(t, SEG, 4, 256, 2);
+		submit(h, 0, 1, (n - 1) * (ull)SEG + 100, 0, 1);
+		run_all(h);
+		if (h->recs[1].n != 1 ||
+		    dur(&h->recs[1]) != LAT + (last > full ? last : full))
+			bad++;
+		h_free(h);
+		topo_free(t);
+	}
+	ok(!bad, "spraying, a short last segment: T = L + the later of its row's end and the row before's, exactly");
+}
+
+/*
+ * k flows of n segments from endpoint 1 (k DMA engines) to endpoint 2
+ * over k parallel links each way, submitted together with keys 1..k.
+ * Sprayed, every flow starts its turns at the route's link, so that link
+ * carries ceil(n/k) segments of each, k ceil(n/k) in all, and the last
+ * flow ends when it has: T_k = 2 L + S/B + k ceil(n/k) S/B, the bound of
+ * k n segments on k links when k divides n. Hashed per flow (the key
+ * picks one link for the whole transfer), each flow keeps to one link,
+ * and none ends after the busiest link's flows have crossed it.
+ */
+static void test_mp_flows(void)
+{
+	int bad = 0, cases = 0;
+
+	for (unsigned int k = 2; k <= 4; k++)
+	for (unsigned int n = 1; n <= 9; n++) {
+		struct icfab_mtopo *t = cables(k, 0,
+					       ICFAB_MODEL_MULTIPATH_SPRAY);
+		ull last = 2 * LAT + SER + k * ((n + k - 1) / k) * SER;
+		ull segs = 0;
+		struct harness *h;
+
+		t->nodes[1].dma_engines = k;
+		topo_validate(t);
+		h = h_new(t, SEG, 8, 1024, k + 1);
+		for (unsigned int i = 1; i <= k; i++)
+			submit(h, 1, 2, n * (ull)SEG, 0, i);
+		run_all(h);
+		cases++;
+		for (unsigned int i = 0; i < k; i++)
+			segs += h->e.links[4 * i].segments;
+		for (unsigned int i = 1; i <= k; i++)
+			if (h->recs[i].n != 1 || h->recs[i].r.finish_ps > last)
+				bad++;
+		if (segs != k * n || h->recs[k].r.finish_ps != last) {
+			bad++;
+			printf("# k %u n %u: last flow %llu, want %llu\n", k, n,
+			       (ull)h->recs[k].r.finish_ps, last);
+		}
+		h_free(h);
+		topo_free(t);
+	}
+	ok(!bad, "k = 2..4 flows of 1..9 segments sprayed over k parallel links (%d cases): the last ends at 2 L + S/B + k ceil(n/k) S/B exactly, none later",
+	   cases);
+
+	for (unsigned int k = 2; k <= 4; k++) {
+		const unsigned int n = 6;
+		struct icfab_mtopo *t = cables(k, 0, ICFAB_MODEL_MULTIPATH_FLOW);
+		ull busiest = 0;
+		struct harness *h;
+
+		bad = 0;
+		t->nodes[1].dma_engines = k;
+		topo_validate(t);
+		h = h_new(t, SEG, 8, 1024, k + 1);
+		for (unsigned int i = 1; i <= k; i++)
+			submit(h, 1, 2, n * (ull)SEG, 0, i);
+		run_all(h);
+		for (unsigned int i = 0; i < k; i++) {
+			ull s = h->e.links[4 * i].segments;
+
+			if (s % n)
+				bad++;
+			if (s > busiest)
+				busiest = s;
+		}
+		for (unsigned int i = 1; i <= k; i++)
+			if (h->recs[i].n != 1 || h->recs[i].r.finish_ps >
+			    2 * LAT + SER + busiest * SER)
+				bad++;
+		ok(!bad, "%u flows hashed per flow over %u parallel links: each keeps to one link, none ends after its link's flows have crossed it",
+		   k, k);
+		h_free(h);
+		topo_free(t);
+	}
+}
+
+/*
+ * Parallel links that differ (a bandwidth, a down link) or whose mode is
+ * off are not spread over: a ring holds only links alike, and a link of
+ * the ring that is down gives its turns back to the route's link.
+ */
+static void test_mp_rings(void)
+{
+	struct icfab_mtopo *t = cables(3, 1, ICFAB_MODEL_MULTIPATH_SPRAY);
+	struct harness *h;
+
+	t->links[4].bandwidth = BW / 2;		/* 0's port 2 */
+	topo_validate(t);
+	ok(t->links[0].nr_par == 2 && t->links[0].par_next == 2 &&
+	   t->links[2].par_next == 0 && t->links[4].nr_par == 1 &&
+	   t->links[4].par_next == 4 && t->links[1].nr_par == 3,
+	   "validation rings the parallel links alike, by port, and leaves a different one out");
+	h = h_new(t, SEG, 4, 256, 2);
+	submit(h, 0, 1, 4 * (ull)SEG, 0, 1);
+	run_all(h);
+	ok(h->recs[1].n == 1 && dur(&h->recs[1]) == LAT + 2 * SER &&
+	   h->e.links[4].segments == 0,
+	   "a transfer sprayed over that ring of 2 takes L + 2 S/B for 4 segments, none on the different link");
+	h_free(h);
+
+	t->links[2].state = ICFAB_MODEL_LINK_DOWN;
+	h = h_new(t, SEG, 4, 256, 2);
+	submit(h, 0, 1, 4 * (ull)SEG, 0, 1);
+	run_all(h);
+	ok(h->recs[1].n == 1 && h->recs[1].r.status == 0 &&
+	   dur(&h->recs[1]) == LAT + 4 * SER && h->e.links[2].segments == 0,
+	   "with one of the 2 down, the route's link takes every turn: L + n S/B");
+	h_free(h);
+	topo_free(t);
+
+	t = cables(3, 1, ICFAB_MODEL_MULTIPATH_NONE);
+	topo_validate(t);
+	h = h_new(t, SEG, 4, 256, 2);
+	submit(h, 0, 1, 4 * (ull)SEG, 0, 1);
+	run_all(h);
+	ok(t->links[0].nr_par == 1 && dur(&h->recs[1]) == LAT + 4 * SER &&
+	   h->e.links[0].segments == 4,
+	   "multipath off: one port per destination, as before (L + n S/B)");
+	h_free(h);
+	topo_free(t);
+}
+
 /*
  * Capacity never changes the clock: the random contended workloads of
  * test_queue_random and test_queue_chain, once on storage that holds
@@ -2384,5 +2635,9 @@ int main(void)
 	test_ct_hops();
 	test_ct_shared();
 	test_ct_mixed();
+	test_mp_spray();
+	test_mp_short_last();
+	test_mp_flows();
+	test_mp_rings();
 	return done();
 }
