@@ -97,6 +97,8 @@ const struct nla_policy icfab_link_new_policy[ICFAB_A_MAX + 1] = {
 	[ICFAB_A_LINK_HOLD_FAIL]	= NLA_POLICY_MAX(NLA_U8, 1),
 	[ICFAB_A_LINK_SWITCHING]	= NLA_POLICY_MAX(NLA_U8,
 							 ICFAB_SWITCHING_MAX),
+	[ICFAB_A_LINK_MULTIPATH]	= NLA_POLICY_MAX(NLA_U8,
+							 ICFAB_MULTIPATH_MAX),
 	[ICFAB_A_LINK_BW_PERMILLE]	=
 		NLA_POLICY_FULL_RANGE(NLA_U32, &icfab_permille_range),
 };
@@ -110,6 +112,8 @@ const struct nla_policy icfab_link_set_policy[ICFAB_A_MAX + 1] = {
 	[ICFAB_A_LINK_HOLD_FAIL]	= NLA_POLICY_MAX(NLA_U8, 1),
 	[ICFAB_A_LINK_SWITCHING]	= NLA_POLICY_MAX(NLA_U8,
 							 ICFAB_SWITCHING_MAX),
+	[ICFAB_A_LINK_MULTIPATH]	= NLA_POLICY_MAX(NLA_U8,
+							 ICFAB_MULTIPATH_MAX),
 	[ICFAB_A_LINK_BW_PERMILLE]	=
 		NLA_POLICY_FULL_RANGE(NLA_U32, &icfab_permille_range),
 };
@@ -412,13 +416,22 @@ static void icfab_link_hold_attrs(struct icfab_mlink *l, struct nlattr **attrs)
 		l->hold_fail = nla_get_u8(attrs[ICFAB_A_LINK_HOLD_FAIL]);
 }
 
-/* LINK_SWITCHING of LINK_NEW/LINK_SET: the policy bounds it. */
+/*
+ * LINK_SWITCHING and LINK_MULTIPATH of LINK_NEW/LINK_SET: the policy
+ * bounds them. ICFAB_MULTIPATH_* are the model's values.
+ */
 static void icfab_link_switching_attr(struct icfab_mlink *l,
 				      struct nlattr **attrs)
 {
+	BUILD_BUG_ON((int)ICFAB_MULTIPATH_FLOW !=
+		     (int)ICFAB_MODEL_MULTIPATH_FLOW ||
+		     (int)ICFAB_MULTIPATH_SPRAY !=
+		     (int)ICFAB_MODEL_MULTIPATH_SPRAY);
 	if (attrs[ICFAB_A_LINK_SWITCHING])
 		l->cut_through = nla_get_u8(attrs[ICFAB_A_LINK_SWITCHING]) ==
 				 ICFAB_SWITCHING_CUT_THROUGH;
+	if (attrs[ICFAB_A_LINK_MULTIPATH])
+		l->multipath = nla_get_u8(attrs[ICFAB_A_LINK_MULTIPATH]);
 }
 
 int icfab_genl_link_new_doit(struct sk_buff *skb, struct genl_info *info)
@@ -594,6 +607,7 @@ static int icfab_fill_link(struct sk_buff *skb, u32 portid, u32 seq,
 	    nla_put_u8(skb, ICFAB_A_LINK_SWITCHING,
 		       l->cut_through ? ICFAB_SWITCHING_CUT_THROUGH :
 					ICFAB_SWITCHING_STORE_FORWARD) ||
+	    nla_put_u8(skb, ICFAB_A_LINK_MULTIPATH, l->multipath) ||
 	    (l->up_delay_ps &&
 	     nla_put_u64_64bit(skb, ICFAB_A_LINK_UP_DELAY_PS, l->up_delay_ps,
 			       ICFAB_A_PAD)) ||

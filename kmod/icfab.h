@@ -76,7 +76,8 @@
 					 ICFAB_F_FREE_RUN | ICFAB_F_PACED | \
 					 ICFAB_F_LIVE_COMMIT | ICFAB_F_CIRCUITS | \
 					 ICFAB_F_RECV_NOTIFY | \
-					 ICFAB_F_LINK_SWITCHING)
+					 ICFAB_F_LINK_SWITCHING | \
+					 ICFAB_F_LINK_MULTIPATH)
 
 /* Data path (kmod/data.c). Endpoints per context: every one a fabric has. */
 #define ICFAB_MAX_ATTACH		ICFAB_MAX_ENDPOINTS

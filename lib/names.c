@@ -18,6 +18,9 @@ _Static_assert(sizeof(icfab_time_mode_names) / sizeof(icfab_time_mode_names[0]) 
 _Static_assert(sizeof(icfab_switching_names) / sizeof(icfab_switching_names[0]) ==
 	       ICFAB_SWITCHING_MAX + 1,
 	       "every ICFAB_SWITCHING_* mode needs a name");
+_Static_assert(sizeof(icfab_multipath_names) / sizeof(icfab_multipath_names[0]) ==
+	       ICFAB_MULTIPATH_MAX + 1,
+	       "every ICFAB_MULTIPATH_* mode needs a name");
 
 const char *icfab_feature_name(uint64_t bit)
 {

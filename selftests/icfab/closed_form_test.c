@@ -8,7 +8,10 @@
  *  - k flows through one bottleneck of bandwidth B each get B/k, within
  *    1%, for k = 2, 3, 4 and 8;
  *  - with every link cut-through (LINK_SWITCHING), h L + n S/B, exactly,
- *    for h = 1, 3, 6; and an out-of-range mode is -ERANGE with extack.
+ *    for h = 1, 3, 6; and an out-of-range mode is -ERANGE with extack;
+ *  - over k = 3 parallel cables sprayed (LINK_MULTIPATH), one transfer
+ *    of n whole segments takes L + ceil(n/k) S/B, exactly, and L + n S/B
+ *    without; an out-of-range mode is -ERANGE with extack.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -327,6 +330,137 @@ TEST_F(ct_ring, cut_through_pays_only_latency_per_hop)
 				  c.finish_ps - c.start_ps);
 			tag++;
 		}
+	}
+}
+
+/*
+ * Two endpoints joined by PAR cables: link 2p from 0's port p to 1's,
+ * 2p + 1 back. Routes name port 0; LINK_MULTIPATH @mode on every link.
+ */
+#define PAR	3
+
+static int link_multipath(struct genl_sock *gs, uint32_t id, uint8_t mode)
+{
+	struct genl_msg m;
+
+	genl_msg_init(&m, gs->family, ICFAB_CMD_LINK_SET, 0);
+	genl_put_u32(&m, ICFAB_A_LINK_ID, id);
+	genl_put_u32(&m, ICFAB_A_LINK_STATE, ICFAB_LINK_UP);
+	genl_put(&m, ICFAB_A_LINK_MULTIPATH, &mode, 1);
+	return genl_request(gs, &m, NULL, NULL);
+}
+
+static int multipath_cb(const struct genl_reply *r, void *arg)
+{
+	int *mode = arg;
+
+	if (r->tb[ICFAB_A_LINK_MULTIPATH])
+		*mode = *(uint8_t *)((char *)r->tb[ICFAB_A_LINK_MULTIPATH] +
+				     NLA_HDRLEN);
+	return 0;
+}
+
+/* LINK_MULTIPATH of committed link @id, or -1 when not reported. */
+static int link_get_multipath(struct genl_sock *gs, uint32_t id)
+{
+	struct genl_msg m;
+	int mode = -1;
+
+	genl_msg_init(&m, gs->family, ICFAB_CMD_LINK_GET, 0);
+	genl_put_u32(&m, ICFAB_A_LINK_ID, id);
+	if (genl_request(gs, &m, multipath_cb, &mode))
+		return -1;
+	return mode;
+}
+
+static int stage_parallel(struct genl_sock *gs, uint8_t mode)
+{
+	uint16_t ports[2] = { ICFAB_ROUTE_NONE, 0 };
+	int err;
+
+	err = node_new(gs, 0, ICFAB_NODE_ENDPOINT, PAR, "ipu0");
+	if (!err)
+		err = node_new(gs, 1, ICFAB_NODE_ENDPOINT, PAR, "ipu1");
+	for (unsigned int p = 0; !err && p < PAR; p++) {
+		err = link_new(gs, 2 * p, 0, p, 1, p, BW);
+		if (!err)
+			err = link_new(gs, 2 * p + 1, 1, p, 0, p, BW);
+		if (!err)
+			err = link_multipath(gs, 2 * p, mode);
+		if (!err)
+			err = link_multipath(gs, 2 * p + 1, mode);
+	}
+	if (!err)
+		err = route_set(gs, 0, 0, ports, 2);
+	ports[0] = 0;
+	ports[1] = ICFAB_ROUTE_NONE;
+	return err ?: route_set(gs, 1, 0, ports, 2);
+}
+
+FIXTURE(parallel) {
+	struct genl_sock gs;
+	int fd;
+};
+
+FIXTURE_VARIANT(parallel) {
+	uint8_t mode;
+};
+
+FIXTURE_VARIANT_ADD(parallel, none) { .mode = ICFAB_MULTIPATH_NONE };
+FIXTURE_VARIANT_ADD(parallel, spray) { .mode = ICFAB_MULTIPATH_SPRAY };
+
+FIXTURE_SETUP(parallel)
+{
+	ASSERT_EQ(0, genl_open(&self->gs));
+	ASSERT_EQ(0, genl_resolve(&self->gs, ICFAB_GENL_NAME));
+	clear_fabric(&self->gs);
+	ASSERT_EQ(0, stage_parallel(&self->gs, variant->mode));
+	ASSERT_EQ(0, cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
+	self->fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd);
+}
+
+FIXTURE_TEARDOWN(parallel)
+{
+	close(self->fd);
+	clear_fabric(&self->gs);
+	genl_close(&self->gs);
+}
+
+TEST_F(parallel, link_get_reports_the_mode)
+{
+	for (unsigned int l = 0; l < 2 * PAR; l++)
+		EXPECT_EQ(variant->mode, link_get_multipath(&self->gs, l));
+}
+
+TEST_F(parallel, multipath_mode_out_of_range_is_erange_with_extack)
+{
+	EXPECT_EQ(-ERANGE, link_multipath(&self->gs, 0,
+					  ICFAB_MULTIPATH_MAX + 1));
+	EXPECT_NE(0, self->gs.extack[0]);
+	EXPECT_EQ(ICFAB_A_LINK_MULTIPATH, self->gs.bad_attr_type);
+	EXPECT_EQ(variant->mode, link_get_multipath(&self->gs, 0));
+}
+
+TEST_F(parallel, sprayed_cables_add_their_bandwidth)
+{
+	static const uint64_t segs[] = { 1, 3, 8, 64 };
+	const int spray = variant->mode == ICFAB_MULTIPATH_SPRAY;
+	struct icfab_cqe c;
+	int q;
+
+	ASSERT_EQ(0, ctx_attach(self->fd, 0));
+	q = ctx_queue(self->fd, 0, 4);
+	ASSERT_LE(0, q);
+	for (unsigned int j = 0; j < 4; j++) {
+		uint64_t rows = spray ? (segs[j] + PAR - 1) / PAR : segs[j];
+		struct icfab_desc d = desc_put(q, 1, segs[j] * SEG, j);
+
+		ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
+		ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
+		EXPECT_EQ(0, c.status);
+		EXPECT_EQ(0, c.queued_ps);
+		EXPECT_EQ(LAT + rows * ser(SEG, BW), c.finish_ps - c.start_ps);
 	}
 }
 

@@ -140,12 +140,24 @@
  */
 #define ICFAB_F_LINK_SWITCHING	(1ULL << 9)
 
+/*
+ * ICFAB_F_LINK_MULTIPATH
+ *	Links take a multipath mode, ICFAB_A_LINK_MULTIPATH (none, the
+ *	default; flow, a parallel link per transfer; spray, segment by
+ *	segment; docs/TIMING.md, "Multipath"), in LINK_NEW and LINK_SET,
+ *	and LINK_GET reports it. Without this bit the attribute is unknown
+ *	to the module and a route takes the one link its table names.
+ *	Preconditions: ICFAB_F_NETLINK.
+ */
+#define ICFAB_F_LINK_MULTIPATH	(1ULL << 10)
+
 /* Every feature this header knows about. */
 #define ICFAB_F_ALL		(ICFAB_F_NETLINK | ICFAB_F_QUEUES | \
 				 ICFAB_F_MEMORY | ICFAB_F_URING_CMD | \
 				 ICFAB_F_FREE_RUN | ICFAB_F_PACED | \
 				 ICFAB_F_LIVE_COMMIT | ICFAB_F_CIRCUITS | \
-				 ICFAB_F_RECV_NOTIFY | ICFAB_F_LINK_SWITCHING)
+				 ICFAB_F_RECV_NOTIFY | ICFAB_F_LINK_SWITCHING | \
+				 ICFAB_F_LINK_MULTIPATH)
 
 /*
  * Time modes (icfab_info.time_mode, ICFAB_A_FABRIC_TIME_MODE).

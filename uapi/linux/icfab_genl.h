@@ -228,6 +228,17 @@ enum icfab_attr {
 	 */
 	ICFAB_A_LINK_SWITCHING,		/* u8: enum icfab_switching */
 
+	/*
+	 * LINK_MULTIPATH (LINK_NEW, LINK_SET, LINK_GET; staged): whether a
+	 * route that names the link may take a parallel link instead (one
+	 * leaving the same node for the same neighbour, alike in bandwidth,
+	 * latency, class, switching and multipath): none (the default), one
+	 * per transfer by a hash of its key, or segment by segment in turn
+	 * (enum icfab_multipath; docs/TIMING.md, "Multipath"). LINK_SET
+	 * leaves it as it is without one.
+	 */
+	ICFAB_A_LINK_MULTIPATH,		/* u8: enum icfab_multipath */
+
 	__ICFAB_A_MAX,
 };
 #define ICFAB_A_MAX		(__ICFAB_A_MAX - 1)
@@ -295,5 +306,13 @@ enum icfab_switching {
 	__ICFAB_SWITCHING_MAX,
 };
 #define ICFAB_SWITCHING_MAX	(__ICFAB_SWITCHING_MAX - 1)
+
+enum icfab_multipath {
+	ICFAB_MULTIPATH_NONE,		/* the route's link only */
+	ICFAB_MULTIPATH_FLOW,		/* one parallel link per transfer, by key */
+	ICFAB_MULTIPATH_SPRAY,		/* segments over the parallel links in turn */
+	__ICFAB_MULTIPATH_MAX,
+};
+#define ICFAB_MULTIPATH_MAX	(__ICFAB_MULTIPATH_MAX - 1)
 
 #endif /* _UAPI_LINUX_ICFAB_GENL_H */

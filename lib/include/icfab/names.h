@@ -27,7 +27,8 @@
 	X(ICFAB_F_LIVE_COMMIT,	"live-commit")		\
 	X(ICFAB_F_CIRCUITS,	"circuits")		\
 	X(ICFAB_F_RECV_NOTIFY,	"recv-notify")		\
-	X(ICFAB_F_LINK_SWITCHING, "link-switching")
+	X(ICFAB_F_LINK_SWITCHING, "link-switching")	\
+	X(ICFAB_F_LINK_MULTIPATH, "link-multipath")
 
 /* The name of one feature bit, or NULL for a bit this build does not know. */
 const char *icfab_feature_name(uint64_t bit);
@@ -63,6 +64,12 @@ static const char *const icfab_state_names[] = {
 static const char *const icfab_switching_names[] = {
 	[ICFAB_SWITCHING_STORE_FORWARD]	= "store-and-forward",
 	[ICFAB_SWITCHING_CUT_THROUGH]	= "cut-through",
+};
+
+static const char *const icfab_multipath_names[] = {
+	[ICFAB_MULTIPATH_NONE]		= "none",
+	[ICFAB_MULTIPATH_FLOW]		= "flow",
+	[ICFAB_MULTIPATH_SPRAY]		= "spray",
 };
 
 #define ICFAB_NAMES_LEN(a)	(sizeof(a) / sizeof((a)[0]))
