@@ -61,7 +61,8 @@ static bool link_same(const struct topo_link *a, const struct topo_link *b)
 	return a->src_node == b->src_node && a->src_port == b->src_port &&
 	       a->dst_node == b->dst_node && a->dst_port == b->dst_port &&
 	       a->bandwidth == b->bandwidth && a->latency_ps == b->latency_ps &&
-	       a->class == b->class && a->switching == b->switching;
+	       a->class == b->class && a->switching == b->switching &&
+	       a->multipath == b->multipath;
 }
 
 static bool state_same(const struct topo_link *a, const struct topo_link *b)
@@ -193,13 +194,15 @@ static void link_text(const struct topo *t, const struct topo_link *l,
 	const char *b = l->dst_node < t->nr_nodes ?
 		t->nodes[l->dst_node].name : "?";
 
-	snprintf(buf, len, "%s.%u -> %s.%u %s %s %s %s%s%s", a, l->src_port,
-		 b, l->dst_port,
+	snprintf(buf, len, "%s.%u -> %s.%u %s %s %s %s%s%s%s%s", a,
+		 l->src_port, b, l->dst_port,
 		 topo_fmt_bandwidth(bw, sizeof(bw), l->bandwidth),
 		 topo_fmt_time(lat, sizeof(lat), l->latency_ps),
 		 topo_class_name(l->class), topo_state_name(l->state),
 		 l->switching ? " " : "",
-		 l->switching ? topo_switching_name(l->switching) : "");
+		 l->switching ? topo_switching_name(l->switching) : "",
+		 l->multipath ? " multipath " : "",
+		 l->multipath ? topo_multipath_name(l->multipath) : "");
 }
 
 static void node_text(const struct topo_node *n, char *buf, size_t len)
@@ -431,6 +434,10 @@ static int stage_link(struct stager *s, uint32_t id, const struct topo_link *l)
 		if (l->switching != ICFAB_SWITCHING_STORE_FORWARD)
 			bad |= nla_put_u8(m, ICFAB_A_LINK_SWITCHING,
 					  l->switching);
+		/* Likewise multipath and ICFAB_F_LINK_MULTIPATH. */
+		if (l->multipath != ICFAB_MULTIPATH_NONE)
+			bad |= nla_put_u8(m, ICFAB_A_LINK_MULTIPATH,
+					  l->multipath);
 		if (bad) {
 			nlmsg_free(m);
 			m = NULL;

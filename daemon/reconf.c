@@ -327,6 +327,7 @@ int reconf_ocs_apply(struct topo *t, uint32_t fabric_id, struct ocs *o,
 		l->latency_ps = u->spec.latency_ps;
 		l->class = u->spec.class;
 		l->switching = u->spec.switching;
+		l->multipath = u->spec.multipath;
 		l->state = ICFAB_LINK_UP;
 		l->bw_permille = 0;
 		l->up_delay_ps = plan.delay_ps;

@@ -190,9 +190,45 @@ static void run_switching(void)
 	topo_free(t);
 }
 
+/*
+ * multipath: the generator's parallel cables take their own, an explicit
+ * link takes defaults.link's, and the names go both ways.
+ */
+static void run_multipath(void)
+{
+	static const char yaml[] =
+		"defaults: {link: {multipath: flow}}\n"
+		"topology:\n"
+		"  exchange: {tiles: 3, mode: direct, links_per_pair: 3,\n"
+		"             bandwidth: 1GB/s, multipath: spray}\n"
+		"nodes: [{name: host, kind: endpoint}]\n"
+		"links:\n"
+		"  - {from: host, to: tile0, bandwidth: 1GB/s}\n";
+	struct topo *t = load(yaml);
+	unsigned int spray = 0, flow = 0;
+	uint32_t i;
+
+	ok(t != NULL, "multipath: a file with a generator's and a link's loads");
+	if (!t)
+		return;
+	for (i = 0; i < t->nr_links; i++) {
+		spray += t->links[i].multipath == ICFAB_MULTIPATH_SPRAY;
+		flow += t->links[i].multipath == ICFAB_MULTIPATH_FLOW;
+	}
+	ok(spray == 18 && flow == 2,
+	   "multipath: 18 parallel cables spray, the host's 2 links take the default flow (%u, %u)",
+	   spray, flow);
+	ok(!strcmp(topo_multipath_name(ICFAB_MULTIPATH_SPRAY), "spray") &&
+	   topo_multipath_parse("none") == ICFAB_MULTIPATH_NONE &&
+	   topo_multipath_parse("adaptive") < 0,
+	   "multipath: names parse and print both ways");
+	topo_free(t);
+}
+
 int main(void)
 {
 	run_switching();
+	run_multipath();
 	run_dir("bad", true);
 	run_dir("good", false);
 	run_preset_files();

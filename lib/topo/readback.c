@@ -152,6 +152,9 @@ static int parse_link(struct nlattr **tb, void *arg)
 	l->switching = tb[ICFAB_A_LINK_SWITCHING] ?
 		nla_get_u8(tb[ICFAB_A_LINK_SWITCHING]) :
 		ICFAB_SWITCHING_STORE_FORWARD;
+	/* A module without ICFAB_F_LINK_MULTIPATH takes one link. */
+	l->multipath = tb[ICFAB_A_LINK_MULTIPATH] ?
+		nla_get_u8(tb[ICFAB_A_LINK_MULTIPATH]) : ICFAB_MULTIPATH_NONE;
 	l->peer = TOPO_NONE;
 	rb->link_id[rb->nr_links++] = nla_get_u32(tb[ICFAB_A_LINK_ID]);
 	return 0;

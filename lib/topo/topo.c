@@ -327,6 +327,7 @@ int topo_add_link(struct topo *t, uint32_t src_node, uint32_t src_port,
 	l->bandwidth = spec->bandwidth;
 	l->latency_ps = spec->latency_ps;
 	l->switching = spec->switching;
+	l->multipath = spec->multipath;
 	l->class = spec->class;
 	l->state = ICFAB_LINK_UP;
 	l->peer = TOPO_NONE;
@@ -456,6 +457,12 @@ const char *topo_switching_name(uint32_t mode)
 		       mode);
 }
 
+const char *topo_multipath_name(uint32_t mode)
+{
+	return name_of(icfab_multipath_names, ARRAY_SIZE(icfab_multipath_names),
+		       mode);
+}
+
 const char *topo_routing_name(enum topo_routing r)
 {
 	return name_of(routing_names, ARRAY_SIZE(routing_names), r);
@@ -470,6 +477,12 @@ int topo_switching_parse(const char *s)
 {
 	return parse_name(icfab_switching_names,
 			  ARRAY_SIZE(icfab_switching_names), s);
+}
+
+int topo_multipath_parse(const char *s)
+{
+	return parse_name(icfab_multipath_names,
+			  ARRAY_SIZE(icfab_multipath_names), s);
 }
 
 int topo_state_parse(const char *s)

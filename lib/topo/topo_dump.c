@@ -86,6 +86,9 @@ static void dump_text(const struct topo *t, FILE *f, unsigned int flags)
 			fprintf(f, " %u/1000", l->bw_permille);
 		if (l->switching != ICFAB_SWITCHING_STORE_FORWARD)
 			fprintf(f, " %s", topo_switching_name(l->switching));
+		if (l->multipath != ICFAB_MULTIPATH_NONE)
+			fprintf(f, " multipath %s",
+				topo_multipath_name(l->multipath));
 		fputc('\n', f);
 	}
 	if ((flags & TOPO_DUMP_ROUTES) && t->routes)
@@ -125,6 +128,7 @@ static void dump_json_link(struct icfab_json *j, const struct topo *t,
 	json_u64(j, "latency_ps", l->latency_ps);
 	json_string(j, "class", topo_class_name(l->class));
 	json_string(j, "switching", topo_switching_name(l->switching));
+	json_string(j, "multipath", topo_multipath_name(l->multipath));
 	json_string(j, "state", topo_state_name(l->state));
 	json_u64(j, "bw_permille", l->bw_permille);
 	json_end_object(j);

@@ -230,7 +230,18 @@ static int get_switching(struct pctx *c, yaml_node_t *map, uint32_t *mode)
 	return ret;
 }
 
-/* bandwidth, latency, class and switching of map, on top of spec. */
+#define MULTIPATH_MODES "none, flow, spray"
+
+static int get_multipath(struct pctx *c, yaml_node_t *map, uint32_t *mode)
+{
+	int v = *mode, ret = get_word(c, map, "multipath", &v,
+				      topo_multipath_parse, MULTIPATH_MODES);
+
+	*mode = v;
+	return ret;
+}
+
+/* bandwidth, latency, class, switching and multipath of map, on spec. */
 static int get_link_fields(struct pctx *c, yaml_node_t *map,
 			   struct topo_link_spec *spec)
 {
@@ -242,6 +253,8 @@ static int get_link_fields(struct pctx *c, yaml_node_t *map,
 		ret = get_class(c, map, &spec->class);
 	if (!ret)
 		ret = get_switching(c, map, &spec->switching);
+	if (!ret)
+		ret = get_multipath(c, map, &spec->multipath);
 	return ret;
 }
 
@@ -255,13 +268,13 @@ static int need_bandwidth(struct pctx *c, yaml_node_t *n, const char *what,
 }
 
 /*
- * A sub-mapping {bandwidth, latency, class, switching}; absent fields
- * keep *spec.
+ * A sub-mapping {bandwidth, latency, class, switching, multipath};
+ * absent fields keep *spec.
  */
 static int get_link_block(struct pctx *c, yaml_node_t *map, const char *key,
 			  const char *what, struct topo_link_spec *spec)
 {
-	static const char *const keys[] = { "bandwidth", "latency", "class", "switching", NULL };
+	static const char *const keys[] = { "bandwidth", "latency", "class", "switching", "multipath", NULL };
 	yaml_node_t *n = map_get(c, map, key);
 	char path[96];
 	int ret;
@@ -360,7 +373,7 @@ static int parse_defaults(struct pctx *c, yaml_node_t *n)
 	static const char *const ep_keys[] = { "memory", "dma_engines", NULL };
 	static const char *const sw_keys[] = { "colors", NULL };
 	static const char *const link_keys[] = {
-		"bandwidth", "latency", "class", "switching", NULL
+		"bandwidth", "latency", "class", "switching", "multipath", NULL
 	};
 	struct topo_defaults *d = &c->defs;
 	yaml_node_t *sub;
@@ -416,18 +429,18 @@ static int parse_grid(struct pctx *c, yaml_node_t *key, yaml_node_t *n,
 {
 	static const char *const mesh_keys[] = {
 		"dims", "name", "routers", "router_name", "bandwidth",
-		"latency", "class", "switching", "local", NULL
+		"latency", "class", "switching", "multipath", "local", NULL
 	};
 	static const char *const torus_keys[] = {
 		"dims", "name", "routers", "router_name", "bandwidth",
-		"latency", "class", "switching", "local", "blocks", "block_link", NULL
+		"latency", "class", "switching", "multipath", "local", "blocks", "block_link", NULL
 	};
 	static const char *const ring_keys[] = {
-		"nodes", "name", "bandwidth", "latency", "class", "switching", NULL
+		"nodes", "name", "bandwidth", "latency", "class", "switching", "multipath", NULL
 	};
 	static const char *const sm_keys[] = {
 		"dims", "variant", "name", "routers", "router_name",
-		"bandwidth", "latency", "class", "switching", "local", "boundary", NULL
+		"bandwidth", "latency", "class", "switching", "multipath", "local", "boundary", NULL
 	};
 	bool ring = !strcmp(gen, "ring"), sm = !strcmp(gen, "supermesh");
 	struct topo_gen_grid g = {
@@ -499,7 +512,7 @@ static int parse_switch(struct pctx *c, yaml_node_t *key, yaml_node_t *n)
 {
 	static const char *const keys[] = {
 		"endpoints", "name", "switch_name", "radix",
-		"links_per_endpoint", "bandwidth", "latency", "class", "switching",
+		"links_per_endpoint", "bandwidth", "latency", "class", "switching", "multipath",
 		"uplink", NULL
 	};
 	struct topo_gen_switch g = { .name = "ep", .switch_name = "sw" };
@@ -537,7 +550,7 @@ static int parse_exchange(struct pctx *c, yaml_node_t *key, yaml_node_t *n)
 {
 	static const char *const keys[] = {
 		"tiles", "name", "mode", "links_per_pair", "bandwidth",
-		"latency", "class", "switching", NULL
+		"latency", "class", "switching", "multipath", NULL
 	};
 	struct topo_gen_exchange g = { .name = "tile" };
 	struct topo_src src = src_of(c, key);
@@ -737,7 +750,7 @@ static int link_end(struct pctx *c, yaml_node_t *link, const char *key,
 static int parse_link(struct pctx *c, yaml_node_t *n)
 {
 	static const char *const keys[] = {
-		"from", "to", "bandwidth", "latency", "class", "switching", "duplex",
+		"from", "to", "bandwidth", "latency", "class", "switching", "multipath", "duplex",
 		"state", "bw_permille", NULL
 	};
 	struct topo_link_spec spec = c->defs.link;

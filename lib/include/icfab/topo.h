@@ -68,6 +68,7 @@ struct topo_link_spec {
 	uint64_t latency_ps;		/* ps */
 	uint32_t class;			/* enum icfab_link_class */
 	uint32_t switching;		/* enum icfab_switching */
+	uint32_t multipath;		/* enum icfab_multipath */
 };
 
 struct topo_link {
@@ -78,6 +79,8 @@ struct topo_link {
 	uint32_t class;			/* enum icfab_link_class */
 	uint32_t switching;		/* enum icfab_switching: how dst_node
 					 * forwards what arrives over it */
+	uint32_t multipath;		/* enum icfab_multipath: how src_node
+					 * spreads over this link's parallels */
 	uint32_t state;			/* enum icfab_link_state */
 	uint32_t bw_permille;		/* DEGRADED only: 1..999 */
 	uint32_t peer;			/* other direction of the cable, or TOPO_NONE */
@@ -199,6 +202,8 @@ const char *topo_class_name(uint32_t class);
 const char *topo_state_name(uint32_t state);
 const char *topo_switching_name(uint32_t mode);
 int topo_switching_parse(const char *s);
+const char *topo_multipath_name(uint32_t mode);
+int topo_multipath_parse(const char *s);
 const char *topo_routing_name(enum topo_routing r);
 int topo_class_parse(const char *s);
 int topo_state_parse(const char *s);
