@@ -49,6 +49,7 @@ static const struct topo_preset presets[] = {
 		"    bandwidth: 32GB/s\n"
 		"    latency: 500ns\n"
 		"    class: ipu\n"
+		"    multipath: spray\n"
 	},
 	{
 		"wse2",
@@ -188,6 +189,7 @@ static const struct topo_preset presets[] = {
 		"    bandwidth: 64GB/s\n"
 		"    latency: 20ns\n"
 		"    class: mesh\n"
+		"    multipath: spray\n"
 	},
 	{
 		"supermesh-alter",
@@ -207,6 +209,7 @@ static const struct topo_preset presets[] = {
 		"    bandwidth: 64GB/s\n"
 		"    latency: 20ns\n"
 		"    class: mesh\n"
+		"    multipath: spray\n"
 	},
 };
 
