@@ -66,6 +66,7 @@ struct icfab_mtopo *host_mtopo(const struct topo *t, icfab_u8 cut_through)
 			.bandwidth = tl->bandwidth,
 			.latency_ps = tl->latency_ps,
 			.cut_through = cut_through,
+			.multipath = (icfab_u8)tl->multipath,
 		};
 		m->nr_links++;
 	}
