@@ -253,6 +253,46 @@ const char *proto_perm_name(enum proto_perm perm)
 	}
 }
 
+int proto_limits_check(const struct proto_limits *l, char *why, size_t len)
+{
+	if (!l->max_clients || l->max_clients > PROTO_MAX_CLIENTS_LIMIT)
+		snprintf(why, len, "max-clients %u out of 1..%u",
+			 l->max_clients, PROTO_MAX_CLIENTS_LIMIT);
+	else if (l->admin_slots >= l->max_clients)
+		snprintf(why, len,
+			 "admin-slots %u leaves no slot of max-clients %u to users",
+			 l->admin_slots, l->max_clients);
+	else if (!l->max_per_uid || l->max_per_uid > l->max_clients)
+		snprintf(why, len, "max-per-uid %u out of 1..%u (max-clients)",
+			 l->max_per_uid, l->max_clients);
+	else
+		return 0;
+	return -EINVAL;
+}
+
+int proto_admit(const struct proto_limits *l, enum proto_perm perm,
+		uint32_t nr_clients, uint32_t nr_of_uid, char *why, size_t len)
+{
+	bool admin = perm >= PROTO_PERM_ADMIN;
+
+	if (nr_clients >= l->max_clients) {
+		snprintf(why, len, "too many connections (%u)", nr_clients);
+		return -EBUSY;
+	}
+	if (!admin && nr_clients >= l->max_clients - l->admin_slots) {
+		snprintf(why, len,
+			 "too many connections: the last %u of %u are for administrators",
+			 l->admin_slots, l->max_clients);
+		return -EBUSY;
+	}
+	if (!admin && nr_of_uid >= l->max_per_uid) {
+		snprintf(why, len, "too many connections from this uid (%u)",
+			 nr_of_uid);
+		return -EUSERS;
+	}
+	return 0;
+}
+
 static const struct {
 	int err;
 	const char *name;
@@ -265,7 +305,8 @@ static const struct {
 	{ EPROTO, "EPROTO" }, { EOPNOTSUPP, "EOPNOTSUPP" },
 	{ ENETDOWN, "ENETDOWN" }, { EHOSTUNREACH, "EHOSTUNREACH" },
 	{ ESTALE, "ESTALE" }, { EINTR, "EINTR" }, { EAGAIN, "EAGAIN" },
-	{ EMSGSIZE, "EMSGSIZE" },
+	{ EMSGSIZE, "EMSGSIZE" }, { EUSERS, "EUSERS" },
+	{ ETIMEDOUT, "ETIMEDOUT" },
 };
 
 const char *proto_errname(int err)

@@ -294,10 +294,73 @@ static void test_fault_ocs(void)
 	}
 }
 
+/* Connection limits: 64 in all, 8 for admins, 16 per uid. */
+static void test_admit(void)
+{
+	static const struct proto_limits def = {
+		PROTO_MAX_CLIENTS_DEFAULT, PROTO_MAX_PER_UID_DEFAULT,
+		PROTO_ADMIN_SLOTS_DEFAULT,
+	};
+	static const struct admit_case {
+		enum proto_perm perm;
+		uint32_t nr_clients, nr_of_uid;
+		int ret;
+		const char *what;
+	} cases[] = {
+		{ PROTO_PERM_USER, 0, 0, 0, "the first connection" },
+		{ PROTO_PERM_USER, 40, 15, 0, "a uid's 16th connection" },
+		{ PROTO_PERM_USER, 40, 16, -EUSERS, "a uid's 17th connection" },
+		{ PROTO_PERM_NONE, 40, 16, -EUSERS,
+		  "a peer without rights counts against its uid too" },
+		{ PROTO_PERM_USER, 55, 0, 0, "a user takes slot 56 of 64" },
+		{ PROTO_PERM_USER, 56, 0, -EBUSY,
+		  "slots 57..64 are not for users" },
+		{ PROTO_PERM_ADMIN, 56, 40, 0,
+		  "an admin gets a reserved slot, whatever its uid holds" },
+		{ PROTO_PERM_ADMIN, 63, 0, 0, "an admin takes the last slot" },
+		{ PROTO_PERM_ADMIN, 64, 0, -EBUSY, "nobody gets slot 65" },
+	};
+	struct proto_limits bad;
+	char why[128];
+	size_t i;
+	int ret;
+
+	ok(!proto_limits_check(&def, why, sizeof(why)),
+	   "the default limits are consistent");
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		const struct admit_case *c = &cases[i];
+
+		why[0] = '\0';
+		ret = proto_admit(&def, c->perm, c->nr_clients, c->nr_of_uid,
+				  why, sizeof(why));
+		ok(ret == c->ret && (!ret || why[0]), "%s: %d '%s'", c->what,
+		   ret, why);
+	}
+	bad = def;
+	bad.admin_slots = 64;
+	ret = proto_limits_check(&bad, why, sizeof(why));
+	ok(ret == -EINVAL && strstr(why, "admin-slots 64"),
+	   "all slots reserved: refused '%s'", why);
+	bad = def;
+	bad.max_clients = 0;
+	ret = proto_limits_check(&bad, why, sizeof(why));
+	ok(ret == -EINVAL && strstr(why, "max-clients 0 out of 1..1024"),
+	   "no slots at all: refused '%s'", why);
+	bad = def;
+	bad.max_per_uid = 0;
+	ret = proto_limits_check(&bad, why, sizeof(why));
+	ok(ret == -EINVAL && strstr(why, "max-per-uid 0"),
+	   "no connection per uid: refused '%s'", why);
+	ok(!strcmp(proto_errname(EUSERS), "EUSERS") &&
+	   proto_errno("ETIMEDOUT") == ETIMEDOUT,
+	   "EUSERS and ETIMEDOUT have names on the wire");
+}
+
 int main(void)
 {
 	test_parse();
 	test_refused();
+	test_admit();
 	test_fault_ocs();
 	test_perm();
 	test_replies();

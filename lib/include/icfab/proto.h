@@ -98,6 +98,35 @@ enum proto_perm proto_peer_perm(const struct proto_peer *p,
 				bool has_admin_gid, uint32_t admin_gid);
 const char *proto_perm_name(enum proto_perm perm);
 
+/*
+ * How many connections the server takes (docs/SOCKET.md, "Limits"). The
+ * last admin_slots of max_clients are for administrators only, and a uid
+ * that is not an administrator's holds at most max_per_uid.
+ */
+struct proto_limits {
+	uint32_t max_clients;
+	uint32_t max_per_uid;
+	uint32_t admin_slots;
+};
+
+#define PROTO_MAX_CLIENTS_DEFAULT	64
+#define PROTO_MAX_CLIENTS_LIMIT		1024	/* all polled at once */
+#define PROTO_MAX_PER_UID_DEFAULT	16
+#define PROTO_ADMIN_SLOTS_DEFAULT	8
+
+/* Limits that make sense together: 0, or -EINVAL with why set. */
+int proto_limits_check(const struct proto_limits *l, char *why, size_t len);
+
+/*
+ * Whether a new connection of level @perm may be served while the server
+ * holds @nr_clients connections, @nr_of_uid of them from the same uid.
+ * Returns 0, or -errno with why set: -EBUSY when the server is full (for
+ * a non-administrator: when only the reserved slots are left), -EUSERS
+ * when the uid holds max_per_uid connections.
+ */
+int proto_admit(const struct proto_limits *l, enum proto_perm perm,
+		uint32_t nr_clients, uint32_t nr_of_uid, char *why, size_t len);
+
 /* Strict decimal u32. */
 bool proto_parse_u32(const char *s, uint32_t *out);
 
