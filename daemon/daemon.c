@@ -343,7 +343,7 @@ static int event_loop(struct daemon *d, int sfd)
 		pfd[1] = (struct pollfd){ .fd = icfab_nl_fd(&d->ev),
 					  .events = POLLIN };
 		svc_pollfds(d->svc, pfd + 2);
-		if (poll(pfd, n, -1) < 0) {
+		if (poll(pfd, n, svc_timeout_ms(d->svc)) < 0) {
 			if (errno == EINTR)
 				continue;
 			ret = -errno;
@@ -472,6 +472,9 @@ int daemon_run(const struct daemon_opts *o)
 			.fabric_id = o->fabric_id,
 			.has_admin_gid = o->has_admin_gid,
 			.admin_gid = o->admin_gid,
+			.limits = o->limits,
+			.idle_timeout_ms = o->idle_timeout_ms,
+			.line_timeout_ms = o->line_timeout_ms,
 			.committed = svc_committed,
 			.arg = &d,
 		};

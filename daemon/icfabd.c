@@ -61,6 +61,19 @@ struct icfabd_opts {
 	bool fork;			/* daemon: --daemon */
 	const char *socket;		/* daemon: --socket PATH */
 	const char *admin_group;	/* daemon: --admin-group GROUP */
+	bool socket_opts;		/* daemon: a limit or timeout given */
+	struct proto_limits limits;	/* daemon: --max-clients, ... */
+	uint32_t idle_timeout_ms;	/* daemon: --idle-timeout */
+	uint32_t line_timeout_ms;	/* daemon: --line-timeout */
+};
+
+/* Long options without a letter. */
+enum {
+	OPT_MAX_CLIENTS = 256,
+	OPT_MAX_PER_UID,
+	OPT_ADMIN_SLOTS,
+	OPT_IDLE_TIMEOUT,
+	OPT_LINE_TIMEOUT,
 };
 
 static void usage(FILE *f)
@@ -92,6 +105,16 @@ static void usage(FILE *f)
 	      "                      " ICFABD_SOCKET_DEFAULT "; see docs/SOCKET.md)\n"
 	      "  -G, --admin-group G daemon: members of group G (name or gid) may make\n"
 	      "                      privileged requests, as root may\n"
+	      "      --max-clients N daemon: connections to the socket at once (default\n"
+	      "                      64, at most 1024)\n"
+	      "      --admin-slots N daemon: the last N of them are for administrators\n"
+	      "                      (default 8)\n"
+	      "      --max-per-uid N daemon: connections of one uid that is not an\n"
+	      "                      administrator's (default 16)\n"
+	      "      --idle-timeout S  daemon: close a connection without a request for\n"
+	      "                      S seconds (default 60; 0: never; e.g. 0.5)\n"
+	      "      --line-timeout S  daemon: close one that leaves a request line\n"
+	      "                      unfinished for S seconds (default 10; 0: never)\n"
 	      "  -F, --fabric N      /dev/icfabN (default 0)\n"
 	      "  -d, --dump          print the expanded topology (nodes, links)\n"
 	      "  -p, --preset NAME   a built-in topology instead of FILE\n"
@@ -454,6 +477,77 @@ static int set_mode(struct icfabd_opts *o, enum icfabd_mode m)
 	return 0;
 }
 
+/* Seconds with up to three decimals ("0.5"), as ms; 0 .. one day. */
+static int parse_seconds_ms(const char *s, uint32_t *ms)
+{
+	uint32_t whole = 0, frac = 0, scale = 1000;
+	const char *p = s;
+
+	if (*p < '0' || *p > '9')
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		whole = whole * 10 + (*p - '0');
+		if (whole > 86400)
+			return -ERANGE;
+	}
+	if (*p == '.') {
+		if (p[1] < '0' || p[1] > '9')
+			return -EINVAL;
+		for (p++; *p >= '0' && *p <= '9'; p++) {
+			if (scale == 1)
+				return -EINVAL;		/* finer than a ms */
+			scale /= 10;
+			frac += (*p - '0') * scale;
+		}
+	}
+	if (*p)
+		return -EINVAL;
+	*ms = whole * 1000 + frac;
+	return *ms > 86400000 ? -ERANGE : 0;
+}
+
+/* --max-clients, --max-per-uid, --admin-slots, --idle-timeout, --line-timeout */
+static int parse_socket_opt(struct icfabd_opts *o, int c,
+			    const struct option *longopts, const char *arg)
+{
+	const char *name = "", *why = NULL;
+	uint32_t *u32 = NULL, *ms = NULL;
+	int ret;
+
+	for (; longopts->name; longopts++)
+		if (longopts->val == c)
+			name = longopts->name;
+	switch (c) {
+	case OPT_MAX_CLIENTS:
+		u32 = &o->limits.max_clients;
+		break;
+	case OPT_MAX_PER_UID:
+		u32 = &o->limits.max_per_uid;
+		break;
+	case OPT_ADMIN_SLOTS:
+		u32 = &o->limits.admin_slots;
+		break;
+	case OPT_IDLE_TIMEOUT:
+		ms = &o->idle_timeout_ms;
+		break;
+	default:
+		ms = &o->line_timeout_ms;
+		break;
+	}
+	o->socket_opts = true;
+	if (u32 && topo_parse_u32(arg, u32, &why)) {
+		fprintf(stderr, "icfabd: --%s %s: %s\n", name, arg, why);
+		return -1;
+	}
+	if (ms && (ret = parse_seconds_ms(arg, ms))) {
+		fprintf(stderr, "icfabd: --%s %s: %s\n", name, arg,
+			ret == -ERANGE ? "at most 86400 seconds" :
+			"expected seconds, e.g. 30 or 0.5 (at most 3 decimals)");
+		return -1;
+	}
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct icfabd_opts *o)
 {
 	static const struct option longopts[] = {
@@ -476,6 +570,11 @@ static int parse_args(int argc, char **argv, struct icfabd_opts *o)
 		{ "status", no_argument, NULL, 's' },
 		{ "socket", required_argument, NULL, 'S' },
 		{ "admin-group", required_argument, NULL, 'G' },
+		{ "max-clients", required_argument, NULL, OPT_MAX_CLIENTS },
+		{ "max-per-uid", required_argument, NULL, OPT_MAX_PER_UID },
+		{ "admin-slots", required_argument, NULL, OPT_ADMIN_SLOTS },
+		{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
+		{ "line-timeout", required_argument, NULL, OPT_LINE_TIMEOUT },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *why;
@@ -512,6 +611,14 @@ static int parse_args(int argc, char **argv, struct icfabd_opts *o)
 			break;
 		case 'G':
 			o->admin_group = optarg;
+			break;
+		case OPT_MAX_CLIENTS:
+		case OPT_MAX_PER_UID:
+		case OPT_ADMIN_SLOTS:
+		case OPT_IDLE_TIMEOUT:
+		case OPT_LINE_TIMEOUT:
+			if (parse_socket_opt(o, c, longopts, optarg))
+				return -1;
 			break;
 		case 'b':
 			o->fork = true;
@@ -572,6 +679,7 @@ static int validate_args(const struct icfabd_opts *o)
 	bool daemon = o->mode == MODE_NONE;
 	bool no_topo = o->mode == MODE_LIST_PRESETS ||
 		       o->mode == MODE_LINK_STATE || o->mode == MODE_STATUS;
+	char limits_why[128];
 	const char *why = NULL;
 
 	if (daemon && o->file)
@@ -579,8 +687,8 @@ static int validate_args(const struct icfabd_opts *o)
 	else if (daemon && o->config && o->preset)
 		why = "give one of --config FILE or --preset NAME";
 	else if (!daemon && (o->config || o->foreground || o->fork ||
-			     o->socket || o->admin_group))
-		why = "--config, --foreground, --daemon, --socket and --admin-group are for the daemon (no mode)";
+			     o->socket || o->admin_group || o->socket_opts))
+		why = "--config, --foreground, --daemon, --socket, --admin-group and the socket's limits and timeouts are for the daemon (no mode)";
 	else if (o->foreground && o->fork)
 		why = "--foreground and --daemon exclude each other";
 	else if (o->mode == MODE_LINK_STATE && (!o->file || o->preset))
@@ -596,14 +704,29 @@ static int validate_args(const struct icfabd_opts *o)
 		why = "--routes and --json go with --dump";
 	else if (o->preset && !topo_preset_find(o->preset))
 		why = "unknown preset (see --list-presets)";
-	if (why)
+	if (why) {
 		fprintf(stderr, "icfabd: %s\n", why);
-	return why ? -1 : 0;
+		return -1;
+	}
+	if (proto_limits_check(&o->limits, limits_why, sizeof(limits_why))) {
+		fprintf(stderr, "icfabd: %s\n", limits_why);
+		return -1;
+	}
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
-	struct icfabd_opts o = { .mode = MODE_NONE };
+	struct icfabd_opts o = {
+		.mode = MODE_NONE,
+		.limits = {
+			.max_clients = PROTO_MAX_CLIENTS_DEFAULT,
+			.max_per_uid = PROTO_MAX_PER_UID_DEFAULT,
+			.admin_slots = PROTO_ADMIN_SLOTS_DEFAULT,
+		},
+		.idle_timeout_ms = ICFABD_IDLE_TIMEOUT_MS,
+		.line_timeout_ms = ICFABD_LINE_TIMEOUT_MS,
+	};
 
 	if (parse_args(argc, argv, &o) || validate_args(&o)) {
 		usage(stderr);
@@ -616,6 +739,9 @@ int main(int argc, char **argv)
 			.fabric_id = o.fabric_id, .foreground = o.foreground,
 			.fork = o.fork, .verbose = o.verbose,
 			.socket_path = o.socket,
+			.limits = o.limits,
+			.idle_timeout_ms = o.idle_timeout_ms,
+			.line_timeout_ms = o.line_timeout_ms,
 		};
 
 		if (o.admin_group) {

@@ -171,6 +171,9 @@ struct daemon_opts {
 	const char *socket_path;	/* --socket PATH */
 	bool has_admin_gid;		/* --admin-group was given */
 	uint32_t admin_gid;
+	struct proto_limits limits;	/* --max-clients, ... */
+	uint32_t idle_timeout_ms;	/* --idle-timeout; 0: none */
+	uint32_t line_timeout_ms;	/* --line-timeout; 0: none */
 };
 
 int daemon_run(const struct daemon_opts *o);
@@ -178,12 +181,17 @@ int daemon_run(const struct daemon_opts *o);
 /* ---- service.c: the Unix socket (docs/SOCKET.md) ---- */
 
 #define ICFABD_SOCKET_DEFAULT	ICFABD_SOCKET_PATH
+#define ICFABD_IDLE_TIMEOUT_MS	60000	/* ms without a request */
+#define ICFABD_LINE_TIMEOUT_MS	10000	/* ms to finish a request line */
 
 struct svc_opts {
 	const char *path;
 	uint32_t fabric_id;
 	bool has_admin_gid;
 	uint32_t admin_gid;
+	struct proto_limits limits;	/* checked by proto_limits_check() */
+	uint32_t idle_timeout_ms;	/* close a connection idle this long */
+	uint32_t line_timeout_ms;	/* or one whose line is unfinished */
 	/* The service committed generation @gen (faults, OCS). */
 	void (*committed)(void *arg, uint64_t gen);
 	void *arg;
@@ -204,7 +212,12 @@ void svc_set_model(struct svc *s, struct topo *model);
 /* The service's file descriptors for poll(): svc_nfds() of them. */
 unsigned int svc_nfds(const struct svc *s);
 void svc_pollfds(const struct svc *s, struct pollfd *pfd);
-/* Handle what poll() reported on the svc_pollfds() array. */
+/*
+ * Handle what poll() reported on the svc_pollfds() array, and close the
+ * connections whose timeout has passed.
+ */
 void svc_events(struct svc *s, const struct pollfd *pfd);
+/* ms until the next connection times out, for poll(); -1: none does. */
+int svc_timeout_ms(const struct svc *s);
 
 #endif /* ICFABD_H */

@@ -29,6 +29,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <sys/types.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -42,13 +43,14 @@
 #include "icfabd.h"
 #include <icfab/proto.h>
 
-#define SVC_MAX_CLIENTS		64
 #define SVC_MAX_GROUPS		256
 #define SVC_SEND_TIMEOUT_S	2	/* a client that does not read is dropped */
 #define SVC_SYNC_RETRIES	5	/* dumps that spanned a change, in a row */
 
 struct client {
 	int fd;
+	uint64_t idle_since;		/* ms: accepted, or the last request */
+	uint64_t partial_since;		/* ms: the first byte of a line; 0: none */
 	uint32_t groups[SVC_MAX_GROUPS];
 	struct proto_peer peer;
 	enum proto_perm perm;
@@ -69,7 +71,7 @@ struct svc {
 	struct icfab_nl nl;
 	struct topo *model;		/* the daemon's; faults and OCS change it */
 	struct circuit_table *ct;
-	struct client *clients[SVC_MAX_CLIENTS];
+	struct client **clients;	/* o.limits.max_clients */
 	uint32_t nr_clients;
 	struct owner *owners;
 	uint32_t nr_owners, cap_owners;
@@ -299,6 +301,14 @@ again:
 }
 
 /* ---- replies ---- */
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static void client_drop(struct svc *s, uint32_t idx)
 {
@@ -869,6 +879,8 @@ static bool client_read(struct svc *s, struct client *c)
 		return errno == EINTR || errno == EAGAIN;
 	if (n == 0)
 		return false;
+	if (!c->len)
+		c->partial_since = now_ms();
 	c->len += n;
 	c->buf[c->len] = '\0';
 	while ((nl = memchr(c->buf, '\n', c->len))) {
@@ -882,6 +894,9 @@ static bool client_read(struct svc *s, struct client *c)
 		memmove(c->buf, c->buf + used, c->len - used);
 		c->len -= used;
 		c->buf[c->len] = '\0';
+		/* What is left starts a new line, and its clock. */
+		c->idle_since = now_ms();
+		c->partial_since = c->len ? c->idle_since : 0;
 	}
 	if (c->len == PROTO_LINE_MAX) {
 		reply_err(c, -E2BIG, "a request is at most %u bytes",
@@ -907,6 +922,83 @@ static enum proto_perm client_perm(struct svc *s, struct client *c)
 			       s->o.admin_gid);
 }
 
+/* Within the limits (docs/SOCKET.md); else it is told why, and false. */
+static bool client_admit(struct svc *s, const struct client *c)
+{
+	char why[128], line[160];
+	uint32_t i, of_uid = 0;
+	int ret;
+
+	for (i = 0; i < s->nr_clients; i++)
+		of_uid += s->clients[i]->peer.uid == c->peer.uid;
+	ret = proto_admit(&s->o.limits, c->perm, s->nr_clients, of_uid,
+			  why, sizeof(why));
+	if (!ret)
+		return true;
+	log_debug("connection from pid %u uid %u refused: %s", c->peer.pid,
+		  c->peer.uid, why);
+	snprintf(line, sizeof(line), "err %s %s\n", proto_errname(-ret), why);
+	/* Best effort: a refused peer gets no time of ours. */
+	send(c->fd, line, strlen(line), MSG_NOSIGNAL | MSG_DONTWAIT);
+	return false;
+}
+
+/* ms: when @c is closed for idling or for a line left unfinished; 0: never */
+static uint64_t client_deadline(const struct svc *s, const struct client *c)
+{
+	if (c->partial_since)
+		return s->o.line_timeout_ms ?
+		       c->partial_since + s->o.line_timeout_ms : 0;
+	return s->o.idle_timeout_ms ? c->idle_since + s->o.idle_timeout_ms : 0;
+}
+
+/* Close the connections past their deadline. */
+static void clients_expire(struct svc *s)
+{
+	uint64_t now = now_ms(), deadline;
+	char line[128];
+	uint32_t i = 0;
+
+	while (i < s->nr_clients) {
+		struct client *c = s->clients[i];
+
+		deadline = client_deadline(s, c);
+		if (!deadline || deadline > now) {
+			i++;
+			continue;
+		}
+		if (c->partial_since)
+			snprintf(line, sizeof(line),
+				 "err ETIMEDOUT a request line must end within %u ms\n",
+				 s->o.line_timeout_ms);
+		else
+			snprintf(line, sizeof(line),
+				 "err ETIMEDOUT idle for %u ms\n",
+				 s->o.idle_timeout_ms);
+		send(c->fd, line, strlen(line), MSG_NOSIGNAL | MSG_DONTWAIT);
+		log_debug("connection from pid %u uid %u closed: %s",
+			  c->peer.pid, c->peer.uid,
+			  c->partial_since ? "unfinished line" : "idle");
+		client_drop(s, i);
+	}
+}
+
+int svc_timeout_ms(const struct svc *s)
+{
+	uint64_t now = now_ms(), first = 0, d;
+	uint32_t i;
+
+	for (i = 0; i < s->nr_clients; i++) {
+		d = client_deadline(s, s->clients[i]);
+		if (d && (!first || d < first))
+			first = d;
+	}
+	if (!first)
+		return -1;
+	return first <= now ? 0 : (int)(first - now < INT32_MAX ?
+					 first - now : INT32_MAX);
+}
+
 static void client_accept(struct svc *s)
 {
 	struct timeval tv = { .tv_sec = SVC_SEND_TIMEOUT_S };
@@ -921,19 +1013,13 @@ static void client_accept(struct svc *s)
 	fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
 	if (fd < 0)
 		return;
-	if (s->nr_clients == SVC_MAX_CLIENTS) {
-		static const char busy[] = "err EBUSY too many connections\n";
-
-		send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-		close(fd);
-		return;
-	}
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) ||
 	    !(c = calloc(1, sizeof(*c)))) {
 		close(fd);
 		return;
 	}
 	c->fd = fd;
+	c->idle_since = now_ms();
 	c->peer.pid = cred.pid;
 	c->peer.uid = cred.uid;
 	c->peer.gid = cred.gid;
@@ -946,6 +1032,11 @@ static void client_accept(struct svc *s)
 	/* More groups than we take: those are not counted. */
 	c->peer.groups = c->groups;
 	c->perm = client_perm(s, c);
+	if (!client_admit(s, c)) {
+		close(fd);
+		free(c);
+		return;
+	}
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	snprintf(hello, sizeof(hello), "icfabd %u\n", PROTO_VERSION);
 	if (send_all(fd, hello, strlen(hello))) {
@@ -1020,10 +1111,16 @@ int svc_open(const struct svc_opts *o, struct topo *model,
 	s->o = *o;
 	s->lfd = -1;
 	s->model = model;
+	s->clients = calloc(o->limits.max_clients, sizeof(*s->clients));
+	if (!s->clients) {
+		free(s);
+		return -ENOMEM;
+	}
 	ret = icfab_nl_open(&s->nl, o->fabric_id);
 	if (ret) {
 		log_err("netlink family '%s': %s", ICFAB_GENL_NAME,
 			strerror(-ret));
+		free(s->clients);
 		free(s);
 		return ret;
 	}
@@ -1058,6 +1155,7 @@ void svc_close(struct svc *s)
 		unlink(s->o.path);
 	circuit_table_free(s->ct);
 	icfab_nl_close(&s->nl);
+	free(s->clients);
 	free(s);
 }
 
@@ -1143,6 +1241,7 @@ void svc_events(struct svc *s, const struct pollfd *pfd)
 	}
 	if (ng)
 		owners_update(s);
+	clients_expire(s);
 	if (pfd[0].revents & POLLIN)
 		client_accept(s);
 out:

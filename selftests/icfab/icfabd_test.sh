@@ -7,7 +7,9 @@
 # change nothing and say why; the daemon adopts a running configuration
 # after kill -9 without committing, follows a link taken down by another
 # client with new routes that avoid it, re-applies its file on SIGHUP and
-# leaves on SIGTERM with the module configured; the 4096-endpoint
+# leaves on SIGTERM with the module configured; the socket's connection
+# limits keep one uid's half-written lines from locking out another uid
+# or root, and its timeouts close them; the 4096-endpoint
 # tpu-v4-pod loads and reads back; a file's switching mode reaches the
 # module, reads back, shows in a diff and in icfabctl link list. TAP
 # output.
@@ -161,6 +163,129 @@ check "SIGTERM: says the module keeps its configuration" \
 	grep -q "exiting; the module keeps generation" "$tmp/d2.log"
 state tpu-v4-cube
 check "SIGTERM: module still configured" test "$same" -eq 0 -a "$nodes" = 64
+
+# ---- the socket's limits and timeouts (docs/SOCKET.md) ----
+
+# 8 slots, the last 2 for administrators, 4 per uid; a line must end
+# within 4 s and a connection idle for 6 s is closed.
+chmod 755 "$tmp"	# other uids reach the socket
+"$icfabd" --foreground --preset tpu-v4-cube --socket "$tmp/limits.sock" \
+	--max-clients 8 --admin-slots 2 --max-per-uid 4 \
+	--idle-timeout 6 --line-timeout 4 > "$tmp/d3.log" 2>&1 &
+dpid=$!
+check "limits: the daemon serves a socket with small limits" \
+	wait_for "$tmp/d3.log" "serving" 120
+python3 - "$tmp/limits.sock" > "$tmp/limits.out" 2>&1 <<'PY'
+import os, select, socket, sys, time
+
+def connect(uid):
+    """A connection whose SO_PEERCRED is @uid (this script runs as root)."""
+    s = socket.socket(socket.AF_UNIX)
+    if uid:
+        os.setegid(uid)
+        os.seteuid(uid)
+    try:
+        s.connect(sys.argv[1])
+    finally:
+        os.seteuid(0)
+        os.setegid(0)
+    s.settimeout(20)
+    f = s.makefile('rb')
+    return s, f, f.readline().decode().strip()
+
+def ask(who, s, f, req):
+    s.sendall(req)
+    print('%s %s: %s' % (who, req.decode().strip(), f.readline().decode().strip()))
+
+# nobody leaves half-written lines on as many connections as it may
+half = []
+for i in range(6):
+    s, f, hello = connect(65534)
+    print('nobody %d: %s' % (i, hello))
+    if hello == 'icfabd 1':
+        s.sendall(b'circuit-li')
+        half.append((s, f))
+t_half = time.time()
+# the last one trickles its line a byte at a time, which does not help
+trickle = half[-1][0]
+# another uid and root are still served
+s1, f1, hello = connect(1234)
+print('uid1234: %s' % hello)
+ask('uid1234', s1, f1, b'circuit-list\n')
+t_idle = time.time()
+r1, rf1, hello = connect(0)
+print('root 1: %s' % hello)
+ask('root 1', r1, rf1, b'circuit-list\n')
+# 6 held: the last 2 slots are for administrators
+s2, f2, hello = connect(1235)
+print('uid1235: %s' % hello)
+r2, rf2, hello = connect(0)
+print('root 2: %s' % hello)
+r3, rf3, hello = connect(0)
+print('root 3: %s' % hello)
+s4, f4, hello = connect(0)
+print('root 4: %s' % hello)
+r3.close()
+# For 10 s: root 2 asks every second (requests keep a connection from
+# idling out), the last half line grows a byte every half second (which
+# does not keep it), and we note when the others are closed, and how.
+watch = {'nobody %d' % i: f for i, (s, f) in enumerate(half)}
+watch['uid1234'] = f1
+start = {k: t_half for k in watch}
+start['uid1234'] = t_idle
+served = 0
+t_end = time.time() + 10
+tick = 0
+while time.time() < t_end:
+    time.sleep(0.5)
+    tick += 1
+    try:
+        trickle.sendall(b's')
+    except OSError:
+        pass
+    if tick % 2 == 0:
+        r2.sendall(b'circuit-list\n')
+        served += rf2.readline().decode().startswith('ok ')
+    for who, f in list(watch.items()):
+        r, _, _ = select.select([f], [], [], 0)
+        if r:
+            line = f.readline().decode().strip()
+            eof = f.readline() == b''
+            after = time.time() - start[who]
+            print('%s closed=%s after3=%s before9=%s: %s' %
+                  (who, eof, after >= 3, after < 9, line))
+            del watch[who]
+print('root 2: %d of %d requests served%s' %
+      (served, tick // 2, ', every one' if served == tick // 2 else ''))
+for who in watch:
+    print('%s: still open' % who)
+s, f, hello = connect(65534)
+print('nobody again: %s' % hello)
+PY
+sed 's/^/# /' "$tmp/limits.out"
+check "limits: a uid gets its 4 connections" \
+	test "$(grep -c '^nobody [0-3]: icfabd 1$' "$tmp/limits.out")" = 4
+check "limits: ... and no fifth, EUSERS" \
+	grep -q '^nobody 4: err EUSERS too many connections from this uid (4)$' "$tmp/limits.out"
+check "limits: another uid is served meanwhile" \
+	grep -q '^uid1234 circuit-list: err EACCES\|^uid1234 circuit-list: ok count=' "$tmp/limits.out"
+check "limits: root is served meanwhile" \
+	grep -q '^root 1 circuit-list: ok count=' "$tmp/limits.out"
+check "limits: the last 2 of 8 slots are refused to users, EBUSY" \
+	grep -q '^uid1235: err EBUSY too many connections: the last 2 of 8 are for administrators$' "$tmp/limits.out"
+check "limits: ... and taken by root" \
+	sh -c "grep -q '^root 2: icfabd 1$' '$tmp/limits.out' && grep -q '^root 3: icfabd 1$' '$tmp/limits.out'"
+check "limits: a ninth connection is refused to root too" \
+	grep -q '^root 4: err EBUSY too many connections (8)$' "$tmp/limits.out"
+check "limits: requests keep a connection from idling out" \
+	grep -qE '^root 2: (9|10) of (9|10) requests served, every one$' "$tmp/limits.out"
+check "limits: half-written lines are closed after the line timeout" \
+	test "$(grep -c '^nobody [0-3] closed=True after3=True before9=True: err ETIMEDOUT a request line must end within 4000 ms$' "$tmp/limits.out")" = 4
+check "limits: an idle connection is closed after the idle timeout" \
+	grep -q '^uid1234 closed=True after3=True before9=True: err ETIMEDOUT idle for 6000 ms$' "$tmp/limits.out"
+check "limits: then the uid may connect again" \
+	grep -q '^nobody again: icfabd 1$' "$tmp/limits.out"
+stop_daemon
 
 # ---- the largest preset ----
 
