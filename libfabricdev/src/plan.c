@@ -250,51 +250,43 @@ out:
 	return err;
 }
 
+/*
+ * d[i] = d[i] + s[i] over n elements of @type; @add combines two
+ * elements (16-bit floats are summed as floats, integers wrap).
+ */
+#define REDUCE(type, add)						\
+	do {								\
+		type *d = dst;						\
+		const type *s = src;					\
+									\
+		for (size_t i = 0; i < n; i++)				\
+			d[i] = add(d[i], s[i]);				\
+	} while (0)
+
+#define ADD_F32(a, b)	((a) + (b))
+#define ADD_BF16(a, b)	fdev_f32_to_bf16(fdev_bf16_to_f32(a) + fdev_bf16_to_f32(b))
+#define ADD_F16(a, b)	fdev_f32_to_f16(fdev_f16_to_f32(a) + fdev_f16_to_f32(b))
+#define ADD_I32(a, b)	((int32_t)((uint32_t)(a) + (uint32_t)(b)))
+#define ADD_I64(a, b)	((int64_t)((uint64_t)(a) + (uint64_t)(b)))
+
 int fdev_reduce(void *dst, const void *src, size_t n, int dtype)
 {
 	switch (dtype) {
-	case FDEV_F32: {
-		float *d = dst;
-		const float *s = src;
-
-		for (size_t i = 0; i < n; i++)
-			d[i] += s[i];
+	case FDEV_F32:
+		REDUCE(float, ADD_F32);
 		return 0;
-	}
-	case FDEV_BF16: {
-		uint16_t *d = dst;
-		const uint16_t *s = src;
-
-		for (size_t i = 0; i < n; i++)
-			d[i] = fdev_f32_to_bf16(fdev_bf16_to_f32(d[i]) +
-						fdev_bf16_to_f32(s[i]));
+	case FDEV_BF16:
+		REDUCE(uint16_t, ADD_BF16);
 		return 0;
-	}
-	case FDEV_F16: {
-		uint16_t *d = dst;
-		const uint16_t *s = src;
-
-		for (size_t i = 0; i < n; i++)
-			d[i] = fdev_f32_to_f16(fdev_f16_to_f32(d[i]) +
-					       fdev_f16_to_f32(s[i]));
+	case FDEV_F16:
+		REDUCE(uint16_t, ADD_F16);
 		return 0;
-	}
-	case FDEV_I32: {
-		int32_t *d = dst;
-		const int32_t *s = src;
-
-		for (size_t i = 0; i < n; i++)
-			d[i] = (int32_t)((uint32_t)d[i] + (uint32_t)s[i]);
+	case FDEV_I32:
+		REDUCE(int32_t, ADD_I32);
 		return 0;
-	}
-	case FDEV_I64: {
-		int64_t *d = dst;
-		const int64_t *s = src;
-
-		for (size_t i = 0; i < n; i++)
-			d[i] = (int64_t)((uint64_t)d[i] + (uint64_t)s[i]);
+	case FDEV_I64:
+		REDUCE(int64_t, ADD_I64);
 		return 0;
-	}
 	default:
 		return -EINVAL;
 	}
