@@ -206,6 +206,12 @@ out:
 	return ret;
 }
 
+ICFABCTL_COMMAND("circuit", "open", "[--pin] [-S PATH] SRC DST [DST...]",
+		 cmd_circuit_open,
+		 "Ask icfabd for a circuit (one DST) or a multicast tree;\n"
+		 "\tit is held until this command is interrupted, or with\n"
+		 "\t--pin (administrators) until closed by id.");
+
 static int cmd_circuit_close(struct icfabctl *ctl,
 			     const struct icfabctl_cmd *cmd, int argc,
 			     char **argv)
@@ -233,6 +239,10 @@ static int cmd_circuit_close(struct icfabctl *ctl,
 	sock_close(&sc);
 	return ret;
 }
+
+ICFABCTL_COMMAND("circuit", "close", "[-S PATH] ID", cmd_circuit_close,
+		 "Ask icfabd to free a circuit (its owner's uid, or an "
+		 "administrator).");
 
 /* ---- reading the module ---- */
 
@@ -471,6 +481,9 @@ out:
 	return ret;
 }
 
+ICFABCTL_COMMAND("circuit", "list", NULL, cmd_circuit_list,
+		 "The module's circuits (CIRCUIT_GET dump).");
+
 struct router {
 	uint32_t node, colors, used;
 	uint64_t mask;
@@ -581,34 +594,5 @@ out:
 	return ret;
 }
 
-const struct icfabctl_cmd icfabctl_circuit_cmds[] = {
-	{
-		.group = "circuit",
-		.name = "open",
-		.args = "[--pin] [-S PATH] SRC DST [DST...]",
-		.handler = cmd_circuit_open,
-		.help = "Ask icfabd for a circuit (one DST) or a multicast tree;\n"
-			"\tit is held until this command is interrupted, or with\n"
-			"\t--pin (administrators) until closed by id.",
-	},
-	{
-		.group = "circuit",
-		.name = "close",
-		.args = "[-S PATH] ID",
-		.handler = cmd_circuit_close,
-		.help = "Ask icfabd to free a circuit (its owner's uid, or an administrator).",
-	},
-	{
-		.group = "circuit",
-		.name = "list",
-		.handler = cmd_circuit_list,
-		.help = "The module's circuits (CIRCUIT_GET dump).",
-	},
-	{
-		.name = "colors",
-		.args = "[NODE]",
-		.handler = cmd_colors,
-		.help = "Color use per router (COLOR_GET dump), or of one router.",
-	},
-	{ 0 }
-};
+ICFABCTL_COMMAND(NULL, "colors", "[NODE]", cmd_colors,
+		 "Color use per router (COLOR_GET dump), or of one router.");

@@ -423,6 +423,10 @@ static int cmd_fabric_show(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 	return ret;
 }
 
+ICFABCTL_COMMAND("fabric", "show", "[--staged] [ID]", cmd_fabric_show,
+		 "Show every attribute of fabric ID, or of all fabrics "
+		 "(FABRIC_GET); --staged: of the staged configuration.");
+
 /* fabric set */
 
 static int cmd_fabric_set(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
@@ -533,24 +537,9 @@ nomem:
 	return icfabctl_fail(ENOMEM, "fabric set");
 }
 
-const struct icfabctl_cmd icfabctl_fabric_cmds[] = {
-	{
-		.group = "fabric",
-		.name = "show",
-		.args = "[--staged] [ID]",
-		.handler = cmd_fabric_show,
-		.help = "Show every attribute of fabric ID, or of all fabrics "
-			"(FABRIC_GET); --staged: of the staged configuration.",
-	},
-	{
-		.group = "fabric",
-		.name = "set",
-		.args = "[ID] [segment-size BYTES] [time-mode virtual|paced] "
-			"[dilation N]",
-		.handler = cmd_fabric_set,
-		.help = "Change the parameters of fabric ID (default 0): stage "
-			"them and commit (FABRIC_SET, FABRIC_COMMIT); needs "
-			"CAP_NET_ADMIN.",
-	},
-	{ 0 }
-};
+ICFABCTL_COMMAND("fabric", "set",
+		 "[ID] [segment-size BYTES] [time-mode virtual|paced] "
+		 "[dilation N]", cmd_fabric_set,
+		 "Change the parameters of fabric ID (default 0): stage "
+		 "them and commit (FABRIC_SET, FABRIC_COMMIT); needs "
+		 "CAP_NET_ADMIN.");

@@ -74,13 +74,16 @@ out:
 	return ret;
 }
 
-static int cmd_fault(const struct icfabctl_cmd *cmd, int argc, char **argv,
-		     const char *kind)
+/* fault link, fault node: the command's name is the request's kind. */
+static int cmd_fault(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
+		     int argc, char **argv)
 {
+	const char *kind = cmd->name;
 	char req[PROTO_LINE_MAX], what[96];
 	const char *path = NULL;
 	int ret;
 
+	(void)ctl;
 	ret = sock_parse_opts(cmd, &argc, &argv, false, NULL, &path);
 	if (ret)
 		return ret;
@@ -101,19 +104,15 @@ static int cmd_fault(const struct icfabctl_cmd *cmd, int argc, char **argv,
 	return ask(cmd, path, req, what, false);
 }
 
-static int cmd_fault_link(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
-			  int argc, char **argv)
-{
-	(void)ctl;
-	return cmd_fault(cmd, argc, argv, "link");
-}
+ICFABCTL_COMMAND("fault", "link", "[-S PATH] ID down|up|degrade PERMILLE",
+		 cmd_fault,
+		 "Ask icfabd to fail, restore or degrade a cable (link ID and\n"
+		 "\tits other direction); routes are recomputed around it and\n"
+		 "\tcommitted live. Administrators only.");
 
-static int cmd_fault_node(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
-			  int argc, char **argv)
-{
-	(void)ctl;
-	return cmd_fault(cmd, argc, argv, "node");
-}
+ICFABCTL_COMMAND("fault", "node", "[-S PATH] NODE down|up", cmd_fault,
+		 "Ask icfabd to fail or restore every link of a node.\n"
+		 "\tAdministrators only.");
 
 static int cmd_ocs_list(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 			int argc, char **argv)
@@ -129,6 +128,10 @@ static int cmd_ocs_list(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 		return icfabctl_usage_error(cmd, "too many arguments");
 	return ask(cmd, path, "ocs list", "ocs list", true);
 }
+
+ICFABCTL_COMMAND("ocs", "list", "[-S PATH]", cmd_ocs_list,
+		 "The topology's optical circuit switches: permutation,\n"
+		 "\tdelay, policy, circuits, and until when they are dark.");
 
 static int cmd_ocs_apply(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 			 int argc, char **argv)
@@ -149,6 +152,12 @@ static int cmd_ocs_apply(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 	snprintf(what, sizeof(what), "ocs %s", argv[0]);
 	return ask(cmd, path, req, what, true);
 }
+
+ICFABCTL_COMMAND("ocs", "apply", "[-S PATH] NAME IN:OUT...|OUT...",
+		 cmd_ocs_apply,
+		 "Reconfigure an OCS (pairs, or a full permutation): the\n"
+		 "\tchanged circuits go dark for its delay, then come up;\n"
+		 "\tprints the phases in fabric time. Administrators only.");
 
 /*
  * One timing-only WRITE from SRC to DST, after holding the context
@@ -249,48 +258,7 @@ out:
 	return ret;
 }
 
-const struct icfabctl_cmd icfabctl_fault_cmds[] = {
-	{
-		.group = "fault",
-		.name = "link",
-		.args = "[-S PATH] ID down|up|degrade PERMILLE",
-		.handler = cmd_fault_link,
-		.help = "Ask icfabd to fail, restore or degrade a cable (link ID and\n"
-			"\tits other direction); routes are recomputed around it and\n"
-			"\tcommitted live. Administrators only.",
-	},
-	{
-		.group = "fault",
-		.name = "node",
-		.args = "[-S PATH] NODE down|up",
-		.handler = cmd_fault_node,
-		.help = "Ask icfabd to fail or restore every link of a node.\n"
-			"\tAdministrators only.",
-	},
-	{
-		.group = "ocs",
-		.name = "list",
-		.args = "[-S PATH]",
-		.handler = cmd_ocs_list,
-		.help = "The topology's optical circuit switches: permutation,\n"
-			"\tdelay, policy, circuits, and until when they are dark.",
-	},
-	{
-		.group = "ocs",
-		.name = "apply",
-		.args = "[-S PATH] NAME IN:OUT...|OUT...",
-		.handler = cmd_ocs_apply,
-		.help = "Reconfigure an OCS (pairs, or a full permutation): the\n"
-			"\tchanged circuits go dark for its delay, then come up;\n"
-			"\tprints the phases in fabric time. Administrators only.",
-	},
-	{
-		.name = "probe",
-		.args = "[-w SECONDS] SRC DST [BYTES]",
-		.handler = cmd_probe,
-		.help = "One timing-only transfer between endpoint ids on -d DEV;\n"
-			"\tprints its status (errno name), start, finish and queued\n"
-			"\tps. Exits 1 when the transfer failed.",
-	},
-	{ 0 }
-};
+ICFABCTL_COMMAND(NULL, "probe", "[-w SECONDS] SRC DST [BYTES]", cmd_probe,
+		 "One timing-only transfer between endpoint ids on -d DEV;\n"
+		 "\tprints its status (errno name), start, finish and queued\n"
+		 "\tps. Exits 1 when the transfer failed.");

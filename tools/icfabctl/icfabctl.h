@@ -2,8 +2,8 @@
 /*
  * icfabctl: command-line client of the icfab module.
  *
- * Every command lives in a table next to its handler (one table per
- * source file, collected by main.c).
+ * Every command registers itself next to its handler
+ * (ICFABCTL_COMMAND(), as iw's COMMAND() does); main.c finds them all.
  */
 #ifndef ICFABCTL_H
 #define ICFABCTL_H
@@ -45,15 +45,33 @@ struct icfabctl_cmd {
 		       int argc, char **argv);
 };
 
-/* The tables; each ends with an entry whose name is NULL. */
-extern const struct icfabctl_cmd icfabctl_info_cmds[];
-extern const struct icfabctl_cmd icfabctl_fabric_cmds[];
-extern const struct icfabctl_cmd icfabctl_monitor_cmds[];
-extern const struct icfabctl_cmd icfabctl_topo_cmds[];
-extern const struct icfabctl_cmd icfabctl_main_cmds[];
-extern const struct icfabctl_cmd icfabctl_circuit_cmds[];
-extern const struct icfabctl_cmd icfabctl_stats_cmds[];
-extern const struct icfabctl_cmd icfabctl_trace_cmds[];
+/*
+ * Register a command (GROUP may be NULL, ARGS too). The entries go to one
+ * linker section, "icfabctl_cmds", which the linker lays out in the order
+ * of the objects on its command line and the compiler in the order of the
+ * source (-fno-toplevel-reorder, see the Makefile): that is the order of
+ * "icfabctl help".
+ */
+#define ICFABCTL_COMMAND(_group, _name, _args, _handler, _help)	\
+	static const struct icfabctl_cmd ICFABCTL_CMD_VAR(__LINE__)	\
+	__attribute__((used, section("icfabctl_cmds"),			\
+		       aligned(__alignof__(struct icfabctl_cmd)))) = {	\
+		.group = _group,					\
+		.name = _name,						\
+		.args = _args,						\
+		.handler = _handler,					\
+		.help = _help,						\
+	}
+
+#define ICFABCTL_CMD_VAR(line)		ICFABCTL_CMD_VAR_(line)
+#define ICFABCTL_CMD_VAR_(line)		icfabctl_cmd_at_line_##line
+
+/* The linker's bounds of the section: every command. */
+extern const struct icfabctl_cmd __start_icfabctl_cmds[];
+extern const struct icfabctl_cmd __stop_icfabctl_cmds[];
+
+#define icfabctl_for_each_cmd(c)					\
+	for (c = __start_icfabctl_cmds; c < __stop_icfabctl_cmds; c++)
 
 /* circuit.c: icfabd's socket (docs/SOCKET.md) */
 struct sock_client {
@@ -74,7 +92,6 @@ int sock_request(struct sock_client *sc, const char *req, char *line,
 int sock_parse_opts(const struct icfabctl_cmd *cmd, int *argc, char ***argv,
 		    bool allow_pin, bool *pin, const char **path);
 
-extern const struct icfabctl_cmd icfabctl_fault_cmds[];
 
 /* util.c: messages */
 void icfabctl_warn(const char *fmt, ...)

@@ -142,12 +142,6 @@ static int cmd_info(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 	return ICFABCTL_EXIT_OK;
 }
 
-const struct icfabctl_cmd icfabctl_info_cmds[] = {
-	{
-		.name = "info",
-		.handler = cmd_info,
-		.help = "Show the ABI version, features, parameters and limits "
-			"of a fabric (ICFAB_IOC_INFO on the device, see -d).",
-	},
-	{ 0 }
-};
+ICFABCTL_COMMAND(NULL, "info", NULL, cmd_info,
+		 "Show the ABI version, features, parameters and limits "
+		 "of a fabric (ICFAB_IOC_INFO on the device, see -d).");

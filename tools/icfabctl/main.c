@@ -4,7 +4,7 @@
  *
  *	icfabctl [-d DEV] [-j] COMMAND [ARGS...]
  *
- * Commands come from the tables of the command files, listed below.
+ * Commands register themselves in their files (ICFABCTL_COMMAND()).
  */
 #include <getopt.h>
 #include <stdlib.h>
@@ -12,26 +12,9 @@
 
 #include "icfabctl.h"
 
-static const struct icfabctl_cmd *const cmd_tables[] = {
-	icfabctl_info_cmds,
-	icfabctl_fabric_cmds,
-	icfabctl_topo_cmds,
-	icfabctl_monitor_cmds,
-	icfabctl_stats_cmds,
-	icfabctl_trace_cmds,
-	icfabctl_circuit_cmds,
-	icfabctl_fault_cmds,
-	icfabctl_main_cmds,
-};
-
-#define for_each_cmd(i, c)						\
-	for (i = 0; i < ARRAY_SIZE(cmd_tables); i++)			\
-		for (c = cmd_tables[i]; c->name; c++)
-
 static void print_help(FILE *f, const char *group)
 {
 	const struct icfabctl_cmd *c;
-	size_t i;
 
 	fputs("Usage: icfabctl [options] COMMAND [ARGS...]\n"
 	      "\n"
@@ -43,7 +26,7 @@ static void print_help(FILE *f, const char *group)
 	      "  -h, --help        this help\n"
 	      "\n"
 	      "Commands:\n", f);
-	for_each_cmd(i, c) {
+	icfabctl_for_each_cmd(c) {
 		if (group && (!c->group || strcmp(c->group, group)))
 			continue;
 		fputs("  ", f);
@@ -55,9 +38,8 @@ static void print_help(FILE *f, const char *group)
 static bool is_group(const char *name)
 {
 	const struct icfabctl_cmd *c;
-	size_t i;
 
-	for_each_cmd(i, c)
+	icfabctl_for_each_cmd(c)
 		if (c->group && !strcmp(c->group, name))
 			return true;
 	return false;
@@ -76,15 +58,9 @@ static int cmd_help(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 	return ICFABCTL_EXIT_OK;
 }
 
-const struct icfabctl_cmd icfabctl_main_cmds[] = {
-	{
-		.name = "help",
-		.args = "[GROUP]",
-		.handler = cmd_help,
-		.help = "List the commands (of GROUP, e.g. \"fabric\").",
-	},
-	{ 0 }
-};
+ICFABCTL_COMMAND(NULL, "help", "[GROUP]", cmd_help,
+		 "List the commands (of GROUP, e.g. \"fabric\").");
+
 
 int main(int argc, char **argv)
 {
@@ -98,7 +74,6 @@ int main(int argc, char **argv)
 	struct icfabctl ctl = { .device = ICFABCTL_DEFAULT_DEVICE };
 	const struct icfabctl_cmd *c;
 	const char *group = NULL;
-	size_t i;
 	int opt;
 
 	opterr = 0;	/* our own messages below */
@@ -155,7 +130,7 @@ int main(int argc, char **argv)
 		}
 	}
 
-	for_each_cmd(i, c) {
+	icfabctl_for_each_cmd(c) {
 		if ((group ? c->group && !strcmp(c->group, group) : !c->group) &&
 		    !strcmp(c->name, argv[0]))
 			return c->handler(&ctl, c, argc - 1, argv + 1);

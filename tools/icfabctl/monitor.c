@@ -142,12 +142,6 @@ err:
 	return ICFABCTL_EXIT_ERROR;
 }
 
-const struct icfabctl_cmd icfabctl_monitor_cmds[] = {
-	{
-		.name = "monitor",
-		.handler = cmd_monitor,
-		.help = "Print every event of the \"events\" multicast group "
-			"(one line per FABRIC_NTF) until interrupted.",
-	},
-	{ 0 }
-};
+ICFABCTL_COMMAND(NULL, "monitor", NULL, cmd_monitor,
+		 "Print every event of the \"events\" multicast group "
+		 "(one line per FABRIC_NTF) until interrupted.");

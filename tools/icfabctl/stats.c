@@ -185,13 +185,6 @@ static int cmd_stats(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 	return ret;
 }
 
-const struct icfabctl_cmd icfabctl_stats_cmds[] = {
-	{
-		.name = "stats",
-		.args = "[reset]",
-		.handler = cmd_stats,
-		.help = "Show per-link bytes, busy time and longest queueing delay; "
-			"'reset' zeroes them (CAP_NET_ADMIN).",
-	},
-	{ 0 }
-};
+ICFABCTL_COMMAND(NULL, "stats", "[reset]", cmd_stats,
+		 "Show per-link bytes, busy time and longest queueing delay; "
+		 "'reset' zeroes them (CAP_NET_ADMIN).");

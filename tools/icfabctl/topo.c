@@ -489,6 +489,29 @@ static void view_close(struct view *v)
 	icfab_nl_close(&v->nl);
 }
 
+/*
+ * The arguments ([--staged]), then a consistent read of @what into @v.
+ * Returns an exit code; on ICFABCTL_EXIT_OK the caller view_close()s @v.
+ */
+static int view_load(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
+		     int argc, char **argv, struct view *v, unsigned int what,
+		     const char *name)
+{
+	bool staged = false;
+	int ret;
+
+	ret = parse_staged(cmd, argc, argv, &staged);
+	if (ret)
+		return ret;
+	ret = view_open(ctl, v, staged);
+	if (ret)
+		return ret;
+	ret = view_read(v, what, name);
+	if (ret)
+		view_close(v);
+	return ret;
+}
+
 /* ---- topo show ---- */
 
 static void topo_show_json(const struct view *v)
@@ -546,52 +569,42 @@ static int topo_show_text(const struct view *v)
 static int cmd_topo_show(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 			 int argc, char **argv)
 {
-	bool staged = false;
 	struct view v;
 	int ret;
 
-	ret = parse_staged(cmd, argc, argv, &staged);
+	ret = view_load(ctl, cmd, argc, argv, &v,
+			FABRIC_READ_NODES | FABRIC_READ_LINKS, "topo show");
 	if (ret)
 		return ret;
-	ret = view_open(ctl, &v, staged);
-	if (ret)
-		return ret;
-	ret = view_read(&v, FABRIC_READ_NODES | FABRIC_READ_LINKS,
-			"topo show");
-	if (ret)
-		goto out;
 	if (ctl->json)
 		topo_show_json(&v);
 	else if (topo_show_text(&v))
 		ret = icfabctl_fail(ENOMEM, "topo show");
-out:
 	view_close(&v);
 	return ret;
 }
 
+ICFABCTL_COMMAND("topo", "show", "[--staged]", cmd_topo_show,
+		 "Show the committed (or staged) topology of the fabric "
+		 "(see -f): a summary, the nodes and the links.");
+
 /* ---- node list, link list ---- */
 
-/* node list (@links false) or link list, which needs the nodes' names. */
-static int list(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
-		int argc, char **argv, bool links)
+/* node list, or link list (which needs the nodes' names too). */
+static int cmd_list(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
+		    int argc, char **argv)
 {
+	bool links = !strcmp(cmd->group, "link");
 	const char *what = links ? "link list" : "node list";
 	struct icfab_json j;
-	bool staged = false;
 	const struct topo *t;
 	struct view v;
 	int ret;
 
-	ret = parse_staged(cmd, argc, argv, &staged);
-	if (ret)
-		return ret;
-	ret = view_open(ctl, &v, staged);
-	if (ret)
-		return ret;
-	ret = view_read(&v, FABRIC_READ_NODES |
+	ret = view_load(ctl, cmd, argc, argv, &v, FABRIC_READ_NODES |
 			(links ? FABRIC_READ_LINKS : 0), what);
 	if (ret)
-		goto out;
+		return ret;
 	t = v.st.topo;
 	if (ctl->json) {
 		json_init(&j, stdout);
@@ -607,22 +620,17 @@ static int list(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 			   print_nodes_text(&v, "")) {
 		ret = icfabctl_fail(ENOMEM, "%s", what);
 	}
-out:
 	view_close(&v);
 	return ret;
 }
 
-static int cmd_node_list(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
-			 int argc, char **argv)
-{
-	return list(ctl, cmd, argc, argv, false);
-}
+ICFABCTL_COMMAND("node", "list", "[--staged]", cmd_list,
+		 "List the nodes: id, name, kind, ports, memory and DMA "
+		 "engines or colors (NODE_GET dump).");
 
-static int cmd_link_list(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
-			 int argc, char **argv)
-{
-	return list(ctl, cmd, argc, argv, true);
-}
+ICFABCTL_COMMAND("link", "list", "[--staged]", cmd_list,
+		 "List the links: ends, bandwidth, latency, class and "
+		 "state (LINK_GET dump).");
 
 /* ---- route show ---- */
 
@@ -913,6 +921,10 @@ static int cmd_route_show(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 	return ret;
 }
 
+ICFABCTL_COMMAND("route", "show", "[--staged] SRC DST", cmd_route_show,
+		 "Follow the route tables from node SRC to node DST "
+		 "(names or ids), hop by hop (ROUTE_GET).");
+
 /* ---- where a rejected commit went wrong ---- */
 
 /* `node 3 "chip3"`, or `node 3` when it has no name or does not exist. */
@@ -960,39 +972,3 @@ void icfabctl_err_location(struct icfab_nl *nl,
 		break;
 	}
 }
-
-const struct icfabctl_cmd icfabctl_topo_cmds[] = {
-	{
-		.group = "topo",
-		.name = "show",
-		.args = "[--staged]",
-		.handler = cmd_topo_show,
-		.help = "Show the committed (or staged) topology of the fabric "
-			"(see -f): a summary, the nodes and the links.",
-	},
-	{
-		.group = "node",
-		.name = "list",
-		.args = "[--staged]",
-		.handler = cmd_node_list,
-		.help = "List the nodes: id, name, kind, ports, memory and DMA "
-			"engines or colors (NODE_GET dump).",
-	},
-	{
-		.group = "link",
-		.name = "list",
-		.args = "[--staged]",
-		.handler = cmd_link_list,
-		.help = "List the links: ends, bandwidth, latency, class and "
-			"state (LINK_GET dump).",
-	},
-	{
-		.group = "route",
-		.name = "show",
-		.args = "[--staged] SRC DST",
-		.handler = cmd_route_show,
-		.help = "Follow the route tables from node SRC to node DST "
-			"(names or ids), hop by hop (ROUTE_GET).",
-	},
-	{ 0 }
-};

@@ -546,14 +546,8 @@ out_rmdir:
 	return ret;
 }
 
-const struct icfabctl_cmd icfabctl_trace_cmds[] = {
-	{
-		.name = "trace",
-		.args = "-o FILE.json [-b KIB] -- CMD [ARGS...]",
-		.handler = cmd_trace,
-		.help = "Run CMD, recording the icfab tracepoints of the fabric, and "
-			"write a Perfetto/Chrome JSON timeline (one track per link "
-			"and per queue).",
-	},
-	{ 0 }
-};
+ICFABCTL_COMMAND(NULL, "trace", "-o FILE.json [-b KIB] -- CMD [ARGS...]",
+		 cmd_trace,
+		 "Run CMD, recording the icfab tracepoints of the fabric, and "
+		 "write a Perfetto/Chrome JSON timeline (one track per link "
+		 "and per queue).");
