@@ -35,17 +35,8 @@
 #include <string.h>
 
 #include "engine.h"
+#include "fuzz.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)							\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "engine_fuzz: %s:%d: %s\n",	\
-				__FILE__, __LINE__, #cond);		\
-			abort();					\
-		}							\
-	} while (0)
 
 #define MAX_NODES	8
 #define MAX_LINKS	(2 * (MAX_NODES - 1))

@@ -15,16 +15,8 @@
 
 #include <icfab/proto.h>
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz.h"
 
-#define CHECK(cond)							\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "proto_fuzz: %s:%d: %s\n",	\
-				__FILE__, __LINE__, #cond);		\
-			abort();					\
-		}							\
-	} while (0)
 
 static bool inside(const char *p, const char *buf, size_t len)
 {

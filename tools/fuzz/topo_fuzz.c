@@ -16,20 +16,9 @@
 
 #include <icfab/topo.h>
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz.h"
 
 #define FILE_NAME	"fuzz.yaml"
-
-#define CHECK(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			fprintf(stderr, "topo_fuzz: %s:%d: %s: ",	\
-				__FILE__, __LINE__, #cond);		\
-			fprintf(stderr, __VA_ARGS__);			\
-			fputc('\n', stderr);				\
-			abort();					\
-		}							\
-	} while (0)
 
 /* "fuzz.yaml:N: something", N > 0. */
 static void check_err(const char *step, const struct topo_err *err)
