@@ -16,14 +16,20 @@
 #include <icfab/names.h>
 #include "icfabctl.h"
 
+/* "icfabctl: <message>" on stderr, after what stdout holds; no newline. */
+static void vmessage(const char *fmt, va_list ap)
+{
+	fflush(stdout);
+	fputs("icfabctl: ", stderr);
+	vfprintf(stderr, fmt, ap);
+}
+
 void icfabctl_warn(const char *fmt, ...)
 {
 	va_list ap;
 
-	fflush(stdout);
-	fputs("icfabctl: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vmessage(fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
 }
@@ -32,10 +38,8 @@ int icfabctl_fail(int err, const char *fmt, ...)
 {
 	va_list ap;
 
-	fflush(stdout);
-	fputs("icfabctl: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vmessage(fmt, ap);
 	va_end(ap);
 	fprintf(stderr, ": %s\n", strerror(err));
 	return ICFABCTL_EXIT_ERROR;
@@ -61,10 +65,8 @@ int icfabctl_usage_error(const struct icfabctl_cmd *cmd, const char *fmt, ...)
 {
 	va_list ap;
 
-	fflush(stdout);
-	fputs("icfabctl: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vmessage(fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
 	if (cmd) {
@@ -159,80 +161,64 @@ void icfabctl_print_features(FILE *f, uint64_t features)
 
 /* Quantities */
 
-struct unit {
-	uint64_t div;
-	const char *name;
-};
-
 /*
  * v in the largest unit it is at least one of, with up to two decimals,
- * trailing zeros dropped: "50 GB/s", "12.5 GB/s", "1.33 us".
+ * trailing zeros dropped: "50 GB/s", "12.5 GB/s", "1.33 us". Each of
+ * the @n units is @base times the one before.
  */
 static const char *fmt_scaled(char *buf, size_t len, uint64_t v,
-			      const struct unit *units, size_t n)
+			      uint64_t base, const char *const *units,
+			      size_t n)
 {
-	uint64_t q, r, frac;
+	uint64_t div = 1, q, r, frac;
 	size_t i = 0;
 
-	while (i + 1 < n && v >= units[i + 1].div)
+	while (i + 1 < n && v / div >= base) {
+		div *= base;
 		i++;
-	q = v / units[i].div;
-	r = v % units[i].div;
-	frac = (r * 100 + units[i].div / 2) / units[i].div;
+	}
+	q = v / div;
+	r = v % div;
+	frac = (r * 100 + div / 2) / div;
 	if (frac >= 100) {
 		q++;
 		frac = 0;
 	}
 	if (!frac)
-		snprintf(buf, len, "%" PRIu64 " %s", q, units[i].name);
+		snprintf(buf, len, "%" PRIu64 " %s", q, units[i]);
 	else if (frac % 10 == 0)
 		snprintf(buf, len, "%" PRIu64 ".%" PRIu64 " %s", q, frac / 10,
-			 units[i].name);
+			 units[i]);
 	else
 		snprintf(buf, len, "%" PRIu64 ".%02" PRIu64 " %s", q, frac,
-			 units[i].name);
+			 units[i]);
 	return buf;
 }
 
 const char *icfabctl_fmt_bandwidth(char *buf, size_t len, uint64_t bytes_per_s)
 {
-	static const struct unit units[] = {
-		{ 1, "B/s" },
-		{ 1000ULL, "kB/s" },
-		{ 1000000ULL, "MB/s" },
-		{ 1000000000ULL, "GB/s" },
-		{ 1000000000000ULL, "TB/s" },
-		{ 1000000000000000ULL, "PB/s" },
+	static const char *const units[] = {
+		"B/s", "kB/s", "MB/s", "GB/s", "TB/s", "PB/s",
 	};
 
-	return fmt_scaled(buf, len, bytes_per_s, units, ARRAY_SIZE(units));
+	return fmt_scaled(buf, len, bytes_per_s, 1000, units,
+			  ARRAY_SIZE(units));
 }
 
 const char *icfabctl_fmt_latency(char *buf, size_t len, uint64_t ps)
 {
-	static const struct unit units[] = {
-		{ 1, "ps" },
-		{ 1000ULL, "ns" },
-		{ 1000000ULL, "us" },
-		{ 1000000000ULL, "ms" },
-		{ 1000000000000ULL, "s" },
-	};
+	static const char *const units[] = { "ps", "ns", "us", "ms", "s" };
 
-	return fmt_scaled(buf, len, ps, units, ARRAY_SIZE(units));
+	return fmt_scaled(buf, len, ps, 1000, units, ARRAY_SIZE(units));
 }
 
 const char *icfabctl_fmt_bytes(char *buf, size_t len, uint64_t bytes)
 {
-	static const struct unit units[] = {
-		{ 1, "bytes" },
-		{ 1ULL << 10, "KiB" },
-		{ 1ULL << 20, "MiB" },
-		{ 1ULL << 30, "GiB" },
-		{ 1ULL << 40, "TiB" },
-		{ 1ULL << 50, "PiB" },
+	static const char *const units[] = {
+		"bytes", "KiB", "MiB", "GiB", "TiB", "PiB",
 	};
 
-	return fmt_scaled(buf, len, bytes, units, ARRAY_SIZE(units));
+	return fmt_scaled(buf, len, bytes, 1024, units, ARRAY_SIZE(units));
 }
 
 /* Topology names */
