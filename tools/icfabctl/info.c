@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -15,6 +16,42 @@
 #include "icfabctl.h"
 
 #define KEY_WIDTH	19	/* "max-xfer-segments:" plus a space */
+
+/*
+ * The limits shown, in order: the JSON member is the field's name, the
+ * text key the same with dashes.
+ */
+#define LIMIT(field, unit)						\
+	{ #field, offsetof(struct icfab_limits, field),			\
+	  sizeof(((struct icfab_limits *)0)->field), unit }
+
+static const struct limit_field {
+	const char *name;
+	size_t offset, size;		/* bytes */
+	const char *unit;		/* text output, or NULL */
+} limit_fields[] = {
+	LIMIT(max_endpoints, NULL), LIMIT(max_switches, NULL),
+	LIMIT(max_links, NULL), LIMIT(max_ports, NULL),
+	LIMIT(max_colors, NULL), LIMIT(max_queues, NULL),
+	LIMIT(max_queue_depth, NULL), LIMIT(min_segment_size, "bytes"),
+	LIMIT(max_segment_size, "bytes"), LIMIT(max_dilation, NULL),
+	LIMIT(max_xfer_segments, NULL), LIMIT(max_xfer_bytes, NULL),
+};
+
+static uint64_t limit_value(const struct icfab_limits *l,
+			    const struct limit_field *f)
+{
+	const uint8_t *p = (const uint8_t *)l + f->offset;
+	uint32_t v32;
+	uint64_t v64;
+
+	if (f->size == sizeof(v32)) {
+		memcpy(&v32, p, sizeof(v32));
+		return v32;
+	}
+	memcpy(&v64, p, sizeof(v64));
+	return v64;
+}
 
 static void print_kv(const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -51,21 +88,17 @@ static void print_info_text(const char *device, const struct icfab_info *info)
 	print_kv("dilation", "%" PRIu32, (uint32_t)info->dilation);
 	print_kv("clock", "%" PRIu64 " ps", (uint64_t)info->now_ps);
 	print_kv("generation", "%" PRIu64, (uint64_t)info->generation);
-	print_kv("max-endpoints", "%" PRIu32, (uint32_t)l->max_endpoints);
-	print_kv("max-switches", "%" PRIu32, (uint32_t)l->max_switches);
-	print_kv("max-links", "%" PRIu32, (uint32_t)l->max_links);
-	print_kv("max-ports", "%" PRIu32, (uint32_t)l->max_ports);
-	print_kv("max-colors", "%" PRIu32, (uint32_t)l->max_colors);
-	print_kv("max-queues", "%" PRIu32, (uint32_t)l->max_queues);
-	print_kv("max-queue-depth", "%" PRIu32, (uint32_t)l->max_queue_depth);
-	print_kv("min-segment-size", "%" PRIu32 " bytes",
-		 (uint32_t)l->min_segment_size);
-	print_kv("max-segment-size", "%" PRIu32 " bytes",
-		 (uint32_t)l->max_segment_size);
-	print_kv("max-dilation", "%" PRIu32, (uint32_t)l->max_dilation);
-	print_kv("max-xfer-segments", "%" PRIu32,
-		 (uint32_t)l->max_xfer_segments);
-	print_kv("max-xfer-bytes", "%" PRIu64, (uint64_t)l->max_xfer_bytes);
+	for (size_t i = 0; i < ARRAY_SIZE(limit_fields); i++) {
+		const struct limit_field *f = &limit_fields[i];
+		char key[KEY_WIDTH];
+
+		snprintf(key, sizeof(key), "%s", f->name);
+		for (char *c = key; *c; c++)
+			if (*c == '_')
+				*c = '-';
+		print_kv(key, "%" PRIu64 "%s%s", limit_value(l, f),
+			 f->unit ? " " : "", f->unit ? f->unit : "");
+	}
 }
 
 static void print_info_json(const char *device, const struct icfab_info *info)
@@ -85,18 +118,9 @@ static void print_info_json(const char *device, const struct icfab_info *info)
 	json_u64(&j, "now_ps", info->now_ps);
 	json_u64(&j, "generation", info->generation);
 	json_begin_object(&j, "limits");
-	json_u64(&j, "max_endpoints", l->max_endpoints);
-	json_u64(&j, "max_switches", l->max_switches);
-	json_u64(&j, "max_links", l->max_links);
-	json_u64(&j, "max_ports", l->max_ports);
-	json_u64(&j, "max_colors", l->max_colors);
-	json_u64(&j, "max_queues", l->max_queues);
-	json_u64(&j, "max_queue_depth", l->max_queue_depth);
-	json_u64(&j, "min_segment_size", l->min_segment_size);
-	json_u64(&j, "max_segment_size", l->max_segment_size);
-	json_u64(&j, "max_dilation", l->max_dilation);
-	json_u64(&j, "max_xfer_segments", l->max_xfer_segments);
-	json_u64(&j, "max_xfer_bytes", l->max_xfer_bytes);
+	for (size_t i = 0; i < ARRAY_SIZE(limit_fields); i++)
+		json_u64(&j, limit_fields[i].name,
+			 limit_value(l, &limit_fields[i]));
 	json_end_object(&j);
 	json_end_object(&j);
 }
