@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -74,6 +75,24 @@ out:
 	return ret;
 }
 
+/*
+ * The socket options (-S PATH), then @min .. @max arguments; fewer is
+ * "<missing>", more "too many arguments". Returns an exit code.
+ */
+static int sock_args(const struct icfabctl_cmd *cmd, int *argc, char ***argv,
+		     const char **path, int min, int max, const char *missing)
+{
+	int ret = sock_parse_opts(cmd, argc, argv, false, NULL, path);
+
+	if (ret)
+		return ret;
+	if (*argc < min)
+		return icfabctl_usage_error(cmd, "%s", missing);
+	if (*argc > max)
+		return icfabctl_usage_error(cmd, "too many arguments");
+	return 0;
+}
+
 /* fault link, fault node: the command's name is the request's kind. */
 static int cmd_fault(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 		     int argc, char **argv)
@@ -84,14 +103,11 @@ static int cmd_fault(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 	int ret;
 
 	(void)ctl;
-	ret = sock_parse_opts(cmd, &argc, &argv, false, NULL, &path);
+	snprintf(what, sizeof(what), "give the %s and down or up%s", kind,
+		 strcmp(kind, "link") ? "" : " (or degrade PERMILLE)");
+	ret = sock_args(cmd, &argc, &argv, &path, 2, 3, what);
 	if (ret)
 		return ret;
-	if (argc < 2)
-		return icfabctl_usage_error(cmd, "give the %s and down or up%s", kind,
-					    strcmp(kind, "link") ? "" : " (or degrade PERMILLE)");
-	if (argc > 3)
-		return icfabctl_usage_error(cmd, "too many arguments");
 	snprintf(what, sizeof(what), "%s %s %s", kind, argv[0], argv[1]);
 	{
 		char *words[4] = { (char *)kind, argv[0], argv[1],
@@ -121,11 +137,9 @@ static int cmd_ocs_list(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 	int ret;
 
 	(void)ctl;
-	ret = sock_parse_opts(cmd, &argc, &argv, false, NULL, &path);
+	ret = sock_args(cmd, &argc, &argv, &path, 0, 0, "");
 	if (ret)
 		return ret;
-	if (argc)
-		return icfabctl_usage_error(cmd, "too many arguments");
 	return ask(cmd, path, "ocs list", "ocs list", true);
 }
 
@@ -141,11 +155,10 @@ static int cmd_ocs_apply(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 	int ret;
 
 	(void)ctl;
-	ret = sock_parse_opts(cmd, &argc, &argv, false, NULL, &path);
+	ret = sock_args(cmd, &argc, &argv, &path, 2, INT_MAX,
+			"give the OCS and IN:OUT pairs or a full permutation");
 	if (ret)
 		return ret;
-	if (argc < 2)
-		return icfabctl_usage_error(cmd, "give the OCS and IN:OUT pairs or a full permutation");
 	ret = build_req(cmd, req, sizeof(req), "ocs apply", argc, argv);
 	if (ret)
 		return ret;
