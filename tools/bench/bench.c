@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /* What the data-path benchmarks share; see bench.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <linux/icfab.h>
@@ -38,6 +42,33 @@ static int set_segment_size(struct genl_sock *gs, uint32_t seg)
 	genl_put_u32(&m, ICFAB_A_FABRIC_ID, 0);
 	genl_put_u32(&m, ICFAB_A_FABRIC_SEGMENT_SIZE, seg);
 	return genl_request(gs, &m, NULL, NULL);
+}
+
+int bench_start(const char *prog, double **samples, double *best, int nr,
+		int n, struct genl_sock *gs, uint32_t seg)
+{
+	int fd, err;
+
+	for (int k = 0; k < nr; k++) {
+		samples[k] = calloc(n, sizeof(double));
+		if (!samples[k])
+			return -1;
+		best[k] = 1e300;
+	}
+	if (genl_open(gs) || genl_resolve(gs, ICFAB_GENL_NAME)) {
+		fprintf(stderr, "%s: no icfab netlink family\n", prog);
+		return -1;
+	}
+	err = bench_two_endpoints(gs, seg);
+	if (err) {
+		fprintf(stderr, "%s: topology: %s (%s)\n", prog, strerror(-err),
+			gs->extack);
+		return -1;
+	}
+	fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		fprintf(stderr, "%s: /dev/icfab0: %s\n", prog, strerror(errno));
+	return fd;
 }
 
 int bench_segment_size(struct genl_sock *gs, uint32_t seg)

@@ -27,6 +27,16 @@ double bench_median(double *v, int n);
  */
 int bench_two_endpoints(struct genl_sock *gs, uint32_t seg);
 
+/*
+ * What both benchmarks start with: @nr arrays of @n zeroed samples (the
+ * caller frees nothing: the process exits) with best[k] = 1e300, the
+ * fabric of bench_two_endpoints(@seg) over @gs, and /dev/icfab0 opened
+ * read-write. Returns the file descriptor, or -1 after a message that
+ * starts with "@prog: ".
+ */
+int bench_start(const char *prog, double **samples, double *best, int nr,
+		int n, struct genl_sock *gs, uint32_t seg);
+
 /* Sets fabric 0's segment size and commits it. */
 int bench_segment_size(struct genl_sock *gs, uint32_t seg);
 

@@ -113,31 +113,13 @@ int main(int argc, char **argv)
 	struct genl_sock gs;
 	uint32_t ha, hb;
 	uint64_t ka, kb;
-	int fd, err;
+	int fd;
 
 	if (rounds < 1)
 		rounds = 1;
-	for (int k = 0; k < T_NR; k++) {
-		t[k] = calloc(rounds, sizeof(double));
-		if (!t[k])
-			return 1;
-		best[k] = 1e300;
-	}
-	if (genl_open(&gs) || genl_resolve(&gs, ICFAB_GENL_NAME)) {
-		fprintf(stderr, "copy_bw: no icfab netlink family\n");
+	fd = bench_start("copy_bw", t, best, T_NR, rounds, &gs, SEGMAX);
+	if (fd < 0)
 		return 1;
-	}
-	err = bench_two_endpoints(&gs, SEGMAX);
-	if (err) {
-		fprintf(stderr, "copy_bw: topology: %s (%s)\n", strerror(-err),
-			gs.extack);
-		return 1;
-	}
-	fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
-	if (fd < 0) {
-		perror("copy_bw: /dev/icfab0");
-		return 1;
-	}
 	for (uint32_t ep = 0; ep < 2; ep++) {
 		struct icfab_attach at = { .endpoint = ep };
 

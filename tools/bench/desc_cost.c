@@ -173,24 +173,10 @@ int main(int argc, char **argv)
 	if (rounds < 10)
 		rounds = 10;
 	slices = rounds / 10;
-	for (int k = 0; k < M_NR; k++) {
-		v[k] = calloc(slices, sizeof(double));
-		if (!v[k])
-			return 1;
-		best[k] = 1e300;
-	}
-	if (genl_open(&gs) || genl_resolve(&gs, ICFAB_GENL_NAME)) {
-		fprintf(stderr, "desc_cost: no icfab netlink family\n");
+	fd = bench_start("desc_cost", v, best, M_NR, slices, &gs, 0);
+	if (fd < 0)
 		return 1;
-	}
-	err = bench_two_endpoints(&gs, 0);
-	if (err) {
-		fprintf(stderr, "desc_cost: topology: %s (%s)\n", strerror(-err),
-			gs.extack);
-		return 1;
-	}
-	fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
-	if (fd < 0 || ioctl(fd, ICFAB_IOC_ATTACH, &a) ||
+	if (ioctl(fd, ICFAB_IOC_ATTACH, &a) ||
 	    ioctl(fd, ICFAB_IOC_QUEUE_CREATE, &qc)) {
 		perror("desc_cost: /dev/icfab0");
 		return 1;
