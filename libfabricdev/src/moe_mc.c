@@ -111,7 +111,20 @@ static void mc_pack(struct fdev_comm *c, struct fdev_moe_handle *h,
 	}
 }
 
-/* The slabs, one multicast per source. */
+/*
+ * Multicast needs one process holding every rank's context: a circuit's
+ * owner submits over it, and every destination binds it from its own
+ * context. Ranks that each drive their own context (independent
+ * processes without the proxy) send the same slab instead to each other
+ * rank, one WRITE per destination, into the same place: the records and
+ * outputs are the same, the bytes those of n - 1 copies.
+ */
+static int mc_unicast(const struct fdev_comm *c)
+{
+	return c->multi && !c->proxy;
+}
+
+/* The slabs, one multicast per source (or a copy per destination). */
 static int mc_send(struct fdev_comm *c, struct fdev_moe_handle *h,
 		   const struct fdev_moe_in *in, uint64_t *t_ps)
 {
@@ -122,10 +135,18 @@ static int mc_send(struct fdev_comm *c, struct fdev_moe_handle *h,
 	fdev_plan_init(&p);
 	fdev_plan_need(&p, mc_slab_off(h, n));
 	for (unsigned int s = 0; s < n; s++)
-		if (h->mc_tokens[s])
+		if (!h->mc_tokens[s])
+			continue;
+		else if (!mc_unicast(c))
 			fdev_plan_mcast(&p, 0, s, n, mc_slab_off(h, s),
 					mc_slab_off(h, s),
 					h->mc_tokens[s] * h->rec_size);
+		else
+			for (unsigned int k = 1; k < n; k++)
+				fdev_plan_xfer(&p, 0, s, (s + k) % n,
+					       mc_slab_off(h, s),
+					       mc_slab_off(h, s),
+					       h->mc_tokens[s] * h->rec_size);
 	err = fdev_plan_finish(&p);
 	if (!err && !h->timing && p.ws_need > c->ws_bytes)
 		err = -EMSGSIZE;
@@ -185,7 +206,8 @@ static int mc_receive(struct fdev_comm *c, struct fdev_moe_handle *h,
 	uint8_t **recs, *self;
 	int err;
 
-	h->st.dispatch_bytes += h->mc_tokens[d] * h->rec_size;
+	h->st.dispatch_bytes += h->mc_tokens[d] * h->rec_size *
+				(mc_unicast(c) ? h->nranks - 1 : 1);
 	err = moe_take_recv_counts(h, mr, d);
 	if (err || h->timing)
 		return err;
@@ -208,13 +230,7 @@ int moe_dispatch_mc(struct fdev_comm *c, struct fdev_moe_handle *h,
 	uint64_t t_counts, t_slabs = 0;
 	int err = 0;
 
-	/*
-	 * One process must hold every rank's context: the circuit's owner
-	 * submits, and every destination binds it. A circuit to an excluded
-	 * rank would still carry its copy.
-	 */
-	if (c->multi && !c->proxy)
-		return -EOPNOTSUPP;
+	/* A circuit to an excluded rank would still carry its copy. */
 	for (unsigned int r = 0; r < c->nranks; r++)
 		if (fdev_rank_failed(c, r))
 			return -ENOLINK;

@@ -24,20 +24,23 @@
 #    dispatch/combine element by element (throughput, low latency and
 #    hierarchical: skewed routing, -1 slots, T = 0 on some ranks, H not a
 #    multiple of 8), the Python binding, 4
-#    independent processes moving data with the same emulated time as one
-#    process, and free-running processes. The PyTorch example is
+#    independent processes moving data through rank 0's proxy
+#    (FDEV_PROXY=1) with the same emulated time as one process, and
+#    free-running processes. The PyTorch example is
 #    fdev_torch_test.sh (slow under TCG: importing torch takes minutes).
 #  - a rank that dies is excluded (EPIPE), a missing one times out;
-#  - 4 independent processes, nodes of 2: the hierarchical dispatch and
+#  - 4 independent processes (each driving its own rank where the module
+#    has ICFAB_F_RECV_NOTIFY), nodes of 2: the hierarchical dispatch and
 #    combine equal throughput's element by element;
 #  - multicast dispatch (FDEV_MOE_MULTICAST, when the module has
 #    ICFAB_F_CIRCUITS): icfabd serves circuits on a socket over dgx-h100
 #    given 24 colours per switch (the preset has none); without the
 #    daemon dispatch fails with ENOTCONN; with it the outputs equal
 #    throughput's element by element (one process driving 8 ranks, and 4
-#    independent processes), the sources' links carry each leaving token
+#    independent processes, through the proxy), the sources' links carry each leaving token
 #    once (timing only, 8 ranks), and no circuit is left afterwards;
-#  - processes without a proxy (FDEV_NOTIFY=1) are notify_test.sh.
+#  - processes without a proxy, repeating to the picosecond:
+#    notify_test.sh.
 
 top=${ICFAB_TOP:-$(cd "$(dirname "$0")/../../.." 2>/dev/null && pwd)}
 icfabd=$top/build/bin/icfabd
@@ -215,12 +218,15 @@ has_feature() {	# has_feature BIT
 	[ -n "$features" ] && [ $((features & $1)) -ne 0 ]
 }
 mp4() {	# mp4 JOB OKS SECS ARGS...: 4 ranks of "fdev_dev_test ARGS" as
-	# independent processes; all must exit 0, with OKS "ok" lines in all
+	# independent processes; all must exit 0, with OKS "ok" lines in all.
+	# px=1: through rank 0's proxy (FDEV_PROXY=1); otherwise each
+	# process drives its own rank where the module can (ICFAB_F_RECV_NOTIFY).
 	job=$1 oks=$2 secs=$3
 	shift 3
 	pids=
 	for r in 0 1 2 3; do
-		FDEV_JOB=$job FDEV_RANK=$r FDEV_SIZE=4 FDEV_TIMEOUT_MS=120000 \
+		FDEV_PROXY=$px FDEV_JOB=$job FDEV_RANK=$r FDEV_SIZE=4 \
+			FDEV_TIMEOUT_MS=120000 \
 			timeout "$secs" "$t" "$@" > "$tmp/mp.$job.$r" 2>&1 &
 		pids="$pids $!"
 	done
@@ -234,8 +240,10 @@ if has_feature 0x4; then	# ICFAB_F_MEMORY
 		sh -c "'$unit' --device > '$tmp/unit' 2>&1; rc=\$?; grep -c '^ok' '$tmp/unit' | sed 's/^/# passed: /'; grep '^not ok' '$tmp/unit'; exit \$rc"
 	check "the Python binding's collectives on the fabric equal numpy's" \
 		sh -c "'$py' '$pydir/test_binding.py' --device > '$tmp/py' 2>&1; rc=\$?; grep -v '^ok' '$tmp/py' | sed 's/^/# /'; exit \$rc"
+	px=1
 	check "4 independent processes move data in virtual time (rank 0 drives): exact" \
 		mp4 pxy$$ 8 300 mpdata 1000
+	px=
 	check "... with the time of one process driving 4 ranks, on every rank" sh -c "
 		'$t' coll allreduce ring 4 4000 2> /dev/null > '$tmp/ar4'
 		want=\$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[\"time_ps\"])' '$tmp/ar4')
@@ -275,8 +283,10 @@ if has_feature 0x80; then	# ICFAB_F_CIRCUITS
 			grep -c '^ok' '$tmp/unitmc' | sed 's/^/# passed: /'; grep '^not ok' '$tmp/unitmc'
 			grep 'multicast' '$tmp/unitmc' | sed 's/^/# /'; exit \$rc"
 	check "no circuit is left after the one-process runs" no_circuit
+	px=1	# the multicast dispatch needs every rank's context in one
 	check "4 independent processes: multicast dispatch and combine equal throughput's" \
 		mp4 mcm$$ 16 180 mpmoe mc
+	px=
 	check "no circuit is left after the independent processes" no_circuit
 	# Timing only, 8 ranks: the bytes each source's link carries.
 	mcbytes() {	# mcbytes MODE: moe_bench JSON + the endpoints' outgoing link bytes
