@@ -489,7 +489,7 @@ int fdev_plan_run(struct fdev_comm *c, const struct fdev_plan *p)
 	}
 	/* Everyone is done with what the last call left in the workspaces. */
 	if (c->notify) {
-		err = fdev_notify_barrier(c);
+		err = fdev_notify_resume(c);
 		if (err)
 			goto out;
 	} else if (c->multi && !timing) {
@@ -506,6 +506,12 @@ int fdev_plan_run(struct fdev_comm *c, const struct fdev_plan *p)
 	err = run_steps(c, p, &sd, &rx);
 	c->last_ps = fdev_clock(c->dev) - t0;
 out:
+	if (c->notify) {
+		int e2 = fdev_notify_idle(c);
+
+		if (!err)
+			err = e2;
+	}
 	free(sd.d);
 	free(sd.dst);
 	free(rx.left);

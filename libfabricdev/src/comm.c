@@ -16,15 +16,17 @@
  * Independent processes with device memory in virtual time: a context
  * that waits in a host barrier holds the engine back, so a rank that
  * waits there for a peer which still needs the engine deadlocks. With
- * receive completions (ICFAB_F_RECV_NOTIFY) and FDEV_NOTIFY=1, each rank
- * drives its own context and meets the others only through the fabric,
- * with NOTIFY WRITEs and exact-count WAITs (coll.c). Otherwise a proxy:
- * rank 0 attaches every rank's
- * endpoint in one context, allocates every workspace, and passes its
- * device file (SCM_RIGHTS, abstract socket "fdev-<uid>-<job>") so each
- * process maps its own workspace. A collective stages in, meets, rank 0
- * runs the whole schedule (as one process driving every rank:
- * deterministic), meets again, and each copies out.
+ * receive completions (ICFAB_F_RECV_NOTIFY), unless FDEV_PROXY=1, each
+ * rank drives its own context: within an operation it meets the others
+ * only through the fabric, with NOTIFY WRITEs and exact-count WAITs
+ * (coll.c), and between operations it is idle (fdev_notify_idle()), so
+ * whatever the process waits for on the host holds nobody back.
+ * Otherwise a proxy: rank 0 attaches every rank's endpoint in one
+ * context, allocates every workspace, and passes its device file
+ * (SCM_RIGHTS, abstract socket "fdev-<uid>-<job>") so each process maps
+ * its own workspace. A collective stages in, meets, rank 0 runs the
+ * whole schedule (as one process driving every rank: deterministic),
+ * meets again, and each copies out.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -584,15 +586,15 @@ enum { DATA_PLAIN, DATA_PROXY, DATA_NOTIFY };
 
 /*
  * Device memory, not free-running, virtual time: a rank must learn when
- * others' WRITEs have landed in its workspace. Rank 0's proxy runs
- * everything (DATA_PROXY). With FDEV_NOTIFY=1 and receive-side
+ * others' WRITEs have landed in its workspace. With receive-side
  * completions in the module, each rank's own context waits for them
- * instead (DATA_NOTIFY), and its barriers are NOTIFY WRITEs.
+ * (DATA_NOTIFY), and its barriers are NOTIFY WRITEs. Without them, or
+ * with FDEV_PROXY=1, rank 0's proxy runs everything (DATA_PROXY).
  */
 static int data_mode(const char *path, unsigned int flags)
 {
 	struct icfab_info info = { 0 };
-	const char *nt = getenv("FDEV_NOTIFY");
+	const char *px = getenv("FDEV_PROXY");
 	int fd, virt;
 
 	if (flags & (FDEV_COMM_TIMING_ONLY | FDEV_COMM_FREE_RUN))
@@ -608,9 +610,98 @@ static int data_mode(const char *path, unsigned int flags)
 	close(fd);
 	if (!virt)
 		return DATA_PLAIN;
-	if (nt && !strcmp(nt, "1") && info.features & ICFAB_F_RECV_NOTIFY)
-		return DATA_NOTIFY;
-	return DATA_PROXY;
+	if ((px && !strcmp(px, "1")) || !(info.features & ICFAB_F_RECV_NOTIFY))
+		return DATA_PROXY;
+	return DATA_NOTIFY;
+}
+
+/*
+ * A notify rank between operations. Its process may wait on the host
+ * for anything (a c10d store, an MPI barrier, a peer that is still in
+ * the last operation): its context must not hold the engine back
+ * meanwhile, or a peer that still needs the engine past its clock never
+ * gets there. So a thread of its own sits in a receiver's WAIT, which
+ * does not hold it; the WAIT ends every FDEV_IDLE_POLL_MS (the module
+ * then moves the clock to the engine's, never past the latest clock of
+ * any rank: every transfer has finished by its sender's and its
+ * receiver's clock) and starts again, until fdev_notify_resume().
+ */
+#define FDEV_IDLE_POLL_MS	5
+
+static void *idle_main(void *arg)
+{
+	struct fdev_comm *c = arg;
+
+	while (!__atomic_load_n(&c->idle_stop, __ATOMIC_ACQUIRE)) {
+		int err = fdev_idle_wait(c->dev, FDEV_IDLE_POLL_MS);
+
+		if (err && err != -ETIMEDOUT && err != -EINTR) {
+			c->idle_err = err;
+			break;
+		}
+	}
+	return NULL;
+}
+
+int fdev_notify_idle(struct fdev_comm *c)
+{
+	sigset_t all, old;
+	int err;
+
+	if (!c->notify || c->idle_on || !c->dev)
+		return 0;
+	c->idle_ps = fdev_clock(c->dev);
+	c->idle_stop = 0;
+	c->idle_err = 0;
+	/* Signals are the caller's threads' business, not the idler's. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	err = -pthread_create(&c->idle_thread, NULL, idle_main, c);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!err)
+		c->idle_on = 1;
+	return err;
+}
+
+static void idle_stop(struct fdev_comm *c)
+{
+	if (!c->idle_on)
+		return;
+	__atomic_store_n(&c->idle_stop, 1, __ATOMIC_RELEASE);
+	pthread_join(c->idle_thread, NULL);
+	c->idle_on = 0;
+}
+
+/*
+ * The start of an operation of every rank of a notify communicator:
+ * meet on the host (nobody holds the engine: everyone is idle), stop
+ * idling, move the clock to the latest of the clocks the ranks went
+ * idle at, and meet again, so that nobody submits before every rank
+ * holds the engine back at that time. Every clock move is the
+ * workload's: the times repeat to the picosecond however the host
+ * schedules the processes. A rank found dead is excluded (-EPIPE from
+ * the meeting), as with the proxy.
+ */
+int fdev_notify_resume(struct fdev_comm *c)
+{
+	uint64_t v, dummy = 0;
+	int err;
+
+	if (!c->notify || !c->idle_on)
+		return 0;
+	v = c->idle_ps;
+	err = shm_barrier(c, &v);
+	idle_stop(c);
+	if (err && err != -EPIPE)
+		return err;
+	if (c->idle_err)
+		return c->idle_err;
+	err = fdev_sync_clock(c->dev);
+	if (!err)
+		err = fdev_advance_to(c->dev, c->queue[0], v);
+	if (!err)
+		err = shm_barrier(c, &dummy);
+	return err == -EPIPE ? 0 : err;
 }
 
 /*
@@ -785,10 +876,11 @@ int fdev_comm_init(const char *path, const char *job, int rank, int size,
 	}
 	/*
 	 * Nobody needs the engine yet, so the host barrier held no one
-	 * back; from here on a notify rank meets the others only through
-	 * the fabric (fdev_notify_barrier()).
+	 * back; from here on a notify rank is idle between operations.
 	 */
 	err = fdev_advance_to(c->dev, c->queue[0], v);
+	if (!err)
+		err = fdev_notify_idle(c);
 	if (err)
 		goto err_destroy;
 	free(eps);
@@ -805,6 +897,7 @@ void fdev_comm_destroy(struct fdev_comm *c)
 {
 	if (!c)
 		return;
+	idle_stop(c);
 	if (c->proxy) {
 		/* Nobody may use rank 0's context after it is gone. */
 		if (c->shm) {
@@ -957,8 +1050,15 @@ int fdev_comm_barrier(struct fdev_comm *c)
 	}
 	if (!c->multi || !c->dev)
 		return 0;
-	if (c->notify)
-		return fdev_notify_barrier(c);
+	if (c->notify) {
+		int e2;
+
+		err = fdev_notify_resume(c);
+		if (!err)
+			err = fdev_notify_barrier(c);
+		e2 = fdev_notify_idle(c);
+		return err ? err : e2;
+	}
 	v = fdev_clock(c->dev);
 	err = fdev_shm_barrier(c, &v);
 	if (err)

@@ -499,6 +499,33 @@ static int ioctl_wait(struct fdev *dev, unsigned int min, unsigned int timeout_m
 	return 0;
 }
 
+/*
+ * A notify communicator's rank between operations (comm.c): one WAIT of
+ * a receiver for its next completion, for at most @timeout_ms. While it
+ * sleeps the context does not hold the engine back; what comes goes to
+ * the stash. -ETIMEDOUT when nothing came (the module then moved the
+ * context's clock to the engine's, which fdev_sync_clock() reads).
+ */
+int fdev_idle_wait(struct fdev *dev, unsigned int timeout_ms)
+{
+	if (!dev->recv_queue || dev->uring)
+		return -EINVAL;
+	return ioctl_wait(dev, 1, timeout_ms);
+}
+
+/* Read the context's clock from the module (a WAIT for nothing). */
+int fdev_sync_clock(struct fdev *dev)
+{
+	struct icfab_wait w = { 0 };
+
+	if (dev->uring)
+		return -EINVAL;
+	if (ioctl(dev->fd, ICFAB_IOC_WAIT, &w))
+		return -errno;
+	dev->clock_ps = w.clock_ps;
+	return 0;
+}
+
 /* ---- the io_uring path ---- */
 
 /*

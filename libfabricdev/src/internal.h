@@ -3,6 +3,7 @@
 #define FDEV_INTERNAL_H
 
 #include <liburing.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include <linux/icfab.h>
@@ -72,6 +73,9 @@ static inline int fdev_cqe_received(const struct fdev *dev,
 }
 
 int fdev_reap_tag(struct fdev *dev, uint64_t tag, struct fdev_cqe *out);
+/* A receiver's WAIT for one completion, bounded; the module's clock. */
+int fdev_idle_wait(struct fdev *dev, unsigned int timeout_ms);
+int fdev_sync_clock(struct fdev *dev);
 
 struct fdev_shm;
 
@@ -99,6 +103,15 @@ struct fdev_comm {
 	uint32_t bar_got[2][FDEV_BAR_ROUNDS];
 	struct fdev_cqe *early;
 	unsigned int nearly, early_cap;
+	/*
+	 * Notify: between operations the rank is idle (comm.c): a thread
+	 * of its own sits in a receiver's WAIT, so its context does not
+	 * hold the engine back while the process waits on the host.
+	 * @idle_ps is its clock when it went idle.
+	 */
+	pthread_t idle_thread;
+	int idle_on, idle_stop, idle_err;
+	uint64_t idle_ps;
 	struct fdev *dev;
 	uint32_t *ep;			/* [nranks] endpoint of each rank */
 	uint32_t *queue;		/* [nlocal] */
@@ -146,6 +159,14 @@ int fdev_shm_barrier(struct fdev_comm *c, uint64_t *val);
  * move is the workload's.
  */
 int fdev_notify_barrier(struct fdev_comm *c);
+/*
+ * Notify communicators between operations (comm.c): fdev_notify_idle()
+ * stops holding the engine back; fdev_notify_resume(), at the start of
+ * the next operation of every rank, meets the others on the host and
+ * holds it again from the latest of their clocks.
+ */
+int fdev_notify_idle(struct fdev_comm *c);
+int fdev_notify_resume(struct fdev_comm *c);
 /* Open the local sources' multicast circuits once; close them all. */
 int fdev_comm_circuits_open(struct fdev_comm *c);
 void fdev_comm_circuits_close(struct fdev_comm *c);

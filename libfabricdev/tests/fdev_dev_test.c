@@ -22,8 +22,11 @@
  *		one rank of independent processes, data: every collective
  *		with each of its algorithms and the throughput, low-latency
  *		(not through a proxy) and hierarchical (nodes of 2) MoE
- *		modes, checked element by element; prints "ok" lines,
- *		"# proxy 0|1" and "# time NAME PS" lines
+ *		modes, and multicast (each drives its own rank: a copy per
+ *		destination), checked element by element; between them the
+ *		ranks meet on the host, rank 0 last, as a runtime's store
+ *		would; prints "ok" lines, "# proxy 0|1" and "# time NAME PS"
+ *		lines
  *	fdev_dev_test mpdie
  *		the last rank dies after the rendezvous; the others see EPIPE
  *
@@ -31,6 +34,7 @@
  * ALGO: auto ring tree direct hier
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -542,6 +546,46 @@ static int mp_moe_mode(struct fdev_comm *c, int rank, const char *name,
 }
 
 /*
+ * The ranks of FDEV_JOB meet on the host, not through libfabricdev: each
+ * makes a file and waits for everyone's, rank 0 after a pause, so the
+ * others wait there while it may still need the fabric. A context that
+ * held the engine back meanwhile would stop everyone. The files go
+ * after the next meeting.
+ */
+static int mp_host_meet(int rank, int n, unsigned int k)
+{
+	const char *job = getenv("FDEV_JOB");
+	char name[256];
+	int fd, left;
+
+	if (!rank)
+		usleep(200000);
+	snprintf(name, sizeof(name), "/dev/shm/fdev-meet-%s-%u-%d",
+		 job ? job : "", k, rank);
+	fd = open(name, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	for (int tries = 0; tries < 12000; tries++) {
+		left = 0;
+		for (int r = 0; r < n; r++) {
+			snprintf(name, sizeof(name), "/dev/shm/fdev-meet-%s-%u-%d",
+				 job ? job : "", k, r);
+			left += access(name, F_OK) != 0;
+		}
+		if (!left)
+			break;
+		usleep(10000);
+	}
+	if (k) {
+		snprintf(name, sizeof(name), "/dev/shm/fdev-meet-%s-%u-%d",
+			 job ? job : "", k - 1, rank);
+		unlink(name);
+	}
+	return left ? -ETIMEDOUT : 0;
+}
+
+/*
  * One rank of independent processes, data, each rank's own context:
  * every collective and the MoE modes (multicast where the communicator
  * can), with their emulated times. Prints "# proxy 0|1" first.
@@ -549,7 +593,8 @@ static int mp_moe_mode(struct fdev_comm *c, int rank, const char *name,
 static int mp_all(void)
 {
 	struct fdev_comm *c;
-	int rank, failed, err, proxy;
+	int rank, failed, err, proxy, n;
+	unsigned int k = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);	/* what got done, if killed */
 	err = fdev_comm_init(NULL, NULL, -1, -1, 16 << 20, 0, &c);
@@ -564,12 +609,20 @@ static int mp_all(void)
 	proxy = fdev_comm_dev(c) == NULL;
 	mp_t0 = fdev_clock(fdev_comm_dev(c));
 	printf("# proxy %d\n", proxy);
+	n = fdev_comm_size(c);
 	failed = mp_colls(c, rank, 1000);
+	failed += mp_host_meet(rank, n, k++) != 0;
 	failed += mp_moe_mode(c, rank, "throughput", FDEV_MOE_THROUGHPUT);
+	failed += mp_host_meet(rank, n, k++) != 0;
 	if (!proxy)	/* a proxy's plan must name every rank's transfers */
 		failed += mp_moe_mode(c, rank, "low-latency", FDEV_MOE_LOW_LATENCY);
 	failed += mp_moe_mode(c, rank, "hierarchical", FDEV_MOE_HIERARCHICAL);
+	failed += mp_host_meet(rank, n, k++) != 0;
+	if (!proxy)	/* through a proxy it needs icfabd's circuits */
+		failed += mp_moe_mode(c, rank, "multicast", FDEV_MOE_MULTICAST);
 	err = fdev_comm_barrier(c);
+	if (!err)
+		err = mp_host_meet(rank, n, k);
 	fdev_comm_destroy(c);
 	return failed || err;
 }

@@ -15,9 +15,8 @@
  * Groups: the first icfab group of a process opens a communicator; a
  * later group of the same size (new_group() of every rank) shares it. A
  * group of fewer ranks runs over the c10d Store instead (correct bytes,
- * no fabric time): a second communicator would wait on virtual time that
- * the first one's idle context holds back (docs/LIBFABRICDEV.md, "Virtual
- * time across processes"). send/recv go through the Store too: the
+ * no fabric time; a second communicator for it is not done yet, see
+ * docs/TORCH.md). send/recv go through the Store too: the
  * library has no point-to-point op.
  */
 #include <torch/extension.h>

@@ -3,15 +3,18 @@
 #
 # Communicators of independent processes without a proxy (TAP), when the
 # module has ICFAB_F_RECV_NOTIFY and memory: 4 processes on dgx-h100,
-# each driving its own rank from its own context (FDEV_NOTIFY=1), run
+# each driving its own rank from its own context (the default), run
 # every collective with each of its algorithms and the throughput,
-# low-latency and hierarchical MoE modes on data (fdev_dev_test mpall):
+# low-latency, hierarchical and multicast (a copy per destination) MoE
+# modes on data (fdev_dev_test mpall), meeting on the host between some
+# of them as a runtime's store would:
 #  - every result is right, element by element;
 #  - the job runs twice, the second time beside a CPU hog, and every
 #    rank's emulated times (each operation's, and its clock after each
 #    one since the communicator was made) are bit-identical between the
-#    two runs: the ranks meet only through the fabric (NOTIFY WRITEs and
-#    WAITs for exactly what must come), never by a timed wait;
+#    two runs: within an operation the ranks meet only through the
+#    fabric (NOTIFY WRITEs and WAITs for exactly what must come), and
+#    between operations a rank holds nobody back;
 #  - bad input at init (no device, more ranks than endpoints) fails at
 #    once with a message that says so, and leaves no rendezvous file.
 
@@ -20,7 +23,7 @@ icfabd=$top/build/bin/icfabd
 t=$top/build/libfabricdev/tests/fdev_dev_test
 tmp=$(mktemp -d)
 hog=
-trap '[ -n "$hog" ] && kill "$hog" 2>/dev/null; rm -rf "$tmp"' EXIT
+trap '[ -n "$hog" ] && kill "$hog" 2>/dev/null; rm -rf "$tmp" /dev/shm/fdev-meet-*' EXIT
 n=0
 failed=0
 . "$(dirname "$0")/lib.sh"
@@ -56,7 +59,7 @@ mpall() {	# mpall RUN [hog]: 4 ranks of "fdev_dev_test mpall", no proxy
 	fi
 	pids=
 	for r in 0 1 2 3; do
-		FDEV_NOTIFY=1 FDEV_JOB=nt$1$$ FDEV_RANK=$r FDEV_SIZE=4 \
+		FDEV_JOB=nt$1$$ FDEV_RANK=$r FDEV_SIZE=4 \
 			FDEV_TIMEOUT_MS=300000 \
 			timeout 900 "$t" mpall > "$tmp/$1.$r" 2>&1 &
 		pids="$pids $!"
@@ -85,7 +88,7 @@ same() {	# every rank's "# time" and "# at" lines, equal between the runs
 		cmp -s "$tmp/ta.$r" "$tmp/tb.$r" || { rc=1; diff "$tmp/ta.$r" "$tmp/tb.$r" | sed "s/^/# rank $r: /" | head -20; }
 	done
 	echo "# $(grep -c '^# at ' "$tmp/ta.0") timestamps per rank; rank 0:"
-	grep -E '^# at (alltoall-direct|throughput-combine|low-latency-combine|hierarchical-combine) ' "$tmp/ta.0" | sed 's/^/# /'
+	grep -E '^# at (alltoall-direct|throughput-combine|low-latency-combine|hierarchical-combine|multicast-combine) ' "$tmp/ta.0" | sed 's/^/# /'
 	return $rc
 }
 check "every rank's emulated times are bit-identical between the two runs" same
