@@ -252,6 +252,21 @@ int fdev_broadcast(struct fdev_comm *c, const void *send, void *recv,
 		   size_t count, enum fdev_dtype dt, int root,
 		   enum fdev_algo algo);
 
+/* ------------------------------------------------------------------ */
+/* Compute-shift: fdev_shift(3)                                        */
+
+/* Shift while the step computes, instead of after it. */
+#define FDEV_SHIFT_OVERLAP	(1U << 0)
+
+/*
+ * T10's compute-shift loop: @steps times, every rank computes for
+ * @compute_ps, then passes its partition of @bytes (in @buf, the local
+ * ranks' back to back) to rank (r + @shift) mod n. Local communicators
+ * only; the workspace holds two partitions.
+ */
+int fdev_shift(struct fdev_comm *c, void *buf, size_t bytes, int shift,
+	       unsigned int steps, uint64_t compute_ps, unsigned int flags);
+
 size_t fdev_dtype_size(enum fdev_dtype dt);
 float fdev_bf16_to_f32(uint16_t v);
 uint16_t fdev_f32_to_bf16(float f);
