@@ -14,8 +14,15 @@
  * one starts them from zero. A commit while an engine exists (a live
  * one) keeps the link ids and the counters (icfab_stats_keep()), so the
  * live engine always runs on configuration stats_generation.
+ *
+ * Energy (ICFAB_F_LINK_ENERGY) is not counted but derived at each read
+ * from the committed link's figures: the bytes for the energy per bit,
+ * and the fabric time the counters cover for the static power. That
+ * time is the sum of the engines' clocks since the counters began: an
+ * engine's clock starts at 0 and stops when the last context leaves.
  */
 #include <linux/mm.h>
+#include <linux/overflow.h>
 #include <linux/slab.h>
 #include <net/genetlink.h>
 
@@ -38,6 +45,15 @@ const struct nla_policy icfab_stats_reset_policy[ICFAB_A_MAX + 1] = {
 	[ICFAB_A_FABRIC_ID]		= { .type = NLA_U32 },
 };
 
+/* The fabric time counted (STATS_ELAPSED_PS) starts again from now. */
+static void icfab_stats_restart_clock(struct icfab_fabric *fabric)
+{
+	lockdep_assert_held(&fabric->lock);
+	fabric->stats_elapsed_ps = 0;
+	fabric->stats_base_ps = fabric->stats_engine ?
+				fabric->stats_engine->now_ps : 0;
+}
+
 /* Start from zero if a commit happened since the counters began. */
 static void icfab_stats_sync(struct icfab_fabric *fabric)
 {
@@ -51,6 +67,7 @@ static void icfab_stats_sync(struct icfab_fabric *fabric)
 				  sizeof(*fabric->link_stats)));
 	fabric->stats_incomplete = false;
 	fabric->stats_generation = fabric->generation;
+	icfab_stats_restart_clock(fabric);
 }
 
 /*
@@ -78,6 +95,7 @@ void icfab_stats_attach(struct icfab_fabric *fabric, struct icfab_engine *e)
 	icfab_trace_engine(fabric, e);
 	icfab_stats_sync(fabric);
 	fabric->stats_engine = e;
+	fabric->stats_base_ps = e->now_ps;
 	if (n <= fabric->nr_link_stats)
 		return;
 	ls = kvcalloc(n, sizeof(*ls), GFP_KERNEL);
@@ -113,8 +131,11 @@ void icfab_stats_fold(struct icfab_fabric *fabric, struct icfab_engine *e)
 		ls->busy_ps += el->busy_ps;
 		ls->max_queued_ps = max(ls->max_queued_ps, el->max_queued_ps);
 	}
-	if (fabric->stats_engine == e)
+	if (fabric->stats_engine == e) {
+		fabric->stats_elapsed_ps += e->now_ps - fabric->stats_base_ps;
+		fabric->stats_base_ps = 0;
 		fabric->stats_engine = NULL;
+	}
 }
 
 /* Module exit, after the family is gone: nothing reads them any more. */
@@ -170,6 +191,46 @@ static void icfab_stats_read(struct icfab_fabric *fabric, u32 id,
 	}
 }
 
+/* The fabric time the counters cover: engines gone, plus the live one. */
+static u64 icfab_stats_elapsed(struct icfab_fabric *fabric)
+{
+	const struct icfab_engine *e = fabric->stats_engine;
+
+	lockdep_assert_held(&fabric->lock);
+	return fabric->stats_elapsed_ps +
+	       (e ? e->now_ps - fabric->stats_base_ps : 0);
+}
+
+/* a x b, or U64_MAX when it does not fit (see ICFAB_F_LINK_ENERGY). */
+static u64 icfab_stats_mul(u64 a, u64 b)
+{
+	u64 r;
+
+	return check_mul_overflow(a, b, &r) ? U64_MAX : r;
+}
+
+/* The energy attributes of link @id (ICFAB_F_LINK_ENERGY). */
+static int icfab_put_energy(struct sk_buff *skb, struct icfab_fabric *fabric,
+			    u32 id, const struct icfab_link_stats *v)
+{
+	const struct icfab_mlink *l = &fabric->active->m.links[id];
+	u64 elapsed_ps = icfab_stats_elapsed(fabric);
+	/* An overflowed U64_MAX stays one unless the factor is 0. */
+	u64 dyn_fj = icfab_stats_mul(icfab_stats_mul(v->bytes, 8),
+				     l->fj_per_bit);
+
+	if (nla_put_u32(skb, ICFAB_A_LINK_CLASS, l->class) ||
+	    nla_put_u64_64bit(skb, ICFAB_A_STATS_ENERGY_FJ, dyn_fj,
+			      ICFAB_A_PAD) ||
+	    nla_put_u64_64bit(skb, ICFAB_A_STATS_STATIC_FJ,
+			      icfab_stats_mul(elapsed_ps, l->static_mw),
+			      ICFAB_A_PAD) ||
+	    nla_put_u64_64bit(skb, ICFAB_A_STATS_ELAPSED_PS, elapsed_ps,
+			      ICFAB_A_PAD))
+		return -EMSGSIZE;
+	return 0;
+}
+
 static int icfab_fill_stats(struct sk_buff *skb, u32 portid, u32 seq,
 			    int flags, struct icfab_fabric *fabric,
 			    struct netlink_callback *cb, u32 id)
@@ -199,7 +260,8 @@ static int icfab_fill_stats(struct sk_buff *skb, u32 portid, u32 seq,
 	    nla_put_u64_64bit(skb, ICFAB_A_STATS_MAX_QUEUED_PS,
 			      v.max_queued_ps, ICFAB_A_PAD) ||
 	    nla_put_u8(skb, ICFAB_A_STATS_INCOMPLETE,
-		       fabric->stats_incomplete)) {
+		       fabric->stats_incomplete) ||
+	    icfab_put_energy(skb, fabric, id, &v)) {
 		genlmsg_cancel(skb, hdr);
 		return -EMSGSIZE;
 	}
@@ -318,6 +380,7 @@ int icfab_genl_stats_reset_doit(struct sk_buff *skb, struct genl_info *info)
 	if (fabric->stats_engine)
 		icfab_engine_reset_stats(fabric->stats_engine);
 	fabric->stats_incomplete = false;
+	icfab_stats_restart_clock(fabric);
 	mutex_unlock(&fabric->lock);
 	return 0;
 }

@@ -101,6 +101,8 @@ const struct nla_policy icfab_link_new_policy[ICFAB_A_MAX + 1] = {
 							 ICFAB_MULTIPATH_MAX),
 	[ICFAB_A_LINK_BW_PERMILLE]	=
 		NLA_POLICY_FULL_RANGE(NLA_U32, &icfab_permille_range),
+	[ICFAB_A_LINK_ENERGY_FJ_PER_BIT] = { .type = NLA_U32 },
+	[ICFAB_A_LINK_STATIC_MW]	= { .type = NLA_U32 },
 };
 
 const struct nla_policy icfab_link_set_policy[ICFAB_A_MAX + 1] = {
@@ -466,6 +468,9 @@ int icfab_genl_link_new_doit(struct sk_buff *skb, struct genl_info *info)
 	tmpl.permille = icfab_attr_u32(attrs, ICFAB_A_LINK_BW_PERMILLE, 1000);
 	icfab_link_hold_attrs(&tmpl, attrs);
 	icfab_link_switching_attr(&tmpl, attrs);
+	tmpl.fj_per_bit = icfab_attr_u32(attrs,
+					 ICFAB_A_LINK_ENERGY_FJ_PER_BIT, 0);
+	tmpl.static_mw = icfab_attr_u32(attrs, ICFAB_A_LINK_STATIC_MW, 0);
 	if (tmpl.src == tmpl.dst) {
 		NL_SET_ERR_MSG_ATTR(info->extack, attrs[ICFAB_A_LINK_DST_NODE],
 				    "a link cannot join a node to itself");
@@ -608,6 +613,8 @@ static int icfab_fill_link(struct sk_buff *skb, u32 portid, u32 seq,
 		       l->cut_through ? ICFAB_SWITCHING_CUT_THROUGH :
 					ICFAB_SWITCHING_STORE_FORWARD) ||
 	    nla_put_u8(skb, ICFAB_A_LINK_MULTIPATH, l->multipath) ||
+	    nla_put_u32(skb, ICFAB_A_LINK_ENERGY_FJ_PER_BIT, l->fj_per_bit) ||
+	    nla_put_u32(skb, ICFAB_A_LINK_STATIC_MW, l->static_mw) ||
 	    (l->up_delay_ps &&
 	     nla_put_u64_64bit(skb, ICFAB_A_LINK_UP_DELAY_PS, l->up_delay_ps,
 			       ICFAB_A_PAD)) ||

@@ -77,7 +77,8 @@
 					 ICFAB_F_LIVE_COMMIT | ICFAB_F_CIRCUITS | \
 					 ICFAB_F_RECV_NOTIFY | \
 					 ICFAB_F_LINK_SWITCHING | \
-					 ICFAB_F_LINK_MULTIPATH)
+					 ICFAB_F_LINK_MULTIPATH | \
+					 ICFAB_F_LINK_ENERGY)
 
 /* Data path (kmod/data.c). Endpoints per context: every one a fabric has. */
 #define ICFAB_MAX_ATTACH		ICFAB_MAX_ENDPOINTS
@@ -163,6 +164,9 @@ struct icfab_fabric {
 	u32 nr_link_stats;			/* entries in link_stats */
 	bool stats_incomplete;			/* some went uncounted */
 	u64 stats_generation;
+	u64 stats_elapsed_ps;			/* ps: clocks of engines gone */
+	u64 stats_base_ps;			/* ps: the live engine's clock
+						 * when its counting began */
 };
 
 /* One link's counters, as in struct icfab_engine_link. */

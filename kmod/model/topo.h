@@ -101,6 +101,9 @@ struct icfab_mlink {
 	 */
 	icfab_u32 par_next;
 	icfab_u32 nr_par;
+	/* Energy (ICFAB_F_LINK_ENERGY): stats only, the engine ignores it. */
+	icfab_u32 fj_per_bit;		/* fJ per bit carried */
+	icfab_u32 static_mw;		/* mW drawn while powered */
 };
 
 struct icfab_topo_limits {

@@ -151,13 +151,27 @@
  */
 #define ICFAB_F_LINK_MULTIPATH	(1ULL << 10)
 
+/*
+ * ICFAB_F_LINK_ENERGY
+ *	Links carry an energy per bit, ICFAB_A_LINK_ENERGY_FJ_PER_BIT, and
+ *	a static power, ICFAB_A_LINK_STATIC_MW, in LINK_NEW, reported by
+ *	LINK_GET (both 0 by default: the link costs nothing). STATS_GET
+ *	then reports per link STATS_ENERGY_FJ = bytes x 8 x fJ/bit and
+ *	STATS_STATIC_FJ = static power x STATS_ELAPSED_PS, the fabric time
+ *	the counters cover. The timing is not affected. Without this bit
+ *	the attributes are unknown to the module.
+ *	Preconditions: ICFAB_F_NETLINK.
+ */
+#define ICFAB_F_LINK_ENERGY	(1ULL << 11)
+
 /* Every feature this header knows about. */
 #define ICFAB_F_ALL		(ICFAB_F_NETLINK | ICFAB_F_QUEUES | \
 				 ICFAB_F_MEMORY | ICFAB_F_URING_CMD | \
 				 ICFAB_F_FREE_RUN | ICFAB_F_PACED | \
 				 ICFAB_F_LIVE_COMMIT | ICFAB_F_CIRCUITS | \
 				 ICFAB_F_RECV_NOTIFY | ICFAB_F_LINK_SWITCHING | \
-				 ICFAB_F_LINK_MULTIPATH)
+				 ICFAB_F_LINK_MULTIPATH | \
+				 ICFAB_F_LINK_ENERGY)
 
 /*
  * Time modes (icfab_info.time_mode, ICFAB_A_FABRIC_TIME_MODE).

@@ -239,6 +239,25 @@ enum icfab_attr {
 	 */
 	ICFAB_A_LINK_MULTIPATH,		/* u8: enum icfab_multipath */
 
+	/*
+	 * Energy (ICFAB_F_LINK_ENERGY). LINK_ENERGY_FJ_PER_BIT and
+	 * LINK_STATIC_MW (LINK_NEW, LINK_GET; staged; 0 when absent): what a
+	 * bit carried over the link costs, and what the link draws whether
+	 * it carries anything or not. STATS_GET adds, per link, the energy
+	 * of the bytes counted (STATS_BYTES x 8 x fJ/bit, exactly), the
+	 * static energy (static power x STATS_ELAPSED_PS, in fJ: 1 mW for
+	 * 1 ps is 1 fJ) and STATS_ELAPSED_PS, the fabric time the counters
+	 * cover (the engines' clocks since the last reset or commit), and
+	 * LINK_CLASS, so that a reader can sum per class. Each uses the
+	 * committed link's figures; a product beyond 64 bits is reported
+	 * as U64_MAX.
+	 */
+	ICFAB_A_LINK_ENERGY_FJ_PER_BIT,	/* u32: fJ per bit carried */
+	ICFAB_A_LINK_STATIC_MW,		/* u32: mW drawn while powered */
+	ICFAB_A_STATS_ENERGY_FJ,	/* u64: fJ, bytes x 8 x fJ/bit */
+	ICFAB_A_STATS_STATIC_FJ,	/* u64: fJ, mW x elapsed ps */
+	ICFAB_A_STATS_ELAPSED_PS,	/* u64: ps of fabric time counted */
+
 	__ICFAB_A_MAX,
 };
 #define ICFAB_A_MAX		(__ICFAB_A_MAX - 1)

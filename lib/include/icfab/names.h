@@ -28,7 +28,8 @@
 	X(ICFAB_F_CIRCUITS,	"circuits")		\
 	X(ICFAB_F_RECV_NOTIFY,	"recv-notify")		\
 	X(ICFAB_F_LINK_SWITCHING, "link-switching")	\
-	X(ICFAB_F_LINK_MULTIPATH, "link-multipath")
+	X(ICFAB_F_LINK_MULTIPATH, "link-multipath")	\
+	X(ICFAB_F_LINK_ENERGY,	"link-energy")
 
 /* The name of one feature bit, or NULL for a bit this build does not know. */
 const char *icfab_feature_name(uint64_t bit);
