@@ -62,7 +62,8 @@ static bool link_same(const struct topo_link *a, const struct topo_link *b)
 	       a->dst_node == b->dst_node && a->dst_port == b->dst_port &&
 	       a->bandwidth == b->bandwidth && a->latency_ps == b->latency_ps &&
 	       a->class == b->class && a->switching == b->switching &&
-	       a->multipath == b->multipath;
+	       a->multipath == b->multipath &&
+	       a->fj_per_bit == b->fj_per_bit && a->static_mw == b->static_mw;
 }
 
 static bool state_same(const struct topo_link *a, const struct topo_link *b)
@@ -188,13 +189,17 @@ static int plan_make(const struct topo *w, const struct fabric_state *h,
 static void link_text(const struct topo *t, const struct topo_link *l,
 		      char *buf, size_t len)
 {
-	char bw[32], lat[32];
+	char bw[32], lat[32], pj[24] = "", mw[24] = "";
 	const char *a = l->src_node < t->nr_nodes ?
 		t->nodes[l->src_node].name : "?";
 	const char *b = l->dst_node < t->nr_nodes ?
 		t->nodes[l->dst_node].name : "?";
 
-	snprintf(buf, len, "%s.%u -> %s.%u %s %s %s %s%s%s%s%s", a,
+	if (l->fj_per_bit)
+		topo_fmt_energy(pj, sizeof(pj), l->fj_per_bit);
+	if (l->static_mw)
+		topo_fmt_power(mw, sizeof(mw), l->static_mw);
+	snprintf(buf, len, "%s.%u -> %s.%u %s %s %s %s%s%s%s%s%s%s%s%s", a,
 		 l->src_port, b, l->dst_port,
 		 topo_fmt_bandwidth(bw, sizeof(bw), l->bandwidth),
 		 topo_fmt_time(lat, sizeof(lat), l->latency_ps),
@@ -202,7 +207,8 @@ static void link_text(const struct topo *t, const struct topo_link *l,
 		 l->switching ? " " : "",
 		 l->switching ? topo_switching_name(l->switching) : "",
 		 l->multipath ? " multipath " : "",
-		 l->multipath ? topo_multipath_name(l->multipath) : "");
+		 l->multipath ? topo_multipath_name(l->multipath) : "",
+		 *pj ? " " : "", pj, *mw ? " " : "", mw);
 }
 
 static void node_text(const struct topo_node *n, char *buf, size_t len)
@@ -438,6 +444,13 @@ static int stage_link(struct stager *s, uint32_t id, const struct topo_link *l)
 		if (l->multipath != ICFAB_MULTIPATH_NONE)
 			bad |= nla_put_u8(m, ICFAB_A_LINK_MULTIPATH,
 					  l->multipath);
+		/* Only a link that costs energy needs ICFAB_F_LINK_ENERGY. */
+		if (l->fj_per_bit)
+			bad |= nla_put_u32(m, ICFAB_A_LINK_ENERGY_FJ_PER_BIT,
+					   l->fj_per_bit);
+		if (l->static_mw)
+			bad |= nla_put_u32(m, ICFAB_A_LINK_STATIC_MW,
+					   l->static_mw);
 		if (bad) {
 			nlmsg_free(m);
 			m = NULL;

@@ -328,6 +328,8 @@ int reconf_ocs_apply(struct topo *t, uint32_t fabric_id, struct ocs *o,
 		l->class = u->spec.class;
 		l->switching = u->spec.switching;
 		l->multipath = u->spec.multipath;
+		l->fj_per_bit = u->spec.fj_per_bit;
+		l->static_mw = u->spec.static_mw;
 		l->state = ICFAB_LINK_UP;
 		l->bw_permille = 0;
 		l->up_delay_ps = plan.delay_ps;

@@ -130,7 +130,9 @@ static void run_preset_files(void)
 			       a->links[l].dst_port == b->links[l].dst_port &&
 			       a->links[l].bandwidth == b->links[l].bandwidth &&
 			       a->links[l].latency_ps == b->links[l].latency_ps &&
-			       a->links[l].switching == b->links[l].switching;
+			       a->links[l].switching == b->links[l].switching &&
+			       a->links[l].fj_per_bit == b->links[l].fj_per_bit &&
+			       a->links[l].static_mw == b->links[l].static_mw;
 		ok(same, "preset %s as a file loads to the same fabric", p[i].name);
 		topo_free(a);
 		topo_free(b);
@@ -225,8 +227,61 @@ static void run_multipath(void)
 	topo_free(t);
 }
 
+/*
+ * energy and static_power go where class goes: defaults.link, a
+ * generator, its sub-blocks, an explicit link; each over the one before.
+ */
+static void run_energy(void)
+{
+	static const char yaml[] =
+		"defaults: {link: {energy: 0.5pJ/b}}\n"
+		"topology:\n"
+		"  hierarchical:\n"
+		"    nodes: 2\n"
+		"    per_node: 2\n"
+		"    scale_up: {bandwidth: 100GB/s, class: nvlink, energy: 5pJ/b}\n"
+		"    scale_out: {bandwidth: 50GB/s, class: nic, energy: 15pJ/b,\n"
+		"                static_power: 1.5W}\n"
+		"nodes: [{name: host, kind: endpoint}]\n"
+		"links:\n"
+		"  - {from: host, to: gpu0_0, bandwidth: 1GB/s}\n"
+		"  - {from: host, to: gpu1_0, bandwidth: 1GB/s, energy: 150fJ/bit}\n";
+	struct topo *t = load(yaml);
+	unsigned int nvl = 0, nic = 0, dflt = 0, own = 0, bad = 0;
+	uint32_t host, i;
+
+	ok(t != NULL, "energy: a file with every placement loads");
+	if (!t)
+		return;
+	host = t->nr_nodes - 1;
+	for (i = 0; i < t->nr_links; i++) {
+		const struct topo_link *l = &t->links[i];
+		bool h = l->src_node == host || l->dst_node == host;
+		bool g10 = !strcmp(t->nodes[l->src_node].name, "gpu1_0") ||
+			   !strcmp(t->nodes[l->dst_node].name, "gpu1_0");
+
+		if (h && g10)
+			own += l->fj_per_bit == 150 && !l->static_mw;
+		else if (h)
+			dflt += l->fj_per_bit == 500 && !l->static_mw;
+		else if (l->class == ICFAB_LINK_CLASS_NVLINK)
+			nvl += l->fj_per_bit == 5000 && !l->static_mw;
+		else if (l->class == ICFAB_LINK_CLASS_NIC)
+			nic += l->fj_per_bit == 15000 && l->static_mw == 1500;
+		else
+			bad++;
+	}
+	ok(nvl == 8, "energy: scale-up links take their block's 5 pJ/b (%u of 8)", nvl);
+	ok(nic == 8, "energy: scale-out links take 15 pJ/b and 1.5 W (%u of 8)", nic);
+	ok(dflt == 2, "energy: an explicit link without one takes defaults.link's (%u of 2)", dflt);
+	ok(own == 2, "energy: an explicit link's own figure wins (%u of 2)", own);
+	ok(!bad, "energy: no other links (%u)", bad);
+	topo_free(t);
+}
+
 int main(void)
 {
+	run_energy();
 	run_switching();
 	run_multipath();
 	run_dir("bad", true);

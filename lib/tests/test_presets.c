@@ -43,6 +43,20 @@ static unsigned int links_of(const struct topo *t, uint32_t class,
 	return n;
 }
 
+/* Links of a class that cost fj_per_bit and no static power. */
+static unsigned int energy_of(const struct topo *t, uint32_t class,
+			      uint32_t fj_per_bit)
+{
+	unsigned int n = 0;
+	uint32_t i;
+
+	for (i = 0; i < t->nr_links; i++)
+		n += t->links[i].class == class &&
+		     t->links[i].fj_per_bit == fj_per_bit &&
+		     !t->links[i].static_mw;
+	return n;
+}
+
 static uint32_t max_hops(const struct topo *t)
 {
 	uint32_t s, d, max = 0;
@@ -68,7 +82,7 @@ static void check_all_load(void)
 	double ms;
 
 	p = topo_presets(&n);
-	ok(n == 10, "10 presets");
+	ok(n == 11, "11 presets");
 	for (i = 0; i < n; i++) {
 		struct topo *t = preset(p[i].name, &ms);
 		struct topo_mem m;
@@ -165,9 +179,43 @@ static void check_figures(void)
 	topo_free(t);
 }
 
+/* The energy figures of lib/topo/TOPOLOGY.md's "Energy" table. */
+static void check_energy(void)
+{
+	struct topo *t;
+	double ms;
+
+	t = preset("ipu-mk2", &ms);
+	ok(t && energy_of(t, ICFAB_LINK_CLASS_IPU, 500) == t->nr_links,
+	   "ipu-mk2: on-chip exchange 0.5 pJ/b");
+	topo_free(t);
+	t = preset("wse2", &ms);
+	ok(t && energy_of(t, ICFAB_LINK_CLASS_MESH, 100) == t->nr_links,
+	   "wse2: on-chip mesh 0.1 pJ/b per hop");
+	topo_free(t);
+	t = preset("tpu-v4-pod", &ms);
+	ok(t && energy_of(t, ICFAB_LINK_CLASS_ICI, 5000) == 18432 &&
+	   energy_of(t, ICFAB_LINK_CLASS_OCS, 20000) == 6144,
+	   "tpu-v4-pod: ICI SerDes 5 pJ/b, optical block links 20 pJ/b");
+	topo_free(t);
+	t = preset("h800-pod", &ms);
+	ok(t && energy_of(t, ICFAB_LINK_CLASS_NVLINK, 5000) == 64 &&
+	   energy_of(t, ICFAB_LINK_CLASS_NIC, 20000) == 64,
+	   "h800-pod: NVLink 5 pJ/b, pluggable-optics NICs 20 pJ/b");
+	topo_free(t);
+	t = preset("h800-pod-cpo", &ms);
+	ok(t && t->nr_endpoints == 32 && t->nr_switches == 5 &&
+	   links_of(t, ICFAB_LINK_CLASS_NIC, 50 * GB, 2000 * NS) == 64 &&
+	   energy_of(t, ICFAB_LINK_CLASS_NVLINK, 5000) == 64 &&
+	   energy_of(t, ICFAB_LINK_CLASS_NIC, 5000) == 64,
+	   "h800-pod-cpo: h800-pod's links, CPO NICs at 5 pJ/b");
+	topo_free(t);
+}
+
 int main(void)
 {
 	check_all_load();
 	check_figures();
+	check_energy();
 	return done();
 }

@@ -64,6 +64,53 @@ static const char *const bad_time[] = {
 	"99999999999s", "ns",
 };
 
+/* Energy per bit in fJ/bit, static power in mW: both 32 bits. */
+static const struct good good_energy[] = {
+	{ "5pJ/b", 5000 },
+	{ "5 pJ/bit", 5000 },
+	{ "0.15pJ/b", 150 },
+	{ "150fJ/bit", 150 },
+	{ "0pJ/b", 0 },
+	{ "1.5nJ/b", 1500000 },
+	{ "4294967295fJ/b", UINT32_MAX },
+};
+
+static const char *const bad_energy[] = {
+	"", "-5pJ/b", "5", "5pJ", "5pj/b", "0.0001pJ/b", "5 pJ/b x", "pJ/b",
+	"4294967296fJ/b", "5e3fJ/b", "5W",
+};
+
+static const struct good good_power[] = {
+	{ "300mW", 300 },
+	{ "1.5W", 1500 },
+	{ "15 W", 15000 },
+	{ "0W", 0 },
+	{ "2kW", 2000000 },
+};
+
+static const char *const bad_power[] = {
+	"", "-1W", "1.0005W", "15", "15w", "4294967296mW", "5pJ/b", "1 W/s",
+};
+
+/* The 32-bit parsers, as the 64-bit ones for run_good()/run_bad(). */
+static int parse_energy64(const char *s, uint64_t *v, const char **why)
+{
+	uint32_t x;
+	int ret = topo_parse_energy(s, &x, why);
+
+	*v = x;
+	return ret;
+}
+
+static int parse_power64(const char *s, uint64_t *v, const char **why)
+{
+	uint32_t x;
+	int ret = topo_parse_power(s, &x, why);
+
+	*v = x;
+	return ret;
+}
+
 typedef int (*parser)(const char *, uint64_t *, const char **);
 
 static void run_good(const char *what, parser p, const struct good *g, size_t n)
@@ -123,6 +170,16 @@ static void run_roundtrip(void)
 		   (unsigned long long)times[i], buf);
 	}
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		uint32_t e = (uint32_t)(sizes[i] % 1000000007), x;
+
+		topo_fmt_energy(buf, sizeof(buf), e);
+		ok(!topo_parse_energy(buf, &x, &why) && x == e,
+		   "energy %u fJ/b prints as '%s' and parses back", e, buf);
+		topo_fmt_power(buf, sizeof(buf), e);
+		ok(!topo_parse_power(buf, &x, &why) && x == e,
+		   "power %u mW prints as '%s' and parses back", e, buf);
+	}
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		topo_fmt_size(buf, sizeof(buf), sizes[i]);
 		ok(!topo_parse_size(buf, &v, &why) && v == sizes[i],
 		   "size %llu prints as '%s' and parses back",
@@ -140,6 +197,10 @@ int main(void)
 	run_bad("size", topo_parse_size, bad_size, N(bad_size));
 	run_good("time", topo_parse_time, good_time, N(good_time));
 	run_bad("time", topo_parse_time, bad_time, N(bad_time));
+	run_good("energy", parse_energy64, good_energy, N(good_energy));
+	run_bad("energy", parse_energy64, bad_energy, N(bad_energy));
+	run_good("power", parse_power64, good_power, N(good_power));
+	run_bad("power", parse_power64, bad_power, N(bad_power));
 	run_roundtrip();
 	return done();
 }

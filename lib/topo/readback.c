@@ -155,6 +155,9 @@ static int parse_link(struct nlattr **tb, void *arg)
 	/* A module without ICFAB_F_LINK_MULTIPATH takes one link. */
 	l->multipath = tb[ICFAB_A_LINK_MULTIPATH] ?
 		nla_get_u8(tb[ICFAB_A_LINK_MULTIPATH]) : ICFAB_MULTIPATH_NONE;
+	/* A module without ICFAB_F_LINK_ENERGY counts no energy. */
+	l->fj_per_bit = get_u32(tb, ICFAB_A_LINK_ENERGY_FJ_PER_BIT, 0);
+	l->static_mw = get_u32(tb, ICFAB_A_LINK_STATIC_MW, 0);
 	l->peer = TOPO_NONE;
 	rb->link_id[rb->nr_links++] = nla_get_u32(tb[ICFAB_A_LINK_ID]);
 	return 0;

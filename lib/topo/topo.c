@@ -328,6 +328,8 @@ int topo_add_link(struct topo *t, uint32_t src_node, uint32_t src_port,
 	l->latency_ps = spec->latency_ps;
 	l->switching = spec->switching;
 	l->multipath = spec->multipath;
+	l->fj_per_bit = spec->fj_per_bit;
+	l->static_mw = spec->static_mw;
 	l->class = spec->class;
 	l->state = ICFAB_LINK_UP;
 	l->peer = TOPO_NONE;

@@ -89,6 +89,12 @@ static void dump_text(const struct topo *t, FILE *f, unsigned int flags)
 		if (l->multipath != ICFAB_MULTIPATH_NONE)
 			fprintf(f, " multipath %s",
 				topo_multipath_name(l->multipath));
+		if (l->fj_per_bit)
+			fprintf(f, " %s", topo_fmt_energy(a, sizeof(a),
+							  l->fj_per_bit));
+		if (l->static_mw)
+			fprintf(f, " %s", topo_fmt_power(a, sizeof(a),
+							 l->static_mw));
 		fputc('\n', f);
 	}
 	if ((flags & TOPO_DUMP_ROUTES) && t->routes)
@@ -131,6 +137,8 @@ static void dump_json_link(struct icfab_json *j, const struct topo *t,
 	json_string(j, "multipath", topo_multipath_name(l->multipath));
 	json_string(j, "state", topo_state_name(l->state));
 	json_u64(j, "bw_permille", l->bw_permille);
+	json_u64(j, "energy_fj_per_bit", l->fj_per_bit);
+	json_u64(j, "static_mw", l->static_mw);
 	json_end_object(j);
 }
 

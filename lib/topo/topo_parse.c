@@ -64,6 +64,25 @@ static const char *scalar_of(const yaml_node_t *n)
 	     p < (map)->data.mapping.pairs.top; p++)
 
 /*
+ * A link's energy goes wherever its class goes (get_link_fields()), so a
+ * mapping that takes "class" takes these too.
+ */
+static const char *const energy_keys[] = { "energy", "static_power", NULL };
+
+static bool is_energy_key(const char *const *keys, const char *key)
+{
+	const char *const *k;
+
+	for (k = keys; *k && strcmp(*k, "class"); k++)
+		;
+	if (!*k)
+		return false;
+	for (k = energy_keys; *k && strcmp(*k, key); k++)
+		;
+	return *k;
+}
+
+/*
  * A mapping whose keys are all in keys[] (NULL-terminated), each at most
  * once. what names the mapping in messages ("topology.torus").
  */
@@ -83,13 +102,16 @@ static int check_map(struct pctx *c, yaml_node_t *map, const char *what,
 			return perr(c, kn, "%s: keys must be plain words", what);
 		for (k = keys; *k && strcmp(*k, key); k++)
 			;
-		if (!*k) {
+		if (!*k && !is_energy_key(keys, key)) {
 			char known[256] = "";
 			size_t off = 0;
 
 			for (k = keys; *k && off < sizeof(known); k++)
 				off += snprintf(known + off, sizeof(known) - off,
 						"%s%s", k == keys ? "" : ", ", *k);
+			if (is_energy_key(keys, "energy") && off < sizeof(known))
+				snprintf(known + off, sizeof(known) - off,
+					 ", energy, static_power");
 			return perr(c, kn, "unknown key '%s' in %s (known: %s)",
 				    key, what, known);
 		}
@@ -138,6 +160,22 @@ static int get_unit(struct pctx *c, yaml_node_t *map, const char *key,
 		return ret;
 	if (parse(s, v, &why))
 		return perr(c, n, "%s: '%s': %s (e.g. %s)", key, s, why, example);
+	return 0;
+}
+
+typedef int (*unit32_parser)(const char *s, uint32_t *v, const char **why);
+
+static int get_unit32(struct pctx *c, yaml_node_t *map, const char *key,
+		      uint32_t *v, unit32_parser parse, const char *example)
+{
+	const char *s = NULL, *why = NULL;
+	int ret = get_str(c, map, key, &s);
+
+	if (ret || !s)
+		return ret;
+	if (parse(s, v, &why))
+		return perr(c, map_get(c, map, key), "%s: '%s': %s (e.g. %s)",
+			    key, s, why, example);
 	return 0;
 }
 
@@ -255,6 +293,12 @@ static int get_link_fields(struct pctx *c, yaml_node_t *map,
 		ret = get_switching(c, map, &spec->switching);
 	if (!ret)
 		ret = get_multipath(c, map, &spec->multipath);
+	if (!ret)
+		ret = get_unit32(c, map, "energy", &spec->fj_per_bit,
+				 topo_parse_energy, "5pJ/b, 150fJ/bit");
+	if (!ret)
+		ret = get_unit32(c, map, "static_power", &spec->static_mw,
+				 topo_parse_power, "1.5W, 300mW");
 	return ret;
 }
 

@@ -30,6 +30,7 @@ static const struct topo_preset presets[] = {
 		"    latency: 50ns\n"
 		"    class: ipu\n"
 		"    switching: cut-through\n"
+		"    energy: 0.5pJ/b            # on-chip wire, estimate\n"
 	},
 	{
 		"ipu-pod4",
@@ -50,6 +51,7 @@ static const struct topo_preset presets[] = {
 		"    latency: 500ns\n"
 		"    class: ipu\n"
 		"    multipath: spray\n"
+		"    energy: 5pJ/b              # electrical SerDes, estimate\n"
 	},
 	{
 		"wse2",
@@ -73,6 +75,7 @@ static const struct topo_preset presets[] = {
 		"    latency: 1ns\n"
 		"    class: mesh\n"
 		"    switching: cut-through\n"
+		"    energy: 0.1pJ/b            # on-chip wire, estimate\n"
 	},
 	{
 		"tpu-v4-cube",
@@ -89,6 +92,7 @@ static const struct topo_preset presets[] = {
 		"    bandwidth: 50GB/s\n"
 		"    latency: 1us\n"
 		"    class: ici\n"
+		"    energy: 5pJ/b              # electrical SerDes, estimate\n"
 	},
 	{
 		"tpu-v4-pod",
@@ -107,8 +111,9 @@ static const struct topo_preset presets[] = {
 		"    bandwidth: 50GB/s\n"
 		"    latency: 1us\n"
 		"    class: ici\n"
+		"    energy: 5pJ/b              # electrical SerDes, estimate\n"
 		"    blocks: [4, 4, 4]\n"
-		"    block_link: {class: ocs, latency: 1.5us}\n"
+		"    block_link: {class: ocs, latency: 1.5us, energy: 20pJ/b}\n"
 	},
 	{
 		"dgx-h100",
@@ -128,6 +133,7 @@ static const struct topo_preset presets[] = {
 		"    latency: 500ns\n"
 		"    class: nvlink\n"
 		"    switching: cut-through\n"
+		"    energy: 5pJ/b              # electrical SerDes, estimate\n"
 	},
 	{
 		"h800-pod",
@@ -147,9 +153,11 @@ static const struct topo_preset presets[] = {
 		"    switch_name: nvsw\n"
 		"    radix: 64\n"
 		"    scale_up: {bandwidth: 160GB/s, latency: 500ns, class: nvlink,\n"
-		"               switching: cut-through}\n"
+		"               switching: cut-through,\n"
+		"               energy: 5pJ/b}  # electrical SerDes, estimate\n"
 		"    scale_out: {bandwidth: 400Gb/s, latency: 2us, class: nic,\n"
-		"                switching: cut-through}\n"
+		"                switching: cut-through,\n"
+		"                energy: 20pJ/b} # pluggable optics, estimate\n"
 	},
 	{
 		"ualink-pod",
@@ -170,6 +178,7 @@ static const struct topo_preset presets[] = {
 		"    latency: 100ns\n"
 		"    class: ualink\n"
 		"    switching: cut-through\n"
+		"    energy: 5pJ/b              # electrical SerDes, estimate\n"
 	},
 	{
 		"supermesh-bi",
@@ -190,6 +199,7 @@ static const struct topo_preset presets[] = {
 		"    latency: 20ns\n"
 		"    class: mesh\n"
 		"    multipath: spray\n"
+		"    energy: 0.5pJ/b            # die-to-die, estimate\n"
 	},
 	{
 		"supermesh-alter",
@@ -210,6 +220,32 @@ static const struct topo_preset presets[] = {
 		"    latency: 20ns\n"
 		"    class: mesh\n"
 		"    multipath: spray\n"
+		"    energy: 0.5pJ/b            # die-to-die, estimate\n"
+	},
+	/* Issue 21: a scale-out variant for energy. */
+	{
+		"h800-pod-cpo",
+		"h800-pod with co-packaged optics on the scale-out network",
+		"# As h800-pod, but the scale-out optics are co-packaged with the\n"
+		"# switch and NIC (CPO) instead of pluggable modules: the same\n"
+		"# bandwidth and latency, fewer joules per bit.\n"
+		"fabric:\n"
+		"  name: h800-pod-cpo\n"
+		"defaults:\n"
+		"  endpoint: {memory: 80GiB, dma_engines: 8}\n"
+		"topology:\n"
+		"  hierarchical:\n"
+		"    nodes: 4\n"
+		"    per_node: 8\n"
+		"    name: gpu\n"
+		"    switch_name: nvsw\n"
+		"    radix: 64\n"
+		"    scale_up: {bandwidth: 160GB/s, latency: 500ns, class: nvlink,\n"
+		"               switching: cut-through,\n"
+		"               energy: 5pJ/b}  # electrical SerDes, estimate\n"
+		"    scale_out: {bandwidth: 400Gb/s, latency: 2us, class: nic,\n"
+		"                switching: cut-through,\n"
+		"                energy: 5pJ/b}  # co-packaged optics, estimate\n"
 	},
 };
 

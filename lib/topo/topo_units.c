@@ -69,6 +69,20 @@ static const struct unit hz_units[] = {
 	{ NULL, 0, 0 }
 };
 
+/* Energy per bit, in fJ/bit (ICFAB_A_LINK_ENERGY_FJ_PER_BIT). */
+static const struct unit energy_units[] = {
+	{ "fJ/bit", 1, 1 }, { "fJ/b", 1, 1 },
+	{ "pJ/bit", K1, 1 }, { "pJ/b", K1, 1 },
+	{ "nJ/bit", M1, 1 }, { "nJ/b", M1, 1 },
+	{ NULL, 0, 0 }
+};
+
+/* Power, in mW (ICFAB_A_LINK_STATIC_MW). */
+static const struct unit power_units[] = {
+	{ "mW", 1, 1 }, { "W", K1, 1 }, { "kW", M1, 1 },
+	{ NULL, 0, 0 }
+};
+
 /* A decimal: mantissa / 10^frac, digits only, mantissa within 64 bits. */
 struct decimal {
 	uint64_t mantissa;
@@ -378,4 +392,53 @@ char *topo_fmt_time(char *buf, size_t len, uint64_t ps)
 	};
 
 	return fmt_exact(buf, len, ps, u, 5);
+}
+
+/* A u64 from parse_with_units() that must also fit in 32 bits. */
+static int parse_u32_with_units(const char *s, const struct unit *units,
+				const char *what, uint32_t *out,
+				const char **why)
+{
+	uint64_t v;
+	int ret = parse_with_units(s, units, false, what, &v, why);
+
+	if (ret)
+		return ret;
+	if (v > UINT32_MAX) {
+		*why = "out of range";
+		return -ERANGE;
+	}
+	*out = v;
+	return 0;
+}
+
+int topo_parse_energy(const char *s, uint32_t *fj_per_bit, const char **why)
+{
+	return parse_u32_with_units(s, energy_units,
+				    "finer than a femtojoule per bit",
+				    fj_per_bit, why);
+}
+
+int topo_parse_power(const char *s, uint32_t *mw, const char **why)
+{
+	return parse_u32_with_units(s, power_units, "finer than a milliwatt",
+				    mw, why);
+}
+
+char *topo_fmt_energy(char *buf, size_t len, uint32_t fj_per_bit)
+{
+	static const struct unit u[] = {
+		{ "fJ/b", 1, 1 }, { "pJ/b", K1, 1 }, { "nJ/b", M1, 1 },
+	};
+
+	return fmt_exact(buf, len, fj_per_bit, u, 3);
+}
+
+char *topo_fmt_power(char *buf, size_t len, uint32_t mw)
+{
+	static const struct unit u[] = {
+		{ "mW", 1, 1 }, { "W", K1, 1 }, { "kW", M1, 1 },
+	};
+
+	return fmt_exact(buf, len, mw, u, 3);
 }

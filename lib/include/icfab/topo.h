@@ -69,6 +69,8 @@ struct topo_link_spec {
 	uint32_t class;			/* enum icfab_link_class */
 	uint32_t switching;		/* enum icfab_switching */
 	uint32_t multipath;		/* enum icfab_multipath */
+	uint32_t fj_per_bit;		/* energy per bit carried, fJ */
+	uint32_t static_mw;		/* static power, mW */
 };
 
 struct topo_link {
@@ -81,6 +83,8 @@ struct topo_link {
 					 * forwards what arrives over it */
 	uint32_t multipath;		/* enum icfab_multipath: how src_node
 					 * spreads over this link's parallels */
+	uint32_t fj_per_bit;		/* energy per bit carried, fJ */
+	uint32_t static_mw;		/* static power, mW */
 	uint32_t state;			/* enum icfab_link_state */
 	uint32_t bw_permille;		/* DEGRADED only: 1..999 */
 	uint32_t peer;			/* other direction of the cable, or TOPO_NONE */
@@ -214,9 +218,13 @@ int topo_parse_bandwidth(const char *s, uint64_t *bytes_per_s, const char **why)
 int topo_parse_size(const char *s, uint64_t *bytes, const char **why);
 int topo_parse_time(const char *s, uint64_t *ps, const char **why);
 int topo_parse_u32(const char *s, uint32_t *v, const char **why);
+int topo_parse_energy(const char *s, uint32_t *fj_per_bit, const char **why);
+int topo_parse_power(const char *s, uint32_t *mw, const char **why);
 char *topo_fmt_bandwidth(char *buf, size_t len, uint64_t bytes_per_s);
 char *topo_fmt_size(char *buf, size_t len, uint64_t bytes);
 char *topo_fmt_time(char *buf, size_t len, uint64_t ps);
+char *topo_fmt_energy(char *buf, size_t len, uint32_t fj_per_bit);
+char *topo_fmt_power(char *buf, size_t len, uint32_t mw);
 
 /* topo_gen.c: generators; each records src on everything it makes */
 struct topo_gen_grid {
