@@ -6,7 +6,9 @@
  *	icfabctl [-f FABRIC] stats reset
  *
  * Counters run from the last reset, or the last commit of a new
- * configuration, whichever came later, and outlive the engine.
+ * configuration, whichever came later, and outlive the engine. With
+ * ICFAB_F_LINK_ENERGY the module also reports each link's energy, which
+ * is summed here per link class and in total.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -15,11 +17,15 @@
 
 #include <netlink/genl/genl.h>
 
+#include <icfab/names.h>
+
 #include "icfabctl.h"
 
 struct link_stats {
 	uint32_t id;
+	uint32_t class;			/* enum icfab_link_class */
 	uint64_t bytes, segments, busy_ps, max_queued_ps;
+	uint64_t energy_fj, static_fj;	/* fJ */
 };
 
 struct stats {
@@ -28,6 +34,8 @@ struct stats {
 	uint64_t generation;
 	bool incomplete;
 	bool inconsistent;	/* replies from two generations */
+	bool energy;		/* the module reports energy */
+	uint64_t elapsed_ps;	/* ps of fabric time the counters cover */
 };
 
 static struct nla_policy stats_policy[ICFAB_A_MAX + 1] = {
@@ -39,6 +47,10 @@ static struct nla_policy stats_policy[ICFAB_A_MAX + 1] = {
 	[ICFAB_A_STATS_BUSY_PS]		= { .type = NLA_U64 },
 	[ICFAB_A_STATS_MAX_QUEUED_PS]	= { .type = NLA_U64 },
 	[ICFAB_A_STATS_INCOMPLETE]	= { .type = NLA_U8 },
+	[ICFAB_A_LINK_CLASS]		= { .type = NLA_U32 },
+	[ICFAB_A_STATS_ENERGY_FJ]	= { .type = NLA_U64 },
+	[ICFAB_A_STATS_STATIC_FJ]	= { .type = NLA_U64 },
+	[ICFAB_A_STATS_ELAPSED_PS]	= { .type = NLA_U64 },
 };
 
 static int stats_valid(struct nl_msg *msg, void *arg)
@@ -73,6 +85,16 @@ static int stats_valid(struct nl_msg *msg, void *arg)
 	l->segments = nla_get_u64(tb[ICFAB_A_STATS_SEGMENTS]);
 	l->busy_ps = nla_get_u64(tb[ICFAB_A_STATS_BUSY_PS]);
 	l->max_queued_ps = nla_get_u64(tb[ICFAB_A_STATS_MAX_QUEUED_PS]);
+	l->class = tb[ICFAB_A_LINK_CLASS] ?
+		   nla_get_u32(tb[ICFAB_A_LINK_CLASS]) : ICFAB_LINK_CLASS_OTHER;
+	l->energy_fj = l->static_fj = 0;
+	if (tb[ICFAB_A_STATS_ENERGY_FJ] && tb[ICFAB_A_STATS_STATIC_FJ] &&
+	    tb[ICFAB_A_STATS_ELAPSED_PS]) {
+		s->energy = true;
+		l->energy_fj = nla_get_u64(tb[ICFAB_A_STATS_ENERGY_FJ]);
+		l->static_fj = nla_get_u64(tb[ICFAB_A_STATS_STATIC_FJ]);
+		s->elapsed_ps = nla_get_u64(tb[ICFAB_A_STATS_ELAPSED_PS]);
+	}
 	return 0;
 }
 
@@ -81,7 +103,7 @@ static void stats_forget(void *arg)
 	struct stats *s = arg;
 
 	s->nr = 0;
-	s->incomplete = s->inconsistent = false;
+	s->incomplete = s->inconsistent = s->energy = false;
 }
 
 static bool stats_inconsistent(void *arg)
@@ -101,6 +123,112 @@ static int stats_read(struct icfabctl *ctl, struct icfab_nl *nl,
 	};
 
 	return icfabctl_dump(ctl, nl, &d);
+}
+
+/* Energy summed per link class; [ICFAB_LINK_CLASS_MAX + 1] is the total. */
+struct energy_sum {
+	uint64_t bytes;
+	uint64_t energy_fj, static_fj;	/* fJ, saturating */
+	uint32_t links;
+};
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static void energy_sum(const struct stats *s, struct energy_sum *sum)
+{
+	uint32_t i;
+
+	memset(sum, 0, sizeof(*sum) * (ICFAB_LINK_CLASS_MAX + 2));
+	for (i = 0; i < s->nr; i++) {
+		const struct link_stats *l = &s->links[i];
+		uint32_t c = l->class <= ICFAB_LINK_CLASS_MAX ?
+			     l->class : ICFAB_LINK_CLASS_OTHER;
+		struct energy_sum *e[2] = { &sum[c],
+					    &sum[ICFAB_LINK_CLASS_MAX + 1] };
+		int k;
+
+		for (k = 0; k < 2; k++) {
+			e[k]->bytes = add_sat(e[k]->bytes, l->bytes);
+			e[k]->energy_fj = add_sat(e[k]->energy_fj, l->energy_fj);
+			e[k]->static_fj = add_sat(e[k]->static_fj, l->static_fj);
+			e[k]->links++;
+		}
+	}
+}
+
+/* Joules from femtojoules, as text: exact to the fJ, trailing zeros cut. */
+static char *fmt_joules(char *buf, size_t len, uint64_t fj)
+{
+	const uint64_t fj_per_j = 1000000000000000ULL;
+	char frac[16];
+	size_t n;
+
+	if (fj == UINT64_MAX) {
+		snprintf(buf, len, "overflow");
+		return buf;
+	}
+	snprintf(frac, sizeof(frac), "%015" PRIu64, fj % fj_per_j);
+	for (n = strlen(frac); n > 1 && frac[n - 1] == '0'; n--)
+		frac[n - 1] = '\0';
+	snprintf(buf, len, "%" PRIu64 ".%s", fj / fj_per_j, frac);
+	return buf;
+}
+
+static void energy_json(struct icfab_json *j, const struct stats *s)
+{
+	struct energy_sum sum[ICFAB_LINK_CLASS_MAX + 2];
+	const struct energy_sum *t = &sum[ICFAB_LINK_CLASS_MAX + 1];
+	uint32_t c;
+
+	energy_sum(s, sum);
+	json_begin_object(j, "energy");
+	json_u64(j, "elapsed_ps", s->elapsed_ps);
+	json_begin_array(j, "classes");
+	for (c = 0; c <= ICFAB_LINK_CLASS_MAX; c++) {
+		if (!sum[c].links)
+			continue;
+		json_begin_object(j, NULL);
+		json_string(j, "class", icfab_class_names[c]);
+		json_u64(j, "links", sum[c].links);
+		json_u64(j, "bytes", sum[c].bytes);
+		json_u64(j, "energy_fj", sum[c].energy_fj);
+		json_u64(j, "static_fj", sum[c].static_fj);
+		json_end_object(j);
+	}
+	json_end_array(j);
+	json_u64(j, "energy_fj", t->energy_fj);
+	json_u64(j, "static_fj", t->static_fj);
+	json_u64(j, "total_fj", add_sat(t->energy_fj, t->static_fj));
+	json_end_object(j);
+}
+
+static void energy_print(const struct stats *s)
+{
+	struct energy_sum sum[ICFAB_LINK_CLASS_MAX + 2];
+	char b1[32], b2[32], b3[32], b4[32];
+	uint32_t c;
+
+	energy_sum(s, sum);
+	printf("energy over %s of fabric time (joules):\n",
+	       icfabctl_fmt_latency(b1, sizeof(b1), s->elapsed_ps));
+	printf("%-8s  %6s  %12s  %20s  %20s  %20s\n", "class", "links",
+	       "bytes", "per-bit", "static", "total");
+	for (c = 0; c <= ICFAB_LINK_CLASS_MAX + 1; c++) {
+		const struct energy_sum *e = &sum[c];
+
+		if (!e->links)
+			continue;
+		printf("%-8s  %6" PRIu32 "  %12s  %20s  %20s  %20s\n",
+		       c <= ICFAB_LINK_CLASS_MAX ? icfab_class_names[c] : "total",
+		       e->links, icfabctl_fmt_bytes(b1, sizeof(b1), e->bytes),
+		       fmt_joules(b2, sizeof(b2), e->energy_fj),
+		       fmt_joules(b3, sizeof(b3), e->static_fj),
+		       fmt_joules(b4, sizeof(b4),
+				  add_sat(e->energy_fj, e->static_fj)));
+	}
 }
 
 static void stats_print(struct icfabctl *ctl, const struct stats *s)
@@ -125,9 +253,18 @@ static void stats_print(struct icfabctl *ctl, const struct stats *s)
 			json_u64(&j, "segments", l->segments);
 			json_u64(&j, "busy_ps", l->busy_ps);
 			json_u64(&j, "max_queued_ps", l->max_queued_ps);
+			if (s->energy) {
+				json_string(&j, "class",
+					    l->class <= ICFAB_LINK_CLASS_MAX ?
+					    icfab_class_names[l->class] : "?");
+				json_u64(&j, "energy_fj", l->energy_fj);
+				json_u64(&j, "static_fj", l->static_fj);
+			}
 			json_end_object(&j);
 		}
 		json_end_array(&j);
+		if (s->energy)
+			energy_json(&j, s);
 		json_end_object(&j);
 		return;
 	}
@@ -145,6 +282,8 @@ static void stats_print(struct icfabctl *ctl, const struct stats *s)
 		       icfabctl_fmt_latency(b2, sizeof(b2), l->busy_ps),
 		       icfabctl_fmt_latency(b3, sizeof(b3), l->max_queued_ps));
 	}
+	if (s->energy)
+		energy_print(s);
 }
 
 static int stats_reset(struct icfabctl *ctl, struct icfab_nl *nl)
@@ -186,5 +325,6 @@ static int cmd_stats(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 }
 
 ICFABCTL_COMMAND(NULL, "stats", "[reset]", cmd_stats,
-		 "Show per-link bytes, busy time and longest queueing delay; "
+		 "Show per-link bytes, busy time and longest queueing delay, "
+		 "and the joules per link class and in total; "
 		 "'reset' zeroes them (CAP_NET_ADMIN).");
