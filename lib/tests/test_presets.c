@@ -82,7 +82,7 @@ static void check_all_load(void)
 	double ms;
 
 	p = topo_presets(&n);
-	ok(n == 11, "11 presets");
+	ok(n == 13, "13 presets");
 	for (i = 0; i < n; i++) {
 		struct topo *t = preset(p[i].name, &ms);
 		struct topo_mem m;
@@ -212,10 +212,43 @@ static void check_energy(void)
 	topo_free(t);
 }
 
+/* SambaNova SN40L: lib/topo/TOPOLOGY.md's rows, assumptions included. */
+static void check_sn40l(void)
+{
+	struct topo *t;
+	uint64_t sram = 0;
+	uint32_t i;
+	double ms;
+
+	t = preset("sn40l", &ms);
+	for (i = 0; t && i < t->nr_nodes; i++)
+		sram += t->nodes[i].mem_bytes;
+	ok(t && t->nr_endpoints == 2080 && t->nr_switches == 0 &&
+	   t->nr_links == 8136 &&
+	   links_of(t, ICFAB_LINK_CLASS_MESH, 51200000000ULL, 1 * NS) == 8136 &&
+	   energy_of(t, ICFAB_LINK_CLASS_MESH, 100) == 8136,
+	   "sn40l: 1040 PCUs + 1040 PMUs on a 52x40 mesh, 51.2 GB/s, 1 ns, 0.1 pJ/b");
+	ok(t && sram == 520ULL << 20, "sn40l: 520 MiB of SRAM in all (%llu)",
+	   (unsigned long long)sram);
+	ok(t && t->routed_with == TOPO_ROUTING_DOR &&
+	   topo_route_hops(t, 0, topo_find_node(t, "u51_39")) == 51 + 39,
+	   "sn40l: DOR, corner to corner 90 hops");
+	topo_free(t);
+
+	t = preset("sn40l-node", &ms);
+	ok(t && t->nr_endpoints == 8 && t->nr_links == 56 && max_hops(t) == 1 &&
+	   t->nodes[0].mem_bytes == 64ULL << 30 &&
+	   links_of(t, ICFAB_LINK_CLASS_OTHER, 50 * GB, 1000 * NS) == 56 &&
+	   energy_of(t, ICFAB_LINK_CLASS_OTHER, 5000) == 56,
+	   "sn40l-node: 8 sockets of 64 GiB HBM, each cabled to every other");
+	topo_free(t);
+}
+
 int main(void)
 {
 	check_all_load();
 	check_figures();
 	check_energy();
+	check_sn40l();
 	return done();
 }

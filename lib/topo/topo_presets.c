@@ -222,7 +222,7 @@ static const struct topo_preset presets[] = {
 		"    multipath: spray\n"
 		"    energy: 0.5pJ/b            # die-to-die, estimate\n"
 	},
-	/* Issue 21: a scale-out variant for energy. */
+	/* Issue 21: a scale-out variant for energy, and SambaNova's RDU. */
 	{
 		"h800-pod-cpo",
 		"h800-pod with co-packaged optics on the scale-out network",
@@ -246,6 +246,49 @@ static const struct topo_preset presets[] = {
 		"    scale_out: {bandwidth: 400Gb/s, latency: 2us, class: nic,\n"
 		"                switching: cut-through,\n"
 		"                energy: 5pJ/b}  # co-packaged optics, estimate\n"
+	},
+	{
+		"sn40l",
+		"SambaNova SN40L RDU: 1040 PCUs and 1040 PMUs on the RDN 2D mesh",
+		"# One SN40L socket: 1040 pattern compute units (PCUs) and 1040\n"
+		"# pattern memory units (PMUs) on the packet-switched RDN mesh, here\n"
+		"# one 52x40 mesh of units that forward (the checkerboard: PCU where\n"
+		"# x + y is even, PMU where odd). 520 MiB of SRAM spread as 256 KiB\n"
+		"# per unit. Link bandwidth and latency are assumed (TOPOLOGY.md).\n"
+		"# HBM and DDR are memory tiers, not modelled yet.\n"
+		"fabric:\n"
+		"  name: sn40l\n"
+		"defaults:\n"
+		"  endpoint: {memory: 256KiB, dma_engines: 1}\n"
+		"topology:\n"
+		"  mesh:\n"
+		"    dims: [52, 40]\n"
+		"    name: u\n"
+		"    bandwidth: 32B/cycle@1.6GHz  # assumed\n"
+		"    latency: 1ns                 # assumed\n"
+		"    class: mesh\n"
+		"    energy: 0.1pJ/b              # on-chip wire, estimate\n"
+	},
+	{
+		"sn40l-node",
+		"SambaNova SN40L node: 8 RDU sockets, each joined to every other",
+		"# 8 SN40L sockets (Samba-CoE's node), each one endpoint with its\n"
+		"# 64 GiB of co-packaged HBM; every pair of sockets cabled directly.\n"
+		"# The socket-to-socket bandwidth and latency are assumed\n"
+		"# (TOPOLOGY.md); SRAM, HBM and DDR tiers are not modelled yet.\n"
+		"fabric:\n"
+		"  name: sn40l-node\n"
+		"defaults:\n"
+		"  endpoint: {memory: 64GiB, dma_engines: 8}\n"
+		"topology:\n"
+		"  exchange:\n"
+		"    tiles: 8\n"
+		"    name: rdu\n"
+		"    mode: direct\n"
+		"    bandwidth: 50GB/s            # assumed\n"
+		"    latency: 1us                 # assumed\n"
+		"    class: other\n"
+		"    energy: 5pJ/b                # electrical SerDes, estimate\n"
 	},
 };
 
