@@ -101,7 +101,18 @@ deps:
 			grep -q '^install ok installed$$' || echo $$p; done); \
 	if [ -z "$$missing" ]; then echo "deps: all installed"; exit 0; fi; \
 	echo "deps: installing" $$missing; \
-	apt-get update -q && DEBIAN_FRONTEND=noninteractive \
+	apt-get update -q || exit 1; \
+	unknown=$$(for p in $$missing; do \
+		apt-cache policy $$p 2>/dev/null | grep -q 'Candidate: [0-9]' || \
+			echo $$p; done); \
+	if [ -n "$$unknown" ]; then \
+		echo "deps: no apt source of this machine offers:" $$unknown >&2; \
+		echo "deps: Debian 12 has them in bookworm, bookworm-updates and" \
+			"bookworm-security (the 6.12 kernel); add those suites to" \
+			"/etc/apt/sources.list(.d) and rerun" >&2; \
+		exit 1; \
+	fi; \
+	DEBIAN_FRONTEND=noninteractive \
 		apt-get install -y -q --no-install-recommends $$missing
 
 # tools/check builds first and counts the build as a test, so that the
