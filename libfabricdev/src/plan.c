@@ -132,11 +132,15 @@ static uint64_t pieces_of(const struct fdev_xfer *x, uint64_t piece)
 	return (x->len + piece - 1) / piece;
 }
 
-/* Each source's piece size in the step [@b, @e): @piece, or larger. */
-static void step_pieces(const struct fdev_plan *p, size_t b, size_t e,
-			uint64_t piece, uint64_t max_pieces, uint64_t *ps,
-			uint64_t *count, uint32_t nsrc)
+/*
+ * The piece size of each transfer of the step [@b, @e), into @xpiece:
+ * its source's, @piece or larger. Returns the step's pieces.
+ */
+static uint64_t step_pieces(const struct fdev_plan *p, size_t b, size_t e,
+			    uint64_t piece, uint64_t max_pieces, uint64_t *ps,
+			    uint64_t *count, uint32_t nsrc, uint64_t *xpiece)
 {
+	uint64_t total = 0;
 	int again = 1;
 
 	for (uint32_t s = 0; s < nsrc; s++)
@@ -152,16 +156,24 @@ static void step_pieces(const struct fdev_plan *p, size_t b, size_t e,
 				again = 1;
 			}
 	}
+	for (size_t i = b; i < e; i++)
+		xpiece[i] = ps[p->x[i].src];
+	for (uint32_t s = 0; s < nsrc; s++)
+		total += count[s];
+	return total;
 }
 
-/* Step [@b, @e) into @out, piece-major (a counting sort by piece). */
+/*
+ * Step [@b, @e), its transfers cut at @xpiece, into @out, piece-major (a
+ * counting sort by piece).
+ */
 static int step_interleave(const struct fdev_plan *p, size_t b, size_t e,
-			   const uint64_t *ps, struct fdev_xfer *out)
+			   const uint64_t *xpiece, struct fdev_xfer *out)
 {
 	uint64_t rounds = 0, *start;
 
 	for (size_t i = b; i < e; i++) {
-		uint64_t np = pieces_of(&p->x[i], ps[p->x[i].src]);
+		uint64_t np = pieces_of(&p->x[i], xpiece[i]);
 
 		rounds = np > rounds ? np : rounds;
 	}
@@ -170,7 +182,7 @@ static int step_interleave(const struct fdev_plan *p, size_t b, size_t e,
 		return -ENOMEM;
 	/* start[r]: pieces of round r and after, then where round r begins. */
 	for (size_t i = b; i < e; i++)
-		start[pieces_of(&p->x[i], ps[p->x[i].src]) - 1]++;
+		start[pieces_of(&p->x[i], xpiece[i]) - 1]++;
 	for (uint64_t r = rounds - 1; r-- > 0;)
 		start[r] += start[r + 1];
 	for (uint64_t r = 0, at = 0; r < rounds; r++) {
@@ -181,7 +193,7 @@ static int step_interleave(const struct fdev_plan *p, size_t b, size_t e,
 	}
 	for (size_t i = b; i < e; i++) {
 		const struct fdev_xfer *x = &p->x[i];
-		uint64_t piece = ps[x->src], np = pieces_of(x, piece);
+		uint64_t piece = xpiece[i], np = pieces_of(x, piece);
 
 		for (uint64_t r = 0; r < np; r++) {
 			struct fdev_xfer *o = &out[start[r]++];
@@ -202,10 +214,10 @@ static int step_interleave(const struct fdev_plan *p, size_t b, size_t e,
 int fdev_plan_interleave(struct fdev_plan *p, uint64_t piece,
 			 uint64_t max_pieces)
 {
-	uint64_t *ps = NULL, *count = NULL, total = 0;
+	uint64_t *ps = NULL, *count = NULL, *xpiece = NULL, total = 0, at = 0;
 	struct fdev_xfer *out = NULL;
 	uint32_t nsrc = 0;
-	size_t b, e, at = 0;
+	size_t b, e;
 	int err = -ENOMEM;
 
 	if (p->err || !piece || !p->nx)
@@ -216,27 +228,27 @@ int fdev_plan_interleave(struct fdev_plan *p, uint64_t piece,
 		nsrc = p->x[i].src + 1 > nsrc ? p->x[i].src + 1 : nsrc;
 	ps = calloc(nsrc, sizeof(*ps));
 	count = calloc(nsrc, sizeof(*count));
-	if (!ps || !count)
+	xpiece = calloc(p->nx, sizeof(*xpiece));
+	if (!ps || !count || !xpiece)
 		goto out;
 	for (b = 0; b < p->nx; b = e) {
 		for (e = b; e < p->nx && p->x[e].step == p->x[b].step; e++)
 			;
-		step_pieces(p, b, e, piece, max_pieces, ps, count, nsrc);
-		for (uint32_t s = 0; s < nsrc; s++)
-			total += count[s];
+		total += step_pieces(p, b, e, piece, max_pieces, ps, count,
+				     nsrc, xpiece);
 	}
 	out = malloc(total * sizeof(*out));
 	if (!out)
 		goto out;
 	for (b = 0; b < p->nx; b = e) {
+		uint64_t n = 0;
+
 		for (e = b; e < p->nx && p->x[e].step == p->x[b].step; e++)
-			;
-		step_pieces(p, b, e, piece, max_pieces, ps, count, nsrc);
-		err = step_interleave(p, b, e, ps, out + at);
+			n += pieces_of(&p->x[e], xpiece[e]);
+		err = step_interleave(p, b, e, xpiece, out + at);
 		if (err)
 			goto out;
-		for (uint32_t s = 0; s < nsrc; s++)
-			at += count[s];
+		at += n;
 	}
 	free(p->x);
 	p->x = out;
@@ -247,6 +259,7 @@ out:
 	free(out);
 	free(ps);
 	free(count);
+	free(xpiece);
 	return err;
 }
 
