@@ -683,6 +683,27 @@ int fdev_plan_all_to_all_v(struct fdev_plan *p, unsigned int n,
 	return fdev_plan_finish(p);
 }
 
+/* A reduction over @n ranks of @dtype: something to sum, someone to sum it. */
+static int summable(unsigned int n, int dtype)
+{
+	return n && fdev_dtype_size(dtype) && dtype != FDEV_U8 &&
+	       dtype != FDEV_FP8_E4M3;
+}
+
+/*
+ * A reduction's first step: every rank copies its @len send bytes to
+ * @acc, where the sums build up, in a workspace of @need bytes. Returns
+ * the ranks 0..@n-1, in order, or NULL.
+ */
+static uint32_t *reduction_start(struct fdev_plan *p, unsigned int n,
+				 uint64_t acc, uint64_t len, uint64_t need)
+{
+	fdev_plan_need(p, need);
+	for (unsigned int r = 0; r < n; r++)
+		fdev_plan_act(p, 0, r, FDEV_ACT_COPY, FDEV_U8, acc, 0, len);
+	return iota(n, 0, 1);
+}
+
 int fdev_plan_all_reduce(struct fdev_plan *p, unsigned int n, uint64_t count,
 			 int dtype, int algo, unsigned int node,
 			 struct fdev_coll_layout *lo)
@@ -691,14 +712,11 @@ int fdev_plan_all_reduce(struct fdev_plan *p, unsigned int n, uint64_t count,
 	uint64_t S = count * es, R = align8(S), T = 2 * R;
 	uint32_t *mem, step;
 
-	if (!n || !es || dtype == FDEV_U8 || dtype == FDEV_FP8_E4M3)
+	if (!summable(n, dtype))
 		return -EINVAL;
 	*lo = (struct fdev_coll_layout){ .send_off = 0, .recv_off = R,
 		.tmp_off = T, .send_len = S, .recv_len = S };
-	fdev_plan_need(p, T + align8(S + es));
-	for (unsigned int r = 0; r < n; r++)
-		fdev_plan_act(p, 0, r, FDEV_ACT_COPY, FDEV_U8, R, 0, S);
-	mem = iota(n, 0, 1);
+	mem = reduction_start(p, n, R, S, T + align8(S + es));
 	if (!mem)
 		return -ENOMEM;
 	switch (algo) {
@@ -766,14 +784,11 @@ int fdev_plan_reduce_scatter(struct fdev_plan *p, unsigned int n,
 	uint64_t R = 2 * A, T = R + align8(blk);
 	uint32_t *mem, step;
 
-	if (!n || !es || dtype == FDEV_U8 || dtype == FDEV_FP8_E4M3)
+	if (!summable(n, dtype))
 		return -EINVAL;
 	*lo = (struct fdev_coll_layout){ .send_off = 0, .recv_off = R,
 		.tmp_off = T, .send_len = S, .recv_len = blk };
-	fdev_plan_need(p, T + align8(blk + es));
-	for (unsigned int r = 0; r < n; r++)
-		fdev_plan_act(p, 0, r, FDEV_ACT_COPY, FDEV_U8, A, 0, S);
-	mem = iota(n, 0, 1);
+	mem = reduction_start(p, n, A, S, T + align8(blk + es));
 	if (!mem)
 		return -ENOMEM;
 	switch (algo) {
