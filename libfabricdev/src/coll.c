@@ -526,14 +526,19 @@ static int any_failed(const struct fdev_comm *c)
 	return 0;
 }
 
-/* Stage the local ranks' inputs, run, copy the outputs back. */
-static int run_coll(struct fdev_comm *c, struct fdev_plan *p,
+/*
+ * Stage the local ranks' inputs, run, copy the outputs back. @built is
+ * what building @p returned: a plan that failed is only freed.
+ */
+static int run_coll(struct fdev_comm *c, struct fdev_plan *p, int built,
 		    const struct fdev_coll_layout *lo, const void *send,
 		    void *recv)
 {
 	int timing = fdev_comm_timing_only(c);
-	int err;
+	int err = built;
 
+	if (err)
+		goto out;
 	if (!timing && (!send || !recv)) {
 		err = -EFAULT;
 		goto out;
@@ -603,11 +608,7 @@ int fdev_all_to_all(struct fdev_comm *c, const void *send, void *recv,
 				   algo, c->node_size, &lo);
 	if (!err && (algo == FDEV_ALGO_AUTO || algo == FDEV_ALGO_DIRECT))
 		err = fdev_comm_interleave(c, &p);
-	if (err) {
-		fdev_plan_free(&p);
-		return err;
-	}
-	return run_coll(c, &p, &lo, send, recv);
+	return run_coll(c, &p, err, &lo, send, recv);
 }
 
 int fdev_all_to_all_v(struct fdev_comm *c, const void *send,
@@ -650,10 +651,7 @@ int fdev_all_to_all_v(struct fdev_comm *c, const void *send,
 		fdev_plan_init(&g);
 		err = fdev_plan_all_gather(&g, c->nranks, n * 8, FDEV_ALGO_DIRECT,
 					   &glo);
-		if (!err)
-			err = run_coll(c, &g, &glo, rows, all);
-		else
-			fdev_plan_free(&g);
+		err = run_coll(c, &g, err, &glo, rows, all);
 		if (!err) {
 			if (fdev_comm_timing_only(c)) {
 				/* No bytes moved: what the caller knows must do. */
@@ -686,7 +684,7 @@ int fdev_all_to_all_v(struct fdev_comm *c, const void *send,
 			fdev_plan_free(&p);
 			return err;
 		}
-		err = run_coll(c, &p, &lo, send, recv);
+		err = run_coll(c, &p, 0, &lo, send, recv);
 		c->last_ps += gather_ps;
 	}
 	return err;
@@ -704,11 +702,7 @@ int fdev_all_reduce(struct fdev_comm *c, const void *send, void *recv,
 	fdev_plan_init(&p);
 	err = fdev_plan_all_reduce(&p, c->nranks, count, dt, algo,
 				   c->node_size, &lo);
-	if (err) {
-		fdev_plan_free(&p);
-		return err;
-	}
-	return run_coll(c, &p, &lo, send, recv);
+	return run_coll(c, &p, err, &lo, send, recv);
 }
 
 int fdev_reduce_scatter(struct fdev_comm *c, const void *send, void *recv,
@@ -722,11 +716,7 @@ int fdev_reduce_scatter(struct fdev_comm *c, const void *send, void *recv,
 		return err;
 	fdev_plan_init(&p);
 	err = fdev_plan_reduce_scatter(&p, c->nranks, count, dt, algo, &lo);
-	if (err) {
-		fdev_plan_free(&p);
-		return err;
-	}
-	return run_coll(c, &p, &lo, send, recv);
+	return run_coll(c, &p, err, &lo, send, recv);
 }
 
 int fdev_all_gather(struct fdev_comm *c, const void *send, void *recv,
@@ -741,11 +731,7 @@ int fdev_all_gather(struct fdev_comm *c, const void *send, void *recv,
 	fdev_plan_init(&p);
 	err = fdev_plan_all_gather(&p, c->nranks, count * fdev_dtype_size(dt),
 				   algo, &lo);
-	if (err) {
-		fdev_plan_free(&p);
-		return err;
-	}
-	return run_coll(c, &p, &lo, send, recv);
+	return run_coll(c, &p, err, &lo, send, recv);
 }
 
 int fdev_broadcast(struct fdev_comm *c, const void *send, void *recv,
@@ -763,10 +749,6 @@ int fdev_broadcast(struct fdev_comm *c, const void *send, void *recv,
 	fdev_plan_init(&p);
 	err = fdev_plan_broadcast(&p, c->nranks, count * fdev_dtype_size(dt),
 				  (unsigned int)root, algo, &lo);
-	if (err) {
-		fdev_plan_free(&p);
-		return err;
-	}
 	/* Only the root's send buffer is read; others may pass recv. */
-	return run_coll(c, &p, &lo, send ? send : recv, recv);
+	return run_coll(c, &p, err, &lo, send ? send : recv, recv);
 }
