@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
  * MoE dispatch/combine over a communicator: the entry points, and what
- * every mode shares (routing, records, output rows, combine arithmetic).
+ * every mode shares (routing, records, receiving into output rows, the
+ * combine arithmetic and its run).
  * The modes are in moe_tp.c, moe_ll.c, moe_hier.c and moe_mc.c; moe.h
  * describes the record and the output layout.
  */
@@ -147,6 +148,31 @@ int moe_take_recv_counts(const struct fdev_moe_handle *h, struct moe_rank *mr,
 uint8_t **moe_recs_alloc(uint64_t nrec)
 {
 	return malloc((nrec ? nrec : 1) * sizeof(uint8_t *));
+}
+
+/*
+ * Local rank @l's side of a dispatch once its records have arrived: its
+ * receive counts and, with records, its output rows from the records
+ * @steps->find points at, in source order.
+ */
+int moe_receive(struct fdev_comm *c, struct fdev_moe_handle *h, unsigned int l,
+		const struct moe_receive_steps *steps, const void *arg)
+{
+	struct moe_rank *mr = &h->ranks[l];
+	unsigned int d = h->first + l;
+	uint8_t **recs;
+	int err;
+
+	err = moe_take_recv_counts(h, mr, d);
+	if (err || h->timing)
+		return err;
+	recs = moe_recs_alloc(mr->recv_tokens);
+	if (!recs)
+		return -ENOMEM;
+	steps->find(c, h, l, recs, arg);
+	err = moe_build_out(h, mr, d, recs, mr->recv_tokens, NULL);
+	free(recs);
+	return err;
 }
 
 /* ------------------------------------------------------------------ */
@@ -312,6 +338,52 @@ void moe_store_sum(void *out, const float *sum, uint64_t nr, int dt)
 {
 	for (uint64_t i = 0; i < nr; i++)
 		moe_store(out, i, dt, sum[i]);
+}
+
+/*
+ * At each local source: what came back for its tokens, summed in fp32 and
+ * stored in the combine's dtype.
+ */
+int moe_sum_at_sources(struct fdev_comm *c, struct fdev_moe_handle *h,
+		       void *const *out, const struct moe_combine_steps *steps,
+		       const void *arg)
+{
+	for (unsigned int l = 0; l < h->nlocal; l++) {
+		uint64_t nr = h->ranks[l].tokens * (uint64_t)h->cfg.hidden;
+		float *sum = calloc(nr + 1, sizeof(float));
+
+		if (!sum)
+			return -ENOMEM;
+		steps->add_back(c, h, l, sum, arg);
+		moe_store_sum(out[l], sum, nr, moe_comb_dtype(h));
+		free(sum);
+	}
+	return 0;
+}
+
+/*
+ * A one-plan combine (throughput, multicast, low latency) from its built
+ * plan @p: finished, interleaved as the communicator asks, checked
+ * against the workspace, staged, run, and summed at the sources.
+ */
+int moe_combine_run(struct fdev_comm *c, struct fdev_moe_handle *h,
+		    struct fdev_plan *p, const void *const *y, void *const *out,
+		    const struct moe_combine_steps *steps, const void *arg)
+{
+	int err = fdev_plan_finish(p);
+
+	if (!err)
+		err = fdev_comm_interleave(c, p);
+	if (!err && !h->timing && p->ws_need > c->ws_bytes)
+		err = -EMSGSIZE;
+	if (!err && !h->timing)
+		steps->stage(c, h, y, arg);
+	if (!err)
+		err = fdev_plan_run(c, p);
+	h->st.combine_ps = c->last_ps;
+	if (!err && !h->timing)
+		err = moe_sum_at_sources(c, h, out, steps, arg);
+	return err;
 }
 
 /* The local expert of @rows's row @row. */

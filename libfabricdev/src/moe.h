@@ -3,7 +3,8 @@
  * MoE dispatch/combine, private to the moe*.c files: the handle, the
  * token record, and what every mode shares. One file per mode:
  *   moe_layout.c  fdev_moe_layout()
- *   moe.c         the entry points, routing, records and output rows
+ *   moe.c         the entry points, routing, records, output rows, and
+ *                 the receive and combine steps every mode shares
  *   moe_tp.c      throughput (and the combine multicast shares)
  *   moe_ll.c      low latency
  *   moe_hier.c    hierarchical
@@ -107,6 +108,15 @@ int moe_build_out(struct fdev_moe_handle *h, struct moe_rank *mr,
 		  const uint32_t *rec_expert);
 uint8_t **moe_recs_alloc(uint64_t nrec);
 
+/* How a mode finds local rank @l's records in its workspace, into @recs. */
+struct moe_receive_steps {
+	void (*find)(struct fdev_comm *c, const struct fdev_moe_handle *h,
+		     unsigned int l, uint8_t **recs, const void *arg);
+};
+
+int moe_receive(struct fdev_comm *c, struct fdev_moe_handle *h, unsigned int l,
+		const struct moe_receive_steps *steps, const void *arg);
+
 /* moe.c: combine arithmetic */
 int moe_comb_dtype(const struct fdev_moe_handle *h);
 float moe_load(const void *p, uint64_t i, int dt);
@@ -117,6 +127,26 @@ void moe_partials(struct fdev_comm *c, struct fdev_moe_handle *h,
 		  const void *const *y, uint64_t off, uint64_t crow);
 void moe_add_row(float *sum, const uint8_t *src, unsigned int H, int dt);
 void moe_store_sum(void *out, const float *sum, uint64_t nr, int dt);
+
+/*
+ * moe.c: the tail every combine shares. A mode supplies how it puts the
+ * expert outputs @y into the workspace before its plan runs, and how it
+ * adds what came back for local rank @l's tokens into @sum ([tokens][H],
+ * fp32); @arg is the mode's own layout.
+ */
+struct moe_combine_steps {
+	void (*stage)(struct fdev_comm *c, struct fdev_moe_handle *h,
+		      const void *const *y, const void *arg);
+	void (*add_back)(struct fdev_comm *c, const struct fdev_moe_handle *h,
+			 unsigned int l, float *sum, const void *arg);
+};
+
+int moe_sum_at_sources(struct fdev_comm *c, struct fdev_moe_handle *h,
+		       void *const *out, const struct moe_combine_steps *steps,
+		       const void *arg);
+int moe_combine_run(struct fdev_comm *c, struct fdev_moe_handle *h,
+		    struct fdev_plan *p, const void *const *y, void *const *out,
+		    const struct moe_combine_steps *steps, const void *arg);
 
 /* One file per mode. */
 int moe_dispatch_tp(struct fdev_comm *c, struct fdev_moe_handle *h,

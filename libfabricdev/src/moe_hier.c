@@ -494,29 +494,22 @@ static uint64_t hier_recv_off(const struct fdev_moe_handle *h,
 }
 
 /* Receivers: records in source order, as throughput has them. */
-static int hier_receive(struct fdev_comm *c, struct fdev_moe_handle *h,
-			const struct hier_regions *rg, unsigned int l)
+static void hier_find_records(struct fdev_comm *c,
+			      const struct fdev_moe_handle *h, unsigned int l,
+			      uint8_t **recs, const void *arg)
 {
-	struct moe_rank *mr = &h->ranks[l];
 	unsigned int d = h->first + l;
 	uint64_t j = 0;
-	uint8_t **recs;
-	int err;
 
-	err = moe_take_recv_counts(h, mr, d);
-	if (err || h->timing)
-		return err;
-	recs = moe_recs_alloc(mr->recv_tokens);
-	if (!recs)
-		return -ENOMEM;
 	for (unsigned int s = 0; s < h->nranks; s++)
 		for (uint64_t i = 0; i < moe_pair(h, s, d); i++)
-			recs[j++] = fdev_ws_addr(c, l, hier_recv_off(h, rg, l, s, i) *
+			recs[j++] = fdev_ws_addr(c, l, hier_recv_off(h, arg, l, s, i) *
 						 h->rec_size);
-	err = moe_build_out(h, mr, d, recs, mr->recv_tokens, NULL);
-	free(recs);
-	return err;
 }
+
+static const struct moe_receive_steps hier_receive_steps = {
+	.find = hier_find_records,
+};
 
 int moe_dispatch_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 		      const struct fdev_moe_in *in,
@@ -543,7 +536,7 @@ int moe_dispatch_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 		err = hier_forward(c, h, &rg, &t_fwd);
 	h->st.dispatch_ps = t_counts + t_out + t_fwd;
 	for (unsigned int l = 0; !err && l < h->nlocal; l++)
-		err = hier_receive(c, h, &rg, l);
+		err = moe_receive(c, h, l, &hier_receive_steps, &rg);
 	return err;
 }
 
@@ -678,19 +671,23 @@ static void plan_scaleout_back(struct fdev_moe_handle *h,
 		}
 }
 
-/* At local source @l: the direct partials and one row per remote node. */
-static int hier_sum_at_source(struct fdev_comm *c, struct fdev_moe_handle *h,
-			      const struct hier_regions *rg, unsigned int l,
-			      uint64_t crow, void *out)
-{
-	struct moe_rank *mr = &h->ranks[l];
-	unsigned int s = h->first + l, ns = hier_node(h, s), H = h->cfg.hidden;
-	int dt = moe_comb_dtype(h);
-	float *sum = calloc(mr->tokens * (uint64_t)H + 1, sizeof(float));
-	uint64_t pos = 0, row = 0;
+/* What a combine's steps need: the regions and the bytes of a row. */
+struct hier_combine {
+	struct hier_regions rg;
+	uint64_t crow;
+};
 
-	if (!sum)
-		return -ENOMEM;
+/* At local source @l: the direct partials and one row per remote node. */
+static void hier_add_back(struct fdev_comm *c, const struct fdev_moe_handle *h,
+			  unsigned int l, float *sum, const void *arg)
+{
+	const struct hier_combine *hc = arg;
+	const struct hier_regions *rg = &hc->rg;
+	const struct moe_rank *mr = &h->ranks[l];
+	unsigned int s = h->first + l, ns = hier_node(h, s), H = h->cfg.hidden;
+	uint64_t crow = hc->crow, pos = 0, row = 0;
+	int dt = moe_comb_dtype(h);
+
 	for (unsigned int d = 0; d < h->nranks; d++)
 		for (uint64_t i = 0; i < mr->send_cnt[d]; i++, pos++)
 			if (hier_node(h, d) == ns)
@@ -704,10 +701,11 @@ static int hier_sum_at_source(struct fdev_comm *c, struct fdev_moe_handle *h,
 				moe_add_row(sum + t * H,
 					    fdev_ws_addr(c, l, (rg->scaleout_back + row++) * crow),
 					    H, dt);
-	moe_store_sum(out, sum, mr->tokens * (uint64_t)H, dt);
-	free(sum);
-	return 0;
 }
+
+static const struct moe_combine_steps hier_combine_steps = {
+	.add_back = hier_add_back,
+};
 
 static int hier_combine_return(struct fdev_comm *c, struct fdev_moe_handle *h,
 			       const struct hier_regions *rg, uint64_t crow,
@@ -731,22 +729,21 @@ static int hier_combine_return(struct fdev_comm *c, struct fdev_moe_handle *h,
 int moe_combine_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 		     const void *const *y, void *const *out)
 {
-	uint64_t crow = moe_round8(h->cfg.hidden *
-				   fdev_dtype_size(moe_comb_dtype(h)));
+	struct hier_combine hc;
 	uint64_t t_up, t_out = 0;
-	struct hier_regions rg;
 	struct fdev_plan p;
 	int err;
 
-	hier_regions(h, &rg);
-	if (!h->timing && rg.cend * crow > c->ws_bytes)
+	hc.crow = moe_round8(h->cfg.hidden * fdev_dtype_size(moe_comb_dtype(h)));
+	hier_regions(h, &hc.rg);
+	if (!h->timing && hc.rg.cend * hc.crow > c->ws_bytes)
 		return -EMSGSIZE;
 	fdev_plan_init(&p);
-	fdev_plan_need(&p, rg.cend * crow);
-	plan_to_peers(h, &rg, crow, &p);
+	fdev_plan_need(&p, hc.rg.cend * hc.crow);
+	plan_to_peers(h, &hc.rg, hc.crow, &p);
 	err = fdev_plan_finish(&p);
 	if (!err && !h->timing)
-		moe_partials(c, h, y, rg.partials * crow, crow);
+		moe_partials(c, h, y, hc.rg.partials * hc.crow, hc.crow);
 	if (!err)
 		err = fdev_plan_run(c, &p);
 	t_up = c->last_ps;
@@ -754,11 +751,11 @@ int moe_combine_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 	if (err)
 		return err;
 	if (!h->timing)
-		err = hier_sum_at_peers(c, h, &rg, crow);
+		err = hier_sum_at_peers(c, h, &hc.rg, hc.crow);
 	if (!err)
-		err = hier_combine_return(c, h, &rg, crow, &t_out);
+		err = hier_combine_return(c, h, &hc.rg, hc.crow, &t_out);
 	h->st.combine_ps = t_up + t_out;
-	for (unsigned int l = 0; !err && !h->timing && l < h->nlocal; l++)
-		err = hier_sum_at_source(c, h, &rg, l, crow, out[l]);
+	if (!err && !h->timing)
+		err = moe_sum_at_sources(c, h, out, &hier_combine_steps, &hc);
 	return err;
 }

@@ -252,49 +252,52 @@ static int ll_combine_plan(struct fdev_moe_handle *h, uint64_t crow,
 	return 0;
 }
 
+/* Where the low-latency combine keeps its rows, in bytes. */
+struct ll_combine {
+	uint64_t crow;			/* a row, padded to 8 */
+	uint64_t staged;		/* the expert outputs, 64-aligned */
+};
+
 static void ll_stage(struct fdev_comm *c, struct fdev_moe_handle *h,
-		     const void *const *y, uint64_t crow, uint64_t staged)
+		     const void *const *y, const void *arg)
 {
+	const struct ll_combine *lc = arg;
 	uint64_t row_bytes = h->cfg.hidden * fdev_dtype_size(moe_comb_dtype(h));
 
 	for (unsigned int l = 0; l < h->nlocal; l++)
 		for (uint64_t row = 0; row < h->ranks[l].rows; row++)
-			memcpy(fdev_ws_addr(c, l, staged + row * crow),
+			memcpy(fdev_ws_addr(c, l, lc->staged + row * lc->crow),
 			       (const uint8_t *)y[l] + row * row_bytes, row_bytes);
 }
 
-/* At each local source: its tokens' expert rows, weighted and summed. */
-static int ll_combine_sum(struct fdev_comm *c, struct fdev_moe_handle *h,
-			  uint64_t crow, void *const *out)
+/* At local source @l: its tokens' expert rows, weighted. */
+static void ll_add_back(struct fdev_comm *c, const struct fdev_moe_handle *h,
+			unsigned int l, float *sum, const void *arg)
 {
+	const struct ll_combine *lc = arg;
+	const struct moe_rank *mr = &h->ranks[l];
 	unsigned int H = h->cfg.hidden, k = h->cfg.k;
-	uint64_t mt = h->cfg.max_tokens;
+	uint64_t mt = h->cfg.max_tokens, pos = 0;
 	int dt = moe_comb_dtype(h);
 
-	for (unsigned int l = 0; l < h->nlocal; l++) {
-		struct moe_rank *mr = &h->ranks[l];
-		float *sum = calloc(mr->tokens * (uint64_t)H + 1, sizeof(float));
-		uint64_t pos = 0;
+	for (unsigned int e = 0; e < h->cfg.num_experts; e++)
+		for (uint64_t i = 0; i < mr->send_cnt[e]; i++, pos++) {
+			uint64_t t = mr->send_tok[pos];
+			const uint8_t *src = fdev_ws_addr(c, l,
+				((uint64_t)e * mt + i) * lc->crow);
+			float w = moe_weight_of(mr->topk_idx + t * k,
+						mr->topk_w + t * k, k,
+						(int64_t)e);
 
-		if (!sum)
-			return -ENOMEM;
-		for (unsigned int e = 0; e < h->cfg.num_experts; e++)
-			for (uint64_t i = 0; i < mr->send_cnt[e]; i++, pos++) {
-				uint64_t t = mr->send_tok[pos];
-				const uint8_t *src = fdev_ws_addr(c, l,
-					((uint64_t)e * mt + i) * crow);
-				float w = moe_weight_of(mr->topk_idx + t * k,
-							mr->topk_w + t * k, k,
-							(int64_t)e);
-
-				for (unsigned int q = 0; q < H; q++)
-					sum[t * H + q] += w * moe_load(src, q, dt);
-			}
-		moe_store_sum(out[l], sum, mr->tokens * (uint64_t)H, dt);
-		free(sum);
-	}
-	return 0;
+			for (unsigned int q = 0; q < H; q++)
+				sum[t * H + q] += w * moe_load(src, q, dt);
+		}
 }
+
+static const struct moe_combine_steps ll_combine_steps = {
+	.stage = ll_stage,
+	.add_back = ll_add_back,
+};
 
 /*
  * Who sends the first local rank rows back: the ranks whose experts got
@@ -315,33 +318,23 @@ int moe_combine_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
 		   const void *const *y, void *const *out)
 {
 	uint64_t slots = h->cfg.num_experts * (uint64_t)h->cfg.max_tokens;
-	uint64_t crow = moe_round8(h->cfg.hidden *
-				   fdev_dtype_size(moe_comb_dtype(h)));
-	uint64_t staged = (slots * crow + 63) & ~63ULL;
+	struct ll_combine lc;
 	struct fdev_plan p;
 	uint8_t *senders;
 	int err;
 
+	lc.crow = moe_round8(h->cfg.hidden *
+			     fdev_dtype_size(moe_comb_dtype(h)));
+	lc.staged = (slots * lc.crow + 63) & ~63ULL;
 	fdev_plan_init(&p);
 	senders = ll_combine_senders(h);
 	if (!senders)
 		return -ENOMEM;
 	p.senders = senders;
-	fdev_plan_need(&p, staged + slots * crow);
-	err = ll_combine_plan(h, crow, staged, &p);
+	fdev_plan_need(&p, lc.staged + slots * lc.crow);
+	err = ll_combine_plan(h, lc.crow, lc.staged, &p);
 	if (!err)
-		err = fdev_plan_finish(&p);
-	if (!err)
-		err = fdev_comm_interleave(c, &p);
-	if (!err && !h->timing && p.ws_need > c->ws_bytes)
-		err = -EMSGSIZE;
-	if (!err && !h->timing)
-		ll_stage(c, h, y, crow, staged);
-	if (!err)
-		err = fdev_plan_run(c, &p);
-	h->st.combine_ps = c->last_ps;
-	if (!err && !h->timing)
-		err = ll_combine_sum(c, h, crow, out);
+		err = moe_combine_run(c, h, &p, y, out, &ll_combine_steps, &lc);
 	fdev_plan_free(&p);
 	free(senders);
 	return err;

@@ -94,29 +94,30 @@ static int tp_send(struct fdev_comm *c, struct fdev_moe_handle *h,
 	return err;
 }
 
+/* The records, one after the other from recv_off. */
+static void tp_find_records(struct fdev_comm *c, const struct fdev_moe_handle *h,
+			    unsigned int l, uint8_t **recs, const void *arg)
+{
+	const uint64_t *recv_off = arg;
+
+	for (uint64_t j = 0; j < h->ranks[l].recv_tokens; j++)
+		recs[j] = fdev_ws_addr(c, l, *recv_off + j * h->rec_size);
+}
+
+static const struct moe_receive_steps tp_receive_steps = {
+	.find = tp_find_records,
+};
+
 /* Local rank @l's output rows, from the records at @recv_off. */
 static int tp_receive(struct fdev_comm *c, struct fdev_moe_handle *h,
 		      unsigned int l, uint64_t recv_off)
 {
-	struct moe_rank *mr = &h->ranks[l];
 	unsigned int rank = h->first + l;
-	uint8_t **recs;
-	int err;
 
 	for (unsigned int s = 0; s < h->nranks; s++)
 		if (s != rank)
 			h->st.dispatch_bytes += moe_pair(h, rank, s) * h->rec_size;
-	err = moe_take_recv_counts(h, mr, rank);
-	if (err || h->timing)
-		return err;
-	recs = moe_recs_alloc(mr->recv_tokens);
-	if (!recs)
-		return -ENOMEM;
-	for (uint64_t j = 0; j < mr->recv_tokens; j++)
-		recs[j] = fdev_ws_addr(c, l, recv_off + j * h->rec_size);
-	err = moe_build_out(h, mr, rank, recs, mr->recv_tokens, NULL);
-	free(recs);
-	return err;
+	return moe_receive(c, h, l, &tp_receive_steps, &recv_off);
 }
 
 int moe_dispatch_tp(struct fdev_comm *c, struct fdev_moe_handle *h,
@@ -210,30 +211,35 @@ static void tp_combine_plan(struct fdev_moe_handle *h,
 		}
 }
 
-/* At each local source: its tokens' partials, summed. */
-static int tp_combine_sum(struct fdev_comm *c, struct fdev_moe_handle *h,
-			  const struct tp_combine *tc, void *const *out)
+static void tp_stage(struct fdev_comm *c, struct fdev_moe_handle *h,
+		     const void *const *y, const void *arg)
 {
+	const struct tp_combine *tc = arg;
+
+	moe_partials(c, h, y, 0, tc->crow);
+}
+
+/* At local source @l: its tokens' partials. */
+static void tp_add_back(struct fdev_comm *c, const struct fdev_moe_handle *h,
+			unsigned int l, float *sum, const void *arg)
+{
+	const struct tp_combine *tc = arg;
+	const struct moe_rank *mr = &h->ranks[l];
 	unsigned int H = h->cfg.hidden;
 	int dt = moe_comb_dtype(h);
+	uint64_t pos = 0;
 
-	for (unsigned int l = 0; l < h->nlocal; l++) {
-		struct moe_rank *mr = &h->ranks[l];
-		float *sum = calloc(mr->tokens * (uint64_t)H + 1, sizeof(float));
-		uint64_t pos = 0;
-
-		if (!sum)
-			return -ENOMEM;
-		for (unsigned int d = 0; d < h->nranks; d++)
-			for (uint64_t i = 0; i < mr->send_cnt[d]; i++, pos++)
-				moe_add_row(sum + mr->send_tok[pos] * H,
-					    fdev_ws_addr(c, l, tc->recv_area +
-							 pos * tc->crow), H, dt);
-		moe_store_sum(out[l], sum, mr->tokens * (uint64_t)H, dt);
-		free(sum);
-	}
-	return 0;
+	for (unsigned int d = 0; d < h->nranks; d++)
+		for (uint64_t i = 0; i < mr->send_cnt[d]; i++, pos++)
+			moe_add_row(sum + mr->send_tok[pos] * H,
+				    fdev_ws_addr(c, l, tc->recv_area +
+						 pos * tc->crow), H, dt);
 }
+
+static const struct moe_combine_steps tp_combine_steps = {
+	.stage = tp_stage,
+	.add_back = tp_add_back,
+};
 
 int moe_combine_tp(struct fdev_comm *c, struct fdev_moe_handle *h,
 		   const void *const *y, void *const *out)
@@ -250,19 +256,8 @@ int moe_combine_tp(struct fdev_comm *c, struct fdev_moe_handle *h,
 	if (!err) {
 		fdev_plan_need(&p, need);
 		tp_combine_plan(h, &tc, &p);
-		err = fdev_plan_finish(&p);
+		err = moe_combine_run(c, h, &p, y, out, &tp_combine_steps, &tc);
 	}
-	if (!err)
-		err = fdev_comm_interleave(c, &p);
-	if (!err && !h->timing && p.ws_need > c->ws_bytes)
-		err = -EMSGSIZE;
-	if (!err && !h->timing)
-		moe_partials(c, h, y, 0, tc.crow);
-	if (!err)
-		err = fdev_plan_run(c, &p);
-	h->st.combine_ps = c->last_ps;
-	if (!err && !h->timing)
-		err = tp_combine_sum(c, h, &tc, out);
 	fdev_plan_free(&p);
 	free(tc.recv_before);
 	free(tc.send_before);
