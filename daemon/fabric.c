@@ -339,17 +339,23 @@ struct stager {
 	size_t why_len;
 };
 
-/* Send one edit; on failure say which step failed and why. */
-static int stage_send(struct stager *s, struct nl_msg *msg, const char *what,
-		uint32_t id)
+/*
+ * Send one edit; on failure say which step failed and why. A message
+ * that could not be built (@msg NULL, or @bad: an attribute did not fit)
+ * is freed and reported as -ENOMEM.
+ */
+static int stage_send(struct stager *s, struct nl_msg *msg, int bad,
+		      const char *what, uint32_t id)
 {
 	char err[384];
 	int ret;
 
-	if (!msg)
+	if (!msg || bad) {
+		nlmsg_free(msg);
 		ret = -ENOMEM;
-	else
+	} else {
 		ret = icfab_nl_request(s->nl, msg, NULL, NULL);
+	}
 	if (ret)
 		snprintf(s->why, s->why_len, "%s %u: %s", what, id,
 			 icfab_nl_strerror(s->nl, ret, err, sizeof(err)));
@@ -360,17 +366,15 @@ static int stage_params(struct stager *s, const struct topo *w,
 			const struct topo *ht)
 {
 	struct nl_msg *m = icfab_nl_msg(s->nl, ICFAB_CMD_FABRIC_SET, 0, 0);
-
-	if (m && ((w->segment_size != ht->segment_size &&
+	int bad = !m ||
+		  (w->segment_size != ht->segment_size &&
 		   nla_put_u32(m, ICFAB_A_FABRIC_SEGMENT_SIZE, w->segment_size)) ||
 		  (w->time_mode != ht->time_mode &&
 		   nla_put_u32(m, ICFAB_A_FABRIC_TIME_MODE, w->time_mode)) ||
 		  (w->dilation != ht->dilation &&
-		   nla_put_u32(m, ICFAB_A_FABRIC_DILATION, w->dilation)))) {
-		nlmsg_free(m);
-		m = NULL;
-	}
-	return stage_send(s, m, "fabric parameters", s->nl->fabric_id);
+		   nla_put_u32(m, ICFAB_A_FABRIC_DILATION, w->dilation));
+
+	return stage_send(s, m, bad, "fabric parameters", s->nl->fabric_id);
 }
 
 static int stage_id(struct stager *s, uint8_t cmd, int attr, uint32_t id,
@@ -378,11 +382,7 @@ static int stage_id(struct stager *s, uint8_t cmd, int attr, uint32_t id,
 {
 	struct nl_msg *m = icfab_nl_msg(s->nl, cmd, 0, 0);
 
-	if (m && nla_put_u32(m, attr, id)) {
-		nlmsg_free(m);
-		m = NULL;
-	}
-	return stage_send(s, m, what, id);
+	return stage_send(s, m, !m || nla_put_u32(m, attr, id), what, id);
 }
 
 static int stage_node(struct stager *s, uint32_t id, const struct topo_node *n)
@@ -403,12 +403,8 @@ static int stage_node(struct stager *s, uint32_t id, const struct topo_node *n)
 		} else {
 			bad |= nla_put_u32(m, ICFAB_A_NODE_COLORS, n->colors);
 		}
-		if (bad) {
-			nlmsg_free(m);
-			m = NULL;
-		}
 	}
-	return stage_send(s, m, "adding node", id);
+	return stage_send(s, m, bad, "adding node", id);
 }
 
 static int stage_link(struct stager *s, uint32_t id, const struct topo_link *l)
@@ -451,27 +447,20 @@ static int stage_link(struct stager *s, uint32_t id, const struct topo_link *l)
 		if (l->static_mw)
 			bad |= nla_put_u32(m, ICFAB_A_LINK_STATIC_MW,
 					   l->static_mw);
-		if (bad) {
-			nlmsg_free(m);
-			m = NULL;
-		}
 	}
-	return stage_send(s, m, "adding link", id);
+	return stage_send(s, m, bad, "adding link", id);
 }
 
 static int stage_link_state(struct stager *s, uint32_t id,
 			    const struct topo_link *l)
 {
 	struct nl_msg *m = icfab_nl_msg(s->nl, ICFAB_CMD_LINK_SET, 0, 0);
-
-	if (m && (nla_put_u32(m, ICFAB_A_LINK_ID, id) ||
+	int bad = !m || nla_put_u32(m, ICFAB_A_LINK_ID, id) ||
 		  nla_put_u32(m, ICFAB_A_LINK_STATE, l->state) ||
 		  (l->state == ICFAB_LINK_DEGRADED &&
-		   nla_put_u32(m, ICFAB_A_LINK_BW_PERMILLE, l->bw_permille)))) {
-		nlmsg_free(m);
-		m = NULL;
-	}
-	return stage_send(s, m, "setting the state of link", id);
+		   nla_put_u32(m, ICFAB_A_LINK_BW_PERMILLE, l->bw_permille));
+
+	return stage_send(s, m, bad, "setting the state of link", id);
 }
 
 /* A whole row in one message, padded with NONE past the wanted nodes. */
@@ -485,13 +474,10 @@ static int stage_row(struct stager *s, const struct topo *w, uint32_t u,
 	for (d = 0; d < len; d++)
 		buf[d] = d < nw ? w->routes[(size_t)u * nw + d] :
 				  ICFAB_ROUTE_NONE;
-	if (m && (nla_put_u32(m, ICFAB_A_ROUTE_NODE, u) ||
-		  nla_put_u32(m, ICFAB_A_ROUTE_DST_FIRST, 0) ||
-		  nla_put(m, ICFAB_A_ROUTE_PORTS, bytes, buf))) {
-		nlmsg_free(m);
-		m = NULL;
-	}
-	return stage_send(s, m, "routes of node", u);
+	return stage_send(s, m, !m || nla_put_u32(m, ICFAB_A_ROUTE_NODE, u) ||
+			  nla_put_u32(m, ICFAB_A_ROUTE_DST_FIRST, 0) ||
+			  nla_put(m, ICFAB_A_ROUTE_PORTS, bytes, buf),
+			  "routes of node", u);
 }
 
 static int stage_all(struct stager *s, const struct topo *w,
@@ -569,13 +555,10 @@ int fabric_apply(struct icfab_nl *nl, const struct topo *want,
 	ret = stage_all(&s, want, have, &p, d);
 	if (!ret) {
 		m = icfab_nl_msg(nl, ICFAB_CMD_FABRIC_COMMIT, 0, 0);
-		if (m && nla_put_u64(m, ICFAB_A_FABRIC_GENERATION,
-				     have->generation)) {
-			nlmsg_free(m);
-			m = NULL;
-		}
-		ret = stage_send(&s, m, "commit on generation",
-			   (uint32_t)have->generation);
+		ret = stage_send(&s, m,
+				 !m || nla_put_u64(m, ICFAB_A_FABRIC_GENERATION,
+						   have->generation),
+				 "commit on generation", (uint32_t)have->generation);
 	}
 	if (ret) {
 		/* Nothing staged (EBUSY from another owner) is fine too. */
