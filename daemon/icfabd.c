@@ -477,6 +477,29 @@ static int set_mode(struct icfabd_opts *o, enum icfabd_mode m)
 	return 0;
 }
 
+/* The options that choose a mode; two different ones exclude each other. */
+static const struct {
+	int opt;
+	enum icfabd_mode mode;
+} mode_options[] = {
+	{ 'c', MODE_CHECK },
+	{ 'd', MODE_DUMP },
+	{ 'l', MODE_LIST_PRESETS },
+	{ 'a', MODE_APPLY },
+	{ 'D', MODE_DIFF },
+	{ 'L', MODE_LINK_STATE },
+	{ 's', MODE_STATUS },
+};
+
+/* 1 if option @c chose a mode, 0 if it is no mode option, -1 if it conflicts. */
+static int mode_option(struct icfabd_opts *o, int c)
+{
+	for (size_t i = 0; i < sizeof(mode_options) / sizeof(mode_options[0]); i++)
+		if (mode_options[i].opt == c)
+			return set_mode(o, mode_options[i].mode) ? -1 : 1;
+	return 0;
+}
+
 /* Seconds with up to three decimals ("0.5"), as ms; 0 .. one day. */
 static int parse_seconds_ms(const char *s, uint32_t *ms)
 {
@@ -582,23 +605,15 @@ static int parse_args(int argc, char **argv, struct icfabd_opts *o)
 
 	while ((c = getopt_long(argc, argv, "cdp:rjylvhaDL:C:fbF:sS:G:", longopts,
 				NULL)) != -1) {
+		int mode = mode_option(o, c);
+
+		if (mode < 0)
+			return -1;
+		if (mode && c != 'L')
+			continue;
 		switch (c) {
-		case 'a':
-			if (set_mode(o, MODE_APPLY))
-				return -1;
-			break;
-		case 'D':
-			if (set_mode(o, MODE_DIFF))
-				return -1;
-			break;
 		case 'L':
-			if (set_mode(o, MODE_LINK_STATE))
-				return -1;
 			o->link = optarg;
-			break;
-		case 's':
-			if (set_mode(o, MODE_STATUS))
-				return -1;
 			break;
 		case 'C':
 			o->config = optarg;
@@ -629,18 +644,6 @@ static int parse_args(int argc, char **argv, struct icfabd_opts *o)
 					optarg, why);
 				return -1;
 			}
-			break;
-		case 'c':
-			if (set_mode(o, MODE_CHECK))
-				return -1;
-			break;
-		case 'd':
-			if (set_mode(o, MODE_DUMP))
-				return -1;
-			break;
-		case 'l':
-			if (set_mode(o, MODE_LIST_PRESETS))
-				return -1;
 			break;
 		case 'p':
 			o->preset = optarg;
