@@ -51,9 +51,24 @@ static void test_enums(void)
 	   "link states, node kinds and link classes have their names");
 }
 
+static void test_attrs(void)
+{
+	int named = 0;
+
+	for (int type = 1; type <= ICFAB_A_MAX; type++)
+		named += icfab_attr_name(type) != NULL;
+	ok(named == ICFAB_A_MAX, "%d of %d attributes named", named, ICFAB_A_MAX);
+	ok(!strcmp(icfab_attr_name(ICFAB_A_LINK_SWITCHING), "ICFAB_A_LINK_SWITCHING") &&
+	   !strcmp(icfab_attr_name(ICFAB_A_STATS_ELAPSED_PS), "ICFAB_A_STATS_ELAPSED_PS"),
+	   "attributes icfabctl's own table missed are named");
+	ok(!icfab_attr_name(0) && !icfab_attr_name(ICFAB_A_MAX + 1),
+	   "no name for UNSPEC or past ICFAB_A_MAX");
+}
+
 int main(void)
 {
 	test_features();
 	test_enums();
+	test_attrs();
 	return done();
 }

@@ -174,7 +174,6 @@ void icfabctl_err_location(struct icfab_nl *nl,
 			   char *buf, size_t len);
 
 /* fabric.c: fabric attributes, shared with monitor.c */
-const char *icfabctl_fabric_attr_name(int type);	/* ICFAB_A_* name */
 /*
  * Validate the attributes of a FABRIC_GET / FABRIC_NTF message into tb
  * (ICFAB_A_MAX + 1 entries). Returns 0 or -EINVAL (bad length).

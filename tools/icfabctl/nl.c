@@ -16,6 +16,8 @@
 
 #include <linux/icfab_genl.h>
 
+#include <icfab/names.h>
+
 #include "icfabctl.h"
 
 int icfabctl_nl_open(struct icfab_nl *nl)
@@ -54,7 +56,7 @@ void icfabctl_nl_report(struct icfab_nl *nl, const char *what)
 	else if (where[0])
 		icfabctl_warn("kernel reports a problem with %s", where);
 	if (ne.bad_attr) {
-		name = icfabctl_fabric_attr_name(ne.bad_attr);
+		name = icfab_attr_name(ne.bad_attr);
 		if (name)
 			icfabctl_warn("offending attribute: %s", name);
 		else

@@ -33,6 +33,8 @@
 
 /* The name of one feature bit, or NULL for a bit this build does not know. */
 const char *icfab_feature_name(uint64_t bit);
+/* ICFAB_A_*'s enum name ("ICFAB_A_LINK_ID"), or NULL for one it does not know. */
+const char *icfab_attr_name(int type);
 
 static const char *const icfab_time_mode_names[] = {
 	[ICFAB_TIME_VIRTUAL]		= "virtual",
