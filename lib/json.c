@@ -96,6 +96,24 @@ void json_u64(struct icfab_json *j, const char *key, uint64_t v)
 	fprintf(j->f, "%" PRIu64, v);
 }
 
+void json_s64(struct icfab_json *j, const char *key, int64_t v)
+{
+	json_member(j, key);
+	fprintf(j->f, "%" PRId64, v);
+}
+
+void json_fixed(struct icfab_json *j, const char *key, uint64_t v,
+		unsigned int decimals)
+{
+	uint64_t scale = 1;
+
+	for (unsigned int i = 0; i < decimals; i++)
+		scale *= 10;
+	json_member(j, key);
+	fprintf(j->f, "%" PRIu64 ".%0*" PRIu64, v / scale, (int)decimals,
+		v % scale);
+}
+
 void json_string(struct icfab_json *j, const char *key, const char *s)
 {
 	json_member(j, key);

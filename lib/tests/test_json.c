@@ -3,6 +3,7 @@
  * The JSON writer, byte for byte: icfabctl -j and icfabd --dump --json
  * both depend on its commas, escapes and line breaks.
  */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include <icfab/json.h>
@@ -57,6 +58,17 @@ static void breaks(struct icfab_json *j)
 	json_end_object(j);
 }
 
+static void numbers(struct icfab_json *j)
+{
+	json_begin_object(j, NULL);
+	json_s64(j, "neg", -125);
+	json_s64(j, "min", INT64_MIN);
+	json_fixed(j, "us", 123456789, 6);
+	json_fixed(j, "small", 5, 6);
+	json_fixed(j, "zero", 0, 3);
+	json_end_object(j);
+}
+
 static void check(void (*fn)(struct icfab_json *j), const char *want,
 		  const char *what)
 {
@@ -76,5 +88,9 @@ int main(void)
 	      "members, escapes, nesting; a closed document ends its line");
 	check(breaks, "{\"x\":1,\n\"rows\":[\n2,\n3]}\n",
 	      "json_break(): the next value, after its comma, on a new line");
+	check(numbers,
+	      "{\"neg\":-125,\"min\":-9223372036854775808,\"us\":123.456789,"
+	      "\"small\":0.000005,\"zero\":0.000}\n",
+	      "signed numbers; fixed point with every decimal");
 	return done();
 }

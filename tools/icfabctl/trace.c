@@ -54,10 +54,51 @@ struct recorder {
 	int err;		/* first -errno */
 };
 
-/* Exact ps -> µs: "123.456789". */
-static void put_us(FILE *f, uint64_t ps)
+/*
+ * One trace event, opened on a line of its own: @name, @ph(ase), pid
+ * and, unless @tid is NO_TID, tid. The caller adds the rest and closes
+ * it with json_end_object().
+ */
+#define NO_TID	UINT64_MAX
+
+static void event_begin(struct recorder *r, const char *name, const char *cat,
+			const char *ph, uint64_t pid, uint64_t tid)
 {
-	fprintf(f, "%" PRIu64 ".%06" PRIu64, ps / 1000000, ps % 1000000);
+	json_break(&r->j);
+	json_begin_object(&r->j, NULL);
+	json_string(&r->j, "name", name);
+	if (cat)
+		json_string(&r->j, "cat", cat);
+	json_string(&r->j, "ph", ph);
+	json_u64(&r->j, "pid", pid);
+	if (tid != NO_TID)
+		json_u64(&r->j, "tid", tid);
+}
+
+/* A slice's time and length: fabric ps as JSON µs, exact (six decimals). */
+static void event_span(struct recorder *r, uint64_t from_ps, uint64_t to_ps)
+{
+	json_fixed(&r->j, "ts", from_ps, 6);
+	json_fixed(&r->j, "dur", to_ps - from_ps, 6);
+}
+
+static void json_key(struct recorder *r, uint64_t key)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "0x%" PRIx64, key);
+	json_string(&r->j, "key", buf);
+}
+
+/* A metadata event: names or orders process @pid's track @tid. */
+static void event_meta(struct recorder *r, const char *what, uint64_t pid,
+		       uint64_t tid, const char *name)
+{
+	event_begin(r, what, NULL, "M", pid, tid);
+	json_begin_object(&r->j, "args");
+	json_string(&r->j, "name", name);
+	json_end_object(&r->j);
+	json_end_object(&r->j);
 }
 
 /* Where the value of "name=" starts in @s (a tracepoint's line), or NULL. */
@@ -102,15 +143,6 @@ static int field_int(const char *s, const char *name, int *v)
 	return 0;
 }
 
-static void json_sep(struct recorder *r)
-{
-	/* The writer's comma bookkeeping for a raw object in the array. */
-	if (r->j.need_comma[r->j.depth])
-		fputc(',', r->out);
-	r->j.need_comma[r->j.depth] = true;
-	fputc('\n', r->out);
-}
-
 static void on_xmit(struct recorder *r, const char *s)
 {
 	uint64_t fab, link, key, seg, hop, bytes, ready, depart, done;
@@ -139,17 +171,19 @@ static void on_xmit(struct recorder *r, const char *s)
 	}
 	r->links_seen[link] = 1;
 	r->nr_xmit++;
-	json_sep(r);
-	fprintf(r->out, "{\"name\":\"seg\",\"cat\":\"link\",\"ph\":\"X\","
-		"\"pid\":1,\"tid\":%" PRIu64 ",\"ts\":", link);
-	put_us(r->out, depart);
-	fputs(",\"dur\":", r->out);
-	put_us(r->out, done - depart);
-	fprintf(r->out, ",\"args\":{\"key\":\"0x%" PRIx64 "\",\"seg\":%" PRIu64
-		",\"hop\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"ready_ps\":%" PRIu64
-		",\"depart_ps\":%" PRIu64 ",\"done_ps\":%" PRIu64
-		",\"queued_ps\":%" PRIu64 "}}",
-		key, seg, hop, bytes, ready, depart, done, depart - ready);
+	event_begin(r, "seg", "link", "X", 1, link);
+	event_span(r, depart, done);
+	json_begin_object(&r->j, "args");
+	json_key(r, key);
+	json_u64(&r->j, "seg", seg);
+	json_u64(&r->j, "hop", hop);
+	json_u64(&r->j, "bytes", bytes);
+	json_u64(&r->j, "ready_ps", ready);
+	json_u64(&r->j, "depart_ps", depart);
+	json_u64(&r->j, "done_ps", done);
+	json_u64(&r->j, "queued_ps", depart - ready);
+	json_end_object(&r->j);
+	json_end_object(&r->j);
 }
 
 static void on_complete(struct recorder *r, const char *s)
@@ -259,6 +293,7 @@ static int write_xfers(struct recorder *r)
 {
 	struct lane *lanes = NULL;
 	size_t nr_lanes = 0, i, l;
+	char name[64];
 
 	qsort(r->xfers, r->nr_xfers, sizeof(*r->xfers), cmp_submit);
 	for (i = 0; i < r->nr_xfers; i++) {
@@ -283,35 +318,35 @@ static int write_xfers(struct recorder *r)
 			lanes = p;
 			lanes[l] = (struct lane){ .queue = q, .nth = nth + 1 };
 			nr_lanes++;
-			json_sep(r);
-			fprintf(r->out, "{\"name\":\"thread_name\",\"ph\":\"M\","
-				"\"pid\":2,\"tid\":%zu,\"args\":{\"name\":"
-				"\"ep %" PRIu64 " queue %" PRIu64, l,
-				q >> 8, q & 0xff);
+			snprintf(name, sizeof(name), "ep %" PRIu64 " queue %" PRIu64,
+				 q >> 8, q & 0xff);
 			if (nth)
-				fprintf(r->out, " #%" PRIu32, nth + 1);
-			fputs("\"}}", r->out);
-			json_sep(r);
-			fprintf(r->out, "{\"name\":\"thread_sort_index\","
-				"\"ph\":\"M\",\"pid\":2,\"tid\":%zu,\"args\":"
-				"{\"sort_index\":%" PRIu64 "}}", l,
-				q << 12 | (nth & 0xfff));
+				snprintf(name + strlen(name),
+					 sizeof(name) - strlen(name), " #%" PRIu32,
+					 nth + 1);
+			event_meta(r, "thread_name", 2, l, name);
+			event_begin(r, "thread_sort_index", NULL, "M", 2, l);
+			json_begin_object(&r->j, "args");
+			json_u64(&r->j, "sort_index", q << 12 | (nth & 0xfff));
+			json_end_object(&r->j);
+			json_end_object(&r->j);
 		}
 		lanes[l].end_ps = x->finish_ps > x->submit_ps ?
 				  x->finish_ps : x->submit_ps;
-		json_sep(r);
-		fprintf(r->out, "{\"name\":\"%" PRIu32 "->%" PRIu32
-			"\",\"cat\":\"xfer\",\"ph\":\"X\",\"pid\":2,"
-			"\"tid\":%zu,\"ts\":", x->src, x->dst, l);
-		put_us(r->out, x->submit_ps);
-		fputs(",\"dur\":", r->out);
-		put_us(r->out, x->finish_ps - x->submit_ps);
-		fprintf(r->out, ",\"args\":{\"key\":\"0x%" PRIx64
-			"\",\"bytes\":%" PRIu64 ",\"status\":%d,\"submit_ps\":%"
-			PRIu64 ",\"start_ps\":%" PRIu64 ",\"finish_ps\":%" PRIu64
-			",\"queued_ps\":%" PRIu64 "}}", x->key, x->bytes,
-			x->status, x->submit_ps, x->start_ps, x->finish_ps,
-			x->queued_ps);
+		snprintf(name, sizeof(name), "%" PRIu32 "->%" PRIu32, x->src,
+			 x->dst);
+		event_begin(r, name, "xfer", "X", 2, l);
+		event_span(r, x->submit_ps, x->finish_ps);
+		json_begin_object(&r->j, "args");
+		json_key(r, x->key);
+		json_u64(&r->j, "bytes", x->bytes);
+		json_s64(&r->j, "status", x->status);
+		json_u64(&r->j, "submit_ps", x->submit_ps);
+		json_u64(&r->j, "start_ps", x->start_ps);
+		json_u64(&r->j, "finish_ps", x->finish_ps);
+		json_u64(&r->j, "queued_ps", x->queued_ps);
+		json_end_object(&r->j);
+		json_end_object(&r->j);
 	}
 	free(lanes);
 	return 0;
@@ -319,29 +354,31 @@ static int write_xfers(struct recorder *r)
 
 static void write_tail(struct recorder *r)
 {
+	const struct {
+		const char *key;
+		uint64_t n;
+	} counts[] = {
+		{ "fabric", r->fabric },
+		{ "submits", r->nr_submit },
+		{ "transfers", r->nr_xfers },
+		{ "link_transmits", r->nr_xmit },
+		{ "lost_events", r->nr_lost },
+	};
+	char name[32];
 	uint32_t i;
 
-	json_sep(r);
-	fputs("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,"
-	      "\"args\":{\"name\":\"links\"}}", r->out);
-	json_sep(r);
-	fputs("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":2,"
-	      "\"args\":{\"name\":\"queues\"}}", r->out);
+	event_meta(r, "process_name", 1, NO_TID, "links");
+	event_meta(r, "process_name", 2, NO_TID, "queues");
 	for (i = 0; i < r->links_cap; i++) {
 		if (!r->links_seen[i])
 			continue;
-		json_sep(r);
-		fprintf(r->out, "{\"name\":\"thread_name\",\"ph\":\"M\","
-			"\"pid\":1,\"tid\":%" PRIu32 ",\"args\":{\"name\":"
-			"\"link %" PRIu32 "\"}}", i, i);
+		snprintf(name, sizeof(name), "link %" PRIu32, i);
+		event_meta(r, "thread_name", 1, i, name);
 	}
 	json_end_array(&r->j);
 	json_begin_object(&r->j, "otherData");
-	json_u64(&r->j, "fabric", r->fabric);
-	json_u64(&r->j, "submits", r->nr_submit);
-	json_u64(&r->j, "transfers", r->nr_xfers);
-	json_u64(&r->j, "link_transmits", r->nr_xmit);
-	json_u64(&r->j, "lost_events", r->nr_lost);
+	for (i = 0; i < ARRAY_SIZE(counts); i++)
+		json_u64(&r->j, counts[i].key, counts[i].n);
 	json_end_object(&r->j);
 	json_string(&r->j, "displayTimeUnit", "ns");
 	json_end_object(&r->j);

@@ -22,6 +22,10 @@ void json_end_object(struct icfab_json *j);
 void json_begin_array(struct icfab_json *j, const char *key);
 void json_end_array(struct icfab_json *j);
 void json_u64(struct icfab_json *j, const char *key, uint64_t v);
+void json_s64(struct icfab_json *j, const char *key, int64_t v);
+/* @v / 10^@decimals, exact, with every decimal: (123456789, 6) "123.456789". */
+void json_fixed(struct icfab_json *j, const char *key, uint64_t v,
+		unsigned int decimals);
 void json_string(struct icfab_json *j, const char *key, const char *s);
 void json_bool(struct icfab_json *j, const char *key, bool v);
 /* Bytes as a string of hex digits. */
