@@ -4,7 +4,8 @@
  *
  * Descriptors go through io_uring (ICFAB_UCMD_SUBMIT/WAIT) when the module
  * has ICFAB_F_URING_CMD and io_uring is allowed, else through the SUBMIT
- * and WAIT ioctls; the fallback is announced once per process on stderr.
+ * and WAIT ioctls; the fallback is announced once per process on stderr
+ * (when the caller asked for it, only with FDEV_DEBUG).
  * Either way every blocking call tells the module that this context waits,
  * so the engine can advance virtual time.
  */
@@ -43,6 +44,14 @@ static void fallback(const char *why)
 {
 	fallback_reason = why;
 	pthread_once(&fallback_once, say_fallback);
+}
+
+/* FDEV_DEBUG set and not "0" */
+static int fdev_debug(void)
+{
+	const char *v = getenv("FDEV_DEBUG");
+
+	return v && *v && strcmp(v, "0");
 }
 
 static int stash_push(struct fdev *dev, const struct fdev_cqe *c)
@@ -94,7 +103,9 @@ static void uring_setup(struct fdev *dev, unsigned int flags)
 	const char *env = getenv("FDEV_NO_URING");
 
 	if (flags & FDEV_OPEN_NO_URING || (env && *env && *env != '0')) {
-		fallback("io_uring disabled by the caller");
+		/* asked for: said only with FDEV_DEBUG */
+		if (fdev_debug())
+			fallback("io_uring disabled by the caller");
 		return;
 	}
 	if (!(dev->features & ICFAB_F_URING_CMD)) {

@@ -73,9 +73,12 @@ if grep -q '^# uring 1' "$tmp/api" && [ -w /proc/sys/kernel/io_uring_disabled ];
 		echo \$old > /proc/sys/kernel/io_uring_disabled
 		[ \$rc = 0 ] && [ \$(grep -c 'kernel.io_uring_disabled); using the ioctl path' '$tmp/dis.err') = 1 ]"
 fi
-check "FDEV_NO_URING=1 forces the ioctl path and says so once" sh -c "
-	FDEV_NO_URING=1 '$t' api > /dev/null 2> '$tmp/nu.err'
-	[ \$(grep -c 'using the ioctl path' '$tmp/nu.err') = 1 ]"
+check "FDEV_NO_URING=1 forces the ioctl path quietly" sh -c "
+	FDEV_NO_URING=1 '$t' api > /dev/null 2> '$tmp/nu.err' &&
+	! grep -q 'using the ioctl path' '$tmp/nu.err'"
+check "FDEV_NO_URING=1 FDEV_DEBUG=1: the ioctl path, said once" sh -c "
+	FDEV_NO_URING=1 FDEV_DEBUG=1 '$t' api > /dev/null 2> '$tmp/nud.err' &&
+	[ \$(grep -c 'disabled by the caller; using the ioctl path' '$tmp/nud.err') = 1 ]"
 
 coll() {	# coll NAME OP ALGO N BYTES [NODE]
 	name=$1
