@@ -477,8 +477,10 @@ public:
 		 * would otherwise wait for the default group's).
 		 */
 		store_gather("barrier", &one, 1, all.data());
-		if (fab_)
+		if (fab_) {
 			check_err("barrier", fdev_comm_barrier(comm()));
+			check_alive("barrier");
+		}
 		return done(c10d::OpType::BARRIER, {});
 	}
 
@@ -590,8 +592,27 @@ private:
 	void ran(const char *op, int err)
 	{
 		check_err(op, err);
+		check_alive(op);
 		last_ps_ = fdev_comm_last_ps(comm());
 		emulated_ps_ += last_ps_;
+	}
+
+	/*
+	 * A rank whose process died is excluded by libfabricdev, and the
+	 * collective completes without its bytes: for torch that is a wrong
+	 * result, so this op and every later one on the group raise.
+	 */
+	void check_alive(const char *op)
+	{
+		for (int w = 0; w * 64 < size_; w++) {
+			uint64_t f = fdev_comm_failed(comm(), w);
+
+			if (f)
+				TORCH_CHECK(false, "icfab ", op, ": rank ",
+					    w * 64 + __builtin_ctzll(f),
+					    " died (its process is gone); the"
+					    " group cannot go on");
+		}
 	}
 
 	c10::intrusive_ptr<c10d::Work> done(c10d::OpType type,

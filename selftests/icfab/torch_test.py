@@ -10,7 +10,7 @@ over gloo and once over icfab (outputs allclose, emulated dispatch/combine
 times printed), fabricdev.deep_ep against libfabricdev's own MoE dispatch
 and combine, and a few of torch's own distributed tests.
 
-    torch_test.py [--world N] [--only ops,groups,init,bad,moe,deep_ep,suite]
+    torch_test.py [--world N] [--only ops,groups,init,bad,kill,moe,deep_ep,suite]
 """
 import argparse
 import os
@@ -282,6 +282,37 @@ def bad_rank(rank, world, _):
     return res
 
 
+def fabric_contexts():
+    """The contexts open on fabric 0 (icfabctl)."""
+    import json
+    import subprocess
+    out = subprocess.run([os.path.join(TOP, "build", "bin", "icfabctl"), "-j", "fabric", "show"],
+                         stdout=subprocess.PIPE, check=True).stdout
+    return json.loads(out)[0]["nr_contexts"]
+
+
+def kill_rank(rank, world, timeout):
+    """The last rank is killed (SIGKILL, sent by a thread of its own) in
+    the middle of a loop of all_to_all_single; the others must raise
+    within the timeout."""
+    import signal
+    import threading
+    x = torch.arange(world * 8192, dtype=torch.float32) + rank
+    out = torch.empty_like(x)
+    dist.all_to_all_single(out, x)
+    if rank == world - 1:
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGKILL)).start()
+    t0 = time.time()
+    n = 0
+    try:
+        while time.time() - t0 < 3 * timeout:
+            dist.all_to_all_single(out, x)
+            n += 1
+    except RuntimeError as e:
+        return [("error", str(e).splitlines()[0], time.time() - t0, n)]
+    return [("no error", "", time.time() - t0, n)]
+
+
 def groups_rank(rank, world, _):
     """new_group() of every rank shares the world's communicator; a group
     of fewer ranks runs over the Store; receives from any source."""
@@ -508,7 +539,7 @@ def moe_rank(rank, world, args):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--world", type=int, default=4)
-    ap.add_argument("--only", default="ops,groups,init,bad,moe,deep_ep,suite")
+    ap.add_argument("--only", default="ops,groups,init,bad,kill,moe,deep_ep,suite")
     a = ap.parse_args()
     parts = a.only.split(",")
     world = a.world
@@ -558,6 +589,27 @@ def main():
         t = time.time()
         per_rank(run_ranks(world, bad_rank, timeout=30), "bad input")
         print("# bad input: %.1f s" % (time.time() - t))
+    if "kill" in parts:
+        t = time.time()
+        before = fabric_contexts()
+        res = run_ranks(world, kill_rank, timeout=10, arg=10)
+        after = fabric_contexts()
+        dead = res[-1] == ("exception", "rank died")
+        tap(dead, "kill -9 of rank %d mid all_to_all_single: it died" % (world - 1),
+            str(res[-1]))
+        for r, x in enumerate(res[:-1]):
+            ok = (isinstance(x, list) and x[0][0] == "error" and x[0][2] < 10 + 15
+                  and ("died" in x[0][1] or "Timed out" in x[0][1]))
+            tap(ok, "kill -9: rank %d gets a RuntimeError within the timeout (10 s)" % r,
+                str(x))
+            if isinstance(x, list):
+                print("# rank %d: %s after %.1f s, %d ops: %s"
+                      % (r, x[0][0], x[0][2], x[0][3], x[0][1]))
+        tap(before == 0 and after == 0,
+            "kill -9: every rank's context (and its regions) freed: %d open before, %d after"
+            % (before, after))
+        per_rank(run_ranks(world, small_rank), "after kill -9, a new group")
+        print("# kill: %.1f s" % (time.time() - t))
     if "moe" in parts:
         args = (32, 16, 2 * world, 2)
         t = time.time()
