@@ -10,7 +10,7 @@ over gloo and once over icfab (outputs allclose, emulated dispatch/combine
 times printed), fabricdev.deep_ep against libfabricdev's own MoE dispatch
 and combine, and a few of torch's own distributed tests.
 
-    torch_test.py [--world N] [--only ops,groups,init,bad,kill,moe,deep_ep,suite]
+    torch_test.py [--world N] [--only ops,groups,init,bad,kill,repeat,moe,deep_ep,suite]
 """
 import argparse
 import os
@@ -313,6 +313,34 @@ def kill_rank(rank, world, timeout):
     return [("no error", "", time.time() - t0, n)]
 
 
+def repeat_rank(rank, world, args):
+    """A fixed workload (the MoE layer, then an all_reduce, an all_gather
+    and a barrier); emulated_ps() after each op."""
+    T, H, E, k = args
+    stamps = []
+
+    def timer():
+        stamps.append(ft.emulated_ps())
+        return stamps[-1]
+    g = torch.Generator().manual_seed(99)
+    gate = torch.randn(H, E, generator=g)
+    w1 = torch.randn(E, H, 2 * H, generator=g) / H ** 0.5
+    w2 = torch.randn(E, 2 * H, H, generator=g) / H ** 0.5
+    epr = E // world
+    mine = slice(rank * epr, (rank + 1) * epr)
+    x = torch.randn(T, H, generator=torch.Generator().manual_seed(rank + 7))
+    moe_layer(x, gate, w1[mine], w2[mine], k, E, timer)
+    t = torch.ones(1024) * rank
+    dist.all_reduce(t)
+    timer()
+    outs = [torch.empty(4096) for _ in range(world)]
+    dist.all_gather(outs, torch.full((4096,), float(rank)))
+    timer()
+    dist.barrier()
+    timer()
+    return stamps
+
+
 def groups_rank(rank, world, _):
     """new_group() of every rank shares the world's communicator; a group
     of fewer ranks runs over the Store; receives from any source."""
@@ -539,7 +567,7 @@ def moe_rank(rank, world, args):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--world", type=int, default=4)
-    ap.add_argument("--only", default="ops,groups,init,bad,kill,moe,deep_ep,suite")
+    ap.add_argument("--only", default="ops,groups,init,bad,kill,repeat,moe,deep_ep,suite")
     a = ap.parse_args()
     parts = a.only.split(",")
     world = a.world
@@ -610,6 +638,18 @@ def main():
             % (before, after))
         per_rank(run_ranks(world, small_rank), "after kill -9, a new group")
         print("# kill: %.1f s" % (time.time() - t))
+    if "repeat" in parts:
+        args = (32, 16, 2 * world, 2)
+        t = time.time()
+        a1 = run_ranks(world, repeat_rank, arg=args)
+        a2 = run_ranks(world, repeat_rank, arg=args)
+        ok = (all(isinstance(x, list) and len(x) == 7 and all(isinstance(v, int) for v in x)
+                  for x in a1) and a1 == a2)
+        tap(ok, "the same workload twice: emulated_ps() after every op bit-identical on "
+            "every rank", "first %s, second %s" % (a1, a2))
+        for r, x in enumerate(a1):
+            print("# rank %d emulated_ps: %s" % (r, x))
+        print("# repeat: %.1f s" % (time.time() - t))
     if "moe" in parts:
         args = (32, 16, 2 * world, 2)
         t = time.time()
