@@ -472,11 +472,15 @@ static ENGINE_HOT icfab_u64 link_ser_ps(struct icfab_engine *e, icfab_u32 lid,
 	struct icfab_engine_link *ls = &e->links[lid];
 
 	if (!ls->cache_valid || ls->cache_bandwidth != l->bandwidth ||
-	    ls->cache_state != l->state || ls->cache_permille != l->permille) {
+	    ls->cache_state != l->state || ls->cache_permille != l->permille ||
+	    ls->cache_eff_permille != l->eff_permille) {
 		icfab_u64 bw = l->bandwidth;
 
 		if (l->state == ICFAB_MODEL_LINK_DEGRADED)
 			bw = icfab_mul_div_floor(bw, l->permille, 1000);
+		/* Calibration: only a share of what is left carries payload. */
+		if (l->eff_permille && l->eff_permille < 1000)
+			bw = icfab_mul_div_floor(bw, l->eff_permille, 1000);
 		/* A zero bandwidth is "never done", not a division by 0. */
 		ls->cache_eff_bw = bw ? bw : 1;
 		ls->cache_full_ps = icfab_serialize_ps(e->segment_size,
@@ -484,6 +488,7 @@ static ENGINE_HOT icfab_u64 link_ser_ps(struct icfab_engine *e, icfab_u32 lid,
 		ls->cache_bandwidth = l->bandwidth;
 		ls->cache_state = l->state;
 		ls->cache_permille = l->permille;
+		ls->cache_eff_permille = (icfab_u16)l->eff_permille;
 		ls->cache_part_len = 0;
 		ls->cache_valid = 1;
 	}
@@ -511,12 +516,14 @@ static ENGINE_HOT icfab_u64 seg_len(const struct icfab_engine *e,
  * the tracer sees it. Returns the time its last byte is out: no earlier
  * than @tail, when its last byte arrived at this node (cut-through: it
  * may leave before that, but cannot finish before it; store and forward:
- * @tail is @now, so this never binds).
+ * @tail is @now, so this never binds). *@headp is when its first byte
+ * leaves: the departure, plus the link's per-message overhead when this
+ * is the transfer's first segment (calibration).
  */
 static ENGINE_HOT icfab_u64 link_xmit(struct icfab_engine *e, icfab_u32 id,
 				      icfab_u32 lid, icfab_u32 seg,
 				      icfab_u32 hop, icfab_u64 now,
-				      icfab_u64 tail, icfab_u64 *departp)
+				      icfab_u64 tail, icfab_u64 *headp)
 {
 	struct icfab_engine_xfer *x = &e->xfers[id];
 	const struct icfab_mlink *l = &e->topo->links[lid];
@@ -532,11 +539,15 @@ static ENGINE_HOT icfab_u64 link_xmit(struct icfab_engine *e, icfab_u32 id,
 	 */
 	ready = now > l->up_at_ps ? now : l->up_at_ps;
 	depart = ready > ls->next_free_ps ? ready : ls->next_free_ps;
+	*headp = depart;
+	if (!seg && l->msg_overhead_ps) {
+		*headp = sat_add(depart, l->msg_overhead_ps);
+		ser = sat_add(ser, l->msg_overhead_ps);
+	}
 	done = sat_add(depart, ser);
 	if (tail > done)
 		done = tail;
 	ls->next_free_ps = done;
-	*departp = depart;
 	ls->bytes += len;
 	ls->segments++;
 	ls->busy_ps = sat_add(ls->busy_ps, done - depart);
@@ -966,17 +977,18 @@ static ENGINE_HOT int seg_delivered(struct icfab_engine *e, icfab_u32 id,
 /*
  * Segment @seg, out on link @l at @done, is next due at the node @l
  * reaches: whole, at done + L, or, when that node forwards cut-through,
- * head first, at depart + L, with its tail there at done + L.
+ * head first, at head + L (its first byte left at @head), with its tail
+ * there at done + L.
  */
 static ENGINE_HOT int seg_forward(struct icfab_engine *e, icfab_u32 id,
 				  const struct icfab_mlink *l,
-				  icfab_u64 depart, icfab_u64 done,
+				  icfab_u64 head, icfab_u64 done,
 				  icfab_u32 seg, icfab_u32 hop)
 {
 	icfab_u64 tail = sat_add(done, l->latency_ps);
 
 	if (l->cut_through)
-		return ev_push_tail(e, id, sat_add(depart, l->latency_ps),
+		return ev_push_tail(e, id, sat_add(head, l->latency_ps),
 				    tail, seg, hop + 1, l->dst);
 	return ev_push(e, id, tail, seg, hop + 1, l->dst);
 }
@@ -993,7 +1005,7 @@ static int seg_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
 	struct icfab_engine_xfer *x = &e->xfers[id];
 	const struct icfab_mtopo *t = e->topo;
 	const struct icfab_mlink *l;
-	icfab_u64 done, depart, next;
+	icfab_u64 done, head, next;
 	icfab_u32 lid, rlid;
 	int err;
 
@@ -1014,7 +1026,7 @@ static int seg_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
 	if (link_hold_fails(&t->links[lid], now))
 		return seg_lost(e, id, hop, now, -ICFAB_ENGINE_ENETDOWN);
 
-	done = link_xmit(e, id, lid, seg, hop, now, tail, &depart);
+	done = link_xmit(e, id, lid, seg, hop, now, tail, &head);
 	/*
 	 * Self-clocking: the next segment is ready when this one is out,
 	 * or, sprayed over parallel links, when it has left and the link
@@ -1025,8 +1037,8 @@ static int seg_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
 		if (l->nr_par > 1 && l->multipath == ICFAB_MODEL_MULTIPATH_SPRAY &&
 		    seg + 1 < x->nr_segs) {
 			next = e->links[par_pick(t, rlid, seg + 1)].next_free_ps;
-			if (next < depart)
-				next = depart;
+			if (next < head)
+				next = head;
 		}
 		err = ev_push(e, id, next, seg + 1, 0, x->src);
 		if (err)
@@ -1035,7 +1047,7 @@ static int seg_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
 	l = &t->links[lid];
 	if (l->dst == x->dst)
 		return seg_delivered(e, id, sat_add(done, l->latency_ps));
-	return seg_forward(e, id, l, depart, done, seg, hop);
+	return seg_forward(e, id, l, head, done, seg, hop);
 }
 
 /*
@@ -1085,7 +1097,7 @@ static int tree_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
 {
 	struct icfab_engine_xfer *x = &e->xfers[id];
 	const struct icfab_mtopo *t = e->topo;
-	icfab_u64 done, depart, last_done = now;
+	icfab_u64 done, head, last_done = now;
 	icfab_u32 i, s;
 	int err;
 
@@ -1102,14 +1114,14 @@ static int tree_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
 		if (l->src != node)
 			continue;
 		done = link_xmit(e, id, x->tree[i], seg, hop, now, tail,
-				 &depart);
+				 &head);
 		if (done > last_done)
 			last_done = done;
 		if (e->eps[l->dst].mark == s)
 			err = seg_delivered(e, id,
 					    sat_add(done, l->latency_ps));
 		else
-			err = seg_forward(e, id, l, depart, done, seg, hop);
+			err = seg_forward(e, id, l, head, done, seg, hop);
 		if (err)
 			return err;
 	}

@@ -98,10 +98,11 @@ struct icfab_engine_link {
 	/*
 	 * Serialisation time of a full segment at the link's effective
 	 * bandwidth, so that the common case costs no division. Valid while
-	 * bandwidth, state and permille are what they were when computed.
+	 * bandwidth, state, permille and efficiency are what they were when
+	 * computed.
 	 */
 	icfab_u64 cache_bandwidth;	/* bytes/s, as in the topology */
-	icfab_u64 cache_eff_bw;		/* bytes/s, after degradation */
+	icfab_u64 cache_eff_bw;		/* bytes/s, of payload, degraded */
 	icfab_u64 cache_full_ps;	/* ps */
 	/*
 	 * The last shorter segment's length and time at cache_eff_bw:
@@ -111,9 +112,10 @@ struct icfab_engine_link {
 	icfab_u64 cache_part_len;	/* bytes */
 	icfab_u64 cache_part_ps;	/* ps */
 	icfab_u16 cache_permille;
+	icfab_u16 cache_eff_permille;
 	icfab_u8 cache_state;
 	icfab_u8 cache_valid;
-	icfab_u32 pad;
+	icfab_u16 pad;
 };
 
 /* Per node: its DMA engines and the transfers waiting for one. */

@@ -115,7 +115,9 @@ static int icfab_topo_parallel(const struct icfab_mlink *a,
 	       a->dst == b->dst && a->bandwidth == b->bandwidth &&
 	       a->latency_ps == b->latency_ps && a->class == b->class &&
 	       a->cut_through == b->cut_through &&
-	       a->multipath == b->multipath;
+	       a->multipath == b->multipath &&
+	       a->eff_permille == b->eff_permille &&
+	       a->msg_overhead_ps == b->msg_overhead_ps;
 }
 
 /*

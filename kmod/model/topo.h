@@ -104,6 +104,14 @@ struct icfab_mlink {
 	/* Energy (ICFAB_F_LINK_ENERGY): stats only, the engine ignores it. */
 	icfab_u32 fj_per_bit;		/* fJ per bit carried */
 	icfab_u32 static_mw;		/* mW drawn while powered */
+	/*
+	 * Calibration (ICFAB_F_LINK_CALIBRATION, docs/TIMING.md): the share
+	 * of the bandwidth that carries payload, in permille (0 and 1000:
+	 * all of it), and the time the first segment of every transfer
+	 * holds the link before its bytes (ps, 0: none).
+	 */
+	icfab_u32 eff_permille;
+	icfab_u64 msg_overhead_ps;
 };
 
 struct icfab_topo_limits {

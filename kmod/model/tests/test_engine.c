@@ -2488,6 +2488,142 @@ static void test_mp_rings(void)
 	topo_free(t);
 }
 
+/* ---- calibration: efficiency and per-message overhead ---- */
+
+#define EFF	900U			/* permille: 45 GB/s of payload */
+#define OVH	30000ULL		/* ps per message, per link */
+
+/* Every link of @t at efficiency @eff, with overhead @ovh. */
+static void set_calibration(struct icfab_mtopo *t, icfab_u32 eff, ull ovh)
+{
+	for (unsigned int l = 0; l < t->nr_links; l++) {
+		t->links[l].eff_permille = eff;
+		t->links[l].msg_overhead_ps = ovh;
+	}
+}
+
+/*
+ * One message over h uniform links whose payload runs at B_e = floor(B
+ * eff / 1000) and whose first segment holds each link o longer, ahead
+ * of its bytes. Store and forward: T = h (L + o + S/B_e) + (n - 1)
+ * S/B_e; cut-through: T = h (L + o) + n S/B_e. A one-segment message of
+ * r bytes: h (L + o + r/B_e), and h (L + o) + r/B_e. Efficiency 1000
+ * and overhead 0 are the ideal link's forms, to the bit. A path tree
+ * gives the same.
+ */
+static void test_cal_hops(void)
+{
+	static const struct { icfab_u32 eff; ull ovh; } cal[] = {
+		{ 1000, 0 }, { EFF, 0 }, { 1000, OVH }, { EFF, OVH },
+	};
+	int bad = 0, cases = 0;
+
+	for (unsigned int c = 0; c < 4; c++)
+	for (int ct = 0; ct <= 1; ct++)
+	for (unsigned int hops = 1; hops <= 5; hops++)
+	for (unsigned int si = 0; si < 3; si++) {
+		static const ull bytes_of[] = { SEG, 5 * (ull)SEG, 100 };
+		struct icfab_mtopo *t = chain(hops + 1);
+		ull bytes = bytes_of[si], o = cal[c].ovh;
+		ull bw = BW / 1000 * cal[c].eff;
+		ull s = icfab_serialize_ps(si < 2 ? SEG : bytes, bw);
+		ull n = si < 2 ? bytes / SEG : 1;
+		ull want = ct ? hops * (LAT + o) + n * s :
+			   hops * (LAT + o + s) + (n - 1) * s;
+		icfab_u32 path[5];
+		struct icfab_engine_tree tree = { .nr_links = hops,
+						  .links = path };
+		struct harness *h, *ht;
+
+		set_calibration(t, cal[c].eff, o);
+		if (ct)
+			set_cut_through(t);
+		topo_validate(t);
+		for (unsigned int l = 0; l < hops; l++)
+			path[l] = 2 * l;
+		h = h_new(t, SEG, 4, 64, 2);
+		ht = h_new(t, SEG, 4, 64, 2);
+		submit(h, 0, hops, bytes, 1000, 1);
+		icfab_engine_tree_check(&ht->e, 0, &tree);
+		submit_tree(ht, 0, &tree, bytes, 1000, 1);
+		run_all(h);
+		run_all(ht);
+		cases++;
+		if (h->recs[1].n != 1 || dur(&h->recs[1]) != want ||
+		    ht->recs[1].n != 1 || dur(&ht->recs[1]) != want ||
+		    h->e.links[0].busy_ps != o + n * s) {
+			bad++;
+			printf("# eff %u o %llu %s %u hops %llu B: %llu, tree %llu, want %llu\n",
+			       cal[c].eff, o, ct ? "ct" : "sf", hops, bytes,
+			       dur(&h->recs[1]), dur(&ht->recs[1]), want);
+		}
+		h_free(h);
+		h_free(ht);
+		topo_free(t);
+	}
+	ok(!bad, "calibrated links, one message over 1..5 hops (%d cases): T = h (L + o + S/B_e) + (n - 1) S/B_e, cut-through h (L + o) + n S/B_e, exactly",
+	   cases);
+}
+
+/*
+ * k flows of n segments from endpoints 1..k through the switch to
+ * endpoint k + 1, every link calibrated (B_e, o), submitted together
+ * with keys 1..k. The first segments reach the switch together and the
+ * ejection link serves them by key, o + S/B_e each; the rest follow by
+ * segment, then key, S/B_e each, with no gap: flow i ends at 2 L +
+ * (k + 1) o + S/B_e + ((n - 1) k + i) S/B_e stored and forwarded, one
+ * S/B_e less cut-through, and the ejection link is busy k (o + n S/B_e).
+ */
+static void test_cal_shared(void)
+{
+	const ull s = icfab_serialize_ps(SEG, BW / 1000 * EFF);
+
+	for (unsigned int k = 2; k <= 8; k *= 2)
+	for (int ct = 1; ct >= 0; ct--) {
+		const unsigned int n = 5;
+		struct icfab_mtopo *t = star(k + 1, 1);
+		struct harness *h;
+		int bad = 0;
+
+		set_calibration(t, EFF, OVH);
+		if (ct)
+			set_cut_through(t);
+		topo_validate(t);
+		h = h_new(t, SEG, 16, 1024, k + 1);
+		for (unsigned int i = 1; i <= k; i++)
+			submit(h, i, k + 1, n * (ull)SEG, 0, i);
+		run_all(h);
+		for (unsigned int i = 1; i <= k; i++)
+			if (h->recs[i].n != 1 || h->recs[i].r.finish_ps !=
+			    2 * LAT + (k + 1) * OVH + (ct ? 0 : s) +
+			    ((n - 1) * k + i) * s)
+				bad++;
+		ok(!bad && h->e.links[ejl(k + 1)].busy_ps == k * (OVH + n * s),
+		   "calibrated %s, %u flows of %u segments sharing a link: flow i ends at 2 L + (k + 1) o + %s((n - 1) k + i) S/B_e exactly",
+		   ct ? "cut-through" : "store and forward", k, n,
+		   ct ? "" : "S/B_e + ");
+		h_free(h);
+		topo_free(t);
+	}
+}
+
+/*
+ * Parallel cables that differ only in calibration are not parallel: a
+ * sprayed route keeps to the links alike.
+ */
+static void test_cal_rings(void)
+{
+	struct icfab_mtopo *t = cables(3, 1, ICFAB_MODEL_MULTIPATH_SPRAY);
+
+	t->links[2].eff_permille = EFF;		/* 0's port 1 */
+	t->links[4].msg_overhead_ps = OVH;	/* 0's port 2 */
+	topo_validate(t);
+	ok(t->links[0].nr_par == 1 && t->links[2].nr_par == 1 &&
+	   t->links[4].nr_par == 1 && t->links[1].nr_par == 3,
+	   "links that differ in efficiency or overhead are not rung together");
+	topo_free(t);
+}
+
 /*
  * Capacity never changes the clock: the random contended workloads of
  * test_queue_random and test_queue_chain, once on storage that holds
@@ -2639,5 +2775,8 @@ int main(void)
 	test_mp_short_last();
 	test_mp_flows();
 	test_mp_rings();
+	test_cal_hops();
+	test_cal_shared();
+	test_cal_rings();
 	return done();
 }
