@@ -47,6 +47,15 @@ static struct netlink_range_validation icfab_permille_range = {
 	.max = 999,
 };
 
+static struct netlink_range_validation icfab_efficiency_range = {
+	.min = 1,
+	.max = 1000,
+};
+
+static struct netlink_range_validation icfab_msg_overhead_range = {
+	.max = ICFAB_MSG_OVERHEAD_MAX_PS,
+};
+
 #define ICFAB_POLICY_NODE_ID \
 	NLA_POLICY_FULL_RANGE(NLA_U32, &icfab_node_id_range)
 #define ICFAB_POLICY_LINK_ID \
@@ -103,6 +112,10 @@ const struct nla_policy icfab_link_new_policy[ICFAB_A_MAX + 1] = {
 		NLA_POLICY_FULL_RANGE(NLA_U32, &icfab_permille_range),
 	[ICFAB_A_LINK_ENERGY_FJ_PER_BIT] = { .type = NLA_U32 },
 	[ICFAB_A_LINK_STATIC_MW]	= { .type = NLA_U32 },
+	[ICFAB_A_LINK_EFFICIENCY_PERMILLE] =
+		NLA_POLICY_FULL_RANGE(NLA_U32, &icfab_efficiency_range),
+	[ICFAB_A_LINK_MSG_OVERHEAD_PS]	=
+		NLA_POLICY_FULL_RANGE(NLA_U64, &icfab_msg_overhead_range),
 };
 
 const struct nla_policy icfab_link_set_policy[ICFAB_A_MAX + 1] = {
@@ -471,6 +484,11 @@ int icfab_genl_link_new_doit(struct sk_buff *skb, struct genl_info *info)
 	tmpl.fj_per_bit = icfab_attr_u32(attrs,
 					 ICFAB_A_LINK_ENERGY_FJ_PER_BIT, 0);
 	tmpl.static_mw = icfab_attr_u32(attrs, ICFAB_A_LINK_STATIC_MW, 0);
+	tmpl.eff_permille = icfab_attr_u32(attrs,
+					   ICFAB_A_LINK_EFFICIENCY_PERMILLE,
+					   1000);
+	tmpl.msg_overhead_ps = attrs[ICFAB_A_LINK_MSG_OVERHEAD_PS] ?
+		nla_get_u64(attrs[ICFAB_A_LINK_MSG_OVERHEAD_PS]) : 0;
 	if (tmpl.src == tmpl.dst) {
 		NL_SET_ERR_MSG_ATTR(info->extack, attrs[ICFAB_A_LINK_DST_NODE],
 				    "a link cannot join a node to itself");
@@ -615,6 +633,10 @@ static int icfab_fill_link(struct sk_buff *skb, u32 portid, u32 seq,
 	    nla_put_u8(skb, ICFAB_A_LINK_MULTIPATH, l->multipath) ||
 	    nla_put_u32(skb, ICFAB_A_LINK_ENERGY_FJ_PER_BIT, l->fj_per_bit) ||
 	    nla_put_u32(skb, ICFAB_A_LINK_STATIC_MW, l->static_mw) ||
+	    nla_put_u32(skb, ICFAB_A_LINK_EFFICIENCY_PERMILLE,
+			l->eff_permille ? l->eff_permille : 1000) ||
+	    nla_put_u64_64bit(skb, ICFAB_A_LINK_MSG_OVERHEAD_PS,
+			      l->msg_overhead_ps, ICFAB_A_PAD) ||
 	    (l->up_delay_ps &&
 	     nla_put_u64_64bit(skb, ICFAB_A_LINK_UP_DELAY_PS, l->up_delay_ps,
 			       ICFAB_A_PAD)) ||

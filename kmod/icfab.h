@@ -78,7 +78,8 @@
 					 ICFAB_F_RECV_NOTIFY | \
 					 ICFAB_F_LINK_SWITCHING | \
 					 ICFAB_F_LINK_MULTIPATH | \
-					 ICFAB_F_LINK_ENERGY)
+					 ICFAB_F_LINK_ENERGY | \
+					 ICFAB_F_LINK_CALIBRATION)
 
 /* Data path (kmod/data.c). Endpoints per context: every one a fabric has. */
 #define ICFAB_MAX_ATTACH		ICFAB_MAX_ENDPOINTS

@@ -101,7 +101,9 @@ const char *icfab_feature_name(uint64_t bit)
 	X(ICFAB_A_LINK_STATIC_MW)		\
 	X(ICFAB_A_STATS_ENERGY_FJ)		\
 	X(ICFAB_A_STATS_STATIC_FJ)		\
-	X(ICFAB_A_STATS_ELAPSED_PS)
+	X(ICFAB_A_STATS_ELAPSED_PS)		\
+	X(ICFAB_A_LINK_EFFICIENCY_PERMILLE)	\
+	X(ICFAB_A_LINK_MSG_OVERHEAD_PS)
 
 #define ATTR_NAME(type)		[type] = #type,
 #define ATTR_ONE(type)		+ 1

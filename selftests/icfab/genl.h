@@ -39,7 +39,7 @@ struct genl_sock {
 };
 
 /* A parsed reply: attributes by type, valid until the next request. */
-#define GENL_MAX_ATTR	64
+#define GENL_MAX_ATTR	128
 struct genl_reply {
 	uint8_t cmd;
 	struct nlattr *tb[GENL_MAX_ATTR + 1];

@@ -36,6 +36,7 @@ icfabd_test.sh		1200
 a2a_test.sh		600
 stats_test		600
 energy_test		600
+calibration_test	600
 shift_test.sh		600
 trace_test.sh		600
 contention_test.sh	600

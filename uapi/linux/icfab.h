@@ -164,6 +164,22 @@
  */
 #define ICFAB_F_LINK_ENERGY	(1ULL << 11)
 
+/*
+ * ICFAB_F_LINK_CALIBRATION
+ *	Links carry a protocol efficiency, ICFAB_A_LINK_EFFICIENCY_PERMILLE
+ *	(the share of the bandwidth that carries payload), and a
+ *	per-message overhead, ICFAB_A_LINK_MSG_OVERHEAD_PS (the time the
+ *	first segment of every transfer holds the link ahead of its
+ *	bytes), in LINK_NEW, reported by LINK_GET. Both default to the
+ *	ideal link (1000, 0), whose times are unchanged. Without this bit
+ *	the attributes are unknown to the module.
+ *	Preconditions: ICFAB_F_NETLINK.
+ */
+#define ICFAB_F_LINK_CALIBRATION (1ULL << 12)
+
+/* The largest per-message overhead a link may have: 1 s. */
+#define ICFAB_MSG_OVERHEAD_MAX_PS 1000000000000ULL
+
 /* Every feature this header knows about. */
 #define ICFAB_F_ALL		(ICFAB_F_NETLINK | ICFAB_F_QUEUES | \
 				 ICFAB_F_MEMORY | ICFAB_F_URING_CMD | \
@@ -171,7 +187,8 @@
 				 ICFAB_F_LIVE_COMMIT | ICFAB_F_CIRCUITS | \
 				 ICFAB_F_RECV_NOTIFY | ICFAB_F_LINK_SWITCHING | \
 				 ICFAB_F_LINK_MULTIPATH | \
-				 ICFAB_F_LINK_ENERGY)
+				 ICFAB_F_LINK_ENERGY | \
+				 ICFAB_F_LINK_CALIBRATION)
 
 /*
  * Time modes (icfab_info.time_mode, ICFAB_A_FABRIC_TIME_MODE).

@@ -258,6 +258,18 @@ enum icfab_attr {
 	ICFAB_A_STATS_STATIC_FJ,	/* u64: fJ, mW x elapsed ps */
 	ICFAB_A_STATS_ELAPSED_PS,	/* u64: ps of fabric time counted */
 
+	/*
+	 * Calibration (ICFAB_F_LINK_CALIBRATION; docs/TIMING.md,
+	 * "Calibration"). LINK_EFFICIENCY_PERMILLE and LINK_MSG_OVERHEAD_PS
+	 * (LINK_NEW, LINK_GET; staged): the share of the link's bandwidth
+	 * that carries payload (1..1000, 1000 when absent: all of it), and
+	 * how long the first segment of every transfer holds the link
+	 * before its bytes (0..ICFAB_MSG_OVERHEAD_MAX_PS, 0 when absent).
+	 * The defaults are the ideal link, to the picosecond.
+	 */
+	ICFAB_A_LINK_EFFICIENCY_PERMILLE, /* u32: payload share, permille */
+	ICFAB_A_LINK_MSG_OVERHEAD_PS,	/* u64: ps per transfer */
+
 	__ICFAB_A_MAX,
 };
 #define ICFAB_A_MAX		(__ICFAB_A_MAX - 1)
