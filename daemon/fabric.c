@@ -63,7 +63,9 @@ static bool link_same(const struct topo_link *a, const struct topo_link *b)
 	       a->bandwidth == b->bandwidth && a->latency_ps == b->latency_ps &&
 	       a->class == b->class && a->switching == b->switching &&
 	       a->multipath == b->multipath &&
-	       a->fj_per_bit == b->fj_per_bit && a->static_mw == b->static_mw;
+	       a->fj_per_bit == b->fj_per_bit && a->static_mw == b->static_mw &&
+	       a->eff_permille == b->eff_permille &&
+	       a->msg_overhead_ps == b->msg_overhead_ps;
 }
 
 static bool state_same(const struct topo_link *a, const struct topo_link *b)
@@ -189,7 +191,8 @@ static int plan_make(const struct topo *w, const struct fabric_state *h,
 static void link_text(const struct topo *t, const struct topo_link *l,
 		      char *buf, size_t len)
 {
-	char bw[32], lat[32], pj[24] = "", mw[24] = "";
+	char bw[32], lat[32], pj[24] = "", mw[24] = "", eff[16] = "";
+	char ovh[32] = "";
 	const char *a = l->src_node < t->nr_nodes ?
 		t->nodes[l->src_node].name : "?";
 	const char *b = l->dst_node < t->nr_nodes ?
@@ -199,7 +202,12 @@ static void link_text(const struct topo *t, const struct topo_link *l,
 		topo_fmt_energy(pj, sizeof(pj), l->fj_per_bit);
 	if (l->static_mw)
 		topo_fmt_power(mw, sizeof(mw), l->static_mw);
-	snprintf(buf, len, "%s.%u -> %s.%u %s %s %s %s%s%s%s%s%s%s%s%s", a,
+	if (l->eff_permille)
+		topo_fmt_efficiency(eff, sizeof(eff), l->eff_permille);
+	if (l->msg_overhead_ps)
+		topo_fmt_time(ovh, sizeof(ovh), l->msg_overhead_ps);
+	snprintf(buf, len, "%s.%u -> %s.%u %s %s %s %s%s%s%s%s%s%s%s%s%s%s%s%s",
+		 a,
 		 l->src_port, b, l->dst_port,
 		 topo_fmt_bandwidth(bw, sizeof(bw), l->bandwidth),
 		 topo_fmt_time(lat, sizeof(lat), l->latency_ps),
@@ -208,7 +216,9 @@ static void link_text(const struct topo *t, const struct topo_link *l,
 		 l->switching ? topo_switching_name(l->switching) : "",
 		 l->multipath ? " multipath " : "",
 		 l->multipath ? topo_multipath_name(l->multipath) : "",
-		 *pj ? " " : "", pj, *mw ? " " : "", mw);
+		 *pj ? " " : "", pj, *mw ? " " : "", mw,
+		 *eff ? " efficiency " : "", eff,
+		 *ovh ? " overhead " : "", ovh);
 }
 
 static void node_text(const struct topo_node *n, char *buf, size_t len)
@@ -447,6 +457,13 @@ static int stage_link(struct stager *s, uint32_t id, const struct topo_link *l)
 		if (l->static_mw)
 			bad |= nla_put_u32(m, ICFAB_A_LINK_STATIC_MW,
 					   l->static_mw);
+		/* Only a calibrated link needs ICFAB_F_LINK_CALIBRATION. */
+		if (l->eff_permille)
+			bad |= nla_put_u32(m, ICFAB_A_LINK_EFFICIENCY_PERMILLE,
+					   l->eff_permille);
+		if (l->msg_overhead_ps)
+			bad |= nla_put_u64(m, ICFAB_A_LINK_MSG_OVERHEAD_PS,
+					   l->msg_overhead_ps);
 	}
 	return stage_send(s, m, bad, "adding link", id);
 }

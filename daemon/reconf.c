@@ -330,6 +330,8 @@ int reconf_ocs_apply(struct topo *t, uint32_t fabric_id, struct ocs *o,
 		l->multipath = u->spec.multipath;
 		l->fj_per_bit = u->spec.fj_per_bit;
 		l->static_mw = u->spec.static_mw;
+		l->eff_permille = u->spec.eff_permille;
+		l->msg_overhead_ps = u->spec.msg_overhead_ps;
 		l->state = ICFAB_LINK_UP;
 		l->bw_permille = 0;
 		l->up_delay_ps = plan.delay_ps;

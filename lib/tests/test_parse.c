@@ -132,7 +132,11 @@ static void run_preset_files(void)
 			       a->links[l].latency_ps == b->links[l].latency_ps &&
 			       a->links[l].switching == b->links[l].switching &&
 			       a->links[l].fj_per_bit == b->links[l].fj_per_bit &&
-			       a->links[l].static_mw == b->links[l].static_mw;
+			       a->links[l].static_mw == b->links[l].static_mw &&
+			       a->links[l].eff_permille ==
+			       b->links[l].eff_permille &&
+			       a->links[l].msg_overhead_ps ==
+			       b->links[l].msg_overhead_ps;
 		ok(same, "preset %s as a file loads to the same fabric", p[i].name);
 		topo_free(a);
 		topo_free(b);
@@ -279,9 +283,65 @@ static void run_energy(void)
 	topo_free(t);
 }
 
+/*
+ * efficiency and message_overhead go where class goes too, each over the
+ * one before; 100% is the ideal link, stored as 0.
+ */
+static void run_calibration(void)
+{
+	static const char yaml[] =
+		"defaults: {link: {message_overhead: 100ns}}\n"
+		"topology:\n"
+		"  hierarchical:\n"
+		"    nodes: 2\n"
+		"    per_node: 2\n"
+		"    scale_up: {bandwidth: 100GB/s, class: nvlink, efficiency: 95.6%}\n"
+		"    scale_out: {bandwidth: 50GB/s, class: nic, efficiency: 85%,\n"
+		"                message_overhead: 2us}\n"
+		"nodes: [{name: host, kind: endpoint}]\n"
+		"links:\n"
+		"  - {from: host, to: gpu0_0, bandwidth: 1GB/s}\n"
+		"  - {from: host, to: gpu1_0, bandwidth: 1GB/s, efficiency: 100%,\n"
+		"     message_overhead: 0ns}\n";
+	struct topo *t = load(yaml);
+	unsigned int nvl = 0, nic = 0, dflt = 0, own = 0, bad = 0;
+	uint32_t host, i;
+
+	ok(t != NULL, "calibration: a file with every placement loads");
+	if (!t)
+		return;
+	host = t->nr_nodes - 1;
+	for (i = 0; i < t->nr_links; i++) {
+		const struct topo_link *l = &t->links[i];
+		bool h = l->src_node == host || l->dst_node == host;
+		bool g10 = !strcmp(t->nodes[l->src_node].name, "gpu1_0") ||
+			   !strcmp(t->nodes[l->dst_node].name, "gpu1_0");
+
+		if (h && g10)
+			own += !l->eff_permille && !l->msg_overhead_ps;
+		else if (h)
+			dflt += !l->eff_permille && l->msg_overhead_ps == 100000;
+		else if (l->class == ICFAB_LINK_CLASS_NVLINK)
+			nvl += l->eff_permille == 956 &&
+			       l->msg_overhead_ps == 100000;
+		else if (l->class == ICFAB_LINK_CLASS_NIC)
+			nic += l->eff_permille == 850 &&
+			       l->msg_overhead_ps == 2000000;
+		else
+			bad++;
+	}
+	ok(nvl == 8, "calibration: scale-up links take 95.6%% and defaults.link's 100 ns (%u of 8)", nvl);
+	ok(nic == 8, "calibration: scale-out links take 85%% and 2 us (%u of 8)", nic);
+	ok(dflt == 2, "calibration: an explicit link without one takes defaults.link's (%u of 2)", dflt);
+	ok(own == 2, "calibration: an explicit link's 100%% and 0 ns win (%u of 2)", own);
+	ok(!bad, "calibration: no other links (%u)", bad);
+	topo_free(t);
+}
+
 int main(void)
 {
 	run_energy();
+	run_calibration();
 	run_switching();
 	run_multipath();
 	run_dir("bad", true);

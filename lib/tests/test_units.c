@@ -92,6 +92,40 @@ static const char *const bad_power[] = {
 	"", "-1W", "1.0005W", "15", "15w", "4294967296mW", "5pJ/b", "1 W/s",
 };
 
+/* Efficiency in permille, 100% stored as 0; overhead in ps, at most 1 s. */
+static const struct good good_eff[] = {
+	{ "95.6%", 956 },
+	{ "80 %", 800 },
+	{ "0.1%", 1 },
+	{ "100%", 0 },
+	{ "99.9%", 999 },
+};
+
+static const char *const bad_eff[] = {
+	"", "0%", "0.05%", "100.1%", "120%", "0.95", "-5%", "95.6 percent",
+	"%",
+};
+
+static const struct good good_ovh[] = {
+	{ "2us", 2000000 },
+	{ "0ns", 0 },
+	{ "1s", 1000000000000ULL },
+	{ "850 ps", 850 },
+};
+
+static const char *const bad_ovh[] = {
+	"", "2", "-1us", "1.000000000001s", "2s", "1.5ps",
+};
+
+static int parse_eff64(const char *s, uint64_t *v, const char **why)
+{
+	uint32_t x;
+	int ret = topo_parse_efficiency(s, &x, why);
+
+	*v = x;
+	return ret;
+}
+
 /* The 32-bit parsers, as the 64-bit ones for run_good()/run_bad(). */
 static int parse_energy64(const char *s, uint64_t *v, const char **why)
 {
@@ -185,6 +219,17 @@ static void run_roundtrip(void)
 		   "size %llu prints as '%s' and parses back",
 		   (unsigned long long)sizes[i], buf);
 	}
+	{
+		unsigned int bad = 0;
+		uint32_t p, x;
+
+		for (p = 0; p < 1000; p++) {
+			topo_fmt_efficiency(buf, sizeof(buf), p);
+			bad += topo_parse_efficiency(buf, &x, &why) || x != p;
+		}
+		ok(!bad, "every efficiency, 0.1%% to 100%%, prints and parses back (%u wrong)",
+		   bad);
+	}
 }
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -201,6 +246,11 @@ int main(void)
 	run_bad("energy", parse_energy64, bad_energy, N(bad_energy));
 	run_good("power", parse_power64, good_power, N(good_power));
 	run_bad("power", parse_power64, bad_power, N(bad_power));
+	run_good("efficiency", parse_eff64, good_eff, N(good_eff));
+	run_bad("efficiency", parse_eff64, bad_eff, N(bad_eff));
+	run_good("message_overhead", topo_parse_overhead, good_ovh,
+		 N(good_ovh));
+	run_bad("message_overhead", topo_parse_overhead, bad_ovh, N(bad_ovh));
 	run_roundtrip();
 	return done();
 }

@@ -158,6 +158,11 @@ static int parse_link(struct nlattr **tb, void *arg)
 	/* A module without ICFAB_F_LINK_ENERGY counts no energy. */
 	l->fj_per_bit = get_u32(tb, ICFAB_A_LINK_ENERGY_FJ_PER_BIT, 0);
 	l->static_mw = get_u32(tb, ICFAB_A_LINK_STATIC_MW, 0);
+	/* A module without ICFAB_F_LINK_CALIBRATION has ideal links. */
+	l->eff_permille = get_u32(tb, ICFAB_A_LINK_EFFICIENCY_PERMILLE, 0);
+	if (l->eff_permille >= 1000)
+		l->eff_permille = 0;
+	l->msg_overhead_ps = get_u64(tb, ICFAB_A_LINK_MSG_OVERHEAD_PS, 0);
 	l->peer = TOPO_NONE;
 	rb->link_id[rb->nr_links++] = nla_get_u32(tb[ICFAB_A_LINK_ID]);
 	return 0;

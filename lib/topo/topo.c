@@ -330,6 +330,8 @@ int topo_add_link(struct topo *t, uint32_t src_node, uint32_t src_port,
 	l->multipath = spec->multipath;
 	l->fj_per_bit = spec->fj_per_bit;
 	l->static_mw = spec->static_mw;
+	l->eff_permille = spec->eff_permille;
+	l->msg_overhead_ps = spec->msg_overhead_ps;
 	l->class = spec->class;
 	l->state = ICFAB_LINK_UP;
 	l->peer = TOPO_NONE;

@@ -95,6 +95,14 @@ static void dump_text(const struct topo *t, FILE *f, unsigned int flags)
 		if (l->static_mw)
 			fprintf(f, " %s", topo_fmt_power(a, sizeof(a),
 							 l->static_mw));
+		if (l->eff_permille)
+			fprintf(f, " efficiency %s",
+				topo_fmt_efficiency(a, sizeof(a),
+						    l->eff_permille));
+		if (l->msg_overhead_ps)
+			fprintf(f, " overhead %s",
+				topo_fmt_time(a, sizeof(a),
+					      l->msg_overhead_ps));
 		fputc('\n', f);
 	}
 	if ((flags & TOPO_DUMP_ROUTES) && t->routes)
@@ -139,6 +147,9 @@ static void dump_json_link(struct icfab_json *j, const struct topo *t,
 	json_u64(j, "bw_permille", l->bw_permille);
 	json_u64(j, "energy_fj_per_bit", l->fj_per_bit);
 	json_u64(j, "static_mw", l->static_mw);
+	json_u64(j, "efficiency_permille",
+		 l->eff_permille ? l->eff_permille : 1000);
+	json_u64(j, "message_overhead_ps", l->msg_overhead_ps);
 	json_end_object(j);
 }
 

@@ -64,10 +64,12 @@ static const char *scalar_of(const yaml_node_t *n)
 	     p < (map)->data.mapping.pairs.top; p++)
 
 /*
- * A link's energy goes wherever its class goes (get_link_fields()), so a
- * mapping that takes "class" takes these too.
+ * A link's energy and calibration go wherever its class goes
+ * (get_link_fields()), so a mapping that takes "class" takes these too.
  */
-static const char *const energy_keys[] = { "energy", "static_power", NULL };
+static const char *const energy_keys[] = {
+	"energy", "static_power", "efficiency", "message_overhead", NULL
+};
 
 static bool is_energy_key(const char *const *keys, const char *key)
 {
@@ -111,7 +113,7 @@ static int check_map(struct pctx *c, yaml_node_t *map, const char *what,
 						"%s%s", k == keys ? "" : ", ", *k);
 			if (is_energy_key(keys, "energy") && off < sizeof(known))
 				snprintf(known + off, sizeof(known) - off,
-					 ", energy, static_power");
+					 ", energy, static_power, efficiency, message_overhead");
 			return perr(c, kn, "unknown key '%s' in %s (known: %s)",
 				    key, what, known);
 		}
@@ -299,6 +301,13 @@ static int get_link_fields(struct pctx *c, yaml_node_t *map,
 	if (!ret)
 		ret = get_unit32(c, map, "static_power", &spec->static_mw,
 				 topo_parse_power, "1.5W, 300mW");
+	if (!ret)
+		ret = get_unit32(c, map, "efficiency", &spec->eff_permille,
+				 topo_parse_efficiency, "95.6%, 80%");
+	if (!ret)
+		ret = get_unit(c, map, "message_overhead",
+			       &spec->msg_overhead_ps, topo_parse_overhead,
+			       "1.5us, 200ns");
 	return ret;
 }
 

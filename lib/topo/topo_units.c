@@ -83,6 +83,12 @@ static const struct unit power_units[] = {
 	{ NULL, 0, 0 }
 };
 
+/* Efficiency, in permille of the bandwidth (ICFAB_A_LINK_EFFICIENCY_PERMILLE). */
+static const struct unit percent_units[] = {
+	{ "%", 10, 1 },
+	{ NULL, 0, 0 }
+};
+
 /* A decimal: mantissa / 10^frac, digits only, mantissa within 64 bits. */
 struct decimal {
 	uint64_t mantissa;
@@ -441,4 +447,47 @@ char *topo_fmt_power(char *buf, size_t len, uint32_t mw)
 	};
 
 	return fmt_exact(buf, len, mw, u, 3);
+}
+
+/* "95.6%": 1..1000 permille, and 1000 (all of it) is stored as 0. */
+int topo_parse_efficiency(const char *s, uint32_t *permille, const char **why)
+{
+	uint64_t v;
+	int ret = parse_with_units(s, percent_units, false,
+				   "finer than a tenth of a percent", &v, why);
+
+	if (ret)
+		return ret;
+	if (!v || v > 1000) {
+		*why = "must be more than 0% and at most 100%";
+		return -ERANGE;
+	}
+	*permille = v == 1000 ? 0 : (uint32_t)v;
+	return 0;
+}
+
+/* A time of at most ICFAB_MSG_OVERHEAD_MAX_PS (1 s). */
+int topo_parse_overhead(const char *s, uint64_t *ps, const char **why)
+{
+	int ret = topo_parse_time(s, ps, why);
+
+	if (ret)
+		return ret;
+	if (*ps > ICFAB_MSG_OVERHEAD_MAX_PS) {
+		*why = "at most 1s";
+		return -ERANGE;
+	}
+	return 0;
+}
+
+/* "95.6%"; 0 is "100%". */
+char *topo_fmt_efficiency(char *buf, size_t len, uint32_t permille)
+{
+	if (!permille)
+		permille = 1000;
+	if (permille % 10)
+		snprintf(buf, len, "%u.%u%%", permille / 10, permille % 10);
+	else
+		snprintf(buf, len, "%u%%", permille / 10);
+	return buf;
 }

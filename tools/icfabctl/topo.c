@@ -266,14 +266,15 @@ static int src_width(const struct view *v, const uint32_t *idx, uint32_t n)
 /*
  * Link @i as table cells: [id,] "chip0:0 -> chip1:1" (sources padded to
  * @w), bandwidth, latency, class (followed by the switching mode where
- * the node it reaches does not store and forward), state.
+ * the node it reaches does not store and forward, and the calibration
+ * where the link has one), state.
  */
 static int link_row(struct table *tb, const struct view *v, uint32_t i,
 		    int w, bool with_id)
 {
 	const struct topo_link *l = &v->st.topo->links[i];
 	char idb[16], a[64], b[64], ends[160], bw[32], lat[32], cbuf[32];
-	char st[96], cls[64];
+	char st[96], cls[96], cal[32];
 
 	snprintf(ends, sizeof(ends), "%-*s -> %s", w,
 		 port_label(v, l->src_node, l->src_port, a, sizeof(a)),
@@ -285,6 +286,14 @@ static int link_row(struct table *tb, const struct view *v, uint32_t i,
 	if (l->switching != ICFAB_SWITCHING_STORE_FORWARD)
 		snprintf(cls + strlen(cls), sizeof(cls) - strlen(cls), " %s",
 			 topo_switching_name(l->switching));
+	if (l->eff_permille)
+		snprintf(cls + strlen(cls), sizeof(cls) - strlen(cls),
+			 " eff %s", topo_fmt_efficiency(cal, sizeof(cal),
+							l->eff_permille));
+	if (l->msg_overhead_ps)
+		snprintf(cls + strlen(cls), sizeof(cls) - strlen(cls),
+			 " +%s/msg", icfabctl_fmt_latency(cal, sizeof(cal),
+							  l->msg_overhead_ps));
 	link_state_text(st, sizeof(st), l);
 	if (with_id)
 		return table_add(tb, u32_str(idb, sizeof(idb),
@@ -411,6 +420,9 @@ static void json_link_members(struct icfab_json *j, const struct view *v,
 	json_string(j, "state", icfabctl_link_state_name(buf, sizeof(buf),
 							 l->state));
 	json_string(j, "switching", topo_switching_name(l->switching));
+	json_u64(j, "efficiency_permille",
+		 l->eff_permille ? l->eff_permille : 1000);
+	json_u64(j, "message_overhead_ps", l->msg_overhead_ps);
 	if (l->state == ICFAB_LINK_DEGRADED)
 		json_u64(j, "bw_permille", l->bw_permille);
 	if (l->up_at_ps) {

@@ -71,6 +71,8 @@ struct topo_link_spec {
 	uint32_t multipath;		/* enum icfab_multipath */
 	uint32_t fj_per_bit;		/* energy per bit carried, fJ */
 	uint32_t static_mw;		/* static power, mW */
+	uint32_t eff_permille;		/* payload share, 1..999; 0: all */
+	uint64_t msg_overhead_ps;	/* ps per message */
 };
 
 struct topo_link {
@@ -85,6 +87,14 @@ struct topo_link {
 					 * spreads over this link's parallels */
 	uint32_t fj_per_bit;		/* energy per bit carried, fJ */
 	uint32_t static_mw;		/* static power, mW */
+	/*
+	 * Calibration (ICFAB_F_LINK_CALIBRATION): the share of the bandwidth
+	 * that carries payload, 1..999 permille (0: all of it, the module's
+	 * 1000), and the time the first segment of each transfer holds the
+	 * link ahead of its bytes.
+	 */
+	uint32_t eff_permille;
+	uint64_t msg_overhead_ps;	/* ps */
 	uint32_t state;			/* enum icfab_link_state */
 	uint32_t bw_permille;		/* DEGRADED only: 1..999 */
 	uint32_t peer;			/* other direction of the cable, or TOPO_NONE */
@@ -220,11 +230,14 @@ int topo_parse_time(const char *s, uint64_t *ps, const char **why);
 int topo_parse_u32(const char *s, uint32_t *v, const char **why);
 int topo_parse_energy(const char *s, uint32_t *fj_per_bit, const char **why);
 int topo_parse_power(const char *s, uint32_t *mw, const char **why);
+int topo_parse_efficiency(const char *s, uint32_t *permille, const char **why);
+int topo_parse_overhead(const char *s, uint64_t *ps, const char **why);
 char *topo_fmt_bandwidth(char *buf, size_t len, uint64_t bytes_per_s);
 char *topo_fmt_size(char *buf, size_t len, uint64_t bytes);
 char *topo_fmt_time(char *buf, size_t len, uint64_t ps);
 char *topo_fmt_energy(char *buf, size_t len, uint32_t fj_per_bit);
 char *topo_fmt_power(char *buf, size_t len, uint32_t mw);
+char *topo_fmt_efficiency(char *buf, size_t len, uint32_t permille);
 
 /* topo_gen.c: generators; each records src on everything it makes */
 struct topo_gen_grid {
