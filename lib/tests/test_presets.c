@@ -244,11 +244,52 @@ static void check_sn40l(void)
 	topo_free(t);
 }
 
+/*
+ * h800-pod's variants are h800-pod's text with other figures: the same
+ * fabric link by link but for NIC energy (h800-pod-cpo).
+ */
+static void check_h800_variants(void)
+{
+	struct topo *pod, *cpo;
+	unsigned int same_cpo = 0, ideal = 0;
+	double ms;
+	uint32_t i;
+
+	pod = preset("h800-pod", &ms);
+	cpo = preset("h800-pod-cpo", &ms);
+	if (!pod || !cpo || pod->nr_links != cpo->nr_links) {
+		ok(0, "h800-pod and -cpo load with as many links");
+		goto out;
+	}
+	for (i = 0; i < pod->nr_links; i++) {
+		const struct topo_link *a = &pod->links[i], *b = &cpo->links[i];
+
+		same_cpo += a->src_node == b->src_node &&
+			    a->dst_node == b->dst_node &&
+			    a->bandwidth == b->bandwidth &&
+			    a->latency_ps == b->latency_ps &&
+			    a->switching == b->switching &&
+			    (a->class == ICFAB_LINK_CLASS_NIC ||
+			     a->fj_per_bit == b->fj_per_bit) &&
+			    !b->eff_permille && !b->msg_overhead_ps;
+		ideal += !a->eff_permille && !a->msg_overhead_ps;
+	}
+	ok(ideal == pod->nr_links, "h800-pod: ideal links (%u of %u)", ideal,
+	   pod->nr_links);
+	ok(same_cpo == pod->nr_links,
+	   "h800-pod-cpo: h800-pod link by link, but for NIC energy (%u of %u)",
+	   same_cpo, pod->nr_links);
+out:
+	topo_free(pod);
+	topo_free(cpo);
+}
+
 int main(void)
 {
 	check_all_load();
 	check_figures();
 	check_energy();
+	check_h800_variants();
 	check_sn40l();
 	return done();
 }

@@ -11,6 +11,34 @@
 
 #include "topo_priv.h"
 
+/*
+ * h800-pod and its variants, from one text so that they cannot drift:
+ * the fabric's NAME, then what ends each link block: SU_CAL and SO_CAL
+ * (calibration lines, or ""), then SU_END and SO_END, the block's last
+ * line with its closing brace.
+ */
+#define H800_POD(NAME, SU_CAL, SU_END, SO_CAL, SO_END)			\
+	"fabric:\n"							\
+	"  name: " NAME "\n"						\
+	"defaults:\n"							\
+	"  endpoint: {memory: 80GiB, dma_engines: 8}\n"			\
+	"topology:\n"							\
+	"  hierarchical:\n"						\
+	"    nodes: 4\n"							\
+	"    per_node: 8\n"						\
+	"    name: gpu\n"							\
+	"    switch_name: nvsw\n"						\
+	"    radix: 64\n"							\
+	"    scale_up: {bandwidth: 160GB/s, latency: 500ns, class: nvlink,\n" \
+	"               switching: cut-through,\n"			\
+	SU_CAL SU_END							\
+	"    scale_out: {bandwidth: 400Gb/s, latency: 2us, class: nic,\n"	\
+	"                switching: cut-through,\n"			\
+	SO_CAL SO_END
+
+#define H800_SU_ENERGY \
+	"               energy: 5pJ/b}  # electrical SerDes, estimate\n"
+
 static const struct topo_preset presets[] = {
 	{
 		"ipu-mk2",
@@ -141,23 +169,8 @@ static const struct topo_preset presets[] = {
 		"# Nodes of 8 H800s on NVSwitch at ~160 GB/s per direction per GPU,\n"
 		"# plus one 400 Gb/s (~50 GB/s) RDMA NIC per GPU into the scale-out\n"
 		"# network: one switch while the NICs fit on it, leaf/spine beyond.\n"
-		"fabric:\n"
-		"  name: h800-pod\n"
-		"defaults:\n"
-		"  endpoint: {memory: 80GiB, dma_engines: 8}\n"
-		"topology:\n"
-		"  hierarchical:\n"
-		"    nodes: 4\n"
-		"    per_node: 8\n"
-		"    name: gpu\n"
-		"    switch_name: nvsw\n"
-		"    radix: 64\n"
-		"    scale_up: {bandwidth: 160GB/s, latency: 500ns, class: nvlink,\n"
-		"               switching: cut-through,\n"
-		"               energy: 5pJ/b}  # electrical SerDes, estimate\n"
-		"    scale_out: {bandwidth: 400Gb/s, latency: 2us, class: nic,\n"
-		"                switching: cut-through,\n"
-		"                energy: 20pJ/b} # pluggable optics, estimate\n"
+		H800_POD("h800-pod", "", H800_SU_ENERGY, "",
+			 "                energy: 20pJ/b} # pluggable optics, estimate\n")
 	},
 	{
 		"ualink-pod",
@@ -229,23 +242,8 @@ static const struct topo_preset presets[] = {
 		"# As h800-pod, but the scale-out optics are co-packaged with the\n"
 		"# switch and NIC (CPO) instead of pluggable modules: the same\n"
 		"# bandwidth and latency, fewer joules per bit.\n"
-		"fabric:\n"
-		"  name: h800-pod-cpo\n"
-		"defaults:\n"
-		"  endpoint: {memory: 80GiB, dma_engines: 8}\n"
-		"topology:\n"
-		"  hierarchical:\n"
-		"    nodes: 4\n"
-		"    per_node: 8\n"
-		"    name: gpu\n"
-		"    switch_name: nvsw\n"
-		"    radix: 64\n"
-		"    scale_up: {bandwidth: 160GB/s, latency: 500ns, class: nvlink,\n"
-		"               switching: cut-through,\n"
-		"               energy: 5pJ/b}  # electrical SerDes, estimate\n"
-		"    scale_out: {bandwidth: 400Gb/s, latency: 2us, class: nic,\n"
-		"                switching: cut-through,\n"
-		"                energy: 5pJ/b}  # co-packaged optics, estimate\n"
+		H800_POD("h800-pod-cpo", "", H800_SU_ENERGY, "",
+			 "                energy: 5pJ/b}  # co-packaged optics, estimate\n")
 	},
 	{
 		"sn40l",
