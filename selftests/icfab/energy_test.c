@@ -173,17 +173,14 @@ FIXTURE_SETUP(en)
 	close(fd);
 	if (!(info.features & ICFAB_F_LINK_ENERGY))
 		SKIP(return, "the module does not count energy");
-	ASSERT_EQ(0, genl_open(&self->gs));
-	ASSERT_EQ(0, genl_resolve(&self->gs, ICFAB_GENL_NAME));
-	clear_fabric(&self->gs);
+	ASSERT_EQ(0, fabric_open_clear(&self->gs));
 	ASSERT_EQ(0, stage_pair(&self->gs));
 	ASSERT_EQ(0, cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
 }
 
 FIXTURE_TEARDOWN(en)
 {
-	clear_fabric(&self->gs);
-	genl_close(&self->gs);
+	fabric_close(&self->gs);
 }
 
 TEST_F(en, a_link_keeps_its_figures)

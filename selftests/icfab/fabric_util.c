@@ -223,6 +223,40 @@ int clear_fabric(struct genl_sock *gs)
 	return err == -ENOENT ? 0 : err;	/* it was empty: nothing staged */
 }
 
+int fabric_open_clear(struct genl_sock *gs)
+{
+	int err = genl_open(gs);
+
+	if (err)
+		return err;
+	err = genl_resolve(gs, ICFAB_GENL_NAME);
+	if (!err)
+		err = clear_fabric(gs);
+	if (err)
+		genl_close(gs);
+	return err;
+}
+
+int ring_fabric_open(struct genl_sock *gs, unsigned int n)
+{
+	int err = fabric_open_clear(gs);
+
+	if (err)
+		return err;
+	err = stage_ring(gs, n);
+	if (!err)
+		err = cmd(gs, ICFAB_CMD_FABRIC_COMMIT);
+	if (err)
+		genl_close(gs);
+	return err;
+}
+
+void fabric_close(struct genl_sock *gs)
+{
+	clear_fabric(gs);
+	genl_close(gs);
+}
+
 int ctx_attach(int fd, uint32_t ep)
 {
 	struct icfab_attach a = { .endpoint = ep };

@@ -31,6 +31,15 @@ int stage_leaf_spine(struct genl_sock *gs, unsigned int n,
 		     unsigned int per_leaf);
 /* Delete every link and node, and commit; 0 when it was empty already. */
 int clear_fabric(struct genl_sock *gs);
+/*
+ * The selftests' fixture: open @gs on the icfab family and empty the
+ * fabric, whatever ran before; 0 or -errno (@gs is closed then).
+ * ring_fabric_open() then commits a ring of @n endpoints (stage_ring()).
+ * fabric_close() empties the fabric again and closes @gs.
+ */
+int fabric_open_clear(struct genl_sock *gs);
+int ring_fabric_open(struct genl_sock *gs, unsigned int n);
+void fabric_close(struct genl_sock *gs);
 
 /* stage_ring()'s links, and the fabric's default segment size. */
 #define RING_BW		50000000000ULL	/* bytes/s */

@@ -79,17 +79,12 @@ FIXTURE(lh) {
 
 FIXTURE_SETUP(lh)
 {
-	ASSERT_EQ(0, genl_open(&self->gs));
-	ASSERT_EQ(0, genl_resolve(&self->gs, ICFAB_GENL_NAME));
-	clear_fabric(&self->gs);
-	ASSERT_EQ(0, stage_ring(&self->gs, 4));
-	ASSERT_EQ(0, cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
+	ASSERT_EQ(0, ring_fabric_open(&self->gs, 4));
 }
 
 FIXTURE_TEARDOWN(lh)
 {
-	clear_fabric(&self->gs);
-	genl_close(&self->gs);
+	fabric_close(&self->gs);
 }
 
 /*

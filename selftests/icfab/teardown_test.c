@@ -43,11 +43,7 @@ FIXTURE(td) {
 
 FIXTURE_SETUP(td)
 {
-	ASSERT_EQ(0, genl_open(&self->gs));
-	ASSERT_EQ(0, genl_resolve(&self->gs, ICFAB_GENL_NAME));
-	clear_fabric(&self->gs);
-	ASSERT_EQ(0, stage_ring(&self->gs, 4));
-	ASSERT_EQ(0, cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
+	ASSERT_EQ(0, ring_fabric_open(&self->gs, 4));
 	self->fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, self->fd);
 	ASSERT_EQ(0, ctx_attach(self->fd, 0));
@@ -70,8 +66,7 @@ FIXTURE_TEARDOWN(td)
 	io_uring_queue_exit(&self->ring);
 	if (self->fd >= 0)
 		close(self->fd);
-	clear_fabric(&self->gs);
-	genl_close(&self->gs);
+	fabric_close(&self->gs);
 }
 
 /* The next CQE's res, or -10000 - errno when none came within GUARD_S. */
