@@ -2,7 +2,9 @@
 /*
  * icfab: the character device /dev/icfabN and its ioctls.
  */
+#include <linux/capability.h>
 #include <linux/compat.h>
+#include <linux/cred.h>
 #include <linux/fs.h>
 #include <linux/module.h>
 #include <linux/slab.h>
@@ -16,11 +18,21 @@ static int icfab_open(struct inode *inode, struct file *file)
 	struct miscdevice *misc = file->private_data;
 	struct icfab_fabric *fabric = container_of(misc, struct icfab_fabric,
 						   misc);
+	bool exempt = file_ns_capable(file, &init_user_ns, CAP_SYS_RESOURCE);
+	u32 uid = from_kuid_munged(&init_user_ns, file->f_cred->euid);
 	struct icfab_ctx *ctx;
+	int err;
 
+	err = icfab_quota_charge(uid, ICFAB_QUOTA_CONTEXTS, 1, exempt);
+	if (err)
+		return err;
 	ctx = icfab_ctx_create(fabric);
-	if (!ctx)
+	if (!ctx) {
+		icfab_quota_uncharge(uid, ICFAB_QUOTA_CONTEXTS, 1);
 		return -ENOMEM;
+	}
+	ctx->uid = uid;
+	ctx->quota_exempt = exempt;
 
 	atomic_inc(&fabric->nr_contexts);
 	file->private_data = ctx;
@@ -31,10 +43,12 @@ static int icfab_release(struct inode *inode, struct file *file)
 {
 	struct icfab_ctx *ctx = file->private_data;
 	struct icfab_fabric *fabric = ctx->fabric;
+	u32 uid = ctx->uid;
 
 	icfab_circuit_recv_ctx_gone(ctx);
 	icfab_ctx_destroy(ctx);
 	atomic_dec(&fabric->nr_contexts);
+	icfab_quota_uncharge(uid, ICFAB_QUOTA_CONTEXTS, 1);
 	return 0;
 }
 

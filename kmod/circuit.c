@@ -97,6 +97,8 @@ void icfab_circuit_free(struct icfab_circuit *c)
 		return;
 	icfab_circuit_binds_release(c);
 	icfab_circuit_tree_put(c->tree);
+	if (c->charged)
+		icfab_quota_uncharge(c->owner_uid, ICFAB_QUOTA_CIRCUITS, 1);
 	kfree(c);
 }
 
@@ -322,20 +324,33 @@ int __icfab_circuit_insert(struct icfab_fabric *fabric, struct icfab_circuit *c,
 		}
 	}
 
+	/* Those of uid 0 are the administrator's own: not counted. */
+	if (c->owner_uid) {
+		err = icfab_quota_charge(c->owner_uid, ICFAB_QUOTA_CIRCUITS, 1,
+					 false);
+		if (err) {
+			if (err == -EDQUOT)
+				NL_SET_ERR_MSG(extack, "the owner has as many circuits as max_uid_circuits allows");
+			return err;
+		}
+	}
 	err = icfab_circuit_tree_build(&t->m, c, &c->tree);
-	if (err)
-		return err;
-	err = xa_alloc(&fabric->circuits, &id, c,
-		       XA_LIMIT(1, ICFAB_MAX_CIRCUITS), GFP_KERNEL);
+	if (!err)
+		err = xa_alloc(&fabric->circuits, &id, c,
+			       XA_LIMIT(1, ICFAB_MAX_CIRCUITS), GFP_KERNEL);
 	if (err) {
 		icfab_circuit_tree_put(c->tree);
 		c->tree = NULL;
+		if (c->owner_uid)
+			icfab_quota_uncharge(c->owner_uid,
+					     ICFAB_QUOTA_CIRCUITS, 1);
 		if (err == -EBUSY) {
 			NL_SET_ERR_MSG(extack, "too many circuits");
 			err = -ENOSPC;
 		}
 		return err;
 	}
+	c->charged = c->owner_uid;
 	c->id = id;
 	for (i = 0; i < c->nr_routers; i++)
 		fabric->colors_used[routers[i]] |= BIT_ULL(c->color);

@@ -95,7 +95,7 @@ long icfab_ioctl_circuit_recv(struct icfab_ctx *ctx, void __user *uarg)
 	    !icfab_reserved_zero(cr.reserved, ARRAY_SIZE(cr.reserved)))
 		return -EINVAL;
 	if (cr.region) {
-		b = kzalloc(sizeof(*b), GFP_KERNEL);
+		b = kzalloc(sizeof(*b), GFP_KERNEL_ACCOUNT);
 		if (!b)
 			return -ENOMEM;
 		r = icfab_region_get_local(&ctx->regions, cr.region);
@@ -307,7 +307,7 @@ int icfab_circuit_desc_check(struct icfab_ctx *ctx,
 	if (!fabric->tree_xfers) {
 		fabric->tree_xfers = kvcalloc(ICFAB_ENGINE_XFERS,
 					      sizeof(*fabric->tree_xfers),
-					      GFP_KERNEL);
+					      GFP_KERNEL_ACCOUNT);
 		if (!fabric->tree_xfers)
 			return -ENOMEM;
 		fabric->tree_xfers_cap = ICFAB_ENGINE_XFERS;
@@ -316,7 +316,7 @@ int icfab_circuit_desc_check(struct icfab_ctx *ctx,
 	if (!timing)
 		list_for_each_entry(b, &c->binds, node)
 			nr_binds++;
-	cx = kzalloc(struct_size(cx, dests, nr_binds), GFP_KERNEL);
+	cx = kzalloc(struct_size(cx, dests, nr_binds), GFP_KERNEL_ACCOUNT);
 	if (!cx)
 		return -ENOMEM;
 	kref_get(&c->tree->ref);
@@ -352,7 +352,7 @@ int icfab_circuit_xfer_submit(struct icfab_fabric *fabric,
 		/* The engine's table grew: a full table is back-pressure. */
 		struct icfab_circuit_tree **t;
 
-		t = kvcalloc(e->xfers_cap, sizeof(*t), GFP_KERNEL);
+		t = kvcalloc(e->xfers_cap, sizeof(*t), GFP_KERNEL_ACCOUNT);
 		if (!t)
 			return -ICFAB_ENGINE_ENOSPC;
 		memcpy(t, fabric->tree_xfers,

@@ -145,7 +145,7 @@ static void icfab_ctx_reach_fn(struct work_struct *work);
 
 struct icfab_ctx *icfab_ctx_create(struct icfab_fabric *fabric)
 {
-	struct icfab_ctx *ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+	struct icfab_ctx *ctx = kzalloc(sizeof(*ctx), GFP_KERNEL_ACCOUNT);
 
 	if (!ctx)
 		return NULL;
@@ -310,11 +310,11 @@ static struct icfab_data *icfab_data_create(struct icfab_fabric *fabric)
 	d->st.dma_free = kvcalloc(d->st.dma_cap, sizeof(*d->st.dma_free),
 				  GFP_KERNEL);
 	d->st.xfers = kvcalloc(d->st.xfers_cap, sizeof(*d->st.xfers),
-			       GFP_KERNEL);
+			       GFP_KERNEL_ACCOUNT);
 	d->st.events = kvcalloc(d->st.events_cap, sizeof(*d->st.events),
-				GFP_KERNEL);
+				GFP_KERNEL_ACCOUNT);
 	d->xfer_req = kvcalloc(d->st.xfers_cap, sizeof(*d->xfer_req),
-			       GFP_KERNEL);
+			       GFP_KERNEL_ACCOUNT);
 	if (!d->st.links || !d->st.eps || !d->st.dma_free || !d->st.xfers ||
 	    !d->st.events || !d->xfer_req)
 		goto err_free;
@@ -412,7 +412,7 @@ static struct icfab_req *icfab_req_alloc(struct icfab_ctx *ctx)
 	}
 	spin_unlock(&ctx->pool_lock);
 	if (!req)
-		return kzalloc(sizeof(*req), GFP_KERNEL);
+		return kzalloc(sizeof(*req), GFP_KERNEL_ACCOUNT);
 	memset(req, 0, offsetof(struct icfab_req, ures));
 	return req;
 }
@@ -666,8 +666,8 @@ static bool icfab_data_grow_xfers(struct icfab_data *d)
 	if (e->xfers_cap > ICFAB_ENGINE_XFERS_MAX / 2)
 		return false;
 	cap = e->xfers_cap * 2;
-	xfers = kvmalloc_array(cap, sizeof(*xfers), GFP_KERNEL);
-	reqs = kvcalloc(cap, sizeof(*reqs), GFP_KERNEL);
+	xfers = kvmalloc_array(cap, sizeof(*xfers), GFP_KERNEL_ACCOUNT);
+	reqs = kvcalloc(cap, sizeof(*reqs), GFP_KERNEL_ACCOUNT);
 	if (!xfers || !reqs ||
 	    icfab_engine_grow(e, xfers, cap, e->events, e->events_cap)) {
 		kvfree(xfers);
@@ -709,7 +709,7 @@ static bool icfab_data_grow(struct icfab_data *d, u64 need)
 	for (cap = e->events_cap; cap < room; cap *= 2)
 		if (cap > ICFAB_ENGINE_EVENTS_MAX / 2)
 			return false;
-	events = kvmalloc_array(cap, sizeof(*events), GFP_KERNEL);
+	events = kvmalloc_array(cap, sizeof(*events), GFP_KERNEL_ACCOUNT);
 	if (!events)
 		return false;
 	if (icfab_engine_grow(e, e->xfers, e->xfers_cap, events, cap)) {
@@ -1106,7 +1106,9 @@ static void __icfab_recvq_close(struct icfab_data *d, struct icfab_queue *q)
 
 /*
  * Make room for queue id @id: the table doubles, from 16 entries, up to
- * ICFAB_MAX_QUEUES (-ENOSPC beyond). The fabric lock is held.
+ * ICFAB_MAX_QUEUES; -ENOSPC from the cap max_ctx_queues on (the lowest
+ * free id is taken, so that is the number of queues). The fabric lock is
+ * held.
  */
 static int icfab_ctx_queues_room(struct icfab_ctx *ctx, u32 id)
 {
@@ -1114,12 +1116,12 @@ static int icfab_ctx_queues_room(struct icfab_ctx *ctx, u32 id)
 	u32 cap;
 
 	lockdep_assert_held(&ctx->fabric->lock);
+	if (id >= icfab_ctx_queues_cap())
+		return -ENOSPC;
 	if (id < ctx->queues_cap)
 		return 0;
-	if (id >= ICFAB_MAX_QUEUES)
-		return -ENOSPC;
 	cap = clamp_t(u32, ctx->queues_cap * 2, 16, ICFAB_MAX_QUEUES);
-	queues = kvcalloc(cap, sizeof(*queues), GFP_KERNEL);
+	queues = kvcalloc(cap, sizeof(*queues), GFP_KERNEL_ACCOUNT);
 	if (!queues)
 		return -ENOMEM;
 	if (ctx->queues_cap)
@@ -1154,7 +1156,7 @@ long icfab_ioctl_queue_create(struct icfab_ctx *ctx, void __user *uarg)
 	    !qc.depth || qc.depth > ICFAB_MAX_QUEUE_DEPTH)
 		return -EINVAL;
 
-	q = kzalloc(sizeof(*q), GFP_KERNEL);
+	q = kzalloc(sizeof(*q), GFP_KERNEL_ACCOUNT);
 	if (!q)
 		return -ENOMEM;
 	q->endpoint = qc.endpoint;
@@ -1323,6 +1325,19 @@ static int __icfab_notify_reserve(struct icfab_ctx *ctx,
 }
 
 /*
+ * Has @ctx as many descriptors submitted and not reaped as max_ctx_descs
+ * allows? Each holds a request; reaping frees them, so this is
+ * back-pressure (-EAGAIN) like a full queue. io_uring's count until they
+ * are posted. The fabric lock is held.
+ */
+static bool icfab_ctx_descs_full(const struct icfab_ctx *ctx)
+{
+	u32 cap = READ_ONCE(icfab_max_ctx_descs);
+
+	return cap && ctx->nr_inflight + ctx->nr_done + ctx->u_inflight >= cap;
+}
+
+/*
  * Check one descriptor and turn it into a request holding what it needs.
  * One path for the ioctl and io_uring; the fabric lock is held.
  */
@@ -1396,7 +1411,7 @@ static int icfab_req_prepare(struct icfab_ctx *ctx,
 	    icfab_nr_segments(dd->len, t->segment_size) >
 	    ICFAB_MAX_XFER_SEGMENTS)
 		err = -E2BIG;
-	if (!err && q->inflight >= q->depth)
+	if (!err && (q->inflight >= q->depth || icfab_ctx_descs_full(ctx)))
 		err = -EAGAIN;
 	if (!err && dd->flags & ICFAB_DESC_F_NOTIFY)
 		err = __icfab_notify_reserve(ctx, req, dd->imm);

@@ -35,6 +35,7 @@
 #define _ICFAB_H
 
 #include <linux/atomic.h>
+#include <linux/kernel.h>
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/wait.h>
@@ -207,6 +208,25 @@ static inline bool icfab_reserved_zero(const __u64 *words, size_t n)
 
 /* main.c */
 extern unsigned int icfab_nr_fabrics;
+extern unsigned int icfab_max_ctx_descs;
+extern unsigned int icfab_max_ctx_queues;
+
+/* Queues one context may have: the parameter, within ICFAB_MAX_QUEUES. */
+static inline u32 icfab_ctx_queues_cap(void)
+{
+	return clamp_t(u32, READ_ONCE(icfab_max_ctx_queues), 1,
+		       ICFAB_MAX_QUEUES);
+}
+
+/* What a uid holds, charged against the caps of the same names. */
+enum icfab_quota {
+	ICFAB_QUOTA_CONTEXTS,		/* open files */
+	ICFAB_QUOTA_PAGES,		/* device memory, pages */
+	ICFAB_QUOTA_CIRCUITS,		/* circuits it owns */
+	ICFAB_QUOTA_NR
+};
+int icfab_quota_charge(u32 uid, enum icfab_quota what, u64 n, bool exempt);
+void icfab_quota_uncharge(u32 uid, enum icfab_quota what, u64 n);
 struct icfab_fabric *icfab_fabric_get_by_id(u32 id);
 void icfab_fabric_snapshot(struct icfab_fabric *fabric,
 			   struct icfab_fabric_state *st, bool staged);
@@ -234,6 +254,13 @@ struct icfab_uring_result;
  */
 struct icfab_ctx {
 	struct icfab_fabric *fabric;
+	/*
+	 * Its opener's effective uid (in the initial namespace), which its
+	 * contexts and device memory are charged to, and whether the opener
+	 * had CAP_SYS_RESOURCE, which lifts those per-uid caps.
+	 */
+	u32 uid;
+	bool quota_exempt;
 	struct xarray regions;		/* handle -> struct icfab_region */
 	atomic_t uring_holds;		/* io_uring commands not yet done */
 	atomic_t nr_vmas;		/* mappings of its regions; they hold
@@ -406,6 +433,7 @@ struct icfab_circuit {
 	u32 color;
 	u32 owner_pid;			/* 0: none */
 	u32 owner_uid;
+	bool charged;			/* to owner_uid's max_uid_circuits */
 	u32 src;			/* endpoint node id */
 	u32 nr_dsts;
 	u32 nr_routers;

@@ -7,6 +7,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/err.h>
+#include <linux/hashtable.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 
@@ -25,6 +26,135 @@ module_param(fail_init, uint, 0444);
 MODULE_PARM_DESC(fail_init, "test only: fail init at step N (0: never)");
 
 static struct icfab_fabric *icfab_fabrics[ICFAB_MAX_FABRICS];
+
+/*
+ * Caps on what one context or one user may hold (docs/SECURITY.md),
+ * reported by ICFAB_IOC_INFO. Read where they are checked, so that a
+ * change applies from the next request on; what is held already stays.
+ */
+unsigned int icfab_max_ctx_descs = 65536;
+module_param_named(max_ctx_descs, icfab_max_ctx_descs, uint, 0644);
+MODULE_PARM_DESC(max_ctx_descs,
+		 "descriptors a context may have submitted and not reaped (0: no cap)");
+unsigned int icfab_max_ctx_queues = ICFAB_MAX_QUEUES;
+module_param_named(max_ctx_queues, icfab_max_ctx_queues, uint, 0644);
+MODULE_PARM_DESC(max_ctx_queues, "queues per context, at most 4096");
+static unsigned int max_uid_contexts = 256;
+module_param(max_uid_contexts, uint, 0644);
+MODULE_PARM_DESC(max_uid_contexts,
+		 "open contexts per uid, all fabrics (0: no cap)");
+static unsigned int max_uid_mem_mb = 128;
+module_param(max_uid_mem_mb, uint, 0644);
+MODULE_PARM_DESC(max_uid_mem_mb,
+		 "device memory per uid, all fabrics, in MiB (0: no cap)");
+static unsigned int max_uid_circuits = 256;
+module_param(max_uid_circuits, uint, 0644);
+MODULE_PARM_DESC(max_uid_circuits,
+		 "circuits owned by one uid other than 0, all fabrics (0: no cap)");
+
+/*
+ * What each uid holds, over every fabric: an entry exists while it holds
+ * anything. A spinlock, taken with nothing else inside it, so that a
+ * charge can be made under fabric->lock and an uncharge wherever the
+ * last reference to a region goes.
+ */
+struct icfab_user {
+	struct hlist_node node;
+	u32 uid;
+	u64 held[ICFAB_QUOTA_NR];
+};
+
+#define ICFAB_USER_HASH_BITS	6
+static DEFINE_HASHTABLE(icfab_users, ICFAB_USER_HASH_BITS);
+static DEFINE_SPINLOCK(icfab_users_lock);
+
+static struct icfab_user *__icfab_user_find(u32 uid)
+{
+	struct icfab_user *u;
+
+	lockdep_assert_held(&icfab_users_lock);
+	hash_for_each_possible(icfab_users, u, node, uid)
+		if (u->uid == uid)
+			return u;
+	return NULL;
+}
+
+/* The cap on @what, in its unit (pages for memory); 0: none. */
+static u64 icfab_quota_cap(enum icfab_quota what)
+{
+	switch (what) {
+	case ICFAB_QUOTA_CONTEXTS:
+		return READ_ONCE(max_uid_contexts);
+	case ICFAB_QUOTA_PAGES:
+		return (u64)READ_ONCE(max_uid_mem_mb) << (20 - PAGE_SHIFT);
+	case ICFAB_QUOTA_CIRCUITS:
+		return READ_ONCE(max_uid_circuits);
+	default:
+		return 0;
+	}
+}
+
+/*
+ * Charge @n of @what to @uid: -EMFILE (contexts) or -EDQUOT (memory,
+ * circuits) past its cap unless @exempt, -ENOMEM; nothing is charged
+ * then. Each charge is undone by icfab_quota_uncharge() with the same
+ * arguments.
+ */
+int icfab_quota_charge(u32 uid, enum icfab_quota what, u64 n, bool exempt)
+{
+	struct icfab_user *u, *fresh = NULL;
+	u64 cap = exempt ? 0 : icfab_quota_cap(what);
+	int err = 0;
+
+	for (;;) {
+		spin_lock(&icfab_users_lock);
+		u = __icfab_user_find(uid);
+		if (u || fresh)
+			break;
+		spin_unlock(&icfab_users_lock);
+		fresh = kzalloc(sizeof(*fresh), GFP_KERNEL);
+		if (!fresh)
+			return -ENOMEM;
+		fresh->uid = uid;
+	}
+	if (!u) {
+		u = fresh;
+		fresh = NULL;
+		hash_add(icfab_users, &u->node, uid);
+	}
+	if (cap && (n > cap || u->held[what] > cap - n))
+		err = what == ICFAB_QUOTA_CONTEXTS ? -EMFILE : -EDQUOT;
+	else
+		u->held[what] += n;
+	if (err && !memchr_inv(u->held, 0, sizeof(u->held))) {
+		hash_del(&u->node);
+		fresh = u;
+	}
+	spin_unlock(&icfab_users_lock);
+	kfree(fresh);
+	return err;
+}
+
+void icfab_quota_uncharge(u32 uid, enum icfab_quota what, u64 n)
+{
+	struct icfab_user *u;
+
+	if (!n)
+		return;
+	spin_lock(&icfab_users_lock);
+	u = __icfab_user_find(uid);
+	if (WARN_ON_ONCE(!u || u->held[what] < n)) {
+		spin_unlock(&icfab_users_lock);
+		return;
+	}
+	u->held[what] -= n;
+	if (memchr_inv(u->held, 0, sizeof(u->held)))
+		u = NULL;
+	else
+		hash_del(&u->node);
+	spin_unlock(&icfab_users_lock);
+	kfree(u);
+}
 
 struct icfab_fabric *icfab_fabric_get_by_id(u32 id)
 {
@@ -68,7 +198,7 @@ void icfab_fill_limits(struct icfab_limits *limits, u32 segment_size)
 	limits->max_links = ICFAB_MAX_LINKS;
 	limits->max_ports = ICFAB_MAX_PORTS;
 	limits->max_colors = ICFAB_MAX_COLORS;
-	limits->max_queues = ICFAB_MAX_QUEUES;
+	limits->max_queues = icfab_ctx_queues_cap();
 	limits->max_attach = ICFAB_MAX_ATTACH;
 	limits->max_queue_depth = ICFAB_MAX_QUEUE_DEPTH;
 	limits->min_segment_size = ICFAB_MIN_SEGMENT_SIZE;
@@ -76,6 +206,10 @@ void icfab_fill_limits(struct icfab_limits *limits, u32 segment_size)
 	limits->max_dilation = ICFAB_MAX_DILATION;
 	limits->max_xfer_segments = ICFAB_MAX_XFER_SEGMENTS;
 	limits->max_xfer_bytes = (u64)ICFAB_MAX_XFER_SEGMENTS * segment_size;
+	limits->max_ctx_descs = READ_ONCE(icfab_max_ctx_descs);
+	limits->max_uid_contexts = READ_ONCE(max_uid_contexts);
+	limits->max_uid_mem_mb = READ_ONCE(max_uid_mem_mb);
+	limits->max_uid_circuits = READ_ONCE(max_uid_circuits);
 }
 
 static struct icfab_fabric *icfab_fabric_create(u32 id)

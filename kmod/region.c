@@ -52,6 +52,7 @@ struct icfab_region {
 	u64 size;			/* bytes, whole pages */
 	unsigned long nr_pages;
 	struct page **pages;
+	u32 uid;			/* charged for its pages */
 };
 
 int icfab_region_init(struct icfab_fabric *fabric)
@@ -112,6 +113,7 @@ static void icfab_region_release(struct kref *ref)
 	icfab_region_free_pages(r->pages, r->nr_pages);
 	atomic64_sub(r->size, &r->fabric->mem->used[r->endpoint]);
 	atomic_long_sub(r->nr_pages, &icfab_pages_used);
+	icfab_quota_uncharge(r->uid, ICFAB_QUOTA_PAGES, r->size >> PAGE_SHIFT);
 	kfree(r);
 }
 
@@ -225,16 +227,22 @@ long icfab_ioctl_region_alloc(struct icfab_ctx *ctx, void __user *uarg)
 	cap = fabric->active->m.nodes[ra.endpoint].mem_bytes;
 	mutex_unlock(&fabric->lock);
 
-	ret = icfab_region_charge(fabric->mem, ra.endpoint, cap, size);
+	/* The uid's cap first: past it is its own doing, not the device's. */
+	ret = icfab_quota_charge(ctx->uid, ICFAB_QUOTA_PAGES, size >> PAGE_SHIFT,
+				 ctx->quota_exempt);
 	if (ret)
 		return ret;
+	ret = icfab_region_charge(fabric->mem, ra.endpoint, cap, size);
+	if (ret)
+		goto err_uncharge_uid;
 
 	ret = -ENOMEM;
-	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	r = kzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
 	if (!r)
 		goto err_uncharge;
 	kref_init(&r->ref);
 	r->fabric = fabric;
+	r->uid = ctx->uid;
 	r->endpoint = ra.endpoint;
 	r->size = size;
 	r->pages = kvcalloc(size >> PAGE_SHIFT, sizeof(*r->pages),
@@ -281,6 +289,8 @@ err_free_region:
 err_uncharge:
 	atomic64_sub(size, &fabric->mem->used[ra.endpoint]);
 	atomic_long_sub(size >> PAGE_SHIFT, &icfab_pages_used);
+err_uncharge_uid:
+	icfab_quota_uncharge(ctx->uid, ICFAB_QUOTA_PAGES, size >> PAGE_SHIFT);
 	return ret;
 }
 

@@ -27,6 +27,7 @@
 run_list='
 chardev_test		600
 access_test		600
+quota_test		600
 genl_test		600
 topo_test		600
 queue_test		600

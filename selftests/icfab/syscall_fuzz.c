@@ -325,7 +325,7 @@ static void op_info(void)
 	if (chance(5))
 		info.flags = 1;
 	if (chance(5))
-		info.reserved[below(4)] = 1;
+		info.reserved[below(2)] = 1;
 	xioctl(fd, ICFAB_IOC_INFO, &info, "INFO", false);
 }
 

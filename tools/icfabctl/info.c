@@ -36,6 +36,8 @@ static const struct limit_field {
 	LIMIT(max_queue_depth, NULL), LIMIT(min_segment_size, "bytes"),
 	LIMIT(max_segment_size, "bytes"), LIMIT(max_dilation, NULL),
 	LIMIT(max_xfer_segments, NULL), LIMIT(max_xfer_bytes, NULL),
+	LIMIT(max_ctx_descs, NULL), LIMIT(max_uid_contexts, NULL),
+	LIMIT(max_uid_mem_mb, "MiB"), LIMIT(max_uid_circuits, NULL),
 };
 
 static uint64_t limit_value(const struct icfab_limits *l,

@@ -232,6 +232,21 @@ struct icfab_limits {
 	 */
 	__u32 max_xfer_segments;
 	__u64 max_xfer_bytes;		/* bytes */
+	/*
+	 * Caps on what one user may hold, module parameters of the same
+	 * names (0 from modules before them; 0 in a cap itself: none). A
+	 * context's descriptors submitted and not yet reaped (past it:
+	 * -EAGAIN, since reaping makes room); and per uid, over every
+	 * fabric: open contexts (-EMFILE at open), device memory (-EDQUOT
+	 * at REGION_ALLOC) and circuits it owns (-EDQUOT at CIRCUIT_NEW).
+	 * Processes with CAP_SYS_RESOURCE are not held to the per-uid caps
+	 * of contexts and memory; circuits owned by uid 0 are not counted.
+	 * max_queues above is the cap on queues per context.
+	 */
+	__u32 max_ctx_descs;
+	__u32 max_uid_contexts;
+	__u32 max_uid_mem_mb;		/* MiB */
+	__u32 max_uid_circuits;
 	__u64 reserved[1];		/* zero */
 };
 
@@ -252,7 +267,7 @@ struct icfab_info {
 	__u64 now_ps;			/* out: fabric clock, ps */
 	__u64 generation;		/* out: configuration generation */
 	struct icfab_limits limits;	/* out */
-	__u64 reserved[4];		/* in: must be zero */
+	__u64 reserved[2];		/* in: must be zero */
 };
 
 /*
@@ -282,7 +297,8 @@ struct icfab_attach {
  * ICFAB_IOC_REGION_ALLOC: @size bytes (rounded up to whole pages, zeroed)
  * of device memory on an attached endpoint, charged to the endpoint's
  * capacity and to the module's cap on real pages (-ENOSPC when either is
- * exhausted). Returns a handle, private to this context, and the offset
+ * exhausted), and to its opener's uid (-EDQUOT past max_uid_mem_mb,
+ * icfab_limits). Returns a handle, private to this context, and the offset
  * at which mmap() maps it (MAP_SHARED only).
  *
  * ICFAB_IOC_REGION_FREE: the handle and its key are gone at once; the
@@ -343,6 +359,7 @@ struct icfab_region_import {
 /*
  * ICFAB_IOC_QUEUE_CREATE: a DMA queue on an attached endpoint, or with
  * ICFAB_QUEUE_F_RECV (ICFAB_F_RECV_NOTIFY) the endpoint's receive queue.
+ * -ENOSPC when the context has icfab_limits.max_queues queues.
  *
  * Receive queues. At most one per endpoint per fabric at a time: -EBUSY
  * while any context has one there. Its id comes from the context's queue
@@ -506,7 +523,8 @@ struct icfab_cqe {
  * fabric between its descriptors, so another thread's submissions may
  * come between them. Returns the number accepted, or -errno when
  * the first one failed: -EINVAL (malformed), -ENOENT (no such queue),
- * -EAGAIN (its queue or the engine is full: reap completions first),
+ * -EAGAIN (its queue or the engine is full, or the context has
+ * icfab_limits.max_ctx_descs descriptors not reaped: reap completions first),
  * -E2BIG (a WRITE or READ larger than any engine can hold: more than
  * icfab_limits.max_xfer_segments segments, or a circuit's tree copying
  * it more than that; waiting cannot help), -ECANCELED (the context was
@@ -632,7 +650,7 @@ struct icfab_uring_wait {
 #define __ICFAB_STATIC_ASSERT _Static_assert
 #endif
 
-__ICFAB_STATIC_ASSERT(sizeof(struct icfab_limits) == 64,
+__ICFAB_STATIC_ASSERT(sizeof(struct icfab_limits) == 80,
 		      "struct icfab_limits is ABI");
 __ICFAB_STATIC_ASSERT(sizeof(struct icfab_info) == 144,
 		      "struct icfab_info is ABI");
