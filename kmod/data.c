@@ -1338,35 +1338,38 @@ static bool icfab_ctx_descs_full(const struct icfab_ctx *ctx)
 }
 
 /*
- * Check one descriptor and turn it into a request holding what it needs.
- * One path for the ioctl and io_uring; the fabric lock is held.
+ * Check one descriptor and turn @req, fresh from icfab_req_alloc() (done
+ * before locking: with slub_debug an allocation costs more than the rest
+ * of a DELAY's path), into a request holding what it needs. @req is
+ * used up either way: freed on error. One path for the ioctl and
+ * io_uring; the fabric lock is held.
  */
 static int icfab_req_prepare(struct icfab_ctx *ctx,
 			     const struct icfab_desc *dd,
-			     struct icfab_req **reqp)
+			     struct icfab_req *req)
 {
 	const struct icfab_topo *t = ctx->fabric->active;
 	struct icfab_queue *q;
-	struct icfab_req *req;
 	int err = 0;
 
 	lockdep_assert_held(&ctx->fabric->lock);
+	req->ctx = ctx;
 	if (dd->pad || (dd->circuit && dd->op != ICFAB_OP_WRITE) ||
 	    dd->flags & ~ICFAB_DESC_F_ALL)
-		return -EINVAL;
-	if (dd->flags & ICFAB_DESC_F_NOTIFY ?
-	    dd->op != ICFAB_OP_WRITE || dd->circuit : dd->imm)
-		return -EINVAL;
-	q = icfab_ctx_queue(ctx, dd->queue);
-	if (!q)
-		return -ENOENT;
-	if (q->recv)
-		return -EINVAL;
+		err = -EINVAL;
+	else if (dd->flags & ICFAB_DESC_F_NOTIFY ?
+		 dd->op != ICFAB_OP_WRITE || dd->circuit : dd->imm)
+		err = -EINVAL;
+	q = err ? NULL : icfab_ctx_queue(ctx, dd->queue);
+	if (!err && !q)
+		err = -ENOENT;
+	if (!err && q->recv)
+		err = -EINVAL;
+	if (err) {
+		icfab_req_free(req);
+		return err;
+	}
 
-	req = icfab_req_alloc(ctx);
-	if (!req)
-		return -ENOMEM;
-	req->ctx = ctx;
 	req->q = q;
 	req->op = dd->op;
 	req->len = dd->len;
@@ -1419,7 +1422,6 @@ static int icfab_req_prepare(struct icfab_ctx *ctx,
 		icfab_req_free(req);
 		return err;
 	}
-	*reqp = req;
 	return 0;
 }
 
@@ -1534,10 +1536,11 @@ long icfab_ioctl_submit(struct icfab_ctx *ctx, void __user *uarg)
 {
 	struct icfab_fabric *fabric = ctx->fabric;
 	struct icfab_desc chunk[ICFAB_COPY_CHUNK];
+	struct icfab_req *fresh[ICFAB_COPY_CHUNK];
 	struct icfab_desc __user *udescs;
 	struct icfab_submit sub;
 	bool advance = false;
-	u32 i = 0, have, at;
+	u32 i = 0, have, at, nr_fresh;
 	long ret = 0;
 
 	if (copy_from_user(&sub, uarg, sizeof(sub)))
@@ -1561,6 +1564,12 @@ long icfab_ioctl_submit(struct icfab_ctx *ctx, void __user *uarg)
 			left = copy_from_user(chunk, &udescs[i],
 					      array_size(want, sizeof(*chunk)));
 		have = want - DIV_ROUND_UP(left, sizeof(*chunk));
+		/* Their requests too: allocating is the slow part. */
+		for (nr_fresh = 0; nr_fresh < have; nr_fresh++) {
+			fresh[nr_fresh] = icfab_req_alloc(ctx);
+			if (!fresh[nr_fresh])
+				break;
+		}
 
 		mutex_lock(&fabric->lock);
 		if (!ctx->nr_eps)
@@ -1571,9 +1580,13 @@ long icfab_ioctl_submit(struct icfab_ctx *ctx, void __user *uarg)
 		else if (want && !have)
 			err = -EFAULT;
 		for (at = 0; !err && at < have; at++) {
-			struct icfab_req *req;
+			struct icfab_req *req = fresh[at];
 
-			err = icfab_req_prepare(ctx, &chunk[at], &req);
+			if (at == nr_fresh) {
+				err = -ENOMEM;
+				break;
+			}
+			err = icfab_req_prepare(ctx, &chunk[at], req);
 			if (!err)
 				err = icfab_req_start(ctx, req, &advance);
 			if (!err)
@@ -1594,6 +1607,9 @@ long icfab_ioctl_submit(struct icfab_ctx *ctx, void __user *uarg)
 			advance = false;
 		}
 		mutex_unlock(&fabric->lock);
+		/* What an error left unused; at is past the one it used. */
+		for (; at < nr_fresh; at++)
+			icfab_req_recycle(ctx, fresh[at]);
 		if (err) {
 			ret = i ? i : err;
 			break;
@@ -1604,6 +1620,31 @@ long icfab_ioctl_submit(struct icfab_ctx *ctx, void __user *uarg)
 		cond_resched();
 	}
 	return ret;
+}
+
+/*
+ * WAIT's completions back into @ctx's done list (@n of them, in finish
+ * order, taken off its head), each before those that finish no earlier:
+ * where they were unless others came meanwhile. The fabric lock is held.
+ */
+static void __icfab_done_merge(struct icfab_ctx *ctx, struct list_head *reqs,
+			       u32 n)
+{
+	struct list_head *pos = &ctx->done;
+	struct icfab_req *req, *tmp, *next;
+
+	lockdep_assert_held(&ctx->fabric->lock);
+	list_for_each_entry_safe(req, tmp, reqs, node) {
+		while (!list_is_last(pos, &ctx->done)) {
+			next = list_entry(pos->next, struct icfab_req, node);
+			if (next->cqe.finish_ps >= req->cqe.finish_ps)
+				break;
+			pos = pos->next;
+		}
+		list_move(&req->node, pos);
+		pos = &req->node;
+	}
+	ctx->nr_done += n;
 }
 
 static bool icfab_wait_done(struct icfab_ctx *ctx)
@@ -1689,40 +1730,55 @@ long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
 		}
 	}
 
-	/* Copy before removing, so a bad buffer loses no completion. */
-	list_for_each_entry(req, &ctx->done, node) {
-		if (n + have == w.max)
-			break;
+	/*
+	 * The first w.max, in one cut; they hold nothing (put at finish).
+	 * Copied out after unlocking (a copy may fault, and there may be
+	 * hundreds of thousands), and given back on a bad buffer, so that
+	 * it loses no completion.
+	 */
+	if (w.max >= ctx->nr_done) {
+		n = ctx->nr_done;
+		list_splice_init(&ctx->done, &reaped);
+	} else {
+		last = NULL;
+		list_for_each_entry(req, &ctx->done, node) {
+			if (n == w.max)
+				break;
+			last = req;
+			n++;
+		}
+		if (last)
+			list_cut_position(&reaped, &ctx->done, &last->node);
+	}
+	ctx->nr_done -= n;
+	mutex_unlock(&fabric->lock);
+
+	list_for_each_entry(req, &reaped, node) {
 		chunk[have++] = req->cqe;
-		if (have == ICFAB_COPY_CHUNK) {
-			if (copy_to_user(&ucqes[n], chunk,
+		if (have == ICFAB_COPY_CHUNK || list_is_last(&req->node,
+							     &reaped)) {
+			if (copy_to_user(&ucqes[w.nr], chunk,
 					 array_size(have, sizeof(*chunk)))) {
 				ret = -EFAULT;
-				goto out_unlock;
+				break;
 			}
-			n += have;
+			w.nr += have;
 			have = 0;
+			if (!(w.nr % (ICFAB_COPY_CHUNK * 128)))
+				cond_resched();
 		}
 	}
-	if (have && copy_to_user(&ucqes[n], chunk,
-				 array_size(have, sizeof(*chunk)))) {
-		ret = -EFAULT;
+
+	mutex_lock(&fabric->lock);
+	if (ret) {
+		w.nr = 0;
+		__icfab_done_merge(ctx, &reaped, n);
 		goto out_unlock;
 	}
-	n += have;
-	w.nr = n;
-	last = NULL;
-	list_for_each_entry(req, &ctx->done, node) {
-		if (!n--)
-			break;
+	list_for_each_entry(req, &reaped, node) {
 		ctx->clock_ps = max(ctx->clock_ps, req->cqe.finish_ps);
 		req->q->inflight--;
-		ctx->nr_done--;
-		last = req;
 	}
-	/* The first w.nr, in one cut; they hold nothing (put at finish). */
-	if (last)
-		list_cut_position(&reaped, &ctx->done, &last->node);
 	w.clock_ps = ctx->clock_ps;
 	/* The clock may have moved past the safe time others wait on. */
 	icfab_data_advance(fabric);
@@ -1748,18 +1804,20 @@ int icfab_uring_submit(struct icfab_ctx *ctx, const struct icfab_desc *dd,
 		       u64 cqe_addr, struct io_uring_cmd *cmd)
 {
 	struct icfab_fabric *fabric = ctx->fabric;
-	struct icfab_req *req;
+	struct icfab_req *req = icfab_req_alloc(ctx);
 	bool advance = false;
 	int err;
 
+	if (!req)
+		return -ENOMEM;
 	mutex_lock(&fabric->lock);
 	err = -ENOENT;
 	if (!ctx->nr_eps)
-		goto out_unlock;
+		goto out_unused;
 	err = -ECANCELED;
 	if (ctx->dead)
-		goto out_unlock;
-	err = icfab_req_prepare(ctx, dd, &req);
+		goto out_unused;
+	err = icfab_req_prepare(ctx, dd, req);
 	if (err)
 		goto out_unlock;
 	req->ucmd = cmd;
@@ -1774,6 +1832,11 @@ int icfab_uring_submit(struct icfab_ctx *ctx, const struct icfab_desc *dd,
 		icfab_data_advance(fabric);
 out_unlock:
 	mutex_unlock(&fabric->lock);
+	return err;
+
+out_unused:
+	mutex_unlock(&fabric->lock);
+	icfab_req_recycle(ctx, req);
 	return err;
 }
 

@@ -45,6 +45,7 @@ region_test		600
 memory_test		600
 uring_test		600
 teardown_test		600
+lock_hold_test		600
 circuit_test		600
 circuit_test.sh		600
 fdev_test.sh		2400
@@ -64,7 +65,6 @@ syscall_fuzz		600
 '
 # Limits of tests that run only when named (not in the run list).
 named_only='
-lock_hold_test		600
 fdev_torch_test.sh	3000
 torch_dist_suite.py	3000
 '
