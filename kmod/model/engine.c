@@ -583,6 +583,8 @@ struct xfer_spec {
 	icfab_u32 hops, nr_leaves;
 	const icfab_u32 *tree;		/* NULL: routed */
 	icfab_u32 tree_len;
+	icfab_u32 tier_in, tier_out;	/* link ids, or ICFAB_MODEL_NO_LINK */
+	icfab_u32 tier_hops;
 	int status;
 };
 
@@ -645,7 +647,9 @@ static int xfer_new(struct icfab_engine *e, const struct xfer_spec *sp,
 	x->events = 0;
 	x->hops = (icfab_u16)sp->hops;
 	x->state = XFER_PENDING;
-	x->pad = 0;
+	x->tier_hops = (icfab_u8)sp->tier_hops;
+	x->tier_in = sp->tier_in;
+	x->tier_out = sp->tier_out;
 	x->status = sp->status;
 	x->nr_leaves = sp->nr_leaves;
 	x->tree_len = sp->tree_len;
@@ -673,17 +677,31 @@ static int xfer_new(struct icfab_engine *e, const struct xfer_spec *sp,
 	return 0;
 }
 
-int icfab_engine_submit(struct icfab_engine *e, icfab_u32 src, icfab_u32 dst,
-			icfab_u64 bytes, icfab_u64 submit_ps, icfab_u64 key,
-			icfab_u32 *xfer_id)
+/* Whether @lid is ICFAB_MODEL_NO_LINK or a present tier port. */
+static int tier_arg_ok(const struct icfab_mtopo *t, icfab_u32 lid)
+{
+	return lid == ICFAB_MODEL_NO_LINK ||
+	       (lid < t->links_cap && t->links[lid].present &&
+		icfab_mlink_is_tier(&t->links[lid]));
+}
+
+int icfab_engine_submit_tiered(struct icfab_engine *e, icfab_u32 src,
+			       icfab_u32 src_tier, icfab_u32 dst,
+			       icfab_u32 dst_tier, icfab_u64 bytes,
+			       icfab_u64 submit_ps, icfab_u64 key,
+			       icfab_u32 *xfer_id)
 {
 	const struct icfab_mtopo *t = e->topo;
 	struct xfer_spec sp = {
 		.key = key, .bytes = bytes, .submit_ps = submit_ps,
 		.src = src, .dst = dst, .nr_leaves = 1,
+		.tier_in = src_tier, .tier_out = dst_tier,
+		.tier_hops = (src_tier != ICFAB_MODEL_NO_LINK) +
+			     (dst_tier != ICFAB_MODEL_NO_LINK),
 	};
 
-	if (!is_endpoint(t, src) || !is_endpoint(t, dst))
+	if (!is_endpoint(t, src) || !is_endpoint(t, dst) ||
+	    !tier_arg_ok(t, src_tier) || !tier_arg_ok(t, dst_tier))
 		return -ICFAB_ENGINE_EINVAL;
 	if (!submit_time_ok(e, submit_ps, key))
 		return -ICFAB_ENGINE_ERANGE;
@@ -693,10 +711,24 @@ int icfab_engine_submit(struct icfab_engine *e, icfab_u32 src, icfab_u32 dst,
 		if (!sp.hops)
 			sp.status = -ICFAB_ENGINE_EHOSTUNREACH;
 	}
-	/* Unroutable, empty and local transfers only need their start. */
-	if (sp.hops)
+	/*
+	 * Unroutable, empty and local transfers only need their start; a
+	 * local one through a tier port crosses it.
+	 */
+	if (!sp.status && (sp.hops || sp.tier_hops)) {
+		sp.hops += sp.tier_hops;
 		sp.nr_segs = icfab_nr_segments(bytes, e->segment_size);
+	}
 	return xfer_new(e, &sp, xfer_id);
+}
+
+int icfab_engine_submit(struct icfab_engine *e, icfab_u32 src, icfab_u32 dst,
+			icfab_u64 bytes, icfab_u64 submit_ps, icfab_u64 key,
+			icfab_u32 *xfer_id)
+{
+	return icfab_engine_submit_tiered(e, src, ICFAB_MODEL_NO_LINK, dst,
+					  ICFAB_MODEL_NO_LINK, bytes,
+					  submit_ps, key, xfer_id);
 }
 
 /* Link @i of @tree, or NULL unless it is present between real nodes. */
@@ -848,7 +880,8 @@ int icfab_engine_submit_tree(struct icfab_engine *e, icfab_u32 src,
 		.key = key, .bytes = bytes, .submit_ps = submit_ps,
 		.src = src, .dst = ti.first_leaf, .hops = ti.depth,
 		.nr_leaves = ti.nr_leaves, .tree = tree->links,
-		.tree_len = tree->nr_links,
+		.tree_len = tree->nr_links, .tier_in = ICFAB_MODEL_NO_LINK,
+		.tier_out = ICFAB_MODEL_NO_LINK,
 	};
 	if (ti.down)
 		sp.status = -ICFAB_ENGINE_EHOSTUNREACH;
@@ -981,7 +1014,7 @@ static ENGINE_HOT int seg_delivered(struct icfab_engine *e, icfab_u32 id,
  * there at done + L.
  */
 static ENGINE_HOT int seg_forward(struct icfab_engine *e, icfab_u32 id,
-				  const struct icfab_mlink *l,
+				  const struct icfab_mlink *l, icfab_u32 next,
 				  icfab_u64 head, icfab_u64 done,
 				  icfab_u32 seg, icfab_u32 hop)
 {
@@ -989,8 +1022,15 @@ static ENGINE_HOT int seg_forward(struct icfab_engine *e, icfab_u32 id,
 
 	if (l->cut_through)
 		return ev_push_tail(e, id, sat_add(head, l->latency_ps),
-				    tail, seg, hop + 1, l->dst);
-	return ev_push(e, id, tail, seg, hop + 1, l->dst);
+				    tail, seg, hop + 1, next);
+	return ev_push(e, id, tail, seg, hop + 1, next);
+}
+
+/* Tier port @lid, if it can carry a segment now; else ICFAB_MODEL_NO_LINK. */
+static icfab_u32 tier_link(const struct icfab_mtopo *t, icfab_u32 lid)
+{
+	return link_usable(t, lid) && icfab_mlink_is_tier(&t->links[lid]) ?
+	       lid : ICFAB_MODEL_NO_LINK;
 }
 
 /*
@@ -1006,17 +1046,30 @@ static int seg_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
 	const struct icfab_mtopo *t = e->topo;
 	const struct icfab_mlink *l;
 	icfab_u64 done, head, next;
-	icfab_u32 lid, rlid;
-	int err;
+	icfab_u32 lid, rlid, to;
+	int err, tier = 0;
 
 	if (x->status)
 		return seg_lost(e, id, hop, now, x->status);
-	rlid = route_link(t, node, x->dst);
+	/*
+	 * A tiered transfer reads through its source's tier port first and
+	 * writes through its destination's last: 1 and 2 in @tier.
+	 */
+	if (x->tier_hops && hop == 0 && x->tier_in != ICFAB_MODEL_NO_LINK) {
+		tier = 1;
+		rlid = tier_link(t, x->tier_in);
+	} else if (x->tier_hops && node == x->dst &&
+		   x->tier_out != ICFAB_MODEL_NO_LINK) {
+		tier = 2;
+		rlid = tier_link(t, x->tier_out);
+	} else {
+		rlid = route_link(t, node, x->dst);
+	}
 	/*
 	 * The route broke while in flight (it was checked at submit; the
 	 * hop bound catches a loop made since).
 	 */
-	if (rlid == ICFAB_MODEL_NO_LINK || hop >= t->nr_nodes ||
+	if (rlid == ICFAB_MODEL_NO_LINK || hop >= t->nr_nodes + x->tier_hops ||
 	    hop >= HOP_MAX)
 		return seg_lost(e, id, hop, now, -ICFAB_ENGINE_EHOSTUNREACH);
 	l = &t->links[rlid];
@@ -1045,9 +1098,12 @@ static int seg_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
 			return err;
 	}
 	l = &t->links[lid];
-	if (l->dst == x->dst)
+	/* Out of the source's tier, the segment is at the source. */
+	to = tier == 1 ? x->src : l->dst;
+	if (tier == 2 ||
+	    (to == x->dst && x->tier_out == ICFAB_MODEL_NO_LINK))
 		return seg_delivered(e, id, sat_add(done, l->latency_ps));
-	return seg_forward(e, id, l, head, done, seg, hop);
+	return seg_forward(e, id, l, to, head, done, seg, hop);
 }
 
 /*
@@ -1121,7 +1177,8 @@ static int tree_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
 			err = seg_delivered(e, id,
 					    sat_add(done, l->latency_ps));
 		else
-			err = seg_forward(e, id, l, head, done, seg, hop);
+			err = seg_forward(e, id, l, l->dst, head, done,
+					  seg, hop);
 		if (err)
 			return err;
 	}

@@ -145,11 +145,17 @@ struct icfab_engine_xfer {
 	icfab_u32 events;		/* pending events */
 	icfab_u16 hops;
 	icfab_u8 state;
-	icfab_u8 pad;
+	icfab_u8 tier_hops;		/* tier ports crossed: 0, 1 or 2 */
 	int status;
 	icfab_u32 nr_leaves;		/* 1 unless a tree */
 	icfab_u32 tree_len;		/* links in tree[] */
 	const icfab_u32 *tree;		/* the caller's link ids, or NULL */
+	/*
+	 * The tier ports a routed transfer reads through before its route
+	 * and writes through after it (icfab_engine_submit_tiered()), or
+	 * ICFAB_MODEL_NO_LINK.
+	 */
+	icfab_u32 tier_in, tier_out;
 	/*
 	 * (segment, leaf) arrivals not decided yet, and the latest decided.
 	 * Arrivals get no event of their own: the one that brings
@@ -334,6 +340,27 @@ int icfab_engine_init(struct icfab_engine *e, const struct icfab_mtopo *topo,
 int icfab_engine_submit(struct icfab_engine *e, icfab_u32 src, icfab_u32 dst,
 			icfab_u64 bytes, icfab_u64 submit_ps, icfab_u64 key,
 			icfab_u32 *xfer_id);
+
+/*
+ * icfab_engine_submit() for a transfer that reads a region in a memory
+ * tier (@src_tier: the link id of the tier's port) or writes one
+ * (@dst_tier), or both; ICFAB_MODEL_NO_LINK for plain memory on that
+ * side (both: icfab_engine_submit() itself). A tier port is a hop like
+ * a link (docs/TIMING.md, "Memory tiers"): the source's comes first, at
+ * hop 0, so injection is self-clocked on it and the DMA engine is held
+ * while reading; the destination's comes after the route's last link,
+ * and the segment arrives when it is out on it plus its latency. A
+ * transfer from an endpoint to itself crosses its tier ports only (a
+ * copy between tiers), and with none completes at its start as before.
+ * One between endpoints that no route joins completes at its start with
+ * -EHOSTUNREACH. Returns what icfab_engine_submit() does, and -EINVAL
+ * when a tier link is not a present tier port.
+ */
+int icfab_engine_submit_tiered(struct icfab_engine *e, icfab_u32 src,
+			       icfab_u32 src_tier, icfab_u32 dst,
+			       icfab_u32 dst_tier, icfab_u64 bytes,
+			       icfab_u64 submit_ps, icfab_u64 key,
+			       icfab_u32 *xfer_id);
 
 /*
  * An explicit route, for circuit transfers: a tree of links rooted at the

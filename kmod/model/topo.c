@@ -59,6 +59,60 @@ static int icfab_topo_check_nodes(const struct icfab_mtopo *t,
 	return 0;
 }
 
+/* A tier port: a known kind, from an endpoint to itself. */
+static int icfab_topo_check_tier(const struct icfab_mtopo *t,
+				 const struct icfab_mlink *l, icfab_u32 id,
+				 struct icfab_topo_err *err)
+{
+	if (l->tier > ICFAB_MODEL_TIERS)
+		return icfab_topo_fail(err, ICFAB_TOPO_ERR_LINK, id, 0,
+				       "unknown memory tier");
+	if (l->src != l->dst ||
+	    t->nodes[l->src].kind != ICFAB_MODEL_ENDPOINT)
+		return icfab_topo_fail(err, ICFAB_TOPO_ERR_LINK, id, 0,
+				       "a tier port goes from an endpoint to itself");
+	return 0;
+}
+
+/*
+ * Every endpoint's tier references name a tier port of their kind, and
+ * every tier port's home names it: at most one of a kind per endpoint.
+ */
+static int icfab_topo_check_tier_refs(const struct icfab_mtopo *t,
+				      struct icfab_topo_err *err)
+{
+	icfab_u32 i, k;
+
+	for (i = 0; i < t->links_cap; i++) {
+		const struct icfab_mlink *l = &t->links[i];
+
+		if (l->present && icfab_mlink_is_tier(l) &&
+		    t->nodes[l->src].tier_link[l->tier - 1] != i + 1)
+			return icfab_topo_fail(err, ICFAB_TOPO_ERR_LINK, i, 0,
+				"a tier port its home endpoint does not name (a second of its kind?)");
+	}
+
+	for (i = 0; i < t->nr_nodes; i++) {
+		const struct icfab_mnode *n = &t->nodes[i];
+
+		for (k = 0; k < ICFAB_MODEL_TIERS; k++) {
+			icfab_u32 ref = n->tier_link[k];
+			const struct icfab_mlink *l;
+
+			if (!ref)
+				continue;
+			if (n->kind != ICFAB_MODEL_ENDPOINT)
+				return icfab_topo_fail(err, ICFAB_TOPO_ERR_NODE,
+					i, 0, "a switch has no memory tiers");
+			l = ref <= t->links_cap ? &t->links[ref - 1] : ICFAB_NULL;
+			if (!l || !l->present || l->tier != k + 1)
+				return icfab_topo_fail(err, ICFAB_TOPO_ERR_NODE,
+					i, 0, "tier reference to a link that is not a port of that tier");
+		}
+	}
+	return 0;
+}
+
 static int icfab_topo_check_links(struct icfab_mtopo *t,
 				  const struct icfab_topo_limits *lim,
 				  struct icfab_topo_err *err)
@@ -81,6 +135,11 @@ static int icfab_topo_check_links(struct icfab_mtopo *t,
 		if (l->src >= t->nr_nodes || l->dst >= t->nr_nodes)
 			return icfab_topo_fail(err, ICFAB_TOPO_ERR_LINK, i, 0,
 					       "link to or from a missing node");
+		if (icfab_mlink_is_tier(l)) {
+			if (icfab_topo_check_tier(t, l, i, err))
+				return -1;
+			continue;
+		}
 		if (l->src == l->dst)
 			return icfab_topo_fail(err, ICFAB_TOPO_ERR_LINK, i, 0,
 					       "link from a node to itself");
@@ -255,6 +314,7 @@ int icfab_topo_validate(struct icfab_mtopo *t,
 
 	if (icfab_topo_check_nodes(t, lim, err) ||
 	    icfab_topo_check_links(t, lim, err) ||
+	    icfab_topo_check_tier_refs(t, err) ||
 	    icfab_topo_check_route_entries(t, err))
 		return -1;
 	icfab_topo_link_parallel(t);

@@ -37,6 +37,20 @@ enum {
 	ICFAB_MODEL_MULTIPATH_SPRAY	= 2,	/* segment by segment, in turn */
 };
 
+/*
+ * Memory tiers (docs/TIMING.md, "Memory tiers"). A tier's port is a link
+ * whose tier is one of these, from its home endpoint to itself, outside
+ * the port graph: no route names it, and only transfers that read or
+ * write a region in the tier cross it.
+ */
+enum {
+	ICFAB_MODEL_TIER_NONE	= 0,		/* = ICFAB_TIER_NONE: a fabric link */
+	ICFAB_MODEL_TIER_SRAM	= 1,		/* = ICFAB_TIER_SRAM */
+	ICFAB_MODEL_TIER_HBM	= 2,		/* = ICFAB_TIER_HBM */
+	ICFAB_MODEL_TIER_DDR	= 3,		/* = ICFAB_TIER_DDR */
+	ICFAB_MODEL_TIERS	= 3,		/* kinds, NONE aside */
+};
+
 enum {
 	ICFAB_MODEL_LINK_UP		= 0,	/* = ICFAB_LINK_UP */
 	ICFAB_MODEL_LINK_DOWN		= 1,
@@ -52,6 +66,11 @@ struct icfab_mnode {
 	icfab_u32 colors;		/* switch: color-table entries */
 	icfab_u32 nr_link_ends;		/* links from or to this node */
 	icfab_u64 mem_bytes;		/* endpoint: device memory, bytes */
+	/*
+	 * Endpoint: per tier kind (index kind - 1), the id + 1 of the tier
+	 * port that serves it (its own, or one it shares), 0 for none.
+	 */
+	icfab_u32 tier_link[ICFAB_MODEL_TIERS];
 	char name[ICFAB_MODEL_NAME_MAX];
 	/* Forwarding: out port per destination id, routes_len entries. */
 	icfab_u16 *routes;
@@ -93,7 +112,12 @@ struct icfab_mlink {
 	 * take a parallel link instead.
 	 */
 	icfab_u8 multipath;
-	icfab_u8 pad2;
+	/*
+	 * ICFAB_MODEL_TIER_*: NONE for a fabric link; else this is the port
+	 * of a memory tier of @tier_bytes at its home endpoint src (= dst;
+	 * the ports are unused).
+	 */
+	icfab_u8 tier;
 	/*
 	 * Derived at validation: the next link, by source port, in the ring
 	 * of this link's parallel links (itself when it has none, or when
@@ -112,6 +136,7 @@ struct icfab_mlink {
 	 */
 	icfab_u32 eff_permille;
 	icfab_u64 msg_overhead_ps;
+	icfab_u64 tier_bytes;		/* a tier port: the tier's capacity */
 };
 
 struct icfab_topo_limits {
@@ -148,6 +173,12 @@ enum icfab_topo_err_obj {
 	ICFAB_TOPO_ERR_ROUTE,		/* id: the node, id2: the destination */
 };
 
+/* Whether link @l is a memory tier's port rather than a fabric link. */
+static inline int icfab_mlink_is_tier(const struct icfab_mlink *l)
+{
+	return l->tier != ICFAB_MODEL_TIER_NONE;
+}
+
 struct icfab_topo_err {
 	enum icfab_topo_err_obj obj;
 	icfab_u32 id, id2;
@@ -163,6 +194,9 @@ struct icfab_topo_err {
  *    limit, ports over the limit or zero;
  *  - a link from or to a missing node or port, a self loop, two links
  *    leaving by one port or arriving at one port;
+ *  - a tier port of an unknown kind, not from an endpoint to itself, or
+ *    an endpoint's tier reference to anything but a present tier port of
+ *    that kind (a switch may have none);
  *  - a route to a missing node or to a switch, by a port without a link,
  *    a loop towards a destination, or a path that stops short of it.
  */
