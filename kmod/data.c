@@ -722,6 +722,21 @@ static bool icfab_data_grow(struct icfab_data *d, u64 need)
 	return true;
 }
 
+/*
+ * The tier port a transfer reads through (@from: its source side) or
+ * writes through, or ICFAB_MODEL_NO_LINK: its region's on that side, if
+ * the region is in a tier (a timing-only transfer has none).
+ */
+static u32 icfab_req_tier(const struct icfab_req *req, bool from)
+{
+	const struct icfab_region *r;
+
+	if (!req->local)
+		return ICFAB_MODEL_NO_LINK;
+	r = from == (req->op == ICFAB_OP_WRITE) ? req->local : req->remote;
+	return icfab_region_tier_link(r);
+}
+
 /* Put a transfer into the engine, starting no earlier than @at. */
 static int icfab_xfer_submit(struct icfab_data *d, struct icfab_ctx *ctx,
 			     struct icfab_queue *q, struct icfab_req *req,
@@ -755,8 +770,10 @@ static int icfab_xfer_submit(struct icfab_data *d, struct icfab_ctx *ctx,
 							req->src, req->len, at,
 							key, &xfer);
 		else
-			err = icfab_engine_submit(e, req->src, req->dst,
-						  req->len, at, key, &xfer);
+			err = icfab_engine_submit_tiered(e, req->src,
+					icfab_req_tier(req, true), req->dst,
+					icfab_req_tier(req, false), req->len,
+					at, key, &xfer);
 	} while (err == -ICFAB_ENGINE_ENOSPC &&
 		 icfab_data_grow(d, req->cx ? 0 :
 				 icfab_engine_events_needed(req->len,

@@ -209,7 +209,10 @@ static u64 icfab_stats_mul(u64 a, u64 b)
 	return check_mul_overflow(a, b, &r) ? U64_MAX : r;
 }
 
-/* The energy attributes of link @id (ICFAB_F_LINK_ENERGY). */
+/*
+ * The energy attributes of link @id (ICFAB_F_LINK_ENERGY), and its tier
+ * when it is a tier's port (ICFAB_F_MEMORY_TIERS).
+ */
 static int icfab_put_energy(struct sk_buff *skb, struct icfab_fabric *fabric,
 			    u32 id, const struct icfab_link_stats *v)
 {
@@ -220,6 +223,7 @@ static int icfab_put_energy(struct sk_buff *skb, struct icfab_fabric *fabric,
 				     l->fj_per_bit);
 
 	if (nla_put_u32(skb, ICFAB_A_LINK_CLASS, l->class) ||
+	    (l->tier && nla_put_u8(skb, ICFAB_A_LINK_TIER, l->tier)) ||
 	    nla_put_u64_64bit(skb, ICFAB_A_STATS_ENERGY_FJ, dyn_fj,
 			      ICFAB_A_PAD) ||
 	    nla_put_u64_64bit(skb, ICFAB_A_STATS_STATIC_FJ,

@@ -76,6 +76,8 @@ const struct nla_policy icfab_node_new_policy[ICFAB_A_MAX + 1] = {
 	[ICFAB_A_NODE_DMA_ENGINES]	= NLA_POLICY_MAX(NLA_U32, 1024),
 	[ICFAB_A_NODE_COLORS]		=
 		NLA_POLICY_FULL_RANGE(NLA_U32, &icfab_colors_range),
+	[ICFAB_A_NODE_TIER_LINKS]	=
+		NLA_POLICY_EXACT_LEN(ICFAB_TIER_KINDS * sizeof(u32)),
 };
 
 const struct nla_policy icfab_node_del_policy[ICFAB_A_MAX + 1] = {
@@ -116,6 +118,9 @@ const struct nla_policy icfab_link_new_policy[ICFAB_A_MAX + 1] = {
 		NLA_POLICY_FULL_RANGE(NLA_U32, &icfab_efficiency_range),
 	[ICFAB_A_LINK_MSG_OVERHEAD_PS]	=
 		NLA_POLICY_FULL_RANGE(NLA_U64, &icfab_msg_overhead_range),
+	[ICFAB_A_LINK_TIER]		= NLA_POLICY_RANGE(NLA_U8, 1,
+							   ICFAB_TIER_MAX),
+	[ICFAB_A_LINK_TIER_BYTES]	= NLA_POLICY_MIN(NLA_U64, 1),
 };
 
 const struct nla_policy icfab_link_set_policy[ICFAB_A_MAX + 1] = {
@@ -223,6 +228,28 @@ struct icfab_topo *icfab_lock_staged(struct icfab_fabric *fabric,
 
 /* ---- nodes ---- */
 
+/*
+ * NODE_TIER_LINKS (its length checked by the policy): link ids, or
+ * ICFAB_TIER_NO_LINK, into the model's id + 1, or 0.
+ */
+static int icfab_node_tier_links(struct icfab_mnode *n,
+				 const struct nlattr *a)
+{
+	u32 ids[ICFAB_TIER_KINDS];
+	int k;
+
+	BUILD_BUG_ON(ICFAB_TIER_KINDS != ICFAB_MODEL_TIERS);
+	nla_memcpy(ids, a, sizeof(ids));
+	for (k = 0; k < ICFAB_TIER_KINDS; k++) {
+		if (ids[k] == ICFAB_TIER_NO_LINK)
+			continue;
+		if (ids[k] >= ICFAB_MAX_LINKS)
+			return -EINVAL;
+		n->tier_link[k] = ids[k] + 1;
+	}
+	return 0;
+}
+
 int icfab_genl_node_new_doit(struct sk_buff *skb, struct genl_info *info)
 {
 	struct nlattr **attrs = info->attrs;
@@ -255,13 +282,23 @@ int icfab_genl_node_new_doit(struct sk_buff *skb, struct genl_info *info)
 			nla_get_u64(attrs[ICFAB_A_NODE_MEM_BYTES]) : 0;
 		tmpl.dma_engines = icfab_attr_u32(attrs,
 						  ICFAB_A_NODE_DMA_ENGINES, 1);
+		if (attrs[ICFAB_A_NODE_TIER_LINKS] &&
+		    icfab_node_tier_links(&tmpl,
+					  attrs[ICFAB_A_NODE_TIER_LINKS])) {
+			NL_SET_ERR_MSG_ATTR(info->extack,
+					    attrs[ICFAB_A_NODE_TIER_LINKS],
+					    "a tier link id beyond the module's links");
+			return -EINVAL;
+		}
 	} else {
 		if (attrs[ICFAB_A_NODE_MEM_BYTES] ||
-		    attrs[ICFAB_A_NODE_DMA_ENGINES]) {
+		    attrs[ICFAB_A_NODE_DMA_ENGINES] ||
+		    attrs[ICFAB_A_NODE_TIER_LINKS]) {
 			NL_SET_ERR_MSG_ATTR(info->extack,
 					    attrs[ICFAB_A_NODE_MEM_BYTES] ?:
-					    attrs[ICFAB_A_NODE_DMA_ENGINES],
-					    "switches have no device memory or DMA engines");
+					    attrs[ICFAB_A_NODE_DMA_ENGINES] ?:
+					    attrs[ICFAB_A_NODE_TIER_LINKS],
+					    "switches have no device memory, tiers or DMA engines");
 			return -EINVAL;
 		}
 		tmpl.colors = icfab_attr_u32(attrs, ICFAB_A_NODE_COLORS, 0);
@@ -312,6 +349,23 @@ int icfab_genl_node_del_doit(struct sk_buff *skb, struct genl_info *info)
 	return err;
 }
 
+/* NODE_TIER_LINKS, only for an endpoint that some tier serves. */
+static int icfab_put_tier_links(struct sk_buff *skb,
+				const struct icfab_mnode *n)
+{
+	u32 ids[ICFAB_TIER_KINDS];
+	bool any = false;
+	int k;
+
+	for (k = 0; k < ICFAB_TIER_KINDS; k++) {
+		ids[k] = n->tier_link[k] ? n->tier_link[k] - 1 :
+					   ICFAB_TIER_NO_LINK;
+		any |= n->tier_link[k] != 0;
+	}
+	return any ? nla_put(skb, ICFAB_A_NODE_TIER_LINKS, sizeof(ids), ids) :
+		     0;
+}
+
 static int icfab_fill_node(struct sk_buff *skb, u32 portid, u32 seq,
 			   int flags, struct icfab_fabric *fabric,
 			   struct netlink_callback *cb, u32 id,
@@ -337,7 +391,8 @@ static int icfab_fill_node(struct sk_buff *skb, u32 portid, u32 seq,
 	if (n->kind == ICFAB_NODE_ENDPOINT) {
 		if (nla_put_u64_64bit(skb, ICFAB_A_NODE_MEM_BYTES,
 				      n->mem_bytes, ICFAB_A_PAD) ||
-		    nla_put_u32(skb, ICFAB_A_NODE_DMA_ENGINES, n->dma_engines))
+		    nla_put_u32(skb, ICFAB_A_NODE_DMA_ENGINES, n->dma_engines) ||
+		    icfab_put_tier_links(skb, n))
 			goto err_cancel;
 	} else if (nla_put_u32(skb, ICFAB_A_NODE_COLORS, n->colors)) {
 		goto err_cancel;
@@ -449,6 +504,40 @@ static void icfab_link_switching_attr(struct icfab_mlink *l,
 		l->multipath = nla_get_u8(attrs[ICFAB_A_LINK_MULTIPATH]);
 }
 
+/*
+ * LINK_TIER and LINK_TIER_BYTES of LINK_NEW: both or neither, and a tier
+ * port goes from its endpoint to itself (the commit checks the kind of
+ * node) with no ports named.
+ */
+static int icfab_link_tier_attrs(struct icfab_mlink *l, struct nlattr **attrs,
+				 struct netlink_ext_ack *extack)
+{
+	struct nlattr *tier = attrs[ICFAB_A_LINK_TIER];
+	struct nlattr *bytes = attrs[ICFAB_A_LINK_TIER_BYTES];
+
+	if (!tier != !bytes) {
+		NL_SET_ERR_MSG_ATTR(extack, tier ?: bytes,
+				    "LINK_TIER and LINK_TIER_BYTES go together");
+		return -EINVAL;
+	}
+	if (!tier)
+		return 0;
+	if (l->src != l->dst) {
+		NL_SET_ERR_MSG_ATTR(extack, attrs[ICFAB_A_LINK_DST_NODE],
+				    "a tier port goes from its endpoint to itself");
+		return -EINVAL;
+	}
+	if (attrs[ICFAB_A_LINK_SRC_PORT] || attrs[ICFAB_A_LINK_DST_PORT]) {
+		NL_SET_ERR_MSG_ATTR(extack, attrs[ICFAB_A_LINK_SRC_PORT] ?:
+				    attrs[ICFAB_A_LINK_DST_PORT],
+				    "a tier port takes no node ports");
+		return -EINVAL;
+	}
+	l->tier = nla_get_u8(tier);
+	l->tier_bytes = nla_get_u64(bytes);
+	return 0;
+}
+
 int icfab_genl_link_new_doit(struct sk_buff *skb, struct genl_info *info)
 {
 	struct nlattr **attrs = info->attrs;
@@ -462,16 +551,19 @@ int icfab_genl_link_new_doit(struct sk_buff *skb, struct genl_info *info)
 		return -ENODEV;
 	if (GENL_REQ_ATTR_CHECK(info, ICFAB_A_LINK_ID) ||
 	    GENL_REQ_ATTR_CHECK(info, ICFAB_A_LINK_SRC_NODE) ||
-	    GENL_REQ_ATTR_CHECK(info, ICFAB_A_LINK_SRC_PORT) ||
 	    GENL_REQ_ATTR_CHECK(info, ICFAB_A_LINK_DST_NODE) ||
-	    GENL_REQ_ATTR_CHECK(info, ICFAB_A_LINK_DST_PORT) ||
 	    GENL_REQ_ATTR_CHECK(info, ICFAB_A_LINK_BANDWIDTH))
+		return -EINVAL;
+	/* A tier port has no ports; a fabric link needs both. */
+	if (!attrs[ICFAB_A_LINK_TIER] &&
+	    (GENL_REQ_ATTR_CHECK(info, ICFAB_A_LINK_SRC_PORT) ||
+	     GENL_REQ_ATTR_CHECK(info, ICFAB_A_LINK_DST_PORT)))
 		return -EINVAL;
 
 	tmpl.src = nla_get_u32(attrs[ICFAB_A_LINK_SRC_NODE]);
-	tmpl.src_port = nla_get_u32(attrs[ICFAB_A_LINK_SRC_PORT]);
+	tmpl.src_port = icfab_attr_u32(attrs, ICFAB_A_LINK_SRC_PORT, 0);
 	tmpl.dst = nla_get_u32(attrs[ICFAB_A_LINK_DST_NODE]);
-	tmpl.dst_port = nla_get_u32(attrs[ICFAB_A_LINK_DST_PORT]);
+	tmpl.dst_port = icfab_attr_u32(attrs, ICFAB_A_LINK_DST_PORT, 0);
 	tmpl.bandwidth = nla_get_u64(attrs[ICFAB_A_LINK_BANDWIDTH]);
 	tmpl.latency_ps = attrs[ICFAB_A_LINK_LATENCY_PS] ?
 		nla_get_u64(attrs[ICFAB_A_LINK_LATENCY_PS]) : 0;
@@ -489,7 +581,10 @@ int icfab_genl_link_new_doit(struct sk_buff *skb, struct genl_info *info)
 					   1000);
 	tmpl.msg_overhead_ps = attrs[ICFAB_A_LINK_MSG_OVERHEAD_PS] ?
 		nla_get_u64(attrs[ICFAB_A_LINK_MSG_OVERHEAD_PS]) : 0;
-	if (tmpl.src == tmpl.dst) {
+	err = icfab_link_tier_attrs(&tmpl, attrs, info->extack);
+	if (err)
+		return err;
+	if (tmpl.src == tmpl.dst && !tmpl.tier) {
 		NL_SET_ERR_MSG_ATTR(info->extack, attrs[ICFAB_A_LINK_DST_NODE],
 				    "a link cannot join a node to itself");
 		return -EINVAL;
@@ -637,6 +732,10 @@ static int icfab_fill_link(struct sk_buff *skb, u32 portid, u32 seq,
 			l->eff_permille ? l->eff_permille : 1000) ||
 	    nla_put_u64_64bit(skb, ICFAB_A_LINK_MSG_OVERHEAD_PS,
 			      l->msg_overhead_ps, ICFAB_A_PAD) ||
+	    (l->tier &&
+	     (nla_put_u8(skb, ICFAB_A_LINK_TIER, l->tier) ||
+	      nla_put_u64_64bit(skb, ICFAB_A_LINK_TIER_BYTES, l->tier_bytes,
+				ICFAB_A_PAD))) ||
 	    (l->up_delay_ps &&
 	     nla_put_u64_64bit(skb, ICFAB_A_LINK_UP_DELAY_PS, l->up_delay_ps,
 			       ICFAB_A_PAD)) ||

@@ -80,7 +80,8 @@
 					 ICFAB_F_LINK_SWITCHING | \
 					 ICFAB_F_LINK_MULTIPATH | \
 					 ICFAB_F_LINK_ENERGY | \
-					 ICFAB_F_LINK_CALIBRATION)
+					 ICFAB_F_LINK_CALIBRATION | \
+					 ICFAB_F_MEMORY_TIERS)
 
 /* Data path (kmod/data.c). Endpoints per context: every one a fabric has. */
 #define ICFAB_MAX_ATTACH		ICFAB_MAX_ENDPOINTS
@@ -384,6 +385,7 @@ struct icfab_region *icfab_region_get_key(struct icfab_fabric *fabric,
 					  u64 key);
 void icfab_region_put(struct icfab_region *r);
 u32 icfab_region_endpoint(const struct icfab_region *r);
+u32 icfab_region_tier_link(const struct icfab_region *r);
 u64 icfab_region_size(const struct icfab_region *r);
 u32 icfab_region_access(const struct icfab_region *r);
 void icfab_region_copy(struct icfab_region *dst, u64 dst_off,

@@ -40,6 +40,11 @@ static atomic_long_t icfab_pages_used = ATOMIC_LONG_INIT(0);
 struct icfab_mem {
 	DECLARE_HASHTABLE(keys, ICFAB_KEY_HASH_BITS);	/* under fabric->lock */
 	atomic64_t *used;		/* bytes, per node id */
+	/*
+	 * Bytes per memory tier, by its home node and kind: index
+	 * home * ICFAB_TIER_KINDS + kind - 1 (a home has one of a kind).
+	 */
+	atomic64_t *tier_used;
 };
 
 struct icfab_region {
@@ -50,6 +55,13 @@ struct icfab_region {
 	u64 key;			/* 0: not exported; under fabric->lock */
 	struct hlist_node key_node;	/* in mem->keys while exported */
 	u64 size;			/* bytes, whole pages */
+	/*
+	 * A region in a memory tier: the tier port's link id and the index
+	 * of its charge in mem->tier_used; ICFAB_MODEL_NO_LINK for plain
+	 * memory, charged to mem->used[endpoint].
+	 */
+	u32 tier_link;
+	u32 tier_slot;
 	unsigned long nr_pages;
 	struct page **pages;
 	u32 uid;			/* charged for its pages */
@@ -63,7 +75,11 @@ int icfab_region_init(struct icfab_fabric *fabric)
 	if (!mem)
 		return -ENOMEM;
 	mem->used = kvcalloc(ICFAB_MAX_NODES, sizeof(*mem->used), GFP_KERNEL);
-	if (!mem->used) {
+	mem->tier_used = kvcalloc(ICFAB_MAX_NODES * ICFAB_TIER_KINDS,
+				  sizeof(*mem->tier_used), GFP_KERNEL);
+	if (!mem->used || !mem->tier_used) {
+		kvfree(mem->used);
+		kvfree(mem->tier_used);
 		kfree(mem);
 		return -ENOMEM;
 	}
@@ -80,6 +96,7 @@ void icfab_region_exit(struct icfab_fabric *fabric)
 	if (!mem)
 		return;
 	kvfree(mem->used);
+	kvfree(mem->tier_used);
 	kfree(mem);
 	fabric->mem = NULL;
 }
@@ -87,6 +104,11 @@ void icfab_region_exit(struct icfab_fabric *fabric)
 u32 icfab_region_endpoint(const struct icfab_region *r)
 {
 	return r->endpoint;
+}
+
+u32 icfab_region_tier_link(const struct icfab_region *r)
+{
+	return r->tier_link;
 }
 
 u64 icfab_region_size(const struct icfab_region *r)
@@ -106,12 +128,22 @@ static void icfab_region_free_pages(struct page **pages, unsigned long n)
 	kvfree(pages);
 }
 
+/* What a region is charged to: its tier's bytes, or its endpoint's. */
+static atomic64_t *icfab_region_counter(struct icfab_mem *mem, u32 endpoint,
+					u32 tier_link, u32 tier_slot)
+{
+	return tier_link == ICFAB_MODEL_NO_LINK ? &mem->used[endpoint] :
+						  &mem->tier_used[tier_slot];
+}
+
 static void icfab_region_release(struct kref *ref)
 {
 	struct icfab_region *r = container_of(ref, struct icfab_region, ref);
 
 	icfab_region_free_pages(r->pages, r->nr_pages);
-	atomic64_sub(r->size, &r->fabric->mem->used[r->endpoint]);
+	atomic64_sub(r->size, icfab_region_counter(r->fabric->mem,
+						   r->endpoint, r->tier_link,
+						   r->tier_slot));
 	atomic_long_sub(r->nr_pages, &icfab_pages_used);
 	icfab_quota_uncharge(r->uid, ICFAB_QUOTA_PAGES, r->size >> PAGE_SHIFT);
 	kfree(r);
@@ -174,11 +206,11 @@ static void __icfab_region_unexport(struct icfab_fabric *fabric,
 }
 
 /*
- * Charge @size bytes on @endpoint, whose capacity is @cap bytes (0: the
- * topology gives none), and its pages to the module's cap.
+ * Charge @size bytes to @used, an endpoint's or a tier's, whose capacity
+ * is @cap bytes (0: the topology gives none), and its pages to the
+ * module's cap.
  */
-static int icfab_region_charge(struct icfab_mem *mem, u32 endpoint, u64 cap,
-			       u64 size)
+static int icfab_region_charge(atomic64_t *used, u64 cap, u64 size)
 {
 	unsigned long pages = size >> PAGE_SHIFT;
 	unsigned long max_pages;
@@ -188,11 +220,51 @@ static int icfab_region_charge(struct icfab_mem *mem, u32 endpoint, u64 cap,
 		atomic_long_sub(pages, &icfab_pages_used);
 		return -ENOSPC;
 	}
-	if (atomic64_add_return(size, &mem->used[endpoint]) > cap && cap) {
-		atomic64_sub(size, &mem->used[endpoint]);
+	if (atomic64_add_return(size, used) > cap && cap) {
+		atomic64_sub(size, used);
 		atomic_long_sub(pages, &icfab_pages_used);
 		return -ENOSPC;
 	}
+	return 0;
+}
+
+static const char *icfab_tier_name(u32 tier)
+{
+	static const char *const names[] = {
+		[ICFAB_TIER_NONE] = "plain", [ICFAB_TIER_SRAM] = "sram",
+		[ICFAB_TIER_HBM] = "hbm", [ICFAB_TIER_DDR] = "ddr",
+	};
+
+	return tier < ARRAY_SIZE(names) ? names[tier] : "?";
+}
+
+/*
+ * Where a region of @endpoint in @tier goes, with the lock held: the
+ * tier port serving it, its charge slot and its capacity; plain memory
+ * (@tier 0) is ICFAB_MODEL_NO_LINK and the endpoint's capacity. -ENXIO
+ * when no tier of that kind serves the endpoint.
+ */
+static int icfab_region_where(struct icfab_fabric *fabric, u32 endpoint,
+			      u32 tier, u32 *link, u32 *slot, u64 *cap)
+{
+	const struct icfab_mtopo *m = &fabric->active->m;
+	const struct icfab_mlink *l;
+	u32 ref;
+
+	*link = ICFAB_MODEL_NO_LINK;
+	*slot = 0;
+	if (!tier) {
+		*cap = m->nodes[endpoint].mem_bytes;
+		return 0;
+	}
+	ref = m->nodes[endpoint].tier_link[tier - 1];
+	if (!ref)
+		return -ENXIO;
+	/* Validated at commit: a present tier port of this kind. */
+	l = &m->links[ref - 1];
+	*link = ref - 1;
+	*slot = l->src * ICFAB_TIER_KINDS + tier - 1;
+	*cap = l->tier_bytes;
 	return 0;
 }
 
@@ -201,15 +273,17 @@ long icfab_ioctl_region_alloc(struct icfab_ctx *ctx, void __user *uarg)
 	struct icfab_fabric *fabric = ctx->fabric;
 	struct xarray *regions = &ctx->regions;
 	struct icfab_region_alloc ra;
+	u32 tier_link, tier_slot, handle;
 	struct icfab_region *r;
+	atomic64_t *used;
 	unsigned long i;
 	u64 size, cap;
-	u32 handle;
 	long ret;
 
 	if (copy_from_user(&ra, uarg, sizeof(ra)))
 		return -EFAULT;
-	if (ra.flags || ra.region || ra.reserved0 || ra.mmap_offset ||
+	if (ra.flags || ra.region || ra.tier > ICFAB_TIER_MAX ||
+	    ra.mmap_offset ||
 	    !icfab_reserved_zero(ra.reserved, ARRAY_SIZE(ra.reserved)) ||
 	    !ra.size)
 		return -EINVAL;
@@ -223,18 +297,32 @@ long icfab_ioctl_region_alloc(struct icfab_ctx *ctx, void __user *uarg)
 		mutex_unlock(&fabric->lock);
 		return -ENOENT;
 	}
-	/* The topology cannot change while this context is attached. */
-	cap = fabric->active->m.nodes[ra.endpoint].mem_bytes;
+	/*
+	 * Nodes cannot change while this context is attached; a tier port
+	 * may (a live commit), and a transfer through one that is gone
+	 * fails at submission.
+	 */
+	ret = icfab_region_where(fabric, ra.endpoint, ra.tier, &tier_link,
+				 &tier_slot, &cap);
 	mutex_unlock(&fabric->lock);
+	if (ret)
+		return ret;
 
 	/* The uid's cap first: past it is its own doing, not the device's. */
 	ret = icfab_quota_charge(ctx->uid, ICFAB_QUOTA_PAGES, size >> PAGE_SHIFT,
 				 ctx->quota_exempt);
 	if (ret)
 		return ret;
-	ret = icfab_region_charge(fabric->mem, ra.endpoint, cap, size);
-	if (ret)
+	used = icfab_region_counter(fabric->mem, ra.endpoint, tier_link,
+				    tier_slot);
+	ret = icfab_region_charge(used, cap, size);
+	if (ret) {
+		if (tier_link != ICFAB_MODEL_NO_LINK)
+			pr_info_ratelimited("icfab%u: a region of %llu bytes does not fit in the %s tier of endpoint %u (%llu bytes)\n",
+				 fabric->id, size, icfab_tier_name(ra.tier),
+				 ra.endpoint, cap);
 		goto err_uncharge_uid;
+	}
 
 	ret = -ENOMEM;
 	r = kzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
@@ -245,6 +333,8 @@ long icfab_ioctl_region_alloc(struct icfab_ctx *ctx, void __user *uarg)
 	r->uid = ctx->uid;
 	r->endpoint = ra.endpoint;
 	r->size = size;
+	r->tier_link = tier_link;
+	r->tier_slot = tier_slot;
 	r->pages = kvcalloc(size >> PAGE_SHIFT, sizeof(*r->pages),
 			    GFP_KERNEL_ACCOUNT);
 	if (!r->pages)
@@ -287,7 +377,7 @@ err_free_pages:
 err_free_region:
 	kfree(r);
 err_uncharge:
-	atomic64_sub(size, &fabric->mem->used[ra.endpoint]);
+	atomic64_sub(size, used);
 	atomic_long_sub(size >> PAGE_SHIFT, &icfab_pages_used);
 err_uncharge_uid:
 	icfab_quota_uncharge(ctx->uid, ICFAB_QUOTA_PAGES, size >> PAGE_SHIFT);

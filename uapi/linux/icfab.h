@@ -180,6 +180,22 @@
 /* The largest per-message overhead a link may have: 1 s. */
 #define ICFAB_MSG_OVERHEAD_MAX_PS 1000000000000ULL
 
+/*
+ * ICFAB_F_MEMORY_TIERS
+ *	Endpoints may be served by memory tiers (enum icfab_tier: SRAM,
+ *	HBM, DDR), each with a capacity and a port timed and contended
+ *	like a link (docs/TIMING.md, "Memory tiers"). A tier port is a
+ *	LINK_NEW with ICFAB_A_LINK_TIER and ICFAB_A_LINK_TIER_BYTES from
+ *	its home endpoint to itself; NODE_NEW's ICFAB_A_NODE_TIER_LINKS
+ *	says which tier ports serve an endpoint (its own, or shared). A
+ *	region is allocated in a tier with icfab_region_alloc.tier, and
+ *	WRITE and READ through a tiered region cross the tier's port.
+ *	Without this bit the attributes are unknown to the module and
+ *	@tier must be zero.
+ *	Preconditions: ICFAB_F_NETLINK, ICFAB_F_MEMORY.
+ */
+#define ICFAB_F_MEMORY_TIERS	(1ULL << 13)
+
 /* Every feature this header knows about. */
 #define ICFAB_F_ALL		(ICFAB_F_NETLINK | ICFAB_F_QUEUES | \
 				 ICFAB_F_MEMORY | ICFAB_F_URING_CMD | \
@@ -188,7 +204,8 @@
 				 ICFAB_F_RECV_NOTIFY | ICFAB_F_LINK_SWITCHING | \
 				 ICFAB_F_LINK_MULTIPATH | \
 				 ICFAB_F_LINK_ENERGY | \
-				 ICFAB_F_LINK_CALIBRATION)
+				 ICFAB_F_LINK_CALIBRATION | \
+				 ICFAB_F_MEMORY_TIERS)
 
 /*
  * Time modes (icfab_info.time_mode, ICFAB_A_FABRIC_TIME_MODE).
@@ -299,7 +316,12 @@ struct icfab_attach {
  * capacity and to the module's cap on real pages (-ENOSPC when either is
  * exhausted), and to its opener's uid (-EDQUOT past max_uid_mem_mb,
  * icfab_limits). Returns a handle, private to this context, and the offset
- * at which mmap() maps it (MAP_SHARED only).
+ * at which mmap() maps it (MAP_SHARED only). With @tier nonzero
+ * (ICFAB_F_MEMORY_TIERS, enum icfab_tier) the region is in that memory
+ * tier of the endpoint instead, charged to the tier's capacity (shared
+ * by every endpoint the tier serves) rather than the endpoint's:
+ * -ENOSPC when it does not fit, -ENXIO when no such tier serves the
+ * endpoint. Transfers that read or write it cross the tier's port.
  *
  * ICFAB_IOC_REGION_FREE: the handle and its key are gone at once; the
  * pages stay alive while they are mapped or a transfer uses them.
@@ -318,6 +340,21 @@ struct icfab_attach {
  * not inside a live region of this context. The module's cap on real
  * pages is its parameter max_mem_mb.
  */
+/*
+ * Memory tiers (ICFAB_F_MEMORY_TIERS): icfab_region_alloc.tier, and the
+ * netlink ICFAB_A_LINK_TIER and ICFAB_A_NODE_TIER_LINKS (icfab_genl.h).
+ */
+enum icfab_tier {
+	ICFAB_TIER_NONE,		/* plain device memory; a fabric link */
+	ICFAB_TIER_SRAM,		/* on-chip SRAM */
+	ICFAB_TIER_HBM,			/* co-packaged HBM */
+	ICFAB_TIER_DDR,			/* off-package DDR */
+	__ICFAB_TIER_MAX,
+};
+#define ICFAB_TIER_MAX		(__ICFAB_TIER_MAX - 1)
+#define ICFAB_TIER_KINDS	ICFAB_TIER_MAX	/* NONE aside */
+#define ICFAB_TIER_NO_LINK	0xffffffffU	/* NODE_TIER_LINKS: none */
+
 #define ICFAB_ACCESS_REMOTE_READ	(1U << 0)	/* READ from it */
 #define ICFAB_ACCESS_REMOTE_WRITE	(1U << 1)	/* WRITE into it */
 #define ICFAB_ACCESS_ALL		(ICFAB_ACCESS_REMOTE_READ | \
@@ -328,7 +365,7 @@ struct icfab_region_alloc {
 	__u32 flags;			/* in: must be zero */
 	__u64 size;			/* in: bytes; out: rounded up */
 	__u32 region;			/* out: handle, never 0 */
-	__u32 reserved0;		/* must be zero */
+	__u32 tier;			/* in: enum icfab_tier, 0: plain memory */
 	__u64 mmap_offset;		/* out: offset argument of mmap() */
 	__u64 reserved[4];		/* must be zero */
 };

@@ -270,6 +270,25 @@ enum icfab_attr {
 	ICFAB_A_LINK_EFFICIENCY_PERMILLE, /* u32: payload share, permille */
 	ICFAB_A_LINK_MSG_OVERHEAD_PS,	/* u64: ps per transfer */
 
+	/*
+	 * Memory tiers (ICFAB_F_MEMORY_TIERS; docs/TIMING.md, "Memory
+	 * tiers"). LINK_TIER and LINK_TIER_BYTES (LINK_NEW, LINK_GET,
+	 * STATS_GET; staged), together: the link is the port of a memory
+	 * tier of that kind and capacity at SRC_NODE, an endpoint, and
+	 * DST_NODE must be the same node; SRC_PORT and DST_PORT are then
+	 * optional and unused (0). It is timed, counted and traced like a
+	 * link; no route uses it. NODE_TIER_LINKS (NODE_NEW, NODE_GET;
+	 * endpoints only): one __u32 per tier kind, SRAM, HBM, DDR in that
+	 * order, the link id of the tier port serving the endpoint or
+	 * ICFAB_TIER_NO_LINK. An endpoint names its own tier ports there
+	 * (at most one per kind) and may name another endpoint's to share
+	 * it. FABRIC_COMMIT refuses a reference to anything but a present
+	 * tier port of that kind, and a tier port its home does not name.
+	 */
+	ICFAB_A_LINK_TIER,		/* u8: enum icfab_tier (icfab.h), not NONE */
+	ICFAB_A_LINK_TIER_BYTES,	/* u64: capacity, bytes, > 0 */
+	ICFAB_A_NODE_TIER_LINKS,	/* binary: __u32[ICFAB_TIER_KINDS] */
+
 	__ICFAB_A_MAX,
 };
 #define ICFAB_A_MAX		(__ICFAB_A_MAX - 1)
