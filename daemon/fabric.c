@@ -33,6 +33,8 @@ struct plan {
 	uint8_t *row;			/* per wanted node: rewrite its routes */
 	uint32_t *row_len;		/* entries to send */
 	uint32_t have_ids;		/* size of the module's link-id space */
+	uint8_t *tier_add;		/* per wanted tier: stage it */
+	uint8_t *tier_del;		/* per module tier: delete it */
 };
 
 static void plan_free(struct plan *p)
@@ -43,6 +45,8 @@ static void plan_free(struct plan *p)
 	free(p->have_of);
 	free(p->row);
 	free(p->row_len);
+	free(p->tier_add);
+	free(p->tier_del);
 }
 
 static bool node_same(const struct topo_node *a, const struct topo_node *b)
@@ -52,8 +56,56 @@ static bool node_same(const struct topo_node *a, const struct topo_node *b)
 		return false;
 	if (a->kind == ICFAB_NODE_ENDPOINT)
 		return a->mem_bytes == b->mem_bytes &&
-		       a->dma_engines == b->dma_engines;
+		       a->dma_engines == b->dma_engines &&
+		       !memcmp(a->tier, b->tier, sizeof(a->tier));
 	return a->colors == b->colors;
+}
+
+static bool tier_same(const struct topo_tier *a, const struct topo_tier *b)
+{
+	return a->link_id == b->link_id && a->home == b->home &&
+	       a->kind == b->kind && a->bytes == b->bytes &&
+	       a->bandwidth == b->bandwidth &&
+	       a->latency_ps == b->latency_ps &&
+	       a->fj_per_bit == b->fj_per_bit;
+}
+
+/*
+ * Tier ports (module links numbered after the fabric's): a wanted one is
+ * kept when the module has it alike, on a kept home; every other one the
+ * module has goes, before anything is added.
+ */
+static void plan_tiers(const struct topo *w, const struct topo *ht,
+		       struct plan *p, struct fabric_diff *d)
+{
+	uint32_t i, j, replaced = 0;
+
+	for (j = 0; j < ht->nr_tiers; j++)
+		p->tier_del[j] = 1;
+	for (i = 0; i < w->nr_tiers; i++) {
+		const struct topo_tier *wt = &w->tiers[i];
+		bool had = false;
+
+		p->tier_add[i] = 1;
+		for (j = 0; j < ht->nr_tiers; j++) {
+			if (ht->tiers[j].link_id != wt->link_id)
+				continue;
+			had = true;
+			if (tier_same(wt, &ht->tiers[j]) &&
+			    p->node[wt->home] == ACT_KEEP) {
+				p->tier_add[i] = 0;
+				p->tier_del[j] = 0;
+			}
+		}
+		if (p->tier_add[i] && had)
+			replaced++;
+		else if (p->tier_add[i])
+			d->links_added++;
+	}
+	d->links_replaced += replaced;
+	for (j = 0; j < ht->nr_tiers; j++)
+		d->links_removed += p->tier_del[j];
+	d->links_removed -= replaced;
 }
 
 static bool link_same(const struct topo_link *a, const struct topo_link *b)
@@ -122,8 +174,10 @@ static int plan_make(const struct topo *w, const struct fabric_state *h,
 	p->have_of = malloc((ids + 1) * sizeof(*p->have_of));
 	p->row = calloc(nw + 1, 1);
 	p->row_len = calloc(nw + 1, sizeof(*p->row_len));
+	p->tier_add = calloc(w->nr_tiers + 1, 1);
+	p->tier_del = calloc(ht->nr_tiers + 1, 1);
 	if (!p->node || !p->link || !p->del || !p->have_of || !p->row ||
-	    !p->row_len) {
+	    !p->row_len || !p->tier_add || !p->tier_del) {
 		plan_free(p);
 		return -ENOMEM;
 	}
@@ -170,6 +224,7 @@ static int plan_make(const struct topo *w, const struct fabric_state *h,
 			p->del[i] = 1;
 			d->links_removed++;
 		}
+	plan_tiers(w, ht, p, d);
 
 	for (i = 0; i < nw; i++) {
 		bool fresh = p->node[i] != ACT_KEEP;
@@ -219,6 +274,19 @@ static void link_text(const struct topo *t, const struct topo_link *l,
 		 *pj ? " " : "", pj, *mw ? " " : "", mw,
 		 *eff ? " efficiency " : "", eff,
 		 *ovh ? " overhead " : "", ovh);
+}
+
+static void tier_text(const struct topo *t, const struct topo_tier *r,
+		      char *buf, size_t len)
+{
+	char sz[32], bw[32], lat[32];
+
+	snprintf(buf, len, "%s at '%s' %s %s %s",
+		 topo_tier_name(r->kind),
+		 r->home < t->nr_nodes ? t->nodes[r->home].name : "?",
+		 topo_fmt_size(sz, sizeof(sz), r->bytes),
+		 topo_fmt_bandwidth(bw, sizeof(bw), r->bandwidth),
+		 topo_fmt_time(lat, sizeof(lat), r->latency_ps));
 }
 
 static void node_text(const struct topo_node *n, char *buf, size_t len)
@@ -315,6 +383,16 @@ static void diff_lines(const struct topo *w, const struct fabric_state *h,
 		link_text(ht, &ht->links[i], a, sizeof(a));
 		line(ls, "- link %u %s", h->link_id[i], a);
 	}
+	for (i = 0; i < ht->nr_tiers; i++)
+		if (p->tier_del[i]) {
+			tier_text(ht, &ht->tiers[i], a, sizeof(a));
+			line(ls, "- tier port %u %s", ht->tiers[i].link_id, a);
+		}
+	for (i = 0; i < w->nr_tiers; i++)
+		if (p->tier_add[i]) {
+			tier_text(w, &w->tiers[i], b, sizeof(b));
+			line(ls, "+ tier port %u %s", w->tiers[i].link_id, b);
+		}
 	for (i = 0; i < w->nr_nodes; i++)
 		if (p->row[i])
 			line(ls, "~ routes of node %u '%s': %u entries differ", i,
@@ -395,6 +473,38 @@ static int stage_id(struct stager *s, uint8_t cmd, int attr, uint32_t id,
 	return stage_send(s, m, !m || nla_put_u32(m, attr, id), what, id);
 }
 
+static int put_tier_links(struct nl_msg *m, const struct topo_node *n)
+{
+	uint32_t ids[ICFAB_TIER_KINDS], k;
+	bool any = false;
+
+	for (k = 0; k < ICFAB_TIER_KINDS; k++) {
+		ids[k] = n->tier[k] ? n->tier[k] - 1 : ICFAB_TIER_NO_LINK;
+		any |= n->tier[k] != 0;
+	}
+	return any ? nla_put(m, ICFAB_A_NODE_TIER_LINKS, sizeof(ids), ids) : 0;
+}
+
+static int stage_tier(struct stager *s, const struct topo_tier *r)
+{
+	struct nl_msg *m = icfab_nl_msg(s->nl, ICFAB_CMD_LINK_NEW, 0, 0);
+
+	if (m && (nla_put_u32(m, ICFAB_A_LINK_ID, r->link_id) ||
+		  nla_put_u32(m, ICFAB_A_LINK_SRC_NODE, r->home) ||
+		  nla_put_u32(m, ICFAB_A_LINK_DST_NODE, r->home) ||
+		  nla_put_u64(m, ICFAB_A_LINK_BANDWIDTH, r->bandwidth) ||
+		  nla_put_u64(m, ICFAB_A_LINK_LATENCY_PS, r->latency_ps) ||
+		  nla_put_u8(m, ICFAB_A_LINK_TIER, r->kind) ||
+		  nla_put_u64(m, ICFAB_A_LINK_TIER_BYTES, r->bytes) ||
+		  (r->fj_per_bit &&
+		   nla_put_u32(m, ICFAB_A_LINK_ENERGY_FJ_PER_BIT,
+			       r->fj_per_bit)))) {
+		nlmsg_free(m);
+		m = NULL;
+	}
+	return stage_send(s, m, "adding the tier port", r->link_id);
+}
+
 static int stage_node(struct stager *s, uint32_t id, const struct topo_node *n)
 {
 	struct nl_msg *m = icfab_nl_msg(s->nl, ICFAB_CMD_NODE_NEW, 0, 0);
@@ -410,6 +520,8 @@ static int stage_node(struct stager *s, uint32_t id, const struct topo_node *n)
 					   n->mem_bytes);
 			bad |= nla_put_u32(m, ICFAB_A_NODE_DMA_ENGINES,
 					   n->dma_engines);
+			/* Only a tiered endpoint needs ICFAB_F_MEMORY_TIERS. */
+			bad |= put_tier_links(m, n);
 		} else {
 			bad |= nla_put_u32(m, ICFAB_A_NODE_COLORS, n->colors);
 		}
@@ -515,6 +627,11 @@ static int stage_all(struct stager *s, const struct topo *w,
 		if (p->del[i])
 			ret = stage_id(s, ICFAB_CMD_LINK_DEL, ICFAB_A_LINK_ID,
 				       h->link_id[i], "deleting link");
+	for (i = 0; i < ht->nr_tiers && !ret; i++)
+		if (p->tier_del[i])
+			ret = stage_id(s, ICFAB_CMD_LINK_DEL, ICFAB_A_LINK_ID,
+				       ht->tiers[i].link_id,
+				       "deleting the tier port");
 	/* From the end, so that the ids stay dense however far it gets. */
 	for (i = ht->nr_nodes; i-- > 0 && !ret;)
 		if (i >= w->nr_nodes || p->node[i] == ACT_REPLACE)
@@ -529,6 +646,9 @@ static int stage_all(struct stager *s, const struct topo *w,
 		else if (p->link[i] == ACT_STATE)
 			ret = stage_link_state(s, i, &w->links[i]);
 	}
+	for (i = 0; i < w->nr_tiers && !ret; i++)
+		if (p->tier_add[i])
+			ret = stage_tier(s, &w->tiers[i]);
 	if (ret)
 		return ret;
 

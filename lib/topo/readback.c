@@ -30,6 +30,8 @@ struct rb {
 	struct topo_link *links;	/* in dump order (ascending ids) */
 	uint32_t *link_id;
 	uint32_t nr_links, links_cap;
+	struct topo_tier *tiers;	/* tier ports, in dump order */
+	uint32_t nr_tiers, tiers_cap;
 	struct fabric_state *st;
 	uint32_t n;			/* nodes, for the route dump */
 	uint16_t *row;			/* or one node's table only, */
@@ -113,9 +115,39 @@ static int parse_node(struct nlattr **tb, void *arg)
 	n->dma_engines = get_u32(tb, ICFAB_A_NODE_DMA_ENGINES, 0);
 	n->colors = get_u32(tb, ICFAB_A_NODE_COLORS, 0);
 	n->grid_pos = TOPO_NONE;
+	if (tb[ICFAB_A_NODE_TIER_LINKS] &&
+	    nla_len(tb[ICFAB_A_NODE_TIER_LINKS]) == sizeof(n->tier)) {
+		uint32_t ids[ICFAB_TIER_KINDS], k;
+
+		memcpy(ids, nla_data(tb[ICFAB_A_NODE_TIER_LINKS]), sizeof(ids));
+		for (k = 0; k < ICFAB_TIER_KINDS; k++)
+			n->tier[k] = ids[k] == ICFAB_TIER_NO_LINK ? 0 :
+				     ids[k] + 1;
+	}
 	rb->node_present[id] = 1;
 	if (id + 1 > rb->max_node)
 		rb->max_node = id + 1;
+	return 0;
+}
+
+/* A tier port (ICFAB_F_MEMORY_TIERS): a tier, not a link. */
+static int parse_tier(struct nlattr **tb, struct rb *rb)
+{
+	struct topo_tier *r;
+
+	if (icfab_array_grow((void **)&rb->tiers, &rb->tiers_cap, rb->nr_tiers,
+			     sizeof(*rb->tiers), 8))
+		return -ENOMEM;
+	r = &rb->tiers[rb->nr_tiers++];
+	memset(r, 0, sizeof(*r));
+	r->home = get_u32(tb, ICFAB_A_LINK_SRC_NODE, 0);
+	r->kind = nla_get_u8(tb[ICFAB_A_LINK_TIER]);
+	r->bytes = get_u64(tb, ICFAB_A_LINK_TIER_BYTES, 0);
+	r->bandwidth = get_u64(tb, ICFAB_A_LINK_BANDWIDTH, 0);
+	r->latency_ps = get_u64(tb, ICFAB_A_LINK_LATENCY_PS, 0);
+	r->fj_per_bit = get_u32(tb, ICFAB_A_LINK_ENERGY_FJ_PER_BIT, 0);
+	r->state = get_u32(tb, ICFAB_A_LINK_STATE, ICFAB_LINK_UP);
+	r->link_id = nla_get_u32(tb[ICFAB_A_LINK_ID]);
 	return 0;
 }
 
@@ -128,6 +160,8 @@ static int parse_link(struct nlattr **tb, void *arg)
 	rb_gen(rb, tb);
 	if (!tb[ICFAB_A_LINK_ID])
 		return -EPROTO;
+	if (tb[ICFAB_A_LINK_TIER])
+		return parse_tier(tb, rb);
 	if (icfab_array_grow((void **)&rb->links, &rb->links_cap, rb->nr_links,
 			     sizeof(*rb->links), 64) ||
 	    icfab_array_grow((void **)&rb->link_id, &cap, rb->nr_links,
@@ -210,6 +244,7 @@ static void rb_free(struct rb *rb)
 	free(rb->node_present);
 	free(rb->links);
 	free(rb->link_id);
+	free(rb->tiers);
 	memset(rb, 0, sizeof(*rb));
 }
 
@@ -318,8 +353,12 @@ static int read_links(struct icfab_nl *nl, bool staged, struct rb *rb,
 	t->cap_links = rb->links_cap;
 	t->nr_links = rb->nr_links;
 	st->link_id = rb->link_id;
+	t->tiers = rb->tiers;
+	t->nr_tiers = rb->nr_tiers;
+	t->cap_tiers = rb->tiers_cap;
 	rb->links = NULL;
 	rb->link_id = NULL;
+	rb->tiers = NULL;
 	dbg("links");
 	/* Cables need both ends; a staged configuration may lack one. */
 	if (t->nr_endpoints + t->nr_switches < t->nr_nodes)

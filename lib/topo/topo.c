@@ -59,6 +59,7 @@ void topo_free(struct topo *t)
 	for (i = 0; i < t->nr_ocs; i++)
 		ocs_free(t->ocs[i]);
 	free(t->ocs);
+	free(t->tiers);
 	free(t);
 }
 

@@ -66,6 +66,10 @@ static int check_counts(const struct topo *t, const struct icfab_limits *lim,
 		return topo_errf(err, &t->links[lim->max_links].src,
 				 "%u directed links, more than the module's %u",
 				 t->nr_links, lim->max_links);
+	if ((uint64_t)t->nr_links + t->nr_tiers > lim->max_links)
+		return topo_errf(err, &t->tiers[lim->max_links - t->nr_links].src,
+				 "%u directed links and %u tier ports, more than the module's %u links",
+				 t->nr_links, t->nr_tiers, lim->max_links);
 	if (!t->nr_endpoints)
 		return topo_errf(err, &t->src, "no endpoints");
 	return 0;

@@ -42,6 +42,34 @@ static void dump_text_routes(const struct topo *t, FILE *f)
 	}
 }
 
+/* Tier ports, after the links whose ids they follow. */
+static void dump_text_tiers(const struct topo *t, FILE *f)
+{
+	char a[32], b[32], c[32];
+	uint32_t i, n;
+
+	fprintf(f, "tiers %u (ports are links):\n", t->nr_tiers);
+	for (i = 0; i < t->nr_tiers; i++) {
+		const struct topo_tier *r = &t->tiers[i];
+		uint32_t sharers = 0;
+
+		for (n = 0; n < t->nr_nodes; n++)
+			sharers += t->nodes[n].tier[r->kind - 1] ==
+				   r->link_id + 1;
+		fprintf(f, "  %5u %-4s at %-20s %10s %10s %8s endpoints %u",
+			r->link_id, topo_tier_name(r->kind),
+			t->nodes[r->home].name,
+			topo_fmt_size(a, sizeof(a), r->bytes),
+			topo_fmt_bandwidth(b, sizeof(b), r->bandwidth),
+			topo_fmt_time(c, sizeof(c), r->latency_ps), sharers);
+		if (r->fj_per_bit)
+			fprintf(f, " %s", topo_fmt_energy(a, sizeof(a),
+							  r->fj_per_bit));
+		fprintf(f, "  # %s:%u\n", r->src.file ? r->src.file : "?",
+			r->src.line);
+	}
+}
+
 static void dump_text(const struct topo *t, FILE *f, unsigned int flags)
 {
 	char a[32], b[32];
@@ -105,8 +133,31 @@ static void dump_text(const struct topo *t, FILE *f, unsigned int flags)
 					      l->msg_overhead_ps));
 		fputc('\n', f);
 	}
+	if (t->nr_tiers)
+		dump_text_tiers(t, f);
 	if ((flags & TOPO_DUMP_ROUTES) && t->routes)
 		dump_text_routes(t, f);
+}
+
+static void dump_json_tier(struct icfab_json *j, const struct topo *t,
+			   uint32_t i)
+{
+	const struct topo_tier *r = &t->tiers[i];
+	uint32_t n, sharers = 0;
+
+	for (n = 0; n < t->nr_nodes; n++)
+		sharers += t->nodes[n].tier[r->kind - 1] == r->link_id + 1;
+	json_break(j);
+	json_begin_object(j, NULL);
+	json_u64(j, "link", r->link_id);
+	json_string(j, "kind", topo_tier_name(r->kind));
+	json_string(j, "at", t->nodes[r->home].name);
+	json_u64(j, "capacity", r->bytes);
+	json_u64(j, "bandwidth", r->bandwidth);
+	json_u64(j, "latency_ps", r->latency_ps);
+	json_u64(j, "energy_fj_per_bit", r->fj_per_bit);
+	json_u64(j, "endpoints", sharers);
+	json_end_object(j);
 }
 
 static void dump_json_node(struct icfab_json *j, const struct topo *t,
@@ -197,6 +248,13 @@ static void dump_json(const struct topo *t, FILE *f, unsigned int flags)
 	for (i = 0; i < t->nr_links; i++)
 		dump_json_link(&j, t, i);
 	json_end_array(&j);
+	if (t->nr_tiers) {
+		json_break(&j);
+		json_begin_array(&j, "tiers");
+		for (i = 0; i < t->nr_tiers; i++)
+			dump_json_tier(&j, t, i);
+		json_end_array(&j);
+	}
 	if ((flags & TOPO_DUMP_ROUTES) && t->routes)
 		dump_json_routes(&j, t);
 	json_end_object(&j);

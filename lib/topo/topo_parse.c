@@ -1058,6 +1058,129 @@ out:
 	return ret;
 }
 
+/* ---- memory tiers -------------------------------------------------- */
+
+/* tier.shared_by: "all" (every endpoint) or a list of endpoint names. */
+static int tier_shared(struct pctx *c, yaml_node_t *n, uint32_t idx,
+		       const char *kind)
+{
+	yaml_node_item_t *it;
+	uint32_t i;
+	int id, ret;
+
+	if (scalar_of(n) && !strcmp(scalar_of(n), "all")) {
+		for (i = 0; i < c->t->nr_nodes; i++) {
+			if (c->t->nodes[i].kind != ICFAB_NODE_ENDPOINT)
+				continue;
+			ret = topo_share_tier(c->t, i, idx);
+			if (ret == -EEXIST)
+				return perr(c, n, "tiers[]: shared_by: endpoint '%s' already has a %s tier",
+					    c->t->nodes[i].name, kind);
+			if (ret)
+				return perr(c, n, "tiers[]: shared_by: %s", strerror(-ret));
+		}
+		return 0;
+	}
+	if (n->type != YAML_SEQUENCE_NODE)
+		return perr(c, n, "tiers[]: shared_by: expected all or a list of endpoints");
+	for (it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
+		yaml_node_t *e = node_at(c, *it);
+		const char *name = scalar_of(e);
+
+		id = name ? topo_find_node(c->t, name) : -1;
+		if (id < 0)
+			return perr(c, e, "tiers[]: shared_by: no node named '%s'",
+				    name ? name : "");
+		ret = topo_share_tier(c->t, id, idx);
+		if (ret == -EINVAL)
+			return perr(c, e, "tiers[]: shared_by: '%s' is a switch; only endpoints have tiers",
+				    name);
+		if (ret)
+			return perr(c, e, "tiers[]: shared_by: endpoint '%s' already has a %s tier",
+				    name, kind);
+	}
+	return 0;
+}
+
+/*
+ * One tier: {kind, at, capacity, bandwidth, latency, energy, shared_by}.
+ * at names its home endpoint, or is "each": every endpoint gets one.
+ */
+static int parse_tier(struct pctx *c, yaml_node_t *n)
+{
+	static const char *const keys[] = {
+		"kind", "at", "capacity", "bandwidth", "latency", "energy",
+		"shared_by", NULL
+	};
+	struct topo_tier tier = { .src = src_of(c, n) };
+	const char *kind = NULL, *at = NULL;
+	yaml_node_t *shared;
+	uint32_t i;
+	int k, ret, id = -1;
+
+	ret = check_map(c, n, "tiers[]", keys);
+	if (!ret)
+		ret = get_str(c, n, "kind", &kind);
+	if (!ret)
+		ret = get_str(c, n, "at", &at);
+	if (ret)
+		return ret;
+	if (!kind || !at)
+		return perr(c, n, "tiers[]: kind and at are required");
+	k = topo_tier_parse(kind);
+	if (k < 0)
+		return perr(c, map_get(c, n, "kind"),
+			    "tiers[]: kind: '%s': expected sram, hbm or ddr", kind);
+	tier.kind = k;
+	ret = get_size(c, n, "capacity", &tier.bytes);
+	if (!ret)
+		ret = get_bw(c, n, "bandwidth", &tier.bandwidth);
+	if (!ret)
+		ret = get_time(c, n, "latency", &tier.latency_ps);
+	if (!ret)
+		ret = get_unit32(c, n, "energy", &tier.fj_per_bit,
+				 topo_parse_energy, "5pJ/b, 150fJ/bit");
+	if (ret)
+		return ret;
+	if (!tier.bytes)
+		return perr(c, map_get(c, n, "capacity") ?: n,
+			    "tiers[]: a %s tier needs a capacity above 0", kind);
+	if (!tier.bandwidth)
+		return perr(c, map_get(c, n, "bandwidth") ?: n,
+			    "tiers[]: a %s tier needs a bandwidth above 0", kind);
+	shared = map_get(c, n, "shared_by");
+	if (strcmp(at, "each")) {
+		id = topo_find_node(c->t, at);
+		if (id < 0)
+			return perr(c, map_get(c, n, "at"),
+				    "tiers[]: at: no node named '%s'", at);
+	} else if (shared) {
+		return perr(c, shared, "tiers[]: shared_by goes with a named home, not at: each");
+	}
+	for (i = 0; i < c->t->nr_nodes; i++) {
+		if (id >= 0 ? i != (uint32_t)id :
+			      c->t->nodes[i].kind != ICFAB_NODE_ENDPOINT)
+			continue;
+		tier.home = i;
+		ret = topo_add_tier(c->t, &tier);
+		if (ret == -EINVAL)
+			return perr(c, map_get(c, n, "at"),
+				    "tiers[]: at: '%s' is a switch; only endpoints have tiers",
+				    c->t->nodes[i].name);
+		if (ret == -EEXIST)
+			return perr(c, n, "tiers[]: endpoint '%s' already has a %s tier",
+				    c->t->nodes[i].name, kind);
+		if (ret < 0)
+			return perr(c, n, "tiers[]: %s", strerror(-ret));
+		if (shared) {
+			ret = tier_shared(c, shared, ret, kind);
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
 static int parse_routing(struct pctx *c, yaml_node_t *n)
 {
 	const char *s = scalar_of(n);
@@ -1076,7 +1199,7 @@ static int parse_root(struct pctx *c, yaml_node_t *root)
 {
 	static const char *const keys[] = {
 		"fabric", "defaults", "topology", "nodes", "links", "ocs",
-		"routing", NULL
+		"tiers", "routing", NULL
 	};
 	yaml_node_t *n;
 	int ret;
@@ -1099,6 +1222,10 @@ static int parse_root(struct pctx *c, yaml_node_t *root)
 		return ret;
 	if ((n = map_get(c, root, "ocs")) &&
 	    (ret = parse_list(c, n, "ocs", parse_ocs)))
+		return ret;
+	/* After every link: tier ports are numbered after them. */
+	if ((n = map_get(c, root, "tiers")) &&
+	    (ret = parse_list(c, n, "tiers", parse_tier)))
 		return ret;
 	if ((n = map_get(c, root, "routing")) && (ret = parse_routing(c, n)))
 		return ret;

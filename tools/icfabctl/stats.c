@@ -24,6 +24,7 @@
 struct link_stats {
 	uint32_t id;
 	uint32_t class;			/* enum icfab_link_class */
+	uint32_t tier;			/* enum icfab_tier: a tier's port */
 	uint64_t bytes, segments, busy_ps, max_queued_ps;
 	uint64_t energy_fj, static_fj;	/* fJ */
 };
@@ -51,7 +52,16 @@ static struct nla_policy stats_policy[ICFAB_A_MAX + 1] = {
 	[ICFAB_A_STATS_ENERGY_FJ]	= { .type = NLA_U64 },
 	[ICFAB_A_STATS_STATIC_FJ]	= { .type = NLA_U64 },
 	[ICFAB_A_STATS_ELAPSED_PS]	= { .type = NLA_U64 },
+	[ICFAB_A_LINK_TIER]		= { .type = NLA_U8 },
 };
+
+/* "sram", "hbm", "ddr" for a tier's port (ICFAB_F_MEMORY_TIERS). */
+static const char *tier_name(uint32_t tier)
+{
+	static const char *const names[] = { "", "sram", "hbm", "ddr" };
+
+	return tier < sizeof(names) / sizeof(names[0]) ? names[tier] : "?";
+}
 
 static int stats_valid(struct nl_msg *msg, void *arg)
 {
@@ -87,6 +97,7 @@ static int stats_valid(struct nl_msg *msg, void *arg)
 	l->max_queued_ps = nla_get_u64(tb[ICFAB_A_STATS_MAX_QUEUED_PS]);
 	l->class = tb[ICFAB_A_LINK_CLASS] ?
 		   nla_get_u32(tb[ICFAB_A_LINK_CLASS]) : ICFAB_LINK_CLASS_OTHER;
+	l->tier = tb[ICFAB_A_LINK_TIER] ? nla_get_u8(tb[ICFAB_A_LINK_TIER]) : 0;
 	l->energy_fj = l->static_fj = 0;
 	if (tb[ICFAB_A_STATS_ENERGY_FJ] && tb[ICFAB_A_STATS_STATIC_FJ] &&
 	    tb[ICFAB_A_STATS_ELAPSED_PS]) {
@@ -253,6 +264,8 @@ static void stats_print(struct icfabctl *ctl, const struct stats *s)
 			json_u64(&j, "segments", l->segments);
 			json_u64(&j, "busy_ps", l->busy_ps);
 			json_u64(&j, "max_queued_ps", l->max_queued_ps);
+			if (l->tier)
+				json_string(&j, "tier", tier_name(l->tier));
 			if (s->energy) {
 				json_string(&j, "class",
 					    l->class <= ICFAB_LINK_CLASS_MAX ?
@@ -276,11 +289,13 @@ static void stats_print(struct icfabctl *ctl, const struct stats *s)
 	for (i = 0; i < s->nr; i++) {
 		const struct link_stats *l = &s->links[i];
 
-		printf("%6" PRIu32 "  %12s  %10" PRIu64 "  %12s  %12s\n",
+		/* A tier's port says which tier after its figures. */
+		printf("%6" PRIu32 "  %12s  %10" PRIu64 "  %12s  %12s%s%s\n",
 		       l->id, icfabctl_fmt_bytes(b1, sizeof(b1), l->bytes),
 		       l->segments,
 		       icfabctl_fmt_latency(b2, sizeof(b2), l->busy_ps),
-		       icfabctl_fmt_latency(b3, sizeof(b3), l->max_queued_ps));
+		       icfabctl_fmt_latency(b3, sizeof(b3), l->max_queued_ps),
+		       l->tier ? "  tier " : "", tier_name(l->tier));
 	}
 	if (s->energy)
 		energy_print(s);

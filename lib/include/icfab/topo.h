@@ -59,6 +59,29 @@ struct topo_node {
 	uint32_t colors;		/* switch color-table entries */
 	uint32_t grid_pos;		/* position in topo.grid, or TOPO_NONE */
 	bool grid_attached;		/* endpoint hanging off the grid router */
+	/*
+	 * Endpoint: per tier kind (enum icfab_tier - 1), the module link id
+	 * + 1 of the tier port serving it (ICFAB_A_NODE_TIER_LINKS), 0 for
+	 * none. topo_tier_of() finds the tier.
+	 */
+	uint32_t tier[ICFAB_TIER_KINDS];
+	struct topo_src src;
+};
+
+/*
+ * A memory tier (docs/TIMING.md, "Memory tiers"): its port is the module
+ * link @link_id from @home to itself (ICFAB_A_LINK_TIER). A file's tiers
+ * get the link ids after its links, nr_links + index, in order.
+ */
+struct topo_tier {
+	uint32_t home;			/* endpoint node id */
+	uint32_t kind;			/* enum icfab_tier, not NONE */
+	uint64_t bytes;			/* capacity, > 0 */
+	uint64_t bandwidth;		/* bytes/s of its port, > 0 */
+	uint64_t latency_ps;		/* ps */
+	uint32_t fj_per_bit;		/* energy per bit through its port */
+	uint32_t link_id;		/* module link id of its port */
+	uint32_t state;			/* enum icfab_link_state (read back) */
 	struct topo_src src;
 };
 
@@ -155,6 +178,10 @@ struct topo {
 	struct ocs **ocs;
 	uint32_t nr_ocs;
 
+	/* Memory tiers, from the file's tiers: list (topo_tier.c). */
+	struct topo_tier *tiers;
+	uint32_t nr_tiers, cap_tiers;
+
 	/* Private to the library. */
 	uint32_t cap_nodes, cap_links;
 	uint32_t *name_hash;		/* open addressing: node id + 1, 0 = empty */
@@ -183,6 +210,27 @@ struct topo_defaults {
 /* topo.c: objects */
 struct topo *topo_new(void);
 void topo_free(struct topo *t);
+
+/* ---- memory tiers (topo_tier.c) ---- */
+
+/* enum icfab_tier from "sram", "hbm", "ddr", or -EINVAL; and back. */
+int topo_tier_parse(const char *s);
+const char *topo_tier_name(uint32_t kind);
+/*
+ * Add @tier (its home, kind, figures and src) after every link: its port
+ * gets the module link id nr_links + nr_tiers, and its home names it.
+ * Returns its index, -EEXIST when the home has a tier of that kind,
+ * -EINVAL when the home is not an endpoint or the kind is unknown.
+ */
+int topo_add_tier(struct topo *t, const struct topo_tier *tier);
+/*
+ * Endpoint @node is served by tier @idx too. -EEXIST when a tier of that
+ * kind serves it already, -EINVAL when it is not an endpoint.
+ */
+int topo_share_tier(struct topo *t, uint32_t node, uint32_t idx);
+/* The tier serving endpoint @node with @kind, or NULL. */
+const struct topo_tier *topo_tier_of(const struct topo *t, uint32_t node,
+				     uint32_t kind);
 void topo_defaults_init(struct topo_defaults *d);
 const char *topo_intern_file(struct topo *t, const char *file);
 int topo_add_node(struct topo *t, const char *name, uint32_t kind,
