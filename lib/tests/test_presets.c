@@ -82,7 +82,7 @@ static void check_all_load(void)
 	double ms;
 
 	p = topo_presets(&n);
-	ok(n == 13, "13 presets");
+	ok(n == 14, "14 presets");
 	for (i = 0; i < n; i++) {
 		struct topo *t = preset(p[i].name, &ms);
 		struct topo_mem m;
@@ -212,11 +212,32 @@ static void check_energy(void)
 	topo_free(t);
 }
 
+/* Tiers of @kind: how many, their capacity in all, and sharers in all. */
+static unsigned int tiers_of(const struct topo *t, uint32_t kind,
+			     uint64_t bw, uint64_t *bytes, uint64_t *sharers)
+{
+	unsigned int n = 0;
+	uint32_t i, e;
+
+	*bytes = *sharers = 0;
+	for (i = 0; t && i < t->nr_tiers; i++) {
+		const struct topo_tier *r = &t->tiers[i];
+
+		if (r->kind != kind || r->bandwidth != bw)
+			continue;
+		n++;
+		*bytes += r->bytes;
+		for (e = 0; e < t->nr_nodes; e++)
+			*sharers += topo_tier_of(t, e, kind) == r;
+	}
+	return n;
+}
+
 /* SambaNova SN40L: lib/topo/TOPOLOGY.md's rows, assumptions included. */
 static void check_sn40l(void)
 {
+	uint64_t sram = 0, bytes, sharers;
 	struct topo *t;
-	uint64_t sram = 0;
 	uint32_t i;
 	double ms;
 
@@ -233,6 +254,15 @@ static void check_sn40l(void)
 	ok(t && t->routed_with == TOPO_ROUTING_DOR &&
 	   topo_route_hops(t, 0, topo_find_node(t, "u51_39")) == 51 + 39,
 	   "sn40l: DOR, corner to corner 90 hops");
+	ok(t && t->nr_tiers == 2082 &&
+	   tiers_of(t, ICFAB_TIER_SRAM, 102400000000ULL, &bytes, &sharers) ==
+	   2080 && bytes == 520ULL << 20 && sharers == 2080,
+	   "sn40l: an SRAM tier per unit, 520 MiB in all");
+	ok(t && tiers_of(t, ICFAB_TIER_HBM, 1600 * GB, &bytes, &sharers) == 1 &&
+	   bytes == 64ULL << 30 && sharers == 2080 &&
+	   tiers_of(t, ICFAB_TIER_DDR, 128 * GB, &bytes, &sharers) == 1 &&
+	   bytes == 1536ULL << 30 && sharers == 2080,
+	   "sn40l: one 64 GiB HBM and one 1.5 TiB DDR port that every unit shares");
 	topo_free(t);
 
 	t = preset("sn40l-node", &ms);
@@ -241,6 +271,22 @@ static void check_sn40l(void)
 	   links_of(t, ICFAB_LINK_CLASS_OTHER, 50 * GB, 1000 * NS) == 56 &&
 	   energy_of(t, ICFAB_LINK_CLASS_OTHER, 5000) == 56,
 	   "sn40l-node: 8 sockets of 64 GiB HBM, each cabled to every other");
+	ok(t && t->nr_tiers == 24 &&
+	   tiers_of(t, ICFAB_TIER_HBM, 1600 * GB, &bytes, &sharers) == 8 &&
+	   bytes == 8 * (64ULL << 30) && sharers == 8 &&
+	   tiers_of(t, ICFAB_TIER_DDR, 128 * GB, &bytes, &sharers) == 8 &&
+	   bytes == 8 * (1536ULL << 30) &&
+	   tiers_of(t, ICFAB_TIER_SRAM, 100000 * GB, &bytes, &sharers) == 8 &&
+	   bytes == 8 * (520ULL << 20),
+	   "sn40l-node: SRAM, HBM and DDR per socket; 8 DDR ports of 128 GB/s, > 1 TB/s a node");
+	topo_free(t);
+
+	t = preset("ipu-pod4-hbm", &ms);
+	ok(t && t->nr_endpoints == 4 && t->nr_links == 36 &&
+	   links_of(t, ICFAB_LINK_CLASS_IPU, 32 * GB, 500 * NS) == 36 &&
+	   tiers_of(t, ICFAB_TIER_HBM, 2000 * GB, &bytes, &sharers) == 4 &&
+	   bytes == 4 * (64ULL << 30) && sharers == 4,
+	   "ipu-pod4-hbm: ipu-pod4's IPU-Links and a 64 GiB, 2 TB/s HBM per IPU");
 	topo_free(t);
 }
 
