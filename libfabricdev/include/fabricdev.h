@@ -41,6 +41,7 @@ struct fdev;
 #define FDEV_F_FREE_RUN		(1ULL << 4)
 #define FDEV_F_CIRCUITS		(1ULL << 7)	/* FDEV_MOE_MULTICAST */
 #define FDEV_F_RECV_NOTIFY	(1ULL << 8)	/* receive-side completions */
+#define FDEV_F_MEMORY_TIERS	(1ULL << 13)	/* fdev_region_alloc_tier() */
 
 struct fdev_info {
 	uint64_t features;		/* FDEV_F_* of the module */
@@ -84,6 +85,17 @@ struct fdev_remote {
 
 int fdev_region_alloc(struct fdev *dev, uint32_t endpoint, uint64_t size,
 		      struct fdev_region *r);
+/*
+ * A region in a memory tier of @endpoint (FDEV_F_MEMORY_TIERS): transfers
+ * that read or write it cross the tier's port. -ENXIO when no tier of
+ * that kind serves the endpoint, -ENOSPC when it does not fit in the
+ * tier (the module's log names the tier), -EOPNOTSUPP without tiers.
+ * FDEV_TIER_NONE is fdev_region_alloc().
+ */
+enum { FDEV_TIER_NONE = 0, FDEV_TIER_SRAM = 1, FDEV_TIER_HBM = 2,
+       FDEV_TIER_DDR = 3 };
+int fdev_region_alloc_tier(struct fdev *dev, uint32_t endpoint, uint32_t tier,
+			   uint64_t size, struct fdev_region *r);
 int fdev_region_map(struct fdev *dev, struct fdev_region *r);
 int fdev_region_export(struct fdev *dev, struct fdev_region *r,
 		       uint32_t access);

@@ -27,6 +27,8 @@
 _Static_assert(sizeof(struct fdev_desc) == sizeof(struct icfab_desc), "desc");
 _Static_assert(sizeof(struct fdev_cqe) == sizeof(struct icfab_cqe), "cqe");
 _Static_assert(FDEV_F_URING_CMD == ICFAB_F_URING_CMD, "features");
+_Static_assert(FDEV_F_MEMORY_TIERS == ICFAB_F_MEMORY_TIERS, "features");
+_Static_assert((int)FDEV_TIER_DDR == (int)ICFAB_TIER_DDR, "tiers");
 
 #define FDEV_URING_ENTRIES	256
 #define SLOTS_PER_BLOCK		256
@@ -273,12 +275,20 @@ int fdev_attach(struct fdev *dev, uint32_t endpoint)
 int fdev_region_alloc(struct fdev *dev, uint32_t endpoint, uint64_t size,
 		      struct fdev_region *r)
 {
-	struct icfab_region_alloc ra = { .endpoint = endpoint, .size = size };
+	return fdev_region_alloc_tier(dev, endpoint, FDEV_TIER_NONE, size, r);
+}
+
+int fdev_region_alloc_tier(struct fdev *dev, uint32_t endpoint, uint32_t tier,
+			   uint64_t size, struct fdev_region *r)
+{
+	struct icfab_region_alloc ra = { .endpoint = endpoint, .size = size,
+					 .tier = tier };
 	int err;
 
-	if (!dev || !r || !size)
+	if (!dev || !r || !size || tier > ICFAB_TIER_MAX)
 		return -EINVAL;
-	if (!(dev->features & ICFAB_F_MEMORY))
+	if (!(dev->features & ICFAB_F_MEMORY) ||
+	    (tier && !(dev->features & ICFAB_F_MEMORY_TIERS)))
 		return -EOPNOTSUPP;
 	if (ioctl(dev->fd, ICFAB_IOC_REGION_ALLOC, &ra))
 		return -errno;
