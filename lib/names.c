@@ -103,7 +103,10 @@ const char *icfab_feature_name(uint64_t bit)
 	X(ICFAB_A_STATS_STATIC_FJ)		\
 	X(ICFAB_A_STATS_ELAPSED_PS)		\
 	X(ICFAB_A_LINK_EFFICIENCY_PERMILLE)	\
-	X(ICFAB_A_LINK_MSG_OVERHEAD_PS)
+	X(ICFAB_A_LINK_MSG_OVERHEAD_PS)	\
+	X(ICFAB_A_LINK_TIER)			\
+	X(ICFAB_A_LINK_TIER_BYTES)		\
+	X(ICFAB_A_NODE_TIER_LINKS)
 
 #define ATTR_NAME(type)		[type] = #type,
 #define ATTR_ONE(type)		+ 1
