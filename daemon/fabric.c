@@ -488,8 +488,8 @@ static int put_tier_links(struct nl_msg *m, const struct topo_node *n)
 static int stage_tier(struct stager *s, const struct topo_tier *r)
 {
 	struct nl_msg *m = icfab_nl_msg(s->nl, ICFAB_CMD_LINK_NEW, 0, 0);
-
-	if (m && (nla_put_u32(m, ICFAB_A_LINK_ID, r->link_id) ||
+	int bad = !m ||
+		  nla_put_u32(m, ICFAB_A_LINK_ID, r->link_id) ||
 		  nla_put_u32(m, ICFAB_A_LINK_SRC_NODE, r->home) ||
 		  nla_put_u32(m, ICFAB_A_LINK_DST_NODE, r->home) ||
 		  nla_put_u64(m, ICFAB_A_LINK_BANDWIDTH, r->bandwidth) ||
@@ -498,11 +498,9 @@ static int stage_tier(struct stager *s, const struct topo_tier *r)
 		  nla_put_u64(m, ICFAB_A_LINK_TIER_BYTES, r->bytes) ||
 		  (r->fj_per_bit &&
 		   nla_put_u32(m, ICFAB_A_LINK_ENERGY_FJ_PER_BIT,
-			       r->fj_per_bit)))) {
-		nlmsg_free(m);
-		m = NULL;
-	}
-	return stage_send(s, m, "adding the tier port", r->link_id);
+				r->fj_per_bit));
+
+	return stage_send(s, m, bad, "adding the tier port", r->link_id);
 }
 
 static int stage_node(struct stager *s, uint32_t id, const struct topo_node *n)
