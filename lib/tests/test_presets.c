@@ -82,7 +82,7 @@ static void check_all_load(void)
 	double ms;
 
 	p = topo_presets(&n);
-	ok(n == 14, "14 presets");
+	ok(n == 15, "15 presets");
 	for (i = 0; i < n; i++) {
 		struct topo *t = preset(p[i].name, &ms);
 		struct topo_mem m;
@@ -292,23 +292,36 @@ static void check_sn40l(void)
 
 /*
  * h800-pod's variants are h800-pod's text with other figures: the same
- * fabric link by link but for NIC energy (h800-pod-cpo).
+ * fabric link by link but for NIC energy (h800-pod-cpo) and for the
+ * calibration of TOPOLOGY.md's "Calibration" (h800-pod-cal).
  */
 static void check_h800_variants(void)
 {
-	struct topo *pod, *cpo;
-	unsigned int same_cpo = 0, ideal = 0;
+	struct topo *pod, *cpo, *cal;
+	unsigned int same_cpo = 0, same_cal = 0, nvl = 0, nic = 0, ideal = 0;
 	double ms;
 	uint32_t i;
 
 	pod = preset("h800-pod", &ms);
 	cpo = preset("h800-pod-cpo", &ms);
-	if (!pod || !cpo || pod->nr_links != cpo->nr_links) {
-		ok(0, "h800-pod and -cpo load with as many links");
+	cal = preset("h800-pod-cal", &ms);
+	if (!pod || !cpo || !cal || pod->nr_links != cpo->nr_links ||
+	    pod->nr_links != cal->nr_links) {
+		ok(0, "h800-pod, -cpo and -cal load with as many links");
 		goto out;
 	}
 	for (i = 0; i < pod->nr_links; i++) {
-		const struct topo_link *a = &pod->links[i], *b = &cpo->links[i];
+		const struct topo_link *a = &pod->links[i], *b = &cpo->links[i],
+				       *c = &cal->links[i];
+		bool alike = a->src_node == c->src_node &&
+			     a->dst_node == c->dst_node &&
+			     a->src_port == c->src_port &&
+			     a->bandwidth == c->bandwidth &&
+			     a->latency_ps == c->latency_ps &&
+			     a->class == c->class &&
+			     a->switching == c->switching &&
+			     a->fj_per_bit == c->fj_per_bit &&
+			     !c->msg_overhead_ps;
 
 		same_cpo += a->src_node == b->src_node &&
 			    a->dst_node == b->dst_node &&
@@ -318,16 +331,25 @@ static void check_h800_variants(void)
 			    (a->class == ICFAB_LINK_CLASS_NIC ||
 			     a->fj_per_bit == b->fj_per_bit) &&
 			    !b->eff_permille && !b->msg_overhead_ps;
+		same_cal += alike;
 		ideal += !a->eff_permille && !a->msg_overhead_ps;
+		nvl += alike && a->class == ICFAB_LINK_CLASS_NVLINK &&
+		       c->eff_permille == 958;
+		nic += alike && a->class == ICFAB_LINK_CLASS_NIC &&
+		       c->eff_permille == 915;
 	}
 	ok(ideal == pod->nr_links, "h800-pod: ideal links (%u of %u)", ideal,
 	   pod->nr_links);
 	ok(same_cpo == pod->nr_links,
 	   "h800-pod-cpo: h800-pod link by link, but for NIC energy (%u of %u)",
 	   same_cpo, pod->nr_links);
+	ok(same_cal == pod->nr_links && nvl == 64 && nic == 64,
+	   "h800-pod-cal: h800-pod link by link, NVLink at 95.8%%, NICs at 91.5%% (%u, %u, %u)",
+	   same_cal, nvl, nic);
 out:
 	topo_free(pod);
 	topo_free(cpo);
+	topo_free(cal);
 }
 
 int main(void)
