@@ -32,7 +32,7 @@ static struct icfab_fabric *icfab_fabrics[ICFAB_MAX_FABRICS];
  * reported by ICFAB_IOC_INFO. Read where they are checked, so that a
  * change applies from the next request on; what is held already stays.
  */
-unsigned int icfab_max_ctx_descs = 65536;
+unsigned int icfab_max_ctx_descs = ICFAB_ENGINE_XFERS_MAX;
 module_param_named(max_ctx_descs, icfab_max_ctx_descs, uint, 0644);
 MODULE_PARM_DESC(max_ctx_descs,
 		 "descriptors a context may have submitted and not reaped (0: no cap)");
