@@ -1,0 +1,147 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# The fidelity table: DeepEP's published H800 bandwidths next to the
+# emulated ones, on h800-pod (ideal links) and h800-pod-cal (links
+# calibrated on two of those rows). Timing only, one process driving
+# every rank (moe_bench). Run it in the test VM:
+#
+#	tools/vm/run -k 6.12 -t 3600 -- tools/bench/fidelity.sh \
+#		[-j FILE] [-p PRESETS] [-r RANKS] [-T BIG_TOKENS] [TOKENS [SEGMENT]]
+#
+# The published rows are DeepEP's "Normal kernels with NVLink and RDMA
+# forwarding" table (deepseek-ai/DeepEP, docs/legacy.md; the V1 README
+# before it): H800, ~160 GB/s NVLink, one CX7 400 Gb/s (~50 GB/s) RDMA
+# NIC per GPU, 4096 tokens per batch, hidden 7168, top-8 experts, FP8
+# dispatch and BF16 combine. Its "bottleneck bandwidth" is NVLink at EP8
+# (intranode) and RDMA beyond (internode kernels: a token crosses RDMA
+# once per remote node, then NVLink, which is moe_bench's hierarchical
+# mode). The emulated figure is the same: the busiest rank port's bytes
+# over the emulated time, moe_bench's ratio to its bound times that
+# port's nominal bandwidth (160 GB/s NVLink at EP8, 50 GB/s NIC beyond;
+# the NIC is the busiest port of every hierarchical row here).
+# Dispatch rows run -d fp8, combine rows -d bf16, 256 experts, uniform
+# random top-8 routing (DeepEP's top-4 groups are not modelled).
+#
+# EP 8, 16 and 32 run on the presets (nodes of 8; 4 nodes); EP 64 on the
+# preset given 8 nodes. PRESETS (default h800-pod,h800-pod-cal) and
+# RANKS (default 8,16,32,64), comma-separated, pick rows; each run's
+# JSON lines can be joined and given to the table alone with -j FILE
+# (no runs, no VM needed). TOKENS per rank default 4096, DeepEP's;
+# BIG_TOKENS (default TOKENS) replaces it at EP64, whose runs take
+# longest in the VM, and the table says when it did. SEGMENT (default 64 KiB, as moe_bench.sh) is
+# the fabric's segment size.
+#
+# The fit: h800-pod-cal's NVLink efficiency is EP8 dispatch's published
+# figure over the ideal emulated one, its NIC efficiency EP16
+# dispatch's; the script prints what those ratios come to now, so that
+# a change elsewhere shows up as a preset out of date. Every other row
+# is held out: "err" is calibrated over published, minus 1.
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+icfabd=$top/build/bin/icfabd
+icfabctl=$top/build/bin/icfabctl
+bench=$top/build/bin/moe_bench
+RANKS=8,16,32,64
+PRESETS=h800-pod,h800-pod-cal
+BIG=
+JSON=
+while getopts j:p:r:T: opt; do
+	case $opt in
+	j) JSON=$OPTARG ;;
+	p) PRESETS=$OPTARG ;;
+	r) RANKS=$OPTARG ;;
+	T) BIG=$OPTARG ;;
+	*) echo "usage: fidelity.sh [-j FILE] [-p PRESETS] [-r RANKS] [-T BIG_TOKENS] [TOKENS [SEGMENT]]" >&2
+	   exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+T=${1:-4096}
+SEG=${2:-65536}
+BIG=${BIG:-$T}
+out=$(mktemp)
+dir=$(mktemp -d)
+trap 'rm -rf "$out" "$out.err" "$dir"' EXIT
+
+# apply PRESET NODES: the preset, or its file given NODES nodes of 8.
+apply() {
+	if [ "$2" = 4 ]; then
+		"$icfabd" --apply --preset "$1" > /dev/null || exit 1
+	else
+		"$icfabd" --dump --yaml --preset "$1" |
+			sed "s/^    nodes: 4\$/    nodes: $2/" > "$dir/$1-$2.yaml"
+		grep -q "^    nodes: $2\$" "$dir/$1-$2.yaml" || {
+			echo "fidelity: $1 has no 'nodes: 4' line to change" >&2
+			exit 1; }
+		"$icfabd" --apply "$dir/$1-$2.yaml" > /dev/null || exit 1
+	fi
+	"$icfabctl" fabric set 0 segment-size "$SEG" > /dev/null || exit 1
+}
+
+[ -n "$JSON" ] && { cp "$JSON" "$out" || exit 1; PRESETS=; }
+for preset in $(echo "$PRESETS" | tr , ' '); do
+	for n in $(echo "$RANKS" | tr , ' '); do
+		nodes=$(( n > 32 ? n / 8 : 4 ))
+		mode=hier tokens=$T
+		[ "$n" = 8 ] && mode=tp
+		[ "$n" -gt 32 ] && tokens=$BIG
+		apply "$preset" "$nodes"
+		for dt in fp8 bf16; do
+			r=$("$bench" -n "$n" -g 8 -b 160 -B 50 -t "$tokens" -H 7168 \
+				-e 256 -k 8 -m $mode -d $dt 2>"$out.err") || {
+				echo "moe_bench failed: $preset EP$n $dt: $(grep -v '^#' "$out.err")" >&2
+				exit 1; }
+			echo "{\"preset\":\"$preset\",$(echo "$r" | cut -c2-)" |
+				tee -a "$out"
+		done
+	done
+done
+
+python3 - "$out" "$T" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+T = int(sys.argv[2])
+# deepseek-ai/DeepEP, docs/legacy.md, normal kernels: GB/s.
+published = {(8, "dispatch"): 153, (8, "combine"): 158,
+             (16, "dispatch"): 43, (16, "combine"): 43,
+             (32, "dispatch"): 58, (32, "combine"): 57,
+             (64, "dispatch"): 51, (64, "combine"): 50}
+fitted = {(8, "dispatch"): "NVLink efficiency",
+          (16, "dispatch"): "NIC efficiency"}
+
+def emulated(preset, n, phase):
+    dt = "fp8" if phase == "dispatch" else "bf16"
+    for r in rows:
+        if r["preset"] == preset and r["ranks"] == n and r["dtype"] == dt:
+            port = 160 if r["mode"] == "tp" else 50
+            return (r[phase + "_bound_ps"] / r[phase + "_ps"] * port,
+                    r[phase + "_ps"] / 1e6)
+    return None, None
+
+print("%-5s %-8s %9s %10s %8s %10s %8s  %s" % ("EP", "phase",
+      "published", "ideal", "vs pub", "calibrated", "err", "row"))
+held = []
+for (n, phase), pub in sorted(published.items(),
+                             key=lambda k: (k[0][0], k[0][1] != "dispatch")):
+    ideal, _ = emulated("h800-pod", n, phase)
+    cal, us = emulated("h800-pod-cal", n, phase)
+    if ideal is None or cal is None:
+        continue
+    role = fitted.get((n, phase))
+    err = cal / pub - 1
+    if not role:
+        held.append(abs(err))
+    print("%-5d %-8s %9.1f %10.1f %8.3f %10.1f %+7.1f%%  %s" % (n, phase,
+          pub, ideal, ideal / pub, cal, 100 * err,
+          "fitted (" + role + ")" if role else "held out"))
+    if role:
+        print("      fit: %s = %.1f%% of the ideal figure" % (role,
+              100.0 * pub / ideal))
+for n in sorted({r["ranks"] for r in rows if r["tokens"] != T}):
+    print("note: EP%d ran %d tokens per rank instead of %d (VM time budget)"
+          % (n, [r for r in rows if r["ranks"] == n][0]["tokens"], T))
+if held:
+    print("held-out rows: %d, mean |err| %.1f%%, max %.1f%%" % (len(held),
+          100 * sum(held) / len(held), 100 * max(held)))
+PY
