@@ -39,6 +39,27 @@
 #define H800_SU_ENERGY \
 	"               energy: 5pJ/b}  # electrical SerDes, estimate\n"
 
+/*
+ * ipu-pod4 and ipu-pod4-hbm, from one text as the h800-pod variants
+ * are: the fabric's NAME; ipu-pod4-hbm appends its tiers after it.
+ */
+#define IPU_POD4(NAME)							\
+	"fabric:\n"							\
+	"  name: " NAME "\n"						\
+	"defaults:\n"							\
+	"  endpoint: {memory: 897MiB, dma_engines: 4}\n"		\
+	"topology:\n"							\
+	"  exchange:\n"							\
+	"    tiles: 4\n"							\
+	"    name: ipu\n"							\
+	"    mode: direct\n"						\
+	"    links_per_pair: 3\n"						\
+	"    bandwidth: 32GB/s\n"						\
+	"    latency: 500ns\n"						\
+	"    class: ipu\n"							\
+	"    multipath: spray\n"						\
+	"    energy: 5pJ/b              # electrical SerDes, estimate\n"
+
 static const struct topo_preset presets[] = {
 	{
 		"ipu-mk2",
@@ -65,21 +86,7 @@ static const struct topo_preset presets[] = {
 		"Graphcore IPU-POD4: 4 IPUs, IPU-Links of 32 GB/s",
 		"# 4 x IPU MK2; each IPU has 10 IPU-Links of ~32 GB/s per direction\n"
 		"# (320 GB/s). Here 3 cables to each of the other 3 IPUs (9 links).\n"
-		"fabric:\n"
-		"  name: ipu-pod4\n"
-		"defaults:\n"
-		"  endpoint: {memory: 897MiB, dma_engines: 4}\n"
-		"topology:\n"
-		"  exchange:\n"
-		"    tiles: 4\n"
-		"    name: ipu\n"
-		"    mode: direct\n"
-		"    links_per_pair: 3\n"
-		"    bandwidth: 32GB/s\n"
-		"    latency: 500ns\n"
-		"    class: ipu\n"
-		"    multipath: spray\n"
-		"    energy: 5pJ/b              # electrical SerDes, estimate\n"
+		IPU_POD4("ipu-pod4")
 	},
 	{
 		"wse2",
@@ -331,21 +338,7 @@ static const struct topo_preset presets[] = {
 		"# preload against execution on an IPU-POD4 with off-chip HBM; the\n"
 		"# HBM's figures are assumed, of an A100's order: TOPOLOGY.md).\n"
 		"# The IPU's SRAM is its plain memory, as in ipu-pod4.\n"
-		"fabric:\n"
-		"  name: ipu-pod4-hbm\n"
-		"defaults:\n"
-		"  endpoint: {memory: 897MiB, dma_engines: 4}\n"
-		"topology:\n"
-		"  exchange:\n"
-		"    tiles: 4\n"
-		"    name: ipu\n"
-		"    mode: direct\n"
-		"    links_per_pair: 3\n"
-		"    bandwidth: 32GB/s\n"
-		"    latency: 500ns\n"
-		"    class: ipu\n"
-		"    multipath: spray\n"
-		"    energy: 5pJ/b              # electrical SerDes, estimate\n"
+		IPU_POD4("ipu-pod4-hbm")
 		"tiers:\n"
 		"  - {kind: hbm, at: each, capacity: 64GiB,\n"
 		"     bandwidth: 2TB/s, latency: 100ns,           # assumed\n"
