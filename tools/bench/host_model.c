@@ -23,9 +23,10 @@ struct icfab_mtopo *host_mtopo(const struct topo *t, icfab_u8 cut_through)
 	if (!m)
 		return NULL;
 	m->nodes_cap = t->nr_nodes;
-	m->links_cap = t->nr_links;
+	/* A tier's port is the link after the fabric's: nr_links + index. */
+	m->links_cap = t->nr_links + t->nr_tiers;
 	m->nodes = calloc(t->nr_nodes, sizeof(*m->nodes));
-	m->links = calloc(t->nr_links, sizeof(*m->links));
+	m->links = calloc(m->links_cap, sizeof(*m->links));
 	scratch = calloc(t->nr_nodes, 1);
 	if (!m->nodes || !m->links || !scratch)
 		return NULL;
@@ -40,6 +41,8 @@ struct icfab_mtopo *host_mtopo(const struct topo *t, icfab_u8 cut_through)
 		n->dma_engines = tn->dma_engines;
 		n->colors = tn->colors;
 		n->mem_bytes = tn->mem_bytes;
+		for (uint32_t k = 0; k < ICFAB_MODEL_TIERS; k++)
+			n->tier_link[k] = tn->tier[k];
 		n->routes = &t->routes[(size_t)i * t->nr_nodes];
 		n->routes_len = t->nr_nodes;
 		n->port_out = calloc(tn->nr_ports ? tn->nr_ports : 1,
@@ -67,6 +70,20 @@ struct icfab_mtopo *host_mtopo(const struct topo *t, icfab_u8 cut_through)
 			.latency_ps = tl->latency_ps,
 			.cut_through = cut_through,
 			.multipath = (icfab_u8)tl->multipath,
+			.fj_per_bit = tl->fj_per_bit,
+		};
+		m->nr_links++;
+	}
+	for (uint32_t i = 0; i < t->nr_tiers; i++) {
+		const struct topo_tier *tt = &t->tiers[i];
+
+		m->links[tt->link_id] = (struct icfab_mlink){
+			.present = 1, .tier = (icfab_u8)tt->kind,
+			.src = tt->home, .dst = tt->home,
+			.bandwidth = tt->bandwidth,
+			.latency_ps = tt->latency_ps,
+			.tier_bytes = tt->bytes,
+			.fj_per_bit = tt->fj_per_bit,
 		};
 		m->nr_links++;
 	}

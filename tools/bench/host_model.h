@@ -12,7 +12,9 @@
 
 /*
  * The model topology of @t, its routes shared with @t; every link
- * cut-through when @cut_through is set, otherwise as @t says. NULL (and
+ * cut-through when @cut_through is set, otherwise as @t says. Its memory
+ * tiers' ports are the links after @t's, link id t->tiers[i].link_id, and
+ * carry their energy per bit as the links do. NULL (and
  * a message on stderr) when memory runs out or the model refuses it.
  */
 struct icfab_mtopo *host_mtopo(const struct topo *t, icfab_u8 cut_through);
