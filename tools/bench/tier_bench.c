@@ -8,7 +8,7 @@
  *
  *	tier_bench shift   [-s STEPS] [-S MIB,...]
  *	tier_bench preload [-s STEPS] [-W MIB] [-A KIB]
- *	tier_bench coe     [-E GB] [-b TOKENS] [-g TOKENS]
+ *	tier_bench coe     [-E GB] [-b TOKENS] [-g TOKENS] [-p N,...]
  *
  * shift: T10's compute-shift loop (as fdev_shift(3)) on ipu-pod4 and
  *   ipu-pod4-hbm side by side: each step every IPU passes its partition
@@ -29,7 +29,10 @@
  *   decode steps that each stream the socket's shard from HBM through
  *   SRAM (memory-bound: the dataflow pipeline computes as it streams).
  *   A hot expert (in HBM) against a cold one (in DDR) and one run from
- *   DDR, side by side, with the joules of each tier's port.
+ *   DDR, side by side, with the joules of each tier's port. Then the
+ *   next expert's copy from DDR under the current one's decode of N
+ *   tokens (-p): both cross the HBM port, and the copy is hidden once
+ *   the decode outlasts it.
  *
  * A step is what fdev_shift(3) makes of one: its transfers are
  * submitted together and it ends at the last completion, or at the end
@@ -58,16 +61,23 @@ struct sim {
 	uint64_t key;			/* the next submission's */
 	uint64_t now;			/* ps: where the last step ended */
 	uint64_t finish;		/* ps: the last completion of a step */
+	uint64_t group_end[2];		/* ps: the last of each group's */
 	int failed;
+	/* per transfer id in flight: what it was, how many times more */
+	const struct xfer **what;
+	uint32_t *again;
 };
 
 /*
  * One transfer of a step: endpoints by index, tiers by kind (0: plain),
- * submitted @delay ps after the step begins (after its compute: BSP).
+ * submitted @delay ps after the step begins (after its compute: BSP),
+ * and @repeat - 1 times more, each when the one before completes (0 and
+ * 1: once). @group (0 or 1) says whose end s->group_end[] records.
  */
 struct xfer {
 	uint32_t src, src_tier, dst, dst_tier;
 	uint64_t bytes, delay;
+	uint32_t repeat, group;
 };
 
 static void usage(void)
@@ -75,7 +85,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: tier_bench shift [-s STEPS] [-S MIB,...]\n"
 		"       tier_bench preload [-s STEPS] [-W MIB] [-A KIB]\n"
-		"       tier_bench coe [-E GB] [-b TOKENS] [-g TOKENS]\n");
+		"       tier_bench coe [-E GB] [-b TOKENS] [-g TOKENS] [-p N,...]\n");
 	exit(2);
 }
 
@@ -102,7 +112,10 @@ static int sim_open(struct sim *s, const char *preset, uint32_t xfers,
 						    s->t->segment_size);
 	if (events > UINT32_MAX)
 		return -E2BIG;
-	if (host_storage(&s->st, s->m, xfers, (uint32_t)events))
+	s->what = calloc(xfers, sizeof(*s->what));
+	s->again = calloc(xfers, sizeof(*s->again));
+	if (!s->what || !s->again ||
+	    host_storage(&s->st, s->m, xfers, (uint32_t)events))
 		return -ENOMEM;
 	return icfab_engine_init(&s->e, s->m, s->t->segment_size, &s->st);
 }
@@ -118,16 +131,40 @@ static uint32_t tier_link(const struct sim *s, uint32_t i, uint32_t kind)
 	return ref ? ref - 1 : NO_LINK;
 }
 
+/* Submit @x at @at; its repeats are left to on_complete(). */
+static void submit(struct sim *s, const struct xfer *x, uint64_t at,
+		   uint32_t again)
+{
+	icfab_u32 id;
+	int err = icfab_engine_submit_tiered(&s->e, s->ep[x->src],
+			tier_link(s, x->src, x->src_tier), s->ep[x->dst],
+			tier_link(s, x->dst, x->dst_tier), x->bytes, at,
+			s->key++, &id);
+
+	if (err) {
+		fprintf(stderr, "tier_bench: %s: submit: %s\n", s->name,
+			strerror(-err));
+		exit(1);
+	}
+	s->what[id] = x;
+	s->again[id] = again;
+}
+
 static int on_complete(void *arg, icfab_u32 xfer_id,
 		       const struct icfab_xfer_result *res)
 {
 	struct sim *s = arg;
+	const struct xfer *x = s->what[xfer_id];
+	uint32_t again = s->again[xfer_id];
 
-	(void)xfer_id;
 	if (res->finish_ps > s->finish)
 		s->finish = res->finish_ps;
+	if (res->finish_ps > s->group_end[x->group])
+		s->group_end[x->group] = res->finish_ps;
 	if (res->status)
 		s->failed = res->status;
+	else if (again)
+		submit(s, x, res->finish_ps, again - 1);
 	return 0;
 }
 
@@ -142,20 +179,10 @@ static uint64_t sim_step(struct sim *s, const struct xfer *x, uint32_t nx,
 	uint64_t start = s->now;
 
 	s->finish = s->now + compute;
-	for (uint32_t i = 0; i < nx; i++) {
-		icfab_u32 id;
-		int err = icfab_engine_submit_tiered(&s->e, s->ep[x[i].src],
-				tier_link(s, x[i].src, x[i].src_tier),
-				s->ep[x[i].dst],
-				tier_link(s, x[i].dst, x[i].dst_tier),
-				x[i].bytes, start + x[i].delay, s->key++, &id);
-
-		if (err) {
-			fprintf(stderr, "tier_bench: %s: submit: %s\n",
-				s->name, strerror(-err));
-			exit(1);
-		}
-	}
+	s->group_end[0] = s->group_end[1] = s->now;
+	for (uint32_t i = 0; i < nx; i++)
+		submit(s, &x[i], start + x[i].delay,
+		       x[i].repeat ? x[i].repeat - 1 : 0);
 	if (icfab_engine_run_until(&s->e, ICFAB_ENGINE_NEVER, on_complete,
 				   s) < 0 || s->failed) {
 		fprintf(stderr, "tier_bench: %s: a transfer failed: %s\n",
@@ -170,6 +197,8 @@ static void sim_close(struct sim *s)
 {
 	host_storage_free(&s->st);
 	topo_free(s->t);
+	free(s->what);
+	free(s->again);
 }
 
 /* Bytes/s from endpoint @a to endpoint @b over their direct links. */
@@ -206,10 +235,11 @@ static uint64_t shift_loop(struct sim *s, uint64_t bytes, unsigned int steps,
 	uint64_t t = 0;
 
 	for (uint32_t r = 0; r < s->n; r++)
-		x[r] = (struct xfer){ r, hbm ? ICFAB_TIER_HBM : 0,
-				      (r + 1) % s->n,
-				      hbm ? ICFAB_TIER_HBM : 0, bytes,
-				      overlap ? 0 : compute };
+		x[r] = (struct xfer){
+			.src = r, .src_tier = hbm ? ICFAB_TIER_HBM : 0,
+			.dst = (r + 1) % s->n,
+			.dst_tier = hbm ? ICFAB_TIER_HBM : 0, .bytes = bytes,
+			.delay = overlap ? 0 : compute };
 	for (unsigned int k = 0; k < steps; k++)
 		t += sim_step(s, x, s->n, compute);
 	return t;
@@ -287,9 +317,11 @@ static uint64_t preload_run(struct sim *s, int mode, unsigned int steps,
 	uint64_t t = 0;
 
 	for (uint32_t r = 0; r < n; r++) {
-		x[r] = (struct xfer){ r, 0, (r + 1) % n, 0, a,
-				      mode == OVERLAP ? 0 : compute };
-		x[n + r] = (struct xfer){ r, ICFAB_TIER_HBM, r, 0, w, 0 };
+		x[r] = (struct xfer){ .src = r, .dst = (r + 1) % n,
+				      .bytes = a,
+				      .delay = mode == OVERLAP ? 0 : compute };
+		x[n + r] = (struct xfer){ .src = r, .src_tier = ICFAB_TIER_HBM,
+					  .dst = r, .bytes = w };
 		sh[r] = x[r];
 		sh[r].delay = compute;
 	}
@@ -383,20 +415,24 @@ static void coe_run(int mode, uint64_t shard, uint64_t hidden,
 	/* The chosen expert's shard from DDR into HBM on every socket. */
 	if (mode == COLD) {
 		for (uint32_t r = 0; r < n; r++)
-			x[r] = (struct xfer){ r, ICFAB_TIER_DDR, r,
-					      ICFAB_TIER_HBM, shard, 0 };
+			x[r] = (struct xfer){
+				.src = r, .src_tier = ICFAB_TIER_DDR, .dst = r,
+				.dst_tier = ICFAB_TIER_HBM, .bytes = shard };
 		res->copy = sim_step(&s, x, n, 0);
 	}
 	/* The router on socket 0 sends the tokens to the other sockets. */
 	for (uint32_t r = 1; r < n; r++)
-		x[r - 1] = (struct xfer){ 0, ICFAB_TIER_SRAM, r,
-					  ICFAB_TIER_SRAM, hidden, 0 };
+		x[r - 1] = (struct xfer){
+			.src = 0, .src_tier = ICFAB_TIER_SRAM, .dst = r,
+			.dst_tier = ICFAB_TIER_SRAM, .bytes = hidden };
 	res->dispatch = sim_step(&s, x, n - 1, 0);
 	/* Decode: each token streams the shard through SRAM. */
 	for (uint32_t r = 0; r < n; r++)
-		x[r] = (struct xfer){ r, mode == FROM_DDR ? ICFAB_TIER_DDR :
-					   ICFAB_TIER_HBM,
-				      r, ICFAB_TIER_SRAM, shard, 0 };
+		x[r] = (struct xfer){
+			.src = r, .dst = r, .dst_tier = ICFAB_TIER_SRAM,
+			.src_tier = mode == FROM_DDR ? ICFAB_TIER_DDR :
+						       ICFAB_TIER_HBM,
+			.bytes = shard };
 	for (unsigned int g = 0; g < gen; g++)
 		res->compute += sim_step(&s, x, n, 0);
 	for (uint32_t k = 1; k <= 3; k++)
@@ -404,8 +440,46 @@ static void coe_run(int mode, uint64_t shard, uint64_t hidden,
 	sim_close(&s);
 }
 
-static int coe_main(uint64_t expert, unsigned int tokens, unsigned int gen)
+/*
+ * The next expert's copy from DDR under the current one's decode of
+ * @tokens steps (each socket streaming its shard from HBM, step after
+ * step): both write or read through the HBM port. The decode alone,
+ * then decode and copy submitted together; ps into @alone, @decode and
+ * @copy (from the start to each one's end).
+ */
+static void coe_switch(uint64_t shard, unsigned int tokens, uint64_t *alone,
+		       uint64_t *decode, uint64_t *copy)
 {
+	struct xfer x[16];
+	struct sim s;
+	uint64_t start;
+	uint32_t n;
+
+	if (sim_open(&s, "sn40l-node", 16, shard))
+		exit(1);
+	n = s.n;
+	for (uint32_t r = 0; r < n; r++) {
+		x[r] = (struct xfer){
+			.src = r, .src_tier = ICFAB_TIER_HBM, .dst = r,
+			.dst_tier = ICFAB_TIER_SRAM, .bytes = shard,
+			.repeat = tokens, .group = 0 };
+		x[n + r] = (struct xfer){
+			.src = r, .src_tier = ICFAB_TIER_DDR, .dst = r,
+			.dst_tier = ICFAB_TIER_HBM, .bytes = shard,
+			.group = 1 };
+	}
+	*alone = sim_step(&s, x, n, 0);
+	start = s.now;
+	sim_step(&s, x, 2 * n, 0);
+	*decode = s.group_end[0] - start;
+	*copy = s.group_end[1] - start;
+	sim_close(&s);
+}
+
+static int coe_main(uint64_t expert, unsigned int tokens, unsigned int gen,
+		    const char *prev)
+{
+	char buf[128], *tok, *save = NULL;
 	static const char *const names[] = { "hot (in HBM)", "cold (DDR->HBM)",
 					     "from DDR" };
 	struct coe_result r[3];
@@ -444,6 +518,24 @@ static int coe_main(uint64_t expert, unsigned int tokens, unsigned int gen)
 	printf("bounds: copy %.3f ms (the shard over the DDR port), decode %.3f ms/token (over the HBM port), %.3f ms/token from DDR\n",
 	       ps_at(shard, ddr) / 1e9, ps_at(shard, hbm) / 1e9,
 	       ps_at(shard, ddr) / 1e9);
+	printf("the next expert's DDR->HBM copy under the current expert's decode of N tokens (both through each socket's HBM port), ms:\n");
+	printf("%6s %14s %14s %10s %12s %10s %12s\n", "N", "decode alone",
+	       "decode+copy", "slowdown", "copy ends", "copy alone",
+	       "exposed");
+	snprintf(buf, sizeof(buf), "%s", prev);
+	for (tok = strtok_r(buf, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		unsigned int p = strtoul(tok, NULL, 0);
+		uint64_t alone, dec, cp;
+
+		if (!p || p > 1024)
+			usage();
+		coe_switch(shard, p, &alone, &dec, &cp);
+		printf("%6u %14.3f %14.3f %10.4f %12.3f %10.3f %12.3f\n", p,
+		       alone / 1e9, dec / 1e9, (double)dec / alone, cp / 1e9,
+		       r[COLD].copy / 1e9,
+		       cp > dec ? (cp - dec) / 1e9 : 0.0);
+	}
 	return 0;
 }
 
@@ -451,7 +543,7 @@ int main(int argc, char **argv)
 {
 	unsigned int steps = 8, tokens = 8, gen = 4;
 	uint64_t w = 8ULL << 20, a = 256ULL << 10, expert = 13480000000ULL;
-	char sizes[128] = "1,4,16";
+	char sizes[128] = "1,4,16", prev[128] = "4,8,12,16";
 	const char *what;
 	int opt;
 
@@ -459,7 +551,7 @@ int main(int argc, char **argv)
 		usage();
 	what = argv[1];
 	optind = 2;
-	while ((opt = getopt(argc, argv, "s:S:W:A:E:b:g:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:S:W:A:E:b:g:p:")) != -1) {
 		switch (opt) {
 		case 's': steps = strtoul(optarg, NULL, 0); break;
 		case 'S': snprintf(sizes, sizeof(sizes), "%s", optarg); break;
@@ -468,6 +560,7 @@ int main(int argc, char **argv)
 		case 'E': expert = (uint64_t)(strtod(optarg, NULL) * 1e9); break;
 		case 'b': tokens = strtoul(optarg, NULL, 0); break;
 		case 'g': gen = strtoul(optarg, NULL, 0); break;
+		case 'p': snprintf(prev, sizeof(prev), "%s", optarg); break;
 		default: usage();
 		}
 	}
@@ -479,6 +572,6 @@ int main(int argc, char **argv)
 	if (!strcmp(what, "preload"))
 		return preload_main(steps, w, a);
 	if (!strcmp(what, "coe"))
-		return coe_main(expert, tokens, gen);
+		return coe_main(expert, tokens, gen, prev);
 	usage();
 }
