@@ -11,13 +11,10 @@
 #include "tap.h"
 
 #include "../engine.h"
+#include "topo_build.h"
 
 typedef unsigned long long ull;
 
-#define BW	50000000000ULL		/* fabric links: 4 KiB in 81920 ps */
-#define LAT	100000ULL		/* ps */
-#define SEG	4096U
-#define SER	81920ULL		/* ps, SEG at BW */
 #define HBM_BW	100000000000ULL		/* 4 KiB in 40960 ps */
 #define HBM_SER	40960ULL
 #define HBM_LAT	20000ULL
@@ -25,52 +22,6 @@ typedef unsigned long long ull;
 #define DDR_SER	163840ULL
 #define DDR_LAT	60000ULL
 #define NONE	ICFAB_MODEL_NO_LINK
-
-static const struct icfab_topo_limits lim = {
-	.max_endpoints = 4096, .max_switches = 1024, .max_links = 65536,
-	.max_ports = 2048, .max_colors = 64,
-};
-
-static struct icfab_mtopo *topo_new(unsigned int nodes, unsigned int links)
-{
-	struct icfab_mtopo *t = calloc(1, sizeof(*t));
-
-	t->nodes_cap = nodes;
-	t->links_cap = links;
-	t->nodes = calloc(nodes, sizeof(*t->nodes));
-	t->links = calloc(links, sizeof(*t->links));
-	return t;
-}
-
-static void add_node(struct icfab_mtopo *t, unsigned int kind,
-		     unsigned int ports, unsigned int dma)
-{
-	struct icfab_mnode *n = &t->nodes[t->nr_nodes++];
-
-	n->present = 1;
-	n->kind = kind;
-	n->nr_ports = ports;
-	n->dma_engines = dma;
-	n->port_out = calloc(ports, sizeof(icfab_u32));
-	n->port_in = calloc(ports, sizeof(icfab_u32));
-	n->routes_len = t->nodes_cap;
-	n->routes = malloc(t->nodes_cap * sizeof(icfab_u16));
-	for (unsigned int d = 0; d < t->nodes_cap; d++)
-		n->routes[d] = ICFAB_MODEL_NO_PORT;
-	if (kind == ICFAB_MODEL_ENDPOINT)
-		t->nr_endpoints++;
-	else
-		t->nr_switches++;
-}
-
-static void add_link(struct icfab_mtopo *t, unsigned int src,
-		     unsigned int sport, unsigned int dst, unsigned int dport)
-{
-	t->links[t->nr_links++] = (struct icfab_mlink){
-		.present = 1, .src = src, .src_port = sport, .dst = dst,
-		.dst_port = dport, .bandwidth = BW, .latency_ps = LAT,
-	};
-}
 
 /* A tier port of @kind at endpoint @home; returns its link id. */
 static unsigned int add_tier(struct icfab_mtopo *t, unsigned int home,
@@ -85,43 +36,6 @@ static unsigned int add_tier(struct icfab_mtopo *t, unsigned int home,
 	};
 	t->nodes[home].tier_link[kind - 1] = id + 1;
 	return id;
-}
-
-static void topo_free(struct icfab_mtopo *t)
-{
-	for (unsigned int i = 0; i < t->nodes_cap; i++) {
-		free(t->nodes[i].port_out);
-		free(t->nodes[i].port_in);
-		free(t->nodes[i].routes);
-	}
-	free(t->nodes);
-	free(t->links);
-	free(t);
-}
-
-/*
- * Endpoints 1..n on switch 0 (link 2(i-1): i -> 0, 2(i-1)+1: 0 -> i),
- * with room for @tiers tier ports after the 2n fabric links.
- */
-static struct icfab_mtopo *star(unsigned int n, unsigned int dma,
-				unsigned int tiers)
-{
-	struct icfab_mtopo *t = topo_new(n + 1, 2 * n + tiers);
-
-	add_node(t, ICFAB_MODEL_SWITCH, n, 0);
-	for (unsigned int i = 1; i <= n; i++)
-		add_node(t, ICFAB_MODEL_ENDPOINT, 1, dma);
-	for (unsigned int i = 1; i <= n; i++) {
-		add_link(t, i, 0, 0, i - 1);
-		add_link(t, 0, i - 1, i, 0);
-	}
-	for (unsigned int i = 1; i <= n; i++) {
-		t->nodes[0].routes[i] = i - 1;
-		for (unsigned int d = 1; d <= n; d++)
-			if (d != i)
-				t->nodes[i].routes[d] = 0;
-	}
-	return t;
 }
 
 static int validate(struct icfab_mtopo *t, struct icfab_topo_err *err)
@@ -210,7 +124,7 @@ static ull max2(ull a, ull b)
 static void test_one_hop_more(void)
 {
 	const ull n = 100;
-	struct icfab_mtopo *t = star(2, 1, 1);
+	struct icfab_mtopo *t = star_spare(2, 1, 1);
 	unsigned int hbm = add_tier(t, 1, ICFAB_MODEL_TIER_HBM, HBM_BW,
 				    HBM_LAT);
 	struct icfab_topo_err err;
@@ -249,7 +163,7 @@ static void test_one_hop_more(void)
 static void test_k_readers(unsigned int k)
 {
 	const ull n = 200;
-	struct icfab_mtopo *t = star(k, 1, 1);
+	struct icfab_mtopo *t = star_spare(k, 1, 1);
 	unsigned int hbm = add_tier(t, 1, ICFAB_MODEL_TIER_HBM, HBM_BW,
 				    HBM_LAT);
 	struct icfab_topo_err err;
@@ -289,7 +203,7 @@ static void test_k_readers(unsigned int k)
 static void test_prefetch_overlap(void)
 {
 	const ull np = 300, nx = 100;
-	struct icfab_mtopo *t = star(2, 2, 2);
+	struct icfab_mtopo *t = star_spare(2, 2, 2);
 	unsigned int hbm = add_tier(t, 1, ICFAB_MODEL_TIER_HBM, HBM_BW,
 				    HBM_LAT);
 	unsigned int ddr = add_tier(t, 1, ICFAB_MODEL_TIER_DDR, DDR_BW,
@@ -339,7 +253,7 @@ static void test_prefetch_overlap(void)
 /* Nothing but plain memory: submit_tiered() without tiers is submit(). */
 static void test_no_tier_same(void)
 {
-	struct icfab_mtopo *t = star(3, 1, 0);
+	struct icfab_mtopo *t = star_spare(3, 1, 0);
 	struct icfab_topo_err err;
 	struct harness *a, *b;
 	icfab_u32 id;
@@ -364,7 +278,7 @@ static void test_no_tier_same(void)
 /* Endpoints that no route joins; a bad tier argument. */
 static void test_unreachable_and_bad(void)
 {
-	struct icfab_mtopo *t = star(3, 1, 2);
+	struct icfab_mtopo *t = star_spare(3, 1, 2);
 	unsigned int h1 = add_tier(t, 1, ICFAB_MODEL_TIER_HBM, HBM_BW, HBM_LAT);
 	unsigned int h3 = add_tier(t, 3, ICFAB_MODEL_TIER_HBM, HBM_BW, HBM_LAT);
 	struct icfab_topo_err err;
@@ -395,7 +309,7 @@ static void test_unreachable_and_bad(void)
 
 static void test_validate(void)
 {
-	struct icfab_mtopo *t = star(2, 1, 1);
+	struct icfab_mtopo *t = star_spare(2, 1, 1);
 	unsigned int hbm = add_tier(t, 1, ICFAB_MODEL_TIER_HBM, HBM_BW, HBM_LAT);
 	struct icfab_topo_err err;
 	int r;
