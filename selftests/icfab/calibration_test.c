@@ -150,15 +150,12 @@ FIXTURE_SETUP(cal)
 	close(fd);
 	if (!(info.features & ICFAB_F_LINK_CALIBRATION))
 		SKIP(return, "the module does not calibrate links");
-	ASSERT_EQ(0, genl_open(&self->gs));
-	ASSERT_EQ(0, genl_resolve(&self->gs, ICFAB_GENL_NAME));
-	clear_fabric(&self->gs);
+	ASSERT_EQ(0, fabric_open_clear(&self->gs));
 }
 
 FIXTURE_TEARDOWN(cal)
 {
-	clear_fabric(&self->gs);
-	genl_close(&self->gs);
+	fabric_close(&self->gs);
 }
 
 /*

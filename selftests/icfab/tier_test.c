@@ -192,9 +192,7 @@ FIXTURE_SETUP(tier)
 	ASSERT_EQ(0, ioctl(self->fd, ICFAB_IOC_INFO, &info));
 	if (!(info.features & ICFAB_F_MEMORY_TIERS))
 		SKIP(return, "the module has no memory tiers");
-	ASSERT_EQ(0, genl_open(&self->gs));
-	ASSERT_EQ(0, genl_resolve(&self->gs, ICFAB_GENL_NAME));
-	clear_fabric(&self->gs);
+	ASSERT_EQ(0, fabric_open_clear(&self->gs));
 	ASSERT_EQ(0, stage(&self->gs));
 	ASSERT_EQ(0, cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
 	ASSERT_EQ(0, ctx_attach(self->fd, 0));
@@ -210,12 +208,8 @@ FIXTURE_SETUP(tier)
 
 FIXTURE_TEARDOWN(tier)
 {
-	if (self->fd >= 0)
-		close(self->fd);
-	if (self->gs.fd > 0) {
-		clear_fabric(&self->gs);
-		genl_close(&self->gs);
-	}
+	close(self->fd);
+	fabric_close(&self->gs);
 }
 
 TEST_F(tier, bad_netlink_names_the_attribute)
