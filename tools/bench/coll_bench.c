@@ -77,9 +77,27 @@ static double bound_ps(enum op op, unsigned int n, uint64_t S, uint64_t bw)
 	return op == OP_AR ? 2 * part : op == OP_BC ? one : part;
 }
 
-/* A comma-separated list of names from @names[0..nr) into a bit mask. */
-static int parse_set(const char *arg, const char *const *names,
-		     unsigned int nr, size_t stride, unsigned int *mask)
+/* The index of operation @name in op_names[], or -1. */
+static int op_index(const char *name)
+{
+	for (unsigned int i = 0; i < NR_OPS; i++)
+		if (!strcmp(name, op_names[i]))
+			return i;
+	return -1;
+}
+
+/* The index of algorithm @name in algos[], or -1. */
+static int algo_index(const char *name)
+{
+	for (unsigned int i = 0; i < NR_ALGOS; i++)
+		if (!strcmp(name, algos[i].name))
+			return i;
+	return -1;
+}
+
+/* A comma-separated list of names into a bit mask of their indexes. */
+static int parse_set(const char *arg, int (*index_of)(const char *name),
+		     unsigned int *mask)
 {
 	char buf[128], *tok, *save = NULL;
 
@@ -87,13 +105,9 @@ static int parse_set(const char *arg, const char *const *names,
 	*mask = 0;
 	for (tok = strtok_r(buf, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
-		unsigned int i;
+		int i = index_of(tok);
 
-		for (i = 0; i < nr; i++)
-			if (!strcmp(tok, *(const char *const *)
-				    ((const char *)names + i * stride)))
-				break;
-		if (i == nr) {
+		if (i < 0) {
 			fprintf(stderr, "coll_bench: unknown name '%s'\n", tok);
 			return -1;
 		}
@@ -178,13 +192,11 @@ int main(int argc, char **argv)
 		case 'b': bw = strtoull(optarg, NULL, 0); break;
 		case 'S': snprintf(sizes, sizeof(sizes), "%s", optarg); break;
 		case 'o':
-			if (parse_set(optarg, op_names, NR_OPS,
-				      sizeof(op_names[0]), &ops))
+			if (parse_set(optarg, op_index, &ops))
 				return 2;
 			break;
 		case 'a':
-			if (parse_set(optarg, &algos[0].name, NR_ALGOS,
-				      sizeof(algos[0]), &algo_mask))
+			if (parse_set(optarg, algo_index, &algo_mask))
 				return 2;
 			break;
 		default:
