@@ -232,116 +232,150 @@ static void run_multipath(void)
 }
 
 /*
- * energy and static_power go where class goes: defaults.link, a
- * generator, its sub-blocks, an explicit link; each over the one before.
+ * A figure goes where class goes: defaults.link, a generator, its
+ * sub-blocks, an explicit link; each over the one before. One file puts
+ * a figure in every place: two nodes of two GPUs (8 scale-up and 8
+ * scale-out links), a host with a link to gpu0_0 that takes
+ * defaults.link's and one to gpu1_0 with its own (2 links each way).
  */
-static void run_energy(void)
-{
-	static const char yaml[] =
-		"defaults: {link: {energy: 0.5pJ/b}}\n"
-		"topology:\n"
-		"  hierarchical:\n"
-		"    nodes: 2\n"
-		"    per_node: 2\n"
-		"    scale_up: {bandwidth: 100GB/s, class: nvlink, energy: 5pJ/b}\n"
-		"    scale_out: {bandwidth: 50GB/s, class: nic, energy: 15pJ/b,\n"
-		"                static_power: 1.5W}\n"
-		"nodes: [{name: host, kind: endpoint}]\n"
-		"links:\n"
-		"  - {from: host, to: gpu0_0, bandwidth: 1GB/s}\n"
-		"  - {from: host, to: gpu1_0, bandwidth: 1GB/s, energy: 150fJ/bit}\n";
-	struct topo *t = load(yaml);
-	unsigned int nvl = 0, nic = 0, dflt = 0, own = 0, bad = 0;
-	uint32_t host, i;
+enum placement {
+	PLACED_OWN, PLACED_DEFAULT, PLACED_SCALE_UP, PLACED_SCALE_OUT,
+	PLACED_OTHER, NR_PLACED
+};
 
-	ok(t != NULL, "energy: a file with every placement loads");
+static const char placement_yaml[] =
+	"defaults: {link: {%s}}\n"
+	"topology:\n"
+	"  hierarchical:\n"
+	"    nodes: 2\n"
+	"    per_node: 2\n"
+	"    scale_up: {bandwidth: 100GB/s, class: nvlink, %s}\n"
+	"    scale_out: {bandwidth: 50GB/s, class: nic, %s}\n"
+	"nodes: [{name: host, kind: endpoint}]\n"
+	"links:\n"
+	"  - {from: host, to: gpu0_0, bandwidth: 1GB/s}\n"
+	"  - {from: host, to: gpu1_0, bandwidth: 1GB/s, %s}\n";
+
+static const unsigned int placed_links[PLACED_OTHER] = {
+	[PLACED_OWN] = 2, [PLACED_DEFAULT] = 2,
+	[PLACED_SCALE_UP] = 8, [PLACED_SCALE_OUT] = 8,
+};
+
+static enum placement placement_of(const struct topo *t,
+				   const struct topo_link *l)
+{
+	uint32_t host = t->nr_nodes - 1;	/* the file's one explicit node */
+	bool h = l->src_node == host || l->dst_node == host;
+	bool g10 = !strcmp(t->nodes[l->src_node].name, "gpu1_0") ||
+		   !strcmp(t->nodes[l->dst_node].name, "gpu1_0");
+
+	if (h)
+		return g10 ? PLACED_OWN : PLACED_DEFAULT;
+	if (l->class == ICFAB_LINK_CLASS_NVLINK)
+		return PLACED_SCALE_UP;
+	if (l->class == ICFAB_LINK_CLASS_NIC)
+		return PLACED_SCALE_OUT;
+	return PLACED_OTHER;
+}
+
+/* The two figures of a link a case looks at. */
+struct figures {
+	uint64_t a, b;
+};
+
+struct placement_case {
+	const char *what;
+	const char *put[PLACED_OTHER];	/* the figures in each place */
+	struct figures (*figures_of)(const struct topo_link *l);
+	struct figures want[PLACED_OTHER];
+	const char *says[PLACED_OTHER];	/* what a right link shows */
+};
+
+static void run_placement(const struct placement_case *pc)
+{
+	unsigned int n[NR_PLACED] = { 0 };
+	char yaml[1024];
+	struct topo *t;
+
+	snprintf(yaml, sizeof(yaml), placement_yaml,
+		 pc->put[PLACED_DEFAULT], pc->put[PLACED_SCALE_UP],
+		 pc->put[PLACED_SCALE_OUT], pc->put[PLACED_OWN]);
+	t = load(yaml);
+	ok(t != NULL, "%s: a file with every placement loads", pc->what);
 	if (!t)
 		return;
-	host = t->nr_nodes - 1;
-	for (i = 0; i < t->nr_links; i++) {
+	for (uint32_t i = 0; i < t->nr_links; i++) {
 		const struct topo_link *l = &t->links[i];
-		bool h = l->src_node == host || l->dst_node == host;
-		bool g10 = !strcmp(t->nodes[l->src_node].name, "gpu1_0") ||
-			   !strcmp(t->nodes[l->dst_node].name, "gpu1_0");
+		enum placement p = placement_of(t, l);
+		struct figures f = pc->figures_of(l);
 
-		if (h && g10)
-			own += l->fj_per_bit == 150 && !l->static_mw;
-		else if (h)
-			dflt += l->fj_per_bit == 500 && !l->static_mw;
-		else if (l->class == ICFAB_LINK_CLASS_NVLINK)
-			nvl += l->fj_per_bit == 5000 && !l->static_mw;
-		else if (l->class == ICFAB_LINK_CLASS_NIC)
-			nic += l->fj_per_bit == 15000 && l->static_mw == 1500;
-		else
-			bad++;
+		n[p] += p == PLACED_OTHER ||
+			(f.a == pc->want[p].a && f.b == pc->want[p].b);
 	}
-	ok(nvl == 8, "energy: scale-up links take their block's 5 pJ/b (%u of 8)", nvl);
-	ok(nic == 8, "energy: scale-out links take 15 pJ/b and 1.5 W (%u of 8)", nic);
-	ok(dflt == 2, "energy: an explicit link without one takes defaults.link's (%u of 2)", dflt);
-	ok(own == 2, "energy: an explicit link's own figure wins (%u of 2)", own);
-	ok(!bad, "energy: no other links (%u)", bad);
+	for (unsigned int p = 0; p < PLACED_OTHER; p++)
+		ok(n[p] == placed_links[p], "%s: %s (%u of %u)", pc->what,
+		   pc->says[p], n[p], placed_links[p]);
+	ok(!n[PLACED_OTHER], "%s: no other links (%u)", pc->what,
+	   n[PLACED_OTHER]);
 	topo_free(t);
 }
 
-/*
- * efficiency and message_overhead go where class goes too, each over the
- * one before; 100% is the ideal link, stored as 0.
- */
-static void run_calibration(void)
+static struct figures energy_of(const struct topo_link *l)
 {
-	static const char yaml[] =
-		"defaults: {link: {message_overhead: 100ns}}\n"
-		"topology:\n"
-		"  hierarchical:\n"
-		"    nodes: 2\n"
-		"    per_node: 2\n"
-		"    scale_up: {bandwidth: 100GB/s, class: nvlink, efficiency: 95.6%}\n"
-		"    scale_out: {bandwidth: 50GB/s, class: nic, efficiency: 85%,\n"
-		"                message_overhead: 2us}\n"
-		"nodes: [{name: host, kind: endpoint}]\n"
-		"links:\n"
-		"  - {from: host, to: gpu0_0, bandwidth: 1GB/s}\n"
-		"  - {from: host, to: gpu1_0, bandwidth: 1GB/s, efficiency: 100%,\n"
-		"     message_overhead: 0ns}\n";
-	struct topo *t = load(yaml);
-	unsigned int nvl = 0, nic = 0, dflt = 0, own = 0, bad = 0;
-	uint32_t host, i;
-
-	ok(t != NULL, "calibration: a file with every placement loads");
-	if (!t)
-		return;
-	host = t->nr_nodes - 1;
-	for (i = 0; i < t->nr_links; i++) {
-		const struct topo_link *l = &t->links[i];
-		bool h = l->src_node == host || l->dst_node == host;
-		bool g10 = !strcmp(t->nodes[l->src_node].name, "gpu1_0") ||
-			   !strcmp(t->nodes[l->dst_node].name, "gpu1_0");
-
-		if (h && g10)
-			own += !l->eff_permille && !l->msg_overhead_ps;
-		else if (h)
-			dflt += !l->eff_permille && l->msg_overhead_ps == 100000;
-		else if (l->class == ICFAB_LINK_CLASS_NVLINK)
-			nvl += l->eff_permille == 956 &&
-			       l->msg_overhead_ps == 100000;
-		else if (l->class == ICFAB_LINK_CLASS_NIC)
-			nic += l->eff_permille == 850 &&
-			       l->msg_overhead_ps == 2000000;
-		else
-			bad++;
-	}
-	ok(nvl == 8, "calibration: scale-up links take 95.6%% and defaults.link's 100 ns (%u of 8)", nvl);
-	ok(nic == 8, "calibration: scale-out links take 85%% and 2 us (%u of 8)", nic);
-	ok(dflt == 2, "calibration: an explicit link without one takes defaults.link's (%u of 2)", dflt);
-	ok(own == 2, "calibration: an explicit link's 100%% and 0 ns win (%u of 2)", own);
-	ok(!bad, "calibration: no other links (%u)", bad);
-	topo_free(t);
+	return (struct figures){ l->fj_per_bit, l->static_mw };
 }
+
+static struct figures calibration_of(const struct topo_link *l)
+{
+	return (struct figures){ l->eff_permille, l->msg_overhead_ps };
+}
+
+static const struct placement_case placement_cases[] = {
+	{ .what = "energy",	/* fJ/bit and mW */
+	  .put = {
+		[PLACED_DEFAULT] = "energy: 0.5pJ/b",
+		[PLACED_SCALE_UP] = "energy: 5pJ/b",
+		[PLACED_SCALE_OUT] = "energy: 15pJ/b, static_power: 1.5W",
+		[PLACED_OWN] = "energy: 150fJ/bit",
+	  },
+	  .figures_of = energy_of,
+	  .want = {
+		[PLACED_OWN] = { 150, 0 }, [PLACED_DEFAULT] = { 500, 0 },
+		[PLACED_SCALE_UP] = { 5000, 0 },
+		[PLACED_SCALE_OUT] = { 15000, 1500 },
+	  },
+	  .says = {
+		[PLACED_SCALE_UP] = "scale-up links take their block's 5 pJ/b",
+		[PLACED_SCALE_OUT] = "scale-out links take 15 pJ/b and 1.5 W",
+		[PLACED_DEFAULT] = "an explicit link without one takes defaults.link's",
+		[PLACED_OWN] = "an explicit link's own figure wins",
+	  } },
+	/* 100% is the ideal link, stored as 0. */
+	{ .what = "calibration",	/* permille and ps */
+	  .put = {
+		[PLACED_DEFAULT] = "message_overhead: 100ns",
+		[PLACED_SCALE_UP] = "efficiency: 95.6%",
+		[PLACED_SCALE_OUT] = "efficiency: 85%, message_overhead: 2us",
+		[PLACED_OWN] = "efficiency: 100%, message_overhead: 0ns",
+	  },
+	  .figures_of = calibration_of,
+	  .want = {
+		[PLACED_OWN] = { 0, 0 }, [PLACED_DEFAULT] = { 0, 100000 },
+		[PLACED_SCALE_UP] = { 956, 100000 },
+		[PLACED_SCALE_OUT] = { 850, 2000000 },
+	  },
+	  .says = {
+		[PLACED_SCALE_UP] = "scale-up links take 95.6% and defaults.link's 100 ns",
+		[PLACED_SCALE_OUT] = "scale-out links take 85% and 2 us",
+		[PLACED_DEFAULT] = "an explicit link without one takes defaults.link's",
+		[PLACED_OWN] = "an explicit link's 100% and 0 ns win",
+	  } },
+};
 
 int main(void)
 {
-	run_energy();
-	run_calibration();
+	for (unsigned int i = 0; i < ARRAY_SIZE(placement_cases); i++)
+		run_placement(&placement_cases[i]);
 	run_switching();
 	run_multipath();
 	run_dir("bad", true);
