@@ -49,6 +49,9 @@ static void test_enums(void)
 	   !strcmp(icfab_kind_names[ICFAB_NODE_SWITCH], "switch") &&
 	   !strcmp(icfab_class_names[ICFAB_LINK_CLASS_UALINK], "ualink"),
 	   "link states, node kinds and link classes have their names");
+	ok(ICFAB_NAMES_LEN(icfab_tier_names) == ICFAB_TIER_MAX + 1 &&
+	   !strcmp(icfab_tier_names[ICFAB_TIER_HBM], "hbm"),
+	   "every memory tier has its name");
 }
 
 static void test_attrs(void)

@@ -9,29 +9,23 @@
 #include <string.h>
 
 #include <icfab/array.h>
+#include <icfab/names.h>
 
 #include "topo_priv.h"
-
-static const char *const tier_names[] = {
-	[ICFAB_TIER_NONE] = "plain",
-	[ICFAB_TIER_SRAM] = "sram",
-	[ICFAB_TIER_HBM] = "hbm",
-	[ICFAB_TIER_DDR] = "ddr",
-};
 
 int topo_tier_parse(const char *s)
 {
 	uint32_t k;
 
 	for (k = ICFAB_TIER_SRAM; k <= ICFAB_TIER_MAX; k++)
-		if (!strcmp(s, tier_names[k]))
+		if (!strcmp(s, icfab_tier_names[k]))
 			return k;
 	return -EINVAL;
 }
 
 const char *topo_tier_name(uint32_t kind)
 {
-	return kind <= ICFAB_TIER_MAX ? tier_names[kind] : "?";
+	return kind <= ICFAB_TIER_MAX ? icfab_tier_names[kind] : "?";
 }
 
 static bool tier_endpoint(const struct topo *t, uint32_t node)

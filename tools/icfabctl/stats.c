@@ -58,9 +58,8 @@ static struct nla_policy stats_policy[ICFAB_A_MAX + 1] = {
 /* "sram", "hbm", "ddr" for a tier's port (ICFAB_F_MEMORY_TIERS). */
 static const char *tier_name(uint32_t tier)
 {
-	static const char *const names[] = { "", "sram", "hbm", "ddr" };
-
-	return tier < sizeof(names) / sizeof(names[0]) ? names[tier] : "?";
+	return tier < ICFAB_NAMES_LEN(icfab_tier_names) ?
+	       icfab_tier_names[tier] : "?";
 }
 
 static int stats_valid(struct nl_msg *msg, void *arg)
@@ -295,7 +294,8 @@ static void stats_print(struct icfabctl *ctl, const struct stats *s)
 		       l->segments,
 		       icfabctl_fmt_latency(b2, sizeof(b2), l->busy_ps),
 		       icfabctl_fmt_latency(b3, sizeof(b3), l->max_queued_ps),
-		       l->tier ? "  tier " : "", tier_name(l->tier));
+		       l->tier ? "  tier " : "",
+		       l->tier ? tier_name(l->tier) : "");
 	}
 	if (s->energy)
 		energy_print(s);

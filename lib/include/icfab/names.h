@@ -77,6 +77,14 @@ static const char *const icfab_multipath_names[] = {
 	[ICFAB_MULTIPATH_SPRAY]		= "spray",
 };
 
+/* Every tier of enum icfab_tier has one (test_names checks). */
+static const char *const icfab_tier_names[] = {
+	[ICFAB_TIER_NONE]		= "plain",
+	[ICFAB_TIER_SRAM]		= "sram",
+	[ICFAB_TIER_HBM]		= "hbm",
+	[ICFAB_TIER_DDR]		= "ddr",
+};
+
 #define ICFAB_NAMES_LEN(a)	(sizeof(a) / sizeof((a)[0]))
 
 #endif
