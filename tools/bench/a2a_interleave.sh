@@ -17,23 +17,14 @@
 #
 #	BYTES K emulated_us bound_us bound/emulated
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
-icfabd=$top/build/bin/icfabd
-icfabctl=$top/build/bin/icfabctl
+. "$(dirname "$0")/lib.sh"
 t=$top/build/libfabricdev/tests/fdev_dev_test
 PRESET=tpu-v4-cube
 N=
 KS=0,1,2,4
-while getopts p:n:k: opt; do
-	case $opt in
-	p) PRESET=$OPTARG ;;
-	n) N=$OPTARG ;;
-	k) KS=$OPTARG ;;
-	*) echo "usage: a2a_interleave.sh [-p PRESET] [-n RANKS] [-k K,...] BYTES..." >&2
-	   exit 2 ;;
-	esac
-done
-shift $((OPTIND - 1))
+bench_opts "p=PRESET n=N k=KS" \
+	"a2a_interleave.sh [-p PRESET] [-n RANKS] [-k K,...] BYTES..." "$@"
+shift $bench_shift
 [ $# -gt 0 ] || { echo "a2a_interleave.sh: no BYTES given" >&2; exit 2; }
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT

@@ -38,28 +38,15 @@
 # a change elsewhere shows up as a preset out of date. Every other row
 # is held out: "err" is calibrated over published, minus 1.
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
-icfabd=$top/build/bin/icfabd
-icfabctl=$top/build/bin/icfabctl
+. "$(dirname "$0")/lib.sh"
 bench=$top/build/bin/moe_bench
 RANKS=8,16,32,64
 PRESETS=h800-pod,h800-pod-cal
 BIG=
 JSON=
-while getopts j:p:r:T: opt; do
-	case $opt in
-	j) JSON=$OPTARG ;;
-	p) PRESETS=$OPTARG ;;
-	r) RANKS=$OPTARG ;;
-	T) BIG=$OPTARG ;;
-	*) echo "usage: fidelity.sh [-j FILE] [-p PRESETS] [-r RANKS] [-T BIG_TOKENS] [TOKENS [SEGMENT]]" >&2
-	   exit 2 ;;
-	esac
-done
-shift $((OPTIND - 1))
-T=${1:-4096}
-SEG=${2:-65536}
-BIG=${BIG:-$T}
+bench_opts "j=JSON p=PRESETS r=RANKS T=BIG" \
+	"fidelity.sh [-j FILE] [-p PRESETS] [-r RANKS] [-T BIG_TOKENS] [TOKENS [SEGMENT]]" "$@"
+bench_tokens "$@"
 out=$(mktemp)
 dir=$(mktemp -d)
 trap 'rm -rf "$out" "$out.err" "$dir"' EXIT

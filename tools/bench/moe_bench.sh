@@ -40,26 +40,14 @@
 # also give their time against the throughput row of the same case
 # ("vs tp", < 1 is faster), measured in the same run.
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
-icfabd=$top/build/bin/icfabd
+. "$(dirname "$0")/lib.sh"
 bench=$top/build/bin/moe_bench
-icfabctl=$top/build/bin/icfabctl
 CASES=h800-8,h800-16,tpu-cube,ualink-64,dgx-mc
 MODES=tp,ll,hier,mc
 BIG=
-while getopts c:m:T: opt; do
-	case $opt in
-	c) CASES=$OPTARG ;;
-	m) MODES=$OPTARG ;;
-	T) BIG=$OPTARG ;;
-	*) echo "usage: moe_bench.sh [-c CASES] [-m MODES] [-T BIG_TOKENS] [TOKENS [SEGMENT]]" >&2
-	   exit 2 ;;
-	esac
-done
-shift $((OPTIND - 1))
-T=${1:-4096}
-SEG=${2:-65536}
-BIG=${BIG:-$T}
+bench_opts "c=CASES m=MODES T=BIG" \
+	"moe_bench.sh [-c CASES] [-m MODES] [-T BIG_TOKENS] [TOKENS [SEGMENT]]" "$@"
+bench_tokens "$@"
 out=$(mktemp)
 dir=$(mktemp -d)
 dpid=

@@ -1,0 +1,42 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# What the benchmark scripts that drive the module share; each sources it
+# with `. "$(dirname "$0")/lib.sh"`. Sets top (the source tree) and the
+# paths of icfabd and icfabctl in its build.
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+icfabd=$top/build/bin/icfabd
+icfabctl=$top/build/bin/icfabctl
+
+# bench_opts "L=VAR ..." USAGE "$@": each option -L sets VAR to its
+# argument; any other option prints "usage: USAGE" and exits 2. Leaves the
+# number of words the options took in bench_shift, for `shift`.
+bench_opts() {
+	bench_spec=$1 bench_usage=$2
+	shift 2
+	bench_letters=
+	for bench_s in $bench_spec; do
+		bench_letters=$bench_letters${bench_s%%=*}:
+	done
+	OPTIND=1
+	while getopts "$bench_letters" bench_opt; do
+		bench_var=
+		for bench_s in $bench_spec; do
+			[ "${bench_s%%=*}" = "$bench_opt" ] && bench_var=${bench_s#*=}
+		done
+		[ -n "$bench_var" ] || { echo "usage: $bench_usage" >&2; exit 2; }
+		eval "$bench_var=\$OPTARG"
+	done
+	bench_shift=$((OPTIND - 1))
+}
+
+# bench_tokens "$@", after bench_opts: the words after the options of the
+# scripts that run moe_bench, [TOKENS [SEGMENT]]. Sets T (tokens per
+# rank, default 4096), SEG (the fabric's segment size in bytes, default
+# 64 KiB) and BIG (tokens for the largest cases, their -T, default T).
+bench_tokens() {
+	shift $bench_shift
+	T=${1:-4096}
+	SEG=${2:-65536}
+	BIG=${BIG:-$T}
+}
