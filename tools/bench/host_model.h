@@ -12,7 +12,9 @@
 
 /*
  * The model topology of @t, its routes shared with @t; every link
- * cut-through when @cut_through is set, otherwise as @t says. Its memory
+ * cut-through when @cut_through is set, otherwise every link stored and
+ * forwarded: the file's `switching` is not read (README.md's host
+ * figures were taken so, and the module follows it). Its memory
  * tiers' ports are the links after @t's, link id t->tiers[i].link_id, and
  * carry their energy per bit as the links do. NULL (and
  * a message on stderr) when memory runs out or the model refuses it.
