@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -149,6 +150,20 @@ static int get_str(struct pctx *c, yaml_node_t *map, const char *key,
 	return 0;
 }
 
+/* Two keys that what (a list's item) must have: "what: a and b are required". */
+static int get_required_strs(struct pctx *c, yaml_node_t *map, const char *what,
+			     const char *a, const char **va,
+			     const char *b, const char **vb)
+{
+	int ret = get_str(c, map, a, va);
+
+	if (!ret)
+		ret = get_str(c, map, b, vb);
+	if (!ret && (!*va || !*vb))
+		return perr(c, map, "%s: %s and %s are required", what, a, b);
+	return ret;
+}
+
 typedef int (*unit_parser)(const char *s, uint64_t *v, const char **why);
 
 static int get_unit(struct pctx *c, yaml_node_t *map, const char *key,
@@ -181,20 +196,25 @@ static int get_unit32(struct pctx *c, yaml_node_t *map, const char *key,
 	return 0;
 }
 
+/* What the messages give as examples of each unit. */
+#define BW_EXAMPLES		"50GB/s, 400Gb/s, 4B/cycle@1.1GHz"
+#define SIZE_EXAMPLES		"80GiB, 624KB, 4096"
+#define TIME_EXAMPLES		"500ns, 1.5us"
+#define ENERGY_EXAMPLES		"5pJ/b, 150fJ/bit"
+
 static int get_bw(struct pctx *c, yaml_node_t *map, const char *key, uint64_t *v)
 {
-	return get_unit(c, map, key, v, topo_parse_bandwidth,
-			"50GB/s, 400Gb/s, 4B/cycle@1.1GHz");
+	return get_unit(c, map, key, v, topo_parse_bandwidth, BW_EXAMPLES);
 }
 
 static int get_size(struct pctx *c, yaml_node_t *map, const char *key, uint64_t *v)
 {
-	return get_unit(c, map, key, v, topo_parse_size, "80GiB, 624KB, 4096");
+	return get_unit(c, map, key, v, topo_parse_size, SIZE_EXAMPLES);
 }
 
 static int get_time(struct pctx *c, yaml_node_t *map, const char *key, uint64_t *v)
 {
-	return get_unit(c, map, key, v, topo_parse_time, "500ns, 1.5us");
+	return get_unit(c, map, key, v, topo_parse_time, TIME_EXAMPLES);
 }
 
 static int get_u32(struct pctx *c, yaml_node_t *map, const char *key,
@@ -249,66 +269,144 @@ static int get_word(struct pctx *c, yaml_node_t *map, const char *key,
 	return 0;
 }
 
+/* ---- fields by table ------------------------------------------------ */
+
+/* How struct field reads its key, and the type of the member it fills. */
+enum field_kind {
+	FIELD_STR,		/* const char * */
+	FIELD_BOOL,		/* bool */
+	FIELD_U32,		/* uint32_t, min..max */
+	FIELD_UNIT,		/* uint64_t, through unit */
+	FIELD_UNIT32,		/* uint32_t, through unit32 */
+	FIELD_WORD,		/* uint32_t, the index of one of a list of words */
+};
+
+/*
+ * A key of a mapping and the member of a struct its value goes to. The
+ * objects with many plain keys (generators, links' fields, nodes, tiers)
+ * describe them in a table, read by get_fields() in order, so that the
+ * key a message names is the first one at fault, as it always was.
+ */
+struct field {
+	const char *key;
+	enum field_kind kind;
+	size_t off;			/* of the member, in the struct */
+	uint32_t min, max;		/* FIELD_U32 */
+	unit_parser unit;		/* FIELD_UNIT */
+	unit32_parser unit32;		/* FIELD_UNIT32 */
+	int (*word)(const char *);	/* FIELD_WORD */
+	const char *examples;		/* FIELD_UNIT*: e.g.; FIELD_WORD: the words */
+};
+
+/* The member's offset; does not compile when the member is not @size bytes. */
+#define FIELD_OFF(type, member, size)					\
+	(offsetof(type, member) +					\
+	 0 * sizeof(char[sizeof(((type *)0)->member) == (size) ? 1 : -1]))
+
+#define FIELD(type, member, k, kd, size, ...)				\
+	{ .key = k, .kind = kd, .off = FIELD_OFF(type, member, size),	\
+	  __VA_ARGS__ }
+#define STR_FIELD(type, member, k)					\
+	FIELD(type, member, k, FIELD_STR, sizeof(const char *))
+#define BOOL_FIELD(type, member, k)					\
+	FIELD(type, member, k, FIELD_BOOL, sizeof(bool))
+#define U32_FIELD(type, member, k, lo, hi)				\
+	FIELD(type, member, k, FIELD_U32, sizeof(uint32_t), .min = lo, .max = hi)
+#define UNIT_FIELD(type, member, k, parse, eg)				\
+	FIELD(type, member, k, FIELD_UNIT, sizeof(uint64_t),	\
+	      .unit = parse, .examples = eg)
+#define UNIT32_FIELD(type, member, k, parse, eg)			\
+	FIELD(type, member, k, FIELD_UNIT32, sizeof(uint32_t),	\
+	      .unit32 = parse, .examples = eg)
+#define WORD_FIELD(type, member, k, parse, words)			\
+	FIELD(type, member, k, FIELD_WORD, sizeof(uint32_t),	\
+	      .word = parse, .examples = words)
+#define BW_FIELD(type, member, k)					\
+	UNIT_FIELD(type, member, k, topo_parse_bandwidth, BW_EXAMPLES)
+#define SIZE_FIELD(type, member, k)					\
+	UNIT_FIELD(type, member, k, topo_parse_size, SIZE_EXAMPLES)
+#define TIME_FIELD(type, member, k)					\
+	UNIT_FIELD(type, member, k, topo_parse_time, TIME_EXAMPLES)
+#define ENERGY_FIELD(type, member, k)					\
+	UNIT32_FIELD(type, member, k, topo_parse_energy, ENERGY_EXAMPLES)
+
+/* A word into a uint32_t member; *v is untouched when absent or wrong. */
+static int get_word32(struct pctx *c, yaml_node_t *map, const char *key,
+		      uint32_t *v, int (*parse)(const char *), const char *known)
+{
+	int x = *v, ret = get_word(c, map, key, &x, parse, known);
+
+	*v = x;
+	return ret;
+}
+
+/* The keys of fields[] (ending at a NULL key) of map into obj. */
+static int get_fields(struct pctx *c, yaml_node_t *map, void *obj,
+		      const struct field *fields)
+{
+	const struct field *f;
+	int ret = 0;
+
+	for (f = fields; !ret && f->key; f++) {
+		void *v = (char *)obj + f->off;
+
+		switch (f->kind) {
+		case FIELD_STR:
+			ret = get_str(c, map, f->key, v);
+			break;
+		case FIELD_BOOL:
+			ret = get_bool(c, map, f->key, v);
+			break;
+		case FIELD_U32:
+			ret = get_u32(c, map, f->key, v, f->min, f->max);
+			break;
+		case FIELD_UNIT:
+			ret = get_unit(c, map, f->key, v, f->unit, f->examples);
+			break;
+		case FIELD_UNIT32:
+			ret = get_unit32(c, map, f->key, v, f->unit32,
+					 f->examples);
+			break;
+		case FIELD_WORD:
+			ret = get_word32(c, map, f->key, v, f->word,
+					 f->examples);
+			break;
+		}
+	}
+	return ret;
+}
+
 #define CLASSES "other, nvlink, pcie, nic, ici, ocs, mesh, ipu, ualink"
-
-static int get_class(struct pctx *c, yaml_node_t *map, uint32_t *class)
-{
-	int v = *class, ret = get_word(c, map, "class", &v, topo_class_parse, CLASSES);
-
-	*class = v;
-	return ret;
-}
-
 #define SWITCHING_MODES "store-and-forward, cut-through"
-
-static int get_switching(struct pctx *c, yaml_node_t *map, uint32_t *mode)
-{
-	int v = *mode, ret = get_word(c, map, "switching", &v,
-				      topo_switching_parse, SWITCHING_MODES);
-
-	*mode = v;
-	return ret;
-}
-
 #define MULTIPATH_MODES "none, flow, spray"
 
-static int get_multipath(struct pctx *c, yaml_node_t *map, uint32_t *mode)
-{
-	int v = *mode, ret = get_word(c, map, "multipath", &v,
-				      topo_multipath_parse, MULTIPATH_MODES);
+static const struct field link_fields[] = {
+	BW_FIELD(struct topo_link_spec, bandwidth, "bandwidth"),
+	TIME_FIELD(struct topo_link_spec, latency_ps, "latency"),
+	WORD_FIELD(struct topo_link_spec, class, "class", topo_class_parse,
+		   CLASSES),
+	WORD_FIELD(struct topo_link_spec, switching, "switching",
+		   topo_switching_parse, SWITCHING_MODES),
+	WORD_FIELD(struct topo_link_spec, multipath, "multipath",
+		   topo_multipath_parse, MULTIPATH_MODES),
+	ENERGY_FIELD(struct topo_link_spec, fj_per_bit, "energy"),
+	UNIT32_FIELD(struct topo_link_spec, static_mw, "static_power",
+		     topo_parse_power, "1.5W, 300mW"),
+	UNIT32_FIELD(struct topo_link_spec, eff_permille, "efficiency",
+		     topo_parse_efficiency, "95.6%, 80%"),
+	UNIT_FIELD(struct topo_link_spec, msg_overhead_ps, "message_overhead",
+		   topo_parse_overhead, "1.5us, 200ns"),
+	{ .key = NULL }
+};
 
-	*mode = v;
-	return ret;
-}
-
-/* bandwidth, latency, class, switching and multipath of map, on spec. */
+/*
+ * bandwidth, latency, class, switching, multipath, and the energy and
+ * calibration of map, on spec.
+ */
 static int get_link_fields(struct pctx *c, yaml_node_t *map,
 			   struct topo_link_spec *spec)
 {
-	int ret = get_bw(c, map, "bandwidth", &spec->bandwidth);
-
-	if (!ret)
-		ret = get_time(c, map, "latency", &spec->latency_ps);
-	if (!ret)
-		ret = get_class(c, map, &spec->class);
-	if (!ret)
-		ret = get_switching(c, map, &spec->switching);
-	if (!ret)
-		ret = get_multipath(c, map, &spec->multipath);
-	if (!ret)
-		ret = get_unit32(c, map, "energy", &spec->fj_per_bit,
-				 topo_parse_energy, "5pJ/b, 150fJ/bit");
-	if (!ret)
-		ret = get_unit32(c, map, "static_power", &spec->static_mw,
-				 topo_parse_power, "1.5W, 300mW");
-	if (!ret)
-		ret = get_unit32(c, map, "efficiency", &spec->eff_permille,
-				 topo_parse_efficiency, "95.6%, 80%");
-	if (!ret)
-		ret = get_unit(c, map, "message_overhead",
-			       &spec->msg_overhead_ps, topo_parse_overhead,
-			       "1.5us, 200ns");
-	return ret;
+	return get_fields(c, map, spec, link_fields);
 }
 
 static int need_bandwidth(struct pctx *c, yaml_node_t *n, const char *what,
@@ -420,44 +518,56 @@ static int parse_fabric(struct pctx *c, yaml_node_t *n)
 	return 0;
 }
 
+static const struct field default_node_fields[] = {
+	SIZE_FIELD(struct topo_defaults, mem_bytes, "memory"),
+	U32_FIELD(struct topo_defaults, dma_engines, "dma_engines", 1, 1024),
+	{ .key = NULL }
+};
+
+static const struct field default_switch_fields[] = {
+	U32_FIELD(struct topo_defaults, colors, "colors", 0, UINT32_MAX),
+	{ .key = NULL }
+};
+
+static const char *const default_ep_keys[] = { "memory", "dma_engines", NULL };
+static const char *const default_sw_keys[] = { "colors", NULL };
+static const char *const default_link_keys[] = {
+	"bandwidth", "latency", "class", "switching", "multipath", NULL
+};
+
+/* A mapping under defaults: its keys, and its fields in struct topo_defaults. */
+struct defaults_block {
+	const char *key, *what;
+	const char *const *keys;
+	const struct field *fields;
+	size_t off;			/* of the struct the fields are in */
+};
+
+/* In this order. */
+static const struct defaults_block defaults_blocks[] = {
+	{ "endpoint", "defaults.endpoint", default_ep_keys,
+	  default_node_fields, 0 },
+	{ "switch", "defaults.switch", default_sw_keys,
+	  default_switch_fields, 0 },
+	{ "link", "defaults.link", default_link_keys, link_fields,
+	  offsetof(struct topo_defaults, link) },
+	{ .key = NULL }
+};
+
 static int parse_defaults(struct pctx *c, yaml_node_t *n)
 {
 	static const char *const keys[] = { "endpoint", "switch", "link", NULL };
-	static const char *const ep_keys[] = { "memory", "dma_engines", NULL };
-	static const char *const sw_keys[] = { "colors", NULL };
-	static const char *const link_keys[] = {
-		"bandwidth", "latency", "class", "switching", "multipath", NULL
-	};
-	struct topo_defaults *d = &c->defs;
+	const struct defaults_block *b;
 	yaml_node_t *sub;
-	int ret;
+	int ret = check_map(c, n, "defaults", keys);
 
-	ret = check_map(c, n, "defaults", keys);
-	if (ret)
-		return ret;
-	sub = map_get(c, n, "endpoint");
-	if (sub) {
-		ret = check_map(c, sub, "defaults.endpoint", ep_keys);
-		if (!ret)
-			ret = get_size(c, sub, "memory", &d->mem_bytes);
-		if (!ret)
-			ret = get_u32(c, sub, "dma_engines", &d->dma_engines, 1, 1024);
-		if (ret)
-			return ret;
-	}
-	sub = map_get(c, n, "switch");
-	if (sub) {
-		ret = check_map(c, sub, "defaults.switch", sw_keys);
-		if (!ret)
-			ret = get_u32(c, sub, "colors", &d->colors, 0, UINT32_MAX);
-		if (ret)
-			return ret;
-	}
-	sub = map_get(c, n, "link");
-	if (sub) {
-		ret = check_map(c, sub, "defaults.link", link_keys);
-		if (!ret)
-			ret = get_link_fields(c, sub, &d->link);
+	for (b = defaults_blocks; !ret && b->key; b++) {
+		sub = map_get(c, n, b->key);
+		if (sub)
+			ret = check_map(c, sub, b->what, b->keys);
+		if (sub && !ret)
+			ret = get_fields(c, sub, (char *)&c->defs + b->off,
+					 b->fields);
 	}
 	return ret;
 }
@@ -476,6 +586,14 @@ static int gen_link(struct pctx *c, yaml_node_t *n, const char *what,
 		ret = need_bandwidth(c, n, what, spec);
 	return ret;
 }
+
+/* After dims (or a ring's nodes). */
+static const struct field grid_fields[] = {
+	STR_FIELD(struct topo_gen_grid, name, "name"),
+	BOOL_FIELD(struct topo_gen_grid, routers, "routers"),
+	STR_FIELD(struct topo_gen_grid, router_name, "router_name"),
+	{ .key = NULL }
+};
 
 static int parse_grid(struct pctx *c, yaml_node_t *key, yaml_node_t *n,
 		      const char *gen)
@@ -519,11 +637,7 @@ static int parse_grid(struct pctx *c, yaml_node_t *key, yaml_node_t *n,
 		ret = get_dims(c, n, "dims", &g.ndims, g.size, true);
 	}
 	if (!ret)
-		ret = get_str(c, n, "name", &g.name);
-	if (!ret)
-		ret = get_bool(c, n, "routers", &g.routers);
-	if (!ret)
-		ret = get_str(c, n, "router_name", &g.router_name);
+		ret = get_fields(c, n, &g, grid_fields);
 	if (!ret)
 		ret = gen_link(c, n, what, &g.link);
 	if (ret)
@@ -561,6 +675,37 @@ static int parse_grid(struct pctx *c, yaml_node_t *key, yaml_node_t *n,
 	return topo_gen_grid(c->t, &g, &c->defs, &src, c->err);
 }
 
+/*
+ * What the generators with one required count (switch's endpoints,
+ * exchange's tiles) start with: their keys, the count, their fields
+ * into obj and their links over defaults.link.
+ */
+static int gen_fields(struct pctx *c, yaml_node_t *n, const char *what,
+		      const char *const *keys, const char *required, void *obj,
+		      const struct field *fields, struct topo_link_spec *link)
+{
+	int ret = check_map(c, n, what, keys);
+
+	if (!ret && !map_get(c, n, required))
+		return perr(c, n, "%s: required", required);
+	if (!ret)
+		ret = get_fields(c, n, obj, fields);
+	if (!ret)
+		ret = gen_link(c, n, what, link);
+	return ret;
+}
+
+static const struct field switch_fields[] = {
+	U32_FIELD(struct topo_gen_switch, endpoints, "endpoints", 1, UINT32_MAX),
+	STR_FIELD(struct topo_gen_switch, name, "name"),
+	STR_FIELD(struct topo_gen_switch, switch_name, "switch_name"),
+	U32_FIELD(struct topo_gen_switch, radix, "radix", 2,
+		  ICFAB_ROUTE_NONE - 1),
+	U32_FIELD(struct topo_gen_switch, links_per_endpoint,
+		  "links_per_endpoint", 1, 64),
+	{ .key = NULL }
+};
+
 static int parse_switch(struct pctx *c, yaml_node_t *key, yaml_node_t *n)
 {
 	static const char *const keys[] = {
@@ -572,21 +717,8 @@ static int parse_switch(struct pctx *c, yaml_node_t *key, yaml_node_t *n)
 	struct topo_src src = src_of(c, key);
 	int ret;
 
-	ret = check_map(c, n, "topology.switch", keys);
-	if (!ret && !map_get(c, n, "endpoints"))
-		return perr(c, n, "endpoints: required");
-	if (!ret)
-		ret = get_u32(c, n, "endpoints", &g.endpoints, 1, UINT32_MAX);
-	if (!ret)
-		ret = get_str(c, n, "name", &g.name);
-	if (!ret)
-		ret = get_str(c, n, "switch_name", &g.switch_name);
-	if (!ret)
-		ret = get_u32(c, n, "radix", &g.radix, 2, ICFAB_ROUTE_NONE - 1);
-	if (!ret)
-		ret = get_u32(c, n, "links_per_endpoint", &g.links_per_endpoint, 1, 64);
-	if (!ret)
-		ret = gen_link(c, n, "topology.switch", &g.link);
+	ret = gen_fields(c, n, "topology.switch", keys, "endpoints", &g,
+			 switch_fields, &g.link);
 	if (ret)
 		return ret;
 	g.uplink = g.link;
@@ -599,44 +731,59 @@ static int parse_switch(struct pctx *c, yaml_node_t *key, yaml_node_t *n)
 /* Up to this many tiles, mode: auto wires every pair directly. */
 #define EXCHANGE_DIRECT_MAX	64
 
+/* topology.exchange's values: the generator's, and its mode. */
+struct exchange_args {
+	struct topo_gen_exchange g;
+	const char *mode;		/* auto, direct or crossbar */
+};
+
+static const struct field exchange_fields[] = {
+	U32_FIELD(struct exchange_args, g.tiles, "tiles", 2, UINT32_MAX),
+	STR_FIELD(struct exchange_args, g.name, "name"),
+	STR_FIELD(struct exchange_args, mode, "mode"),
+	U32_FIELD(struct exchange_args, g.links_per_pair, "links_per_pair",
+		  1, 64),
+	{ .key = NULL }
+};
+
 static int parse_exchange(struct pctx *c, yaml_node_t *key, yaml_node_t *n)
 {
 	static const char *const keys[] = {
 		"tiles", "name", "mode", "links_per_pair", "bandwidth",
 		"latency", "class", "switching", "multipath", NULL
 	};
-	struct topo_gen_exchange g = { .name = "tile" };
+	struct exchange_args a = { .g.name = "tile", .mode = "auto" };
+	struct topo_gen_exchange *g = &a.g;
 	struct topo_src src = src_of(c, key);
-	const char *mode = "auto";
+	const char *mode;
 	int ret;
 
-	ret = check_map(c, n, "topology.exchange", keys);
-	if (!ret && !map_get(c, n, "tiles"))
-		return perr(c, n, "tiles: required");
-	if (!ret)
-		ret = get_u32(c, n, "tiles", &g.tiles, 2, UINT32_MAX);
-	if (!ret)
-		ret = get_str(c, n, "name", &g.name);
-	if (!ret)
-		ret = get_str(c, n, "mode", &mode);
-	if (!ret)
-		ret = get_u32(c, n, "links_per_pair", &g.links_per_pair, 1, 64);
-	if (!ret)
-		ret = gen_link(c, n, "topology.exchange", &g.link);
+	ret = gen_fields(c, n, "topology.exchange", keys, "tiles", &a,
+			 exchange_fields, &g->link);
 	if (ret)
 		return ret;
+	mode = a.mode;
 	if (!strcmp(mode, "auto"))
-		g.crossbar = g.tiles > EXCHANGE_DIRECT_MAX;
+		g->crossbar = g->tiles > EXCHANGE_DIRECT_MAX;
 	else if (!strcmp(mode, "crossbar"))
-		g.crossbar = true;
+		g->crossbar = true;
 	else if (strcmp(mode, "direct"))
 		return perr(c, map_get(c, n, "mode"),
 			    "mode: '%s': expected auto, direct or crossbar", mode);
-	if (g.crossbar && g.links_per_pair > 1)
+	if (g->crossbar && g->links_per_pair > 1)
 		return perr(c, map_get(c, n, "links_per_pair"),
 			    "links_per_pair: only with mode: direct");
-	return topo_gen_exchange(c->t, &g, &c->defs, &src, c->err);
+	return topo_gen_exchange(c->t, g, &c->defs, &src, c->err);
 }
+
+static const struct field hier_fields[] = {
+	U32_FIELD(struct topo_gen_hier, nodes, "nodes", 1, UINT32_MAX),
+	U32_FIELD(struct topo_gen_hier, per_node, "per_node", 1, UINT32_MAX),
+	STR_FIELD(struct topo_gen_hier, name, "name"),
+	STR_FIELD(struct topo_gen_hier, switch_name, "switch_name"),
+	U32_FIELD(struct topo_gen_hier, radix, "radix", 2, ICFAB_ROUTE_NONE - 1),
+	{ .key = NULL }
+};
 
 static int parse_hier(struct pctx *c, yaml_node_t *key, yaml_node_t *n)
 {
@@ -655,15 +802,7 @@ static int parse_hier(struct pctx *c, yaml_node_t *key, yaml_node_t *n)
 	if (!ret && !map_get(c, n, "scale_out") && !c->defs.link.bandwidth)
 		return perr(c, n, "scale_out: required");
 	if (!ret)
-		ret = get_u32(c, n, "nodes", &g.nodes, 1, UINT32_MAX);
-	if (!ret)
-		ret = get_u32(c, n, "per_node", &g.per_node, 1, UINT32_MAX);
-	if (!ret)
-		ret = get_str(c, n, "name", &g.name);
-	if (!ret)
-		ret = get_str(c, n, "switch_name", &g.switch_name);
-	if (!ret)
-		ret = get_u32(c, n, "radix", &g.radix, 2, ICFAB_ROUTE_NONE - 1);
+		ret = get_fields(c, n, &g, hier_fields);
 	if (ret)
 		return ret;
 	g.scale_up = g.scale_out = c->defs.link;
@@ -713,6 +852,14 @@ static int parse_topology(struct pctx *c, yaml_node_t *n)
 
 /* ---- explicit nodes and links -------------------------------------- */
 
+/* Over the defaults, once the node exists. */
+static const struct field node_fields[] = {
+	SIZE_FIELD(struct topo_node, mem_bytes, "memory"),
+	U32_FIELD(struct topo_node, dma_engines, "dma_engines", 1, 1024),
+	U32_FIELD(struct topo_node, colors, "colors", 0, UINT32_MAX),
+	{ .key = NULL }
+};
+
 static int parse_node(struct pctx *c, yaml_node_t *n)
 {
 	static const char *const keys[] = {
@@ -726,13 +873,10 @@ static int parse_node(struct pctx *c, yaml_node_t *n)
 
 	ret = check_map(c, n, "nodes[]", keys);
 	if (!ret)
-		ret = get_str(c, n, "name", &name);
-	if (!ret)
-		ret = get_str(c, n, "kind", &kind);
+		ret = get_required_strs(c, n, "nodes[]", "name", &name,
+					"kind", &kind);
 	if (ret)
 		return ret;
-	if (!name || !kind)
-		return perr(c, n, "nodes[]: name and kind are required");
 	if (!strcmp(kind, "endpoint"))
 		k = ICFAB_NODE_ENDPOINT;
 	else if (!strcmp(kind, "switch"))
@@ -757,12 +901,7 @@ static int parse_node(struct pctx *c, yaml_node_t *n)
 		node->nr_ports = ports;
 		node->ports_fixed = true;
 	}
-	ret = get_size(c, n, "memory", &node->mem_bytes);
-	if (!ret)
-		ret = get_u32(c, n, "dma_engines", &node->dma_engines, 1, 1024);
-	if (!ret)
-		ret = get_u32(c, n, "colors", &node->colors, 0, UINT32_MAX);
-	return ret;
+	return get_fields(c, n, node, node_fields);
 }
 
 /* "name" (next free port) or "name:port". */
@@ -1106,6 +1245,14 @@ static int tier_shared(struct pctx *c, yaml_node_t *n, uint32_t idx,
  * One tier: {kind, at, capacity, bandwidth, latency, energy, shared_by}.
  * at names its home endpoint, or is "each": every endpoint gets one.
  */
+static const struct field tier_fields[] = {
+	SIZE_FIELD(struct topo_tier, bytes, "capacity"),
+	BW_FIELD(struct topo_tier, bandwidth, "bandwidth"),
+	TIME_FIELD(struct topo_tier, latency_ps, "latency"),
+	ENERGY_FIELD(struct topo_tier, fj_per_bit, "energy"),
+	{ .key = NULL }
+};
+
 static int parse_tier(struct pctx *c, yaml_node_t *n)
 {
 	static const char *const keys[] = {
@@ -1120,26 +1267,15 @@ static int parse_tier(struct pctx *c, yaml_node_t *n)
 
 	ret = check_map(c, n, "tiers[]", keys);
 	if (!ret)
-		ret = get_str(c, n, "kind", &kind);
-	if (!ret)
-		ret = get_str(c, n, "at", &at);
+		ret = get_required_strs(c, n, "tiers[]", "kind", &kind, "at", &at);
 	if (ret)
 		return ret;
-	if (!kind || !at)
-		return perr(c, n, "tiers[]: kind and at are required");
 	k = topo_tier_parse(kind);
 	if (k < 0)
 		return perr(c, map_get(c, n, "kind"),
 			    "tiers[]: kind: '%s': expected sram, hbm or ddr", kind);
 	tier.kind = k;
-	ret = get_size(c, n, "capacity", &tier.bytes);
-	if (!ret)
-		ret = get_bw(c, n, "bandwidth", &tier.bandwidth);
-	if (!ret)
-		ret = get_time(c, n, "latency", &tier.latency_ps);
-	if (!ret)
-		ret = get_unit32(c, n, "energy", &tier.fj_per_bit,
-				 topo_parse_energy, "5pJ/b, 150fJ/bit");
+	ret = get_fields(c, n, &tier, tier_fields);
 	if (ret)
 		return ret;
 	if (!tier.bytes)
@@ -1201,33 +1337,38 @@ static int parse_root(struct pctx *c, yaml_node_t *root)
 		"fabric", "defaults", "topology", "nodes", "links", "ocs",
 		"tiers", "routing", NULL
 	};
+	/*
+	 * In dependency order, whatever the order in the file; tiers after
+	 * every link, as tier ports are numbered after them. A list's
+	 * items go one by one to item.
+	 */
+	static const struct {
+		const char *key;
+		int (*parse)(struct pctx *c, yaml_node_t *n);
+		int (*item)(struct pctx *c, yaml_node_t *n);
+	} sections[] = {
+		{ "fabric", parse_fabric, NULL },
+		{ "defaults", parse_defaults, NULL },
+		{ "topology", parse_topology, NULL },
+		{ "nodes", NULL, parse_node },
+		{ "links", NULL, parse_link },
+		{ "ocs", NULL, parse_ocs },
+		{ "tiers", NULL, parse_tier },
+		{ "routing", parse_routing, NULL },
+	};
 	yaml_node_t *n;
+	size_t i;
 	int ret;
 
 	ret = check_map(c, root, "the topology file", keys);
+	for (i = 0; !ret && i < sizeof(sections) / sizeof(sections[0]); i++) {
+		n = map_get(c, root, sections[i].key);
+		if (n && sections[i].item)
+			ret = parse_list(c, n, sections[i].key, sections[i].item);
+		else if (n)
+			ret = sections[i].parse(c, n);
+	}
 	if (ret)
-		return ret;
-	/* In dependency order, whatever the order in the file. */
-	if ((n = map_get(c, root, "fabric")) && (ret = parse_fabric(c, n)))
-		return ret;
-	if ((n = map_get(c, root, "defaults")) && (ret = parse_defaults(c, n)))
-		return ret;
-	if ((n = map_get(c, root, "topology")) && (ret = parse_topology(c, n)))
-		return ret;
-	if ((n = map_get(c, root, "nodes")) &&
-	    (ret = parse_list(c, n, "nodes", parse_node)))
-		return ret;
-	if ((n = map_get(c, root, "links")) &&
-	    (ret = parse_list(c, n, "links", parse_link)))
-		return ret;
-	if ((n = map_get(c, root, "ocs")) &&
-	    (ret = parse_list(c, n, "ocs", parse_ocs)))
-		return ret;
-	/* After every link: tier ports are numbered after them. */
-	if ((n = map_get(c, root, "tiers")) &&
-	    (ret = parse_list(c, n, "tiers", parse_tier)))
-		return ret;
-	if ((n = map_get(c, root, "routing")) && (ret = parse_routing(c, n)))
 		return ret;
 	if (!c->t->nr_nodes)
 		return perr(c, root, "no nodes: give a topology: generator or a nodes: list");
