@@ -251,14 +251,12 @@ struct names {
 	uint32_t cap;
 };
 
-static int names_cb(struct nl_msg *msg, void *arg)
+static int names_cb(struct nlattr **tb, void *arg)
 {
-	struct nlattr *tb[ICFAB_A_MAX + 1];
 	struct names *n = arg;
 	uint32_t id;
 
-	if (genlmsg_parse(nlmsg_hdr(msg), 0, tb, ICFAB_A_MAX, NULL) ||
-	    !tb[ICFAB_A_NODE_ID] || !tb[ICFAB_A_NODE_NAME])
+	if (!tb[ICFAB_A_NODE_ID] || !tb[ICFAB_A_NODE_NAME])
 		return 0;
 	id = nla_get_u32(tb[ICFAB_A_NODE_ID]);
 	if (id >= n->cap) {
@@ -288,11 +286,11 @@ static const char *name_of(const struct names *n, uint32_t id, char *buf,
 
 /* A dump of @cmd, under the one dump-retry rule. */
 static int dump(struct icfabctl *ctl, struct icfab_nl *nl, uint8_t cmd,
-		int (*cb)(struct nl_msg *, void *), void *arg,
-		void (*reset)(void *), const char *what, int node)
+		icfab_nl_parse_fn cb, void *arg, void (*reset)(void *),
+		const char *what, int node)
 {
 	const struct icfabctl_dump d = {
-		.cmd = cmd, .node = node, .valid = cb, .arg = arg,
+		.cmd = cmd, .node = node, .parse = cb, .arg = arg,
 		.reset = reset, .what = what,
 		.kept_changing = "the module kept changing; try again",
 	};
@@ -341,14 +339,12 @@ static uint32_t *copy_ids(const struct nlattr *a, uint32_t *n)
 	return p;
 }
 
-static int circs_cb(struct nl_msg *msg, void *arg)
+static int circs_cb(struct nlattr **tb, void *arg)
 {
-	struct nlattr *tb[ICFAB_A_MAX + 1];
 	struct circs *cs = arg;
 	struct circ *c;
 
-	if (genlmsg_parse(nlmsg_hdr(msg), 0, tb, ICFAB_A_MAX, NULL) ||
-	    !tb[ICFAB_A_CIRCUIT_ID] || !tb[ICFAB_A_CIRCUIT_DSTS] ||
+	if (!tb[ICFAB_A_CIRCUIT_ID] || !tb[ICFAB_A_CIRCUIT_DSTS] ||
 	    !tb[ICFAB_A_CIRCUIT_ROUTERS])
 		return -EPROTO;
 	if (icfab_array_grow((void **)&cs->c, &cs->cap, cs->n, sizeof(*cs->c),
@@ -500,14 +496,12 @@ static void routers_reset(void *arg)
 	((struct routers *)arg)->n = 0;
 }
 
-static int routers_cb(struct nl_msg *msg, void *arg)
+static int routers_cb(struct nlattr **tb, void *arg)
 {
-	struct nlattr *tb[ICFAB_A_MAX + 1];
 	struct routers *rs = arg;
 	struct router *r;
 
-	if (genlmsg_parse(nlmsg_hdr(msg), 0, tb, ICFAB_A_MAX, NULL) ||
-	    !tb[ICFAB_A_NODE_ID] || !tb[ICFAB_A_NODE_COLORS] ||
+	if (!tb[ICFAB_A_NODE_ID] || !tb[ICFAB_A_NODE_COLORS] ||
 	    !tb[ICFAB_A_COLOR_USED] || !tb[ICFAB_A_COLOR_MASK])
 		return -EPROTO;
 	if (icfab_array_grow((void **)&rs->r, &rs->cap, rs->n, sizeof(*rs->r),

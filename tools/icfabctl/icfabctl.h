@@ -152,6 +152,9 @@ void icfabctl_nl_report(struct icfab_nl *nl, const char *what);
 struct icfabctl_dump {
 	uint8_t cmd;
 	int node;			/* ICFAB_A_NODE_ID, or -1: none */
+	/* Each reply's attributes, as icfab_nl_request() parses them; */
+	icfab_nl_parse_fn parse;
+	/* or, parse NULL, each reply as is, for a reader with a policy */
 	int (*valid)(struct nl_msg *msg, void *arg);
 	void *arg;
 	void (*reset)(void *arg);	/* before each attempt, or NULL */

@@ -92,7 +92,10 @@ static int dump_attempt(void *arg)
 	}
 	if (d->reset)
 		d->reset(d->arg);
-	ret = icfab_nl_exchange(r->nl, msg, d->valid, d->arg);
+	if (d->parse)
+		ret = icfab_nl_request(r->nl, msg, d->parse, d->arg);
+	else
+		ret = icfab_nl_exchange(r->nl, msg, d->valid, d->arg);
 	if (!ret && (r->nl->dump_intr ||
 		     (d->inconsistent && d->inconsistent(d->arg))))
 		return -EINTR;
