@@ -154,6 +154,7 @@ int fdev_open(const char *path, unsigned int flags, struct fdev **out)
 		return err;
 	}
 	dev->features = info.features;
+	dev->max_descs = info.limits.max_ctx_descs;
 	dev->flags = flags;
 	dev->free_slot = -1;
 	snprintf(dev->path, sizeof(dev->path), "%s", path);
@@ -612,6 +613,9 @@ static int uring_reap_one(struct fdev *dev, struct io_uring_cqe *cqe,
 			c.queue = s->queue;
 		}
 		c.status = cqe->res;
+		/* Only a cap lowered since it was read gets here. */
+		if (cqe->res == -EAGAIN)
+			dev->cap_stale = 1;
 		stash_push(dev, &c);
 		s->next = dev->free_slot;
 		dev->free_slot = (int)ud;
@@ -755,30 +759,72 @@ static int desc_check(const struct fdev *dev, const struct fdev_desc *d)
 	return 0;
 }
 
-static int uring_room(struct fdev *dev, uint32_t queue)
+/*
+ * The module's max_ctx_descs, read again after a SUBMIT came back
+ * -EAGAIN: someone changed the parameter while this context ran.
+ */
+static void cap_refresh(struct fdev *dev)
 {
-	/* Depth counts descriptors until their completion is reaped. */
-	while (dev->qinfl[queue] >= dev->qdepth[queue]) {
-		int err = uring_wait(dev, 1);
+	struct icfab_info info = { 0 };
 
+	if (!ioctl(dev->fd, ICFAB_IOC_INFO, &info))
+		dev->max_descs = info.limits.max_ctx_descs;
+	dev->cap_stale = 0;
+}
+
+/*
+ * Room for one more descriptor on @queue: the queue's depth counts
+ * descriptors until their completion is reaped, and the module refuses a
+ * SUBMIT (-EAGAIN) while the context holds max_ctx_descs it has not
+ * finished (io_uring's leave its count when they complete, so counting
+ * until they are reaped stays within it). Blocking, reap into the stash
+ * until there is room; with @nowait, -EAGAIN.
+ */
+static int uring_room(struct fdev *dev, uint32_t queue, int nowait)
+{
+	while (dev->qinfl[queue] >= dev->qdepth[queue] ||
+	       (dev->max_descs && dev->inflight >= dev->max_descs)) {
+		int err;
+
+		if (nowait)
+			return -EAGAIN;
+		err = uring_wait(dev, 1);
 		if (err)
 			return err;
 	}
 	return 0;
 }
 
-int fdev_post(struct fdev *dev, const struct fdev_desc *d, unsigned int nr)
+/*
+ * Post @nr descriptors in order, stopping at the first the module would
+ * refuse at once. Blocking (fdev_post), back-pressure (a full queue, the
+ * context at max_ctx_descs) is met by reaping completions into the stash
+ * and going on. @nowait (__fdev_post_nowait) never blocks: a queue
+ * holding depth descriptors not yet reaped is full, and so is the
+ * context at the module's cap; the batch stops before the first
+ * descriptor that meets one, which is neither posted nor lost.
+ * Completions already in the io_uring ring are reaped (without
+ * blocking) first, so they make room.
+ */
+static int post(struct fdev *dev, const struct fdev_desc *d, unsigned int nr,
+		int nowait)
 {
 	unsigned int done = 0;
-	int err;
+	int err = 0;
 
 	if (!dev || (!d && nr))
 		return -EINVAL;
 	if (dev->uring) {
+		int wait_res = 0;
+
+		if (nowait)
+			uring_drain(dev, &wait_res);
+		if (dev->cap_stale)
+			cap_refresh(dev);
 		for (; done < nr; done++) {
 			err = desc_check(dev, &d[done]);
 			if (!err)
-				err = uring_room(dev, d[done].queue);
+				err = uring_room(dev, d[done].queue, nowait);
 			if (!err)
 				err = uring_post_one(dev, &d[done]);
 			if (err)
@@ -797,13 +843,16 @@ int fdev_post(struct fdev *dev, const struct fdev_desc *d, unsigned int nr)
 	}
 	while (done < nr) {
 		struct icfab_submit sub = {
-			.descs = (uintptr_t)&d[done], .nr = nr - done,
+			.descs = (uintptr_t)&d[done], .nr = nowait ? 1 : nr - done,
 		};
 		int ret;
 
 		err = desc_check(dev, &d[done]);
+		if (!err && nowait &&
+		    dev->qinfl[d[done].queue] >= dev->qdepth[d[done].queue])
+			err = -EAGAIN;
 		if (err)
-			return done ? (int)done : err;
+			break;
 		ret = ioctl(dev->fd, ICFAB_IOC_SUBMIT, &sub);
 		if (ret > 0) {
 			for (int i = 0; i < ret; i++) {
@@ -816,79 +865,31 @@ int fdev_post(struct fdev *dev, const struct fdev_desc *d, unsigned int nr)
 			dev->inflight += ret;
 			continue;
 		}
-		if (ret == 0)
+		if (ret == 0) {
+			err = nowait ? -EAGAIN : 0;	/* the module took none */
 			break;
-		if (errno != EAGAIN || !dev->inflight)
-			return done ? (int)done : -errno;
+		}
+		err = -errno;
+		if (nowait || err != -EAGAIN || !dev->inflight)
+			break;
 		/* Back-pressure: reap into the stash, then go on. */
-		ret = ioctl_wait(dev, 1, 0);
-		if (ret)
-			return done ? (int)done : ret;
+		err = ioctl_wait(dev, 1, 0);
+		if (err)
+			break;
 	}
-	return (int)done;
+	return done ? (int)done : err;
 }
 
-/*
- * Raw post: never blocks, never reaps by waiting. A queue that holds
- * depth descriptors whose completions are not yet reaped is full; the
- * batch stops before the first descriptor for a full queue, which is
- * neither posted nor lost. Completions already in the io_uring ring are
- * reaped (without blocking) first, so they make room.
- */
+int fdev_post(struct fdev *dev, const struct fdev_desc *d, unsigned int nr)
+{
+	return post(dev, d, nr, 0);
+}
+
+/* Raw post: never blocks, never reaps by waiting (post() above). */
 int __fdev_post_nowait(struct fdev *dev, const struct fdev_desc *d,
 		       unsigned int nr)
 {
-	unsigned int done = 0;
-	int err = 0;
-
-	if (!dev || (!d && nr))
-		return -EINVAL;
-	if (dev->uring) {
-		int wait_res = 0;
-
-		uring_drain(dev, &wait_res);
-		for (; done < nr; done++) {
-			err = desc_check(dev, &d[done]);
-			if (!err && dev->qinfl[d[done].queue] >= dev->qdepth[d[done].queue])
-				err = -EAGAIN;
-			if (!err)
-				err = uring_post_one(dev, &d[done]);
-			if (err)
-				break;
-			dev->qinfl[d[done].queue]++;
-			if (d[done].op == FDEV_OP_DELAY)
-				dev->clock_ps += d[done].len;
-		}
-		if (done) {
-			int ret = io_uring_submit(&dev->ring);
-
-			if (ret < 0)
-				return ret;
-		}
-		return done ? (int)done : err;
-	}
-	for (; done < nr; done++) {
-		struct icfab_submit sub = { .descs = (uintptr_t)&d[done], .nr = 1 };
-
-		err = desc_check(dev, &d[done]);
-		if (!err && dev->qinfl[d[done].queue] >= dev->qdepth[d[done].queue])
-			err = -EAGAIN;
-		if (!err) {
-			int ret = ioctl(dev->fd, ICFAB_IOC_SUBMIT, &sub);
-
-			if (ret < 0)
-				err = -errno;
-			else if (ret != 1)
-				err = -EAGAIN;	/* the module took none */
-		}
-		if (err)
-			break;
-		if (d[done].op == FDEV_OP_DELAY)
-			dev->clock_ps += d[done].len;
-		dev->qinfl[d[done].queue]++;
-		dev->inflight++;
-	}
-	return done ? (int)done : err;
+	return post(dev, d, nr, 1);
 }
 
 int fdev_poll(struct fdev *dev, struct fdev_cqe *cqes, unsigned int max)

@@ -56,6 +56,9 @@ struct fdev {
 	unsigned int uncounted_reaped;	/* reaped, no WAIT counted them */
 	unsigned int counted_unreaped;	/* counted by a WAIT, still in ring */
 	unsigned int rejected;
+	/* The module's max_ctx_descs (0: none); re-read when stale. */
+	uint32_t max_descs;
+	int cap_stale;
 	/* Queues this context made: depth and descriptors not yet reaped. */
 	uint32_t *qdepth, *qinfl;	/* [nq], depth 0: no such queue */
 	unsigned int nq;

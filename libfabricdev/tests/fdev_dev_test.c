@@ -29,6 +29,11 @@
  *		lines
  *	fdev_dev_test mpdie
  *		the last rank dies after the rendezvous; the others see EPIPE
+ *	fdev_dev_test cap N CAP
+ *		TAP: N descriptors in one fdev_post while the module's
+ *		max_ctx_descs is CAP (fdev_test.sh sets it): every one
+ *		completes once, status 0, with its bytes where the module has
+ *		ICFAB_F_MEMORY; a raw post stops at CAP (-EAGAIN after)
  *
  * OP: allreduce reducescatter allgather alltoall broadcast
  * ALGO: auto ring tree direct hier
@@ -216,6 +221,111 @@ static int test_api(void)
 	ok(fdev_region_export(dev, NULL, 1) == -EINVAL, "export NULL: -EINVAL (%d)", 0);
 	ok(fdev_region_import(dev, 0, NULL) == -EINVAL, "import NULL: -EINVAL (%d)", 0);
 	fdev_close(dev);
+	return done();
+}
+
+/*
+ * More descriptors than the module lets a context hold (max_ctx_descs =
+ * @cap): fdev_post makes room as for a full queue, on either path
+ * (FDEV_NO_URING chooses), and loses or repeats nothing.
+ */
+static int test_cap(unsigned int n, unsigned int cap)
+{
+	const uint64_t len = 256;
+	struct fdev_desc *d = calloc(n, sizeof(*d));
+	struct fdev_cqe *cqe = calloc(n, sizeof(*cqe));
+	unsigned char *seen = calloc(n, 1);
+	struct fdev_region src, dst;
+	struct fdev_remote rem;
+	struct fdev_info info;
+	struct fdev *dev;
+	uint32_t eps[2], q;
+	unsigned int got = 0, good = 1;
+	int mem, ret;
+
+	printf("TAP version 13\n");
+	if (!d || !cqe || !seen || fdev_endpoints(NULL, eps, 2) < 2 ||
+	    fdev_open(NULL, 0, &dev))
+		return 1;
+	ret = fdev_query(dev, &info);
+	printf("# uring %u\n", info.uring);
+	mem = !ret && info.features & FDEV_F_MEMORY;
+	ret = fdev_attach(dev, eps[0]);
+	if (!ret)
+		ret = fdev_attach(dev, eps[1]);
+	if (!ret)
+		ret = fdev_queue_create(dev, eps[0], n, &q);
+	if (!ret && mem)
+		ret = fdev_region_alloc(dev, eps[0], n * len, &src);
+	if (!ret && mem)
+		ret = fdev_region_alloc(dev, eps[1], n * len, &dst);
+	if (!ret && mem)
+		ret = fdev_region_export(dev, &dst, FDEV_ACCESS_REMOTE_WRITE);
+	if (!ret && mem)
+		ret = fdev_region_import(dev, dst.key, &rem);
+	ok(!ret, "two endpoints, a queue of depth %u%s (%d)", n,
+	   mem ? ", two regions" : "", ret);
+	if (ret)
+		return done();
+	for (unsigned int i = 0; i < n; i++) {
+		if (mem) {
+			memset((char *)src.addr + i * len, (int)(i * 7 + 1), len);
+			fdev_prep_write(&d[i], q, src.handle, i * len, dst.key,
+					i * len, len, 1000 + i);
+		} else {
+			fdev_prep_timing(&d[i], FDEV_OP_WRITE, q, eps[1], len,
+					 1000 + i);
+		}
+	}
+	ret = fdev_post(dev, d, n);
+	ok(ret == (int)n, "post %u with max_ctx_descs %u: all posted (%d)",
+	   n, cap, ret);
+	while (ret == (int)n && got < n) {
+		int k = fdev_wait(dev, cqe, 1, n, 0);
+
+		if (k <= 0) {
+			good = 0;
+			break;
+		}
+		for (int i = 0; i < k; i++) {
+			uint64_t t = cqe[i].user_tag - 1000;
+
+			if (t >= n || seen[t] || cqe[i].status) {
+				printf("# tag %llu status %d\n",
+				       (unsigned long long)cqe[i].user_tag,
+				       cqe[i].status);
+				good = 0;
+			} else {
+				seen[t] = 1;
+			}
+		}
+		got += (unsigned int)k;
+	}
+	ok(good && got == n, "each of the %u completes once, status 0 (%u)",
+	   n, got);
+	if (mem)
+		ok(!memcmp(src.addr, dst.addr, n * len),
+		   "every write's bytes landed (%d)", 0);
+	ret = __fdev_post_nowait(dev, d, n);
+	ok(ret == (int)cap, "a raw post of %u stops at the cap (%d)", n, ret);
+	ok(__fdev_post_nowait(dev, d + cap, 1) == -EAGAIN,
+	   "then -EAGAIN, without blocking (%d)", 0);
+	got = 0;
+	while (ret > 0 && got < (unsigned int)ret) {
+		int k = fdev_wait(dev, cqe, 1, n, 0);
+
+		if (k <= 0)
+			break;
+		for (int i = 0; i < k; i++)
+			good &= !cqe[i].status;
+		got += (unsigned int)k;
+	}
+	ok(good && got == cap && !fdev_inflight(dev),
+	   "and those %u complete, status 0, none left (%u)", cap, got);
+	fdev_close(dev);
+	free(d);
+	free(cqe);
+	free(seen);
 	return done();
 }
 
@@ -654,6 +764,9 @@ int main(int argc, char **argv)
 		fdev_comm_destroy(c);
 		return 0;
 	}
+	if (argc >= 4 && !strcmp(argv[1], "cap"))
+		return test_cap((unsigned int)atoi(argv[2]),
+				(unsigned int)atoi(argv[3]));
 	if (argc >= 2 && !strcmp(argv[1], "mpmoe"))
 		return mp_moe(argc > 2 && !strcmp(argv[2], "hier") ? "hier" : "mc");
 	if (argc >= 2 && !strcmp(argv[1], "mpall"))

@@ -16,6 +16,10 @@
 #  - raw posting (__fdev_post_nowait, in the api test): a full queue
 #    gives -EAGAIN at once, on io_uring and on the ioctl path, and every
 #    descriptor posted completes once;
+#  - back-pressure from the module's max_ctx_descs (set to 64 for it,
+#    then put back): 200 descriptors in one fdev_post complete once
+#    each with their bytes, on io_uring and on the ioctl path, and a raw
+#    post stops at the cap;
 #  - MoE dispatch/combine, timing only, throughput and low latency; the
 #    hierarchical variant on h800-pod, 16 ranks in two nodes of 8, side
 #    by side with throughput (it must send fewer bytes over scale-out
@@ -51,7 +55,10 @@ bench=$top/build/bin/moe_bench
 tmp=$(mktemp -d)
 sock=$tmp/icfabd.sock
 dpid=
-trap '[ -n "$dpid" ] && kill "$dpid" 2>/dev/null; rm -rf "$tmp"' EXIT
+capp=/sys/module/icfab/parameters/max_ctx_descs
+capold=
+trap '[ -n "$dpid" ] && kill "$dpid" 2>/dev/null
+	[ -n "$capold" ] && echo "$capold" > "$capp"; rm -rf "$tmp"' EXIT
 n=0
 failed=0
 . "$(dirname "$0")/lib.sh"
@@ -79,6 +86,18 @@ check "FDEV_NO_URING=1 forces the ioctl path quietly" sh -c "
 check "FDEV_NO_URING=1 FDEV_DEBUG=1: the ioctl path, said once" sh -c "
 	FDEV_NO_URING=1 FDEV_DEBUG=1 '$t' api > /dev/null 2> '$tmp/nud.err' &&
 	[ \$(grep -c 'disabled by the caller; using the ioctl path' '$tmp/nud.err') = 1 ]"
+
+if [ -w "$capp" ]; then
+	capold=$(cat "$capp")
+	echo 64 > "$capp"
+	check "max_ctx_descs 64: 200 in one post, default path, none lost" \
+		sh -c "'$t' cap 200 64 > '$tmp/cap' 2>&1"
+	check "max_ctx_descs 64: 200 in one post, ioctl path, none lost" \
+		sh -c "FDEV_NO_URING=1 '$t' cap 200 64 > '$tmp/capi' 2>&1"
+	echo "$capold" > "$capp"
+	capold=
+	sed 's/^/# /' "$tmp/cap" "$tmp/capi"
+fi
 
 coll() {	# coll NAME OP ALGO N BYTES [NODE]
 	name=$1
