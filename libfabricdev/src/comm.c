@@ -11,7 +11,9 @@
  * whoever comes first needs no initialisation; a barrier bumps the
  * rank's sequence and sleeps on a futex until every live rank has; a rank
  * whose pid is gone is excluded and the barrier returns -EPIPE once. The
- * last rank out removes the file.
+ * rank that makes every rank have mapped it removes the name at once
+ * (the mappings stay), or, if the job never forms, the first rank to
+ * leave: a killed rank leaves nothing behind.
  *
  * Independent processes with device memory in virtual time: a context
  * that waits in a host barrier holds the engine back, so a rank that
@@ -66,9 +68,12 @@ struct shm_hdr {
 	_Atomic uint64_t magic;
 	_Atomic uint32_t nranks;
 	_Atomic uint32_t bump;		/* futex word */
-	_Atomic uint32_t refs;
+	_Atomic uint32_t opened;	/* ranks that mapped it, each once */
 	_Atomic int32_t px_err;		/* proxy: rank 0's result of a run */
+	_Atomic uint32_t unlinked;	/* its name is gone (or going) */
+	_Atomic uint32_t pad;
 	_Atomic uint64_t failed[FDEV_FAILED_WORDS];
+	_Atomic uint64_t mapped[FDEV_FAILED_WORDS];	/* by rank */
 	struct shm_slot slot[];
 };
 
@@ -138,6 +143,15 @@ static const char *job_name(char *buf, size_t len)
 	return NULL;
 }
 
+/* Remove the job's name once, while it is still this job's file. */
+static void shm_unlink_once(struct fdev_shm *s)
+{
+	uint32_t zero = 0;
+
+	if (atomic_compare_exchange_strong(&s->h->unlinked, &zero, 1))
+		unlink(s->name);
+}
+
 static int shm_open_job(struct fdev_comm *c, const char *job, int rank)
 {
 	const char *dir = getenv("FDEV_RUNDIR");
@@ -191,8 +205,16 @@ static int shm_open_job(struct fdev_comm *c, const char *job, int rank)
 			return -EADDRINUSE;
 		}
 	}
-	atomic_fetch_add(&s->h->refs, 1);
 	c->shm = s;
+	/*
+	 * The last rank to map it removes the name: everyone who will ever
+	 * use it has it mapped. A rank mapped again (its process restarted)
+	 * counts once.
+	 */
+	if (!(atomic_fetch_or(&s->h->mapped[rank / 64], 1ULL << (rank % 64)) >>
+	      (rank % 64) & 1) &&
+	    atomic_fetch_add(&s->h->opened, 1) + 1 == c->nranks)
+		shm_unlink_once(s);
 	return 0;
 }
 
@@ -920,8 +942,8 @@ void fdev_comm_destroy(struct fdev_comm *c)
 		struct fdev_shm *s = c->shm;
 
 		atomic_store(&s->h->slot[s->rank].pid, 0);
-		if (atomic_fetch_sub(&s->h->refs, 1) == 1)
-			unlink(s->name);
+		/* A job that never formed: nobody else will remove it. */
+		shm_unlink_once(s);
 		munmap(s->h, s->len);
 		free(s);
 	}

@@ -188,16 +188,31 @@ check "a rank that never comes makes the others fail with a timeout, not hang" s
 	FDEV_JOB=late$$ FDEV_RANK=1 FDEV_SIZE=3 FDEV_TIMEOUT_MS=2000 \
 		timeout 60 '$t' mp alltoall direct 4096 > /dev/null 2> '$tmp/late1' & p1=\$!
 	wait \$p0; r0=\$?; wait \$p1; r1=\$?
-	rm -f /dev/shm/fdev-*-late$$
 	[ \$r0 = 1 ] && [ \$r1 = 1 ] && grep -q 'timed out' '$tmp/late0'"
+check "and the job that never formed left no file in /dev/shm" sh -c "! ls /dev/shm/fdev-*-late$$ 2>/dev/null"
 
 check "a rank that dies is excluded: the others get EPIPE once, then carry on" sh -c "
 	pids=; for r in 0 1 2; do
 		FDEV_JOB=die$$ FDEV_RANK=\$r FDEV_SIZE=3 FDEV_TIMEOUT_MS=60000 \
 			timeout 120 '$t' mpdie > /dev/null 2> '$tmp/die.'\$r & pids=\"\$pids \$!\"; done
 	set -- \$pids; wait \$1; a=\$?; wait \$2; b=\$?; wait \$3; c=\$?
-	rm -f /dev/shm/fdev-*-die$$
+	! ls /dev/shm/fdev-*-die$$ 2>/dev/null &&
 	[ \$a = 4 ] && [ \$b = 4 ] && [ \$c = 0 ] && cat '$tmp'/die.? | grep -q 'rank 2 .* died; excluded'"
+check "a rank killed (SIGKILL) in the rendezvous: the others fail, no file is left" sh -c "
+	FDEV_JOB=kill$$ FDEV_RANK=0 FDEV_SIZE=3 FDEV_TIMEOUT_MS=60000 \
+		timeout 120 '$t' mp alltoall direct 4096 > /dev/null 2>&1 & p0=\$!
+	i=0; while ! ls /dev/shm/fdev-*-kill$$ > /dev/null 2>&1 && [ \$i -lt 400 ]; do
+		sleep 0.05; i=\$((i + 1)); done
+	sleep 0.5	# from the file to its pid in it: no system call between
+	kill -9 \$p0; wait \$p0
+	FDEV_JOB=kill$$ FDEV_RANK=1 FDEV_SIZE=3 FDEV_TIMEOUT_MS=60000 \
+		timeout 120 '$t' mp alltoall direct 4096 > /dev/null 2> '$tmp/kill1' & p1=\$!
+	FDEV_JOB=kill$$ FDEV_RANK=2 FDEV_SIZE=3 FDEV_TIMEOUT_MS=60000 \
+		timeout 120 '$t' mp alltoall direct 4096 > /dev/null 2> '$tmp/kill2' & p2=\$!
+	wait \$p1; r1=\$?; wait \$p2; r2=\$?
+	[ \$i -lt 400 ] && [ \$r1 = 1 ] && [ \$r2 = 1 ] &&
+	grep -q 'rank 0 .* died; excluded' '$tmp/kill1' &&
+	! ls /dev/shm/fdev-*-kill$$ 2>/dev/null"
 
 # MoE, timing only.
 check "throughput dispatch/combine, 8 ranks, 512 tokens, H=7168, top-8 of 256" sh -c "
