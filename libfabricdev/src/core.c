@@ -56,18 +56,31 @@ static int fdev_debug(void)
 	return v && *v && strcmp(v, "0");
 }
 
+/*
+ * The stash is a FIFO in stash[stash_head, stash_head + stash_nr): a
+ * WAIT that lets the engine run may bring a whole step's completions at
+ * once (a million for an all-to-all of 1024 ranks), which are then taken
+ * 256 at a time, so taking must not move the rest.
+ */
 static int stash_push(struct fdev *dev, const struct fdev_cqe *c)
 {
-	if (dev->stash_nr == dev->stash_cap) {
-		unsigned int cap = dev->stash_cap ? dev->stash_cap * 2 : 256;
-		struct fdev_cqe *n = realloc(dev->stash, cap * sizeof(*n));
+	if (dev->stash_head + dev->stash_nr == dev->stash_cap) {
+		if (dev->stash_head && dev->stash_head >= dev->stash_nr) {
+			/* Half of it or more taken: as many moves as takes. */
+			memmove(dev->stash, dev->stash + dev->stash_head,
+				dev->stash_nr * sizeof(*c));
+			dev->stash_head = 0;
+		} else {
+			unsigned int cap = dev->stash_cap ? dev->stash_cap * 2 : 256;
+			struct fdev_cqe *n = realloc(dev->stash, cap * sizeof(*n));
 
-		if (!n)
-			return -ENOMEM;
-		dev->stash = n;
-		dev->stash_cap = cap;
+			if (!n)
+				return -ENOMEM;
+			dev->stash = n;
+			dev->stash_cap = cap;
+		}
 	}
-	dev->stash[dev->stash_nr++] = *c;
+	dev->stash[dev->stash_head + dev->stash_nr++] = *c;
 	if (c->queue < dev->nq && dev->qinfl[c->queue])
 		dev->qinfl[c->queue]--;
 	return 0;
@@ -78,10 +91,9 @@ static unsigned int stash_take(struct fdev *dev, struct fdev_cqe *out,
 {
 	unsigned int n = dev->stash_nr < max ? dev->stash_nr : max;
 
-	memcpy(out, dev->stash, n * sizeof(*out));
-	memmove(dev->stash, dev->stash + n,
-		(dev->stash_nr - n) * sizeof(*out));
+	memcpy(out, dev->stash + dev->stash_head, n * sizeof(*out));
 	dev->stash_nr -= n;
+	dev->stash_head = dev->stash_nr ? dev->stash_head + n : 0;
 	return n;
 }
 
@@ -979,13 +991,16 @@ int fdev_advance_to(struct fdev *dev, uint32_t queue, uint64_t ps)
 int fdev_reap_tag(struct fdev *dev, uint64_t tag, struct fdev_cqe *out)
 {
 	for (;;) {
+		struct fdev_cqe *st = dev->stash + dev->stash_head;
+
 		for (unsigned int i = 0; i < dev->stash_nr; i++) {
-			if (dev->stash[i].user_tag != tag)
+			if (st[i].user_tag != tag)
 				continue;
-			*out = dev->stash[i];
-			memmove(&dev->stash[i], &dev->stash[i + 1],
+			*out = st[i];
+			memmove(&st[i], &st[i + 1],
 				(dev->stash_nr - i - 1) * sizeof(*out));
-			dev->stash_nr--;
+			if (!--dev->stash_nr)
+				dev->stash_head = 0;
 			return out->status;
 		}
 		if (!dev->inflight)

@@ -45,7 +45,7 @@ struct fdev {
 	uint64_t clock_ps;		/* the context's clock, as last seen */
 	unsigned int inflight;		/* posted, not yet in the stash */
 	struct fdev_cqe *stash;		/* reaped, not yet returned */
-	unsigned int stash_nr, stash_cap;
+	unsigned int stash_head, stash_nr, stash_cap;	/* FIFO from head */
 	/* io_uring */
 	int uring;
 	struct io_uring ring;
