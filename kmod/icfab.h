@@ -91,7 +91,7 @@
 #define ICFAB_ENGINE_EVENTS		(256 * 1024)	/* pending segment events */
 /* Events the engine processes between two chances to reschedule. */
 #define ICFAB_ENGINE_RUN_BUDGET		4096
-/* The event table grows, doubling, up to this (40 bytes each). */
+/* The event table grows, doubling, up to this (48 bytes each). */
 #define ICFAB_ENGINE_EVENTS_MAX		(8 * 1024 * 1024)
 /*
  * Segments of the largest unicast transfer: one event per segment plus

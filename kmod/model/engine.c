@@ -164,25 +164,63 @@ int icfab_engine_init(struct icfab_engine *e, const struct icfab_mtopo *topo,
 }
 
 /*
- * ---- pending events: a binary min-heap and a sorted run, sharing the
- * caller's array (see struct icfab_engine) ----
+ * ---- pending events: a 4-ary min-heap and a sorted run of ordering
+ * entries, sharing the front of the caller's array, and the events'
+ * bodies behind them (see struct icfab_engine) ----
  */
 
-/*
- * The order events are processed in. Only events equal in every field
- * tie (a transfer has at most one pending per segment, hop and node),
- * and those are interchangeable, so any structure that always yields a
- * smallest pending event processes the same events in the same order.
- */
-static ENGINE_HOT int ev_before(const struct icfab_engine_event *a,
-				const struct icfab_engine_event *b)
+_Static_assert(sizeof(struct icfab_engine_event) ==
+	       sizeof(struct icfab_engine_evkey) +
+	       sizeof(struct icfab_engine_evbody),
+	       "an event's storage is its ordering entry and its body");
+
+/* An event taken off the queue, whole. */
+struct ev {
+	icfab_u64 time_ps;		/* ps */
+	icfab_u64 tail_ps;		/* ps */
+	icfab_u64 key;
+	icfab_u32 seg;
+	icfab_u32 xfer;
+	icfab_u32 node;
+	icfab_u32 hop;
+};
+
+/* Where keys[] and bodies[] are in an array of @cap events. */
+static ENGINE_HOT struct icfab_engine_evkey *
+ev_keys_of(struct icfab_engine_event *ev)
 {
-	if (a->time_ps != b->time_ps)
-		return a->time_ps < b->time_ps;
-	if (a->key != b->key)
-		return a->key < b->key;
-	if (a->seg != b->seg)
-		return a->seg < b->seg;
+	return (struct icfab_engine_evkey *)ev;
+}
+
+static ENGINE_HOT struct icfab_engine_evbody *
+ev_bodies_of(struct icfab_engine_event *ev, icfab_u32 cap)
+{
+	return (struct icfab_engine_evbody *)
+	       ((char *)ev + (unsigned long)cap *
+			     sizeof(struct icfab_engine_evkey));
+}
+
+/* @e's; derived, not kept, so that only events and events_cap say where. */
+static ENGINE_HOT struct icfab_engine_evkey *
+ev_keys(const struct icfab_engine *e)
+{
+	return ev_keys_of(e->events);
+}
+
+static ENGINE_HOT struct icfab_engine_evbody *
+ev_bodies(const struct icfab_engine *e)
+{
+	return ev_bodies_of(e->events, e->events_cap);
+}
+
+/*
+ * Of two events that tie in (time, key, seg): (hop, node, xfer). Only
+ * events equal in every field tie (a transfer has at most one pending
+ * per segment, hop and node), and those are interchangeable.
+ */
+static int body_before(const struct icfab_engine_evbody *a,
+		       const struct icfab_engine_evbody *b)
+{
 	if (a->hop != b->hop)
 		return a->hop < b->hop;
 	/* Only a tree has one segment at two nodes of one depth. */
@@ -191,16 +229,36 @@ static ENGINE_HOT int ev_before(const struct icfab_engine_event *a,
 	return a->xfer < b->xfer;
 }
 
+/*
+ * The order events are processed in: (time, key, seg, hop, node, xfer).
+ * It is total, so any structure that always yields a smallest pending
+ * event processes the same events in the same order.
+ */
+static ENGINE_HOT int ev_before(const struct icfab_engine *e,
+				const struct icfab_engine_evkey *a,
+				const struct icfab_engine_evkey *b)
+{
+	if (a->time_ps != b->time_ps)
+		return a->time_ps < b->time_ps;
+	if (a->key != b->key)
+		return a->key < b->key;
+	if (a->seg != b->seg)
+		return a->seg < b->seg;
+	return body_before(&ev_bodies(e)[a->body], &ev_bodies(e)[b->body]);
+}
+
 static void ev_queue_reset(struct icfab_engine *e)
 {
 	e->nr_events = 0;
 	e->nr_heap = 0;
 	e->run_lo = e->events_cap;
 	e->run_hi = e->events_cap;
+	e->free_body = ICFAB_ENGINE_NO_XFER;
+	e->bodies_hi = 0;
 }
 
 /*
- * Move the run to the top of the array, to open the gap between it and
+ * Move the run to the top of keys[], to open the gap between it and
  * the heap. Only needed once they meet with room left above the run
  * (popped from its top), so rarely, and only when the array is nearly
  * full.
@@ -210,51 +268,78 @@ static void ev_run_to_top(struct icfab_engine *e)
 	icfab_u32 shift = e->events_cap - e->run_hi, i;
 
 	for (i = e->run_hi; i-- > e->run_lo;)
-		e->events[i + shift] = e->events[i];
+		ev_keys(e)[i + shift] = ev_keys(e)[i];
 	e->run_lo += shift;
 	e->run_hi += shift;
 }
 
 static ENGINE_HOT void ev_heap_push(struct icfab_engine *e,
-				    const struct icfab_engine_event *ev)
+				    const struct icfab_engine_evkey *k)
 {
+	struct icfab_engine_evkey *h = ev_keys(e);
 	icfab_u32 i = e->nr_heap++;
 
 	while (i) {
-		icfab_u32 parent = (i - 1) / 2;
+		icfab_u32 parent = (i - 1) / 4;
 
-		if (!ev_before(ev, &e->events[parent]))
+		if (!ev_before(e, k, &h[parent]))
 			break;
-		e->events[i] = e->events[parent];
+		h[i] = h[parent];
 		i = parent;
 	}
-	e->events[i] = *ev;
+	h[i] = *k;
 }
 
+/*
+ * Bottom up: the hole at the root goes down by the smaller child to a
+ * leaf, and the last entry, which belongs near the bottom, rises from
+ * there. One compare per level fewer than sinking it from the root.
+ */
 static void ev_heap_pop(struct icfab_engine *e,
-			struct icfab_engine_event *top)
+			struct icfab_engine_evkey *top)
 {
-	struct icfab_engine_event last;
-	icfab_u32 i = 0, n;
+	struct icfab_engine_evkey *h = ev_keys(e), last;
+	icfab_u64 i = 0, n;
 
-	*top = e->events[0];
+	*top = h[0];
 	n = --e->nr_heap;
 	if (!n)
 		return;
-	last = e->events[n];
+	last = h[n];
 	for (;;) {
-		icfab_u32 c = 2 * i + 1;
+		icfab_u64 c = 4 * i + 1, best = c;
 
-		if (c >= n)
-			break;
-		if (c + 1 < n && ev_before(&e->events[c + 1], &e->events[c]))
-			c++;
-		if (!ev_before(&e->events[c], &last))
-			break;
-		e->events[i] = e->events[c];
-		i = c;
+		if (c + 3 < n) {
+			/* Four children: the usual case, unrolled. */
+			icfab_u64 b2 = c + 2;
+
+			if (ev_before(e, &h[c + 1], &h[c]))
+				best = c + 1;
+			if (ev_before(e, &h[c + 3], &h[c + 2]))
+				b2 = c + 3;
+			if (ev_before(e, &h[b2], &h[best]))
+				best = b2;
+		} else {
+			icfab_u64 j;
+
+			if (c >= n)
+				break;
+			for (j = c + 1; j < n; j++)
+				if (ev_before(e, &h[j], &h[best]))
+					best = j;
+		}
+		h[i] = h[best];
+		i = best;
 	}
-	e->events[i] = last;
+	while (i) {
+		icfab_u64 parent = (i - 1) / 4;
+
+		if (!ev_before(e, &last, &h[parent]))
+			break;
+		h[i] = h[parent];
+		i = parent;
+	}
+	h[i] = last;
 }
 
 /* Whether the next event is the run's (the heap's otherwise). */
@@ -263,18 +348,18 @@ static ENGINE_HOT int ev_next_in_run(const struct icfab_engine *e)
 	if (e->run_lo == e->run_hi)
 		return 0;
 	return !e->nr_heap ||
-	       ev_before(&e->events[e->run_hi - 1], &e->events[0]);
+	       ev_before(e, &ev_keys(e)[e->run_hi - 1], &ev_keys(e)[0]);
 }
 
 /* The next event, the run's when @in_run (ev_next_in_run()'s answer). */
-static ENGINE_HOT const struct icfab_engine_event *
+static ENGINE_HOT const struct icfab_engine_evkey *
 ev_head(const struct icfab_engine *e, int in_run)
 {
-	return in_run ? &e->events[e->run_hi - 1] : &e->events[0];
+	return in_run ? &ev_keys(e)[e->run_hi - 1] : &ev_keys(e)[0];
 }
 
 /* The next event; there is one. */
-static ENGINE_HOT const struct icfab_engine_event *
+static ENGINE_HOT const struct icfab_engine_evkey *
 ev_peek(const struct icfab_engine *e)
 {
 	return ev_head(e, ev_next_in_run(e));
@@ -290,24 +375,38 @@ static ENGINE_HOT int ev_push_tail(struct icfab_engine *e, icfab_u32 id,
 				   icfab_u32 seg, icfab_u32 hop,
 				   icfab_u32 node)
 {
-	struct icfab_engine_event ev = {
-		.time_ps = time_ps, .tail_ps = tail_ps,
-		.key = e->xfers[id].key, .seg = seg,
-		.xfer = id, .node = node, .hop = (icfab_u16)hop, .pad = 0,
-	};
+	struct icfab_engine_evbody *b;
+	struct icfab_engine_evkey k;
 	int to_run;
 
 	if (e->nr_events >= e->events_cap)
 		return -ICFAB_ENGINE_ENOSPC;
+	/* Fewer bodies than events_cap are in use: one is free. */
+	if (e->free_body != ICFAB_ENGINE_NO_XFER) {
+		k.body = e->free_body;
+		e->free_body = ev_bodies(e)[k.body].xfer;
+	} else {
+		k.body = e->bodies_hi++;
+	}
+	k.time_ps = time_ps;
+	k.key = e->xfers[id].key;
+	k.seg = seg;
+	b = &ev_bodies(e)[k.body];
+	b->tail_ps = tail_ps;
+	b->xfer = id;
+	b->node = node;
+	b->hop = (icfab_u16)hop;
+	b->pad = 0;
+	b->pad2 = 0;
 	/* From here on an entry is free: below the run or above it. */
 	to_run = !e->heap_only && (e->run_lo == e->run_hi ||
-				   !ev_before(&ev, &e->events[e->run_lo]));
+				   !ev_before(e, &k, &ev_keys(e)[e->run_lo]));
 	if (e->run_lo == e->nr_heap)
 		ev_run_to_top(e);
 	if (to_run)
-		e->events[--e->run_lo] = ev;
+		ev_keys(e)[--e->run_lo] = k;
 	else
-		ev_heap_push(e, &ev);
+		ev_heap_push(e, &k);
 	e->nr_events++;
 	if (e->nr_events > e->max_events)
 		e->max_events = e->nr_events;
@@ -325,18 +424,31 @@ static ENGINE_HOT int ev_push(struct icfab_engine *e, icfab_u32 id,
 
 /* Pop the next event, the run's when @in_run (ev_next_in_run()'s answer). */
 static ENGINE_HOT void ev_pop(struct icfab_engine *e, int in_run,
-			      struct icfab_engine_event *top)
+			      struct ev *top)
 {
+	struct icfab_engine_evbody *b;
+	struct icfab_engine_evkey k;
+
 	if (in_run) {
-		*top = e->events[--e->run_hi];
+		k = ev_keys(e)[--e->run_hi];
 		if (e->run_hi == e->run_lo) {
 			e->run_lo = e->events_cap;
 			e->run_hi = e->events_cap;
 		}
 	} else {
-		ev_heap_pop(e, top);
+		ev_heap_pop(e, &k);
 	}
 	e->nr_events--;
+	b = &ev_bodies(e)[k.body];
+	top->time_ps = k.time_ps;
+	top->tail_ps = b->tail_ps;
+	top->key = k.key;
+	top->seg = k.seg;
+	top->xfer = b->xfer;
+	top->node = b->node;
+	top->hop = b->hop;
+	b->xfer = e->free_body;
+	e->free_body = k.body;
 }
 
 /*
@@ -1203,8 +1315,7 @@ static int xfer_start(struct icfab_engine *e, icfab_u32 id, icfab_u64 now)
 }
 
 /* <0 on an engine bug, 1 when the completion callback asked to stop. */
-static int ev_process(struct icfab_engine *e,
-		      const struct icfab_engine_event *ev,
+static int ev_process(struct icfab_engine *e, const struct ev *ev,
 		      icfab_engine_complete_fn complete, void *arg)
 {
 	struct icfab_engine_xfer *x = &e->xfers[ev->xfer];
@@ -1244,7 +1355,7 @@ static int ev_process(struct icfab_engine *e,
 int icfab_engine_run_until(struct icfab_engine *e, icfab_u64 horizon_ps,
 			   icfab_engine_complete_fn complete, void *arg)
 {
-	struct icfab_engine_event ev;
+	struct ev ev;
 	icfab_u32 done = 0;
 	int ret;
 
@@ -1357,6 +1468,10 @@ int icfab_engine_grow(struct icfab_engine *e,
 		      struct icfab_engine_xfer *xfers, icfab_u32 xfers_cap,
 		      struct icfab_engine_event *events, icfab_u32 events_cap)
 {
+	struct icfab_engine_evkey *keys = ev_keys_of(events);
+	struct icfab_engine_evbody *bodies = ev_bodies_of(events, events_cap);
+	struct icfab_engine_evkey *old_keys = ev_keys(e);
+	struct icfab_engine_evbody *old_bodies = ev_bodies(e);
 	icfab_u32 i, run_len = e->run_hi - e->run_lo, shift;
 
 	if (xfers_cap < e->xfers_cap || events_cap < e->events_cap ||
@@ -1377,15 +1492,20 @@ int icfab_engine_grow(struct icfab_engine *e,
 	e->xfers_cap = xfers_cap;
 
 	/*
-	 * The heap stays at the bottom, the run goes to the top, copied
-	 * from its highest entry down so that moving up in place is safe.
+	 * Bodies first: grown in place, they move up, over nothing that
+	 * is still to be read but themselves, so from the highest down.
+	 * Then the heap stays at the bottom of keys[] and the run goes to
+	 * its top, also from its highest entry down.
 	 */
-	if (events != e->events)
+	if (bodies != old_bodies)
+		for (i = e->bodies_hi; i-- > 0;)
+			bodies[i] = old_bodies[i];
+	if (keys != old_keys)
 		for (i = 0; i < e->nr_heap; i++)
-			events[i] = e->events[i];
+			keys[i] = old_keys[i];
 	shift = events_cap - e->run_hi;
 	for (i = e->run_hi; i-- > e->run_lo;)
-		events[i + shift] = e->events[i];
+		keys[i + shift] = old_keys[i];
 	e->events = events;
 	e->events_cap = events_cap;
 	e->run_hi = events_cap;

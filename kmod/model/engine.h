@@ -27,7 +27,7 @@
  * bottleneck), and each queued segment needs its own pending event to be
  * served in FIFO order. So the memory a transfer costs is one
  * struct icfab_engine_xfer plus (segments + 1) struct icfab_engine_event
- * (40 bytes each). A submission that does not fit fails with -ENOSPC and
+ * (48 bytes each). A submission that does not fit fails with -ENOSPC and
  * changes nothing; nothing fails for lack of space while running. The
  * caller may then give the engine more room (icfab_engine_grow()) and
  * submit again: storage costs memory, never emulated time.
@@ -175,20 +175,42 @@ struct icfab_engine_xfer {
  * events apart where the tree index of a link would: no wider event.
  * @seg == nr_segs is the transfer's own: at hop 0 the release of the DMA
  * engine, at hop 1 the last arrival.
+ *
+ * An event is kept in two parts: what orders it but for the rarest
+ * ties, 24 bytes, in the structure that orders events, and the rest, its
+ * body, apart. Moving an event in the heap moves 24 bytes, and comparing
+ * two reads their bodies only when they tie in (time, key, seg), which
+ * only a tree's copies of a segment and a transfer's own two events do.
  */
-struct icfab_engine_event {
+struct icfab_engine_evkey {
 	icfab_u64 time_ps;		/* ps */
+	icfab_u64 key;			/* the transfer's */
+	icfab_u32 seg;
+	icfab_u32 body;			/* index into the bodies */
+};
+
+struct icfab_engine_evbody {
 	/*
-	 * ps: when the segment's last byte is at @node; later than @time_ps
-	 * only when it came cut-through (its head is there at @time_ps).
+	 * ps: when the segment's last byte is at @node; later than the
+	 * event's time only when it came cut-through (its head is there
+	 * at that time).
 	 */
 	icfab_u64 tail_ps;
-	icfab_u64 key;
-	icfab_u32 seg;
-	icfab_u32 xfer;
+	icfab_u32 xfer;			/* a free body: the next free one */
 	icfab_u32 node;
 	icfab_u16 hop;
 	icfab_u16 pad;
+	icfab_u32 pad2;
+};
+
+/*
+ * The storage of one pending event, as the caller allocates it: an
+ * array of events_cap of these is laid out by the engine as events_cap
+ * ordering entries followed by events_cap bodies.
+ */
+struct icfab_engine_event {
+	icfab_u64 storage[(sizeof(struct icfab_engine_evkey) +
+			   sizeof(struct icfab_engine_evbody)) / 8];
 };
 
 /* The caller's arrays; the engine keeps pointers to them. */
@@ -199,7 +221,7 @@ struct icfab_engine_storage {
 	icfab_u32 dma_cap;			/* >= icfab_engine_dma_needed */
 	icfab_u32 xfers_cap;
 	struct icfab_engine_xfer *xfers;
-	struct icfab_engine_event *events;	/* the heap */
+	struct icfab_engine_event *events;	/* the event queue */
 	icfab_u32 events_cap;
 };
 
@@ -262,15 +284,22 @@ struct icfab_engine {
 	icfab_u32 free_xfer;		/* head of the free list */
 	icfab_u32 nr_xfers;		/* in flight */
 	/*
-	 * Pending events, in events[]: a binary min-heap at the bottom,
-	 * events[0, nr_heap), and a run sorted in descending order at the
-	 * top, events[run_lo, run_hi), whose last entry is its smallest.
-	 * An event that sorts no earlier than the run's largest joins the
-	 * run in O(1); any other goes into the heap. The next event is the
-	 * smaller of the two minima, so the order is the one the heap alone
-	 * would give (see ev_before()), and the common case (a transfer's
-	 * own events, a burst of submissions in key order) never sifts.
+	 * Pending events, in events[] (see struct icfab_engine_event):
+	 * their ordering entries in keys[] (the array's front), a 4-ary
+	 * min-heap at the
+	 * bottom, keys[0, nr_heap), and a run sorted in descending order
+	 * at the top, keys[run_lo, run_hi), whose last entry is its
+	 * smallest. An event that sorts no earlier than the run's largest
+	 * joins the run in O(1); any other goes into the heap. The next
+	 * event is the smaller of the two minima, so the order is the one
+	 * the heap alone would give (see ev_before()), and the common case
+	 * (a transfer's own events, a burst of submissions in key order)
+	 * never sifts. Their bodies are in bodies[] (behind keys[]):
+	 * those below bodies_hi are in use or on the free list from
+	 * free_body.
 	 */
+	icfab_u32 free_body;
+	icfab_u32 bodies_hi;
 	icfab_u32 nr_events;		/* pending: heap and run */
 	icfab_u32 nr_heap;
 	icfab_u32 run_lo, run_hi;	/* run_lo == run_hi: empty */
@@ -447,8 +476,8 @@ int icfab_engine_run_until(struct icfab_engine *e, icfab_u64 horizon_ps,
 /*
  * Move @e to larger storage: @xfers (@xfers_cap entries) and @events
  * (@events_cap), each at least as large as what @e has now. Either may be
- * the array @e already uses (grown in place, say by a realloc), and then
- * only the part beyond the old size is written. Everything in flight
+ * the array @e already uses (grown in place, say by a realloc); the
+ * engine moves what it keeps in the events array itself. Everything in flight
  * carries over and transfer ids stay; the arrays @e used are not touched
  * afterwards and may be freed. Call it between engine calls, when a
  * submission returned -ENOSPC for instance: capacity costs the caller
