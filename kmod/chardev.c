@@ -33,6 +33,7 @@ static int icfab_open(struct inode *inode, struct file *file)
 	}
 	ctx->uid = uid;
 	ctx->quota_exempt = exempt;
+	ctx->net_admin = file_ns_capable(file, &init_user_ns, CAP_NET_ADMIN);
 
 	atomic_inc(&fabric->nr_contexts);
 	file->private_data = ctx;

@@ -72,6 +72,23 @@ static bool icfab_circuit_has_dst(const struct icfab_circuit *c, u32 node)
 	return false;
 }
 
+/*
+ * May @ctx receive over @c? Its owner's contexts, those of the uids it
+ * granted, and administrators' (docs/SECURITY.md).
+ */
+static bool icfab_circuit_may_recv(const struct icfab_circuit *c,
+				   const struct icfab_ctx *ctx)
+{
+	u32 i;
+
+	if (ctx->net_admin || ctx->uid == c->owner_uid)
+		return true;
+	for (i = 0; i < c->nr_recv_uids; i++)
+		if (c->recv_uids[i] == ctx->uid)
+			return true;
+	return false;
+}
+
 /* [@off, @off + @len) inside @size bytes, without overflow? */
 static bool icfab_circuit_range_ok(u64 off, u64 len, u64 size)
 {
@@ -109,6 +126,9 @@ long icfab_ioctl_circuit_recv(struct icfab_ctx *ctx, void __user *uarg)
 	ret = -EINVAL;
 	if (!icfab_circuit_has_dst(c, cr.endpoint) ||
 	    !icfab_ctx_attached_to(ctx, cr.endpoint))
+		goto out_unlock;
+	ret = -EPERM;
+	if (!icfab_circuit_may_recv(c, ctx))
 		goto out_unlock;
 	if (cr.region) {
 		/* REGION_FREE takes the handle under the lock: still there? */

@@ -36,6 +36,9 @@ const struct nla_policy icfab_circuit_new_policy[ICFAB_A_MAX + 1] = {
 	[ICFAB_A_CIRCUIT_ROUTERS]	= NLA_POLICY_RANGE(NLA_BINARY,
 						sizeof(u32),
 						ICFAB_CIRCUIT_MAX_ROUTERS * sizeof(u32)),
+	[ICFAB_A_CIRCUIT_RECV_UIDS]	= NLA_POLICY_RANGE(NLA_BINARY,
+						sizeof(u32),
+						ICFAB_CIRCUIT_MAX_RECV_UIDS * sizeof(u32)),
 };
 
 const struct nla_policy icfab_circuit_del_policy[ICFAB_A_MAX + 1] = {
@@ -58,14 +61,27 @@ const struct nla_policy icfab_color_get_policy[ICFAB_A_MAX + 1] = {
 static size_t icfab_circuit_msg_size(const struct icfab_circuit *c)
 {
 	return 7 * nla_total_size(sizeof(u32)) +
+	       nla_total_size(c->nr_recv_uids * sizeof(u32)) +
 	       nla_total_size(c->nr_dsts * sizeof(u32)) +
 	       nla_total_size(c->nr_routers * sizeof(u32));
 }
 
+/*
+ * Does the requester of a CIRCUIT_GET see @c's owner? Administrators
+ * (CAP_NET_ADMIN) and its owner do; others see the circuit without it.
+ */
+static bool icfab_circuit_owner_shown(const struct sk_buff *skb,
+				      const struct icfab_circuit *c)
+{
+	return netlink_capable(skb, CAP_NET_ADMIN) ||
+	       from_kuid_munged(&init_user_ns, current_euid()) == c->owner_uid;
+}
+
+/* @hide_owner: without its owner pid, uid and grants. */
 static int icfab_fill_circuit(struct sk_buff *skb, u32 portid, u32 seq,
 			      int flags, u8 cmd, struct icfab_fabric *fabric,
 			      struct netlink_callback *cb,
-			      const struct icfab_circuit *c)
+			      const struct icfab_circuit *c, bool hide_owner)
 {
 	void *hdr;
 
@@ -78,8 +94,12 @@ static int icfab_fill_circuit(struct sk_buff *skb, u32 portid, u32 seq,
 	if (nla_put_u32(skb, ICFAB_A_FABRIC_ID, fabric->id) ||
 	    nla_put_u32(skb, ICFAB_A_CIRCUIT_ID, c->id) ||
 	    nla_put_u32(skb, ICFAB_A_CIRCUIT_COLOR, c->color) ||
-	    nla_put_u32(skb, ICFAB_A_CIRCUIT_OWNER_PID, c->owner_pid) ||
-	    nla_put_u32(skb, ICFAB_A_CIRCUIT_OWNER_UID, c->owner_uid) ||
+	    (!hide_owner &&
+	     (nla_put_u32(skb, ICFAB_A_CIRCUIT_OWNER_PID, c->owner_pid) ||
+	      nla_put_u32(skb, ICFAB_A_CIRCUIT_OWNER_UID, c->owner_uid) ||
+	      (c->nr_recv_uids &&
+	       nla_put(skb, ICFAB_A_CIRCUIT_RECV_UIDS,
+		       c->nr_recv_uids * sizeof(u32), c->recv_uids)))) ||
 	    nla_put_u32(skb, ICFAB_A_CIRCUIT_SRC, c->src) ||
 	    nla_put(skb, ICFAB_A_CIRCUIT_DSTS, c->nr_dsts * sizeof(u32),
 		    c->nodes) ||
@@ -95,14 +115,15 @@ static int icfab_fill_circuit(struct sk_buff *skb, u32 portid, u32 seq,
 /* A message about @c with command @cmd, or NULL without memory. */
 static struct sk_buff *icfab_circuit_msg(struct icfab_fabric *fabric,
 					 const struct icfab_circuit *c, u8 cmd,
-					 u32 portid, u32 seq)
+					 u32 portid, u32 seq, bool hide_owner)
 {
 	struct sk_buff *msg;
 
 	msg = genlmsg_new(icfab_circuit_msg_size(c), GFP_KERNEL);
 	if (!msg)
 		return NULL;
-	if (icfab_fill_circuit(msg, portid, seq, 0, cmd, fabric, NULL, c)) {
+	if (icfab_fill_circuit(msg, portid, seq, 0, cmd, fabric, NULL, c,
+			       hide_owner)) {
 		nlmsg_free(msg);
 		return NULL;
 	}
@@ -112,7 +133,7 @@ static struct sk_buff *icfab_circuit_msg(struct icfab_fabric *fabric,
 static void icfab_circuit_notify(struct icfab_fabric *fabric,
 				 const struct icfab_circuit *c, u8 cmd)
 {
-	struct sk_buff *msg = icfab_circuit_msg(fabric, c, cmd, 0, 0);
+	struct sk_buff *msg = icfab_circuit_msg(fabric, c, cmd, 0, 0, false);
 
 	if (msg)
 		icfab_genl_multicast_events(msg);
@@ -158,6 +179,19 @@ int icfab_genl_circuit_new_doit(struct sk_buff *skb, struct genl_info *info)
 		c->owner_pid = nla_get_u32(attrs[ICFAB_A_CIRCUIT_OWNER_PID]);
 	if (attrs[ICFAB_A_CIRCUIT_OWNER_UID])
 		c->owner_uid = nla_get_u32(attrs[ICFAB_A_CIRCUIT_OWNER_UID]);
+	if (attrs[ICFAB_A_CIRCUIT_RECV_UIDS]) {
+		if (nla_len(attrs[ICFAB_A_CIRCUIT_RECV_UIDS]) % sizeof(u32)) {
+			NL_SET_ERR_MSG_ATTR(info->extack,
+					    attrs[ICFAB_A_CIRCUIT_RECV_UIDS],
+					    "uids are __u32: the length must be a multiple of 4");
+			icfab_circuit_free(c);
+			return -EINVAL;
+		}
+		c->nr_recv_uids = nla_len(attrs[ICFAB_A_CIRCUIT_RECV_UIDS]) /
+				  sizeof(u32);
+		memcpy(c->recv_uids, nla_data(attrs[ICFAB_A_CIRCUIT_RECV_UIDS]),
+		       c->nr_recv_uids * sizeof(u32));
+	}
 	memcpy(c->nodes, nla_data(attrs[ICFAB_A_CIRCUIT_DSTS]),
 	       nr_dsts * sizeof(u32));
 	memcpy(c->nodes + nr_dsts, nla_data(attrs[ICFAB_A_CIRCUIT_ROUTERS]),
@@ -176,9 +210,10 @@ int icfab_genl_circuit_new_doit(struct sk_buff *skb, struct genl_info *info)
 	if (!err) {
 		/* Sized for @c: filling cannot fail. */
 		icfab_fill_circuit(reply, info->snd_portid, info->snd_seq, 0,
-				   ICFAB_CMD_CIRCUIT_NEW, fabric, NULL, c);
+				   ICFAB_CMD_CIRCUIT_NEW, fabric, NULL, c,
+				   false);
 		icfab_fill_circuit(ntf, 0, 0, 0, ICFAB_CMD_CIRCUIT_NEW, fabric,
-				   NULL, c);
+				   NULL, c, false);
 	}
 	mutex_unlock(&fabric->lock);
 	if (err)
@@ -237,7 +272,8 @@ int icfab_genl_circuit_get_doit(struct sk_buff *skb, struct genl_info *info)
 	c = xa_load(&fabric->circuits, nla_get_u32(attrs[ICFAB_A_CIRCUIT_ID]));
 	if (c)
 		msg = icfab_circuit_msg(fabric, c, ICFAB_CMD_CIRCUIT_GET,
-					info->snd_portid, info->snd_seq);
+					info->snd_portid, info->snd_seq,
+					!icfab_circuit_owner_shown(skb, c));
 	mutex_unlock(&fabric->lock);
 
 	if (!c) {
@@ -275,7 +311,9 @@ int icfab_genl_circuit_get_dumpit(struct sk_buff *skb,
 	xa_for_each_start(&fabric->circuits, id, c, cb->args[0]) {
 		err = icfab_fill_circuit(skb, NETLINK_CB(cb->skb).portid,
 					 cb->nlh->nlmsg_seq, NLM_F_MULTI,
-					 ICFAB_CMD_CIRCUIT_GET, fabric, cb, c);
+					 ICFAB_CMD_CIRCUIT_GET, fabric, cb, c,
+					 !icfab_circuit_owner_shown(cb->skb,
+								    c));
 		if (err)
 			break;
 	}

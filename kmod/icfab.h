@@ -81,7 +81,8 @@
 					 ICFAB_F_LINK_MULTIPATH | \
 					 ICFAB_F_LINK_ENERGY | \
 					 ICFAB_F_LINK_CALIBRATION | \
-					 ICFAB_F_MEMORY_TIERS)
+					 ICFAB_F_MEMORY_TIERS | \
+					 ICFAB_F_CIRCUIT_OWNER)
 
 /* Data path (kmod/data.c). Endpoints per context: every one a fabric has. */
 #define ICFAB_MAX_ATTACH		ICFAB_MAX_ENDPOINTS
@@ -262,6 +263,7 @@ struct icfab_ctx {
 	 */
 	u32 uid;
 	bool quota_exempt;
+	bool net_admin;			/* opener had CAP_NET_ADMIN */
 	struct xarray regions;		/* handle -> struct icfab_region */
 	atomic_t uring_holds;		/* io_uring commands not yet done */
 	atomic_t nr_vmas;		/* mappings of its regions; they hold
@@ -436,6 +438,8 @@ struct icfab_circuit {
 	u32 owner_pid;			/* 0: none */
 	u32 owner_uid;
 	bool charged;			/* to owner_uid's max_uid_circuits */
+	u32 nr_recv_uids;		/* granted CIRCUIT_RECV besides owner */
+	u32 recv_uids[ICFAB_CIRCUIT_MAX_RECV_UIDS];
 	u32 src;			/* endpoint node id */
 	u32 nr_dsts;
 	u32 nr_routers;

@@ -106,7 +106,8 @@ const char *icfab_feature_name(uint64_t bit)
 	X(ICFAB_A_LINK_MSG_OVERHEAD_PS)	\
 	X(ICFAB_A_LINK_TIER)			\
 	X(ICFAB_A_LINK_TIER_BYTES)		\
-	X(ICFAB_A_NODE_TIER_LINKS)
+	X(ICFAB_A_NODE_TIER_LINKS)		\
+	X(ICFAB_A_CIRCUIT_RECV_UIDS)
 
 #define ATTR_NAME(type)		[type] = #type,
 #define ATTR_ONE(type)		+ 1

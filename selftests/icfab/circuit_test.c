@@ -9,8 +9,11 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -103,7 +106,9 @@ static int seen_cb(const struct genl_reply *r, void *arg)
 	if (s->n < 16) {
 		s->ids[s->n] = genl_u32(r->tb[ICFAB_A_CIRCUIT_ID]);
 		s->colors[s->n] = genl_u32(r->tb[ICFAB_A_CIRCUIT_COLOR]);
-		s->pids[s->n] = genl_u32(r->tb[ICFAB_A_CIRCUIT_OWNER_PID]);
+		/* Not shown to others than its owner and admins. */
+		s->pids[s->n] = r->tb[ICFAB_A_CIRCUIT_OWNER_PID] ?
+			genl_u32(r->tb[ICFAB_A_CIRCUIT_OWNER_PID]) : 0;
 		s->nr_routers[s->n] =
 			(r->tb[ICFAB_A_CIRCUIT_ROUTERS]->nla_len - NLA_HDRLEN) / 4;
 	}
@@ -367,7 +372,8 @@ TEST_F(circuit, events_announce_new_and_del)
 TEST_F(circuit, only_cap_net_admin_changes_circuits)
 {
 	struct req q = { .color = 0, .src = EP0, .dsts = { EP1 }, .nr_dsts = 1,
-			 .routers = { RT3 }, .nr_routers = 1 };
+			 .routers = { RT3 }, .nr_routers = 1, .pid = 7,
+			 .uid = 1000 };
 	uint32_t id;
 	int status;
 	pid_t pid;
@@ -387,8 +393,9 @@ TEST_F(circuit, only_cap_net_admin_changes_circuits)
 		q.color = 1;
 		bad |= circuit_new(&gs, &q, &id) != -EPERM;
 		bad |= (circuit_del(&gs, 0) != -EPERM) << 1;
-		/* Reading is for everyone. */
+		/* Reading is for everyone, without another's owner. */
 		bad |= (circuit_dump(&gs, &s) || s.n != 1) << 2;
+		bad |= (s.pids[0] != 0) << 3;
 		_exit(bad);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
@@ -443,6 +450,96 @@ TEST_F(circuit, commit_keeps_fitting_circuits_and_refuses_others)
 	ASSERT_EQ(0, genl_request(&self->gs, &m, NULL, NULL));
 	ASSERT_EQ(0, switch_new(&self->gs, RT4, "rt4", 1));
 	EXPECT_EQ(0, cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
+}
+
+/*
+ * Circuits belong to their owner uid (ICFAB_F_CIRCUIT_OWNER): in a child
+ * that becomes @uid (in the group icfab), bind nothing (region 0) to
+ * circuit @id at EP1 and list the circuits. Exit status: the errno of
+ * CIRCUIT_RECV (0: allowed) plus 100 when the dump showed @id's owner,
+ * or 200+ on trouble.
+ */
+struct owner_seen {
+	uint32_t id;
+	int shown;
+};
+
+static int owner_cb(const struct genl_reply *r, void *arg)
+{
+	struct owner_seen *o = arg;
+
+	if (genl_u32(r->tb[ICFAB_A_CIRCUIT_ID]) == o->id)
+		o->shown = r->tb[ICFAB_A_CIRCUIT_OWNER_UID] != NULL;
+	return 0;
+}
+
+static int recv_as(uint32_t uid, uint32_t id)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return 200;
+	if (!pid) {
+		struct icfab_circuit_recv cr = { .circuit = id,
+						 .endpoint = EP1 };
+		struct owner_seen o = { .id = id, .shown = -1 };
+		struct icfab_attach a = { .endpoint = EP1 };
+		struct genl_sock gs;
+		struct genl_msg m;
+		struct group *g = getgrnam("icfab");
+		gid_t gid = g ? g->gr_gid : 0;
+		int fd, err = 0;
+
+		if (!g || setgroups(1, &gid) || setresgid(uid, uid, uid) ||
+		    setresuid(uid, uid, uid))
+			_exit(201);
+		fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+		if (fd < 0 || ioctl(fd, ICFAB_IOC_ATTACH, &a))
+			_exit(202);
+		if (ioctl(fd, ICFAB_IOC_CIRCUIT_RECV, &cr))
+			err = errno;
+		if (genl_open(&gs) || genl_resolve(&gs, ICFAB_GENL_NAME))
+			_exit(203);
+		genl_msg_init(&m, gs.family, ICFAB_CMD_CIRCUIT_GET,
+			      NLM_F_DUMP);
+		if (genl_request(&gs, &m, owner_cb, &o) || o.shown < 0)
+			_exit(204);
+		_exit(err + (o.shown ? 100 : 0));
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return 205;
+	return WEXITSTATUS(status);
+}
+
+TEST_F(circuit, only_the_owner_and_its_grantees_receive)
+{
+	struct req q = { .color = 0, .src = EP0, .dsts = { EP1 }, .nr_dsts = 1,
+			 .routers = { RT3 }, .nr_routers = 1, .uid = 1000 };
+	uint32_t grant = 1001, id, id2;
+	struct genl_msg m;
+
+	ASSERT_EQ(0, circuit_new(&self->gs, &q, &id));
+	/* The second grants uid 1001 its receive side. */
+	genl_msg_init(&m, self->gs.family, ICFAB_CMD_CIRCUIT_NEW, 0);
+	genl_put_u32(&m, ICFAB_A_CIRCUIT_COLOR, 1);
+	genl_put_u32(&m, ICFAB_A_CIRCUIT_SRC, EP0);
+	genl_put_u32(&m, ICFAB_A_CIRCUIT_OWNER_UID, 1000);
+	genl_put(&m, ICFAB_A_CIRCUIT_DSTS, &q.dsts[0], 4);
+	genl_put(&m, ICFAB_A_CIRCUIT_ROUTERS, &q.routers[0], 4);
+	genl_put(&m, ICFAB_A_CIRCUIT_RECV_UIDS, &grant, 4);
+	ASSERT_EQ(0, genl_request(&self->gs, &m, new_cb, &id2));
+
+	/* The owner: allowed, and sees itself. */
+	EXPECT_EQ(100, recv_as(1000, id));
+	/* Another user: refused, and sees the circuit without its owner. */
+	EXPECT_EQ(EPERM, recv_as(1001, id));
+	EXPECT_EQ(EPERM, recv_as(65534, id));
+	/* The grantee of the second, and only of it. */
+	EXPECT_EQ(0, recv_as(1001, id2));
+	EXPECT_EQ(EPERM, recv_as(65534, id2));
+	EXPECT_EQ(0, circuit_del(&self->gs, id));
+	EXPECT_EQ(0, circuit_del(&self->gs, id2));
 }
 
 TEST_HARNESS_MAIN

@@ -196,6 +196,18 @@
  */
 #define ICFAB_F_MEMORY_TIERS	(1ULL << 13)
 
+/*
+ * ICFAB_F_CIRCUIT_OWNER
+ *	Circuits belong to their OWNER_UID: ICFAB_IOC_CIRCUIT_RECV binds a
+ *	receive region only for a context opened by that uid, by a uid the
+ *	owner granted in CIRCUIT_NEW (ICFAB_A_CIRCUIT_RECV_UIDS), or by a
+ *	process with CAP_NET_ADMIN (-EPERM otherwise). CIRCUIT_GET shows a
+ *	circuit's owner (pid, uid, grants) only to CAP_NET_ADMIN and to
+ *	that owner; others see the circuit without them.
+ *	Preconditions: ICFAB_F_CIRCUITS.
+ */
+#define ICFAB_F_CIRCUIT_OWNER	(1ULL << 14)
+
 /* Every feature this header knows about. */
 #define ICFAB_F_ALL		(ICFAB_F_NETLINK | ICFAB_F_QUEUES | \
 				 ICFAB_F_MEMORY | ICFAB_F_URING_CMD | \
@@ -205,7 +217,8 @@
 				 ICFAB_F_LINK_MULTIPATH | \
 				 ICFAB_F_LINK_ENERGY | \
 				 ICFAB_F_LINK_CALIBRATION | \
-				 ICFAB_F_MEMORY_TIERS)
+				 ICFAB_F_MEMORY_TIERS | \
+				 ICFAB_F_CIRCUIT_OWNER)
 
 /*
  * Time modes (icfab_info.time_mode, ICFAB_A_FABRIC_TIME_MODE).

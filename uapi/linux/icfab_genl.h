@@ -289,6 +289,15 @@ enum icfab_attr {
 	ICFAB_A_LINK_TIER_BYTES,	/* u64: capacity, bytes, > 0 */
 	ICFAB_A_NODE_TIER_LINKS,	/* binary: __u32[ICFAB_TIER_KINDS] */
 
+	/*
+	 * CIRCUIT_NEW (ICFAB_F_CIRCUIT_OWNER): uids besides OWNER_UID whose
+	 * contexts may bind receive regions to the circuit (CIRCUIT_RECV),
+	 * the owner's explicit grant; reported by CIRCUIT_GET to admins and
+	 * to the owner.
+	 */
+	ICFAB_A_CIRCUIT_RECV_UIDS,	/* binary: __u32 uids, at most
+					 * ICFAB_CIRCUIT_MAX_RECV_UIDS */
+
 	__ICFAB_A_MAX,
 };
 #define ICFAB_A_MAX		(__ICFAB_A_MAX - 1)
@@ -320,6 +329,7 @@ struct icfab_err_cookie {
 /* Sizes of one circuit, so that it fits one netlink message of a dump. */
 #define ICFAB_CIRCUIT_MAX_DSTS		256
 #define ICFAB_CIRCUIT_MAX_ROUTERS	512
+#define ICFAB_CIRCUIT_MAX_RECV_UIDS	8
 
 enum icfab_node_kind {
 	ICFAB_NODE_ENDPOINT,		/* accelerator or tile: a destination */

@@ -31,7 +31,8 @@
 	X(ICFAB_F_LINK_MULTIPATH, "link-multipath")	\
 	X(ICFAB_F_LINK_ENERGY,	"link-energy")		\
 	X(ICFAB_F_LINK_CALIBRATION, "link-calibration")	\
-	X(ICFAB_F_MEMORY_TIERS,	"memory-tiers")
+	X(ICFAB_F_MEMORY_TIERS,	"memory-tiers")		\
+	X(ICFAB_F_CIRCUIT_OWNER, "circuit-owner")
 
 /* The name of one feature bit, or NULL for a bit this build does not know. */
 const char *icfab_feature_name(uint64_t bit);
