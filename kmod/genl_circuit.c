@@ -130,10 +130,15 @@ static struct sk_buff *icfab_circuit_msg(struct icfab_fabric *fabric,
 	return msg;
 }
 
+/*
+ * Tell the events group. Every local user may listen there, so the
+ * announcement leaves the owner out, as CIRCUIT_GET does for those who
+ * may not see it; administrators and the owner ask CIRCUIT_GET.
+ */
 static void icfab_circuit_notify(struct icfab_fabric *fabric,
 				 const struct icfab_circuit *c, u8 cmd)
 {
-	struct sk_buff *msg = icfab_circuit_msg(fabric, c, cmd, 0, 0, false);
+	struct sk_buff *msg = icfab_circuit_msg(fabric, c, cmd, 0, 0, true);
 
 	if (msg)
 		icfab_genl_multicast_events(msg);
@@ -212,8 +217,9 @@ int icfab_genl_circuit_new_doit(struct sk_buff *skb, struct genl_info *info)
 		icfab_fill_circuit(reply, info->snd_portid, info->snd_seq, 0,
 				   ICFAB_CMD_CIRCUIT_NEW, fabric, NULL, c,
 				   false);
+		/* For every listener: without the owner (icfab_circuit_notify()). */
 		icfab_fill_circuit(ntf, 0, 0, 0, ICFAB_CMD_CIRCUIT_NEW, fabric,
-				   NULL, c, false);
+				   NULL, c, true);
 	}
 	mutex_unlock(&fabric->lock);
 	if (err)

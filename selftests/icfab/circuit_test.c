@@ -3,7 +3,8 @@
  * Circuits over netlink: CIRCUIT_NEW re-checks every color and installs
  * all or nothing, naming the busy router in the extack and cookie; bad
  * requests are refused and change nothing; GET, dumps and COLOR_GET read
- * them back; NEW and DEL are announced on the events group; only
+ * them back; NEW and DEL are announced on the events group, without
+ * the owner; only
  * CAP_NET_ADMIN may change circuits; a commit that would strand a circuit
  * is refused, one that keeps its nodes keeps it.
  */
@@ -360,12 +361,17 @@ TEST_F(circuit, events_announce_new_and_del)
 	ASSERT_EQ(0, genl_recv_one(&ev, &r, 2000));
 	EXPECT_EQ(ICFAB_CMD_CIRCUIT_NEW, r.cmd);
 	EXPECT_EQ(id, genl_u32(r.tb[ICFAB_A_CIRCUIT_ID]));
-	EXPECT_EQ(7, genl_u32(r.tb[ICFAB_A_CIRCUIT_OWNER_PID]));
+	/* Every local user may listen: the owner is left out. */
+	EXPECT_EQ(NULL, r.tb[ICFAB_A_CIRCUIT_OWNER_PID]);
+	EXPECT_EQ(NULL, r.tb[ICFAB_A_CIRCUIT_OWNER_UID]);
+	EXPECT_EQ(EP0, genl_u32(r.tb[ICFAB_A_CIRCUIT_SRC]));
 
 	ASSERT_EQ(0, circuit_del(&self->gs, id));
 	ASSERT_EQ(0, genl_recv_one(&ev, &r, 2000));
 	EXPECT_EQ(ICFAB_CMD_CIRCUIT_DEL, r.cmd);
 	EXPECT_EQ(id, genl_u32(r.tb[ICFAB_A_CIRCUIT_ID]));
+	EXPECT_EQ(NULL, r.tb[ICFAB_A_CIRCUIT_OWNER_PID]);
+	EXPECT_EQ(NULL, r.tb[ICFAB_A_CIRCUIT_OWNER_UID]);
 	genl_close(&ev);
 }
 

@@ -203,7 +203,8 @@
  *	owner granted in CIRCUIT_NEW (ICFAB_A_CIRCUIT_RECV_UIDS), or by a
  *	process with CAP_NET_ADMIN (-EPERM otherwise). CIRCUIT_GET shows a
  *	circuit's owner (pid, uid, grants) only to CAP_NET_ADMIN and to
- *	that owner; others see the circuit without them.
+ *	that owner; others see the circuit without them. The events
+ *	group's CIRCUIT_NEW and CIRCUIT_DEL announcements carry no owner.
  *	Preconditions: ICFAB_F_CIRCUITS.
  */
 #define ICFAB_F_CIRCUIT_OWNER	(1ULL << 14)
