@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
+#define _GNU_SOURCE		/* setresuid(), setresgid() */
 #include <errno.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <linux/icfab.h>
 #include <linux/icfab_genl.h>
@@ -309,4 +313,25 @@ int ctx_wait(int fd, struct icfab_cqe *c, unsigned int min, unsigned int max,
 	if (clock)
 		*clock = w.clock_ps;
 	return w.nr;
+}
+
+int as_user(uid_t uid, int (*fn)(void *), void *arg)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return 200;
+	if (!pid) {
+		struct group *g = getgrnam("icfab");
+		gid_t gid = g ? g->gr_gid : 0;
+
+		if (!g || setgroups(1, &gid) || setresgid(uid, uid, uid) ||
+		    setresuid(uid, uid, uid))
+			_exit(201);
+		_exit(fn(arg));
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return 202;
+	return WEXITSTATUS(status);
 }

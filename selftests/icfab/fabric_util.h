@@ -73,4 +73,13 @@ int ctx_queue(int fd, uint32_t ep, uint32_t depth);
 /* The number of descriptors accepted. */
 int ctx_submit(int fd, struct icfab_desc *d, unsigned int n);
 
+#include <sys/types.h>
+/*
+ * Run @fn(@arg) in a child as user and group @uid, with the group icfab
+ * as its only supplementary group. The child's exit status (what @fn
+ * returned), or 200+ when it could not be started, could not become
+ * @uid, or did not exit.
+ */
+int as_user(uid_t uid, int (*fn)(void *), void *arg);
+
 #endif

@@ -12,7 +12,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,36 +91,6 @@ FIXTURE_TEARDOWN(quota)
 	fabric_close(&self->gs);
 }
 
-/* Become user 65534 in the group icfab (in a child). */
-static int become_nobody(void)
-{
-	struct group *g = getgrnam("icfab");
-	gid_t gid;
-
-	if (!g)
-		return -1;
-	gid = g->gr_gid;
-	if (setgroups(1, &gid) || setresgid(NOBODY, NOBODY, NOBODY) ||
-	    setresuid(NOBODY, NOBODY, NOBODY))
-		return -1;
-	return 0;
-}
-
-/* Run @fn in a child as user 65534; its exit status, 200+ on trouble. */
-static int as_nobody(int (*fn)(void *), void *arg)
-{
-	int status;
-	pid_t pid = fork();
-
-	if (pid < 0)
-		return 200;
-	if (!pid)
-		_exit(become_nobody() ? 201 : fn(arg));
-	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
-		return 202;
-	return WEXITSTATUS(status);
-}
-
 static int info(int fd, struct icfab_info *in)
 {
 	memset(in, 0, sizeof(*in));
@@ -179,7 +148,7 @@ TEST_F(quota, contexts_per_uid_emfile)
 	int fds[4];
 
 	ASSERT_EQ(0, param_set("max_uid_contexts", 3));
-	EXPECT_EQ(0, as_nobody(contexts_child, NULL));
+	EXPECT_EQ(0, as_user(NOBODY, contexts_child, NULL));
 	/* Root, with CAP_SYS_RESOURCE, is not held to it. */
 	for (int i = 0; i < 4; i++) {
 		fds[i] = open(DEV, O_RDWR | O_CLOEXEC);
@@ -188,7 +157,7 @@ TEST_F(quota, contexts_per_uid_emfile)
 	for (int i = 0; i < 4; i++)
 		close(fds[i]);
 	/* Everything was given back: nobody may have three again. */
-	EXPECT_EQ(0, as_nobody(contexts_child, NULL));
+	EXPECT_EQ(0, as_user(NOBODY, contexts_child, NULL));
 }
 
 static int region_alloc(int fd, uint64_t size, uint32_t *handle)
@@ -244,9 +213,9 @@ TEST_F(quota, device_memory_per_uid_edquot)
 	int fd;
 
 	ASSERT_EQ(0, param_set("max_uid_mem_mb", 1));
-	EXPECT_EQ(0, as_nobody(memory_child, NULL));
+	EXPECT_EQ(0, as_user(NOBODY, memory_child, NULL));
 	/* And again: every page came back to the uid. */
-	EXPECT_EQ(0, as_nobody(memory_child, NULL));
+	EXPECT_EQ(0, as_user(NOBODY, memory_child, NULL));
 	/* Root is not held to it. */
 	fd = open(DEV, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
