@@ -37,20 +37,35 @@ static int grow(void **arr, size_t *cap, size_t n, size_t sz)
 	return 0;
 }
 
+/*
+ * Room for one more entry of @sz bytes at the end of *@arr (*@n used,
+ * *@cap allocated) for @step, or NULL: @p failed before or fails now
+ * (-ENOMEM, sticky), or the entry moves no bytes (@len 0).
+ */
+static void *plan_append(struct fdev_plan *p, void **arr, size_t *cap,
+			 size_t *n, size_t sz, uint32_t step, uint64_t len)
+{
+	if (p->err || !len)
+		return NULL;
+	if (grow(arr, cap, *n, sz)) {
+		p->err = -ENOMEM;
+		return NULL;
+	}
+	if (step + 1 > p->nsteps)
+		p->nsteps = step + 1;
+	return (char *)*arr + (*n)++ * sz;
+}
+
 void fdev_plan_xfer(struct fdev_plan *p, uint32_t step, uint32_t src,
 		    uint32_t dst, uint64_t src_off, uint64_t dst_off,
 		    uint64_t len)
 {
-	if (p->err || !len)
-		return;
-	if (grow((void **)&p->x, &p->capx, p->nx, sizeof(*p->x))) {
-		p->err = -ENOMEM;
-		return;
-	}
-	p->x[p->nx++] = (struct fdev_xfer){ .step = step, .src = src,
-		.dst = dst, .src_off = src_off, .dst_off = dst_off, .len = len };
-	if (step + 1 > p->nsteps)
-		p->nsteps = step + 1;
+	struct fdev_xfer *x = plan_append(p, (void **)&p->x, &p->capx, &p->nx,
+					  sizeof(*x), step, len);
+
+	if (x)
+		*x = (struct fdev_xfer){ .step = step, .src = src, .dst = dst,
+			.src_off = src_off, .dst_off = dst_off, .len = len };
 }
 
 void fdev_plan_mcast(struct fdev_plan *p, uint32_t step, uint32_t src,
@@ -66,17 +81,13 @@ void fdev_plan_mcast(struct fdev_plan *p, uint32_t step, uint32_t src,
 void fdev_plan_act(struct fdev_plan *p, uint32_t step, uint32_t rank, int op,
 		   int dtype, uint64_t dst_off, uint64_t src_off, uint64_t len)
 {
-	if (p->err || !len)
-		return;
-	if (grow((void **)&p->a, &p->capa, p->na, sizeof(*p->a))) {
-		p->err = -ENOMEM;
-		return;
-	}
-	p->a[p->na++] = (struct fdev_act){ .step = step, .rank = rank,
-		.op = (uint8_t)op, .dtype = (uint8_t)dtype,
-		.dst_off = dst_off, .src_off = src_off, .len = len };
-	if (step + 1 > p->nsteps)
-		p->nsteps = step + 1;
+	struct fdev_act *a = plan_append(p, (void **)&p->a, &p->capa, &p->na,
+					 sizeof(*a), step, len);
+
+	if (a)
+		*a = (struct fdev_act){ .step = step, .rank = rank,
+			.op = (uint8_t)op, .dtype = (uint8_t)dtype,
+			.dst_off = dst_off, .src_off = src_off, .len = len };
 }
 
 void fdev_plan_need(struct fdev_plan *p, uint64_t bytes)
@@ -462,6 +473,28 @@ static uint32_t direct_ag(struct fdev_plan *p, uint32_t step,
 	return step + 1;
 }
 
+/* Ring and direct: a reduce-scatter, then (for all of it) an all-gather. */
+struct two_phase {
+	uint32_t (*reduce_scatter)(struct fdev_plan *p, uint32_t step,
+				   const uint32_t *mem, unsigned int m,
+				   uint64_t base, uint64_t total, int dt,
+				   uint64_t tmp);
+	uint32_t (*all_gather)(struct fdev_plan *p, uint32_t step,
+			       const uint32_t *mem, unsigned int m,
+			       uint64_t base, uint64_t total, size_t es);
+};
+
+/* The ring's phases (also FDEV_ALGO_AUTO's), direct's, or NULL. */
+static const struct two_phase *two_phase_of(int algo)
+{
+	static const struct two_phase ring = { ring_rs, ring_ag };
+	static const struct two_phase direct = { direct_rs, direct_ag };
+
+	if (algo == FDEV_ALGO_AUTO || algo == FDEV_ALGO_RING)
+		return &ring;
+	return algo == FDEV_ALGO_DIRECT ? &direct : NULL;
+}
+
 /* Binomial tree reduce to member 0 of [base, +len), then broadcast. */
 static uint32_t tree_reduce(struct fdev_plan *p, uint32_t step,
 			    const uint32_t *mem, unsigned int m, uint64_t base,
@@ -507,6 +540,7 @@ static uint32_t *iota(unsigned int n, unsigned int start, unsigned int stride)
 int fdev_plan_all_gather(struct fdev_plan *p, unsigned int n, uint64_t bytes,
 			 int algo, struct fdev_coll_layout *lo)
 {
+	const struct two_phase *tp = two_phase_of(algo);
 	uint32_t *mem;
 	uint64_t R = align8(bytes);
 
@@ -521,20 +555,10 @@ int fdev_plan_all_gather(struct fdev_plan *p, unsigned int n, uint64_t bytes,
 	mem = iota(n, 0, 1);
 	if (!mem)
 		return -ENOMEM;
-	switch (algo) {
-	case FDEV_ALGO_AUTO:
-	case FDEV_ALGO_RING:
-		ring_ag(p, 1, mem, n, R, n * bytes, bytes ? bytes : 1);
-		break;
-	case FDEV_ALGO_DIRECT:
-		direct_ag(p, 1, mem, n, R, n * bytes, bytes ? bytes : 1);
-		break;
-	default:
-		free(mem);
-		return -EOPNOTSUPP;
-	}
+	if (tp)
+		tp->all_gather(p, 1, mem, n, R, n * bytes, bytes ? bytes : 1);
 	free(mem);
-	return fdev_plan_finish(p);
+	return tp ? fdev_plan_finish(p) : -EOPNOTSUPP;
 }
 
 int fdev_plan_all_to_all(struct fdev_plan *p, unsigned int n, uint64_t bytes,
@@ -691,118 +715,120 @@ static int summable(unsigned int n, int dtype)
 }
 
 /*
- * A reduction's first step: every rank copies its @len send bytes to
- * @acc, where the sums build up, in a workspace of @need bytes. Returns
- * the ranks 0..@n-1, in order, or NULL.
+ * A reduction's first step, once @n and @dtype can be summed: the layout
+ * goes to @lo, and every rank copies its send bytes to @acc, where the
+ * sums build up, in a workspace of @need bytes. *@mem gets the ranks
+ * 0..@n-1, in order.
  */
-static uint32_t *reduction_start(struct fdev_plan *p, unsigned int n,
-				 uint64_t acc, uint64_t len, uint64_t need)
+static int reduction_start(struct fdev_plan *p, unsigned int n, int dtype,
+			   const struct fdev_coll_layout *layout, uint64_t acc,
+			   uint64_t need, struct fdev_coll_layout *lo,
+			   uint32_t **mem)
 {
+	if (!summable(n, dtype))
+		return -EINVAL;
+	*lo = *layout;
 	fdev_plan_need(p, need);
 	for (unsigned int r = 0; r < n; r++)
-		fdev_plan_act(p, 0, r, FDEV_ACT_COPY, FDEV_U8, acc, 0, len);
-	return iota(n, 0, 1);
+		fdev_plan_act(p, 0, r, FDEV_ACT_COPY, FDEV_U8, acc, 0,
+			      layout->send_len);
+	*mem = iota(n, 0, 1);
+	return *mem ? 0 : -ENOMEM;
+}
+
+/*
+ * Hierarchical all-reduce of [acc, +len) over nodes of @g ranks: a
+ * reduce-scatter in every node, an all-reduce of block l among the l-th
+ * rank of each node, an all-gather in every node.
+ */
+static int hier_all_reduce(struct fdev_plan *p, const uint32_t *mem,
+			   unsigned int n, unsigned int g, uint64_t acc,
+			   uint64_t len, int dtype, uint64_t tmp)
+{
+	size_t es = fdev_dtype_size(dtype);
+	uint32_t s1 = 1, s2, s3;
+	unsigned int nodes;
+
+	if (!g || n % g)
+		return -EINVAL;
+	nodes = n / g;
+	/* Scale-up reduce-scatter, per node in parallel. */
+	for (unsigned int a = 0; a < nodes; a++)
+		s2 = ring_rs(p, 1, mem + a * g, g, acc, len, dtype, tmp);
+	s2 = s1 + g - 1;
+	/* Scale-out all-reduce of block l among the l-th of each node. */
+	s3 = s2;
+	for (unsigned int l = 0; l < g; l++) {
+		uint32_t *peers = iota(nodes, l, g);
+		uint64_t off = acc + blk_start(len, es, g, l);
+		uint64_t blk = blk_len(len, es, g, l);
+		uint32_t st;
+
+		if (!peers)
+			return -ENOMEM;
+		st = ring_rs(p, s2, peers, nodes, off, blk, dtype, tmp);
+		st = ring_ag(p, st, peers, nodes, off, blk, es);
+		s3 = st;
+		free(peers);
+	}
+	for (unsigned int a = 0; a < nodes; a++)
+		ring_ag(p, s3, mem + a * g, g, acc, len, es);
+	return 0;
 }
 
 int fdev_plan_all_reduce(struct fdev_plan *p, unsigned int n, uint64_t count,
 			 int dtype, int algo, unsigned int node,
 			 struct fdev_coll_layout *lo)
 {
+	const struct two_phase *tp = two_phase_of(algo);
 	size_t es = fdev_dtype_size(dtype);
 	uint64_t S = count * es, R = align8(S), T = 2 * R;
-	uint32_t *mem, step;
-
-	if (!summable(n, dtype))
-		return -EINVAL;
-	*lo = (struct fdev_coll_layout){ .send_off = 0, .recv_off = R,
+	const struct fdev_coll_layout layout = { .send_off = 0, .recv_off = R,
 		.tmp_off = T, .send_len = S, .recv_len = S };
-	mem = reduction_start(p, n, R, S, T + align8(S + es));
-	if (!mem)
-		return -ENOMEM;
-	switch (algo) {
-	case FDEV_ALGO_AUTO:
-	case FDEV_ALGO_RING:
-		step = ring_rs(p, 1, mem, n, R, S, dtype, T);
-		ring_ag(p, step, mem, n, R, S, es);
-		break;
-	case FDEV_ALGO_DIRECT:
-		step = direct_rs(p, 1, mem, n, R, S, dtype, T);
-		direct_ag(p, step, mem, n, R, S, es);
-		break;
-	case FDEV_ALGO_TREE:
+	uint32_t *mem, step;
+	int ret;
+
+	ret = reduction_start(p, n, dtype, &layout, R, T + align8(S + es), lo,
+			      &mem);
+	if (ret)
+		return ret;
+	if (tp) {
+		step = tp->reduce_scatter(p, 1, mem, n, R, S, dtype, T);
+		tp->all_gather(p, step, mem, n, R, S, es);
+	} else if (algo == FDEV_ALGO_TREE) {
 		step = tree_reduce(p, 1, mem, n, R, S, dtype, T);
 		tree_bcast(p, step, mem, n, R, S);
-		break;
-	case FDEV_ALGO_HIER: {
-		unsigned int g = node, nodes;
-		uint32_t s1 = 1, s2, s3;
-
-		if (!g || n % g) {
-			free(mem);
-			return -EINVAL;
-		}
-		nodes = n / g;
-		/* Scale-up reduce-scatter, per node in parallel. */
-		for (unsigned int a = 0; a < nodes; a++)
-			s2 = ring_rs(p, 1, mem + a * g, g, R, S, dtype, T);
-		s2 = s1 + g - 1;
-		/* Scale-out all-reduce of block l among the l-th of each node. */
-		s3 = s2;
-		for (unsigned int l = 0; l < g; l++) {
-			uint32_t *peers = iota(nodes, l, g);
-			uint64_t off = R + blk_start(S, es, g, l);
-			uint64_t len = blk_len(S, es, g, l);
-			uint32_t st;
-
-			if (!peers) {
-				free(mem);
-				return -ENOMEM;
-			}
-			st = ring_rs(p, s2, peers, nodes, off, len, dtype, T);
-			st = ring_ag(p, st, peers, nodes, off, len, es);
-			s3 = st;
-			free(peers);
-		}
-		for (unsigned int a = 0; a < nodes; a++)
-			ring_ag(p, s3, mem + a * g, g, R, S, es);
-		break;
-	}
-	default:
-		free(mem);
-		return -EOPNOTSUPP;
+	} else if (algo == FDEV_ALGO_HIER) {
+		ret = hier_all_reduce(p, mem, n, node, R, S, dtype, T);
+	} else {
+		ret = -EOPNOTSUPP;
 	}
 	free(mem);
-	return fdev_plan_finish(p);
+	return ret ? ret : fdev_plan_finish(p);
 }
 
 int fdev_plan_reduce_scatter(struct fdev_plan *p, unsigned int n,
 			     uint64_t count, int dtype, int algo,
 			     struct fdev_coll_layout *lo)
 {
+	const struct two_phase *tp = two_phase_of(algo);
 	size_t es = fdev_dtype_size(dtype);
 	uint64_t blk = count * es, S = n * blk, A = align8(S);
 	uint64_t R = 2 * A, T = R + align8(blk);
-	uint32_t *mem, step;
-
-	if (!summable(n, dtype))
-		return -EINVAL;
-	*lo = (struct fdev_coll_layout){ .send_off = 0, .recv_off = R,
+	const struct fdev_coll_layout layout = { .send_off = 0, .recv_off = R,
 		.tmp_off = T, .send_len = S, .recv_len = blk };
-	mem = reduction_start(p, n, A, S, T + align8(blk + es));
-	if (!mem)
-		return -ENOMEM;
-	switch (algo) {
-	case FDEV_ALGO_AUTO:
-	case FDEV_ALGO_RING:
-		step = ring_rs(p, 1, mem, n, A, S, dtype, T);
-		break;
-	case FDEV_ALGO_DIRECT:
-		step = direct_rs(p, 1, mem, n, A, S, dtype, T);
-		break;
-	default:
+	uint32_t *mem, step;
+	int ret;
+
+	ret = reduction_start(p, n, dtype, &layout, A, T + align8(blk + es), lo,
+			      &mem);
+	if (ret)
+		return ret;
+	if (!tp) {
 		free(mem);
 		return -EOPNOTSUPP;
 	}
+	step = tp->reduce_scatter(p, 1, mem, n, A, S, dtype, T);
 	free(mem);
 	for (unsigned int r = 0; r < n; r++)
 		fdev_plan_act(p, step > 1 ? step - 1 : 0, r, FDEV_ACT_COPY,
