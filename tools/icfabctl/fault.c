@@ -39,15 +39,22 @@ static int build_req(const struct icfabctl_cmd *cmd, char *req, size_t len,
 	return ICFABCTL_EXIT_OK;
 }
 
-/* One request; its first line, and with @lines the count=N more. */
+/*
+ * One request, "verb word...": print its first line, and with @lines the
+ * count=N more.
+ */
 static int ask(const struct icfabctl_cmd *cmd, const char *path,
-	       const char *req, const char *what, bool lines)
+	       const char *verb, int argc, char **argv, const char *what,
+	       bool lines)
 {
-	char line[PROTO_LINE_MAX], *rest, count[16];
+	char req[PROTO_LINE_MAX], line[PROTO_LINE_MAX], *rest, count[16];
 	struct sock_client sc;
 	uint32_t n = 0, i;
 	int ret;
 
+	ret = build_req(cmd, req, sizeof(req), verb, argc, argv);
+	if (ret)
+		return ret;
 	ret = sock_connect(&sc, socket_path(path));
 	if (ret)
 		return ret;
@@ -69,7 +76,6 @@ static int ask(const struct icfabctl_cmd *cmd, const char *path,
 		}
 		printf("  %s\n", line);
 	}
-	(void)cmd;
 out:
 	sock_close(&sc);
 	return ret;
@@ -98,8 +104,8 @@ static int cmd_fault(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 		     int argc, char **argv)
 {
 	const char *kind = cmd->name;
-	char req[PROTO_LINE_MAX], what[96];
 	const char *path = NULL;
+	char what[96];
 	int ret;
 
 	(void)ctl;
@@ -113,11 +119,8 @@ static int cmd_fault(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 		char *words[4] = { (char *)kind, argv[0], argv[1],
 				   argc > 2 ? argv[2] : NULL };
 
-		ret = build_req(cmd, req, sizeof(req), "fault", argc + 1, words);
+		return ask(cmd, path, "fault", argc + 1, words, what, false);
 	}
-	if (ret)
-		return ret;
-	return ask(cmd, path, req, what, false);
 }
 
 ICFABCTL_COMMAND("fault", "link", "[-S PATH] ID down|up|degrade PERMILLE",
@@ -140,7 +143,7 @@ static int cmd_ocs_list(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 	ret = sock_args(cmd, &argc, &argv, &path, 0, 0, "");
 	if (ret)
 		return ret;
-	return ask(cmd, path, "ocs list", "ocs list", true);
+	return ask(cmd, path, "ocs list", 0, NULL, "ocs list", true);
 }
 
 ICFABCTL_COMMAND("ocs", "list", "[-S PATH]", cmd_ocs_list,
@@ -150,8 +153,8 @@ ICFABCTL_COMMAND("ocs", "list", "[-S PATH]", cmd_ocs_list,
 static int cmd_ocs_apply(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 			 int argc, char **argv)
 {
-	char req[PROTO_LINE_MAX], what[64];
 	const char *path = NULL;
+	char what[64];
 	int ret;
 
 	(void)ctl;
@@ -159,11 +162,8 @@ static int cmd_ocs_apply(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 			"give the OCS and IN:OUT pairs or a full permutation");
 	if (ret)
 		return ret;
-	ret = build_req(cmd, req, sizeof(req), "ocs apply", argc, argv);
-	if (ret)
-		return ret;
 	snprintf(what, sizeof(what), "ocs %s", argv[0]);
-	return ask(cmd, path, req, what, true);
+	return ask(cmd, path, "ocs apply", argc, argv, what, true);
 }
 
 ICFABCTL_COMMAND("ocs", "apply", "[-S PATH] NAME IN:OUT...|OUT...",
