@@ -60,6 +60,24 @@
 	"    multipath: spray\n"						\
 	"    energy: 5pJ/b              # electrical SerDes, estimate\n"
 
+/* The SuperMesh variants: one 4x4 chiplet mesh, fabric "supermesh-VARIANT". */
+#define SUPERMESH_4X4(VARIANT)						\
+	"fabric:\n"							\
+	"  name: supermesh-" VARIANT "\n"				\
+	"defaults:\n"							\
+	"  endpoint: {memory: 16GiB, dma_engines: 4}\n"			\
+	"topology:\n"							\
+	"  supermesh:\n"						\
+	"    dims: [4, 4]\n"						\
+	"    variant: " VARIANT "\n"					\
+	"    name: chiplet\n"						\
+	"    routers: true\n"						\
+	"    bandwidth: 64GB/s\n"					\
+	"    latency: 20ns\n"						\
+	"    class: mesh\n"						\
+	"    multipath: spray\n"					\
+	"    energy: 0.5pJ/b            # die-to-die, estimate\n"
+
 static const struct topo_preset presets[] = {
 	{
 		"ipu-mk2",
@@ -205,42 +223,14 @@ static const struct topo_preset presets[] = {
 		"SuperMesh Bi: 4x4 chiplet mesh, every boundary cable doubled",
 		"# SuperMesh (MICRO'25) Bi: a parallel cable on every boundary link,\n"
 		"# corners go from 2 to 4 mesh links.\n"
-		"fabric:\n"
-		"  name: supermesh-bi\n"
-		"defaults:\n"
-		"  endpoint: {memory: 16GiB, dma_engines: 4}\n"
-		"topology:\n"
-		"  supermesh:\n"
-		"    dims: [4, 4]\n"
-		"    variant: bi\n"
-		"    name: chiplet\n"
-		"    routers: true\n"
-		"    bandwidth: 64GB/s\n"
-		"    latency: 20ns\n"
-		"    class: mesh\n"
-		"    multipath: spray\n"
-		"    energy: 0.5pJ/b            # die-to-die, estimate\n"
+		SUPERMESH_4X4("bi")
 	},
 	{
 		"supermesh-alter",
 		"SuperMesh Alter: 4x4 chiplet mesh, alternate boundary cables doubled",
 		"# SuperMesh (MICRO'25) Alter: extra cables on alternate boundary\n"
 		"# links, so no router needs more than 5 ports.\n"
-		"fabric:\n"
-		"  name: supermesh-alter\n"
-		"defaults:\n"
-		"  endpoint: {memory: 16GiB, dma_engines: 4}\n"
-		"topology:\n"
-		"  supermesh:\n"
-		"    dims: [4, 4]\n"
-		"    variant: alter\n"
-		"    name: chiplet\n"
-		"    routers: true\n"
-		"    bandwidth: 64GB/s\n"
-		"    latency: 20ns\n"
-		"    class: mesh\n"
-		"    multipath: spray\n"
-		"    energy: 0.5pJ/b            # die-to-die, estimate\n"
+		SUPERMESH_4X4("alter")
 	},
 	/* Issue 21: a scale-out variant for energy, and SambaNova's RDU. */
 	{
