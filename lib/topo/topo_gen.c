@@ -396,21 +396,36 @@ static int add_endpoints(struct topo *t, const char *prefix, uint32_t n,
 	return 0;
 }
 
+/* @times parallel cables between nodes @a and @b. */
+static int connect_times(struct topo *t, uint32_t a, uint32_t b,
+			 uint32_t times, const struct topo_link_spec *spec,
+			 const struct topo_src *src, struct topo_err *err)
+{
+	uint32_t k;
+	int l;
+
+	for (k = 0; k < times; k++) {
+		l = topo_connect(t, a, b, spec, src, err);
+		if (l < 0)
+			return l;
+	}
+	return 0;
+}
+
 /* Cable each endpoint of @eps[0..@n) to switch @sw, @times times. */
 static int connect_to_switch(struct topo *t, const uint32_t *eps, uint32_t n,
 			     uint32_t sw, uint32_t times,
 			     const struct topo_link_spec *spec,
 			     const struct topo_src *src, struct topo_err *err)
 {
-	uint32_t i, k;
-	int l;
+	uint32_t i;
+	int ret;
 
-	for (i = 0; i < n; i++)
-		for (k = 0; k < times; k++) {
-			l = topo_connect(t, eps[i], sw, spec, src, err);
-			if (l < 0)
-				return l;
-		}
+	for (i = 0; i < n; i++) {
+		ret = connect_times(t, eps[i], sw, times, spec, src, err);
+		if (ret)
+			return ret;
+	}
 	return 0;
 }
 
@@ -475,7 +490,7 @@ int topo_gen_exchange(struct topo *t, const struct topo_gen_exchange *g,
 		      struct topo_err *err)
 {
 	uint32_t lpp = g->links_per_pair ? g->links_per_pair : 1;
-	uint32_t first = t->nr_nodes, i, j, k;
+	uint32_t first = t->nr_nodes, i, j;
 	int ret, sw, l;
 
 	if (g->tiles < 2 || g->tiles > GEN_MAX_NODES)
@@ -506,13 +521,12 @@ int topo_gen_exchange(struct topo *t, const struct topo_gen_exchange *g,
 				 g->tiles);
 	t->routing_auto = TOPO_ROUTING_SHORTEST;
 	for (i = 0; i < g->tiles; i++)
-		for (j = i + 1; j < g->tiles; j++)
-			for (k = 0; k < lpp; k++) {
-				l = topo_connect(t, first + i, first + j,
-						 &g->link, src, err);
-				if (l < 0)
-					return l;
-			}
+		for (j = i + 1; j < g->tiles; j++) {
+			ret = connect_times(t, first + i, first + j, lpp,
+					    &g->link, src, err);
+			if (ret)
+				return ret;
+		}
 	return 0;
 }
 
