@@ -107,6 +107,17 @@ static void test_ring_mesh(void)
 	topo_free(t);
 }
 
+/* SuperMesh Alter with routers on a DIMS ("4, 4") mesh. */
+static struct topo *load_alter(const char *dims)
+{
+	char yaml[128];
+
+	snprintf(yaml, sizeof(yaml),
+		 "topology:\n  supermesh: {dims: [%s], variant: alter, routers: true,\n"
+		 "    bandwidth: 1GB/s}\n", dims);
+	return load(yaml);
+}
+
 static void test_supermesh(void)
 {
 	struct topo *t = load("topology:\n  supermesh: {dims: [4, 4], variant: bi, bandwidth: 1GB/s}\n");
@@ -120,8 +131,7 @@ static void test_supermesh(void)
 	   "supermesh bi: edge node 3 -> 5 links, interior stays 4");
 	topo_free(t);
 
-	t = load("topology:\n  supermesh: {dims: [4, 4], variant: alter, routers: true,\n"
-		 "    bandwidth: 1GB/s}\n");
+	t = load_alter("4, 4");
 	ok(t && !nodes_above_ports(t, 5),
 	   "supermesh alter with routers: no router above 5 ports");
 	ok(t && out_links(t, node_id(t, "rt0_0")) == 5 &&
@@ -131,8 +141,7 @@ static void test_supermesh(void)
 	   "supermesh alter 4x4: 8 extra cables (2 per side)");
 	topo_free(t);
 
-	t = load("topology:\n  supermesh: {dims: [6, 5], variant: alter, routers: true,\n"
-		 "    bandwidth: 1GB/s}\n");
+	t = load_alter("6, 5");
 	ok(t && !nodes_above_ports(t, 5),
 	   "supermesh alter 6x5 (odd side): still at most 5 ports");
 	topo_free(t);
