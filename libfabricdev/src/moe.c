@@ -557,6 +557,14 @@ static int take_input(const struct fdev_comm *c, struct fdev_moe_handle *h,
 	return 0;
 }
 
+/* By enum fdev_moe_mode; check_cfg() lets no other mode through. */
+static const struct moe_mode *const moe_modes[] = {
+	[FDEV_MOE_THROUGHPUT] = &moe_mode_tp,
+	[FDEV_MOE_LOW_LATENCY] = &moe_mode_ll,
+	[FDEV_MOE_HIERARCHICAL] = &moe_mode_hier,
+	[FDEV_MOE_MULTICAST] = &moe_mode_mc,
+};
+
 int fdev_moe_dispatch(struct fdev_comm *c, const struct fdev_moe_config *cfg,
 		      const struct fdev_moe_in *in, struct fdev_moe_handle *reuse,
 		      struct fdev_moe_handle **handle)
@@ -576,20 +584,7 @@ int fdev_moe_dispatch(struct fdev_comm *c, const struct fdev_moe_config *cfg,
 		err = take_input(c, h, l, &in[l]);
 	if (err)
 		goto err_free;
-	switch (cfg->mode) {
-	case FDEV_MOE_THROUGHPUT:
-		err = moe_dispatch_tp(c, h, in, reuse);
-		break;
-	case FDEV_MOE_LOW_LATENCY:
-		err = moe_dispatch_ll(c, h, in);
-		break;
-	case FDEV_MOE_MULTICAST:
-		err = moe_dispatch_mc(c, h, in, reuse);
-		break;
-	default:
-		err = moe_dispatch_hier(c, h, in, reuse);
-		break;
-	}
+	err = moe_modes[cfg->mode]->dispatch(c, h, in, reuse);
 	if (err)
 		goto err_free;
 	*handle = h;
@@ -646,12 +641,5 @@ int fdev_moe_combine(struct fdev_comm *c, struct fdev_moe_handle *h,
 	for (unsigned int l = 0; !timing && l < h->nlocal; l++)
 		if ((h->ranks[l].rows && !y[l]) || (h->ranks[l].tokens && !out[l]))
 			return -EFAULT;
-	switch (h->cfg.mode) {
-	case FDEV_MOE_HIERARCHICAL:
-		return moe_combine_hier(c, h, y, out);
-	case FDEV_MOE_LOW_LATENCY:
-		return moe_combine_ll(c, h, y, out);
-	default:	/* throughput and multicast */
-		return moe_combine_tp(c, h, y, out);
-	}
+	return moe_modes[h->cfg.mode]->combine(c, h, y, out);
 }

@@ -148,23 +148,24 @@ int moe_combine_run(struct fdev_comm *c, struct fdev_moe_handle *h,
 		    struct fdev_plan *p, const void *const *y, void *const *out,
 		    const struct moe_combine_steps *steps, const void *arg);
 
-/* One file per mode. */
-int moe_dispatch_tp(struct fdev_comm *c, struct fdev_moe_handle *h,
-		    const struct fdev_moe_in *in,
-		    const struct fdev_moe_handle *reuse);
+/*
+ * One file per mode, each with its struct moe_mode: how it dispatches
+ * (@reuse: an earlier handle the mode may take its plan from, or NULL)
+ * and how it combines.
+ */
+struct moe_mode {
+	int (*dispatch)(struct fdev_comm *c, struct fdev_moe_handle *h,
+			const struct fdev_moe_in *in,
+			const struct fdev_moe_handle *reuse);
+	int (*combine)(struct fdev_comm *c, struct fdev_moe_handle *h,
+		       const void *const *y, void *const *out);
+};
+
+extern const struct moe_mode moe_mode_tp, moe_mode_ll, moe_mode_hier,
+	moe_mode_mc;
+
+/* Throughput's combine, which multicast's handles use too. */
 int moe_combine_tp(struct fdev_comm *c, struct fdev_moe_handle *h,
 		   const void *const *y, void *const *out);
-int moe_dispatch_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
-		    const struct fdev_moe_in *in);
-int moe_combine_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
-		   const void *const *y, void *const *out);
-int moe_dispatch_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
-		      const struct fdev_moe_in *in,
-		      const struct fdev_moe_handle *reuse);
-int moe_combine_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
-		     const void *const *y, void *const *out);
-int moe_dispatch_mc(struct fdev_comm *c, struct fdev_moe_handle *h,
-		    const struct fdev_moe_in *in,
-		    const struct fdev_moe_handle *reuse);
 
 #endif

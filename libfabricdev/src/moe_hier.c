@@ -511,9 +511,9 @@ static const struct moe_receive_steps hier_receive_steps = {
 	.find = hier_find_records,
 };
 
-int moe_dispatch_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
-		      const struct fdev_moe_in *in,
-		      const struct fdev_moe_handle *reuse)
+static int moe_dispatch_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
+			     const struct fdev_moe_in *in,
+			     const struct fdev_moe_handle *reuse)
 {
 	uint64_t t_counts, t_out = 0, t_fwd = 0;
 	struct hier_regions rg;
@@ -726,8 +726,8 @@ static int hier_combine_return(struct fdev_comm *c, struct fdev_moe_handle *h,
 	return err;
 }
 
-int moe_combine_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
-		     const void *const *y, void *const *out)
+static int moe_combine_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
+			    const void *const *y, void *const *out)
 {
 	struct hier_combine hc;
 	uint64_t t_up, t_out = 0;
@@ -759,3 +759,8 @@ int moe_combine_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 		err = moe_sum_at_sources(c, h, out, &hier_combine_steps, &hc);
 	return err;
 }
+
+const struct moe_mode moe_mode_hier = {
+	.dispatch = moe_dispatch_hier,
+	.combine = moe_combine_hier,
+};

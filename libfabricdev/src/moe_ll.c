@@ -144,14 +144,17 @@ static int ll_receive(struct fdev_comm *c, struct fdev_moe_handle *h,
 	return err;
 }
 
-int moe_dispatch_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
-		    const struct fdev_moe_in *in)
+/* Fixed slots: nothing to take from an earlier handle (@reuse). */
+static int moe_dispatch_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
+			   const struct fdev_moe_in *in,
+			   const struct fdev_moe_handle *reuse)
 {
 	uint64_t need = ll_counts_off(h) + h->cfg.num_experts * 8ULL;
 	struct fdev_plan p;
 	uint8_t *senders;
 	int err = 0;
 
+	(void)reuse;
 	/* Its plan names only this process's transfers. */
 	if (c->proxy)
 		return -EOPNOTSUPP;
@@ -314,8 +317,8 @@ static uint8_t *ll_combine_senders(const struct fdev_moe_handle *h)
 	return senders;
 }
 
-int moe_combine_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
-		   const void *const *y, void *const *out)
+static int moe_combine_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
+			  const void *const *y, void *const *out)
 {
 	uint64_t slots = h->cfg.num_experts * (uint64_t)h->cfg.max_tokens;
 	struct ll_combine lc;
@@ -339,3 +342,8 @@ int moe_combine_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
 	free(senders);
 	return err;
 }
+
+const struct moe_mode moe_mode_ll = {
+	.dispatch = moe_dispatch_ll,
+	.combine = moe_combine_ll,
+};

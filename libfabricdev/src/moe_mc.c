@@ -223,9 +223,9 @@ static int mc_receive(struct fdev_comm *c, struct fdev_moe_handle *h,
 	return err;
 }
 
-int moe_dispatch_mc(struct fdev_comm *c, struct fdev_moe_handle *h,
-		    const struct fdev_moe_in *in,
-		    const struct fdev_moe_handle *reuse)
+static int moe_dispatch_mc(struct fdev_comm *c, struct fdev_moe_handle *h,
+			   const struct fdev_moe_in *in,
+			   const struct fdev_moe_handle *reuse)
 {
 	uint64_t t_counts, t_slabs = 0;
 	int err = 0;
@@ -246,3 +246,9 @@ int moe_dispatch_mc(struct fdev_comm *c, struct fdev_moe_handle *h,
 		err = mc_receive(c, h, l, &in[l]);
 	return err;
 }
+
+/* Multicast's handles hold throughput's layout: its combine is theirs. */
+const struct moe_mode moe_mode_mc = {
+	.dispatch = moe_dispatch_mc,
+	.combine = moe_combine_tp,
+};

@@ -120,9 +120,9 @@ static int tp_receive(struct fdev_comm *c, struct fdev_moe_handle *h,
 	return moe_receive(c, h, l, &tp_receive_steps, &recv_off);
 }
 
-int moe_dispatch_tp(struct fdev_comm *c, struct fdev_moe_handle *h,
-		    const struct fdev_moe_in *in,
-		    const struct fdev_moe_handle *reuse)
+static int moe_dispatch_tp(struct fdev_comm *c, struct fdev_moe_handle *h,
+			   const struct fdev_moe_in *in,
+			   const struct fdev_moe_handle *reuse)
 {
 	uint64_t t_counts, t_records = 0, recv_off = 0;
 	int err = 0;
@@ -263,3 +263,8 @@ int moe_combine_tp(struct fdev_comm *c, struct fdev_moe_handle *h,
 	free(tc.send_before);
 	return err;
 }
+
+const struct moe_mode moe_mode_tp = {
+	.dispatch = moe_dispatch_tp,
+	.combine = moe_combine_tp,
+};
