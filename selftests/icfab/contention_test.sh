@@ -20,17 +20,7 @@ trap 'kill $bg 2>/dev/null; rm -rf "$tmp" "$pin"' EXIT
 n=0
 failed=0
 
-check() {	# check DESCRIPTION COMMAND...
-	desc=$1
-	shift
-	n=$((n + 1))
-	if "$@"; then
-		echo "ok $n $desc"
-	else
-		echo "not ok $n $desc"
-		failed=1
-	fi
-}
+. "$(dirname "$0")/lib.sh"	# check
 
 echo "TAP version 13"
 

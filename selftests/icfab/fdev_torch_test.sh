@@ -17,17 +17,7 @@ trap 'rm -rf "$tmp"' EXIT
 n=0
 failed=0
 
-check() {	# check DESCRIPTION COMMAND...
-	desc=$1
-	shift
-	n=$((n + 1))
-	if "$@"; then
-		echo "ok $n $desc"
-	else
-		echo "not ok $n $desc"
-		failed=1
-	fi
-}
+. "$(dirname "$0")/lib.sh"	# check
 
 echo "TAP version 13"
 if ! "$py" -c 'import torch' 2> /dev/null; then

@@ -15,17 +15,7 @@ trap 'kill $mon 2>/dev/null; rm -rf "$tmp"' EXIT
 n=0
 failed=0
 
-check() {	# check DESCRIPTION COMMAND...
-	desc=$1
-	shift
-	n=$((n + 1))
-	if "$@"; then
-		echo "ok $n $desc"
-	else
-		echo "not ok $n $desc"
-		failed=1
-	fi
-}
+. "$(dirname "$0")/lib.sh"	# check
 
 json() {	# json FILE EXPR: evaluate a Python expression on FILE's JSON
 	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2"

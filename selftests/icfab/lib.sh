@@ -1,14 +1,15 @@
 # SPDX-License-Identifier: GPL-2.0
 #
-# Shared by the selftests that drive icfabd (sourced, not run): TAP
-# checks, icfabctl as root and as user 65534 over the daemon's socket,
-# waiting for a log line, stopping the daemon, the fabric's generation.
-# The sourcing script sets icfabd, icfabctl, sock (the socket), dpid (the
-# daemon's pid, or empty), and n=0 failed=0; its own definitions, made
-# after sourcing, win. A test that changes the fabric's segment size puts
-# it back when it exits (segment_size, below): the C fixtures that run
-# later build their topologies at whatever size the fabric has, and
-# their closed forms assume the default.
+# Shared by the shell selftests (sourced, not run): TAP checks (the
+# sourcing script sets n=0 failed=0); and for those that drive icfabd,
+# icfabctl as root and as user 65534 over the daemon's socket, waiting
+# for a log line, stopping the daemon, the fabric's generation: those
+# set icfabd, icfabctl, sock (the socket) and dpid (the daemon's pid, or
+# empty). The sourcing script's own definitions, made after sourcing,
+# win. A test that changes the fabric's segment size puts it back when
+# it exits (segment_size, below): the C fixtures that run later build
+# their topologies at whatever size the fabric has, and their closed
+# forms assume the default.
 
 check() {	# check DESCRIPTION COMMAND...
 	desc=$1
