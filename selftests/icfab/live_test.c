@@ -133,11 +133,7 @@ FIXTURE(live) {
 
 FIXTURE_SETUP(live)
 {
-	ASSERT_EQ(0, genl_open(&self->gs));
-	ASSERT_EQ(0, genl_resolve(&self->gs, ICFAB_GENL_NAME));
-	clear_fabric(&self->gs);
-	ASSERT_EQ(0, stage_ring(&self->gs, 8));
-	ASSERT_EQ(0, cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
+	ASSERT_EQ(0, ring_fabric_open(&self->gs, 8));
 	self->fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, self->fd);
 	ASSERT_EQ(0, ctx_attach(self->fd, 0));
@@ -148,8 +144,7 @@ FIXTURE_SETUP(live)
 FIXTURE_TEARDOWN(live)
 {
 	close(self->fd);
-	clear_fabric(&self->gs);
-	genl_close(&self->gs);
+	fabric_close(&self->gs);
 }
 
 TEST_F(live, info_announces_live_commit)

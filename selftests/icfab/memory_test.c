@@ -101,11 +101,7 @@ FIXTURE(dm) {
 
 FIXTURE_SETUP(dm)
 {
-	ASSERT_EQ(0, genl_open(&self->gs));
-	ASSERT_EQ(0, genl_resolve(&self->gs, ICFAB_GENL_NAME));
-	clear_fabric(&self->gs);
-	ASSERT_EQ(0, stage_ring(&self->gs, 8));
-	ASSERT_EQ(0, cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
+	ASSERT_EQ(0, ring_fabric_open(&self->gs, 8));
 	self->fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, self->fd);
 	ASSERT_EQ(0, ctx_attach(self->fd, 0));
@@ -126,8 +122,7 @@ FIXTURE_TEARDOWN(dm)
 		munmap(self->bm, RSIZE);
 	if (self->fd >= 0)
 		close(self->fd);
-	clear_fabric(&self->gs);
-	genl_close(&self->gs);
+	fabric_close(&self->gs);
 }
 
 static const uint64_t sizes[] = { 1, 7, 4095, 4096, 4097, 12289, 65537 };

@@ -36,11 +36,7 @@ FIXTURE(dp) {
 
 FIXTURE_SETUP(dp)
 {
-	ASSERT_EQ(0, genl_open(&self->gs));
-	ASSERT_EQ(0, genl_resolve(&self->gs, ICFAB_GENL_NAME));
-	clear_fabric(&self->gs);
-	ASSERT_EQ(0, stage_ring(&self->gs, 8));
-	ASSERT_EQ(0, cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
+	ASSERT_EQ(0, ring_fabric_open(&self->gs, 8));
 	self->fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, self->fd);
 }
@@ -48,8 +44,7 @@ FIXTURE_SETUP(dp)
 FIXTURE_TEARDOWN(dp)
 {
 	close(self->fd);
-	clear_fabric(&self->gs);
-	genl_close(&self->gs);
+	fabric_close(&self->gs);
 }
 
 TEST_F(dp, info_announces_queues)

@@ -349,11 +349,7 @@ FIXTURE(rx) {
 
 FIXTURE_SETUP(rx)
 {
-	ASSERT_EQ(0, genl_open(&self->gs));
-	ASSERT_EQ(0, genl_resolve(&self->gs, ICFAB_GENL_NAME));
-	clear_fabric(&self->gs);
-	ASSERT_EQ(0, stage_ring(&self->gs, 8));
-	ASSERT_EQ(0, cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
+	ASSERT_EQ(0, ring_fabric_open(&self->gs, 8));
 	self->fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, self->fd);
 }
@@ -361,8 +357,7 @@ FIXTURE_SETUP(rx)
 FIXTURE_TEARDOWN(rx)
 {
 	close(self->fd);
-	clear_fabric(&self->gs);
-	genl_close(&self->gs);
+	fabric_close(&self->gs);
 }
 
 TEST_F(rx, info_announces_recv_notify)

@@ -169,17 +169,12 @@ FIXTURE(st) {
 
 FIXTURE_SETUP(st)
 {
-	ASSERT_EQ(0, genl_open(&self->gs));
-	ASSERT_EQ(0, genl_resolve(&self->gs, ICFAB_GENL_NAME));
-	clear_fabric(&self->gs);
-	ASSERT_EQ(0, stage_ring(&self->gs, 8));
-	ASSERT_EQ(0, cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
+	ASSERT_EQ(0, ring_fabric_open(&self->gs, 8));
 }
 
 FIXTURE_TEARDOWN(st)
 {
-	clear_fabric(&self->gs);
-	genl_close(&self->gs);
+	fabric_close(&self->gs);
 }
 
 TEST_F(st, a_new_configuration_starts_at_zero)
@@ -499,17 +494,12 @@ FIXTURE_VARIANT_ADD(bad, reset_unknown_fabric) {
 
 FIXTURE_SETUP(bad)
 {
-	ASSERT_EQ(0, genl_open(&self->gs));
-	ASSERT_EQ(0, genl_resolve(&self->gs, ICFAB_GENL_NAME));
-	clear_fabric(&self->gs);
-	ASSERT_EQ(0, stage_ring(&self->gs, 8));
-	ASSERT_EQ(0, cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
+	ASSERT_EQ(0, ring_fabric_open(&self->gs, 8));
 }
 
 FIXTURE_TEARDOWN(bad)
 {
-	clear_fabric(&self->gs);
-	genl_close(&self->gs);
+	fabric_close(&self->gs);
 }
 
 TEST_F(bad, is_refused_with_extack_and_changes_nothing)
