@@ -294,30 +294,53 @@ static int cmd_apply(const struct icfabd_opts *o)
 	return 0;
 }
 
+/* The module's family, for --fabric; says why not on stderr. */
+static int open_family(const struct icfabd_opts *o, struct icfab_nl *nl)
+{
+	int ret = icfab_nl_open(nl, o->fabric_id);
+
+	if (ret)
+		fprintf(stderr, "icfabd: netlink family '%s': %s\n",
+			ICFAB_GENL_NAME, strerror(-ret));
+	return ret;
+}
+
+/*
+ * The module's committed configuration in @st, read through @nl (left
+ * open); on failure says why on stderr, and @nl is closed.
+ */
+static int read_module(const struct icfabd_opts *o, struct icfab_nl *nl,
+		       struct fabric_state *st)
+{
+	char err[384];
+	int ret;
+
+	ret = open_family(o, nl);
+	if (ret)
+		return ret;
+	ret = fabric_read(nl, false, st);
+	if (ret) {
+		fprintf(stderr, "icfabd: reading the module's configuration: %s\n",
+			icfab_nl_strerror(nl, ret, err, sizeof(err)));
+		icfab_nl_close(nl);
+	}
+	return ret;
+}
+
 static int cmd_diff(const struct icfabd_opts *o)
 {
 	struct fabric_state st;
 	struct fabric_diff df;
 	struct icfab_nl nl;
 	struct topo *t;
-	char err[384];
 	int ret;
 
 	ret = prepare_topology(o, &t);
 	if (ret)
 		return EXIT_DIFF_TROUBLE;
-	ret = icfab_nl_open(&nl, o->fabric_id);
-	if (ret) {
-		fprintf(stderr, "icfabd: netlink family '%s': %s\n",
-			ICFAB_GENL_NAME, strerror(-ret));
+	if (read_module(o, &nl, &st)) {
 		topo_free(t);
 		return EXIT_DIFF_TROUBLE;
-	}
-	ret = fabric_read(&nl, false, &st);
-	if (ret) {
-		fprintf(stderr, "icfabd: reading the module's configuration: %s\n",
-			icfab_nl_strerror(&nl, ret, err, sizeof(err)));
-		goto out;
 	}
 	ret = fabric_diff(t, &st, &df, stdout, o->verbose ? ~0U : 50);
 	if (ret) {
@@ -337,7 +360,6 @@ static int cmd_diff(const struct icfabd_opts *o)
 		       df.route_entries, df.params ? ", parameters" : "");
 	}
 	fabric_state_free(&st);
-out:
 	icfab_nl_close(&nl);
 	topo_free(t);
 	if (ret)
@@ -382,12 +404,8 @@ static int cmd_link_state(const struct icfabd_opts *o)
 			o->file);
 		return EXIT_USAGE;
 	}
-	ret = icfab_nl_open(&nl, o->fabric_id);
-	if (ret) {
-		fprintf(stderr, "icfabd: netlink family '%s': %s\n",
-			ICFAB_GENL_NAME, strerror(-ret));
+	if (open_family(o, &nl))
 		return EXIT_INVALID;
-	}
 	ret = icfab_nl_request(&nl, icfab_nl_msg(&nl, ICFAB_CMD_FABRIC_GET, 0, 0),
 			       parse_generation, &gen);
 	m = icfab_nl_msg(&nl, ICFAB_CMD_LINK_SET, 0, 0);
@@ -429,22 +447,11 @@ static int cmd_status(const struct icfabd_opts *o)
 	struct fabric_route_check rc;
 	struct fabric_state st;
 	struct icfab_nl nl;
-	char err[384], mem[32];
+	char mem[32];
 	int ret;
 
-	ret = icfab_nl_open(&nl, o->fabric_id);
-	if (ret) {
-		fprintf(stderr, "icfabd: netlink family '%s': %s\n",
-			ICFAB_GENL_NAME, strerror(-ret));
+	if (read_module(o, &nl, &st))
 		return EXIT_INVALID;
-	}
-	ret = fabric_read(&nl, false, &st);
-	if (ret) {
-		fprintf(stderr, "icfabd: reading the module's configuration: %s\n",
-			icfab_nl_strerror(&nl, ret, err, sizeof(err)));
-		icfab_nl_close(&nl);
-		return EXIT_INVALID;
-	}
 	icfab_nl_close(&nl);
 	ret = fabric_route_check(&st, &rc);
 	if (!ret) {
