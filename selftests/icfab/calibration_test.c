@@ -46,12 +46,8 @@ static int link_cb(const struct genl_reply *r, void *arg)
 
 static int link_get(struct genl_sock *gs, uint32_t link, struct clink *l)
 {
-	struct genl_msg m;
-
 	memset(l, 0, sizeof(*l));
-	genl_msg_init(&m, gs->family, ICFAB_CMD_LINK_GET, 0);
-	genl_put_u32(&m, ICFAB_A_LINK_ID, link);
-	return genl_request(gs, &m, link_cb, l);
+	return link_get_reply(gs, link, link_cb, l);
 }
 
 /*
@@ -63,14 +59,7 @@ static int link_new_cal(struct genl_sock *gs, uint32_t id, uint32_t src,
 {
 	struct genl_msg m;
 
-	genl_msg_init(&m, gs->family, ICFAB_CMD_LINK_NEW, 0);
-	genl_put_u32(&m, ICFAB_A_LINK_ID, id);
-	genl_put_u32(&m, ICFAB_A_LINK_SRC_NODE, src);
-	genl_put_u32(&m, ICFAB_A_LINK_SRC_PORT, 0);
-	genl_put_u32(&m, ICFAB_A_LINK_DST_NODE, dst);
-	genl_put_u32(&m, ICFAB_A_LINK_DST_PORT, 0);
-	genl_put_u64(&m, ICFAB_A_LINK_BANDWIDTH, RING_BW);
-	genl_put_u64(&m, ICFAB_A_LINK_LATENCY_PS, RING_LAT);
+	ring_link_msg(gs, &m, id, src, dst);
 	if (eff != ~0U)
 		genl_put_u32(&m, ICFAB_A_LINK_EFFICIENCY_PERMILLE, eff);
 	if (ovh != ~0ULL)

@@ -250,12 +250,9 @@ static int switching_cb(const struct genl_reply *r, void *arg)
 /* LINK_SWITCHING of committed link @id, or -1 when not reported. */
 static int link_get_switching(struct genl_sock *gs, uint32_t id)
 {
-	struct genl_msg m;
 	int mode = -1;
 
-	genl_msg_init(&m, gs->family, ICFAB_CMD_LINK_GET, 0);
-	genl_put_u32(&m, ICFAB_A_LINK_ID, id);
-	if (genl_request(gs, &m, switching_cb, &mode))
+	if (link_get_reply(gs, id, switching_cb, &mode))
 		return -1;
 	return mode;
 }
@@ -363,12 +360,9 @@ static int multipath_cb(const struct genl_reply *r, void *arg)
 /* LINK_MULTIPATH of committed link @id, or -1 when not reported. */
 static int link_get_multipath(struct genl_sock *gs, uint32_t id)
 {
-	struct genl_msg m;
 	int mode = -1;
 
-	genl_msg_init(&m, gs->family, ICFAB_CMD_LINK_GET, 0);
-	genl_put_u32(&m, ICFAB_A_LINK_ID, id);
-	if (genl_request(gs, &m, multipath_cb, &mode))
+	if (link_get_reply(gs, id, multipath_cb, &mode))
 		return -1;
 	return mode;
 }

@@ -47,6 +47,29 @@ int link_new(struct genl_sock *gs, uint32_t id, uint32_t src,
 	return genl_request(gs, &m, NULL, NULL);
 }
 
+void ring_link_msg(struct genl_sock *gs, struct genl_msg *m, uint32_t id,
+		   uint32_t src, uint32_t dst)
+{
+	genl_msg_init(m, gs->family, ICFAB_CMD_LINK_NEW, 0);
+	genl_put_u32(m, ICFAB_A_LINK_ID, id);
+	genl_put_u32(m, ICFAB_A_LINK_SRC_NODE, src);
+	genl_put_u32(m, ICFAB_A_LINK_SRC_PORT, 0);
+	genl_put_u32(m, ICFAB_A_LINK_DST_NODE, dst);
+	genl_put_u32(m, ICFAB_A_LINK_DST_PORT, 0);
+	genl_put_u64(m, ICFAB_A_LINK_BANDWIDTH, RING_BW);
+	genl_put_u64(m, ICFAB_A_LINK_LATENCY_PS, RING_LAT);
+}
+
+int link_get_reply(struct genl_sock *gs, uint32_t id, genl_reply_cb cb,
+		   void *arg)
+{
+	struct genl_msg m;
+
+	genl_msg_init(&m, gs->family, ICFAB_CMD_LINK_GET, 0);
+	genl_put_u32(&m, ICFAB_A_LINK_ID, id);
+	return genl_request(gs, &m, cb, arg);
+}
+
 int route_set(struct genl_sock *gs, uint32_t node, uint32_t first,
 		     const uint16_t *ports, unsigned int n)
 {

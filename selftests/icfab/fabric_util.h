@@ -46,6 +46,16 @@ void fabric_close(struct genl_sock *gs);
 #define RING_LAT	500000ULL	/* ps */
 #define RING_SEG	4096ULL		/* bytes */
 
+/*
+ * A LINK_NEW of link @id from @src port 0 to @dst port 0 at stage_ring()'s
+ * bandwidth and latency, in @m, for the caller to add to and send.
+ */
+void ring_link_msg(struct genl_sock *gs, struct genl_msg *m, uint32_t id,
+		   uint32_t src, uint32_t dst);
+/* LINK_GET of committed link @id, its reply to @cb; 0 or -errno. */
+int link_get_reply(struct genl_sock *gs, uint32_t id, genl_reply_cb cb,
+		   void *arg);
+
 /* ps to serialise @bytes on a ring link, rounded up as the engine does. */
 uint64_t ring_ser(uint64_t bytes);
 /*

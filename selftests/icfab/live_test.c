@@ -85,11 +85,8 @@ static int lnk_cb(const struct genl_reply *r, void *arg)
 static struct lnk lnk_get(struct genl_sock *gs, uint32_t id)
 {
 	struct lnk l = { 0 };
-	struct genl_msg m;
 
-	genl_msg_init(&m, gs->family, ICFAB_CMD_LINK_GET, 0);
-	genl_put_u32(&m, ICFAB_A_LINK_ID, id);
-	genl_request(gs, &m, lnk_cb, &l);
+	link_get_reply(gs, id, lnk_cb, &l);
 	return l;
 }
 
