@@ -225,46 +225,55 @@ TEST_F(star, one_flow_alone_gets_all_of_b)
 	EXPECT_EQ(expect, c.finish_ps - c.start_ps);
 }
 
-/* Stage LINK_SET of link @id, UP, with LINK_SWITCHING @mode. */
-static int link_switching(struct genl_sock *gs, uint32_t id, uint8_t mode)
+/*
+ * A link's u8 mode attribute @attr: LINK_SWITCHING or LINK_MULTIPATH.
+ * link_set_mode() stages LINK_SET of link @id, UP, with @attr = @mode;
+ * link_get_mode() reads @attr of committed link @id, or -1 when it is
+ * not reported.
+ */
+static int link_set_mode(struct genl_sock *gs, uint32_t id, int attr,
+			 uint8_t mode)
 {
 	struct genl_msg m;
 
 	genl_msg_init(&m, gs->family, ICFAB_CMD_LINK_SET, 0);
 	genl_put_u32(&m, ICFAB_A_LINK_ID, id);
 	genl_put_u32(&m, ICFAB_A_LINK_STATE, ICFAB_LINK_UP);
-	genl_put(&m, ICFAB_A_LINK_SWITCHING, &mode, 1);
+	genl_put(&m, attr, &mode, 1);
 	return genl_request(gs, &m, NULL, NULL);
 }
 
-static int switching_cb(const struct genl_reply *r, void *arg)
-{
-	int *mode = arg;
+struct link_mode {
+	int attr;
+	int mode;
+};
 
-	if (r->tb[ICFAB_A_LINK_SWITCHING])
-		*mode = *(uint8_t *)((char *)r->tb[ICFAB_A_LINK_SWITCHING] +
-				     NLA_HDRLEN);
+static int link_mode_cb(const struct genl_reply *r, void *arg)
+{
+	struct link_mode *lm = arg;
+
+	if (r->tb[lm->attr])
+		lm->mode = *(uint8_t *)((char *)r->tb[lm->attr] + NLA_HDRLEN);
 	return 0;
 }
 
-/* LINK_SWITCHING of committed link @id, or -1 when not reported. */
-static int link_get_switching(struct genl_sock *gs, uint32_t id)
+static int link_get_mode(struct genl_sock *gs, uint32_t id, int attr)
 {
-	int mode = -1;
+	struct link_mode lm = { .attr = attr, .mode = -1 };
 
-	if (link_get_reply(gs, id, switching_cb, &mode))
+	if (link_get_reply(gs, id, link_mode_cb, &lm))
 		return -1;
-	return mode;
+	return lm.mode;
 }
 
 TEST_F(ring, switching_mode_out_of_range_is_erange_with_extack)
 {
-	EXPECT_EQ(-ERANGE, link_switching(&self->gs, 0,
-					  ICFAB_SWITCHING_MAX + 1));
+	EXPECT_EQ(-ERANGE, link_set_mode(&self->gs, 0, ICFAB_A_LINK_SWITCHING,
+					 ICFAB_SWITCHING_MAX + 1));
 	EXPECT_NE(0, self->gs.extack[0]);
 	EXPECT_EQ(ICFAB_A_LINK_SWITCHING, self->gs.bad_attr_type);
 	EXPECT_EQ(ICFAB_SWITCHING_STORE_FORWARD,
-		  link_get_switching(&self->gs, 0));
+		  link_get_mode(&self->gs, 0, ICFAB_A_LINK_SWITCHING));
 }
 
 /*
@@ -284,8 +293,8 @@ FIXTURE_SETUP(ct_ring)
 	clear_fabric(&self->gs);
 	ASSERT_EQ(0, stage_ring(&self->gs, 12));
 	for (unsigned int l = 0; l < 24; l++)
-		ASSERT_EQ(0, link_switching(&self->gs, l,
-					    ICFAB_SWITCHING_CUT_THROUGH));
+		ASSERT_EQ(0, link_set_mode(&self->gs, l, ICFAB_A_LINK_SWITCHING,
+					   ICFAB_SWITCHING_CUT_THROUGH));
 	ASSERT_EQ(0, cmd(&self->gs, ICFAB_CMD_FABRIC_COMMIT));
 	self->fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, self->fd);
@@ -302,7 +311,7 @@ TEST_F(ct_ring, link_get_reports_cut_through)
 {
 	for (unsigned int l = 0; l < 24; l++)
 		EXPECT_EQ(ICFAB_SWITCHING_CUT_THROUGH,
-			  link_get_switching(&self->gs, l));
+			  link_get_mode(&self->gs, l, ICFAB_A_LINK_SWITCHING));
 }
 
 TEST_F(ct_ring, cut_through_pays_only_latency_per_hop)
@@ -336,37 +345,6 @@ TEST_F(ct_ring, cut_through_pays_only_latency_per_hop)
  */
 #define PAR	3
 
-static int link_multipath(struct genl_sock *gs, uint32_t id, uint8_t mode)
-{
-	struct genl_msg m;
-
-	genl_msg_init(&m, gs->family, ICFAB_CMD_LINK_SET, 0);
-	genl_put_u32(&m, ICFAB_A_LINK_ID, id);
-	genl_put_u32(&m, ICFAB_A_LINK_STATE, ICFAB_LINK_UP);
-	genl_put(&m, ICFAB_A_LINK_MULTIPATH, &mode, 1);
-	return genl_request(gs, &m, NULL, NULL);
-}
-
-static int multipath_cb(const struct genl_reply *r, void *arg)
-{
-	int *mode = arg;
-
-	if (r->tb[ICFAB_A_LINK_MULTIPATH])
-		*mode = *(uint8_t *)((char *)r->tb[ICFAB_A_LINK_MULTIPATH] +
-				     NLA_HDRLEN);
-	return 0;
-}
-
-/* LINK_MULTIPATH of committed link @id, or -1 when not reported. */
-static int link_get_multipath(struct genl_sock *gs, uint32_t id)
-{
-	int mode = -1;
-
-	if (link_get_reply(gs, id, multipath_cb, &mode))
-		return -1;
-	return mode;
-}
-
 static int stage_parallel(struct genl_sock *gs, uint8_t mode)
 {
 	uint16_t ports[2] = { ICFAB_ROUTE_NONE, 0 };
@@ -380,9 +358,11 @@ static int stage_parallel(struct genl_sock *gs, uint8_t mode)
 		if (!err)
 			err = link_new(gs, 2 * p + 1, 1, p, 0, p, BW);
 		if (!err)
-			err = link_multipath(gs, 2 * p, mode);
+			err = link_set_mode(gs, 2 * p,
+					    ICFAB_A_LINK_MULTIPATH, mode);
 		if (!err)
-			err = link_multipath(gs, 2 * p + 1, mode);
+			err = link_set_mode(gs, 2 * p + 1,
+					    ICFAB_A_LINK_MULTIPATH, mode);
 	}
 	if (!err)
 		err = route_set(gs, 0, 0, ports, 2);
@@ -424,16 +404,18 @@ FIXTURE_TEARDOWN(parallel)
 TEST_F(parallel, link_get_reports_the_mode)
 {
 	for (unsigned int l = 0; l < 2 * PAR; l++)
-		EXPECT_EQ(variant->mode, link_get_multipath(&self->gs, l));
+		EXPECT_EQ(variant->mode,
+			  link_get_mode(&self->gs, l, ICFAB_A_LINK_MULTIPATH));
 }
 
 TEST_F(parallel, multipath_mode_out_of_range_is_erange_with_extack)
 {
-	EXPECT_EQ(-ERANGE, link_multipath(&self->gs, 0,
-					  ICFAB_MULTIPATH_MAX + 1));
+	EXPECT_EQ(-ERANGE, link_set_mode(&self->gs, 0, ICFAB_A_LINK_MULTIPATH,
+					 ICFAB_MULTIPATH_MAX + 1));
 	EXPECT_NE(0, self->gs.extack[0]);
 	EXPECT_EQ(ICFAB_A_LINK_MULTIPATH, self->gs.bad_attr_type);
-	EXPECT_EQ(variant->mode, link_get_multipath(&self->gs, 0));
+	EXPECT_EQ(variant->mode,
+		  link_get_mode(&self->gs, 0, ICFAB_A_LINK_MULTIPATH));
 }
 
 TEST_F(parallel, sprayed_cables_add_their_bandwidth)
