@@ -2,6 +2,7 @@
 #define _GNU_SOURCE		/* setresuid(), setresgid() */
 #include <errno.h>
 #include <grp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -357,4 +358,57 @@ int as_user(uid_t uid, int (*fn)(void *), void *arg)
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
 		return 202;
 	return WEXITSTATUS(status);
+}
+
+void run_rank_pair(pair_rank_fn rank, struct icfab_cqe *out,
+		   unsigned int per_rank, int hog)
+{
+	pid_t pids[3] = { 0, 0, 0 };
+	int ready[2], go[2];
+	char byte;
+
+	/*
+	 * Both attach before either starts: a context that has not attached
+	 * cannot hold the engine back, so determinism needs every
+	 * participant on board first (as ranks of a job rendezvous).
+	 */
+	if (pipe(ready) || pipe(go))
+		return;
+	if (hog) {
+		pids[2] = fork();
+		if (pids[2] == 0) {
+			close(ready[0]);
+			close(ready[1]);
+			close(go[0]);
+			close(go[1]);
+			for (;;)
+				;
+		}
+	}
+	for (int p = 0; p < 2; p++) {
+		pids[p] = fork();
+		if (pids[p] == 0) {
+			close(go[1]);
+			close(ready[0]);
+			_exit(rank(p, ready[1], go[0], &out[p * per_rank]));
+		}
+	}
+	close(ready[1]);
+	close(go[0]);
+	for (int p = 0; p < 2; p++)
+		if (read(ready[0], &byte, 1) != 1)
+			break;
+	close(go[1]);		/* everyone reads EOF: go */
+	close(ready[0]);
+	for (int p = 0; p < 2; p++) {
+		int status;
+
+		waitpid(pids[p], &status, 0);
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			out[p * per_rank].status = -1000 - WEXITSTATUS(status);
+	}
+	if (hog) {
+		kill(pids[2], SIGKILL);
+		waitpid(pids[2], NULL, 0);
+	}
 }

@@ -92,4 +92,16 @@ int ctx_submit(int fd, struct icfab_desc *d, unsigned int n);
  */
 int as_user(uid_t uid, int (*fn)(void *), void *arg);
 
+/*
+ * Two processes in lockstep: @rank(p, ready, go, out + p * @per_rank)
+ * runs in a child for ranks p = 0 and 1. A rank writes a byte to @ready
+ * once it is set up, then reads @go, which ends (EOF) when both are:
+ * then they start together. With @hog, a third child spins beside them.
+ * A rank that does not return 0 leaves -1000 - its return in
+ * out[p * @per_rank].status.
+ */
+typedef int (*pair_rank_fn)(int p, int ready, int go, struct icfab_cqe *out);
+void run_rank_pair(pair_rank_fn rank, struct icfab_cqe *out,
+		   unsigned int per_rank, int hog);
+
 #endif

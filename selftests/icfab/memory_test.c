@@ -547,53 +547,6 @@ static int pair_rank(int p, int ready, int go, struct icfab_cqe *out)
 	return 0;
 }
 
-static void run_pair(struct icfab_cqe *out, int hog)
-{
-	pid_t pids[3] = { 0, 0, 0 };
-	int ready[2], go[2];
-	char byte;
-
-	if (pipe(ready) || pipe(go))
-		return;
-	if (hog) {
-		pids[2] = fork();
-		if (pids[2] == 0) {
-			close(ready[0]);
-			close(ready[1]);
-			close(go[0]);
-			close(go[1]);
-			for (;;)
-				;
-		}
-	}
-	for (int p = 0; p < 2; p++) {
-		pids[p] = fork();
-		if (pids[p] == 0) {
-			close(go[1]);
-			close(ready[0]);
-			_exit(pair_rank(p, ready[1], go[0], &out[p * PAIR_N]));
-		}
-	}
-	close(ready[1]);
-	close(go[0]);
-	for (int p = 0; p < 2; p++)
-		if (read(ready[0], &byte, 1) != 1)
-			break;
-	close(go[1]);
-	close(ready[0]);
-	for (int p = 0; p < 2; p++) {
-		int status;
-
-		waitpid(pids[p], &status, 0);
-		if (!WIFEXITED(status) || WEXITSTATUS(status))
-			out[p * PAIR_N].status = -1000 - WEXITSTATUS(status);
-	}
-	if (hog) {
-		kill(pids[2], SIGKILL);
-		waitpid(pids[2], NULL, 0);
-	}
-}
-
 TEST_F(dm, deterministic_with_a_cpu_hog)
 {
 	struct icfab_cqe *a, *b;
@@ -618,8 +571,8 @@ TEST_F(dm, deterministic_with_a_cpu_hog)
 	close(self->fd);
 	self->fd = -1;
 
-	run_pair(a, 0);
-	run_pair(b, 1);
+	run_rank_pair(pair_rank, a, PAIR_N, 0);
+	run_rank_pair(pair_rank, b, PAIR_N, 1);
 	for (int i = 0; i < 2 * PAIR_N; i++) {
 		EXPECT_EQ(0, a[i].status);
 		EXPECT_EQ(a[i].user_tag, b[i].user_tag);

@@ -397,77 +397,28 @@ TEST_F(dp, free_running_contexts_never_hold_the_engine)
 }
 
 /*
- * Two processes, each on its own endpoint, both sending to node 2 through
- * the shared link 1 -> 2, write their completions to @out. Optionally
- * with a CPU hog beside them.
+ * One of two processes, each on its own endpoint, both sending to node 2
+ * through the shared link 1 -> 2; its completions go to @out.
  */
-static void run_pair(struct icfab_cqe *out, int hog)
+static int queue_rank(int p, int ready, int go, struct icfab_cqe *out)
 {
-	pid_t pids[3] = { 0, 0, 0 };
-	int ready[2], go[2];
+	int fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	struct icfab_desc d[8];
 	char byte;
+	int q;
 
-	/*
-	 * Both attach before either starts: a context that has not attached
-	 * cannot hold the engine back, so determinism needs every
-	 * participant on board first (as ranks of a job rendezvous).
-	 */
-	if (pipe(ready) || pipe(go))
-		return;
-
-	if (hog) {
-		pids[2] = fork();
-		if (pids[2] == 0) {
-			close(ready[0]);
-			close(ready[1]);
-			close(go[0]);
-			close(go[1]);
-			for (;;)
-				;
-		}
-	}
-	for (int p = 0; p < 2; p++) {
-		pids[p] = fork();
-		if (pids[p] == 0) {
-			int fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
-			struct icfab_desc d[8];
-			int q;
-
-			close(go[1]);
-			close(ready[0]);
-			if (fd < 0 || ctx_attach(fd, p))
-				_exit(1);
-			if (write(ready[1], "r", 1) != 1 ||
-			    read(go[0], &byte, 1) != 0)
-				_exit(4);
-			q = ctx_queue(fd, p, 8);
-			for (int i = 0; i < 8; i++)
-				d[i] = desc_put(q, 2, (3 + i) * SEG + 17 * p, i);
-			if (ctx_submit(fd, d, 8) != 8)
-				_exit(2);
-			if (ctx_wait(fd, &out[p * 8], 8, 8, 0, NULL) != 8)
-				_exit(3);
-			_exit(0);
-		}
-	}
-	close(ready[1]);
-	close(go[0]);
-	for (int p = 0; p < 2; p++)
-		if (read(ready[0], &byte, 1) != 1)
-			break;
-	close(go[1]);		/* everyone reads EOF: go */
-	close(ready[0]);
-	for (int p = 0; p < 2; p++) {
-		int status;
-
-		waitpid(pids[p], &status, 0);
-		if (!WIFEXITED(status) || WEXITSTATUS(status))
-			out[p * 8].status = -1000 - WEXITSTATUS(status);
-	}
-	if (hog) {
-		kill(pids[2], SIGKILL);
-		waitpid(pids[2], NULL, 0);
-	}
+	if (fd < 0 || ctx_attach(fd, p))
+		return 1;
+	if (write(ready, "r", 1) != 1 || read(go, &byte, 1) != 0)
+		return 4;
+	q = ctx_queue(fd, p, 8);
+	for (int i = 0; i < 8; i++)
+		d[i] = desc_put(q, 2, (3 + i) * SEG + 17 * p, i);
+	if (ctx_submit(fd, d, 8) != 8)
+		return 2;
+	if (ctx_wait(fd, out, 8, 8, 0, NULL) != 8)
+		return 3;
+	return 0;
 }
 
 TEST_F(dp, virtual_time_is_deterministic_across_processes)
@@ -484,8 +435,8 @@ TEST_F(dp, virtual_time_is_deterministic_across_processes)
 	memset(a, 0, 4096);
 	memset(b, 0, 4096);
 
-	run_pair(a, 0);
-	run_pair(b, 1);
+	run_rank_pair(queue_rank, a, 8, 0);
+	run_rank_pair(queue_rank, b, 8, 1);
 	for (int i = 0; i < 16; i++) {
 		EXPECT_EQ(0, a[i].status);
 		EXPECT_EQ(a[i].user_tag, b[i].user_tag);
