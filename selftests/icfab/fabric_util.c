@@ -307,6 +307,13 @@ int ctx_submit(int fd, struct icfab_desc *d, unsigned int n)
 	return ret < 0 ? -errno : ret;
 }
 
+int ctx_region_free(int fd, uint32_t region)
+{
+	struct icfab_region_free rf = { .region = region };
+
+	return ioctl(fd, ICFAB_IOC_REGION_FREE, &rf) ? -errno : 0;
+}
+
 uint64_t ring_ser(uint64_t bytes)
 {
 	return (bytes * 1000000000000ULL + RING_BW - 1) / RING_BW;

@@ -82,6 +82,7 @@ int ctx_attach(int fd, uint32_t ep);
 int ctx_queue(int fd, uint32_t ep, uint32_t depth);
 /* The number of descriptors accepted. */
 int ctx_submit(int fd, struct icfab_desc *d, unsigned int n);
+int ctx_region_free(int fd, uint32_t region);
 
 #include <sys/types.h>
 /*

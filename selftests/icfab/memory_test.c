@@ -55,13 +55,6 @@ static int region(int fd, uint32_t ep, uint64_t size, uint32_t access,
 	return 0;
 }
 
-static int rfree(int fd, uint32_t region)
-{
-	struct icfab_region_free rf = { .region = region };
-
-	return ioctl(fd, ICFAB_IOC_REGION_FREE, &rf) ? -errno : 0;
-}
-
 static struct icfab_desc mv(uint8_t op, uint32_t q, uint32_t region,
 			    uint64_t loff, uint64_t rkey, uint64_t roff,
 			    uint64_t len, uint64_t tag)
@@ -289,8 +282,8 @@ TEST_F(dm, regions_freed_under_a_transfer_complete_it_unharmed)
 	d[0] = mv(ICFAB_OP_WRITE, self->q, self->a, 0, self->bkey, 0, RSIZE, 1);
 	d[1] = mv(ICFAB_OP_WRITE, self->q, self->a, 5, self->bkey, 3, 100, 2);
 	ASSERT_EQ(2, ctx_submit(self->fd, d, 2));
-	ASSERT_EQ(0, rfree(self->fd, self->a));
-	ASSERT_EQ(0, rfree(self->fd, self->b));
+	ASSERT_EQ(0, ctx_region_free(self->fd, self->a));
+	ASSERT_EQ(0, ctx_region_free(self->fd, self->b));
 	/* New descriptors can no longer name them... */
 	EXPECT_EQ(-EBADF, ctx_submit(self->fd, d, 1));
 	d[0].region = 0;
@@ -314,7 +307,7 @@ TEST_F(dm, closing_with_copies_in_flight)
 		d[i] = mv(ICFAB_OP_WRITE, self->q, self->a, 0, self->bkey, 0,
 			  RSIZE, i);
 	ASSERT_EQ(8, ctx_submit(self->fd, d, 8));
-	ASSERT_EQ(0, rfree(self->fd, self->b));
+	ASSERT_EQ(0, ctx_region_free(self->fd, self->b));
 	close(self->fd);
 	self->fd = -1;
 	/* The runner checks that nothing leaked or hung. */

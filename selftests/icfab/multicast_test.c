@@ -182,13 +182,6 @@ static int region(int fd, uint32_t ep, uint32_t *handle, unsigned char **map)
 	return *map == MAP_FAILED ? -errno : 0;
 }
 
-static int rfree(int fd, uint32_t handle)
-{
-	struct icfab_region_free rf = { .region = handle };
-
-	return ioctl(fd, ICFAB_IOC_REGION_FREE, &rf) ? -errno : 0;
-}
-
 /* One descriptor, submitted and reaped: its status, or -errno. */
 static int one(int fd, struct icfab_desc d, struct icfab_cqe *c)
 {
@@ -423,7 +416,7 @@ TEST_F(mc, refused_descriptors_have_their_errno)
 	EXPECT_EQ(-ENOTCONN, ctx_submit(self->fd, &good, 1));
 	ASSERT_EQ(0, recv_bind(self->fd, self->circuit, 3, self->leaf[3], 0));
 	EXPECT_EQ(0, one(self->fd, good, &c));
-	ASSERT_EQ(0, rfree(self->fd, self->leaf[5]));
+	ASSERT_EQ(0, ctx_region_free(self->fd, self->leaf[5]));
 	EXPECT_EQ(-ENOTCONN, ctx_submit(self->fd, &good, 1));
 	/* Timing-only needs no binding. */
 	d = good;

@@ -170,13 +170,6 @@ static int region_alloc(int fd, uint64_t size, uint32_t *handle)
 	return 0;
 }
 
-static int region_free(int fd, uint32_t handle)
-{
-	struct icfab_region_free rf = { .region = handle };
-
-	return ioctl(fd, ICFAB_IOC_REGION_FREE, &rf) ? -errno : 0;
-}
-
 static int memory_child(void *arg)
 {
 	uint32_t a = 0, b = 0, c = 0;
@@ -197,7 +190,7 @@ static int memory_child(void *arg)
 	/* More than the cap in one go: the same, and nothing is kept. */
 	if (region_alloc(fd1, 2 << 20, &c) != -EDQUOT)
 		return 14;
-	if (region_free(fd1, a) || region_alloc(fd1, 512 << 10, &a))
+	if (ctx_region_free(fd1, a) || region_alloc(fd1, 512 << 10, &a))
 		return 15;
 	close(fd1);
 	/* The closed context's region went with it. */

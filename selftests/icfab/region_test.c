@@ -40,13 +40,6 @@ static int ralloc(int fd, uint32_t ep, uint64_t size, uint32_t *region,
 	return 0;
 }
 
-static int rfree(int fd, uint32_t region)
-{
-	struct icfab_region_free rf = { .region = region };
-
-	return ioctl(fd, ICFAB_IOC_REGION_FREE, &rf) ? -errno : 0;
-}
-
 static int rexport(int fd, uint32_t region, uint32_t access, uint64_t *key)
 {
 	struct icfab_region_export re = { .region = region, .access = access };
@@ -171,13 +164,13 @@ TEST_F(mem, handles_are_distinct_and_private)
 	ASSERT_LE(0, other);
 	ASSERT_EQ(0, ctx_attach(other, 0));
 	/* Another context knows neither the handle nor the offset. */
-	EXPECT_EQ(-ENOENT, rfree(other, r2));
+	EXPECT_EQ(-ENOENT, ctx_region_free(other, r2));
 	EXPECT_EQ(MAP_FAILED, mmap(NULL, PAGE, PROT_READ, MAP_SHARED, other,
 				   off2));
 	EXPECT_EQ(ENXIO, errno);
 	close(other);
-	EXPECT_EQ(0, rfree(self->fd, r2));
-	EXPECT_EQ(0, rfree(self->fd, r1));
+	EXPECT_EQ(0, ctx_region_free(self->fd, r2));
+	EXPECT_EQ(0, ctx_region_free(self->fd, r1));
 }
 
 TEST_F(mem, alloc_bad_arguments)
@@ -281,9 +274,9 @@ TEST_F(mem, mapping_outlives_free_and_close)
 	ASSERT_NE(MAP_FAILED, p);
 	memset(p, 0x5a, size);
 	ASSERT_EQ(0, rexport(self->fd, r, ICFAB_ACCESS_ALL, &key));
-	EXPECT_EQ(0, rfree(self->fd, r));
+	EXPECT_EQ(0, ctx_region_free(self->fd, r));
 	/* The handle and the key are gone at once... */
-	EXPECT_EQ(-ENOENT, rfree(self->fd, r));
+	EXPECT_EQ(-ENOENT, ctx_region_free(self->fd, r));
 	EXPECT_EQ(-ENOENT, rexport(self->fd, r, ICFAB_ACCESS_ALL, &key));
 	EXPECT_EQ(-ENOKEY, rimport(self->fd, key, &ri));
 	EXPECT_EQ(MAP_FAILED, mmap(NULL, PAGE, PROT_READ, MAP_SHARED, self->fd,
@@ -388,7 +381,7 @@ TEST_F(mem, endpoint_capacity_is_charged)
 	ASSERT_LE(0, other);
 	ASSERT_EQ(0, ctx_attach(other, 0));
 	EXPECT_EQ(-ENOSPC, ralloc(other, 0, 1, &r3, NULL, NULL));
-	EXPECT_EQ(0, rfree(self->fd, r1));
+	EXPECT_EQ(0, ctx_region_free(self->fd, r1));
 	EXPECT_EQ(0, ralloc(other, 0, 12 * PAGE, &r3, NULL, NULL));
 	close(other);
 	/* Closing gave it back. */
@@ -411,7 +404,7 @@ TEST_F(mem, a_mapping_keeps_its_charge)
 	ASSERT_EQ(0, ralloc(self->fd, 0, 4 * PAGE, &r, &off, &size));
 	p = mmap(NULL, size, PROT_READ, MAP_SHARED, self->fd, off);
 	ASSERT_NE(MAP_FAILED, p);
-	EXPECT_EQ(0, rfree(self->fd, r));
+	EXPECT_EQ(0, ctx_region_free(self->fd, r));
 	/* The pages are still real, so still charged. */
 	EXPECT_EQ(-ENOSPC, ralloc(self->fd, 0, PAGE, &r, NULL, NULL));
 	munmap(p, size);
@@ -428,7 +421,7 @@ TEST_F(mem, module_cap_on_real_pages)
 	EXPECT_EQ(-ENOSPC, ralloc(self->fd, 0, 100 * PAGE, &r2, NULL, NULL));
 	EXPECT_EQ(0, ralloc(self->fd, 0, 56 * PAGE, &r2, NULL, NULL));
 	EXPECT_EQ(-ENOSPC, ralloc(self->fd, 0, 1, &r2, NULL, NULL));
-	EXPECT_EQ(0, rfree(self->fd, r1));
+	EXPECT_EQ(0, ctx_region_free(self->fd, r1));
 	EXPECT_EQ(0, ralloc(self->fd, 0, 200 * PAGE, &r1, NULL, NULL));
 	ASSERT_EQ(0, write_param(MAX_MEM_MB, "256"));
 }
@@ -443,9 +436,9 @@ TEST_F(mem, free_bad_arguments)
 	rf.region = r;
 	EXPECT_EQ(-1, ioctl(self->fd, ICFAB_IOC_REGION_FREE, &rf));
 	EXPECT_EQ(EINVAL, errno);
-	EXPECT_EQ(-ENOENT, rfree(self->fd, 0));
-	EXPECT_EQ(-ENOENT, rfree(self->fd, ~0U));
-	EXPECT_EQ(0, rfree(self->fd, r));
+	EXPECT_EQ(-ENOENT, ctx_region_free(self->fd, 0));
+	EXPECT_EQ(-ENOENT, ctx_region_free(self->fd, ~0U));
+	EXPECT_EQ(0, ctx_region_free(self->fd, r));
 }
 
 TEST_HARNESS_MAIN

@@ -132,13 +132,6 @@ static int ralloc(int fd, uint32_t ep, uint32_t tier, uint64_t size,
 	return 0;
 }
 
-static int rfree(int fd, uint32_t region)
-{
-	struct icfab_region_free rf = { .region = region };
-
-	return ioctl(fd, ICFAB_IOC_REGION_FREE, &rf) ? -errno : 0;
-}
-
 static struct icfab_desc wr(uint32_t q, uint32_t region, uint64_t rkey,
 			    uint64_t tag)
 {
@@ -275,12 +268,12 @@ TEST_F(tier, capacity_is_the_tiers_and_shared)
 			    NULL));
 	/* The DDR is charged apart, and plain memory as before. */
 	EXPECT_EQ(0, ralloc(self->fd, 0, ICFAB_TIER_DDR, DDR_BYTES, &c, NULL));
-	EXPECT_EQ(0, rfree(self->fd, c));
+	EXPECT_EQ(0, ctx_region_free(self->fd, c));
 	EXPECT_EQ(0, ralloc(self->fd, 0, ICFAB_TIER_NONE, HBM_BYTES, &c,
 			    NULL));
-	EXPECT_EQ(0, rfree(self->fd, c));
+	EXPECT_EQ(0, ctx_region_free(self->fd, c));
 	/* Freed, the space is back. */
-	EXPECT_EQ(0, rfree(self->fd, a));
+	EXPECT_EQ(0, ctx_region_free(self->fd, a));
 	EXPECT_EQ(0, ralloc(self->fd, 1, ICFAB_TIER_HBM, HBM_BYTES / 2, &a,
 			    NULL));
 }
