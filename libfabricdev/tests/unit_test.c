@@ -87,6 +87,24 @@ static float val(unsigned int r, uint64_t i)
 	return (float)((r * 7 + i * 3) % 17) - 8.0f;	/* exact in bf16 */
 }
 
+/* Every rank r's @len inputs val(r, 0..@len - 1), rank after rank. */
+static void fill_ranks(float *in, unsigned int n, uint64_t len)
+{
+	for (unsigned int r = 0; r < n; r++)
+		for (uint64_t i = 0; i < len; i++)
+			in[r * len + i] = val(r, i);
+}
+
+/* Input @i summed over @n ranks, in rank order. */
+static float sum_of_ranks(unsigned int n, uint64_t i)
+{
+	float s = 0;
+
+	for (unsigned int q = 0; q < n; q++)
+		s += val(q, i);
+	return s;
+}
+
 static void test_colls(void)
 {
 	const char *an[] = { "auto", "ring", "tree", "direct", "hier" };
@@ -108,21 +126,15 @@ static void test_colls(void)
 			int err, bad = 0;
 
 			/* all-reduce fp32 */
-			for (unsigned int r = 0; r < n; r++)
-				for (unsigned int i = 0; i < cnt; i++)
-					in[r * cnt + i] = val(r, i);
+			fill_ranks(in, n, cnt);
 			err = fdev_all_reduce(c, in, out, cnt, FDEV_F32, a);
 			if (err == -EOPNOTSUPP || (err == -EINVAL && a == FDEV_ALGO_HIER)) {
 				ok(1, "all-reduce %s n=%u: not offered (%d)", an[a], n, err);
 			} else {
 				for (unsigned int r = 0; r < n; r++)
-					for (unsigned int i = 0; i < cnt; i++) {
-						float s = 0;
-
-						for (unsigned int q = 0; q < n; q++)
-							s += val(q, i);
-						bad += out[r * cnt + i] != s;
-					}
+					for (unsigned int i = 0; i < cnt; i++)
+						bad += out[r * cnt + i] !=
+						       sum_of_ranks(n, i);
 				ok(!err && !bad, "all-reduce f32 %s n=%u count=%u (%d, %d bad)",
 				   an[a], n, cnt, err, bad);
 			}
@@ -134,38 +146,26 @@ static void test_colls(void)
 			if (!err) {
 				bad = 0;
 				for (unsigned int r = 0; r < n; r++)
-					for (unsigned int i = 0; i < cnt; i++) {
-						float s = 0;
-
-						for (unsigned int q = 0; q < n; q++)
-							s += val(q, i);
-						bad += fdev_bf16_to_f32(bout[r * cnt + i]) != s;
-					}
+					for (unsigned int i = 0; i < cnt; i++)
+						bad += fdev_bf16_to_f32(bout[r * cnt + i]) !=
+						       sum_of_ranks(n, i);
 				ok(!bad, "all-reduce bf16 %s n=%u (%d bad)", an[a], n, bad);
 			}
 			/* reduce-scatter */
-			for (unsigned int r = 0; r < n; r++)
-				for (unsigned int i = 0; i < n * cnt; i++)
-					in[r * n * cnt + i] = val(r, i);
+			fill_ranks(in, n, n * cnt);
 			err = fdev_reduce_scatter(c, in, out, cnt, FDEV_F32, a);
 			if (!err) {
 				bad = 0;
 				for (unsigned int r = 0; r < n; r++)
-					for (unsigned int i = 0; i < cnt; i++) {
-						float s = 0;
-
-						for (unsigned int q = 0; q < n; q++)
-							s += val(q, r * cnt + i);
-						bad += out[r * cnt + i] != s;
-					}
+					for (unsigned int i = 0; i < cnt; i++)
+						bad += out[r * cnt + i] !=
+						       sum_of_ranks(n, r * cnt + i);
 				ok(!bad, "reduce-scatter %s n=%u (%d bad)", an[a], n, bad);
 			} else {
 				ok(err == -EOPNOTSUPP, "reduce-scatter %s: %d", an[a], err);
 			}
 			/* all-gather (bytes of fp32) */
-			for (unsigned int r = 0; r < n; r++)
-				for (unsigned int i = 0; i < cnt; i++)
-					in[r * cnt + i] = val(r, i);
+			fill_ranks(in, n, cnt);
 			err = fdev_all_gather(c, in, out, cnt, FDEV_F32, a);
 			if (!err) {
 				bad = 0;
@@ -178,9 +178,7 @@ static void test_colls(void)
 				ok(err == -EOPNOTSUPP, "all-gather %s: %d", an[a], err);
 			}
 			/* all-to-all */
-			for (unsigned int r = 0; r < n; r++)
-				for (unsigned int i = 0; i < n * cnt; i++)
-					in[r * n * cnt + i] = val(r, i);
+			fill_ranks(in, n, n * cnt);
 			err = fdev_all_to_all(c, in, out, cnt, FDEV_F32, a);
 			if (!err) {
 				bad = 0;
