@@ -54,6 +54,7 @@
  * While any context is attached, a commit is refused, because the engine
  * works on the committed topology it was built on.
  */
+#include <linux/delay.h>
 #include <linux/hrtimer.h>
 #include <linux/math64.h>
 #include <linux/mm.h>
@@ -1704,7 +1705,7 @@ long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
 		ret = -ENOENT;
 		goto out_unlock;
 	}
-	if (ctx->waiting || ctx->catchup) {
+	if (ctx->in_wait || ctx->uwait || ctx->waiting || ctx->catchup) {
 		/* Another thread, or io_uring, waits already. */
 		ret = -EBUSY;
 		goto out_unlock;
@@ -1715,6 +1716,13 @@ long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
 		goto out_unlock;
 	}
 	ctx->wait_min = w.min;
+	/*
+	 * Ours until the loop below ends: woken, this WAIT has not yet
+	 * taken the lock back, and another WAIT started then would share
+	 * ->waiting with it (an io_uring WAIT lost that way never
+	 * completed, and its ring could never be freed).
+	 */
+	ctx->in_wait = true;
 	if (icfab_ctx_catches_up(ctx)) {
 		/*
 		 * A receiver: step 1 holds the engine at its clock until it
@@ -1733,6 +1741,8 @@ long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
 		mutex_unlock(&fabric->lock);
 		left = wait_event_interruptible_timeout(ctx->wq,
 						icfab_wait_done(ctx), left);
+		if (unlikely(READ_ONCE(icfab_wait_wake_delay_ms)))
+			msleep(READ_ONCE(icfab_wait_wake_delay_ms));
 		mutex_lock(&fabric->lock);
 		if (!ctx->waiting && !ctx->catchup)
 			break;
@@ -1742,10 +1752,12 @@ long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
 			ctx->waiting = false;
 			ctx->clock_ps = max(ctx->clock_ps,
 					    fabric->data->engine.now_ps);
+			ctx->in_wait = false;
 			ret = left ? -EINTR : -ETIMEDOUT;
 			goto out_unlock;
 		}
 	}
+	ctx->in_wait = false;
 
 	/*
 	 * The first w.max, in one cut; they hold nothing (put at finish).
@@ -1887,7 +1899,7 @@ int icfab_uring_wait(struct icfab_ctx *ctx, u32 min, struct io_uring_cmd *cmd)
 		err = -ENOENT;
 	else if (ctx->dead)
 		err = -ECANCELED;
-	else if (ctx->waiting || ctx->catchup)
+	else if (ctx->in_wait || ctx->uwait || ctx->waiting || ctx->catchup)
 		err = -EBUSY;
 	else if (ctx->u_uncounted + ctx->u_inflight < min && !ctx->nr_recvqs)
 		err = -EDEADLK;

@@ -38,6 +38,12 @@
  * then drops its reference to the file: a window that a close landing
  * in must not turn into a context nobody can reach and nothing kills
  * (kmod/uring.c, icfab_ctx_flush()). 0, the default, for none.
+ *
+ *	/sys/kernel/debug/icfab/wait_wake_delay_ms	(read/write, root)
+ *
+ * makes every ICFAB_IOC_WAIT, once woken, sleep this long before it takes
+ * the fabric lock back: the window in which no other WAIT of the context
+ * may start (kmod/data.c, icfab_ioctl_wait()). 0, the default, for none.
  */
 #include <linux/debugfs.h>
 #include <linux/kernel.h>
@@ -185,6 +191,7 @@ static const struct file_operations icfab_fault_fops = {
 };
 
 u32 icfab_uring_done_delay_ms;
+u32 icfab_wait_wake_delay_ms;
 
 void icfab_debugfs_init(struct icfab_fabric **fabrics, unsigned int n)
 {
@@ -197,6 +204,8 @@ void icfab_debugfs_init(struct icfab_fabric **fabrics, unsigned int n)
 			   &icfab_engine_xfers_first);
 	debugfs_create_u32("uring_done_delay_ms", 0600, icfab_debugfs_root,
 			   &icfab_uring_done_delay_ms);
+	debugfs_create_u32("wait_wake_delay_ms", 0600, icfab_debugfs_root,
+			   &icfab_wait_wake_delay_ms);
 	for (i = 0; i < n; i++) {
 		struct dentry *dir;
 

@@ -304,6 +304,8 @@ struct icfab_ctx {
 	bool dead;			/* can submit no more */
 	u64 clock_ps;			/* ps */
 	bool waiting;			/* in WAIT: does not hold the engine */
+	bool in_wait;			/* an ICFAB_IOC_WAIT is under way, woken
+					 * or not: no other WAIT may start */
 	bool catchup;			/* a receiver's WAIT in step 1: holds
 					 * the engine until it reaches clock_ps */
 	u32 wait_min;			/* completions WAIT needs */
@@ -580,6 +582,7 @@ void icfab_trace_engine_held(struct icfab_fabric *fabric,
 
 /* debugfs.c */
 extern u32 icfab_uring_done_delay_ms;	/* ms; test-only, see uring.c */
+extern u32 icfab_wait_wake_delay_ms;	/* ms; test-only, see data.c */
 void icfab_debugfs_init(struct icfab_fabric **fabrics, unsigned int n);
 void icfab_debugfs_exit(void);
 

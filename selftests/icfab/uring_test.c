@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <liburing.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@
 #define SEG	4096ULL
 #define PAGE	4096ULL
 #define BATCH	32
+#define WAKE_KNOB	"/sys/kernel/debug/icfab/wait_wake_delay_ms"
 
 
 
@@ -98,6 +100,14 @@ FIXTURE_SETUP(ur)
 
 FIXTURE_TEARDOWN(ur)
 {
+	int k = open(WAKE_KNOB, O_WRONLY | O_CLOEXEC);
+
+	/* A test that failed half-way leaves no delay behind. */
+	if (k >= 0) {
+		if (write(k, "0", 1) != 1)
+			perror(WAKE_KNOB);
+		close(k);
+	}
 	io_uring_queue_exit(&self->ring);
 	if (self->fd >= 0)
 		close(self->fd);
@@ -382,6 +392,71 @@ TEST_F(ur, closing_the_ring_with_a_wait_in_flight)
 	io_uring_queue_exit(&ring);
 	close(self->fd);
 	self->fd = -1;
+}
+
+struct ioctl_waiter {
+	int fd;
+	int got;
+	struct icfab_cqe c;
+};
+
+static void *ioctl_waiter_fn(void *arg)
+{
+	struct ioctl_waiter *w = arg;
+
+	w->got = ctx_wait(w->fd, &w->c, 1, 1, 10000, NULL);
+	return NULL;
+}
+
+/*
+ * An ioctl WAIT that has been woken but has not taken the lock back yet
+ * (the knob holds it there) is still under way: an io_uring WAIT started
+ * then used to share its state, and one of two such WAITs could be lost
+ * for ever, its ring never freed.
+ */
+TEST_F(ur, no_wait_starts_beside_a_woken_ioctl_wait)
+{
+	struct icfab_desc delay0 = {
+		.op = ICFAB_OP_DELAY, .queue = self->q, .len = 0, .user_tag = 9,
+	};
+	struct ioctl_waiter w = { .fd = self->fd };
+	struct icfab_uring_wait uw = { .min = 1 };
+	struct icfab_desc d;
+	pthread_t t;
+	int b, bq, k;
+
+	k = open(WAKE_KNOB, O_WRONLY | O_CLOEXEC);
+	if (k < 0)
+		SKIP(return, "no %s (debugfs)", WAKE_KNOB);
+	/* Another context holds the engine back at its clock, 0. */
+	b = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, b);
+	ASSERT_EQ(0, ctx_attach(b, 1));
+	bq = ctx_queue(b, 1, 4);
+	ASSERT_LE(0, bq);
+	/* One io_uring completion, not yet counted by any WAIT. */
+	ASSERT_EQ(0, one_cmd(&self->ring, self->fd, ICFAB_UCMD_SUBMIT,
+			     &(struct icfab_uring_submit){ .desc = delay0 }));
+	/* One ioctl transfer, which cannot finish while B holds at 0. */
+	d = desc_put(self->q, 2, 4 * SEG, 1);
+	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
+	ASSERT_EQ(3, write(k, "800", 3));
+	ASSERT_EQ(0, pthread_create(&t, NULL, ioctl_waiter_fn, &w));
+	usleep(200000);
+	/* B moves on: the transfer finishes and the ioctl WAIT wakes. */
+	d = (struct icfab_desc){ .op = ICFAB_OP_DELAY, .queue = bq,
+				 .len = 1000000000ULL, .user_tag = 2 };
+	ASSERT_EQ(1, ctx_submit(b, &d, 1));
+	EXPECT_EQ(-EBUSY, one_cmd(&self->ring, self->fd, ICFAB_UCMD_WAIT, &uw));
+	pthread_join(t, NULL);
+	EXPECT_EQ(1, w.got);
+	EXPECT_EQ(0, w.c.status);
+	EXPECT_EQ(1, w.c.user_tag);
+	ASSERT_EQ(1, write(k, "0", 1));
+	close(k);
+	/* The WAIT is over: the next one counts the DELAY's completion. */
+	EXPECT_EQ(1, one_cmd(&self->ring, self->fd, ICFAB_UCMD_WAIT, &uw));
+	close(b);
 }
 
 static int unload(void)
