@@ -617,6 +617,9 @@ struct icfab_circuit_recv {
  * the context has fewer than @min descriptors in flight or completed
  * (never for a receiver, see ICFAB_QUEUE_F_RECV). Completions come in
  * finish-time order; receive completions count like the context's own.
+ * A context has one WAIT under way at a time, of either kind: another,
+ * from another thread or through io_uring (ICFAB_UCMD_WAIT), gets
+ * -EBUSY until the first has returned.
  */
 struct icfab_wait {
 	__u64 cqes;			/* user pointer to struct icfab_cqe[] */
