@@ -39,15 +39,15 @@ MODULE_PARM_DESC(max_ctx_descs,
 unsigned int icfab_max_ctx_queues = ICFAB_MAX_QUEUES;
 module_param_named(max_ctx_queues, icfab_max_ctx_queues, uint, 0644);
 MODULE_PARM_DESC(max_ctx_queues, "queues per context, at most 4096");
-static unsigned int max_uid_contexts;
+static unsigned int max_uid_contexts = 256;
 module_param(max_uid_contexts, uint, 0644);
 MODULE_PARM_DESC(max_uid_contexts,
 		 "open contexts per uid, all fabrics (0: no cap)");
-static unsigned int max_uid_mem_mb;
+static unsigned int max_uid_mem_mb = 128;
 module_param(max_uid_mem_mb, uint, 0644);
 MODULE_PARM_DESC(max_uid_mem_mb,
 		 "device memory per uid, all fabrics, in MiB (0: no cap)");
-static unsigned int max_uid_circuits;
+static unsigned int max_uid_circuits = 256;
 module_param(max_uid_circuits, uint, 0644);
 MODULE_PARM_DESC(max_uid_circuits,
 		 "circuits owned by one uid other than 0, all fabrics (0: no cap)");

@@ -71,6 +71,9 @@ TEST_F(dev, info_reports_abi_features_and_limits)
 
 	/* The caps are there; their values are the module's parameters. */
 	EXPECT_LT(0, in.limits.max_ctx_descs);
+	EXPECT_LT(0, in.limits.max_uid_contexts);
+	EXPECT_LT(0, in.limits.max_uid_mem_mb);
+	EXPECT_LT(0, in.limits.max_uid_circuits);
 
 	/* Reserved output is zero, so it can carry meaning later. */
 	for (unsigned int i = 0; i < 2; i++)
