@@ -360,6 +360,10 @@ static u64 icfab_data_horizon(struct icfab_fabric *fabric)
 	}
 	fabric->held_pid = held ? held->owner : 0;
 	fabric->held_ps = held ? h : 0;
+	if ((held ? held->id : 0) != fabric->held_id) {
+		fabric->held_id = held ? held->id : 0;
+		fabric->held_since_ns = ktime_get_ns();
+	}
 	return h;
 }
 
@@ -944,6 +948,7 @@ static void icfab_data_advance(struct icfab_fabric *fabric)
 		horizon = icfab_paced_now(d, false) + 1;
 		fabric->held_pid = 0;
 		fabric->held_ps = 0;
+		fabric->held_id = 0;
 	}
 	icfab_data_trace_sync(d);
 	do {
@@ -1079,6 +1084,8 @@ long icfab_ioctl_attach(struct icfab_ctx *ctx, void __user *uarg)
 		ctx->clock_ps = fabric->data->engine.now_ps;
 		ctx->free_run = a.flags & ICFAB_ATTACH_F_FREE_RUN;
 		ctx->owner = task_tgid_nr(current);
+		/* Never 0, and in the order of the list, for dumps. */
+		ctx->id = ++fabric->ctx_seq;
 		list_add_tail(&ctx->attached_node, &fabric->attached);
 		fabric->nr_attached++;
 		ctx->first_ep = a.endpoint;
@@ -1676,7 +1683,8 @@ static bool icfab_wait_done(struct icfab_ctx *ctx)
  */
 static bool icfab_ctx_catches_up(const struct icfab_ctx *ctx)
 {
-	return ctx->nr_recvqs && !ctx->free_run && !ctx->fabric->data->paced;
+	return ctx->nr_recvqs && !ctx->free_run && !ctx->dead &&
+	       !ctx->fabric->data->paced;
 }
 
 long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
@@ -1710,7 +1718,8 @@ long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
 		ret = -EBUSY;
 		goto out_unlock;
 	}
-	if (ctx->nr_done + ctx->nr_inflight < w.min && !ctx->nr_recvqs) {
+	if (ctx->nr_done + ctx->nr_inflight < w.min &&
+	    (!ctx->nr_recvqs || ctx->dead)) {
 		/* Waiting for completions that can never come. */
 		ret = -EDEADLK;
 		goto out_unlock;
@@ -2027,7 +2036,53 @@ static void __icfab_ctx_kill(struct icfab_ctx *ctx)
 	list_for_each_entry_safe(req, tmp, &ctx->ureqs, unode)
 		__icfab_req_cancel(d, req, false);
 	__icfab_uring_wait_cancel(ctx);
+	/*
+	 * An ioctl WAIT under way (another thread's, an evicted context's)
+	 * returns with what has completed: it may have waited for receive
+	 * completions, and none come any more.
+	 */
+	if (ctx->waiting || ctx->catchup) {
+		__icfab_catchup_end(ctx);
+		WRITE_ONCE(ctx->waiting, false);
+		wake_up(&ctx->wq);
+	}
 	icfab_data_advance(ctx->fabric);
+}
+
+/* CTX_GET's ICFAB_A_CTX_STATE of @ctx. The fabric lock is held. */
+u32 icfab_ctx_state(const struct icfab_ctx *ctx)
+{
+	lockdep_assert_held(&ctx->fabric->lock);
+	return (ctx->waiting ? ICFAB_CTX_WAITING : 0) |
+	       (ctx->free_run ? ICFAB_CTX_FREE_RUN : 0) |
+	       (ctx->dead ? ICFAB_CTX_DEAD : 0) |
+	       (ctx->nr_recvqs ? ICFAB_CTX_RECEIVER : 0) |
+	       (ctx->id == ctx->fabric->held_id ? ICFAB_CTX_HOLDS : 0);
+}
+
+/*
+ * CTX_EVICT: attached context @id ends as its owner's exit would end it.
+ * Returns 0, -ENOENT when no attached context has that id, or -EALREADY
+ * when it has ended already; neither error changes anything.
+ */
+int icfab_ctx_evict(struct icfab_fabric *fabric, u32 id)
+{
+	struct icfab_ctx *ctx;
+	int err = -ENOENT;
+
+	mutex_lock(&fabric->lock);
+	list_for_each_entry(ctx, &fabric->attached, attached_node) {
+		if (ctx->id != id)
+			continue;
+		err = -EALREADY;
+		if (!ctx->dead) {
+			__icfab_ctx_kill(ctx);
+			err = 0;
+		}
+		break;
+	}
+	mutex_unlock(&fabric->lock);
+	return err;
 }
 
 /*
@@ -2186,6 +2241,7 @@ void icfab_ctx_destroy(struct icfab_ctx *ctx)
 			icfab_stats_fold(fabric, &d->engine);
 			gone = d;
 			fabric->data = NULL;
+			fabric->held_id = 0;
 			fabric->held_pid = 0;
 			fabric->held_ps = 0;
 		} else {

@@ -278,6 +278,10 @@ static const struct genl_ops icfab_genl_ops[] = {
 	},
 	ICFAB_OP(ICFAB_CMD_STATS_RESET, icfab_genl_stats_reset_doit, NULL,
 		 icfab_stats_reset_policy, GENL_ADMIN_PERM),
+	ICFAB_OP(ICFAB_CMD_CTX_GET, NULL, icfab_genl_ctx_get_dumpit,
+		 icfab_ctx_get_policy, 0),
+	ICFAB_OP(ICFAB_CMD_CTX_EVICT, icfab_genl_ctx_evict_doit, NULL,
+		 icfab_ctx_evict_policy, GENL_ADMIN_PERM),
 };
 
 struct genl_family icfab_genl_family __ro_after_init = {

@@ -82,7 +82,8 @@
 					 ICFAB_F_LINK_ENERGY | \
 					 ICFAB_F_LINK_CALIBRATION | \
 					 ICFAB_F_MEMORY_TIERS | \
-					 ICFAB_F_CIRCUIT_OWNER)
+					 ICFAB_F_CIRCUIT_OWNER | \
+					 ICFAB_F_CTX_ADMIN)
 
 /* Data path (kmod/data.c). Endpoints per context: every one a fabric has. */
 #define ICFAB_MAX_ATTACH		ICFAB_MAX_ENDPOINTS
@@ -144,6 +145,14 @@ struct icfab_fabric {
 	 */
 	pid_t held_pid;
 	u64 held_ps;			/* ps */
+	/*
+	 * The id of that context and since when (ktime_get_ns()) it has
+	 * been the one, for CTX_GET's HELD_NS; and the last id given to a
+	 * context that attached (ids start at 1).
+	 */
+	u32 held_id;
+	u64 held_since_ns;
+	u32 ctx_seq;
 	/* Device memory (kmod/region.c), with its own locking rules. */
 	struct icfab_mem *mem;
 
@@ -300,6 +309,8 @@ struct icfab_ctx {
 	struct icfab_queue **queues;
 	u32 queues_cap;			/* entries in queues */
 	pid_t owner;			/* tgid of the first attacher */
+	u32 id;				/* CTX_GET/CTX_EVICT's, from the first
+					 * attach; 0 before */
 	bool free_run;			/* never holds the engine back */
 	bool dead;			/* can submit no more */
 	u64 clock_ps;			/* ps */
@@ -330,6 +341,8 @@ struct icfab_ctx {
 };
 struct icfab_ctx *icfab_ctx_create(struct icfab_fabric *fabric);
 void icfab_ctx_destroy(struct icfab_ctx *ctx);
+int icfab_ctx_evict(struct icfab_fabric *fabric, u32 id);
+u32 icfab_ctx_state(const struct icfab_ctx *ctx);
 long icfab_ioctl_attach(struct icfab_ctx *ctx, void __user *uarg);
 long icfab_ioctl_queue_create(struct icfab_ctx *ctx, void __user *uarg);
 long icfab_ioctl_queue_destroy(struct icfab_ctx *ctx, void __user *uarg);
@@ -569,6 +582,13 @@ int icfab_genl_stats_get_start(struct netlink_callback *cb);
 int icfab_genl_stats_get_dumpit(struct sk_buff *skb,
 				struct netlink_callback *cb);
 int icfab_genl_stats_reset_doit(struct sk_buff *skb, struct genl_info *info);
+
+/* genl_ctx.c */
+extern const struct nla_policy icfab_ctx_get_policy[ICFAB_A_MAX + 1];
+extern const struct nla_policy icfab_ctx_evict_policy[ICFAB_A_MAX + 1];
+int icfab_genl_ctx_get_dumpit(struct sk_buff *skb,
+			      struct netlink_callback *cb);
+int icfab_genl_ctx_evict_doit(struct sk_buff *skb, struct genl_info *info);
 
 /* trace.c */
 void icfab_trace_engine(struct icfab_fabric *fabric, struct icfab_engine *e);

@@ -107,7 +107,15 @@ const char *icfab_feature_name(uint64_t bit)
 	X(ICFAB_A_LINK_TIER)			\
 	X(ICFAB_A_LINK_TIER_BYTES)		\
 	X(ICFAB_A_NODE_TIER_LINKS)		\
-	X(ICFAB_A_CIRCUIT_RECV_UIDS)
+	X(ICFAB_A_CIRCUIT_RECV_UIDS)		\
+	X(ICFAB_A_CTX_ID)			\
+	X(ICFAB_A_CTX_PID)			\
+	X(ICFAB_A_CTX_UID)			\
+	X(ICFAB_A_CTX_ENDPOINTS)		\
+	X(ICFAB_A_CTX_FIRST_ENDPOINT)		\
+	X(ICFAB_A_CTX_CLOCK_PS)			\
+	X(ICFAB_A_CTX_STATE)			\
+	X(ICFAB_A_CTX_HELD_NS)
 
 #define ATTR_NAME(type)		[type] = #type,
 #define ATTR_ONE(type)		+ 1

@@ -47,6 +47,7 @@ memory_test		600
 uring_test		600
 teardown_test		600
 lock_hold_test		600
+ctx_test		600
 circuit_test		600
 circuit_test.sh		600
 fdev_test.sh		2400

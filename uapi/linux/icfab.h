@@ -209,6 +209,16 @@
  */
 #define ICFAB_F_CIRCUIT_OWNER	(1ULL << 14)
 
+/*
+ * ICFAB_F_CTX_ADMIN
+ *	Who holds virtual time, over netlink: CTX_GET lists the attached
+ *	contexts (id, owner pid and uid, endpoints, clock, state, and how
+ *	long the one holding the engine back has held it); CTX_EVICT
+ *	(CAP_NET_ADMIN) ends one as its owner's exit would. See
+ *	icfab_genl.h.
+ */
+#define ICFAB_F_CTX_ADMIN	(1ULL << 15)
+
 /* Every feature this header knows about. */
 #define ICFAB_F_ALL		(ICFAB_F_NETLINK | ICFAB_F_QUEUES | \
 				 ICFAB_F_MEMORY | ICFAB_F_URING_CMD | \
@@ -219,7 +229,7 @@
 				 ICFAB_F_LINK_ENERGY | \
 				 ICFAB_F_LINK_CALIBRATION | \
 				 ICFAB_F_MEMORY_TIERS | \
-				 ICFAB_F_CIRCUIT_OWNER)
+				 ICFAB_F_CIRCUIT_OWNER | ICFAB_F_CTX_ADMIN)
 
 /*
  * Time modes (icfab_info.time_mode, ICFAB_A_FABRIC_TIME_MODE).

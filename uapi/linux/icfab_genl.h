@@ -109,6 +109,31 @@ enum icfab_cmd {
 	ICFAB_CMD_STATS_GET,
 	ICFAB_CMD_STATS_RESET,
 
+	/*
+	 * Contexts (ICFAB_F_CTX_ADMIN): who holds virtual time.
+	 * CTX_GET: dump, one message per context attached to the fabric
+	 * (FABRIC_ID, default 0), in the order they attached: CTX_ID,
+	 * CTX_PID (tgid of its first attacher), CTX_UID (the opener's
+	 * effective uid), CTX_ENDPOINTS, CTX_FIRST_ENDPOINT, CTX_CLOCK_PS,
+	 * CTX_STATE (ICFAB_CTX_*) and CTX_HELD_NS: the wall time the
+	 * context has been the one holding the engine back (the horizon,
+	 * FABRIC_HELD_PID), 0 when it is not. Anyone may list, as anyone
+	 * may run ps: pids and uids are not secrets, and the list is how a
+	 * user finds who stalls the clock.
+	 * CTX_EVICT (CAP_NET_ADMIN): FABRIC_ID, CTX_ID. The context ends as
+	 * its owner's exit would end it: its io_uring commands and what
+	 * waits in its queues complete with -ECANCELED, transfers already
+	 * in the engine go on to their own completions, it no longer holds
+	 * the engine back, and its every later SUBMIT fails with
+	 * -ECANCELED. An ICFAB_IOC_WAIT under way returns with what has
+	 * completed; a later one that asks for more than it can ever get
+	 * fails with -EDEADLK. Its files stay open; it is listed
+	 * (ICFAB_CTX_DEAD) until they close. -ENOENT for no attached context with that id,
+	 * -EALREADY for one already ended; neither changes anything.
+	 */
+	ICFAB_CMD_CTX_GET,
+	ICFAB_CMD_CTX_EVICT,
+
 	__ICFAB_CMD_MAX,
 };
 #define ICFAB_CMD_MAX		(__ICFAB_CMD_MAX - 1)
@@ -298,11 +323,28 @@ enum icfab_attr {
 	ICFAB_A_CIRCUIT_RECV_UIDS,	/* binary: __u32 uids, at most
 					 * ICFAB_CIRCUIT_MAX_RECV_UIDS */
 
+	/* Contexts (ICFAB_F_CTX_ADMIN), CTX_GET and CTX_EVICT: */
+	ICFAB_A_CTX_ID,			/* u32: > 0, unique per fabric */
+	ICFAB_A_CTX_PID,		/* u32: tgid of its first attacher */
+	ICFAB_A_CTX_UID,		/* u32: its opener's effective uid */
+	ICFAB_A_CTX_ENDPOINTS,		/* u32: endpoints attached */
+	ICFAB_A_CTX_FIRST_ENDPOINT,	/* u32: the first one's node id */
+	ICFAB_A_CTX_CLOCK_PS,		/* u64: its virtual clock, ps */
+	ICFAB_A_CTX_STATE,		/* u32: ICFAB_CTX_* */
+	ICFAB_A_CTX_HELD_NS,		/* u64: wall ns holding the engine */
+
 	__ICFAB_A_MAX,
 };
 #define ICFAB_A_MAX		(__ICFAB_A_MAX - 1)
 
 #define ICFAB_NAME_MAX		32	/* bytes, with the NUL */
+
+/* ICFAB_A_CTX_STATE bits */
+#define ICFAB_CTX_WAITING	(1U << 0)	/* in a WAIT: holds nothing */
+#define ICFAB_CTX_FREE_RUN	(1U << 1)	/* never holds the engine */
+#define ICFAB_CTX_DEAD		(1U << 2)	/* ended: submits no more */
+#define ICFAB_CTX_RECEIVER	(1U << 3)	/* has receive queues */
+#define ICFAB_CTX_HOLDS		(1U << 4)	/* the one holding the engine */
 
 /*
  * When FABRIC_COMMIT rejects a staged configuration, the extack message

@@ -32,7 +32,8 @@
 	X(ICFAB_F_LINK_ENERGY,	"link-energy")		\
 	X(ICFAB_F_LINK_CALIBRATION, "link-calibration")	\
 	X(ICFAB_F_MEMORY_TIERS,	"memory-tiers")		\
-	X(ICFAB_F_CIRCUIT_OWNER, "circuit-owner")
+	X(ICFAB_F_CIRCUIT_OWNER, "circuit-owner")		\
+	X(ICFAB_F_CTX_ADMIN, "ctx-admin")
 
 /* The name of one feature bit, or NULL for a bit this build does not know. */
 const char *icfab_feature_name(uint64_t bit);

@@ -1,0 +1,339 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Who holds virtual time (ICFAB_F_CTX_ADMIN): CTX_GET lists the attached
+ * contexts with their owner, endpoints, clock and state, and marks the
+ * one holding the engine back; CTX_EVICT (CAP_NET_ADMIN) ends one as its
+ * owner's exit would, which frees the others from a context that never
+ * waits. Bad requests get a clear error and change nothing.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <linux/icfab.h>
+#include <linux/icfab_genl.h>
+
+#include "fabric_util.h"
+#include "kselftest_harness.h"
+
+#define SEG	4096ULL
+#define MAX_ROWS 8
+
+struct row {
+	uint32_t id, pid, uid, eps, first, state;
+	uint64_t clock_ps;
+};
+
+struct rows {
+	struct row r[MAX_ROWS];
+	unsigned int n;
+};
+
+static int row_cb(const struct genl_reply *rp, void *arg)
+{
+	static const int need[] = {
+		ICFAB_A_CTX_ID, ICFAB_A_CTX_PID, ICFAB_A_CTX_UID,
+		ICFAB_A_CTX_ENDPOINTS, ICFAB_A_CTX_FIRST_ENDPOINT,
+		ICFAB_A_CTX_CLOCK_PS, ICFAB_A_CTX_STATE, ICFAB_A_CTX_HELD_NS,
+	};
+	struct rows *rs = arg;
+	struct row *r;
+
+	for (unsigned int i = 0; i < sizeof(need) / sizeof(need[0]); i++)
+		if (!rp->tb[need[i]])
+			return -EBADMSG;
+	if (rs->n == MAX_ROWS)
+		return -E2BIG;
+	r = &rs->r[rs->n++];
+	r->id = genl_u32(rp->tb[ICFAB_A_CTX_ID]);
+	r->pid = genl_u32(rp->tb[ICFAB_A_CTX_PID]);
+	r->uid = genl_u32(rp->tb[ICFAB_A_CTX_UID]);
+	r->eps = genl_u32(rp->tb[ICFAB_A_CTX_ENDPOINTS]);
+	r->first = genl_u32(rp->tb[ICFAB_A_CTX_FIRST_ENDPOINT]);
+	r->state = genl_u32(rp->tb[ICFAB_A_CTX_STATE]);
+	r->clock_ps = genl_u64(rp->tb[ICFAB_A_CTX_CLOCK_PS]);
+	return 0;
+}
+
+static int ctx_list(struct genl_sock *gs, struct rows *rs)
+{
+	struct genl_msg m;
+
+	rs->n = 0;
+	genl_msg_init(&m, gs->family, ICFAB_CMD_CTX_GET, NLM_F_DUMP);
+	return genl_request(gs, &m, row_cb, rs);
+}
+
+/* CTX_EVICT of @id (0: without CTX_ID). */
+static int ctx_evict(struct genl_sock *gs, uint32_t id)
+{
+	struct genl_msg m;
+
+	genl_msg_init(&m, gs->family, ICFAB_CMD_CTX_EVICT, 0);
+	if (id)
+		genl_put_u32(&m, ICFAB_A_CTX_ID, id);
+	return genl_request(gs, &m, NULL, NULL);
+}
+
+static const struct row *row_of(const struct rows *rs, uint32_t first)
+{
+	for (unsigned int i = 0; i < rs->n; i++)
+		if (rs->r[i].first == first)
+			return &rs->r[i];
+	return NULL;
+}
+
+/* Until the context on endpoint @first is in its WAIT (10 s at most). */
+static int until_waiting(struct genl_sock *gs, uint32_t first)
+{
+	struct rows rs;
+
+	for (int i = 0; i < 1000; i++) {
+		const struct row *r;
+
+		if (ctx_list(gs, &rs))
+			return -1;
+		r = row_of(&rs, first);
+		if (r && (r->state & ICFAB_CTX_WAITING))
+			return 0;
+		usleep(10000);
+	}
+	return -1;
+}
+
+struct waiter {
+	int fd;
+	unsigned int min;
+	int got;
+	struct icfab_cqe c[4];
+};
+
+static void *waiter_fn(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->got = ctx_wait(w->fd, w->c, w->min, 4, 20000, NULL);
+	return NULL;
+}
+
+FIXTURE(ctx) {
+	struct genl_sock gs;
+	int a, b, qa, qb;
+};
+
+/* A on endpoint 0 and B on endpoint 1; B never waits unless told. */
+FIXTURE_SETUP(ctx)
+{
+	ASSERT_EQ(0, ring_fabric_open(&self->gs, 4));
+	self->a = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	self->b = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->a);
+	ASSERT_LE(0, self->b);
+	ASSERT_EQ(0, ctx_attach(self->a, 0));
+	ASSERT_EQ(0, ctx_attach(self->b, 1));
+	self->qa = ctx_queue(self->a, 0, 8);
+	self->qb = ctx_queue(self->b, 1, 8);
+	ASSERT_LE(0, self->qa);
+	ASSERT_LE(0, self->qb);
+}
+
+FIXTURE_TEARDOWN(ctx)
+{
+	if (self->a >= 0)
+		close(self->a);
+	if (self->b >= 0)
+		close(self->b);
+	fabric_close(&self->gs);
+}
+
+TEST_F(ctx, info_announces_ctx_admin)
+{
+	struct icfab_info in;
+
+	memset(&in, 0, sizeof(in));
+	ASSERT_EQ(0, ioctl(self->a, ICFAB_IOC_INFO, &in));
+	EXPECT_TRUE(in.features & ICFAB_F_CTX_ADMIN);
+}
+
+TEST_F(ctx, the_list_shows_every_attached_context_and_who_holds)
+{
+	struct icfab_desc d = {
+		.op = ICFAB_OP_DELAY, .queue = self->qa, .len = 1000000,
+		.user_tag = 1,
+	};
+	const struct row *ra, *rb;
+	struct rows rs;
+	int c;
+
+	/* Opened, not attached: not a member of the fabric, not listed. */
+	c = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, c);
+	ASSERT_EQ(0, ctx_list(&self->gs, &rs));
+	close(c);
+	ASSERT_EQ(2, rs.n);
+	ra = row_of(&rs, 0);
+	rb = row_of(&rs, 1);
+	ASSERT_NE(NULL, ra);
+	ASSERT_NE(NULL, rb);
+	/* In attach order, which is id order. */
+	EXPECT_EQ(ra, &rs.r[0]);
+	EXPECT_LT(0, ra->id);
+	EXPECT_LT(ra->id, rb->id);
+	EXPECT_EQ(getpid(), ra->pid);
+	EXPECT_EQ(geteuid(), ra->uid);
+	EXPECT_EQ(1, ra->eps);
+	EXPECT_EQ(0, ra->state & (ICFAB_CTX_DEAD | ICFAB_CTX_WAITING |
+				  ICFAB_CTX_FREE_RUN | ICFAB_CTX_RECEIVER));
+
+	/* A moves its clock on: B, still at 0, is the one holding. */
+	ASSERT_EQ(1, ctx_submit(self->a, &d, 1));
+	ASSERT_EQ(0, ctx_list(&self->gs, &rs));
+	ra = row_of(&rs, 0);
+	rb = row_of(&rs, 1);
+	ASSERT_NE(NULL, ra);
+	ASSERT_NE(NULL, rb);
+	EXPECT_EQ(1000000, ra->clock_ps);
+	EXPECT_EQ(0, rb->clock_ps);
+	EXPECT_EQ(0, ra->state & ICFAB_CTX_HOLDS);
+	EXPECT_EQ(ICFAB_CTX_HOLDS, rb->state & ICFAB_CTX_HOLDS);
+
+	/* Gone with its file. */
+	close(self->b);
+	self->b = -1;
+	ASSERT_EQ(0, ctx_list(&self->gs, &rs));
+	ASSERT_EQ(1, rs.n);
+	EXPECT_EQ(0, rs.r[0].first);
+}
+
+static int list_and_evict_as_user(void *arg)
+{
+	uint32_t id = *(uint32_t *)arg;
+	struct genl_sock gs;
+	struct rows rs;
+
+	if (genl_open(&gs) || genl_resolve(&gs, ICFAB_GENL_NAME))
+		return 10;
+	/* Anyone may list, as anyone may run ps... */
+	if (ctx_list(&gs, &rs) || rs.n != 2)
+		return 11;
+	/* ...only an admin may end another's context. */
+	if (ctx_evict(&gs, id) != -EPERM)
+		return 12;
+	genl_close(&gs);
+	return 0;
+}
+
+TEST_F(ctx, only_an_admin_may_evict)
+{
+	struct rows rs;
+	uint32_t id;
+
+	ASSERT_EQ(0, ctx_list(&self->gs, &rs));
+	ASSERT_NE(NULL, row_of(&rs, 1));
+	id = row_of(&rs, 1)->id;
+	EXPECT_EQ(0, as_user(65534, list_and_evict_as_user, &id));
+	/* Nothing changed. */
+	ASSERT_EQ(0, ctx_list(&self->gs, &rs));
+	EXPECT_EQ(2, rs.n);
+	EXPECT_EQ(0, row_of(&rs, 1)->state & ICFAB_CTX_DEAD);
+}
+
+/*
+ * B never waits: A's transfer cannot finish and A's WAIT sleeps. Evicting
+ * B lets the engine go on and A's WAIT returns its completion.
+ */
+TEST_F(ctx, evicting_a_context_that_never_waits_frees_the_others)
+{
+	struct waiter w = { .fd = self->a, .min = 1 };
+	struct icfab_desc d = desc_put(self->qa, 2, 4 * SEG, 7);
+	struct rows rs;
+	uint32_t id_b;
+	pthread_t t;
+
+	ASSERT_EQ(1, ctx_submit(self->a, &d, 1));
+	ASSERT_EQ(0, ctx_list(&self->gs, &rs));
+	ASSERT_NE(NULL, row_of(&rs, 1));
+	id_b = row_of(&rs, 1)->id;
+	ASSERT_EQ(0, pthread_create(&t, NULL, waiter_fn, &w));
+	/* Held at B's clock, 0: A's WAIT cannot be done. */
+	ASSERT_EQ(0, until_waiting(&self->gs, 0));
+	ASSERT_EQ(0, ctx_evict(&self->gs, id_b));
+	pthread_join(t, NULL);
+	ASSERT_EQ(1, w.got);
+	EXPECT_EQ(7, w.c[0].user_tag);
+	EXPECT_EQ(0, w.c[0].status);
+
+	/* B is listed as ended until its file closes, and submits no more. */
+	ASSERT_EQ(0, ctx_list(&self->gs, &rs));
+	ASSERT_NE(NULL, row_of(&rs, 1));
+	EXPECT_EQ(ICFAB_CTX_DEAD, row_of(&rs, 1)->state & ICFAB_CTX_DEAD);
+	EXPECT_EQ(0, row_of(&rs, 1)->state & ICFAB_CTX_HOLDS);
+	d = desc_put(self->qb, 3, SEG, 8);
+	EXPECT_EQ(-ECANCELED, ctx_submit(self->b, &d, 1));
+}
+
+TEST_F(ctx, bad_evictions_change_nothing)
+{
+	struct rows rs;
+	uint32_t id_b;
+
+	ASSERT_EQ(0, ctx_list(&self->gs, &rs));
+	ASSERT_NE(NULL, row_of(&rs, 1));
+	id_b = row_of(&rs, 1)->id;
+	EXPECT_EQ(-EINVAL, ctx_evict(&self->gs, 0));
+	EXPECT_EQ(-ENOENT, ctx_evict(&self->gs, id_b + 1000));
+	EXPECT_NE(0, self->gs.extack[0]);
+	ASSERT_EQ(0, ctx_list(&self->gs, &rs));
+	EXPECT_EQ(2, rs.n);
+	for (unsigned int i = 0; i < rs.n; i++)
+		EXPECT_EQ(0, rs.r[i].state & ICFAB_CTX_DEAD);
+	ASSERT_EQ(0, ctx_evict(&self->gs, id_b));
+	EXPECT_EQ(-EALREADY, ctx_evict(&self->gs, id_b));
+}
+
+/*
+ * An evicted context's queued descriptor completes with -ECANCELED, its
+ * WAIT under way returns with what has completed, and a WAIT for more
+ * than can ever come fails at once. Its transfer already in the engine
+ * goes on to its own completion.
+ */
+TEST_F(ctx, an_evicted_context_gets_its_descriptors_back)
+{
+	struct icfab_desc d[2] = {
+		desc_put(self->qa, 2, 4 * SEG, 1),
+		{ .op = ICFAB_OP_FENCE, .queue = self->qa, .user_tag = 2 },
+	};
+	struct waiter w = { .fd = self->a, .min = 2 };
+	struct icfab_cqe c[2];
+	struct rows rs;
+	uint32_t id_a;
+	pthread_t t;
+
+	/* B holds at 0: the WRITE stays in the engine, the FENCE behind it. */
+	ASSERT_EQ(2, ctx_submit(self->a, d, 2));
+	ASSERT_EQ(0, ctx_list(&self->gs, &rs));
+	ASSERT_NE(NULL, row_of(&rs, 0));
+	id_a = row_of(&rs, 0)->id;
+	ASSERT_EQ(0, pthread_create(&t, NULL, waiter_fn, &w));
+	ASSERT_EQ(0, until_waiting(&self->gs, 0));
+	ASSERT_EQ(0, ctx_evict(&self->gs, id_a));
+	pthread_join(t, NULL);
+	ASSERT_EQ(1, w.got);
+	EXPECT_EQ(2, w.c[0].user_tag);
+	EXPECT_EQ(-ECANCELED, w.c[0].status);
+
+	/* One transfer left in flight: two can never come. */
+	EXPECT_EQ(-EDEADLK, ctx_wait(self->a, c, 2, 2, 0, NULL));
+	/* It finishes once B stops holding the engine back. */
+	close(self->b);
+	self->b = -1;
+	ASSERT_EQ(1, ctx_wait(self->a, c, 1, 1, 20000, NULL));
+	EXPECT_EQ(1, c[0].user_tag);
+	EXPECT_EQ(0, c[0].status);
+}
+
+TEST_HARNESS_MAIN
