@@ -348,5 +348,17 @@ check "topology helper: an empty topology is committed" topo clear
 check "topo show -j: empty" \
 	json "$tmp/empty.json" 'd["nodes"] == [] and d["links"] == [] and d["nr_endpoints"] == 0'
 
+# ctx list and evict; ctx_test.c checks them with contexts attached.
+check "ctx list: nothing attached" \
+	sh -c "'$ctl' ctx list | grep -qx 'no contexts attached'"
+"$ctl" -j ctx list > "$tmp/ctx.json"
+check "ctx list -j: an empty array" json "$tmp/ctx.json" 'd["contexts"] == []'
+"$ctl" ctx evict 999 > /dev/null 2> "$tmp/err"
+rc=$?
+check "ctx evict of no context: exit 1, the kernel says why" \
+	sh -c "test $rc -eq 1 && grep -q 'kernel reports: no context with this id is attached' '$tmp/err'"
+check "ctx evict without an id: usage error (exit 2)" \
+	sh -c "'$ctl' ctx evict 2>/dev/null; test \$? -eq 2"
+
 echo "1..$n"
 exit $failed
