@@ -250,6 +250,7 @@ static ENGINE_HOT int ev_before(const struct icfab_engine *e,
 static void ev_queue_reset(struct icfab_engine *e)
 {
 	e->nr_events = 0;
+	e->has_front = 0;
 	e->nr_heap = 0;
 	e->run_lo = e->events_cap;
 	e->run_hi = e->events_cap;
@@ -342,27 +343,47 @@ static void ev_heap_pop(struct icfab_engine *e,
 	h[i] = last;
 }
 
-/* Whether the next event is the run's (the heap's otherwise). */
-static ENGINE_HOT int ev_next_in_run(const struct icfab_engine *e)
+/* Where the next event is. */
+enum { EV_HEAP, EV_RUN, EV_FRONT };
+
+static ENGINE_HOT int ev_next_src(const struct icfab_engine *e)
 {
+	if (e->has_front)
+		return EV_FRONT;
 	if (e->run_lo == e->run_hi)
-		return 0;
+		return EV_HEAP;
 	return !e->nr_heap ||
-	       ev_before(e, &ev_keys(e)[e->run_hi - 1], &ev_keys(e)[0]);
+	       ev_before(e, &ev_keys(e)[e->run_hi - 1], &ev_keys(e)[0]) ?
+	       EV_RUN : EV_HEAP;
 }
 
-/* The next event, the run's when @in_run (ev_next_in_run()'s answer). */
+/* The next event, from @src (ev_next_src()'s answer). */
 static ENGINE_HOT const struct icfab_engine_evkey *
-ev_head(const struct icfab_engine *e, int in_run)
+ev_head(const struct icfab_engine *e, int src)
 {
-	return in_run ? &ev_keys(e)[e->run_hi - 1] : &ev_keys(e)[0];
+	if (src == EV_FRONT)
+		return &e->front;
+	return src == EV_RUN ? &ev_keys(e)[e->run_hi - 1] : &ev_keys(e)[0];
 }
 
 /* The next event; there is one. */
 static ENGINE_HOT const struct icfab_engine_evkey *
 ev_peek(const struct icfab_engine *e)
 {
-	return ev_head(e, ev_next_in_run(e));
+	return ev_head(e, ev_next_src(e));
+}
+
+/*
+ * Whether @k sorts before every event in the heap and the run (there is
+ * no front). The heap's head first: it is the usual answer, by time.
+ */
+static ENGINE_HOT int ev_sorts_first(const struct icfab_engine *e,
+				     const struct icfab_engine_evkey *k)
+{
+	if (e->nr_heap && !ev_before(e, k, &ev_keys(e)[0]))
+		return 0;
+	return e->run_lo == e->run_hi ||
+	       ev_before(e, k, &ev_keys(e)[e->run_hi - 1]);
 }
 
 /*
@@ -398,6 +419,26 @@ static ENGINE_HOT int ev_push_tail(struct icfab_engine *e, icfab_u32 id,
 	b->hop = (icfab_u16)hop;
 	b->pad = 0;
 	b->pad2 = 0;
+	/*
+	 * The next event to process goes to the front; one that sorts
+	 * before the front takes its place, and the front goes in below.
+	 * Only an event of the instant being processed is worth the
+	 * compares: a later one is rarely the next.
+	 */
+	if (!e->heap_only) {
+		if (!e->has_front) {
+			if (time_ps <= e->now_ps && ev_sorts_first(e, &k)) {
+				e->front = k;
+				e->has_front = 1;
+				goto pushed;
+			}
+		} else if (ev_before(e, &k, &e->front)) {
+			struct icfab_engine_evkey f = e->front;
+
+			e->front = k;
+			k = f;
+		}
+	}
 	/* From here on an entry is free: below the run or above it. */
 	to_run = !e->heap_only && (e->run_lo == e->run_hi ||
 				   !ev_before(e, &k, &ev_keys(e)[e->run_lo]));
@@ -407,6 +448,7 @@ static ENGINE_HOT int ev_push_tail(struct icfab_engine *e, icfab_u32 id,
 		ev_keys(e)[--e->run_lo] = k;
 	else
 		ev_heap_push(e, &k);
+pushed:
 	e->nr_events++;
 	if (e->nr_events > e->max_events)
 		e->max_events = e->nr_events;
@@ -422,14 +464,17 @@ static ENGINE_HOT int ev_push(struct icfab_engine *e, icfab_u32 id,
 	return ev_push_tail(e, id, time_ps, time_ps, seg, hop, node);
 }
 
-/* Pop the next event, the run's when @in_run (ev_next_in_run()'s answer). */
-static ENGINE_HOT void ev_pop(struct icfab_engine *e, int in_run,
+/* Pop the next event, from @src (ev_next_src()'s answer). */
+static ENGINE_HOT void ev_pop(struct icfab_engine *e, int src,
 			      struct ev *top)
 {
 	struct icfab_engine_evbody *b;
 	struct icfab_engine_evkey k;
 
-	if (in_run) {
+	if (src == EV_FRONT) {
+		k = e->front;
+		e->has_front = 0;
+	} else if (src == EV_RUN) {
 		k = ev_keys(e)[--e->run_hi];
 		if (e->run_hi == e->run_lo) {
 			e->run_lo = e->events_cap;
@@ -1360,15 +1405,15 @@ int icfab_engine_run_until(struct icfab_engine *e, icfab_u64 horizon_ps,
 	int ret;
 
 	while (e->nr_events) {
-		/* Which side is next, decided once for the peek and the pop. */
-		int in_run = ev_next_in_run(e);
+		/* Where the next is, decided once for the peek and the pop. */
+		int src = ev_next_src(e);
 
 		if (horizon_ps != ICFAB_ENGINE_NEVER &&
-		    ev_head(e, in_run)->time_ps >= horizon_ps)
+		    ev_head(e, src)->time_ps >= horizon_ps)
 			break;
 		if (e->run_budget && done++ == e->run_budget)
 			return ICFAB_ENGINE_YIELD;
-		ev_pop(e, in_run, &ev);
+		ev_pop(e, src, &ev);
 		/*
 		 * A handed-over DMA engine can push an event of this instant
 		 * with a smaller key than the one just processed, so keep the

@@ -297,7 +297,15 @@ struct icfab_engine {
 	 * never sifts. Their bodies are in bodies[] (behind keys[]):
 	 * those below bodies_hi are in use or on the free list from
 	 * free_body.
+	 *
+	 * One more slot, @front, holds (when @has_front) an event that
+	 * sorts before every other pending one: an event pushed when it
+	 * would be the next anyway (a DMA engine handed to a waiter, at
+	 * the instant being processed) goes there and out again without
+	 * touching the heap. It counts in nr_events.
 	 */
+	struct icfab_engine_evkey front;
+	icfab_u8 has_front;
 	icfab_u32 free_body;
 	icfab_u32 bodies_hi;
 	icfab_u32 nr_events;		/* pending: heap and run */
@@ -305,9 +313,9 @@ struct icfab_engine {
 	icfab_u32 run_lo, run_hi;	/* run_lo == run_hi: empty */
 	icfab_u32 max_events;		/* high-water mark of nr_events */
 	/*
-	 * For tests: set after init, every event goes into the heap, so
-	 * that a run can be compared with the plain heap's, which must
-	 * give the same results to the bit.
+	 * For tests: set after init, every event goes into the heap (not
+	 * the run, not @front), so that a run can be compared with the
+	 * plain heap's, which must give the same results to the bit.
 	 */
 	icfab_u8 heap_only;
 	icfab_u64 events_reserved;	/* by the transfers in flight */
