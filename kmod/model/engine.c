@@ -147,6 +147,8 @@ int icfab_engine_init(struct icfab_engine *e, const struct icfab_mtopo *topo,
 			.first_dma = dma,
 			.wait_head = ICFAB_ENGINE_NO_XFER,
 			.wait_tail = ICFAB_ENGINE_NO_XFER,
+			.sub_head = ICFAB_ENGINE_NO_XFER,
+			.sub_tail = ICFAB_ENGINE_NO_XFER,
 		};
 		if (n->present && n->kind == ICFAB_MODEL_ENDPOINT)
 			ep->nr_dma = node_dma_engines(n);
@@ -250,6 +252,7 @@ static ENGINE_HOT int ev_before(const struct icfab_engine *e,
 static void ev_queue_reset(struct icfab_engine *e)
 {
 	e->nr_events = 0;
+	e->nr_deferred = 0;
 	e->has_front = 0;
 	e->nr_heap = 0;
 	e->run_lo = e->events_cap;
@@ -450,8 +453,8 @@ static ENGINE_HOT int ev_push_tail(struct icfab_engine *e, icfab_u32 id,
 		ev_heap_push(e, &k);
 pushed:
 	e->nr_events++;
-	if (e->nr_events > e->max_events)
-		e->max_events = e->nr_events;
+	if (e->nr_events + e->nr_deferred > e->max_events)
+		e->max_events = e->nr_events + e->nr_deferred;
 	e->xfers[id].events++;
 	return 0;
 }
@@ -763,6 +766,62 @@ static icfab_u64 xfer_events_reserved(const struct icfab_engine_xfer *x)
 	return (icfab_u64)x->nr_segs * x->nr_leaves + 1;
 }
 
+/*
+ * The first event of transfer @id, (submit_ps, key, 0, 0, src): pushed,
+ * or, when it sorts after that of the last transfer in its source's
+ * list of submissions, left in the list to be pushed once the one
+ * before it is processed (sub_next()). It cannot be the next event
+ * before then, so the order is the same, and a burst of submissions
+ * keeps one pending event per source, not one per transfer.
+ */
+static int sub_enqueue(struct icfab_engine *e, icfab_u32 id)
+{
+	struct icfab_engine_xfer *x = &e->xfers[id];
+	struct icfab_engine_ep *ep = &e->eps[x->src];
+	const struct icfab_engine_xfer *t;
+
+	if (e->heap_only)
+		return ev_push(e, id, x->submit_ps, 0, 0, x->src);
+	if (ep->sub_tail == ICFAB_ENGINE_NO_XFER) {
+		ep->sub_head = id;
+		ep->sub_tail = id;
+		return ev_push(e, id, x->submit_ps, 0, 0, x->src);
+	}
+	t = &e->xfers[ep->sub_tail];
+	if (x->submit_ps < t->submit_ps ||
+	    (x->submit_ps == t->submit_ps && x->key <= t->key))
+		return ev_push(e, id, x->submit_ps, 0, 0, x->src);
+	e->xfers[ep->sub_tail].next = id;
+	ep->sub_tail = id;
+	e->nr_deferred++;
+	if (e->nr_events + e->nr_deferred > e->max_events)
+		e->max_events = e->nr_events + e->nr_deferred;
+	return 0;
+}
+
+/*
+ * The first event of transfer @id is being processed: if it heads its
+ * source's list, the next one's goes in, and @id leaves the list.
+ */
+static ENGINE_HOT int sub_next(struct icfab_engine *e, icfab_u32 id)
+{
+	struct icfab_engine_xfer *x = &e->xfers[id];
+	struct icfab_engine_ep *ep = &e->eps[x->src];
+	icfab_u32 n;
+
+	if (ep->sub_head != id)
+		return 0;
+	n = x->next;
+	x->next = ICFAB_ENGINE_NO_XFER;
+	ep->sub_head = n;
+	if (n == ICFAB_ENGINE_NO_XFER) {
+		ep->sub_tail = ICFAB_ENGINE_NO_XFER;
+		return 0;
+	}
+	e->nr_deferred--;
+	return ev_push(e, n, e->xfers[n].submit_ps, 0, 0, x->src);
+}
+
 /* Admit @sp, or fail with -ENOSPC and change nothing. */
 static int xfer_new(struct icfab_engine *e, const struct xfer_spec *sp,
 		    icfab_u32 *xfer_id)
@@ -815,7 +874,7 @@ static int xfer_new(struct icfab_engine *e, const struct xfer_spec *sp,
 	x->arrive_ps = 0;
 	e->events_reserved += need;
 	e->nr_xfers++;
-	err = ev_push(e, id, sp->submit_ps, 0, 0, sp->src);
+	err = sub_enqueue(e, id);
 	if (err)
 		return err;	/* unreachable: reserved above */
 	*xfer_id = id;
@@ -1369,7 +1428,9 @@ static int ev_process(struct icfab_engine *e, const struct ev *ev,
 	x->events--;
 	switch (x->state) {
 	case XFER_PENDING:
-		err = dma_acquire(e, ev->xfer, ev->time_ps);
+		err = sub_next(e, ev->xfer);
+		if (!err)
+			err = dma_acquire(e, ev->xfer, ev->time_ps);
 		break;
 	case XFER_GRANTED:
 		err = xfer_start(e, ev->xfer, ev->time_ps);
@@ -1606,6 +1667,7 @@ void icfab_engine_cancel_all(struct icfab_engine *e,
 		icfab_u32 d;
 
 		ep->wait_head = ep->wait_tail = ICFAB_ENGINE_NO_XFER;
+		ep->sub_head = ep->sub_tail = ICFAB_ENGINE_NO_XFER;
 		for (d = ep->first_dma; d < ep->first_dma + ep->nr_dma; d++)
 			if (e->dma_free[d] == DMA_BUSY)
 				e->dma_free[d] = e->now_ps;

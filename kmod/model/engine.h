@@ -124,6 +124,13 @@ struct icfab_engine_ep {
 	icfab_u32 nr_dma;		/* 0 for switches */
 	icfab_u32 wait_head, wait_tail;	/* xfer ids, FIFO */
 	/*
+	 * Transfers submitted from this node whose first events would
+	 * follow one another in the order of events, (time, key) rising:
+	 * only the head's is pending; the next one's is pushed when it is
+	 * processed (see sub_enqueue()). xfer ids, linked by next.
+	 */
+	icfab_u32 sub_head, sub_tail;
+	/*
 	 * Scratch for walking a tree without allocating: meaningful only
 	 * while @mark is one of the two stamps the current walk took from
 	 * icfab_engine.mark.
@@ -311,7 +318,14 @@ struct icfab_engine {
 	icfab_u32 nr_events;		/* pending: heap and run */
 	icfab_u32 nr_heap;
 	icfab_u32 run_lo, run_hi;	/* run_lo == run_hi: empty */
-	icfab_u32 max_events;		/* high-water mark of nr_events */
+	/*
+	 * First events of transfers left in their source's list of
+	 * submissions (struct icfab_engine_ep), not pushed yet: pending
+	 * all the same, and reserved, so counted in max_events.
+	 */
+	icfab_u32 nr_deferred;
+	/* high-water mark of nr_events + nr_deferred */
+	icfab_u32 max_events;
 	/*
 	 * For tests: set after init, every event goes into the heap (not
 	 * the run, not @front), so that a run can be compared with the
