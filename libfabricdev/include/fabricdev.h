@@ -228,6 +228,13 @@ uint64_t fdev_comm_failed(const struct fdev_comm *c, int word);
 int fdev_comm_barrier(struct fdev_comm *c);
 /* Fabric time, ps, of the last collective or dispatch/combine call. */
 uint64_t fdev_comm_last_ps(const struct fdev_comm *c);
+/*
+ * Name the following calls in the trace (FDEV_TRACE_MARKER, set by
+ * icfabctl trace): @label, up to 31 printable characters without blanks
+ * or '=', instead of the call's own name; NULL or "" goes back to it.
+ * -ENAMETOOLONG, -EINVAL for a label that is not one.
+ */
+int fdev_comm_set_label(struct fdev_comm *c, const char *label);
 
 /* ------------------------------------------------------------------ */
 /* Collectives: fdev_coll(3)                                           */

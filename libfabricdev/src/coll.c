@@ -505,6 +505,7 @@ int fdev_plan_run(struct fdev_comm *c, const struct fdev_plan *p)
 	t0 = fdev_clock(c->dev);
 	err = run_steps(c, p, &sd, &rx);
 	c->last_ps = fdev_clock(c->dev) - t0;
+	fdev_op_span(c, t0, t0 + c->last_ps);
 out:
 	if (c->notify) {
 		int e2 = fdev_notify_idle(c);
@@ -594,8 +595,8 @@ static int check(struct fdev_comm *c, enum fdev_dtype dt)
 	return any_failed(c);
 }
 
-int fdev_all_to_all(struct fdev_comm *c, const void *send, void *recv,
-		    size_t count, enum fdev_dtype dt, enum fdev_algo algo)
+static int all_to_all(struct fdev_comm *c, const void *send, void *recv,
+		      size_t count, enum fdev_dtype dt, enum fdev_algo algo)
 {
 	struct fdev_coll_layout lo;
 	struct fdev_plan p;
@@ -611,10 +612,10 @@ int fdev_all_to_all(struct fdev_comm *c, const void *send, void *recv,
 	return run_coll(c, &p, err, &lo, send, recv);
 }
 
-int fdev_all_to_all_v(struct fdev_comm *c, const void *send,
-		      const uint64_t *send_counts, void *recv,
-		      uint64_t *recv_counts, enum fdev_dtype dt,
-		      enum fdev_algo algo)
+static int all_to_all_v(struct fdev_comm *c, const void *send,
+			const uint64_t *send_counts, void *recv,
+			uint64_t *recv_counts, enum fdev_dtype dt,
+			enum fdev_algo algo)
 {
 	size_t es = fdev_dtype_size(dt), n;
 	struct fdev_coll_layout lo;
@@ -690,8 +691,8 @@ int fdev_all_to_all_v(struct fdev_comm *c, const void *send,
 	return err;
 }
 
-int fdev_all_reduce(struct fdev_comm *c, const void *send, void *recv,
-		    size_t count, enum fdev_dtype dt, enum fdev_algo algo)
+static int all_reduce(struct fdev_comm *c, const void *send, void *recv,
+		      size_t count, enum fdev_dtype dt, enum fdev_algo algo)
 {
 	struct fdev_coll_layout lo;
 	struct fdev_plan p;
@@ -705,8 +706,8 @@ int fdev_all_reduce(struct fdev_comm *c, const void *send, void *recv,
 	return run_coll(c, &p, err, &lo, send, recv);
 }
 
-int fdev_reduce_scatter(struct fdev_comm *c, const void *send, void *recv,
-			size_t count, enum fdev_dtype dt, enum fdev_algo algo)
+static int reduce_scatter(struct fdev_comm *c, const void *send,
+			  void *recv, size_t count, enum fdev_dtype dt, enum fdev_algo algo)
 {
 	struct fdev_coll_layout lo;
 	struct fdev_plan p;
@@ -719,8 +720,8 @@ int fdev_reduce_scatter(struct fdev_comm *c, const void *send, void *recv,
 	return run_coll(c, &p, err, &lo, send, recv);
 }
 
-int fdev_all_gather(struct fdev_comm *c, const void *send, void *recv,
-		    size_t count, enum fdev_dtype dt, enum fdev_algo algo)
+static int all_gather(struct fdev_comm *c, const void *send, void *recv,
+		      size_t count, enum fdev_dtype dt, enum fdev_algo algo)
 {
 	struct fdev_coll_layout lo;
 	struct fdev_plan p;
@@ -734,9 +735,9 @@ int fdev_all_gather(struct fdev_comm *c, const void *send, void *recv,
 	return run_coll(c, &p, err, &lo, send, recv);
 }
 
-int fdev_broadcast(struct fdev_comm *c, const void *send, void *recv,
-		   size_t count, enum fdev_dtype dt, int root,
-		   enum fdev_algo algo)
+static int broadcast(struct fdev_comm *c, const void *send, void *recv,
+		     size_t count, enum fdev_dtype dt, int root,
+		     enum fdev_algo algo)
 {
 	struct fdev_coll_layout lo;
 	struct fdev_plan p;
@@ -751,4 +752,63 @@ int fdev_broadcast(struct fdev_comm *c, const void *send, void *recv,
 				  (unsigned int)root, algo, &lo);
 	/* Only the root's send buffer is read; others may pass recv. */
 	return run_coll(c, &p, err, &lo, send ? send : recv, recv);
+}
+
+/* The public calls: each one operation in the trace (trace.c). */
+int fdev_all_to_all(struct fdev_comm *c, const void *send, void *recv,
+		    size_t count, enum fdev_dtype dt, enum fdev_algo algo)
+{
+	if (!c)
+		return -EINVAL;
+	fdev_op_begin(c, "all_to_all");
+	return fdev_op_end(c, all_to_all(c, send, recv, count, dt, algo));
+}
+
+int fdev_all_to_all_v(struct fdev_comm *c, const void *send,
+		      const uint64_t *send_counts, void *recv,
+		      uint64_t *recv_counts, enum fdev_dtype dt,
+		      enum fdev_algo algo)
+{
+	if (!c)
+		return -EINVAL;
+	fdev_op_begin(c, "all_to_all_v");
+	return fdev_op_end(c, all_to_all_v(c, send, send_counts, recv,
+					   recv_counts, dt, algo));
+}
+
+int fdev_all_reduce(struct fdev_comm *c, const void *send, void *recv,
+		    size_t count, enum fdev_dtype dt, enum fdev_algo algo)
+{
+	if (!c)
+		return -EINVAL;
+	fdev_op_begin(c, "all_reduce");
+	return fdev_op_end(c, all_reduce(c, send, recv, count, dt, algo));
+}
+
+int fdev_reduce_scatter(struct fdev_comm *c, const void *send, void *recv,
+			size_t count, enum fdev_dtype dt, enum fdev_algo algo)
+{
+	if (!c)
+		return -EINVAL;
+	fdev_op_begin(c, "reduce_scatter");
+	return fdev_op_end(c, reduce_scatter(c, send, recv, count, dt, algo));
+}
+
+int fdev_all_gather(struct fdev_comm *c, const void *send, void *recv,
+		    size_t count, enum fdev_dtype dt, enum fdev_algo algo)
+{
+	if (!c)
+		return -EINVAL;
+	fdev_op_begin(c, "all_gather");
+	return fdev_op_end(c, all_gather(c, send, recv, count, dt, algo));
+}
+
+int fdev_broadcast(struct fdev_comm *c, const void *send, void *recv,
+		   size_t count, enum fdev_dtype dt, int root,
+		   enum fdev_algo algo)
+{
+	if (!c)
+		return -EINVAL;
+	fdev_op_begin(c, "broadcast");
+	return fdev_op_end(c, broadcast(c, send, recv, count, dt, root, algo));
 }

@@ -593,9 +593,12 @@ int fdev_proxy_run(struct fdev_comm *c, const struct fdev_plan *p)
 	if (err && err != -EPIPE)
 		return err;
 	if (c->px) {
+		c->px->op_ran = 0;
 		e2 = fdev_plan_run(c->px, p);
 		atomic_store(&c->shm->h->px_err, e2);
 		v = c->px->last_ps;
+		if (c->px->op_ran)
+			fdev_op_span(c, c->px->op_t0, c->px->op_t1);
 	}
 	e2 = shm_barrier(c, &v);
 	if (!err)

@@ -140,6 +140,16 @@ struct fdev_comm {
 	 * the first multicast plan needs them.
 	 */
 	uint32_t *mc;
+	/*
+	 * The trace (trace.c): the public call running (@op_depth deep,
+	 * nested calls are part of it), the caller's label, and the fabric
+	 * time its plans spanned so far (@op_ran: any).
+	 */
+	const char *op;
+	unsigned int op_depth;
+	int op_ran;
+	uint64_t op_t0, op_t1;
+	char label[32];
 };
 
 static inline int fdev_rank_failed(const struct fdev_comm *c, unsigned int r)
@@ -147,6 +157,14 @@ static inline int fdev_rank_failed(const struct fdev_comm *c, unsigned int r)
 	return r < FDEV_MAX_RANKS && (c->failed[r / 64] >> (r % 64)) & 1;
 }
 
+/*
+ * The trace (trace.c): a public call begins and ends (fdev_op_end()
+ * returns @err, after writing its line if tracing); a plan of it ran on
+ * the context's clock from @t0 to @t1.
+ */
+void fdev_op_begin(struct fdev_comm *c, const char *op);
+void fdev_op_span(struct fdev_comm *c, uint64_t t0, uint64_t t1);
+int fdev_op_end(struct fdev_comm *c, int err);
 /* Run a plan on the communicator (coll.c). */
 int fdev_plan_run(struct fdev_comm *c, const struct fdev_plan *p);
 /* FDEV_INTERLEAVE: cut a direct all-to-all plan piece-major (coll.c). */

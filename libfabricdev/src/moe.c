@@ -565,9 +565,10 @@ static const struct moe_mode *const moe_modes[] = {
 	[FDEV_MOE_MULTICAST] = &moe_mode_mc,
 };
 
-int fdev_moe_dispatch(struct fdev_comm *c, const struct fdev_moe_config *cfg,
-		      const struct fdev_moe_in *in, struct fdev_moe_handle *reuse,
-		      struct fdev_moe_handle **handle)
+static int moe_dispatch(struct fdev_comm *c, const struct fdev_moe_config *cfg,
+			const struct fdev_moe_in *in,
+			struct fdev_moe_handle *reuse,
+			struct fdev_moe_handle **handle)
 {
 	struct fdev_moe_handle *h;
 	int err;
@@ -623,8 +624,8 @@ int fdev_moe_stats(const struct fdev_moe_handle *h, struct fdev_moe_stats *st)
 	return 0;
 }
 
-int fdev_moe_combine(struct fdev_comm *c, struct fdev_moe_handle *h,
-		     const void *const *y, void *const *out)
+static int moe_combine(struct fdev_comm *c, struct fdev_moe_handle *h,
+		       const void *const *y, void *const *out)
 {
 	int timing;
 
@@ -642,4 +643,24 @@ int fdev_moe_combine(struct fdev_comm *c, struct fdev_moe_handle *h,
 		if ((h->ranks[l].rows && !y[l]) || (h->ranks[l].tokens && !out[l]))
 			return -EFAULT;
 	return moe_modes[h->cfg.mode]->combine(c, h, y, out);
+}
+
+/* The public calls: each one operation in the trace (trace.c). */
+int fdev_moe_dispatch(struct fdev_comm *c, const struct fdev_moe_config *cfg,
+		      const struct fdev_moe_in *in, struct fdev_moe_handle *reuse,
+		      struct fdev_moe_handle **handle)
+{
+	if (!c)
+		return -EINVAL;
+	fdev_op_begin(c, "moe_dispatch");
+	return fdev_op_end(c, moe_dispatch(c, cfg, in, reuse, handle));
+}
+
+int fdev_moe_combine(struct fdev_comm *c, struct fdev_moe_handle *h,
+		     const void *const *y, void *const *out)
+{
+	if (!c)
+		return -EINVAL;
+	fdev_op_begin(c, "moe_combine");
+	return fdev_op_end(c, moe_combine(c, h, y, out));
 }

@@ -163,6 +163,7 @@ static int shift_run(struct shift_run *s, uint8_t *buf, unsigned int steps)
 			memcpy(buf + l * s->bytes,
 			       fdev_ws_addr(c, l, cur * s->bytes), s->bytes);
 	c->last_ps = fdev_clock(c->dev) - t0;
+	fdev_op_span(c, t0, t0 + c->last_ps);
 	return err;
 }
 
@@ -188,7 +189,12 @@ int fdev_shift(struct fdev_comm *c, void *buf, size_t bytes, int shift,
 	s.cap = c->nlocal * ((bytes + piece - 1) / piece) + 1;
 	s.d = calloc(s.cap, sizeof(*s.d));
 	s.cqe = calloc(s.cap, sizeof(*s.cqe));
-	err = s.d && s.cqe ? shift_run(&s, buf, steps) : -ENOMEM;
+	if (s.d && s.cqe) {
+		fdev_op_begin(c, "shift");
+		err = fdev_op_end(c, shift_run(&s, buf, steps));
+	} else {
+		err = -ENOMEM;
+	}
 	free(s.d);
 	free(s.cqe);
 	return err;

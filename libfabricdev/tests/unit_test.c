@@ -840,6 +840,15 @@ static void test_bad_args(void)
 		ok(fdev_moe_dispatch(c, &cfg, in, NULL, &h) == -EINVAL, "unknown mode: -EINVAL");
 		cfg.mode = FDEV_MOE_THROUGHPUT;
 	}
+	/* Trace labels: one field of the marker line. */
+	ok(fdev_comm_set_label(c, "all_to_all_single") == 0, "label taken");
+	ok(fdev_comm_set_label(c, "all to all") == -EINVAL, "a label with a blank: -EINVAL");
+	ok(fdev_comm_set_label(c, "a=b") == -EINVAL, "a label with '=': -EINVAL");
+	ok(fdev_comm_set_label(c, "0123456789012345678901234567890123") == -ENAMETOOLONG,
+	   "a label of 34 characters: -ENAMETOOLONG");
+	ok(fdev_comm_set_label(c, NULL) == 0 && fdev_comm_set_label(c, "") == 0,
+	   "NULL and \"\" clear the label");
+	ok(fdev_comm_set_label(NULL, "x") == -EINVAL, "no communicator: -EINVAL");
 	fdev_comm_destroy(c);
 	ok(fdev_comm_init_local(NULL, 0, NULL, 0, 0, &c) == -EINVAL, "zero ranks: -EINVAL");
 	ok(fdev_comm_init(NULL, "x/y", 0, 2, 0, 0, &c) == -EINVAL ||

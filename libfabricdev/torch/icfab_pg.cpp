@@ -210,7 +210,7 @@ public:
 		OutView out(tensors[0]);
 
 		if (fab_) {
-			ran(op, fdev_broadcast(comm(), bytes(in), bytes(out.work),
+			ran(op, fdev_broadcast(comm(op), bytes(in), bytes(out.work),
 					       in.nbytes(), FDEV_U8, opts.rootRank,
 					       FDEV_ALGO_AUTO));
 		} else if (in.nbytes()) {
@@ -413,7 +413,7 @@ public:
 				    out.work.numel() == in.numel(), "icfab ", op,
 				    ": equal splits need input and output of the"
 				    " same size, a multiple of world_size");
-			ran(op, fdev_all_to_all(comm(), bytes(in), bytes(out.work),
+			ran(op, fdev_all_to_all(comm(op), bytes(in), bytes(out.work),
 						in.nbytes() / size_, FDEV_U8,
 						FDEV_ALGO_AUTO));
 		} else {
@@ -575,6 +575,13 @@ private:
 	}
 
 	struct fdev_comm *comm() const { return fab_->comm; }
+	/* The communicator, its next call named @op in the trace. */
+	struct fdev_comm *comm(const char *op) const
+	{
+		if (fdev_comm_set_label(fab_->comm, op))
+			fdev_comm_set_label(fab_->comm, nullptr);
+		return fab_->comm;
+	}
 
 	/* The communicator's lock, or the group's own over the Store. */
 	std::unique_lock<std::mutex> guard()
@@ -688,7 +695,7 @@ private:
 			enum fdev_algo algo)
 	{
 		if (fab_)
-			ran(op, fdev_all_gather(comm(), in, out, n, FDEV_U8, algo));
+			ran(op, fdev_all_gather(comm(op), in, out, n, FDEV_U8, algo));
 		else
 			store_gather(op, static_cast<const uint8_t *>(in), n,
 				     static_cast<uint8_t *>(out));
@@ -725,10 +732,10 @@ private:
 			size_t count = out.numel();
 
 			if (scatter)
-				ran(op, fdev_reduce_scatter(comm(), bytes(in),
+				ran(op, fdev_reduce_scatter(comm(op), bytes(in),
 					bytes(out), count, dt, FDEV_ALGO_AUTO));
 			else
-				ran(op, fdev_all_reduce(comm(), bytes(in), bytes(out),
+				ran(op, fdev_all_reduce(comm(op), bytes(in), bytes(out),
 					count, dt, FDEV_ALGO_AUTO));
 		} else {
 			at::Tensor all = gather_bytes(op, in).view(t)
@@ -860,7 +867,7 @@ private:
 		}
 		std::vector<uint64_t> got(n);
 		if (fab_)
-			ran(op, fdev_all_to_all_v(comm(), s, sb.data(), q, got.data(),
+			ran(op, fdev_all_to_all_v(comm(op), s, sb.data(), q, got.data(),
 						  FDEV_U8, FDEV_ALGO_AUTO));
 		else
 			store_exchange(op, send, sb, q, rb);

@@ -341,6 +341,32 @@ def repeat_rank(rank, world, args):
     return stamps
 
 
+def ops_named(path, stamps, world):
+    """The lines libfabricdev wrote for repeat_rank's calls (trace.c):
+    each rank's in time order, named by the torch op, status 0; its
+    all_reduce and all_gather each one line exactly as long as
+    emulated_ps() moved for them."""
+    by = {}
+    for line in open(path):
+        f = dict(kv.split("=", 1) for kv in line.split()[1:])
+        by.setdefault(int(f["ep"]), []).append(f)
+    if len(by) != world:
+        return False, "lines from %d contexts, not %d" % (len(by), world)
+    for r, (ep, ls) in enumerate(sorted(by.items())):
+        names = [f["name"] for f in ls]
+        spans = [(int(f["start_ps"]), int(f["end_ps"])) for f in ls]
+        if any(f["status"] != "0" or f["ranks"] != "1" for f in ls):
+            return False, "ep %d: %s" % (ep, ls)
+        if any(a[1] > b[0] or a[0] > a[1] for a, b in zip(spans, spans[1:])):
+            return False, "ep %d: spans out of order %s" % (ep, spans)
+        if set(names[:-2]) != {"all_to_all_single"} or names[-2:] != ["all_reduce", "all_gather"]:
+            return False, "ep %d: names %s" % (ep, names)
+        s = stamps[r]
+        if [b - a for a, b in spans[-2:]] != [s[4] - s[3], s[5] - s[4]]:
+            return False, "ep %d: %s vs emulated_ps %s" % (ep, spans[-2:], s)
+    return True, ""
+
+
 def groups_rank(rank, world, _):
     """new_group() of every rank shares the world's communicator; a group
     of fewer ranks runs over the Store; receives from any source."""
@@ -642,11 +668,20 @@ def main():
         args = (32, 16, 2 * world, 2)
         t = time.time()
         a1 = run_ranks(world, repeat_rank, arg=args)
+        # The second time, libfabricdev names each call in a marker file.
+        marks = "/tmp/icfab_torch_ops_%d" % os.getpid()
+        os.environ["FDEV_TRACE_MARKER"] = marks
+        open(marks, "w").close()
         a2 = run_ranks(world, repeat_rank, arg=args)
+        del os.environ["FDEV_TRACE_MARKER"]
         ok = (all(isinstance(x, list) and len(x) == 7 and all(isinstance(v, int) for v in x)
                   for x in a1) and a1 == a2)
         tap(ok, "the same workload twice: emulated_ps() after every op bit-identical on "
             "every rank", "first %s, second %s" % (a1, a2))
+        ok, why = ops_named(marks, a2, world)
+        os.unlink(marks)
+        tap(ok, "FDEV_TRACE_MARKER: every rank's calls by torch op name, all_reduce and "
+            "all_gather as long as emulated_ps() says", why)
         for r, x in enumerate(a1):
             print("# rank %d emulated_ps: %s" % (r, x))
         print("# repeat: %.1f s" % (time.time() - t))
