@@ -6,7 +6,9 @@
 # (8 GPUs, 56 transfers of 256 KiB, 2 hops each, 4 KiB segments) gives a
 # Perfetto JSON with exactly 56 transfer slices and 56 x 64 x 2 link
 # slices, one track per link, whose bytes and busy time agree exactly
-# with the link statistics; times are exact ps -> us. TAP output.
+# with the link statistics; times are exact ps -> us. libfabricdev's
+# calls are named slices of their own (a MoE dispatch and combine).
+# TAP output.
 
 top=$(cd "$(dirname "$0")/../../.." 2>/dev/null && pwd)
 ctl=$top/build/bin/icfabctl
@@ -94,6 +96,49 @@ for l in s["links"]:
     want("link %d agrees with stats: %s vs %s" % (l["id"], got, l),
          got == [l["bytes"], l["busy_ps"], l["max_queued_ps"]])
 want("56 x 256 KiB x 2 hops crossed links", sum(p[0] for p in per.values()) == 56 * 2 * (256 << 10))
+for b in bad[:10]:
+    print("# " + b)
+sys.exit(1 if bad else 0)
+PY
+
+# Library calls by name: moe_bench's dispatch and combine (one process,
+# 8 ranks, one context) are two slices of process "ops", exactly as long
+# as the fabric times moe_bench reports.
+check "icfabctl trace runs a MoE dispatch and combine" \
+	sh -c "'$ctl' trace -o '$tmp/m.json' -- '$top/build/bin/moe_bench' -n 8 -t 16 \
+		-H 512 -e 8 -k 2 -m tp > '$tmp/m.out' 2> '$tmp/err'"
+check "the ops are named, on one track, as long as moe_bench says" \
+	python3 - "$tmp/m.json" "$tmp/m.out" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+m = json.loads(open(sys.argv[2]).read())
+ev = t["traceEvents"]
+ops = sorted((e for e in ev if e.get("cat") == "op"), key=lambda e: e["args"]["start_ps"])
+procs = {e["pid"]: e["args"]["name"] for e in ev
+         if e.get("ph") == "M" and e["name"] == "process_name"}
+names = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev
+         if e.get("ph") == "M" and e["name"] == "thread_name"}
+bad = []
+def want(what, ok):
+    if not ok:
+        bad.append(what)
+want("2 op slices (%d)" % len(ops), len(ops) == 2 and t["otherData"]["ops"] == 2)
+want("process 3 is ops (%s)" % procs, procs.get(3) == "ops")
+if len(ops) == 2:
+    d, c = ops
+    want("names %s" % [o["name"] for o in ops], [d["name"], c["name"]] == ["moe_dispatch", "moe_combine"])
+    want("ops %s" % [o["args"]["op"] for o in ops], [d["args"]["op"], c["args"]["op"]] == ["moe_dispatch", "moe_combine"])
+    want("one track, 8 ranks: %s" % names.get((3, d["tid"])),
+         d["tid"] == c["tid"] and names.get((3, d["tid"])) == "ep %d (8 ranks)" % d["tid"])
+    want("dispatch %d ps, moe_bench %d" % (d["args"]["end_ps"] - d["args"]["start_ps"], m["dispatch_ps"]),
+         d["args"]["end_ps"] - d["args"]["start_ps"] == m["dispatch_ps"])
+    want("combine %d ps, moe_bench %d" % (c["args"]["end_ps"] - c["args"]["start_ps"], m["combine_ps"]),
+         c["args"]["end_ps"] - c["args"]["start_ps"] == m["combine_ps"])
+    want("combine after dispatch", c["args"]["start_ps"] >= d["args"]["end_ps"])
+    want("status 0", d["args"]["status"] == 0 and c["args"]["status"] == 0)
+    want("ps -> us exact", all(round(o["ts"] * 1e6) == o["args"]["start_ps"] and
+                               round(o["dur"] * 1e6) == o["args"]["end_ps"] - o["args"]["start_ps"]
+                               for o in ops))
 for b in bad[:10]:
     print("# " + b)
 sys.exit(1 if bad else 0)

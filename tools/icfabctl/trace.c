@@ -17,6 +17,12 @@
  * submission to its completion. Transfers of one queue can overlap (a
  * queue holds many in flight), so a queue gets as many tracks as it had
  * transfers overlapping at once, named "... queue Q", "... queue Q #2".
+ * Process "ops" has one track per context (named by its first rank's
+ * endpoint), a slice per library call, named by the call or the
+ * caller's label, from the fabric time its first plan started to the
+ * end of its last: CMD gets FDEV_TRACE_MARKER, the instance's
+ * trace_marker, where libfabricdev writes one "icfab_op" line per call
+ * (libfabricdev/src/trace.c).
  * Fabric time in ps becomes JSON microseconds, exact (six decimals).
  */
 #include <errno.h>
@@ -39,6 +45,12 @@ struct xfer {
 	uint32_t tid;		/* assigned track */
 };
 
+struct op {
+	uint64_t ep, ranks, start_ps, end_ps;
+	int status;
+	char name[32], op[32];
+};
+
 struct recorder {
 	FILE *out;
 	uint32_t fabric;
@@ -48,6 +60,8 @@ struct recorder {
 	uint32_t links_cap;
 	struct xfer *xfers;
 	size_t nr_xfers, xfers_cap;
+	struct op *ops;
+	size_t nr_ops, ops_cap;
 	uint64_t nr_submit, nr_xmit, nr_lost;
 	char line[4096];
 	size_t line_len;
@@ -221,6 +235,48 @@ static void on_complete(struct recorder *r, const char *s)
 	};
 }
 
+/* A name= field: up to the next blank, at most @len - 1 characters. */
+static int field_str(const char *s, const char *name, char *buf, size_t len)
+{
+	const char *p = field_at(s, name);
+	size_t n;
+
+	if (!p)
+		return -1;
+	n = strcspn(p, " \n");
+	if (!n || n >= len)
+		return -1;
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+	return 0;
+}
+
+/* libfabricdev's line for one call; a line it did not write is skipped. */
+static void on_op(struct recorder *r, const char *s)
+{
+	struct op o = { 0 };
+
+	if (field(s, "ep", &o.ep) || field(s, "ranks", &o.ranks) ||
+	    field_str(s, "name", o.name, sizeof(o.name)) ||
+	    field_str(s, "op", o.op, sizeof(o.op)) ||
+	    field(s, "start_ps", &o.start_ps) ||
+	    field(s, "end_ps", &o.end_ps) ||
+	    field_int(s, "status", &o.status) || o.end_ps < o.start_ps)
+		return;
+	if (r->nr_ops == r->ops_cap) {
+		size_t cap = r->ops_cap ? 2 * r->ops_cap : 64;
+		void *p = realloc(r->ops, cap * sizeof(*r->ops));
+
+		if (!p) {
+			r->err = r->err ?: -ENOMEM;
+			return;
+		}
+		r->ops = p;
+		r->ops_cap = cap;
+	}
+	r->ops[r->nr_ops++] = o;
+}
+
 static void on_line(struct recorder *r, const char *s)
 {
 	const char *ev;
@@ -237,6 +293,8 @@ static void on_line(struct recorder *r, const char *s)
 		on_complete(r, ev + 16);
 	else if (strstr(s, " icfab_submit: "))
 		r->nr_submit++;
+	else if ((ev = strstr(s, " tracing_mark_write: icfab_op ")))
+		on_op(r, ev + 29);
 }
 
 static void feed(struct recorder *r, const char *buf, size_t n)
@@ -352,6 +410,47 @@ static int write_xfers(struct recorder *r)
 	return 0;
 }
 
+static int cmp_op(const void *a, const void *b)
+{
+	const struct op *x = a, *y = b;
+
+	if (x->ep != y->ep)
+		return x->ep < y->ep ? -1 : 1;
+	return x->start_ps < y->start_ps ? -1 : x->start_ps > y->start_ps;
+}
+
+/* Process 3, "ops": a track per context, a slice per library call. */
+static void write_ops(struct recorder *r)
+{
+	char name[48];
+	size_t i;
+
+	qsort(r->ops, r->nr_ops, sizeof(*r->ops), cmp_op);
+	for (i = 0; i < r->nr_ops; i++) {
+		const struct op *o = &r->ops[i];
+
+		if (!i || r->ops[i - 1].ep != o->ep) {
+			snprintf(name, sizeof(name), "ep %" PRIu64, o->ep);
+			if (o->ranks > 1)
+				snprintf(name + strlen(name),
+					 sizeof(name) - strlen(name),
+					 " (%" PRIu64 " ranks)", o->ranks);
+			event_meta(r, "thread_name", 3, o->ep, name);
+		}
+		event_begin(r, o->name, "op", "X", 3, o->ep);
+		event_span(r, o->start_ps, o->end_ps);
+		json_begin_object(&r->j, "args");
+		json_string(&r->j, "op", o->op);
+		json_u64(&r->j, "ep", o->ep);
+		json_u64(&r->j, "ranks", o->ranks);
+		json_u64(&r->j, "start_ps", o->start_ps);
+		json_u64(&r->j, "end_ps", o->end_ps);
+		json_s64(&r->j, "status", o->status);
+		json_end_object(&r->j);
+		json_end_object(&r->j);
+	}
+}
+
 static void write_tail(struct recorder *r)
 {
 	const struct {
@@ -362,6 +461,7 @@ static void write_tail(struct recorder *r)
 		{ "submits", r->nr_submit },
 		{ "transfers", r->nr_xfers },
 		{ "link_transmits", r->nr_xmit },
+		{ "ops", r->nr_ops },
 		{ "lost_events", r->nr_lost },
 	};
 	char name[32];
@@ -369,6 +469,8 @@ static void write_tail(struct recorder *r)
 
 	event_meta(r, "process_name", 1, NO_TID, "links");
 	event_meta(r, "process_name", 2, NO_TID, "queues");
+	if (r->nr_ops)
+		event_meta(r, "process_name", 3, NO_TID, "ops");
 	for (i = 0; i < r->links_cap; i++) {
 		if (!r->links_seen[i])
 			continue;
@@ -510,6 +612,8 @@ static int cmd_trace(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 		goto out_fclose;
 	}
 	if (!pid) {
+		snprintf(path, sizeof(path), "%s/trace_marker", inst);
+		setenv("FDEV_TRACE_MARKER", path, 1);
 		execvp(argv[0], argv);
 		fprintf(stderr, "icfabctl: trace: %s: %s\n", argv[0],
 			strerror(errno));
@@ -546,6 +650,8 @@ static int cmd_trace(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 	err = drain(&r, fd);
 	if (!err)
 		err = r.err ?: write_xfers(&r);
+	if (!err)
+		write_ops(&r);
 	if (err) {
 		icfabctl_fail(-err, "trace: reading events");
 		goto out_fclose;
@@ -556,7 +662,8 @@ static int cmd_trace(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 		goto out_fclose;
 	}
 	fprintf(stderr, "icfabctl: trace: %" PRIu64 " transfers, %" PRIu64
-		" link transmits -> %s\n", (uint64_t)r.nr_xfers, r.nr_xmit, out);
+		" link transmits, %" PRIu64 " ops -> %s\n", (uint64_t)r.nr_xfers,
+		r.nr_xmit, (uint64_t)r.nr_ops, out);
 	if (r.nr_lost) {
 		icfabctl_warn("trace: %" PRIu64 " events were lost: the timeline "
 			      "is incomplete (try a larger -b)", r.nr_lost);
@@ -580,6 +687,7 @@ out_rmdir:
 			      strerror(errno));
 	free(r.links_seen);
 	free(r.xfers);
+	free(r.ops);
 	return ret;
 }
 
