@@ -80,6 +80,40 @@ int moe_route_by_rank(struct fdev_moe_handle *h, struct moe_rank *mr)
 }
 
 /*
+ * The order in which rank @s sends to its peers, into @order [n]: its own
+ * node's ranks (s + 1, s + 2, ... within the node) and the other nodes'
+ * ranks merged evenly, itself last. The other nodes' ranks go in rounds
+ * of the node size: round m takes node (node of s) + 1 + m / g, at local
+ * index (s + m) mod g, so in every round each rank hears from one remote
+ * source, and all sources start their scale-out and scale-up sends
+ * together. Had every rank gone s + 1, s + 2, ... over the whole
+ * communicator, the ranks of a node would reach the next node's ranks
+ * in the same order, each after a scale-up part of its own length: the
+ * scale-out sends meet at one receiver at a time. On one node (or
+ * without nodes) this is s + 1, s + 2, ...
+ */
+void moe_peer_order(const struct fdev_moe_handle *h, unsigned int s,
+		    unsigned int *order)
+{
+	unsigned int g = h->node_size, nn = h->nr_nodes;
+	unsigned int ns = s / g, ls = s % g;
+	uint64_t L = g - 1, R = (uint64_t)(nn - 1) * g, loc = 0, rem = 0;
+
+	for (uint64_t i = 0; i < L + R; i++) {
+		if (rem == R || (loc < L && loc * (L + R) < (i + 1) * L)) {
+			loc++;
+			*order++ = ns * g + (ls + (unsigned int)loc) % g;
+		} else {
+			unsigned int N = (ns + 1 + (unsigned int)(rem / g)) % nn;
+
+			*order++ = N * g + (ls + (unsigned int)(rem % g)) % g;
+			rem++;
+		}
+	}
+	*order = s;
+}
+
+/*
  * The count exchange: each local rank's row of @width counts to every
  * rank, over the fabric (a direct all-gather), into @all_rows [n][width].
  * Timing only, nothing moved: only the local rows are filled.

@@ -97,6 +97,8 @@ void moe_pack(const struct fdev_moe_handle *h, const struct fdev_moe_in *in,
 int moe_token_on_rank(const struct fdev_moe_handle *h, const int64_t *idx,
 		      unsigned int d);
 int moe_route_by_rank(struct fdev_moe_handle *h, struct moe_rank *mr);
+void moe_peer_order(const struct fdev_moe_handle *h, unsigned int s,
+		    unsigned int *order);
 int moe_gather_counts(struct fdev_comm *c, const struct fdev_moe_handle *h,
 		      const uint64_t *local_rows, unsigned int width,
 		      uint64_t *all_rows, uint64_t *t_ps);

@@ -63,43 +63,58 @@ static int ll_route(const struct fdev_moe_handle *h, struct moe_rank *mr)
 
 /*
  * Local rank @l: its records into the experts' slots, its counts after.
- * The send area holds them by expert; they go rotated, as combine's do:
- * rank s starts with the experts of rank s + 1, so that the ranks do not
- * all start on rank 0's port (an incast that leaves the others idle).
+ * The send area holds them by expert; they go expert-major, as combine's
+ * do: every rank's first expert in moe_peer_order(), then every rank's
+ * second... A rank's sends to one destination are a transfer per expert
+ * anyway, so the destinations take turns at that grain, and the ranks
+ * of a node stay in step with the other nodes' over scale-out. (Sent
+ * destination by destination, a rank's transfers kept its few DMA
+ * engines on one receiver for a long while, and ranks that drifted
+ * apart met at the same receivers: on two H800 nodes that took the
+ * dispatch to 0.54 of its NIC bound.)
  */
-static void ll_plan_rank(struct fdev_comm *c, struct fdev_moe_handle *h,
-			 const struct fdev_moe_in *in, unsigned int l,
-			 struct fdev_plan *p)
+static int ll_plan_rank(struct fdev_comm *c, struct fdev_moe_handle *h,
+			const struct fdev_moe_in *in, unsigned int l,
+			struct fdev_plan *p)
 {
 	struct moe_rank *mr = &h->ranks[l];
 	unsigned int s = h->first + l, epr = h->experts_per_rank;
-	unsigned int E = h->cfg.num_experts;
-	unsigned int e0 = (unsigned int)((uint64_t)(s + 1) * epr % E);
-	uint64_t send = ll_send_off(h), counts = ll_counts_off(h), pos = 0;
+	unsigned int E = h->cfg.num_experts, n = h->nranks, *order;
+	uint64_t send = ll_send_off(h), counts = ll_counts_off(h), *first;
 
-	for (unsigned int e = 0; e < e0; e++)
-		pos += mr->send_cnt[e];
-	for (unsigned int k = 0, e = e0; k < E; k++, e = (e + 1) % E) {
-		uint64_t len = mr->send_cnt[e] * h->rec_size;
-
-		if (!e)
-			pos = 0;	/* wrapped: expert 0's records come first */
-		for (uint64_t i = pos; !h->timing && i < pos + mr->send_cnt[e]; i++)
-			moe_pack(h, &in[l], mr, mr->send_tok[i],
-				 fdev_ws_addr(c, l, send + i * h->rec_size));
-		fdev_plan_xfer(p, 0, s, e / epr, send + pos * h->rec_size,
-			       ll_slot_off(h, e % epr, s, 0), len);
-		if (e / epr != s)
-			h->st.dispatch_bytes += len;
-		pos += mr->send_cnt[e];
+	order = malloc(n * sizeof(*order));
+	first = malloc((E + 1) * sizeof(*first));
+	if (!order || !first) {
+		free(order);
+		free(first);
+		return -ENOMEM;
 	}
+	first[0] = 0;
+	for (unsigned int e = 0; e < E; e++)
+		first[e + 1] = first[e] + mr->send_cnt[e];
+	for (uint64_t i = 0; !h->timing && i < first[E]; i++)
+		moe_pack(h, &in[l], mr, mr->send_tok[i],
+			 fdev_ws_addr(c, l, send + i * h->rec_size));
+	moe_peer_order(h, s, order);
+	for (unsigned int j = 0; j < epr; j++)
+		for (unsigned int i = 0; i < n; i++) {
+			unsigned int d = order[i], e = d * epr + j;
+			uint64_t len = mr->send_cnt[e] * h->rec_size;
+
+			fdev_plan_xfer(p, 0, s, d, send + first[e] * h->rec_size,
+				       ll_slot_off(h, j, s, 0), len);
+			if (d != s)
+				h->st.dispatch_bytes += len;
+		}
 	/* Counts for each destination: its experts' slice. */
 	if (!h->timing)
-		memcpy(fdev_ws_addr(c, l, counts), mr->send_cnt,
-		       h->cfg.num_experts * 8ULL);
-	for (unsigned int d = 0; d < h->nranks; d++)
+		memcpy(fdev_ws_addr(c, l, counts), mr->send_cnt, E * 8ULL);
+	for (unsigned int d = 0; d < n; d++)
 		fdev_plan_xfer(p, 0, s, d, counts + d * epr * 8ULL,
 			       (uint64_t)s * epr * 8, epr * 8ULL);
+	free(order);
+	free(first);
+	return 0;
 }
 
 /* Local rank @l's output rows: expert-major, then source, then arrival. */
@@ -174,10 +189,11 @@ static int moe_dispatch_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
 	/* Every rank sends every rank its counts. */
 	memset(senders, 1, h->nranks);
 	p.senders = senders;
-	for (unsigned int l = 0; l < h->nlocal; l++)
-		ll_plan_rank(c, h, in, l, &p);
+	for (unsigned int l = 0; !err && l < h->nlocal; l++)
+		err = ll_plan_rank(c, h, in, l, &p);
 	fdev_plan_need(&p, need);
-	err = fdev_plan_finish(&p);
+	if (!err)
+		err = fdev_plan_finish(&p);
 	if (!err)
 		err = fdev_comm_interleave(c, &p);
 	/* Self-sends are xfers too: the host copy does them. */
@@ -213,26 +229,32 @@ static void ll_rows_before(const struct fdev_moe_handle *h,
 
 /*
  * Every expert row back to its source's slot [d's expert][i], staged at
- * @staged; rotated: rank d starts with source d + 1, ... Timing only, a
- * rank knows only what its local sources sent.
+ * @staged; expert-major, as the dispatch came: the first local expert's
+ * rows to every source in moe_peer_order(), then the second's... Timing
+ * only, a rank knows only what its local sources sent.
  */
 static int ll_combine_plan(struct fdev_moe_handle *h, uint64_t crow,
 			   uint64_t staged, struct fdev_plan *p)
 {
 	unsigned int n = h->nranks, epr = h->experts_per_rank;
 	uint64_t mt = h->cfg.max_tokens, *before = calloc(n, 8);
+	unsigned int *order = malloc(n * sizeof(*order));
 
-	if (!before)
+	if (!before || !order) {
+		free(before);
+		free(order);
 		return -ENOMEM;
+	}
 	for (unsigned int l = 0; l < h->nlocal; l++) {
 		const struct moe_rank *mr = &h->ranks[l];
 		unsigned int d = h->first + l;
 
+		moe_peer_order(h, d, order);
 		for (unsigned int e = 0; e < epr; e++) {
 			if (!h->timing)
 				ll_rows_before(h, mr, e, before);
 			for (unsigned int kk = 0; kk < n; kk++) {
-				unsigned int s = (d + kk) % n;
+				unsigned int s = order[kk];
 				uint64_t cnt, row = 0;
 
 				if (h->timing && !moe_is_local(h, s))
@@ -252,6 +274,7 @@ static int ll_combine_plan(struct fdev_moe_handle *h, uint64_t crow,
 		}
 	}
 	free(before);
+	free(order);
 	return 0;
 }
 

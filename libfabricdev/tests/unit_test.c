@@ -14,6 +14,7 @@
 
 #include "fabricdev.h"
 #include "fabricdev_test.h"
+#include "moe.h"
 #include "plan.h"
 #include "tap.h"
 
@@ -376,8 +377,8 @@ static void test_moe_case(const char *name, unsigned int n, unsigned int E,
 	 * keeps its context attached, and an idle context in virtual time
 	 * holds the fabric back, so the next case would wait forever.
 	 */
-	if (mode == FDEV_MOE_HIERARCHICAL &&
-	    fdev_comm_set_node_size(c, (int)moe_node_size)) {
+	if ((mode == FDEV_MOE_HIERARCHICAL || mode == FDEV_MOE_LOW_LATENCY) &&
+	    moe_node_size && fdev_comm_set_node_size(c, (int)moe_node_size)) {
 		ok(0, "%s: node size %u", name, moe_node_size);
 		goto done;
 	}
@@ -680,6 +681,51 @@ static void test_moe_mc_bytes(void)
 	fdev_comm_destroy(c);
 }
 
+/*
+ * moe_peer_order(): every rank once, itself last; in each round of the
+ * scale-out part (its m-th rank on another node) every rank hears from
+ * one source; on one node, s + 1, s + 2, ...
+ */
+static void test_peer_order(void)
+{
+	static const unsigned int shapes[][2] = {
+		{ 8, 8 }, { 8, 4 }, { 8, 2 }, { 8, 1 }, { 16, 8 }, { 64, 8 },
+		{ 24, 8 }, { 6, 3 },
+	};
+
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		unsigned int n = shapes[i][0], g = shapes[i][1];
+		struct fdev_moe_handle h = { .nranks = n, .node_size = g,
+					     .nr_nodes = n / g };
+		unsigned int *order = calloc((size_t)n * n, sizeof(*order));
+		unsigned int *heard = calloc((size_t)n * n, sizeof(*heard));
+		int bad = 0;
+
+		for (unsigned int s = 0; s < n; s++) {
+			unsigned int seen[64] = { 0 }, m = 0;
+
+			moe_peer_order(&h, s, order + s * n);
+			for (unsigned int j = 0; j < n; j++) {
+				unsigned int d = order[s * n + j];
+
+				bad += d >= n || seen[d]++;
+				if (d < n && d / g != s / g)
+					heard[m++ * n + d]++;
+				if (g == n)
+					bad += d != (s + 1 + j) % n;
+			}
+			bad += order[s * n + n - 1] != s;
+		}
+		for (unsigned int m = 0; m < n - g; m++)
+			for (unsigned int d = 0; d < n; d++)
+				bad += heard[m * n + d] != 1;
+		ok(!bad, "peer order n=%u, nodes of %u: a permutation, itself last, one remote source per rank and round (%d bad)",
+		   n, g, bad);
+		free(order);
+		free(heard);
+	}
+}
+
 static void test_moe_mc(void);
 
 static void test_moe(void)
@@ -693,6 +739,12 @@ static void test_moe(void)
 	test_moe_case("tp f32 n=8 E=16 k=2 H=5", 8, 16, 2, 5, T8, 1, 0, FDEV_F32, 2);
 	test_moe_case("ll f32 n=4 E=8 k=2 H=13", 4, 8, 2, 13, T4, 0, 1, FDEV_F32, 1);
 	test_moe_case("ll bf16 skewed n=8 E=16 k=3 H=7 align 8", 8, 16, 3, 7, T8, 1, 1, FDEV_BF16, 8);
+	/* low latency on nodes: the sends go in moe_peer_order() */
+	test_peer_order();
+	moe_node_size = 4;
+	test_moe_case("ll f32 n=8 (2x4) E=16 k=3 H=13", 8, 16, 3, 13, T8, 0, 1, FDEV_F32, 1);
+	moe_node_size = 2;
+	test_moe_case("ll bf16 skewed n=8 (4x2) E=32 k=2 H=7 align 4", 8, 32, 2, 7, T8, 1, 1, FDEV_BF16, 4);
 	/* hierarchical: nodes of 2 and 4, T = 0 on some ranks, skew, -1 */
 	moe_node_size = 4;
 	test_moe_case("hier f32 n=8 (2x4) E=16 k=3 H=13", 8, 16, 3, 13, T8, 0, 2, FDEV_F32, 1);
