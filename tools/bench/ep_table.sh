@@ -8,15 +8,19 @@
 #	tools/vm/run -k 6.12 -t 3600 -- tools/bench/ep_table.sh \
 #		[-p PRESETS] [-m MODES] [-r RANKS] [TOKENS [SEGMENT]]
 #
-# PRESETS (default ualink-pod,tpu-v4-pod), MODES (default tp,ll,hier;
-# hier with nodes of 8), RANKS (default 8,16,32,64,128,256,512,1024), all
-# comma-separated. TOKENS per rank (default 128), H = 7168, top-8 of
+# PRESETS (default ualink-pod,tpu-v4-pod; h800-pod too), MODES (default
+# tp,ll,hier; hier with nodes of 8), RANKS (default
+# 8,16,32,64,128,256,512,1024), all comma-separated. h800-pod runs every
+# mode with nodes of 8 (160 GB/s NVLink, a 50 GB/s NIC per GPU: -g 8 -b
+# 160 -B 50), given EP/8 nodes when EP is above 32 (64 at most: the
+# NICs' one switch), as fidelity.sh does. TOKENS per rank (default 128), H = 7168, top-8 of
 # max(256, EP) experts. The fabric's segment size is set to SEGMENT
 # (default 64 KiB).
 #
 # One row per run: emulated dispatch and combine times; each against the
 # bound moe_bench computes (the busiest rank port: -b, 100 GB/s for a
-# UALink port, 300 GB/s for a TPU v4 chip's six 50 GB/s links; the
+# UALink port, 300 GB/s for a TPU v4 chip's six 50 GB/s links, on
+# h800-pod the busier of a GPU's NVLink and NIC ports; the
 # torus's bisection is not counted, so on tpu-v4-pod the ratio can only
 # be lower than against the true bound); the wall time of the whole run
 # (both phases, plan building included); and the peak of the kernel's
@@ -44,26 +48,39 @@ T=${1:-128}
 SEG=${2:-65536}
 out=$(mktemp)
 smp=$(mktemp)
+dir=$(mktemp -d)
 spid=
-trap '[ -n "$spid" ] && kill "$spid" 2>/dev/null; rm -f "$out" "$out.err" "$smp"' EXIT
+trap '[ -n "$spid" ] && kill "$spid" 2>/dev/null; rm -rf "$out" "$out.err" "$smp" "$dir"' EXIT
 
 slab_kb() {
 	sed -n 's/^Slab: *\([0-9]*\) kB/\1/p' /proc/meminfo
 }
 
+# apply PRESET RANKS: the preset; h800-pod given RANKS/8 nodes past 32.
+apply() {
+	if [ "$1" = h800-pod ] && [ "$2" -gt 32 ]; then
+		"$icfabd" --dump --yaml --preset "$1" |
+			sed "s/^    nodes: 4\$/    nodes: $(($2 / 8))/" > "$dir/$1.yaml"
+		"$icfabd" --apply "$dir/$1.yaml" > /dev/null || exit 1
+	else
+		"$icfabd" --apply --preset "$1" > /dev/null || exit 1
+	fi
+	"$icfabctl" fabric set 0 segment-size "$SEG" > /dev/null || exit 1
+}
+
 rc=0
 for preset in $(echo "$PRESETS" | tr , ' '); do
-	"$icfabd" --apply --preset "$preset" > /dev/null || exit 1
-	"$icfabctl" fabric set 0 segment-size "$SEG" > /dev/null || exit 1
 	case $preset in
 	tpu-v4-pod) bw=300 ;;
 	*) bw=100 ;;
 	esac
 	for n in $(echo "$RANKS" | tr , ' '); do
 		e=$((n > 256 ? n : 256))
+		apply "$preset" "$n"
 		for mode in $(echo "$MODES" | tr , ' '); do
 			g=
 			[ "$mode" = hier ] && g="-g 8 -B $bw"
+			[ "$preset" = h800-pod ] && bw=160 g="-g 8 -B 50"
 			base=$(slab_kb)
 			echo "$base" > "$smp"
 			(while :; do slab_kb >> "$smp"; sleep 0.1; done) &
