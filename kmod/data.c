@@ -1672,6 +1672,15 @@ static void __icfab_done_merge(struct icfab_ctx *ctx, struct list_head *reqs,
 	ctx->nr_done += n;
 }
 
+/*
+ * Is a WAIT of @ctx under way, of either kind? Then no other may start:
+ * one context has one at a time. The fabric lock is held.
+ */
+static bool icfab_ctx_in_wait(const struct icfab_ctx *ctx)
+{
+	return ctx->in_wait || ctx->uwait || ctx->waiting || ctx->catchup;
+}
+
 static bool icfab_wait_done(struct icfab_ctx *ctx)
 {
 	return !READ_ONCE(ctx->waiting) && !READ_ONCE(ctx->catchup);
@@ -1713,7 +1722,7 @@ long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
 		ret = -ENOENT;
 		goto out_unlock;
 	}
-	if (ctx->in_wait || ctx->uwait || ctx->waiting || ctx->catchup) {
+	if (icfab_ctx_in_wait(ctx)) {
 		/* Another thread, or io_uring, waits already. */
 		ret = -EBUSY;
 		goto out_unlock;
@@ -1908,7 +1917,7 @@ int icfab_uring_wait(struct icfab_ctx *ctx, u32 min, struct io_uring_cmd *cmd)
 		err = -ENOENT;
 	else if (ctx->dead)
 		err = -ECANCELED;
-	else if (ctx->in_wait || ctx->uwait || ctx->waiting || ctx->catchup)
+	else if (icfab_ctx_in_wait(ctx))
 		err = -EBUSY;
 	else if (ctx->u_uncounted + ctx->u_inflight < min && !ctx->nr_recvqs)
 		err = -EDEADLK;
