@@ -14,6 +14,7 @@
 
 #include <netlink/attr.h>
 
+#include <linux/icfab.h>
 #include <linux/icfab_genl.h>
 
 #include <icfab/array.h>
@@ -127,6 +128,19 @@ const char *icfabctl_fmt_bytes(char *buf, size_t len, uint64_t bytes);
 const char *icfabctl_link_class_name(char *buf, size_t len, uint32_t cls);
 const char *icfabctl_link_state_name(char *buf, size_t len, uint32_t state);
 const char *icfabctl_node_kind_name(char *buf, size_t len, uint32_t kind);
+
+/*
+ * util.c: energy in groups (stats, trace): the link classes, then the
+ * memory tiers by kind (a tier's port counts under its tier, not under
+ * its class), then the total of every link and port.
+ */
+#define E_TIER(t)	(ICFAB_LINK_CLASS_MAX + (t))	/* t: SRAM..DDR */
+#define E_TOTAL		(ICFAB_LINK_CLASS_MAX + ICFAB_TIER_MAX + 1)
+#define E_ROWS		(E_TOTAL + 1)
+/* The group of a link of class @cls, the port of tier @tier if not 0. */
+uint32_t icfabctl_energy_row(uint32_t cls, uint32_t tier);
+/* "nvlink", ..., a tier's "tier hbm" (@json: "hbm"), or "total". */
+const char *icfabctl_energy_row_name(uint32_t row, bool json);
 
 /* util.c: icfab values in JSON (lib/json.c) */
 void json_features(struct icfab_json *j, uint64_t features);

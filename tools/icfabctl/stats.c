@@ -8,7 +8,8 @@
  * Counters run from the last reset, or the last commit of a new
  * configuration, whichever came later, and outlive the engine. With
  * ICFAB_F_LINK_ENERGY the module also reports each link's energy, which
- * is summed here per link class and in total.
+ * is summed here per link class, per memory tier (ICFAB_F_MEMORY_TIERS:
+ * a tier's port counts under its kind, sram, hbm or ddr) and in total.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -135,7 +136,7 @@ static int stats_read(struct icfabctl *ctl, struct icfab_nl *nl,
 	return icfabctl_dump(ctl, nl, &d);
 }
 
-/* Energy summed per link class; [ICFAB_LINK_CLASS_MAX + 1] is the total. */
+/* Energy summed per group (icfabctl_energy_row()): E_ROWS of them. */
 struct energy_sum {
 	uint64_t bytes;
 	uint64_t energy_fj, static_fj;	/* fJ, saturating */
@@ -151,13 +152,12 @@ static void energy_sum(const struct stats *s, struct energy_sum *sum)
 {
 	uint32_t i;
 
-	memset(sum, 0, sizeof(*sum) * (ICFAB_LINK_CLASS_MAX + 2));
+	memset(sum, 0, sizeof(*sum) * E_ROWS);
 	for (i = 0; i < s->nr; i++) {
 		const struct link_stats *l = &s->links[i];
-		uint32_t c = l->class <= ICFAB_LINK_CLASS_MAX ?
-			     l->class : ICFAB_LINK_CLASS_OTHER;
-		struct energy_sum *e[2] = { &sum[c],
-					    &sum[ICFAB_LINK_CLASS_MAX + 1] };
+		struct energy_sum *e[2] = {
+			&sum[icfabctl_energy_row(l->class, l->tier)],
+			&sum[E_TOTAL] };
 		int k;
 
 		for (k = 0; k < 2; k++) {
@@ -187,27 +187,39 @@ static char *fmt_joules(char *buf, size_t len, uint64_t fj)
 	return buf;
 }
 
+/* One group of energy_sum(), as an object of "classes" or "tiers". */
+static void energy_row_json(struct icfab_json *j, const struct energy_sum *e,
+			    const char *key, const char *name)
+{
+	json_begin_object(j, NULL);
+	json_string(j, key, name);
+	json_u64(j, "links", e->links);
+	json_u64(j, "bytes", e->bytes);
+	json_u64(j, "energy_fj", e->energy_fj);
+	json_u64(j, "static_fj", e->static_fj);
+	json_end_object(j);
+}
+
 static void energy_json(struct icfab_json *j, const struct stats *s)
 {
-	struct energy_sum sum[ICFAB_LINK_CLASS_MAX + 2];
-	const struct energy_sum *t = &sum[ICFAB_LINK_CLASS_MAX + 1];
-	uint32_t c;
+	struct energy_sum sum[E_ROWS];
+	const struct energy_sum *t = &sum[E_TOTAL];
+	uint32_t r;
 
 	energy_sum(s, sum);
 	json_begin_object(j, "energy");
 	json_u64(j, "elapsed_ps", s->elapsed_ps);
 	json_begin_array(j, "classes");
-	for (c = 0; c <= ICFAB_LINK_CLASS_MAX; c++) {
-		if (!sum[c].links)
-			continue;
-		json_begin_object(j, NULL);
-		json_string(j, "class", icfab_class_names[c]);
-		json_u64(j, "links", sum[c].links);
-		json_u64(j, "bytes", sum[c].bytes);
-		json_u64(j, "energy_fj", sum[c].energy_fj);
-		json_u64(j, "static_fj", sum[c].static_fj);
-		json_end_object(j);
-	}
+	for (r = 0; r <= ICFAB_LINK_CLASS_MAX; r++)
+		if (sum[r].links)
+			energy_row_json(j, &sum[r], "class",
+					icfabctl_energy_row_name(r, true));
+	json_end_array(j);
+	json_begin_array(j, "tiers");
+	for (r = E_TIER(ICFAB_TIER_SRAM); r < E_TOTAL; r++)
+		if (sum[r].links)
+			energy_row_json(j, &sum[r], "tier",
+					icfabctl_energy_row_name(r, true));
 	json_end_array(j);
 	json_u64(j, "energy_fj", t->energy_fj);
 	json_u64(j, "static_fj", t->static_fj);
@@ -217,22 +229,22 @@ static void energy_json(struct icfab_json *j, const struct stats *s)
 
 static void energy_print(const struct stats *s)
 {
-	struct energy_sum sum[ICFAB_LINK_CLASS_MAX + 2];
+	struct energy_sum sum[E_ROWS];
 	char b1[32], b2[32], b3[32], b4[32];
 	uint32_t c;
 
 	energy_sum(s, sum);
 	printf("energy over %s of fabric time (joules):\n",
 	       icfabctl_fmt_latency(b1, sizeof(b1), s->elapsed_ps));
-	printf("%-8s  %6s  %12s  %20s  %20s  %20s\n", "class", "links",
+	printf("%-9s  %6s  %12s  %20s  %20s  %20s\n", "class", "links",
 	       "bytes", "per-bit", "static", "total");
-	for (c = 0; c <= ICFAB_LINK_CLASS_MAX + 1; c++) {
+	for (c = 0; c < E_ROWS; c++) {
 		const struct energy_sum *e = &sum[c];
 
 		if (!e->links)
 			continue;
-		printf("%-8s  %6" PRIu32 "  %12s  %20s  %20s  %20s\n",
-		       c <= ICFAB_LINK_CLASS_MAX ? icfab_class_names[c] : "total",
+		printf("%-9s  %6" PRIu32 "  %12s  %20s  %20s  %20s\n",
+		       icfabctl_energy_row_name(c, false),
 		       e->links, icfabctl_fmt_bytes(b1, sizeof(b1), e->bytes),
 		       fmt_joules(b2, sizeof(b2), e->energy_fj),
 		       fmt_joules(b3, sizeof(b3), e->static_fj),
@@ -341,5 +353,5 @@ static int cmd_stats(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 
 ICFABCTL_COMMAND(NULL, "stats", "[reset]", cmd_stats,
 		 "Show per-link bytes, busy time and longest queueing delay, "
-		 "and the joules per link class and in total; "
+		 "and the joules per link class, per memory tier and in total; "
 		 "'reset' zeroes them (CAP_NET_ADMIN).");

@@ -238,6 +238,28 @@ const char *icfabctl_link_class_name(char *buf, size_t len, uint32_t cls)
 			 ICFAB_NAMES_LEN(icfab_class_names), cls, "class");
 }
 
+uint32_t icfabctl_energy_row(uint32_t cls, uint32_t tier)
+{
+	if (tier && tier <= ICFAB_TIER_MAX)
+		return E_TIER(tier);
+	return cls <= ICFAB_LINK_CLASS_MAX ? cls : ICFAB_LINK_CLASS_OTHER;
+}
+
+const char *icfabctl_energy_row_name(uint32_t row, bool json)
+{
+	static const char *const tier_rows[] = {
+		[ICFAB_TIER_SRAM] = "tier sram", [ICFAB_TIER_HBM] = "tier hbm",
+		[ICFAB_TIER_DDR] = "tier ddr",
+	};
+
+	if (row <= ICFAB_LINK_CLASS_MAX)
+		return icfab_class_names[row];
+	if (row >= E_TOTAL)
+		return "total";
+	row -= ICFAB_LINK_CLASS_MAX;
+	return json ? icfab_tier_names[row] : tier_rows[row];
+}
+
 const char *icfabctl_link_state_name(char *buf, size_t len, uint32_t state)
 {
 	return enum_name(buf, len, icfab_state_names,
