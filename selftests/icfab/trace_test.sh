@@ -6,8 +6,11 @@
 # (8 GPUs, 56 transfers of 256 KiB, 2 hops each, 4 KiB segments) gives a
 # Perfetto JSON with exactly 56 transfer slices and 56 x 64 x 2 link
 # slices, one track per link, whose bytes and busy time agree exactly
-# with the link statistics; times are exact ps -> us. libfabricdev's
-# calls are named slices of their own (a MoE dispatch and combine).
+# with the link statistics; times are exact ps -> us; its energy
+# counters (nvlink at 5 pJ/b, and the total) end at the joules the
+# statistics give. libfabricdev's calls are named slices of their own
+# (a MoE dispatch and combine). The energy of memory tiers in the trace:
+# shift_test.sh.
 # TAP output.
 
 top=$(cd "$(dirname "$0")/../../.." 2>/dev/null && pwd)
@@ -68,7 +71,7 @@ def want(what, ok):
 want("56 transfer slices (%d)" % len(xf), len(xf) == 56)
 want("7168 link slices (%d)" % len(lk), len(lk) == 56 * 64 * 2)
 want("no lost events", t["otherData"]["lost_events"] == 0)
-want("processes", procs == {1: "links", 2: "queues"})
+want("processes", procs == {1: "links", 2: "queues", 4: "energy"})
 want("16 link tracks", sorted(tid for (p, tid) in names if p == 1) == list(range(16)))
 want("8 queues", len({names[(2, e["tid"])].split(" #")[0] for e in xf}) == 8)
 want("transfers are 256 KiB, status 0", all(e["args"]["bytes"] == 256 << 10 and e["args"]["status"] == 0 for e in xf))
@@ -96,6 +99,22 @@ for l in s["links"]:
     want("link %d agrees with stats: %s vs %s" % (l["id"], got, l),
          got == [l["bytes"], l["busy_ps"], l["max_queued_ps"]])
 want("56 x 256 KiB x 2 hops crossed links", sum(p[0] for p in per.values()) == 56 * 2 * (256 << 10))
+# Energy: a counter per class crossed, and the total, sampled at each
+# instant a segment is out; they end at the statistics' joules.
+cnt = {}
+for e in ev:
+    if e.get("ph") == "C" and e.get("cat") == "energy":
+        cnt.setdefault(e["name"], []).append((round(e["ts"] * 1e6), round(e["args"]["J"] * 1e15)))
+want("energy counters nvlink and total (%s)" % sorted(cnt), sorted(cnt) == ["nvlink", "total"])
+want("one sample per instant a segment is out",
+     [p for p, _ in cnt.get("total", [])] == sorted({e["args"]["done_ps"] for e in lk}))
+for k, v in cnt.items():
+    want("%s rises" % k, all(a[1] <= b[1] for a, b in zip(v, v[1:])))
+fj = 56 * 2 * (256 << 10) * 8 * 5000
+nv = [c for c in s["energy"]["classes"] if c["class"] == "nvlink"]
+want("nvlink ends at %d fJ, the statistics'" % fj,
+     cnt.get("nvlink", [(0, 0)])[-1][1] == fj == nv[0]["energy_fj"] == s["energy"]["energy_fj"])
+want("total ends there too", cnt.get("total", [(0, 0)])[-1][1] == fj == t["otherData"]["energy_fj"])
 for b in bad[:10]:
     print("# " + b)
 sys.exit(1 if bad else 0)

@@ -23,6 +23,12 @@
  * end of its last: CMD gets FDEV_TRACE_MARKER, the instance's
  * trace_marker, where libfabricdev writes one "icfab_op" line per call
  * (libfabricdev/src/trace.c).
+ * Process "energy" has counters of the joules spent so far, per link
+ * class, per memory tier and in total: each segment out on a link or a
+ * tier's port costs bytes x 8 x its energy per bit (LINK_GET, read when
+ * CMD has ended), counted at its last byte out; the final values are
+ * what "icfabctl stats" sums per group (energy per bit, not static
+ * power).
  * Fabric time in ps becomes JSON microseconds, exact (six decimals).
  */
 #include <errno.h>
@@ -35,6 +41,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <icfab/readback.h>
 
 #include "icfabctl.h"
 
@@ -51,6 +59,18 @@ struct op {
 	char name[32], op[32];
 };
 
+/* A segment out on a link, for the energy counters. */
+struct seg_out {
+	uint64_t done_ps, bytes;
+	uint32_t link;
+};
+
+/* Its cost, in the order the counters take them. */
+struct joules {
+	uint64_t done_ps, fj;
+	uint32_t row;		/* icfabctl_energy_row() */
+};
+
 struct recorder {
 	FILE *out;
 	uint32_t fabric;
@@ -62,6 +82,9 @@ struct recorder {
 	size_t nr_xfers, xfers_cap;
 	struct op *ops;
 	size_t nr_ops, ops_cap;
+	struct seg_out *segs;
+	size_t nr_segs, segs_cap;
+	uint64_t energy_fj;	/* the counters' total */
 	uint64_t nr_submit, nr_xmit, nr_lost;
 	char line[4096];
 	size_t line_len;
@@ -185,6 +208,20 @@ static void on_xmit(struct recorder *r, const char *s)
 	}
 	r->links_seen[link] = 1;
 	r->nr_xmit++;
+	if (r->nr_segs == r->segs_cap) {
+		size_t cap = r->segs_cap ? 2 * r->segs_cap : 4096;
+		void *p = realloc(r->segs, cap * sizeof(*r->segs));
+
+		if (!p) {
+			r->err = r->err ?: -ENOMEM;
+			return;
+		}
+		r->segs = p;
+		r->segs_cap = cap;
+	}
+	r->segs[r->nr_segs++] = (struct seg_out){
+		.done_ps = done, .bytes = bytes, .link = (uint32_t)link,
+	};
 	event_begin(r, "seg", "link", "X", 1, link);
 	event_span(r, depart, done);
 	json_begin_object(&r->j, "args");
@@ -451,6 +488,158 @@ static void write_ops(struct recorder *r)
 	}
 }
 
+/* Each link's and tier port's energy per bit and group, by link id. */
+struct link_energy {
+	uint32_t fj_per_bit, row;
+};
+
+struct energy_read {
+	struct icfab_nl nl;
+	struct fabric_state st;
+};
+
+static int energy_read_once(void *arg)
+{
+	struct energy_read *e = arg;
+
+	fabric_state_free(&e->st);
+	return fabric_read_once(&e->nl, false,
+				FABRIC_READ_NODES | FABRIC_READ_LINKS, &e->st);
+}
+
+/*
+ * The committed links' figures, into *@out (@n entries, by link id):
+ * 0, or a message and -errno.
+ */
+static int energy_figures(struct recorder *r, struct link_energy **out,
+			  uint32_t *n)
+{
+	struct energy_read e = { 0 };
+	const struct topo *t;
+	struct link_energy *le;
+	uint32_t i, max = 0;
+	int ret;
+
+	if (icfabctl_nl_open(&e.nl))
+		return -ENOTCONN;
+	e.nl.fabric_id = r->fabric;
+	ret = icfab_nl_read_consistent(energy_read_once, &e, 20);
+	if (ret == -EINTR)
+		icfabctl_warn("trace: the configuration kept changing while "
+			      "its links' energy was read");
+	else if (ret)
+		icfabctl_nl_report(&e.nl, "trace: reading the links' energy");
+	if (ret)
+		goto out;
+	t = e.st.topo;
+	for (i = 0; i < t->nr_links; i++)
+		max = e.st.link_id[i] + 1 > max ? e.st.link_id[i] + 1 : max;
+	for (i = 0; i < t->nr_tiers; i++)
+		max = t->tiers[i].link_id + 1 > max ? t->tiers[i].link_id + 1 : max;
+	le = calloc(max ? max : 1, sizeof(*le));
+	if (!le) {
+		ret = -ENOMEM;
+		icfabctl_fail(ENOMEM, "trace: reading the links' energy");
+		goto out;
+	}
+	for (i = 0; i < t->nr_links; i++)
+		le[e.st.link_id[i]] = (struct link_energy){
+			.fj_per_bit = t->links[i].fj_per_bit,
+			.row = icfabctl_energy_row(t->links[i].class, 0),
+		};
+	for (i = 0; i < t->nr_tiers; i++)
+		le[t->tiers[i].link_id] = (struct link_energy){
+			.fj_per_bit = t->tiers[i].fj_per_bit,
+			.row = icfabctl_energy_row(ICFAB_LINK_CLASS_OTHER,
+						   t->tiers[i].kind),
+		};
+	*out = le;
+	*n = max;
+out:
+	fabric_state_free(&e.st);
+	icfab_nl_close(&e.nl);
+	return ret;
+}
+
+static int cmp_joules(const void *a, const void *b)
+{
+	const struct joules *x = a, *y = b;
+
+	if (x->done_ps != y->done_ps)
+		return x->done_ps < y->done_ps ? -1 : 1;
+	return x->row < y->row ? -1 : x->row > y->row;
+}
+
+static void energy_sample(struct recorder *r, uint32_t row, uint64_t ps,
+			  uint64_t fj)
+{
+	event_begin(r, icfabctl_energy_row_name(row, false), "energy", "C", 4,
+		    NO_TID);
+	json_fixed(&r->j, "ts", ps, 6);
+	json_begin_object(&r->j, "args");
+	json_fixed(&r->j, "J", fj, 15);
+	json_end_object(&r->j);
+	json_end_object(&r->j);
+}
+
+/*
+ * Process 4, "energy": a counter per group, sampled at each instant a
+ * segment of that group's links is out, and the total; nothing when no
+ * link the run crossed costs energy.
+ */
+static int write_energy(struct recorder *r)
+{
+	uint64_t cum[E_ROWS] = { 0 };
+	bool changed[E_ROWS] = { false };
+	struct link_energy *le = NULL;
+	struct joules *jl;
+	size_t i, n = 0;
+	uint32_t nle = 0, row;
+	int ret;
+
+	if (!r->nr_segs)
+		return 0;
+	ret = energy_figures(r, &le, &nle);
+	if (ret)
+		return ret;
+	jl = malloc(r->nr_segs * sizeof(*jl));
+	if (!jl) {
+		free(le);
+		icfabctl_fail(ENOMEM, "trace: energy");
+		return -ENOMEM;
+	}
+	for (i = 0; i < r->nr_segs; i++) {
+		const struct seg_out *g = &r->segs[i];
+
+		if (g->link >= nle || !le[g->link].fj_per_bit)
+			continue;
+		jl[n++] = (struct joules){
+			.done_ps = g->done_ps, .row = le[g->link].row,
+			.fj = g->bytes * 8 * le[g->link].fj_per_bit,
+		};
+	}
+	free(le);
+	qsort(jl, n, sizeof(*jl), cmp_joules);
+	for (i = 0; i < n; i++) {
+		cum[jl[i].row] += jl[i].fj;
+		cum[E_TOTAL] += jl[i].fj;
+		changed[jl[i].row] = true;
+		if (i + 1 < n && jl[i + 1].done_ps == jl[i].done_ps)
+			continue;
+		/* The instant's last segment: its samples. */
+		for (row = 0; row < E_TOTAL; row++) {
+			if (!changed[row])
+				continue;
+			energy_sample(r, row, jl[i].done_ps, cum[row]);
+			changed[row] = false;
+		}
+		energy_sample(r, E_TOTAL, jl[i].done_ps, cum[E_TOTAL]);
+	}
+	r->energy_fj = cum[E_TOTAL];
+	free(jl);
+	return 0;
+}
+
 static void write_tail(struct recorder *r)
 {
 	const struct {
@@ -462,6 +651,7 @@ static void write_tail(struct recorder *r)
 		{ "transfers", r->nr_xfers },
 		{ "link_transmits", r->nr_xmit },
 		{ "ops", r->nr_ops },
+		{ "energy_fj", r->energy_fj },
 		{ "lost_events", r->nr_lost },
 	};
 	char name[32];
@@ -471,6 +661,8 @@ static void write_tail(struct recorder *r)
 	event_meta(r, "process_name", 2, NO_TID, "queues");
 	if (r->nr_ops)
 		event_meta(r, "process_name", 3, NO_TID, "ops");
+	if (r->energy_fj)
+		event_meta(r, "process_name", 4, NO_TID, "energy");
 	for (i = 0; i < r->links_cap; i++) {
 		if (!r->links_seen[i])
 			continue;
@@ -650,12 +842,13 @@ static int cmd_trace(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 	err = drain(&r, fd);
 	if (!err)
 		err = r.err ?: write_xfers(&r);
-	if (!err)
-		write_ops(&r);
 	if (err) {
 		icfabctl_fail(-err, "trace: reading events");
 		goto out_fclose;
 	}
+	write_ops(&r);
+	if (write_energy(&r))
+		goto out_fclose;
 	write_tail(&r);
 	if (fflush(r.out) || ferror(r.out)) {
 		icfabctl_fail(errno, "trace: writing %s", out);
@@ -688,6 +881,7 @@ out_rmdir:
 	free(r.links_seen);
 	free(r.xfers);
 	free(r.ops);
+	free(r.segs);
 	return ret;
 }
 
@@ -695,4 +889,4 @@ ICFABCTL_COMMAND(NULL, "trace", "-o FILE.json [-b KIB] -- CMD [ARGS...]",
 		 cmd_trace,
 		 "Run CMD, recording the icfab tracepoints of the fabric, and "
 		 "write a Perfetto/Chrome JSON timeline (one track per link "
-		 "and per queue).");
+		 "and per queue, counters of the joules spent).");
