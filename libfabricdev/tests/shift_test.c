@@ -13,8 +13,20 @@
  * plus 1 ps per step after the first where the shift ends the step (see
  * time_case()).
  *
+ * With an HBM tier's figures (a tier shared by every tile, its port at
+ * B_t and L_t), also fdev_region_alloc_tier() (tier_case()): a region in
+ * the tier, read and written through its port on the closed forms of
+ * docs/TIMING.md, "Memory tiers" (store and forward, B_t < B):
+ *
+ *   read  = (L_t + S/B_t) + 2 (L + S/B) + (k - 1) S/B_t	HBM -> plain
+ *   write = 2 (L + S/B) + (L_t + S/B_t) + (k - 1) S/B_t	plain -> HBM
+ *
+ * and its capacity, shared by the tiles (-ENOSPC), and a tier that does
+ * not serve the tile (-ENXIO).
+ *
  *	shift_test host			no module needed
- *	shift_test device BW LAT_PS	after the topology is applied
+ *	shift_test device BW LAT_PS [HBM_BW HBM_LAT_PS HBM_BYTES]
+ *					after the topology is applied
  */
 #include <errno.h>
 #include <stdint.h>
@@ -136,7 +148,125 @@ static void time_case(uint64_t tx, uint64_t compute, unsigned int flags,
 	   shift_ends ? " + 1 ps per later step" : "", err);
 }
 
-static int run_device(uint64_t bw, uint64_t lat)
+/* One WRITE of @len from @src (offset 0) to @rkey, waited for; its cqe. */
+static int write_one(struct fdev *dev, uint32_t q, uint32_t src, uint64_t rkey,
+		     uint64_t len, struct fdev_cqe *cqe)
+{
+	struct fdev_desc d;
+	int ret;
+
+	fdev_prep_write(&d, q, src, 0, rkey, 0, len, 7);
+	ret = fdev_post(dev, &d, 1);
+	if (ret != 1)
+		return ret < 0 ? ret : -EIO;
+	ret = fdev_wait(dev, cqe, 1, 1, 0);
+	if (ret != 1)
+		return ret < 0 ? ret : -EIO;
+	return cqe->status;
+}
+
+/*
+ * fdev_region_alloc_tier() on the HBM every tile shares (at tile 0):
+ * its capacity, -ENXIO for a tier no tile has, and transfers that read
+ * and write a region in it, timed through its port.
+ */
+static void tier_case(uint64_t bw, uint64_t lat, uint64_t hbm_bw,
+		      uint64_t hbm_lat, uint64_t hbm_bytes)
+{
+	uint64_t s = ser(SEG, bw), st = ser(SEG, hbm_bw), k = PART / SEG;
+	uint64_t rd = hbm_lat + st + 2 * (lat + s) + (k - 1) * st;
+	uint64_t wr = 2 * (lat + s) + hbm_lat + st + (k - 1) * st;
+	struct fdev_region a = { 0 }, b = { 0 }, hbm = { 0 }, hbm2 = { 0 },
+			   plain = { 0 };
+	struct fdev_info info;
+	struct fdev_cqe cqe;
+	struct fdev *dev;
+	uint32_t eps[RANKS], q0, q1;
+	int ret;
+
+	if (fdev_endpoints(NULL, eps, RANKS) < RANKS || fdev_open(NULL, 0, &dev)) {
+		ok(0, "tiers: open the device and find %d tiles", RANKS);
+		return;
+	}
+	ret = fdev_query(dev, &info);
+	if (ret || !(info.features & FDEV_F_MEMORY_TIERS)) {
+		ok(0, "tiers: the module has memory tiers (%d)", ret);
+		fdev_close(dev);
+		return;
+	}
+	for (unsigned int i = 0; i < RANKS && !ret; i++)
+		ret = fdev_attach(dev, eps[i]);
+	if (!ret)
+		ret = fdev_queue_create(dev, eps[0], 4, &q0);
+	if (!ret)
+		ret = fdev_queue_create(dev, eps[1], 4, &q1);
+	ok(!ret, "tiers: %d tiles attached, two queues (%d)", RANKS, ret);
+	if (ret)
+		goto out;
+
+	/* Capacity: the tier's, not the tile's plain memory, and shared. */
+	ret = fdev_region_alloc_tier(dev, eps[0], FDEV_TIER_HBM,
+				     hbm_bytes + 4096, &a);
+	ok(ret == -ENOSPC, "a region beyond the HBM's %llu bytes: -ENOSPC (%d)",
+	   (unsigned long long)hbm_bytes, ret);
+	ret = fdev_region_alloc_tier(dev, eps[3], FDEV_TIER_HBM, hbm_bytes / 2,
+				     &a);
+	ok(!ret && a.size == hbm_bytes / 2 && a.addr,
+	   "half the HBM from tile 3, mapped (%d)", ret);
+	ret = fdev_region_alloc_tier(dev, eps[5], FDEV_TIER_HBM,
+				     hbm_bytes / 2 + 4096, &b);
+	ok(ret == -ENOSPC, "then more than the other half from tile 5: -ENOSPC, the tiles share it (%d)",
+	   ret);
+	if (a.handle)
+		fdev_region_free(dev, &a);
+	ret = fdev_region_alloc_tier(dev, eps[5], FDEV_TIER_HBM,
+				     hbm_bytes / 2 + 4096, &b);
+	ok(!ret, "freed, it fits (%d)", ret);
+	if (!ret)
+		fdev_region_free(dev, &b);
+	ret = fdev_region_alloc_tier(dev, eps[1], FDEV_TIER_DDR, 4096, &b);
+	ok(ret == -ENXIO, "a DDR region where no DDR serves the tile: -ENXIO (%d)",
+	   ret);
+	ret = fdev_region_alloc_tier(dev, eps[1], FDEV_TIER_DDR + 1, 4096, &b);
+	ok(ret == -EINVAL, "an unknown tier: -EINVAL (%d)", ret);
+
+	/* Through the port: HBM (tile 0) -> tile 1 -> HBM (tile 2). */
+	ret = fdev_region_alloc_tier(dev, eps[0], FDEV_TIER_HBM, PART, &hbm);
+	if (!ret)
+		ret = fdev_region_alloc_tier(dev, eps[2], FDEV_TIER_HBM, PART,
+					     &hbm2);
+	if (!ret)
+		ret = fdev_region_alloc(dev, eps[1], PART, &plain);
+	if (!ret)
+		ret = fdev_region_export(dev, &plain, FDEV_ACCESS_REMOTE_WRITE);
+	if (!ret)
+		ret = fdev_region_export(dev, &hbm2, FDEV_ACCESS_REMOTE_WRITE);
+	ok(!ret, "HBM regions of %u bytes on tiles 0 and 2, plain on 1 (%d)",
+	   PART, ret);
+	if (ret)
+		goto out;
+	fill(hbm.addr, 1, PART);
+	ret = write_one(dev, q0, hbm.handle, plain.key, PART, &cqe);
+	ok(!ret && cqe.finish_ps - cqe.start_ps == rd,
+	   "HBM -> plain: %llu ps = (%llu + %llu) + 2 (%llu + %llu) + %llu x %llu (%d)",
+	   (unsigned long long)(cqe.finish_ps - cqe.start_ps),
+	   (unsigned long long)hbm_lat, (unsigned long long)st,
+	   (unsigned long long)lat, (unsigned long long)s,
+	   (unsigned long long)(k - 1), (unsigned long long)st, ret);
+	ok(!memcmp(plain.addr, hbm.addr, PART), "and its bytes landed");
+	ret = write_one(dev, q1, plain.handle, hbm2.key, PART, &cqe);
+	ok(!ret && cqe.finish_ps - cqe.start_ps == wr,
+	   "plain -> HBM: %llu ps = 2 (%llu + %llu) + (%llu + %llu) + %llu x %llu (%d)",
+	   (unsigned long long)(cqe.finish_ps - cqe.start_ps),
+	   (unsigned long long)lat, (unsigned long long)s,
+	   (unsigned long long)hbm_lat, (unsigned long long)st,
+	   (unsigned long long)(k - 1), (unsigned long long)st, ret);
+	ok(!memcmp(hbm2.addr, hbm.addr, PART), "and its bytes landed");
+out:
+	fdev_close(dev);
+}
+
+static int run_device(uint64_t bw, uint64_t lat, const uint64_t *tier)
 {
 	uint64_t s = ser(SEG, bw), tx = 2 * (lat + s) + (PART / SEG - 1) * s;
 	struct fdev_comm *c = NULL;
@@ -159,6 +289,8 @@ static int run_device(uint64_t bw, uint64_t lat)
 		check_rotations(c, "device");
 		fdev_comm_destroy(c);
 	}
+	if (tier)
+		tier_case(bw, lat, tier[0], tier[1], tier[2]);
 	return done();
 }
 
@@ -166,9 +298,15 @@ int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "host"))
 		return run_host();
-	if (argc == 4 && !strcmp(argv[1], "device"))
+	if ((argc == 4 || argc == 7) && !strcmp(argv[1], "device")) {
+		uint64_t tier[3];
+
+		for (int i = 0; i < 3 && argc == 7; i++)
+			tier[i] = strtoull(argv[4 + i], NULL, 0);
 		return run_device(strtoull(argv[2], NULL, 0),
-				  strtoull(argv[3], NULL, 0));
-	fprintf(stderr, "usage: shift_test host | device BW LAT_PS\n");
+				  strtoull(argv[3], NULL, 0),
+				  argc == 7 ? tier : NULL);
+	}
+	fprintf(stderr, "usage: shift_test host | device BW LAT_PS [HBM_BW HBM_LAT_PS HBM_BYTES]\n");
 	return 2;
 }
