@@ -2363,6 +2363,258 @@ static void test_mp_flows(void)
 }
 
 /*
+ * The link a transfer hashed per flow takes, as docs/TIMING.md
+ * ("Multipath") writes it, computed here and not taken from the engine:
+ * the high half of the low 64 bits of key x 0x9e3779b97f4a7c15, modulo
+ * the p links of the ring, counted from the route's link.
+ */
+static unsigned int flow_index(ull key, unsigned int p)
+{
+	return (unsigned int)(((key * 0x9e3779b97f4a7c15ULL) >> 32) % p);
+}
+
+/* The module's key (kmod/data.c): first endpoint, queue, sequence. */
+static ull module_key(ull ep, ull queue, ull seq)
+{
+	return ep << 44 | queue << 32 | seq;
+}
+
+/*
+ * The link of index @i of the ring that hop @hop of cables(p, direct)
+ * takes towards the far endpoint: port i of the source (2i direct, 4i
+ * through the switch), then the switch's port p + i (link 4i + 3).
+ */
+static unsigned int cable_link(unsigned int i, int direct, unsigned int hop)
+{
+	if (direct)
+		return 2 * i;
+	return hop ? 4 * i + 3 : 4 * i;
+}
+
+/*
+ * @m flows of @n segments, keys @keys[], submitted together at time 0
+ * from one source with m DMA engines over @p parallel links per hop,
+ * hashed per flow, 1 hop (@direct) or 2 through a switch, switching
+ * @ct. Flow f takes index j_f = flow_index(K_f, p) at every hop; the m_j
+ * flows of index j share their links as flows that share one link do,
+ * segment by segment in the order of their keys, so the flow of rank r
+ * among them (r = 1 for the smallest key) ends at
+ *   T = h L + ((n - 1) m_j + r) S/B     (+ S/B stored and forwarded
+ *                                          at the switch)
+ * and flows of other indices do not touch it. Checks every flow's end
+ * and every departure's link. Returns the number of mismatches.
+ */
+static int mp_flow_case(unsigned int p, int direct, int ct, unsigned int n,
+			unsigned int m, const ull *keys)
+{
+	struct icfab_mtopo *t = cables(p, direct, ICFAB_MODEL_MULTIPATH_FLOW);
+	unsigned int src = direct ? 0 : 1, dst = direct ? 1 : 2, hops;
+	int bad = 0, seen = 0;
+	struct qrun q;
+
+	hops = direct ? 1 : 2;
+	t->nodes[src].dma_engines = m;
+	if (ct)
+		set_cut_through(t);
+	topo_validate(t);
+	qrun_new(&q, t, 2 * m, 64 * m * n, 1, 0);
+	for (unsigned int f = 0; f < m; f++)
+		if (icfab_engine_submit(&q.h->e, src, dst, n * (ull)SEG, 0,
+					keys[f], &(icfab_u32){ 0 }))
+			bad++;
+	run_all(q.h);
+	for (unsigned int i = 0; i < q.log.n; i++) {
+		const struct qlog_entry *x = &q.log.v[i];
+		unsigned int f, j, mj = 0, r = 1;
+		ull want;
+
+		for (f = 0; f < m && keys[f] != x->key; f++)
+			;
+		if (f == m) {
+			bad++;
+			continue;
+		}
+		j = flow_index(keys[f], p);
+		if (x->kind == 0) {
+			if (x->link != cable_link(j, direct, x->hop))
+				bad++;
+			continue;
+		}
+		for (unsigned int g = 0; g < m; g++) {
+			if (flow_index(keys[g], p) != j)
+				continue;
+			mj++;
+			r += keys[g] < keys[f];
+		}
+		want = hops * LAT + ((n - 1) * (ull)mj + r) * SER +
+		       (hops == 2 && !ct ? SER : 0);
+		seen++;
+		if (x->hop != 0 || x->b != want) {
+			bad++;
+			printf("# p %u, %u hops, %s, n %u, key %#llx (index %u of %u on it, rank %u): %llu, want %llu\n",
+			       p, hops, ct ? "ct" : "sf", n, keys[f], j, mj, r,
+			       x->b, want);
+		}
+	}
+	if (q.log.overflow || seen != (int)m)
+		bad++;
+	qrun_free(&q);
+	topo_free(t);
+	return bad;
+}
+
+/*
+ * Flows hashed per flow (docs/TIMING.md, "Multipath"): each flow's link
+ * from the documented hash of its key, and its end to the picosecond.
+ * Two flows whose keys hash to the same link serialise on it; two whose
+ * keys hash to different links overlap, each as if alone. Then 8 flows
+ * of the module's keys over 2, 3 and 4 links, in both switching modes,
+ * 1 and 2 hops. A different hash, or a ring counted otherwise, moves
+ * some flow to another link and fails this.
+ */
+static void test_mp_flow_hash(void)
+{
+	ull same[2] = { 0, 0 }, apart[2] = { 0, 0 }, keys[8];
+	int bad = 0, cases = 0, have_same = 0, have_apart = 0;
+	const unsigned int n = 3;
+
+	/* The first pairs of sequence numbers, on one queue, of each kind. */
+	for (ull s = 1; s < 64 && !(have_same && have_apart); s++) {
+		ull a = module_key(1, 0, 0), b = module_key(1, 0, s);
+		int same_link = flow_index(a, 2) == flow_index(b, 2);
+
+		if (same_link && !have_same) {
+			same[0] = a, same[1] = b, have_same = 1;
+		} else if (!same_link && !have_apart) {
+			apart[0] = a, apart[1] = b, have_apart = 1;
+		}
+	}
+	ok(have_same && have_apart,
+	   "the hash puts some pair of one queue's transfers on one of 2 links and some on different ones (seq %llu, %llu)",
+	   same[1] & 0xffffffffULL, apart[1] & 0xffffffffULL);
+
+	for (int direct = 0; direct <= 1; direct++)
+	for (int ct = 0; ct <= 1; ct++) {
+		ull h = direct ? 1 : 2, base = h * LAT + (!direct && !ct ? SER : 0);
+		struct icfab_mtopo *t;
+		struct qrun q;
+		ull end[2];
+
+		bad += mp_flow_case(2, direct, ct, n, 2, same);
+		bad += mp_flow_case(2, direct, ct, n, 2, apart);
+		/* And the closed forms spelled out for the two pairs. */
+		for (int pair = 0; pair < 2; pair++) {
+			t = cables(2, direct, ICFAB_MODEL_MULTIPATH_FLOW);
+			t->nodes[direct ? 0 : 1].dma_engines = 2;
+			if (ct)
+				set_cut_through(t);
+			topo_validate(t);
+			qrun_new(&q, t, 4, 256, 1, 0);
+			for (int f = 0; f < 2; f++)
+				icfab_engine_submit(&q.h->e, direct ? 0 : 1,
+						    direct ? 1 : 2, n * (ull)SEG,
+						    0, pair ? apart[f] : same[f],
+						    &(icfab_u32){ 0 });
+			run_all(q.h);
+			end[0] = end[1] = 0;
+			for (unsigned int i = 0; i < q.log.n; i++)
+				if (q.log.v[i].kind == 1)
+					end[q.log.v[i].key ==
+					    (pair ? apart[1] : same[1])] =
+						q.log.v[i].b;
+			if (pair ? end[0] != base + n * SER ||
+				   end[1] != base + n * SER :
+				   end[0] != base + (2 * n - 1) * SER ||
+				   end[1] != base + 2 * n * SER)
+				bad++;
+			qrun_free(&q);
+			topo_free(t);
+		}
+	}
+	ok(!bad, "2 flows of %u segments hashed onto one of 2 links serialise (h L + (2n - 1) S/B and h L + 2n S/B), onto different links overlap (h L + n S/B each), 1 and 2 hops, both switching modes",
+	   n);
+
+	bad = 0;
+	cases = 0;
+	for (unsigned int f = 0; f < 8; f++)
+		keys[f] = module_key(5, 3, 1000 + f);
+	for (unsigned int p = 2; p <= 4; p++)
+	for (int direct = 0; direct <= 1; direct++)
+	for (int ct = 0; ct <= 1; ct++)
+	for (unsigned int segs = 1; segs <= 4; segs++) {
+		cases++;
+		bad += mp_flow_case(p, direct, ct, segs, 8, keys);
+	}
+	ok(!bad, "8 flows hashed over p = 2..4 parallel links (%d cases): each on the link its key's hash names at every hop, the r-th by key of the m_j on its link ending at h L + ((n - 1) m_j + r) S/B (+ S/B stored and forwarded) exactly",
+	   cases);
+}
+
+/*
+ * Spraying's order (docs/TIMING.md, "Multipath"): segment j of a
+ * transfer leaves on link j mod p of the ring, counted from the route's
+ * link, at every hop, whatever the key. Over one hop it departs at
+ * floor(j/p) S/B; at the switch, stored and forwarded, at
+ * (floor(j/p) + 1) S/B + L, cut-through at floor(j/p) S/B + L; the
+ * transfer ends at h L + ceil(n/p) S/B (+ S/B stored and forwarded).
+ * Checks every departure's link and time.
+ */
+static void test_mp_spray_order(void)
+{
+	static const ull keys[] = { 1, 0x5000300000003ULL };
+	int bad = 0, cases = 0;
+
+	for (unsigned int p = 2; p <= 4; p++)
+	for (int direct = 0; direct <= 1; direct++)
+	for (int ct = 0; ct <= 1; ct++)
+	for (unsigned int ki = 0; ki < 2; ki++)
+	for (unsigned int n = 1; n <= 9; n++) {
+		struct icfab_mtopo *t = cables(p, direct,
+					       ICFAB_MODEL_MULTIPATH_SPRAY);
+		unsigned int hops = direct ? 1 : 2, xmits = 0;
+		ull end = hops * LAT + (n + p - 1) / p * SER +
+			  (hops == 2 && !ct ? SER : 0);
+		struct qrun q;
+
+		if (ct)
+			set_cut_through(t);
+		topo_validate(t);
+		qrun_new(&q, t, 2, 64, 1, 0);
+		icfab_engine_submit(&q.h->e, direct ? 0 : 1, direct ? 1 : 2,
+				    n * (ull)SEG, 0, keys[ki], &(icfab_u32){ 0 });
+		run_all(q.h);
+		cases++;
+		for (unsigned int i = 0; i < q.log.n; i++) {
+			const struct qlog_entry *x = &q.log.v[i];
+			ull row = x->seg / p, d;
+
+			if (x->kind == 1) {
+				if (x->b != end)
+					bad++;
+				continue;
+			}
+			xmits++;
+			d = x->hop == 0 ? row * SER :
+			    ct ? row * SER + LAT : (row + 1) * SER + LAT;
+			if (x->link != cable_link(x->seg % p, direct, x->hop) ||
+			    x->b != d || x->c != d + SER) {
+				bad++;
+				printf("# p %u, %u hops, %s, n %u: segment %u hop %u on link %u at %llu, want link %u at %llu\n",
+				       p, hops, ct ? "ct" : "sf", n, x->seg,
+				       x->hop, x->link, x->b,
+				       cable_link(x->seg % p, direct, x->hop),
+				       d);
+			}
+		}
+		if (q.log.overflow || xmits != n * hops)
+			bad++;
+		qrun_free(&q);
+		topo_free(t);
+	}
+	ok(!bad, "spraying n = 1..9 segments over p = 2..4 links, 1 and 2 hops, both switching modes, two keys (%d cases): segment j leaves on link j mod p of the ring at floor(j/p) S/B (at the switch + L, + S/B stored and forwarded), the transfer ends at h L + ceil(n/p) S/B (+ S/B) exactly",
+	   cases);
+}
+
+/*
  * Parallel links that differ (a bandwidth, a down link) or whose mode is
  * off are not spread over: a ring holds only links alike, and a link of
  * the ring that is down gives its turns back to the route's link.
@@ -2694,6 +2946,8 @@ int main(void)
 	test_mp_spray();
 	test_mp_short_last();
 	test_mp_flows();
+	test_mp_flow_hash();
+	test_mp_spray_order();
 	test_mp_rings();
 	test_cal_hops();
 	test_cal_shared();
