@@ -137,15 +137,9 @@ static int notify_sort(struct fdev_comm *c, struct step_recv *rx,
 	}
 	if (rx)
 		return step_received(c, rx, cqe);
-	if (c->nearly == c->early_cap) {
-		unsigned int cap = c->early_cap ? c->early_cap * 2 : 64;
-		struct fdev_cqe *e = realloc(c->early, cap * sizeof(*e));
-
-		if (!e)
-			return -ENOMEM;
-		c->early = e;
-		c->early_cap = cap;
-	}
+	if (fdev_array_grow((void **)&c->early, &c->early_cap, c->nearly,
+			    sizeof(*cqe), 64))
+		return -ENOMEM;
 	c->early[c->nearly++] = *cqe;
 	return 0;
 }
@@ -330,19 +324,15 @@ struct step_descs {
 
 static int step_room(struct step_descs *sd)
 {
-	struct fdev_desc *d;
-	uint32_t *dst;
+	size_t capd = sd->cap, capt = sd->cap;
 
-	if (sd->nd < sd->cap)
-		return 0;
-	d = realloc(sd->d, sd->cap * 2 * sizeof(*d));
-	if (d)
-		sd->d = d;
-	dst = d ? realloc(sd->dst, sd->cap * 2 * sizeof(*dst)) : NULL;
-	if (!dst)
+	/* sd->cap starts above 0 (fdev_plan_run()). */
+	if (fdev_array_grow((void **)&sd->d, &capd, sd->nd, sizeof(*sd->d),
+			    0) ||
+	    fdev_array_grow((void **)&sd->dst, &capt, sd->nd,
+			    sizeof(*sd->dst), 0))
 		return -ENOMEM;
-	sd->dst = dst;
-	sd->cap *= 2;
+	sd->cap = capd;
 	return 0;
 }
 

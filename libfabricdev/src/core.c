@@ -70,14 +70,11 @@ static int stash_push(struct fdev *dev, const struct fdev_cqe *c)
 			memmove(dev->stash, dev->stash + dev->stash_head,
 				dev->stash_nr * sizeof(*c));
 			dev->stash_head = 0;
-		} else {
-			unsigned int cap = dev->stash_cap ? dev->stash_cap * 2 : 256;
-			struct fdev_cqe *n = realloc(dev->stash, cap * sizeof(*n));
-
-			if (!n)
-				return -ENOMEM;
-			dev->stash = n;
-			dev->stash_cap = cap;
+		} else if (fdev_array_grow((void **)&dev->stash,
+					   &dev->stash_cap,
+					   dev->stash_head + dev->stash_nr,
+					   sizeof(*c), 256)) {
+			return -ENOMEM;
 		}
 	}
 	dev->stash[dev->stash_head + dev->stash_nr++] = *c;

@@ -8,6 +8,7 @@
 
 #include <linux/icfab.h>
 
+#include "array.h"
 #include "fabricdev.h"
 #include "fabricdev_test.h"
 #include "plan.h"
@@ -45,7 +46,8 @@ struct fdev {
 	uint64_t clock_ps;		/* the context's clock, as last seen */
 	unsigned int inflight;		/* posted, not yet in the stash */
 	struct fdev_cqe *stash;		/* reaped, not yet returned */
-	unsigned int stash_head, stash_nr, stash_cap;	/* FIFO from head */
+	unsigned int stash_head, stash_nr;	/* FIFO from head */
+	size_t stash_cap;
 	/* io_uring */
 	int uring;
 	struct io_uring ring;
@@ -105,7 +107,8 @@ struct fdev_comm {
 	uint32_t bar_epoch;
 	uint32_t bar_got[2][FDEV_BAR_ROUNDS];
 	struct fdev_cqe *early;
-	unsigned int nearly, early_cap;
+	unsigned int nearly;
+	size_t early_cap;
 	/*
 	 * Notify: between operations the rank is idle (comm.c): a thread
 	 * of its own sits in a receiver's WAIT, so its context does not

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "fabricdev.h"
 #include "plan.h"
 
@@ -23,20 +24,6 @@ void fdev_plan_free(struct fdev_plan *p)
 	memset(p, 0, sizeof(*p));
 }
 
-static int grow(void **arr, size_t *cap, size_t n, size_t sz)
-{
-	if (n < *cap)
-		return 0;
-	size_t nc = *cap ? *cap * 2 : 64;
-	void *na = realloc(*arr, nc * sz);
-
-	if (!na)
-		return -ENOMEM;
-	*arr = na;
-	*cap = nc;
-	return 0;
-}
-
 /*
  * Room for one more entry of @sz bytes at the end of *@arr (*@n used,
  * *@cap allocated) for @step, or NULL: @p failed before or fails now
@@ -47,7 +34,7 @@ static void *plan_append(struct fdev_plan *p, void **arr, size_t *cap,
 {
 	if (p->err || !len)
 		return NULL;
-	if (grow(arr, cap, *n, sz)) {
+	if (fdev_array_grow(arr, cap, *n, sz, 64)) {
 		p->err = -ENOMEM;
 		return NULL;
 	}
