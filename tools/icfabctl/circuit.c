@@ -414,7 +414,7 @@ static int cmd_circuit_list(struct icfabctl *ctl,
 	(void)argv;
 	if (argc)
 		return icfabctl_usage_error(cmd, "too many arguments");
-	ret = icfabctl_nl_open(&nl);
+	ret = icfabctl_nl_open(&nl, ctl->fabric);
 	if (ret)
 		return ret;
 	ret = dump(ctl, &nl, ICFAB_CMD_CIRCUIT_GET, circs_cb, &cs, circs_reset,
@@ -532,7 +532,7 @@ static int cmd_colors(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 		return icfabctl_usage_error(cmd, "too many arguments");
 	if (argc && icfabctl_parse_u32(argv[0], &node))
 		return icfabctl_usage_error(cmd, "'%s' is not a node id", argv[0]);
-	ret = icfabctl_nl_open(&nl);
+	ret = icfabctl_nl_open(&nl, ctl->fabric);
 	if (ret)
 		return ret;
 	ret = dump(ctl, &nl, ICFAB_CMD_COLOR_GET, routers_cb, &rs,

@@ -170,10 +170,9 @@ static int cmd_ctx_list(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 	(void)argv;
 	if (argc)
 		return icfabctl_usage_error(cmd, "too many arguments");
-	ret = icfabctl_nl_open(&nl);
+	ret = icfabctl_nl_open(&nl, ctl->fabric);
 	if (ret)
 		return ret;
-	nl.fabric_id = ctl->fabric;
 	ret = icfabctl_dump(ctl, &nl, &d);
 	if (!ret)
 		ctx_print(ctl, &cs);
@@ -200,13 +199,11 @@ static int cmd_ctx_evict(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 	if (icfabctl_parse_u32(argv[0], &id) || !id)
 		return icfabctl_usage_error(cmd, "bad context id '%s'",
 					    argv[0]);
-	ret = icfabctl_nl_open(&nl);
+	ret = icfabctl_nl_open(&nl, ctl->fabric);
 	if (ret)
 		return ret;
-	nl.fabric_id = ctl->fabric;
-	msg = icfab_nl_genlmsg(&nl, ICFAB_CMD_CTX_EVICT, 0, 0);
-	if (!msg || nla_put_u32(msg, ICFAB_A_FABRIC_ID, ctl->fabric) < 0 ||
-	    nla_put_u32(msg, ICFAB_A_CTX_ID, id) < 0) {
+	msg = icfab_nl_msg(&nl, ICFAB_CMD_CTX_EVICT, 0, 0);
+	if (!msg || nla_put_u32(msg, ICFAB_A_CTX_ID, id) < 0) {
 		nlmsg_free(msg);
 		icfab_nl_close(&nl);
 		return icfabctl_fail(ENOMEM, "ctx evict");

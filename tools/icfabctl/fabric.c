@@ -326,7 +326,7 @@ static int cmd_fabric_show(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 		have_id = true;
 	}
 
-	ret = icfabctl_nl_open(&nl);
+	ret = icfabctl_nl_open(&nl, ctl->fabric);
 	if (ret)
 		return ret;
 
@@ -427,7 +427,7 @@ static int cmd_fabric_set(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 		have_id = true;
 	}
 
-	ret = icfabctl_nl_open(&nl);
+	ret = icfabctl_nl_open(&nl, ctl->fabric);
 	if (ret)
 		return ret;
 

@@ -146,8 +146,12 @@ const char *icfabctl_energy_row_name(uint32_t row, bool json);
 void json_features(struct icfab_json *j, uint64_t features);
 void json_time_mode(struct icfab_json *j, uint32_t mode);
 
-/* nl.c: the netlink client of lib/, with messages for the user */
-int icfabctl_nl_open(struct icfab_nl *nl);	/* prints; returns exit code */
+/*
+ * nl.c: the netlink client of lib/, with messages for the user. Open it
+ * on @fabric, the one the user named (-f), so that icfab_nl_msg() and
+ * the readback ask about that one; prints, returns an exit code.
+ */
+int icfabctl_nl_open(struct icfab_nl *nl, uint32_t fabric);
 /*
  * icfab_nl_exchange(); on an error prints the kernel's extack text
  * ("kernel reports: ...") and "icfabctl: <what>: <strerror>". Returns an

@@ -102,7 +102,7 @@ static int cmd_monitor(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 	if (argc)
 		return icfabctl_usage_error(cmd, "monitor takes no arguments");
 
-	ret = icfabctl_nl_open(&nl);
+	ret = icfabctl_nl_open(&nl, ctl->fabric);
 	if (ret)
 		return ret;
 

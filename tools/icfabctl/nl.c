@@ -20,9 +20,9 @@
 
 #include "icfabctl.h"
 
-int icfabctl_nl_open(struct icfab_nl *nl)
+int icfabctl_nl_open(struct icfab_nl *nl, uint32_t fabric)
 {
-	int err = icfab_nl_open(nl, 0);
+	int err = icfab_nl_open(nl, fabric);
 
 	if (err == -ENOMEM)
 		return icfabctl_fail(ENOMEM, "netlink socket");

@@ -313,15 +313,12 @@ static void stats_print(struct icfabctl *ctl, const struct stats *s)
 		energy_print(s);
 }
 
-static int stats_reset(struct icfabctl *ctl, struct icfab_nl *nl)
+static int stats_reset(struct icfab_nl *nl)
 {
-	struct nl_msg *msg;
+	struct nl_msg *msg = icfab_nl_msg(nl, ICFAB_CMD_STATS_RESET, 0, 0);
 
-	msg = icfab_nl_genlmsg(nl, ICFAB_CMD_STATS_RESET, 0, 0);
-	if (!msg || nla_put_u32(msg, ICFAB_A_FABRIC_ID, ctl->fabric) < 0) {
-		nlmsg_free(msg);
+	if (!msg)
 		return icfabctl_fail(ENOMEM, "stats reset");
-	}
 	return icfabctl_nl_transact(nl, msg, NULL, NULL, "stats reset");
 }
 
@@ -335,12 +332,11 @@ static int cmd_stats(struct icfabctl *ctl, const struct icfabctl_cmd *cmd,
 	if (argc > 1 || (argc == 1 && strcmp(argv[0], "reset")))
 		return icfabctl_usage_error(cmd, "unknown argument '%s'",
 					    argv[argc > 1]);
-	ret = icfabctl_nl_open(&nl);
+	ret = icfabctl_nl_open(&nl, ctl->fabric);
 	if (ret)
 		return ret;
-	nl.fabric_id = ctl->fabric;
 	if (argc == 1) {
-		ret = stats_reset(ctl, &nl);
+		ret = stats_reset(&nl);
 	} else {
 		ret = stats_read(ctl, &nl, &s);
 		if (!ret)

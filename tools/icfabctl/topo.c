@@ -486,10 +486,9 @@ static int view_open(struct icfabctl *ctl, struct view *v, bool staged)
 	int ret;
 
 	memset(v, 0, sizeof(*v));
-	ret = icfabctl_nl_open(&v->nl);
+	ret = icfabctl_nl_open(&v->nl, ctl->fabric);
 	if (ret)
 		return ret;
-	v->nl.fabric_id = ctl->fabric;
 	v->fabric = ctl->fabric;
 	v->staged = staged;
 	return 0;

@@ -520,9 +520,8 @@ static int energy_figures(struct recorder *r, struct link_energy **out,
 	uint32_t i, max = 0;
 	int ret;
 
-	if (icfabctl_nl_open(&e.nl))
+	if (icfabctl_nl_open(&e.nl, r->fabric))
 		return -ENOTCONN;
-	e.nl.fabric_id = r->fabric;
 	ret = icfab_nl_read_consistent(energy_read_once, &e, 20);
 	if (ret == -EINTR)
 		icfabctl_warn("trace: the configuration kept changing while "
