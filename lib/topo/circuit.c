@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <icfab/array.h>
 #include <icfab/circuit.h>
 #include "topo_priv.h"
 
@@ -322,20 +323,8 @@ static int tree_color(struct circuit_table *ct, uint32_t src, bool multicast,
 /* Make slot @id exist (free or not). */
 static int slots_grow(struct circuit_table *ct, uint32_t id)
 {
-	struct circuit *s;
-	uint32_t cap = ct->nr_slots ? ct->nr_slots : 64;
-
-	if (id < ct->nr_slots)
-		return 0;
-	while (cap <= id)
-		cap *= 2;
-	s = realloc(ct->slots, cap * sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	memset(s + ct->nr_slots, 0, (cap - ct->nr_slots) * sizeof(*s));
-	ct->slots = s;
-	ct->nr_slots = cap;
-	return 0;
+	return icfab_array_grow((void **)&ct->slots, &ct->nr_slots, id,
+				sizeof(*ct->slots), 64);
 }
 
 static int slot_get(struct circuit_table *ct)

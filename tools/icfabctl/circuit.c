@@ -259,17 +259,9 @@ static int names_cb(struct nlattr **tb, void *arg)
 	if (!tb[ICFAB_A_NODE_ID] || !tb[ICFAB_A_NODE_NAME])
 		return 0;
 	id = nla_get_u32(tb[ICFAB_A_NODE_ID]);
-	if (id >= n->cap) {
-		uint32_t cap = id + 256;
-		void *p = realloc(n->name, cap * sizeof(*n->name));
-
-		if (!p)
-			return -ENOMEM;
-		memset((char *)p + n->cap * sizeof(*n->name), 0,
-		       (cap - n->cap) * sizeof(*n->name));
-		n->name = p;
-		n->cap = cap;
-	}
+	if (icfab_array_grow((void **)&n->name, &n->cap, id, sizeof(*n->name),
+			     256))
+		return -ENOMEM;
 	snprintf(n->name[id], sizeof(n->name[id]), "%s",
 		 (const char *)nla_data(tb[ICFAB_A_NODE_NAME]));
 	return 0;

@@ -113,14 +113,10 @@ static int table_add(struct table *tb, ...)
 	unsigned int c;
 	char **p;
 
-	if (tb->rows == tb->cap) {
-		tb->cap = tb->cap ? 2 * tb->cap : 16;
-		p = realloc(tb->cells,
-			    (size_t)tb->cap * tb->cols * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		tb->cells = p;
-	}
+	/* An element is a row of tb->cols cells. */
+	if (icfab_array_grow((void **)&tb->cells, &tb->cap, tb->rows,
+			     (size_t)tb->cols * sizeof(*p), 16))
+		return -ENOMEM;
 	p = &tb->cells[(size_t)tb->rows * tb->cols];
 	va_start(ap, tb);
 	for (c = 0; c < tb->cols; c++) {

@@ -79,11 +79,11 @@ struct recorder {
 	uint8_t *links_seen;
 	uint32_t links_cap;
 	struct xfer *xfers;
-	size_t nr_xfers, xfers_cap;
+	uint32_t nr_xfers, xfers_cap;
 	struct op *ops;
-	size_t nr_ops, ops_cap;
+	uint32_t nr_ops, ops_cap;
 	struct seg_out *segs;
-	size_t nr_segs, segs_cap;
+	uint32_t nr_segs, segs_cap;
 	uint64_t energy_fj;	/* the counters' total */
 	uint64_t nr_submit, nr_xmit, nr_lost;
 	char line[4096];
@@ -194,30 +194,17 @@ static void on_xmit(struct recorder *r, const char *s)
 	}
 	if (fab != r->fabric)
 		return;
-	if (link >= r->links_cap) {
-		uint32_t cap = (uint32_t)link + 64;
-		uint8_t *p = realloc(r->links_seen, cap);
-
-		if (!p) {
-			r->err = r->err ?: -ENOMEM;
-			return;
-		}
-		memset(p + r->links_cap, 0, cap - r->links_cap);
-		r->links_seen = p;
-		r->links_cap = cap;
+	if (icfab_array_grow((void **)&r->links_seen, &r->links_cap,
+			     (uint32_t)link, 1, 64)) {
+		r->err = r->err ?: -ENOMEM;
+		return;
 	}
 	r->links_seen[link] = 1;
 	r->nr_xmit++;
-	if (r->nr_segs == r->segs_cap) {
-		size_t cap = r->segs_cap ? 2 * r->segs_cap : 4096;
-		void *p = realloc(r->segs, cap * sizeof(*r->segs));
-
-		if (!p) {
-			r->err = r->err ?: -ENOMEM;
-			return;
-		}
-		r->segs = p;
-		r->segs_cap = cap;
+	if (icfab_array_grow((void **)&r->segs, &r->segs_cap, r->nr_segs,
+			     sizeof(*r->segs), 4096)) {
+		r->err = r->err ?: -ENOMEM;
+		return;
 	}
 	r->segs[r->nr_segs++] = (struct seg_out){
 		.done_ps = done, .bytes = bytes, .link = (uint32_t)link,
@@ -253,16 +240,10 @@ static void on_complete(struct recorder *r, const char *s)
 	}
 	if (fab != r->fabric)
 		return;
-	if (r->nr_xfers == r->xfers_cap) {
-		size_t cap = r->xfers_cap ? 2 * r->xfers_cap : 1024;
-		void *p = realloc(r->xfers, cap * sizeof(*r->xfers));
-
-		if (!p) {
-			r->err = r->err ?: -ENOMEM;
-			return;
-		}
-		r->xfers = p;
-		r->xfers_cap = cap;
+	if (icfab_array_grow((void **)&r->xfers, &r->xfers_cap, r->nr_xfers,
+			     sizeof(*r->xfers), 1024)) {
+		r->err = r->err ?: -ENOMEM;
+		return;
 	}
 	x = &r->xfers[r->nr_xfers++];
 	*x = (struct xfer){
@@ -300,16 +281,10 @@ static void on_op(struct recorder *r, const char *s)
 	    field(s, "end_ps", &o.end_ps) ||
 	    field_int(s, "status", &o.status) || o.end_ps < o.start_ps)
 		return;
-	if (r->nr_ops == r->ops_cap) {
-		size_t cap = r->ops_cap ? 2 * r->ops_cap : 64;
-		void *p = realloc(r->ops, cap * sizeof(*r->ops));
-
-		if (!p) {
-			r->err = r->err ?: -ENOMEM;
-			return;
-		}
-		r->ops = p;
-		r->ops_cap = cap;
+	if (icfab_array_grow((void **)&r->ops, &r->ops_cap, r->nr_ops,
+			     sizeof(*r->ops), 64)) {
+		r->err = r->err ?: -ENOMEM;
+		return;
 	}
 	r->ops[r->nr_ops++] = o;
 }
