@@ -276,12 +276,19 @@ int fdev_broadcast(struct fdev_comm *c, const void *send, void *recv,
 
 /* Shift while the step computes, instead of after it. */
 #define FDEV_SHIFT_OVERLAP	(1U << 0)
+/*
+ * The partitions in memory tier @t (FDEV_TIER_SRAM, _HBM, _DDR) of each
+ * rank's endpoint instead of the workspace: every shift reads through
+ * the tier's port and writes through the neighbour's (FDEV_F_MEMORY_TIERS).
+ */
+#define FDEV_SHIFT_TIER(t)	(((unsigned int)(t) & 3U) << 8)
 
 /*
  * T10's compute-shift loop: @steps times, every rank computes for
  * @compute_ps, then passes its partition of @bytes (in @buf, the local
  * ranks' back to back) to rank (r + @shift) mod n. Local communicators
- * only; the workspace holds two partitions.
+ * only; the workspace holds two partitions (or, FDEV_SHIFT_TIER, the
+ * tier holds two per rank).
  */
 int fdev_shift(struct fdev_comm *c, void *buf, size_t bytes, int shift,
 	       unsigned int steps, uint64_t compute_ps, unsigned int flags);

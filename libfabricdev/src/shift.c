@@ -13,6 +13,13 @@
  * batch: the step ends at the later of the two. The halves swap each
  * step, so nothing is copied locally. The host communicator rotates the
  * partitions in memory and takes no time.
+ *
+ * With FDEV_SHIFT_TIER(t), the two halves are a region of 2 x bytes in
+ * tier t of each rank's endpoint, allocated for the call: each WRITE
+ * then reads through the tier's port and writes through its target's
+ * (docs/TIMING.md, "Memory tiers"), so a tier shared by the ranks (a
+ * chip's HBM) carries every partition twice a step. A timing-only
+ * communicator moves bytes then too: only a region can be in a tier.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -21,6 +28,8 @@
 #include "internal.h"
 
 #define FDEV_TAG_SHIFT		0xfdef5f1f00000000ULL
+#define SHIFT_TIER_MASK		FDEV_SHIFT_TIER(3)
+#define SHIFT_FLAGS		(FDEV_SHIFT_OVERLAP | SHIFT_TIER_MASK)
 
 /* The engine holds at most this many segments of one transfer at once. */
 #define SHIFT_PIECE_SEGMENTS	(2ULL << 20)
@@ -34,6 +43,7 @@ struct shift_run {
 	struct fdev_desc *d;
 	struct fdev_cqe *cqe;
 	unsigned int cap;		/* entries of d and cqe */
+	struct fdev_region *tr;		/* [nlocal] FDEV_SHIFT_TIER, or NULL */
 };
 
 /* The WRITEs of one step: local rank l's half @cur to its neighbour's other. */
@@ -51,7 +61,13 @@ static unsigned int shift_descs(struct shift_run *s, unsigned int cur)
 				       s->bytes - off : piece;
 			struct fdev_desc *d = &s->d[nd];
 
-			if (fdev_comm_timing_only(c))
+			if (s->tr)
+				fdev_prep_write(d, c->queue[l], s->tr[l].handle,
+						cur * s->bytes + off,
+						s->tr[dst - c->first].key,
+						(1 - cur) * s->bytes + off, len,
+						FDEV_TAG_SHIFT | nd);
+			else if (fdev_comm_timing_only(c))
 				fdev_prep_timing(d, FDEV_OP_WRITE, c->queue[l],
 						 c->ep[dst], len,
 						 FDEV_TAG_SHIFT | nd);
@@ -130,7 +146,9 @@ static int shift_host(struct fdev_comm *c, uint8_t *buf, uint64_t bytes,
 static int shift_check(struct fdev_comm *c, const void *buf, uint64_t bytes,
 		       unsigned int flags)
 {
-	if (!c || flags & ~FDEV_SHIFT_OVERLAP)
+	int tier = (flags & SHIFT_TIER_MASK) != 0;
+
+	if (!c || flags & ~SHIFT_FLAGS)
 		return -EINVAL;
 	if (!fdev_comm_timing_only(c) && !buf && bytes)
 		return -EFAULT;
@@ -140,28 +158,65 @@ static int shift_check(struct fdev_comm *c, const void *buf, uint64_t bytes,
 	for (unsigned int r = 0; r < c->nranks; r++)
 		if (fdev_rank_failed(c, r))
 			return -EOPNOTSUPP;
-	if (!fdev_comm_timing_only(c) && 2 * bytes > c->ws_bytes)
+	if (!tier && !fdev_comm_timing_only(c) && 2 * bytes > c->ws_bytes)
 		return -EMSGSIZE;
 	return 0;
+}
+
+/* Each rank's two halves in the tier, writable by its neighbours. */
+static int shift_tier_alloc(struct shift_run *s, uint32_t tier)
+{
+	struct fdev_comm *c = s->c;
+	int err = 0;
+
+	s->tr = calloc(c->nlocal, sizeof(*s->tr));
+	if (!s->tr)
+		return -ENOMEM;
+	for (unsigned int l = 0; l < c->nlocal && !err; l++) {
+		err = fdev_region_alloc_tier(c->dev, c->ep[c->first + l], tier,
+					     2 * s->bytes, &s->tr[l]);
+		if (!err)
+			err = fdev_region_export(c->dev, &s->tr[l],
+						 FDEV_ACCESS_REMOTE_WRITE);
+	}
+	return err;
+}
+
+static void shift_tier_free(struct shift_run *s)
+{
+	for (unsigned int l = 0; s->tr && l < s->c->nlocal; l++)
+		if (s->tr[l].handle)
+			fdev_region_free(s->c->dev, &s->tr[l]);
+	free(s->tr);
+}
+
+/* Where local rank @l's half at @off is: its tier region, or workspace. */
+static uint8_t *shift_addr(struct shift_run *s, unsigned int l, uint64_t off)
+{
+	if (s->tr)
+		return (uint8_t *)s->tr[l].addr + off;
+	return fdev_ws_addr(s->c, l, off);
 }
 
 static int shift_run(struct shift_run *s, uint8_t *buf, unsigned int steps)
 {
 	struct fdev_comm *c = s->c;
-	int timing = fdev_comm_timing_only(c), err = 0;
+	int data = buf != NULL, err = 0;
 	uint64_t t0 = fdev_clock(c->dev);
 	unsigned int cur = 0;
 
-	if (!timing)
+	if (!s->tr && fdev_comm_timing_only(c))
+		data = 0;
+	if (data)
 		for (unsigned int l = 0; l < c->nlocal; l++)
-			memcpy(fdev_ws_addr(c, l, 0), buf + l * s->bytes,
+			memcpy(shift_addr(s, l, 0), buf + l * s->bytes,
 			       s->bytes);
 	for (unsigned int i = 0; i < steps && !err; i++, cur = 1 - cur)
 		err = shift_step(s, cur);
-	if (!err && !timing)
+	if (!err && data)
 		for (unsigned int l = 0; l < c->nlocal; l++)
 			memcpy(buf + l * s->bytes,
-			       fdev_ws_addr(c, l, cur * s->bytes), s->bytes);
+			       shift_addr(s, l, cur * s->bytes), s->bytes);
 	c->last_ps = fdev_clock(c->dev) - t0;
 	fdev_op_span(c, t0, t0 + c->last_ps);
 	return err;
@@ -189,12 +244,14 @@ int fdev_shift(struct fdev_comm *c, void *buf, size_t bytes, int shift,
 	s.cap = c->nlocal * ((bytes + piece - 1) / piece) + 1;
 	s.d = calloc(s.cap, sizeof(*s.d));
 	s.cqe = calloc(s.cap, sizeof(*s.cqe));
-	if (s.d && s.cqe) {
+	err = s.d && s.cqe ? 0 : -ENOMEM;
+	if (!err && flags & SHIFT_TIER_MASK)
+		err = shift_tier_alloc(&s, (flags & SHIFT_TIER_MASK) >> 8);
+	if (!err) {
 		fdev_op_begin(c, "shift");
 		err = fdev_op_end(c, shift_run(&s, buf, steps));
-	} else {
-		err = -ENOMEM;
 	}
+	shift_tier_free(&s);
 	free(s.d);
 	free(s.cqe);
 	return err;

@@ -22,10 +22,27 @@
  *   write = 2 (L + S/B) + (L_t + S/B_t) + (k - 1) S/B_t	plain -> HBM
  *
  * and its capacity, shared by the tiles (-ENOSPC), and a tier that does
- * not serve the tile (-ENXIO).
+ * not serve the tile (-ENXIO). With every tile's own SRAM tier besides
+ * (B_s, L_s), fdev_shift(FDEV_SHIFT_TIER) on partitions in a tier
+ * (shift_tier_case()): in SRAM, each shift crosses its tile's port, the
+ * two cables and its neighbour's port,
+ *
+ *   T_s = 2 (L_s + S/B_s) + 2 (L + S/B) + (k - 1) S/B	B_s > B
+ *
+ * in the loop's forms above (the ports never contend: a tile's own
+ * reads are out on its port before its neighbour's first write comes
+ * in, k S/B_s < T_s's first four terms); in the shared HBM, the
+ * partitions end where they should, and, the port being the bottleneck
+ * and never idle within a step (its n readers keep it busy until the
+ * first writes come in), the loop takes the HBM bound, every partition
+ * through the port twice a step, plus the port's latency, once a step:
+ *
+ *   T_hbm = 2 n k S/B_t + L_t		n ranks, B_t < B
+ *
+ * and what does not fit or is not there is refused.
  *
  *	shift_test host			no module needed
- *	shift_test device BW LAT_PS [HBM_BW HBM_LAT_PS HBM_BYTES]
+ *	shift_test device BW LAT_PS [HBM_BW HBM_LAT_PS HBM_BYTES SRAM_BW SRAM_LAT_PS]
  *					after the topology is applied
  */
 #include <errno.h>
@@ -65,7 +82,8 @@ static int placed(const uint8_t *buf, unsigned int n, size_t bytes, long k)
 	return same;
 }
 
-static void check_rotations(struct fdev_comm *c, const char *what)
+static void check_rotations(struct fdev_comm *c, const char *what,
+			    unsigned int flags)
 {
 	static const struct { int shift; unsigned int steps; } cases[] = {
 		{ 1, 1 }, { 1, 3 }, { -1, 3 }, { 3, 5 }, { 1, RANKS },
@@ -78,7 +96,7 @@ static void check_rotations(struct fdev_comm *c, const char *what)
 
 		fill(buf, RANKS, PART);
 		err = fdev_shift(c, buf, PART, cases[i].shift, cases[i].steps,
-				 1000, i % 2 ? FDEV_SHIFT_OVERLAP : 0);
+				 1000, flags | (i % 2 ? FDEV_SHIFT_OVERLAP : 0));
 		ok(!err && placed(buf, RANKS, PART,
 				  (long)cases[i].shift * cases[i].steps),
 		   "%s: shift %d x %u steps: rank r holds rank (r - %ld) mod 8's (%d)",
@@ -96,7 +114,7 @@ static int run_host(void)
 	ok(!__fdev_comm_init_host(RANKS, 2 * PART, &c), "host communicator");
 	if (!c)
 		return done();
-	check_rotations(c, "host");
+	check_rotations(c, "host", 0);
 	ok(fdev_shift(c, buf, 16, 1, 1, 0, 1U << 7) == -EINVAL,
 	   "an unknown flag is -EINVAL");
 	ok(fdev_shift(c, NULL, 16, 1, 1, 0, 0) == -EFAULT,
@@ -142,8 +160,10 @@ static void time_case(uint64_t tx, uint64_t compute, unsigned int flags,
 		fdev_comm_destroy(c);
 	}
 	ok(!err && got == want,
-	   "%s, compute %llu ps, %u steps: %llu ps = %u x %llu%s (%d)",
-	   ov ? "overlapped" : "BSP", (unsigned long long)compute, steps,
+	   "%s%s, compute %llu ps, %u steps: %llu ps = %u x %llu%s (%d)",
+	   ov ? "overlapped" : "BSP",
+	   flags & FDEV_SHIFT_TIER(3) ? " in SRAM" : "",
+	   (unsigned long long)compute, steps,
 	   (unsigned long long)got, steps, (unsigned long long)step,
 	   shift_ends ? " + 1 ps per later step" : "", err);
 }
@@ -263,7 +283,66 @@ static void tier_case(uint64_t bw, uint64_t lat, uint64_t hbm_bw,
 	   (unsigned long long)(k - 1), (unsigned long long)st, ret);
 	ok(!memcmp(hbm2.addr, hbm.addr, PART), "and its bytes landed");
 out:
+	/* Freed and unmapped: a mapping would keep the tier's space. */
+	if (hbm.handle)
+		fdev_region_free(dev, &hbm);
+	if (hbm2.handle)
+		fdev_region_free(dev, &hbm2);
+	if (plain.handle)
+		fdev_region_free(dev, &plain);
 	fdev_close(dev);
+}
+
+/* fdev_shift() on partitions in the tiles' SRAM and in the shared HBM. */
+static void shift_tier_case(uint64_t bw, uint64_t lat, uint64_t hbm_bw,
+			    uint64_t hbm_lat, uint64_t sram_bw,
+			    uint64_t sram_lat)
+{
+	uint64_t s = ser(SEG, bw), ss = ser(SEG, sram_bw), k = PART / SEG;
+	uint64_t ts = 2 * (sram_lat + ss) + 2 * (lat + s) + (k - 1) * s;
+	uint64_t hbm_step = 2 * RANKS * k * ser(SEG, hbm_bw), got = 0;
+	const unsigned int sram = FDEV_SHIFT_TIER(FDEV_TIER_SRAM),
+			   hbm = FDEV_SHIFT_TIER(FDEV_TIER_HBM);
+	struct fdev_comm *c = NULL;
+	int err;
+
+	diag("T_s = 2 (%llu + %llu) + 2 (%llu + %llu) + %llu x %llu = %llu ps",
+	     (unsigned long long)sram_lat, (unsigned long long)ss,
+	     (unsigned long long)lat, (unsigned long long)s,
+	     (unsigned long long)(k - 1), (unsigned long long)s,
+	     (unsigned long long)ts);
+	time_case(ts, 0, sram, 3);
+	time_case(ts, 5000000, sram, 2);
+	time_case(ts, 30000000, FDEV_SHIFT_OVERLAP | sram, 2);
+
+	err = fdev_comm_init_local(NULL, RANKS, NULL, 2 * PART, 0, &c);
+	ok(!err, "communicator with device memory (%d)", err);
+	if (!err) {
+		check_rotations(c, "SRAM", sram);
+		check_rotations(c, "HBM", hbm);
+		fdev_comm_destroy(c);
+	}
+
+	c = NULL;
+	err = fdev_comm_init_local(NULL, RANKS, NULL, 0, FDEV_COMM_TIMING_ONLY,
+				   &c);
+	if (!err) {
+		err = fdev_shift(c, NULL, PART, 1, 2, 0, hbm);
+		got = fdev_comm_last_ps(c);
+	}
+	ok(!err && got == 2 * (hbm_step + hbm_lat),
+	   "HBM, 2 steps: %llu ps = 2 x (the HBM bound %llu + %llu) (%d)",
+	   (unsigned long long)got, (unsigned long long)hbm_step,
+	   (unsigned long long)hbm_lat, err);
+	if (c) {
+		err = fdev_shift(c, NULL, PART + SEG, 1, 1, 0, hbm);
+		ok(err == -ENOSPC, "HBM, 8 ranks x 2 x %llu bytes: beyond it, -ENOSPC (%d)",
+		   PART + SEG, err);
+		err = fdev_shift(c, NULL, PART, 1, 1, 0,
+				 FDEV_SHIFT_TIER(FDEV_TIER_DDR));
+		ok(err == -ENXIO, "DDR, which no tile has: -ENXIO (%d)", err);
+		fdev_comm_destroy(c);
+	}
 }
 
 static int run_device(uint64_t bw, uint64_t lat, const uint64_t *tier)
@@ -286,11 +365,13 @@ static int run_device(uint64_t bw, uint64_t lat, const uint64_t *tier)
 	err = fdev_comm_init_local(NULL, RANKS, NULL, 2 * PART, 0, &c);
 	ok(!err, "communicator with device memory (%d)", err);
 	if (!err) {
-		check_rotations(c, "device");
+		check_rotations(c, "device", 0);
 		fdev_comm_destroy(c);
 	}
-	if (tier)
+	if (tier) {
 		tier_case(bw, lat, tier[0], tier[1], tier[2]);
+		shift_tier_case(bw, lat, tier[0], tier[1], tier[3], tier[4]);
+	}
 	return done();
 }
 
@@ -298,15 +379,15 @@ int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "host"))
 		return run_host();
-	if ((argc == 4 || argc == 7) && !strcmp(argv[1], "device")) {
-		uint64_t tier[3];
+	if ((argc == 4 || argc == 9) && !strcmp(argv[1], "device")) {
+		uint64_t tier[5];
 
-		for (int i = 0; i < 3 && argc == 7; i++)
+		for (int i = 0; i < 5 && argc == 9; i++)
 			tier[i] = strtoull(argv[4 + i], NULL, 0);
 		return run_device(strtoull(argv[2], NULL, 0),
 				  strtoull(argv[3], NULL, 0),
-				  argc == 7 ? tier : NULL);
+				  argc == 9 ? tier : NULL);
 	}
-	fprintf(stderr, "usage: shift_test host | device BW LAT_PS [HBM_BW HBM_LAT_PS HBM_BYTES]\n");
+	fprintf(stderr, "usage: shift_test host | device BW LAT_PS [HBM_BW HBM_LAT_PS HBM_BYTES SRAM_BW SRAM_LAT_PS]\n");
 	return 2;
 }
