@@ -14,7 +14,19 @@
 # time and twice it; each runs BSP (compute, then shift, as on the IPU)
 # and overlapped (FDEV_SHIFT_OVERLAP). One JSON line per run, then a
 # table (tools/bench/README.md has one).
+#
+# -p PRESET first loads another preset; its options then describe it,
+# e.g. Elk's HBM (partitions in each IPU's HBM, FDEV_SHIFT_TIER):
+#
+#	tools/bench/shift_bench.sh -p ipu-pod4-hbm -n 4 -b 96000000000 \
+#		-T hbm -H 2000000000000 -S 1024,4096,16384
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
-"$top/build/bin/icfabd" --apply --preset ipu-mk2 > /dev/null || exit 1
-exec "$top/build/bin/shift_bench" -b 5500000000 "$@"
+preset=ipu-mk2
+if [ "${1:-}" = -p ] && [ $# -ge 2 ]; then
+	preset=$2
+	shift 2
+fi
+"$top/build/bin/icfabd" --apply --preset "$preset" > /dev/null || exit 1
+[ "$preset" = ipu-mk2 ] && set -- -b 5500000000 "$@"
+exec "$top/build/bin/shift_bench" "$@"
