@@ -10,7 +10,7 @@
 # partitions in a tier (FDEV_SHIFT_TIER), in each tile's SRAM (64 GB/s,
 # 10 ns) on its closed form, and in the shared HBM
 # (libfabricdev/tests/shift_test.c). The ports carried exactly what the
-# test moved through them. The test runs under icfabctl trace: the
+# test moved through them. The tier part runs under icfabctl trace: the
 # energy of its run, per link class and per memory tier, is the same in
 # icfabctl stats (a port's joules under "tier hbm" or "tier sram", not
 # under a class) and in the trace's energy counters, to the femtojoule.
@@ -41,18 +41,20 @@ YAML
 echo "TAP version 13"
 if ! "$icfabd" --apply "$tmp/xbar.yaml" > "$tmp/apply" 2>&1; then
 	sed 's/^/# /' "$tmp/apply"
-	echo "not ok 1 crossbar of 8 tiles with a shared HBM applied"
+	echo "not ok 1 crossbar of 8 tiles with tiers applied"
 	echo "1..1"
 	exit 1
 fi
-echo "# crossbar of 8 tiles with a shared HBM applied"
+echo "# crossbar of 8 tiles, an HBM they share and an SRAM each, applied"
+check "fdev_shift (shift_test device)" \
+	sh -c "'$t' device 4000000000 100000 > '$tmp/out' 2>&1"
+sed 's/^/# /' "$tmp/out"
 check "stats reset" "$ctl" stats reset
-check "fdev_shift, fdev_region_alloc_tier, fdev_shift in tiers (shift_test device, under icfabctl trace)" \
-	sh -c "'$ctl' trace -o '$tmp/t.json' -- '$t' device 4000000000 100000 \
+check "fdev_region_alloc_tier, fdev_shift in tiers (shift_test tier, under icfabctl trace)" \
+	sh -c "'$ctl' trace -o '$tmp/t.json' -- '$t' tier 4000000000 100000 \
 		2000000000 50000 1048576 64000000000 10000 \
 		> '$tmp/out' 2> '$tmp/err'"
-sed 's/^/# /' "$tmp/out"
-sed 's/^/# /' "$tmp/err"
+sed 's/^/# /' "$tmp/out" "$tmp/err"
 "$ctl" -j stats > "$tmp/s.json"
 "$ctl" stats > "$tmp/s.txt"
 
@@ -76,24 +78,24 @@ want("one HBM port (%d), 8 SRAM ports (%d)" % (len(ports), len(sram)),
 want("tiers %s" % sorted(tiers), sorted(tiers) == ["hbm", "sram"])
 want("classes %s: no port under 'other'" % sorted(classes), sorted(classes) == ["ipu"])
 P = 65536
-# shift_test: a partition read from the HBM and one written to it, then
-# 24 steps of the loop in it (22 rotating, 2 timed), each taking 8
-# partitions through the port twice; 29 steps in SRAM (22 rotating, 7
+# shift_test tier: a partition read from the HBM and one written to it,
+# then 7 steps of the loop in it (5 rotating, 2 timed), each taking 8
+# partitions through the port twice; 12 steps in SRAM (5 rotating, 7
 # timed), each taking every tile's own partition out of its port and
 # its neighbour's in.
 if ports and "hbm" in tiers:
     p, h = ports[0], tiers["hbm"]
-    want("the HBM port carried (2 + 16 x 24) x 64 KiB (%d)" % p["bytes"],
-         p["bytes"] == (2 + 16 * 24) * P)
+    want("the HBM port carried (2 + 16 x 7) x 64 KiB (%d)" % p["bytes"],
+         p["bytes"] == (2 + 16 * 7) * P)
     want("tier hbm: the port's bytes x 8 x 4000 fJ (%s)" % h,
          h["links"] == 1 and h["bytes"] == p["bytes"] and
          h["energy_fj"] == p["bytes"] * 8 * 4000 == p["energy_fj"])
 if len(sram) == 8 and "sram" in tiers:
     h = tiers["sram"]
-    want("each SRAM port carried 29 x 2 x 64 KiB (%s)" % [l["bytes"] for l in sram],
-         all(l["bytes"] == 29 * 2 * P for l in sram))
+    want("each SRAM port carried 12 x 2 x 64 KiB (%s)" % [l["bytes"] for l in sram],
+         all(l["bytes"] == 12 * 2 * P for l in sram))
     want("tier sram: 8 ports, bytes x 8 x 100 fJ (%s)" % h,
-         h["links"] == 8 and h["bytes"] == 8 * 29 * 2 * P and
+         h["links"] == 8 and h["bytes"] == 8 * 12 * 2 * P and
          h["energy_fj"] == h["bytes"] * 8 * 100)
 if "ipu" in classes:
     c = classes["ipu"]
