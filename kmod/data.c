@@ -2199,6 +2199,7 @@ void icfab_ctx_destroy(struct icfab_ctx *ctx)
 	 * First, and not under the lock, which it takes: only a close or
 	 * itself arms it, and no close comes after the last reference.
 	 */
+	lockdep_assert_not_held(&fabric->lock);
 	cancel_delayed_work_sync(&ctx->reach_work);
 	mutex_lock(&fabric->lock);
 	d = fabric->data;
@@ -2270,6 +2271,7 @@ void icfab_ctx_destroy(struct icfab_ctx *ctx)
 	}
 
 	/* Off the fabric: its timer and work may still run, until this. */
+	lockdep_assert_not_held(&fabric->lock);
 	icfab_data_stop(gone);
 	icfab_regions_ctx_destroy(fabric, &ctx->regions);
 	icfab_data_free(gone);

@@ -14,19 +14,29 @@
  *	    icfab_ctx.pool_lock		spinlock: a context's spare requests
  *	    xa_lock(data->recvqs)	receive queues by endpoint (data.c)
  *	    xa_lock(fabric->circuits)	circuits by id (circuit.c)
+ *	    icfab_users_lock		spinlock: per-uid quota counts (main.c);
+ *					also taken with no other lock held
+ *	    icfab_ctx.wq's lock		wake-ups of a context's WAIT
  *	    hrtimer, workqueue and io_uring task-work locks, inside their
  *	    kernel calls (paced timer, completions to io_uring)
  *
+ * Each of the inner locks is a leaf: nothing is taken under it, and no
+ * allocation that may sleep happens under a spinlock here.
  * Never under fabric->lock: cancel_work_sync() of a paced engine's work
  * item, which takes fabric->lock itself (icfab_data_stop() runs after
  * unlocking), nor that of a context's reach_work (icfab_ctx_destroy()
  * cancels it before locking); ->mmap() (under mmap_lock) never takes
  * fabric->lock.
- * Functions documented "the fabric lock is held" (and the __icfab_*
- * ones) run under fabric->lock and check it with lockdep_assert_held()
- * wherever they can reach the fabric; those handed only a configuration
- * (topo.c), an io_uring command, or a request whose context may be gone
- * rely on their callers' check.
+ *
+ * Checked by lockdep: functions documented "the fabric lock is held"
+ * (and the __icfab_* ones) run under fabric->lock and check it with
+ * lockdep_assert_held() wherever they can reach the fabric (those handed
+ * only a configuration (topo.c), an io_uring command, or a request whose
+ * context may be gone rely on their callers' check); the two cancels
+ * above assert the lock is not held (lockdep_assert_not_held()); a
+ * quota charge, which may allocate, says might_sleep(). The order itself
+ * is what a PROVE_LOCKING kernel learns from every path the selftests
+ * run (`make check-debug`, docs/SECURITY.md).
  *
  * Below the limits and the types every file shares: one section per .c
  * file, in Kbuild's order.

@@ -106,6 +106,7 @@ int icfab_quota_charge(u32 uid, enum icfab_quota what, u64 n, bool exempt)
 	u64 cap = exempt ? 0 : icfab_quota_cap(what);
 	int err = 0;
 
+	might_sleep();
 	for (;;) {
 		spin_lock(&icfab_users_lock);
 		u = __icfab_user_find(uid);

@@ -209,7 +209,7 @@ if ! grep -qF "$MARKER" /scratch/dmesg; then
 	msg "dmesg marker lost (kernel log buffer overflowed); see the console log"
 else
 	sed -n "/$MARKER/,\$p" /scratch/dmesg | sed 1d > /scratch/dmesg.run
-	if grep -E 'BUG:|WARNING:|Oops|refcount|corruption|Poison|Redzone|lockup|stall' \
+	if grep -E 'BUG:|WARNING:|UBSAN:|Oops|refcount|corruption|Poison|Redzone|lockup|stall' \
 		/scratch/dmesg.run > /scratch/dmesg.bad; then
 		ctl "dmesg fail"
 		head -n 40 /scratch/dmesg.bad | while IFS= read -r l; do msg "dmesg: $l"; done
