@@ -39,7 +39,7 @@ USER_CFLAGS := -O2 -g -std=gnu11 $(WARN) -I$(TOP)/uapi $(CFLAGS)
 
 export TOP BUILD CC USER_CFLAGS
 
-.PHONY: all kmod modules modules_install kmod-check user deps check demo \
+.PHONY: all kmod modules modules_install kmod-check user deps check check-debug demo \
 	clean print-kvers install install-kmod install-user install-dkms-src \
 	uninstall install-root deb fuzz
 
@@ -59,19 +59,25 @@ KMOD_SOURCES := Kbuild $(wildcard kmod/*.[ch] kmod/model/*.[ch] uapi/linux/*.h)
 define kmod_build
 	@kvers=$$(tools/kvers $(1) $(KVER)) || exit 1; \
 	set -e; for kver in $$kvers; do \
-		dir=$(2)/$$kver; \
-		for f in $(KMOD_SOURCES); do \
-			mkdir -p $$dir/$$(dirname $$f); ln -sfn $(TOP)/$$f $$dir/$$f; \
-		done; \
-		echo "  KMOD    $$kver$(if $(3), ($(3)))"; \
-		$(MAKE) -s -C /lib/modules/$$kver/build M=$$dir $(3) \
-			modules > $$dir/build.log 2>&1 || { cat $$dir/build.log >&2; exit 1; }; \
+		$(call kmod_one,/lib/modules/$$kver/build,$(2)/$$kver,$(3)); \
 		if [ -n "$(3)" ] && grep -E 'warning:|error:' $$dir/build.log >&2; then \
 			find $$dir -name '*.o' -type f -delete; \
 			echo "kmod: $$kver: the build is not warning-free with $(3) (see above)" >&2; \
 			exit 1; \
 		fi; \
 	done
+endef
+
+# kmod_one KDIR DIR FLAGS (shell text): the module for the kernel tree
+# KDIR, in DIR, from its mirror of symlinks; the log in DIR/build.log.
+define kmod_one
+	dir=$(2); \
+	for f in $(KMOD_SOURCES); do \
+		mkdir -p $$dir/$$(dirname $$f); ln -sfn $(TOP)/$$f $$dir/$$f; \
+	done; \
+	echo "  KMOD    $$(basename $$dir)$(if $(3), ($(3)))"; \
+	$(MAKE) -s -C $(1) M=$$dir $(3) \
+		modules > $$dir/build.log 2>&1 || { cat $$dir/build.log >&2; exit 1; }
 endef
 
 kmod:
@@ -119,6 +125,22 @@ deps:
 # summary line is printed even when the build fails.
 check: deps
 	@tools/check
+
+# The VM selftests on a 6.1 debug kernel (KASAN, lockdep, atomic-sleep
+# checks, UBSAN), built once from linux-source-6.1 under build/ by
+# tools/vm/debug-kernel; any splat fails the VM's dmesg check. Not part
+# of `make check`: the kernel alone takes tens of minutes on two cores.
+# DEBUG_TESTS narrows the run list (docs/SECURITY.md, "The debug kernel").
+DEBUG_KDIR := $(BUILD)/debug-kernel
+DEBUG_DEPS := flex bison bc libelf-dev libssl-dev
+DEBUG_TIMEOUT ?= 10800
+check-debug: all
+	@$(MAKE) -s deps DEB_PACKAGES="$(DEB_PACKAGES) $(DEBUG_DEPS)"
+	@tools/vm/debug-kernel $(DEBUG_KDIR)
+	@set -e; kver=$$(cat $(DEBUG_KDIR)/linux-source-6.1/include/config/kernel.release); \
+		$(call kmod_one,$(DEBUG_KDIR)/linux-source-6.1,$(BUILD)/kmod/$$kver,)
+	@tools/vm/run --kernel $(DEBUG_KDIR) -m 2G -t $(DEBUG_TIMEOUT) -- \
+		build/selftests/icfab/run_tests.sh $(DEBUG_TESTS)
 
 # libFuzzer harnesses, with clang (tools/fuzz/README.md).
 FUZZ_SECONDS ?= 30
