@@ -235,6 +235,29 @@ uint64_t fdev_comm_last_ps(const struct fdev_comm *c);
  * -ENAMETOOLONG, -EINVAL for a label that is not one.
  */
 int fdev_comm_set_label(struct fdev_comm *c, const char *label);
+/*
+ * Zero copy. A region of the communicator's context, mapped, on a local
+ * rank's endpoint (fdev_region_alloc(fdev_comm_dev(c),
+ * fdev_comm_endpoint(c, rank), ...)), registered here (and exported for
+ * remote read and write if it was not): fdev_all_to_all(),
+ * fdev_all_to_all_v() and fdev_all_reduce() then read a send buffer and
+ * write a recv buffer that lie inside it where they are, instead of
+ * through the workspace. The fabric moves the same bytes either way, so
+ * the emulated times are the same. Local communicators and independent
+ * processes that each drive their own rank (not the proxy: there
+ * -EOPNOTSUPP, like timing-only communicators). -EINVAL for a region on
+ * no local rank's endpoint, -EEXIST for one registered already.
+ * Deregister before fdev_region_free(); -ENOENT if it is not registered.
+ */
+int fdev_comm_register(struct fdev_comm *c, struct fdev_region *r);
+int fdev_comm_deregister(struct fdev_comm *c, const struct fdev_region *r);
+/*
+ * Bytes of the callers' buffers the collectives copied through the
+ * workspace (in and out) and the bytes they read or wrote in place, in
+ * registered regions, since the communicator was made.
+ */
+void fdev_comm_bytes(const struct fdev_comm *c, uint64_t *staged,
+		     uint64_t *in_place);
 
 /* ------------------------------------------------------------------ */
 /* Collectives: fdev_coll(3)                                           */

@@ -364,11 +364,21 @@ static int build_step(struct fdev_comm *c, const struct fdev_plan *p,
 			if (timing)
 				fdev_prep_timing(d, FDEV_OP_WRITE, c->queue[l],
 						 mcast ? 0 : c->ep[x->dst], len, sd->nd);
-			else
+			else if (mcast)
 				fdev_prep_write(d, c->queue[l], c->ws[l].handle,
-						x->src_off + off,
-						mcast ? 0 : c->rkey[x->dst],
+						x->src_off + off, 0,
 						x->dst_off + off, len, sd->nd);
+			else {
+				/* Workspace offsets, or callers' buffers (zc.c). */
+				uint32_t h;
+				uint64_t so, key, dof;
+
+				fdev_zc_local(c, l, x->src_off + off, &h, &so);
+				fdev_zc_remote(c, x->dst, x->dst_off + off, &key,
+					       &dof);
+				fdev_prep_write(d, c->queue[l], h, so, key, dof,
+						len, sd->nd);
+			}
 			/* Every destination bound its workspace at 0. */
 			if (mcast)
 				d->circuit = c->mc[x->src];
@@ -421,7 +431,10 @@ static int run_steps(struct fdev_comm *c, const struct fdev_plan *p,
 		}
 		if (!timing && !err)
 			for (unsigned int l = 0; l < c->nlocal && !err; l++)
-				err = fdev_plan_apply(p, s, c->first + l,
+				err = c->zc_lo ?
+				      fdev_plan_apply_map(p, s, c->first + l,
+							  &c->zc_loc[l].m) :
+				      fdev_plan_apply(p, s, c->first + l,
 						      c->ws[l].addr);
 		/*
 		 * Processes that each drive their own rank: nobody may write
@@ -517,15 +530,25 @@ static int any_failed(const struct fdev_comm *c)
 	return 0;
 }
 
+/* run_coll() flags */
+#define RUN_ZC		(1U << 0)	/* callers' buffers in place (zc.c) */
+#define RUN_ALIAS	(1U << 1)	/* ... and send may be recv */
+#define RUN_INTERNAL	(1U << 2)	/* the library's own bytes: not counted */
+
 /*
- * Stage the local ranks' inputs, run, copy the outputs back. @built is
- * what building @p returned: a plan that failed is only freed.
+ * Stage the local ranks' inputs, run, copy the outputs back; with
+ * RUN_ZC, buffers in registered regions are used where they are. @slen
+ * and @rlen: the bytes of each local rank's buffers to copy (NULL: the
+ * layout's lengths). @built is what building @p returned: a plan that
+ * failed is only freed.
  */
-static int run_coll(struct fdev_comm *c, struct fdev_plan *p, int built,
-		    const struct fdev_coll_layout *lo, const void *send,
-		    void *recv)
+static int run_coll_zc(struct fdev_comm *c, struct fdev_plan *p, int built,
+		       const struct fdev_coll_layout *lo, const void *send,
+		       void *recv, const uint64_t *slen, const uint64_t *rlen,
+		       unsigned int flags)
 {
-	int timing = fdev_comm_timing_only(c);
+	int timing = fdev_comm_timing_only(c), zc = 0;
+	uint64_t staged = 0, in_place = 0;
 	int err = built;
 
 	if (err)
@@ -538,19 +561,53 @@ static int run_coll(struct fdev_comm *c, struct fdev_plan *p, int built,
 		err = -EMSGSIZE;
 		goto out;
 	}
-	if (!timing)
-		for (unsigned int l = 0; l < c->nlocal; l++)
-			memcpy(fdev_ws_addr(c, l, lo->send_off),
-			       (const uint8_t *)send + l * lo->send_len,
-			       lo->send_len);
+	if (!timing && flags & RUN_ZC) {
+		zc = fdev_zc_begin(c, p, lo, send, recv, slen, rlen,
+				   !!(flags & RUN_ALIAS));
+		if (zc < 0) {
+			err = zc;
+			goto out;
+		}
+	}
+	for (unsigned int l = 0; !timing && l < c->nlocal; l++) {
+		uint64_t n = slen ? slen[l] : lo->send_len;
+
+		if (zc && c->zc_loc[l].m.addr[0]) {
+			in_place += n;
+			continue;
+		}
+		memcpy(fdev_ws_addr(c, l, lo->send_off),
+		       (const uint8_t *)send + l * lo->send_len, n);
+		staged += n;
+	}
 	err = fdev_plan_run(c, p);
-	if (!err && !timing)
-		for (unsigned int l = 0; l < c->nlocal; l++)
-			memcpy((uint8_t *)recv + l * lo->recv_len,
-			       fdev_ws_addr(c, l, lo->recv_off), lo->recv_len);
+	for (unsigned int l = 0; !err && !timing && l < c->nlocal; l++) {
+		uint64_t n = rlen ? rlen[l] : lo->recv_len;
+
+		if (zc && c->zc_loc[l].m.addr[1]) {
+			in_place += n;
+			continue;
+		}
+		memcpy((uint8_t *)recv + l * lo->recv_len,
+		       fdev_ws_addr(c, l, lo->recv_off), n);
+		staged += n;
+	}
+	if (zc)
+		fdev_zc_end(c);
+	if (!err && !(flags & RUN_INTERNAL)) {
+		c->bytes_staged += staged;
+		c->bytes_in_place += in_place;
+	}
 out:
 	fdev_plan_free(p);
 	return err;
+}
+
+static int run_coll(struct fdev_comm *c, struct fdev_plan *p, int built,
+		    const struct fdev_coll_layout *lo, const void *send,
+		    void *recv)
+{
+	return run_coll_zc(c, p, built, lo, send, recv, NULL, NULL, 0);
 }
 
 /*
@@ -599,7 +656,7 @@ static int all_to_all(struct fdev_comm *c, const void *send, void *recv,
 				   algo, c->node_size, &lo);
 	if (!err && (algo == FDEV_ALGO_AUTO || algo == FDEV_ALGO_DIRECT))
 		err = fdev_comm_interleave(c, &p);
-	return run_coll(c, &p, err, &lo, send, recv);
+	return run_coll_zc(c, &p, err, &lo, send, recv, NULL, NULL, RUN_ZC);
 }
 
 static int all_to_all_v(struct fdev_comm *c, const void *send,
@@ -642,7 +699,8 @@ static int all_to_all_v(struct fdev_comm *c, const void *send,
 		fdev_plan_init(&g);
 		err = fdev_plan_all_gather(&g, c->nranks, n * 8, FDEV_ALGO_DIRECT,
 					   &glo);
-		err = run_coll(c, &g, err, &glo, rows, all);
+		err = run_coll_zc(c, &g, err, &glo, rows, all, NULL, NULL,
+				  RUN_INTERNAL);
 		if (!err) {
 			if (fdev_comm_timing_only(c)) {
 				/* No bytes moved: what the caller knows must do. */
@@ -662,10 +720,19 @@ static int all_to_all_v(struct fdev_comm *c, const void *send,
 	}
 	{
 		uint64_t gather_ps = c->last_ps;
+		/* Each local rank's own totals, in bytes. */
+		uint64_t *tot = calloc(2 * c->nlocal, sizeof(*tot));
 
+		if (!tot) {
+			free(m);
+			return -ENOMEM;
+		}
 		for (size_t l = 0; l < c->nlocal; l++)
-			for (size_t s = 0; s < n; s++)
+			for (size_t s = 0; s < n; s++) {
 				recv_counts[l * n + s] = m[s * n + c->first + l] / es;
+				tot[l] += m[(c->first + l) * n + s];
+				tot[c->nlocal + l] += m[s * n + c->first + l];
+			}
 		fdev_plan_init(&p);
 		err = fdev_plan_all_to_all_v(&p, c->nranks, m, algo, &lo);
 		if (!err && algo != FDEV_ALGO_RING)
@@ -673,9 +740,12 @@ static int all_to_all_v(struct fdev_comm *c, const void *send,
 		free(m);
 		if (err) {
 			fdev_plan_free(&p);
+			free(tot);
 			return err;
 		}
-		err = run_coll(c, &p, 0, &lo, send, recv);
+		err = run_coll_zc(c, &p, 0, &lo, send, recv, tot,
+				  tot + c->nlocal, RUN_ZC);
+		free(tot);
 		c->last_ps += gather_ps;
 	}
 	return err;
@@ -693,7 +763,8 @@ static int all_reduce(struct fdev_comm *c, const void *send, void *recv,
 	fdev_plan_init(&p);
 	err = fdev_plan_all_reduce(&p, c->nranks, count, dt, algo,
 				   c->node_size, &lo);
-	return run_coll(c, &p, err, &lo, send, recv);
+	return run_coll_zc(c, &p, err, &lo, send, recv, NULL, NULL,
+			   RUN_ZC | RUN_ALIAS);
 }
 
 static int reduce_scatter(struct fdev_comm *c, const void *send,

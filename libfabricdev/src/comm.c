@@ -62,6 +62,7 @@ struct shm_slot {
 	_Atomic int32_t pid;
 	uint64_t mmap_off, size;	/* proxy: the rank's workspace */
 	uint64_t pad;
+	struct fdev_zc_area zc;		/* notify: the running collective's */
 };
 
 struct shm_hdr {
@@ -709,13 +710,25 @@ static void idle_stop(struct fdev_comm *c)
  */
 int fdev_notify_resume(struct fdev_comm *c)
 {
+	struct shm_slot *slot;
 	uint64_t v, dummy = 0;
 	int err;
 
 	if (!c->notify || !c->idle_on)
 		return 0;
+	slot = c->shm->h->slot;
+	/*
+	 * A collective on callers' buffers (zc.c): where this rank's are
+	 * goes out before the meeting, the others' come in after it. None
+	 * of them writes its slot again before the second meeting.
+	 */
+	if (c->zc_lo)
+		slot[c->first].zc = c->zc[c->first];
 	v = c->idle_ps;
 	err = shm_barrier(c, &v);
+	if (c->zc_lo)
+		for (unsigned int r = 0; r < c->nranks; r++)
+			c->zc[r] = slot[r].zc;
 	idle_stop(c);
 	if (err && err != -EPIPE)
 		return err;
@@ -957,6 +970,7 @@ void fdev_comm_destroy(struct fdev_comm *c)
 			free(c->ws[l].addr);
 	}
 	fdev_close(c->dev);
+	fdev_zc_free(c);
 	free(c->early);
 	free(c->ep);
 	free(c->rkey);

@@ -84,6 +84,21 @@ int fdev_sync_clock(struct fdev *dev);
 
 struct fdev_shm;
 
+/*
+ * Zero copy (zc.c): where a rank's send ([0]) and recv ([1]) areas of
+ * the running collective are, as its peers address them: key 0 is its
+ * workspace, where the plan put them.
+ */
+struct fdev_zc_area {
+	uint64_t key[2], off[2];
+};
+
+/* A local rank's areas: addresses for its actions, region handles. */
+struct fdev_zc_local {
+	struct fdev_plan_map m;
+	uint32_t handle[2];
+};
+
 struct fdev_comm {
 	unsigned int nranks;
 	unsigned int first, nlocal;	/* local ranks */
@@ -153,6 +168,19 @@ struct fdev_comm {
 	int op_ran;
 	uint64_t op_t0, op_t1;
 	char label[32];
+	/*
+	 * Zero copy (zc.c): the regions the caller registered, the bytes
+	 * of callers' buffers staged and used in place, and while a
+	 * collective runs on caller buffers (@zc_lo set): its layout,
+	 * every rank's areas (@zc, [nranks]; a notify rank learns the
+	 * others' when it resumes) and the local ranks' (@zc_loc, [nlocal]).
+	 */
+	struct fdev_region *reg;
+	unsigned int nreg, reg_cap;
+	uint64_t bytes_staged, bytes_in_place;
+	const struct fdev_coll_layout *zc_lo;
+	struct fdev_zc_area *zc;
+	struct fdev_zc_local *zc_loc;
 };
 
 static inline int fdev_rank_failed(const struct fdev_comm *c, unsigned int r)
@@ -196,5 +224,26 @@ int fdev_comm_circuits_open(struct fdev_comm *c);
 void fdev_comm_circuits_close(struct fdev_comm *c);
 /* Run @p on rank 0's context for everyone (proxy communicators). */
 int fdev_proxy_run(struct fdev_comm *c, const struct fdev_plan *p);
+/*
+ * Zero copy (zc.c). fdev_zc_begin(): a collective of layout @lo on the
+ * local ranks' buffers (@send, @recv at the layout's strides, @slen /
+ * @rlen bytes of them used, NULL: the layout's lengths); every local
+ * rank whose buffer lies in a registered region uses it in place
+ * (@alias: send and recv may be the same buffer). Returns 1 when it
+ * set up the collective's areas (fdev_zc_end() after it), 0 when the
+ * communicator or @p cannot (everything staged), or an error.
+ */
+int fdev_zc_begin(struct fdev_comm *c, const struct fdev_plan *p,
+		  const struct fdev_coll_layout *lo, const void *send,
+		  void *recv, const uint64_t *slen, const uint64_t *rlen,
+		  int alias);
+void fdev_zc_end(struct fdev_comm *c);
+/* Where plan offset @off of local rank @l is: its region and offset. */
+void fdev_zc_local(const struct fdev_comm *c, unsigned int l, uint64_t off,
+		   uint32_t *handle, uint64_t *loff);
+/* ... and of rank @r, as its peers write it: key and offset. */
+void fdev_zc_remote(const struct fdev_comm *c, unsigned int r, uint64_t off,
+		    uint64_t *key, uint64_t *roff);
+void fdev_zc_free(struct fdev_comm *c);
 
 #endif

@@ -303,25 +303,46 @@ int fdev_reduce(void *dst, const void *src, size_t n, int dtype)
 	}
 }
 
-int fdev_plan_apply(const struct fdev_plan *p, uint32_t step, uint32_t rank,
-		    uint8_t *ws)
+uint8_t *fdev_plan_at(const struct fdev_plan_map *m, uint64_t off)
+{
+	for (int i = 0; i < 2; i++)
+		if (m->addr[i] && off >= m->off[i] && off - m->off[i] < m->len[i])
+			return m->addr[i] + (off - m->off[i]);
+	return m->ws + off;
+}
+
+int fdev_plan_apply_map(const struct fdev_plan *p, uint32_t step,
+			uint32_t rank, const struct fdev_plan_map *m)
 {
 	for (size_t i = 0; i < p->na; i++) {
 		const struct fdev_act *a = &p->a[i];
+		uint8_t *dst, *src;
 
 		if (a->step != step || a->rank != rank)
 			continue;
+		dst = fdev_plan_at(m, a->dst_off);
+		src = fdev_plan_at(m, a->src_off);
 		if (a->op == FDEV_ACT_COPY) {
-			memmove(ws + a->dst_off, ws + a->src_off, a->len);
+			/* An in-place all-reduce copies its buffer onto itself. */
+			if (dst != src)
+				memmove(dst, src, a->len);
 		} else {
 			size_t es = fdev_dtype_size(a->dtype);
-			int err = fdev_reduce(ws + a->dst_off, ws + a->src_off,
-					      a->len / es, a->dtype);
+			int err = fdev_reduce(dst, src, a->len / es, a->dtype);
+
 			if (err)
 				return err;
 		}
 	}
 	return 0;
+}
+
+int fdev_plan_apply(const struct fdev_plan *p, uint32_t step, uint32_t rank,
+		    uint8_t *ws)
+{
+	const struct fdev_plan_map m = { .ws = ws };
+
+	return fdev_plan_apply_map(p, step, rank, &m);
 }
 
 int fdev_plan_exec_host(const struct fdev_plan *p, uint8_t *const *ws)

@@ -76,6 +76,19 @@ int fdev_reduce(void *dst, const void *src, size_t n, int dtype);
 /* Apply the actions of @step for @rank on its workspace @ws. */
 int fdev_plan_apply(const struct fdev_plan *p, uint32_t step, uint32_t rank,
 		    uint8_t *ws);
+/*
+ * Where a rank's plan offsets are: area i, [off[i], +len[i]), at addr[i]
+ * when that is set (a caller's buffer), everything else in @ws.
+ */
+struct fdev_plan_map {
+	uint8_t *ws;
+	uint64_t off[2], len[2];
+	uint8_t *addr[2];
+};
+
+uint8_t *fdev_plan_at(const struct fdev_plan_map *m, uint64_t off);
+int fdev_plan_apply_map(const struct fdev_plan *p, uint32_t step,
+			uint32_t rank, const struct fdev_plan_map *m);
 /* Execute everything in host memory: ws[rank] of ws_need bytes. */
 int fdev_plan_exec_host(const struct fdev_plan *p, uint8_t *const *ws);
 
