@@ -7,7 +7,10 @@
  * that is already complete (async_op=True included), so wait() only
  * reports. Tensors are staged through the communicator's device-memory
  * workspace: one copy in, one copy out (plus one to make a
- * non-contiguous tensor contiguous). Ops libfabricdev has no collective
+ * non-contiguous tensor contiguous); those that empty_bytes() made live
+ * in device memory, registered with the communicator, and
+ * all_to_all_single and a SUM/AVG all_reduce use them where they are
+ * (libfabricdev's zero copy). Ops libfabricdev has no collective
  * for are built from ones it has, so their bytes still cross the fabric:
  * MAX/MIN/PRODUCT (and SUM of 8-bit integers and float64) are an
  * all-gather and a local reduction.
@@ -192,6 +195,62 @@ public:
 
 	uint64_t emulated_ps() const { return emulated_ps_; }
 	uint64_t last_ps() const { return last_ps_; }
+
+	/*
+	 * @nbytes of this rank's device memory as a uint8 CPU tensor: a
+	 * region of the communicator's context on the rank's endpoint,
+	 * mapped and registered, freed when the tensor's storage dies (the
+	 * storage holds the communicator until then). Without a fabric
+	 * (a group over the Store) or where the communicator cannot
+	 * register (rank 0's proxy): ordinary memory.
+	 */
+	at::Tensor empty_bytes(int64_t nbytes)
+	{
+		TORCH_CHECK(nbytes >= 0, "icfab empty: negative size");
+		auto opts = at::TensorOptions().dtype(at::kByte);
+		if (!fab_)
+			return at::empty({nbytes}, opts);
+		std::shared_ptr<Fabric> f = fab_;
+		auto r = std::make_shared<struct fdev_region>();
+		std::lock_guard<std::mutex> g(f->lock);
+		struct fdev *dev = fdev_comm_dev(f->comm);
+		int err = -EOPNOTSUPP;
+
+		if (dev) {
+			err = fdev_region_alloc(dev, fdev_comm_endpoint(f->comm, rank_),
+						nbytes ? nbytes : 1, r.get());
+			if (err == -EOPNOTSUPP)
+				return at::empty({nbytes}, opts);
+			check_err("empty", err);
+			err = fdev_comm_register(f->comm, r.get());
+			if (err) {
+				fdev_region_free(dev, r.get());
+				if (err != -EOPNOTSUPP)
+					check_err("empty", err);
+			}
+		}
+		if (err == -EOPNOTSUPP)
+			return at::empty({nbytes}, opts);
+		return at::from_blob(r->addr, {nbytes}, [f, r](void *) {
+			std::lock_guard<std::mutex> g(f->lock);
+
+			fdev_comm_deregister(f->comm, r.get());
+			fdev_region_free(fdev_comm_dev(f->comm), r.get());
+		}, opts);
+	}
+
+	/* Bytes of callers' tensors staged through the workspace, used in place. */
+	std::pair<uint64_t, uint64_t> copy_stats()
+	{
+		uint64_t staged = 0, in_place = 0;
+
+		if (fab_) {
+			std::lock_guard<std::mutex> g(fab_->lock);
+
+			fdev_comm_bytes(fab_->comm, &staged, &in_place);
+		}
+		return {staged, in_place};
+	}
 	/* Does the group run on the fabric (else over the Store)? */
 	bool on_fabric() const { return fab_ != nullptr; }
 
@@ -817,7 +876,6 @@ private:
 	{
 		const int n = size_;
 		std::vector<uint64_t> mine(2 * n + 1), all((size_t)n * (2 * n + 1));
-		uint64_t smax = 0, rmax = 0;
 		std::string why;
 
 		mine[0] = !bad.empty();
@@ -829,10 +887,7 @@ private:
 			if (row(r)[0])
 				why = "rank " + std::to_string(r) +
 				      " passed inconsistent split sizes";
-			uint64_t s = 0, q = 0;
 			for (int p = 0; p < n && why.empty(); p++) {
-				s += row(r)[1 + p];
-				q += row(r)[1 + n + p];
 				if (row(r)[1 + p] != row(p)[1 + n + r])
 					why = "rank " + std::to_string(r) + " sends " +
 					      std::to_string(row(r)[1 + p]) +
@@ -840,39 +895,25 @@ private:
 					      ", which expects " +
 					      std::to_string(row(p)[1 + n + r]);
 			}
-			smax = std::max(smax, s);
-			rmax = std::max(rmax, q);
 		}
 		TORCH_CHECK(why.empty(), "icfab ", op,
 			    ": split sizes disagree between ranks: ", why,
 			    bad.empty() ? "" : " (here: ", bad, bad.empty() ? "" : ")");
 
-		/* The library reads and writes the largest rank's totals. */
-		uint64_t stotal = 0, rtotal = 0;
-		for (int p = 0; p < n; p++) {
-			stotal += sb[p];
-			rtotal += rb[p];
-		}
-		std::vector<uint8_t> sstage, rstage;
-		const uint8_t *s = send;
-		uint8_t *q = recv;
-		if (stotal < smax) {
-			sstage.assign(smax, 0);
-			std::memcpy(sstage.data(), send, stotal);
-			s = sstage.data();
-		}
-		if (rtotal < rmax) {
-			rstage.assign(rmax, 0);
-			q = rstage.data();
-		}
+		/*
+		 * The library reads and writes this rank's own totals (in
+		 * place where the tensors are in a registered region); an
+		 * empty tensor's null data is a byte of nothing.
+		 */
+		static uint8_t none;
+		const uint8_t *s = send ? send : &none;
+		uint8_t *q = recv ? recv : &none;
 		std::vector<uint64_t> got(n);
 		if (fab_)
 			ran(op, fdev_all_to_all_v(comm(op), s, sb.data(), q, got.data(),
 						  FDEV_U8, FDEV_ALGO_AUTO));
 		else
-			store_exchange(op, send, sb, q, rb);
-		if (q != recv)
-			std::memcpy(recv, q, rtotal);
+			store_exchange(op, s, sb, q, rb);
 	}
 
 	std::string mailbox(int dst, int tag) const
@@ -959,5 +1000,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)
 		     py::call_guard<py::gil_scoped_release>())
 		.def("emulated_ps", &icfab::ProcessGroupIcfab::emulated_ps)
 		.def("last_ps", &icfab::ProcessGroupIcfab::last_ps)
+		.def("empty_bytes", &icfab::ProcessGroupIcfab::empty_bytes,
+		     py::call_guard<py::gil_scoped_release>())
+		.def("copy_stats", &icfab::ProcessGroupIcfab::copy_stats)
 		.def("on_fabric", &icfab::ProcessGroupIcfab::on_fabric);
 }

@@ -8,9 +8,10 @@ every dtype, subgroups and receives from any source, the init methods,
 bad input, a Megatron/fairseq-style expert-parallel MoE layer run once
 over gloo and once over icfab (outputs allclose, emulated dispatch/combine
 times printed), fabricdev.deep_ep against libfabricdev's own MoE dispatch
-and combine, and a few of torch's own distributed tests.
+and combine, zero copy (tensors from fabricdev.torch.empty() against
+ordinary ones and gloo), and a few of torch's own distributed tests.
 
-    torch_test.py [--world N] [--only ops,groups,init,bad,kill,repeat,moe,deep_ep,suite]
+    torch_test.py [--world N] [--only ops,groups,init,bad,kill,repeat,moe,deep_ep,zc,suite]
 """
 import argparse
 import os
@@ -536,6 +537,96 @@ def deep_ep_rank(rank, world, _):
 
 # ---- A Megatron/fairseq-style expert-parallel layer, torch.distributed only.
 
+def zc_ops(rank, world, mk_in, mk_out, stamp):
+    """all_to_all_single (equal and unequal splits) and all_reduce (SUM,
+    AVG; in place) on tensors from mk_in/mk_out (torch.empty or
+    fabricdev.torch.empty), and one all_to_all_single whose input is from
+    mk_in and output from torch.empty. Returns the outputs, and the bytes
+    of mk_in/mk_out tensors the ops passed (input and output)."""
+    outs, nbytes = [], [0]
+
+    def fill(mk, shape, dtype, v=None):
+        t = mk(shape, dtype=dtype)
+        if v is None:
+            t.zero_()
+        else:
+            t.copy_(v)
+        return t
+
+    gloo = dist.get_backend() == "gloo"
+
+    # gloo has no bfloat16 and no AVG: its reference moves bfloat16 as
+    # bytes and sums it as float32 (small integers: exact), and an AVG
+    # is the sum / world.
+    def a2a(y, x, *splits):
+        if gloo and x.dtype == torch.bfloat16:
+            x, y = x.view(torch.uint8), y.view(torch.uint8)
+        dist.all_to_all_single(y, x, *splits)
+
+    def ar(t, avg=False):
+        if not gloo:
+            dist.all_reduce(t, op=dist.ReduceOp.AVG if avg else dist.ReduceOp.SUM)
+            return
+        w = t.float() if t.dtype == torch.bfloat16 else t
+        dist.all_reduce(w)
+        if avg:
+            w.div_(world)
+        if w is not t:
+            t.copy_(w)
+
+    def done(t, *passed):
+        stamp()
+        outs.append(t.clone())
+        nbytes[0] += sum(p.numel() * p.element_size() for p in passed)
+
+    for dtype in (torch.float32, torch.bfloat16, torch.int32):
+        shape = (world * 4, 5)
+        x = fill(mk_in, shape, dtype, val(rank, shape, dtype))
+        y = fill(mk_out, shape, dtype)
+        a2a(y, x)
+        done(y, x, y)
+        ins = [(rank + d) % 3 + 1 for d in range(world)]
+        outs_ = [(s + rank) % 3 + 1 for s in range(world)]
+        x = fill(mk_in, (sum(ins), 3), dtype, val(rank, (sum(ins), 3), dtype))
+        y = fill(mk_out, (sum(outs_), 3), dtype)
+        a2a(y, x, outs_, ins)
+        done(y, x, y)
+        t = fill(mk_in, shape, dtype, val(rank, shape, dtype))
+        ar(t)
+        done(t, t, t)
+        if dtype.is_floating_point:
+            t = fill(mk_in, shape, dtype, val(rank, shape, dtype))
+            ar(t, avg=True)
+            done(t, t, t)
+    shape = (world * 8, 2)
+    x = fill(mk_in, shape, torch.float32, val(rank, shape, torch.float32))
+    y = torch.zeros(shape)
+    dist.all_to_all_single(y, x)
+    done(y, x)
+    return outs, nbytes[0]
+
+
+def zc_rank(rank, world, _):
+    """The zc_ops on icfab: ordinary tensors, then in device memory, then
+    ordinary tensors again; of the last two, the outputs, fabric times
+    per op and bytes staged and in place. (The first run makes the op
+    before each one's first the same: the engine breaks a tie at the
+    instant the last op ended by a ps, which depends on which op that was.)"""
+    stamps = [[], []]
+    res = []
+    zc_ops(rank, world, torch.empty, torch.empty, lambda: None)
+    for i, mk in enumerate((ft.empty, torch.empty)):
+        s0 = ft.copy_stats()
+        outs, nb = zc_ops(rank, world, mk, mk, lambda: stamps[i].append(ft.last_ps()))
+        s1 = ft.copy_stats()
+        res.append((outs, nb, s1["staged"] - s0["staged"], s1["in_place"] - s0["in_place"]))
+    return res, stamps
+
+
+def zc_gloo(rank, world, _):
+    return zc_ops(rank, world, torch.empty, torch.empty, lambda: None)[0]
+
+
 def moe_layer(x, gate, w1, w2, k, num_experts, timer=None):
     """x [T,H]; this rank owns experts [rank*epr, (rank+1)*epr)."""
     world = dist.get_world_size()
@@ -593,7 +684,7 @@ def moe_rank(rank, world, args):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--world", type=int, default=4)
-    ap.add_argument("--only", default="ops,groups,init,bad,kill,repeat,moe,deep_ep,suite")
+    ap.add_argument("--only", default="ops,groups,init,bad,kill,repeat,moe,deep_ep,zc,suite")
     a = ap.parse_args()
     parts = a.only.split(",")
     world = a.world
@@ -710,6 +801,36 @@ def main():
         t = time.time()
         per_rank(run_ranks(world, deep_ep_rank), "fabricdev.deep_ep on icfab")
         print("# deep_ep: %.1f s" % (time.time() - t))
+    if "zc" in parts:
+        t = time.time()
+        got = run_ranks(world, zc_rank)
+        ref = run_ranks(world, zc_gloo, backend="gloo")
+        bad = [r for r in got + ref if isinstance(r, tuple) and r[0] == "exception"]
+        if bad:
+            tap(False, "zero copy: ran on icfab and gloo", bad[0][1])
+        else:
+            zc = [g[0][0] for g in got]
+            cp = [g[0][1] for g in got]
+            eq = lambda a, b: len(a) == len(b) and all(torch.equal(x, y) for x, y in zip(a, b))
+            tap(all(eq(z[0], c[0]) for z, c in zip(zc, cp)),
+                "zero copy: outputs of tensors from fabricdev.torch.empty() equal to ordinary "
+                "tensors' element by element, every rank")
+            tap(all(eq(z[0], r) for z, r in zip(zc, ref)),
+                "zero copy: outputs equal to gloo's element by element, every rank")
+            tap(all(z[3] == z[1] for z in zc), "zero copy: every byte of the device-memory "
+                "tensors used in place (copy_stats in_place)",
+                "; ".join("rank %d: %d of %d" % (r, z[3], z[1]) for r, z in enumerate(zc)))
+            tap(all(c[3] == 0 and c[2] == z[2] + z[3] for z, c in zip(zc, cp)),
+                "zero copy: ordinary tensors staged, as many more bytes as the device-memory "
+                "ones used in place",
+                "; ".join("rank %d: staged %d/%d, in place %d/%d" % (r, z[2], c[2], z[3], c[3])
+                          for r, (z, c) in enumerate(zip(zc, cp))))
+            tap(all(g[1][0] == g[1][1] and len(g[1][0]) == len(zc[0][0]) for g in got),
+                "zero copy: every op's emulated time equal to the copy path's, every rank",
+                str([g[1] for g in got]))
+            print("# zero copy: rank 0 in place %d bytes, staged %d (ordinary: %d); op ps %s"
+                  % (zc[0][3], zc[0][2], cp[0][2], got[0][1][0]))
+        print("# zc: %.1f s" % (time.time() - t))
     if "suite" in parts:
         # A few of torch's own distributed tests (the whole list is
         # torch_dist_suite.py's default): float64, subgroups, any source.

@@ -7,6 +7,9 @@
                             rank=r, world_size=n)
     dist.all_to_all_single(out, inp, out_splits, in_splits)
     ft.emulated_ps()                              # fabric time of this rank's ops
+    x = ft.empty(4096, 1024, dtype=torch.bfloat16)  # in this rank's device memory:
+                                                  # all_to_all_single, all_reduce
+                                                  # use it without a copy
 
 Rank r runs on the committed topology's r-th endpoint. The process group
 meets through the c10d Store torch hands it. A new_group() of every rank
@@ -56,3 +59,37 @@ def emulated_ps(group=None):
 def last_ps(group=None):
     """Fabric time, ps, of the group's last op."""
     return _pg(group).last_ps()
+
+
+def empty(*size, dtype=None, group=None):
+    """A CPU tensor of @size, uninitialized, whose storage is this rank's
+    device memory: a region of the rank's context on its endpoint, mapped
+    and registered with the group's communicator, freed when the storage
+    dies. all_to_all_single (equal splits or not) and a SUM/AVG all_reduce
+    on such tensors read and write them where they are instead of copying
+    them through the workspace (copy_stats() shows which). Like
+    torch.empty: size as ints or one sequence, dtype default
+    torch.get_default_dtype(). On a group over the Store, or with rank 0's
+    proxy (FDEV_PROXY=1), the storage is ordinary memory. The tensor keeps
+    the communicator open: drop such tensors before destroy_process_group()
+    when a new default group follows (else that one runs over the Store)."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)):
+        size = tuple(size[0])
+    size = tuple(int(s) for s in size)
+    dtype = dtype if dtype is not None else torch.get_default_dtype()
+    numel = 1
+    for s in size:
+        if s < 0:
+            raise ValueError("fabricdev.torch.empty: negative size %r" % (size,))
+        numel *= s
+    nbytes = numel * torch.empty((), dtype=dtype).element_size()
+    return _pg(group).empty_bytes(nbytes).view(dtype).view(size)
+
+
+def copy_stats(group=None):
+    """{"staged": bytes, "in_place": bytes}: of the tensors this process's
+    ops on the group's communicator passed, the bytes copied through the
+    workspace (in and out) and those read or written where they are, in
+    device memory from empty(); since the communicator was made."""
+    staged, in_place = _pg(group).copy_stats()
+    return {"staged": staged, "in_place": in_place}
