@@ -176,7 +176,8 @@ struct fdev_comm {
 	 * others' when it resumes) and the local ranks' (@zc_loc, [nlocal]).
 	 */
 	struct fdev_region *reg;
-	unsigned int nreg, reg_cap;
+	unsigned int nreg;
+	size_t reg_cap;
 	uint64_t bytes_staged, bytes_in_place;
 	const struct fdev_coll_layout *zc_lo;
 	struct fdev_zc_area *zc;

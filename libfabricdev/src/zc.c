@@ -20,21 +20,18 @@
 
 #include "internal.h"
 
-/* Can a collective of @c on @p use callers' buffers in place? */
-static int zc_possible(const struct fdev_comm *c, const struct fdev_plan *p)
-{
-	if (!c->dev || c->proxy || fdev_comm_timing_only(c) || p->mcast_ranks)
-		return 0;
-	if (!c->multi)
-		return 1;
-	/* A notify rank meets the others on the host at its next resume. */
-	return c->notify && c->idle_on;
-}
-
+/* Can @c have registered regions at all? */
 static int reg_usable(const struct fdev_comm *c)
 {
 	return c->dev && !c->proxy && !fdev_comm_timing_only(c) &&
 	       (!c->multi || c->notify);
+}
+
+/* Can a collective of @c on @p use callers' buffers in place? */
+static int zc_possible(const struct fdev_comm *c, const struct fdev_plan *p)
+{
+	/* A notify rank meets the others on the host at its next resume. */
+	return reg_usable(c) && !p->mcast_ranks && (!c->multi || c->idle_on);
 }
 
 int fdev_comm_register(struct fdev_comm *c, struct fdev_region *r)
@@ -54,15 +51,9 @@ int fdev_comm_register(struct fdev_comm *c, struct fdev_region *r)
 	for (unsigned int i = 0; i < c->nreg; i++)
 		if (c->reg[i].handle == r->handle)
 			return -EEXIST;
-	if (c->nreg == c->reg_cap) {
-		unsigned int cap = c->reg_cap ? c->reg_cap * 2 : 8;
-		struct fdev_region *n = realloc(c->reg, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		c->reg = n;
-		c->reg_cap = cap;
-	}
+	if (fdev_array_grow((void **)&c->reg, &c->reg_cap, c->nreg,
+			    sizeof(*c->reg), 8))
+		return -ENOMEM;
 	if (!r->key) {
 		err = fdev_region_export(c->dev, r, FDEV_ACCESS_REMOTE_READ |
 					 FDEV_ACCESS_REMOTE_WRITE);
