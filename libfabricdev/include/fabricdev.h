@@ -209,6 +209,15 @@ int fdev_comm_init_local(const char *path, unsigned int nranks,
 int fdev_comm_init(const char *path, const char *job, int rank, int size,
 		   uint64_t ws_bytes, unsigned int flags,
 		   struct fdev_comm **out);
+/*
+ * A communicator of @size ranks of @parent's job (independent processes),
+ * this process @rank of it on the endpoint it has in @parent, sharing
+ * @parent's context; its own rendezvous @job (unique to it) and
+ * workspace. Destroy it before @parent. -EOPNOTSUPP where @parent's
+ * context cannot be shared (rank 0's proxy, timing-only). See fdev_comm(3).
+ */
+int fdev_comm_init_sub(struct fdev_comm *parent, const char *job, int rank,
+		       int size, uint64_t ws_bytes, struct fdev_comm **out);
 void fdev_comm_destroy(struct fdev_comm *c);
 int fdev_comm_size(const struct fdev_comm *c);
 /* Ranks this process drives: [first, first + count). */

@@ -63,6 +63,14 @@ struct shm_slot {
 	uint64_t mmap_off, size;	/* proxy: the rank's workspace */
 	uint64_t pad;
 	struct fdev_zc_area zc;		/* notify: the running collective's */
+	/*
+	 * Notify: whether the rank's context holds the engine (in an
+	 * operation), and its clock when it last went idle; read by the
+	 * sub-communicators of this one (fdev_comm_init_sub()).
+	 */
+	_Atomic uint64_t idle_ps;
+	_Atomic uint32_t busy;
+	uint32_t pad2;
 };
 
 struct shm_hdr {
@@ -654,6 +662,32 @@ static int data_mode(const char *path, unsigned int flags)
  */
 #define FDEV_IDLE_POLL_MS	5
 
+/* The communicator whose context (and idle thread) @c uses. */
+static struct fdev_comm *ctx_owner(struct fdev_comm *c)
+{
+	return c->parent ? c->parent : c;
+}
+
+/*
+ * Tell the owner's job whether this rank's context holds the engine
+ * (@busy), and when idle since which clock; wake whoever waits for it.
+ */
+static void publish_idle(struct fdev_comm *o, int busy)
+{
+	struct shm_slot *sl;
+
+	if (!o->shm)
+		return;
+	sl = &o->shm->h->slot[o->first];
+	if (!busy)
+		atomic_store(&sl->idle_ps, o->idle_ps);
+	atomic_store(&sl->busy, (uint32_t)busy);
+	if (!busy) {
+		atomic_fetch_add(&o->shm->h->bump, 1);
+		futex(&o->shm->h->bump, FUTEX_WAKE, INT32_MAX, NULL);
+	}
+}
+
 static void *idle_main(void *arg)
 {
 	struct fdev_comm *c = arg;
@@ -671,21 +705,24 @@ static void *idle_main(void *arg)
 
 int fdev_notify_idle(struct fdev_comm *c)
 {
+	struct fdev_comm *o = ctx_owner(c);
 	sigset_t all, old;
 	int err;
 
-	if (!c->notify || c->idle_on || !c->dev)
+	if (!c->notify || o->idle_on || !o->dev)
 		return 0;
-	c->idle_ps = fdev_clock(c->dev);
-	c->idle_stop = 0;
-	c->idle_err = 0;
+	o->idle_ps = fdev_clock(o->dev);
+	o->idle_stop = 0;
+	o->idle_err = 0;
 	/* Signals are the caller's threads' business, not the idler's. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	err = -pthread_create(&c->idle_thread, NULL, idle_main, c);
+	err = -pthread_create(&o->idle_thread, NULL, idle_main, o);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (!err)
-		c->idle_on = 1;
+	if (!err) {
+		o->idle_on = 1;
+		publish_idle(o, 0);
+	}
 	return err;
 }
 
@@ -696,6 +733,56 @@ static void idle_stop(struct fdev_comm *c)
 	__atomic_store_n(&c->idle_stop, 1, __ATOMIC_RELEASE);
 	pthread_join(c->idle_thread, NULL);
 	c->idle_on = 0;
+}
+
+/*
+ * The start of an operation of a sub-communicator: its ranks' clocks may
+ * be behind others of the parent's job, and while they were idle the
+ * engine may have run on to those others' clocks (an idle context's
+ * clock moves with it), by an amount that depends on the host's
+ * scheduling. So wait until no rank of the parent's job holds the
+ * engine (every one idle: everything it sent has finished by its idle
+ * clock) and start no earlier than the latest idle clock there. Where
+ * the program orders its groups' operations (every rank of an earlier
+ * one has finished it, or waits for this group), that is a function of
+ * the workload. Ops of groups that run at the same time, sharing no
+ * rank, may wait for each other here and start at clocks that depend
+ * on which went first.
+ */
+static int sub_floor(struct fdev_comm *c, uint64_t *v)
+{
+	struct fdev_comm *o = c->parent;
+	struct shm_hdr *h = o->shm->h;
+	uint64_t deadline = mono_ms() + c->timeout_ms;
+
+	for (;;) {
+		uint32_t b = atomic_load(&h->bump);
+		struct timespec ts = { 0, 50 * 1000000 };
+		uint64_t floor = *v;
+		int busy = 0;
+
+		for (unsigned int r = 0; r < o->nranks && !busy; r++) {
+			struct shm_slot *sl = &h->slot[r];
+			int32_t pid = atomic_load(&sl->pid);
+
+			if (r == o->first || !pid ||
+			    (atomic_load(&h->failed[r / 64]) >> (r % 64)) & 1)
+				continue;
+			if (atomic_load(&sl->busy)) {
+				busy = !pid_dead(pid);
+				continue;
+			}
+			if (atomic_load(&sl->idle_ps) > floor)
+				floor = atomic_load(&sl->idle_ps);
+		}
+		if (!busy) {
+			*v = floor;
+			return 0;
+		}
+		if (mono_ms() > deadline)
+			return -ETIMEDOUT;
+		futex(&h->bump, FUTEX_WAIT, b, &ts);
+	}
 }
 
 /*
@@ -710,13 +797,20 @@ static void idle_stop(struct fdev_comm *c)
  */
 int fdev_notify_resume(struct fdev_comm *c)
 {
+	struct fdev_comm *o = ctx_owner(c);
 	struct shm_slot *slot;
 	uint64_t v, dummy = 0;
 	int err;
 
-	if (!c->notify || !c->idle_on)
+	if (!c->notify || !o->idle_on)
 		return 0;
 	slot = c->shm->h->slot;
+	v = o->idle_ps;
+	if (c->parent) {
+		err = sub_floor(c, &v);
+		if (err)
+			return err;
+	}
 	/*
 	 * A collective on callers' buffers (zc.c): where this rank's are
 	 * goes out before the meeting, the others' come in after it. None
@@ -724,16 +818,16 @@ int fdev_notify_resume(struct fdev_comm *c)
 	 */
 	if (c->zc_lo)
 		slot[c->first].zc = c->zc[c->first];
-	v = c->idle_ps;
 	err = shm_barrier(c, &v);
 	if (c->zc_lo)
 		for (unsigned int r = 0; r < c->nranks; r++)
 			c->zc[r] = slot[r].zc;
-	idle_stop(c);
+	publish_idle(o, 1);
+	idle_stop(o);
 	if (err && err != -EPIPE)
 		return err;
-	if (c->idle_err)
-		return c->idle_err;
+	if (o->idle_err)
+		return o->idle_err;
 	err = fdev_sync_clock(c->dev);
 	if (!err)
 		err = fdev_advance_to(c->dev, c->queue[0], v);
@@ -931,6 +1025,81 @@ err_destroy:
 	return err;
 }
 
+/*
+ * A communicator of @size ranks of this job, this process's being @rank,
+ * on the endpoint @parent gives this process, in @parent's context: one
+ * endpoint has one receive queue per fabric, so a second context there
+ * could not be notified. It has its own workspace, rendezvous (@job)
+ * and barriers; it shares the context's clock, queue and idle thread,
+ * so this process runs one operation at a time on either, and it goes
+ * before @parent.
+ */
+int fdev_comm_init_sub(struct fdev_comm *parent, const char *job, int rank,
+		       int size, uint64_t ws_bytes, struct fdev_comm **out)
+{
+	struct fdev_comm *c;
+	uint64_t v = 0;
+	int err;
+
+	if (!parent || !out || !job || !*job || size < 1 ||
+	    size > FDEV_MAX_RANKS || rank < 0 || rank >= size)
+		return -EINVAL;
+	while (parent->parent)
+		parent = parent->parent;
+	/* A proxy's context is rank 0's; a timing-only one is reopened. */
+	if (!parent->multi || parent->proxy || !parent->dev ||
+	    fdev_comm_timing_only(parent))
+		return -EOPNOTSUPP;
+	err = comm_alloc((unsigned int)size, 1, &c);
+	if (err)
+		return err;
+	c->first = (unsigned int)rank;
+	c->multi = 1;
+	c->flags = parent->flags;
+	c->ws_bytes = ws_bytes;
+	c->parent = parent;
+	c->dev = parent->dev;
+	c->notify = parent->notify;
+	c->timeout_ms = parent->timeout_ms;
+	c->seg = parent->seg;
+	memcpy(c->path, parent->path, sizeof(c->path));
+	c->queue[0] = parent->queue[0];
+	c->ep[rank] = parent->ep[parent->first];
+	err = comm_regions(c);
+	if (!err)
+		err = shm_open_job(c, job, rank);
+	if (err)
+		goto err_destroy;
+	{
+		struct shm_slot *sl = &c->shm->h->slot[rank];
+
+		sl->ep = c->ep[rank];
+		sl->key = c->rkey[rank];
+		atomic_store(&sl->pid, getpid());
+	}
+	/* A host meeting: the context stays idle, its clock untouched. */
+	err = shm_barrier(c, &v);
+	if (err)
+		goto err_destroy;
+	for (int r = 0; r < size; r++) {
+		c->ep[r] = c->shm->h->slot[r].ep;
+		c->rkey[r] = c->shm->h->slot[r].key;
+	}
+	/* A receive completion names its sender by endpoint. */
+	for (int r = 0; r < size; r++)
+		for (int q = 0; q < r; q++)
+			if (c->ep[q] == c->ep[r]) {
+				err = -EINVAL;
+				goto err_destroy;
+			}
+	*out = c;
+	return 0;
+
+err_destroy:
+	fdev_comm_destroy(c);
+	return err;
+}
+
 void fdev_comm_destroy(struct fdev_comm *c)
 {
 	if (!c)
@@ -969,7 +1138,8 @@ void fdev_comm_destroy(struct fdev_comm *c)
 		else if (!c->dev)
 			free(c->ws[l].addr);
 	}
-	fdev_close(c->dev);
+	if (!c->parent)
+		fdev_close(c->dev);
 	fdev_zc_free(c);
 	free(c->early);
 	free(c->ep);

@@ -133,6 +133,12 @@ struct fdev_comm {
 	pthread_t idle_thread;
 	int idle_on, idle_stop, idle_err;
 	uint64_t idle_ps;
+	/*
+	 * A sub-communicator (fdev_comm_init_sub()): the communicator whose
+	 * context, queue, receive queue and idle thread it shares; NULL
+	 * for one that owns its context.
+	 */
+	struct fdev_comm *parent;
 	struct fdev *dev;
 	uint32_t *ep;			/* [nranks] endpoint of each rank */
 	uint32_t *queue;		/* [nlocal] */

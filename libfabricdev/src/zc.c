@@ -30,8 +30,12 @@ static int reg_usable(const struct fdev_comm *c)
 /* Can a collective of @c on @p use callers' buffers in place? */
 static int zc_possible(const struct fdev_comm *c, const struct fdev_plan *p)
 {
-	/* A notify rank meets the others on the host at its next resume. */
-	return reg_usable(c) && !p->mcast_ranks && (!c->multi || c->idle_on);
+	/*
+	 * A notify rank meets the others on the host at its next resume
+	 * (idle in its context's owner: a sub-communicator's parent).
+	 */
+	return reg_usable(c) && !p->mcast_ranks &&
+	       (!c->multi || (c->parent ? c->parent : c)->idle_on);
 }
 
 int fdev_comm_register(struct fdev_comm *c, struct fdev_region *r)

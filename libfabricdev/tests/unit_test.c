@@ -871,6 +871,16 @@ static void test_bad_args(void)
 	ok(fdev_all_reduce(c, x, x, 1 << 20, FDEV_F32, FDEV_ALGO_RING) == -EMSGSIZE,
 	   "bigger than the workspace: -EMSGSIZE");
 	ok(fdev_moe_combine(c, NULL, NULL, NULL) == -EINVAL, "combine without handle: -EINVAL");
+	{
+		struct fdev_comm *sub = NULL;
+
+		ok(fdev_comm_init_sub(NULL, "j", 0, 1, 0, &sub) == -EINVAL &&
+		   fdev_comm_init_sub(c, "j", 1, 1, 0, &sub) == -EINVAL &&
+		   fdev_comm_init_sub(c, "", 0, 1, 0, &sub) == -EINVAL && !sub,
+		   "sub-communicator of no parent, rank out of range, no job: -EINVAL");
+		ok(fdev_comm_init_sub(c, "j", 0, 1, 0, &sub) == -EOPNOTSUPP && !sub,
+		   "sub-communicator of one process driving every rank: -EOPNOTSUPP");
+	}
 	/* Rank masking: experts of an excluded rank are dropped and counted. */
 	ok(fdev_comm_exclude(c, 1) == 0 && (fdev_comm_failed(c, 0) & 2), "rank 1 excluded");
 	ok(fdev_all_reduce(c, x, x, 2, FDEV_F32, FDEV_ALGO_RING) == -ENOLINK,
