@@ -17,10 +17,13 @@
  *
  * Groups: the first icfab group of a process opens a communicator; a
  * later group of the same size (new_group() of every rank) shares it. A
- * group of fewer ranks runs over the c10d Store instead (correct bytes,
- * no fabric time; a second communicator for it is not done yet, see
- * docs/TORCH.md). send/recv go through the Store too: the
- * library has no point-to-point op.
+ * group of fewer ranks opens a sub-communicator of it
+ * (fdev_comm_init_sub()): its ranks on their endpoints in the first,
+ * in the same context, so its ops cross the fabric too. Where that
+ * cannot be (rank 0's proxy; an earlier default group's communicator
+ * still held) the group runs over the c10d Store instead (correct
+ * bytes, no fabric time) and says why (store_reason()). send/recv go
+ * through the Store too: the library has no point-to-point op.
  */
 #include <torch/extension.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
@@ -86,9 +89,23 @@ private:
  */
 struct Fabric {
 	struct fdev_comm *comm = nullptr;
-	std::mutex lock;	/* protects comm's use */
+	/*
+	 * Protects comm's use; one for the process's communicator and its
+	 * sub-communicators, which share its context.
+	 */
+	std::shared_ptr<std::mutex> lock = std::make_shared<std::mutex>();
+	/* A sub-communicator's: destroyed after it. */
+	std::shared_ptr<Fabric> parent;
 
-	~Fabric() { fdev_comm_destroy(comm); }
+	~Fabric()
+	{
+		/* A sub-communicator's context goes on serving its parent. */
+		std::unique_lock<std::mutex> g(*lock, std::defer_lock);
+
+		if (parent)
+			g.lock();
+		fdev_comm_destroy(comm);
+	}
 };
 
 static bool dtype_supported(at::ScalarType t)
@@ -188,7 +205,16 @@ public:
 			process_fabric() = fab_;
 		} else if (size == world_size && fdev_comm_size(f->comm) == size) {
 			fab_ = f;
+		} else if (world_size < 0) {
+			why_ = "the communicator of an earlier default group is"
+			       " still held (by a group or a tensor from"
+			       " fabricdev.torch.empty())";
+		} else {
+			fab_ = open_sub(f);
 		}
+		if (!fab_)
+			TORCH_WARN("icfab: a group of ", size, " ranks runs over the"
+				   " c10d Store, not the fabric: ", why_);
 	}
 
 	const std::string getBackendName() const override { return kBackend; }
@@ -212,7 +238,7 @@ public:
 			return at::empty({nbytes}, opts);
 		std::shared_ptr<Fabric> f = fab_;
 		auto r = std::make_shared<struct fdev_region>();
-		std::lock_guard<std::mutex> g(f->lock);
+		std::lock_guard<std::mutex> g(*f->lock);
 		struct fdev *dev = fdev_comm_dev(f->comm);
 		int err = -EOPNOTSUPP;
 
@@ -232,7 +258,7 @@ public:
 		if (err == -EOPNOTSUPP)
 			return at::empty({nbytes}, opts);
 		return at::from_blob(r->addr, {nbytes}, [f, r](void *) {
-			std::lock_guard<std::mutex> g(f->lock);
+			std::lock_guard<std::mutex> g(*f->lock);
 
 			fdev_comm_deregister(f->comm, r.get());
 			fdev_region_free(fdev_comm_dev(f->comm), r.get());
@@ -245,7 +271,7 @@ public:
 		uint64_t staged = 0, in_place = 0;
 
 		if (fab_) {
-			std::lock_guard<std::mutex> g(fab_->lock);
+			std::lock_guard<std::mutex> g(*fab_->lock);
 
 			fdev_comm_bytes(fab_->comm, &staged, &in_place);
 		}
@@ -253,6 +279,8 @@ public:
 	}
 	/* Does the group run on the fabric (else over the Store)? */
 	bool on_fabric() const { return fab_ != nullptr; }
+	/* Why it runs over the Store ("" when on the fabric). */
+	std::string store_reason() const { return why_; }
 
 	c10::intrusive_ptr<c10d::Work> broadcast(
 		std::vector<at::Tensor> &tensors,
@@ -602,7 +630,6 @@ private:
 		std::vector<uint32_t> eps(4096);
 		auto f = std::make_shared<Fabric>();
 		int n = fdev_endpoints(nullptr, eps.data(), eps.size());
-		std::string job;
 
 		TORCH_CHECK(n != -ENOENT, "icfab init_process_group: no icfab"
 			    " device (is the icfab module loaded? FDEV_DEVICE"
@@ -615,7 +642,24 @@ private:
 		TORCH_CHECK(n >= size_, "icfab init_process_group: the committed"
 			    " topology has ", n, " endpoints, fewer than world_size ",
 			    size_);
-		/* The job name meets through the Store torch gave us. */
+		std::string job = meet_job();
+
+		if (timeout_ms > 0)
+			setenv("FDEV_TIMEOUT_MS", std::to_string(timeout_ms).c_str(), 1);
+		check_err("init_process_group",
+			  fdev_comm_init(nullptr, job.c_str(), rank_, size_,
+					 ws_bytes(), 0, &f->comm));
+		return f;
+	}
+
+	/*
+	 * The job name of the group's communicator, made by its rank 0 and
+	 * passed through the Store torch gave the group (its own prefix).
+	 */
+	std::string meet_job()
+	{
+		std::string job;
+
 		if (rank_ == 0) {
 			std::random_device rd;
 			job = "torch-" + std::to_string(getpid()) + "-" +
@@ -625,11 +669,36 @@ private:
 			std::vector<uint8_t> v = store_->get("icfab/job");
 			job.assign(v.begin(), v.end());
 		}
-		if (timeout_ms > 0)
-			setenv("FDEV_TIMEOUT_MS", std::to_string(timeout_ms).c_str(), 1);
-		check_err("init_process_group",
-			  fdev_comm_init(nullptr, job.c_str(), rank_, size_,
-					 ws_bytes(), 0, &f->comm));
+		return job;
+	}
+
+	/*
+	 * A group of fewer ranks: a sub-communicator of the process's
+	 * communicator @parent, each rank on the endpoint its process has
+	 * there (the world's mapping), in the same context. Null (and
+	 * why_) where @parent's context cannot host it.
+	 */
+	std::shared_ptr<Fabric> open_sub(const std::shared_ptr<Fabric> &parent)
+	{
+		auto f = std::make_shared<Fabric>();
+		std::string job = meet_job();
+		int err;
+
+		{
+			std::lock_guard<std::mutex> g(*parent->lock);
+
+			err = fdev_comm_init_sub(parent->comm, job.c_str(), rank_,
+						 size_, ws_bytes(), &f->comm);
+		}
+		if (err == -EOPNOTSUPP) {
+			why_ = "the process's communicator uses rank 0's proxy"
+			       " (FDEV_PROXY=1, or a module without"
+			       " ICFAB_F_RECV_NOTIFY), whose context cannot be shared";
+			return nullptr;
+		}
+		check_err("new_group", err);
+		f->parent = parent;
+		f->lock = parent->lock;
 		return f;
 	}
 
@@ -645,7 +714,7 @@ private:
 	/* The communicator's lock, or the group's own over the Store. */
 	std::unique_lock<std::mutex> guard()
 	{
-		return std::unique_lock<std::mutex>(fab_ ? fab_->lock : store_lock_);
+		return std::unique_lock<std::mutex>(fab_ ? *fab_->lock : store_lock_);
 	}
 
 	static uint64_t ws_bytes()
@@ -974,6 +1043,7 @@ private:
 
 	c10::intrusive_ptr<c10d::Store> store_;
 	std::shared_ptr<Fabric> fab_;	/* null: the group runs over the Store */
+	std::string why_;		/* without fab_: why not on the fabric */
 	std::chrono::milliseconds timeout_;	/* of the group's waits on the Store */
 	std::mutex store_lock_;		/* without fab_: protects store_seq_ */
 	uint64_t store_seq_ = 0;	/* the group's ops over the Store (barriers too) */
@@ -1003,5 +1073,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)
 		.def("empty_bytes", &icfab::ProcessGroupIcfab::empty_bytes,
 		     py::call_guard<py::gil_scoped_release>())
 		.def("copy_stats", &icfab::ProcessGroupIcfab::copy_stats)
-		.def("on_fabric", &icfab::ProcessGroupIcfab::on_fabric);
+		.def("on_fabric", &icfab::ProcessGroupIcfab::on_fabric)
+		.def("store_reason", &icfab::ProcessGroupIcfab::store_reason);
 }

@@ -368,40 +368,103 @@ def ops_named(path, stamps, world):
     return True, ""
 
 
+def sub_ops(rank, world, group, members, stamps):
+    """Ops on a subgroup of @members (global ranks, torch's group order),
+    each result checked element by element; emulated_ps(group) after
+    each op goes to @stamps."""
+    n = len(members)
+    me = members.index(rank)
+    checks = []
+
+    def stamp(name, ok):
+        checks.append((name, bool(ok)))
+        stamps.append(ft.emulated_ps(group))
+    t = torch.arange(6, dtype=torch.float32) * (rank + 1)
+    dist.all_reduce(t, group=group)
+    stamp("all_reduce SUM float32",
+          same(t, torch.arange(6, dtype=torch.float32) * sum(m + 1 for m in members)))
+    t = torch.tensor([rank, -rank, 7], dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX, group=group)
+    stamp("all_reduce MAX float64",
+          same(t, torch.tensor([max(members), -min(members), 7], dtype=torch.float64)))
+    x = torch.arange(n * 3, dtype=torch.int32) + 100 * rank
+    y = torch.zeros(n * 3, dtype=torch.int32)
+    dist.all_to_all_single(y, x, group=group)
+    stamp("all_to_all_single equal splits int32",
+          same(y, torch.cat([torch.arange(me * 3, me * 3 + 3, dtype=torch.int32) + 100 * m
+                             for m in members])))
+    # unequal: group rank i sends i + j + 1 rows of 2 to group rank j
+    ins = [me + j + 1 for j in range(n)]
+    outs = [i + me + 1 for i in range(n)]
+    x = torch.full((sum(ins), 2), float(rank), dtype=torch.bfloat16)
+    y = torch.zeros((sum(outs), 2), dtype=torch.bfloat16)
+    dist.all_to_all_single(y, x, outs, ins, group=group)
+    stamp("all_to_all_single unequal splits bfloat16",
+          same(y, torch.cat([torch.full((o, 2), float(m), dtype=torch.bfloat16)
+                             for o, m in zip(outs, members)])))
+    outl = [torch.zeros(4, dtype=torch.int64) for _ in range(n)]
+    dist.all_gather(outl, torch.arange(4) + 10 * rank, group=group)
+    stamp("all_gather int64",
+          all(same(o, torch.arange(4) + 10 * m) for o, m in zip(outl, members)))
+    b = torch.arange(5) if rank == members[-1] else torch.zeros(5, dtype=torch.int64)
+    dist.broadcast(b, members[-1], group=group)
+    stamp("broadcast from the last member", same(b, torch.arange(5)))
+    dist.barrier(group=group)
+    stamp("barrier", True)
+    return checks
+
+
 def groups_rank(rank, world, _):
-    """new_group() of every rank shares the world's communicator; a group
-    of fewer ranks runs over the Store; receives from any source."""
+    """new_group() of every rank shares the world's communicator; groups
+    of fewer ranks open their own on the fabric ([1, 2] and the
+    overlapping [0, 1], used alternately with the world); receives from
+    any source. Returns the checks and every emulated_ps() stamp."""
     res = []
+    stamps = []
     full = dist.new_group()
     t = torch.ones(4) * (rank + 1)
     dist.all_reduce(t, group=full)
     res.append(("new_group() of every rank: on the fabric, all_reduce",
                 full.on_fabric() and float(t[0]) == world * (world + 1) / 2,
                 "on_fabric %s, %s" % (full.on_fabric(), t)))
-    part = dist.new_group([1, 2])
+    # Ranks end this one at different clocks: the subgroup after it
+    # must not start at one that depends on the host's scheduling.
+    b = torch.arange(1 << 16, dtype=torch.float32) if rank == 0 else torch.zeros(1 << 16)
+    dist.broadcast(b, 0)
+    stamps.append(ft.emulated_ps())
+    g12 = dist.new_group([1, 2])
+    g01 = dist.new_group([0, 1])
+    for name, g, members in (("[1, 2]", g12, [1, 2]), ("[0, 1]", g01, [0, 1]),
+                             ("[1, 2] again", g12, [1, 2])):
+        desc = ("new_group(%s): on the fabric, results element by element, emulated_ps > 0"
+                % name)
+        if rank not in members:
+            res.append((desc, g == dist.GroupMember.NON_GROUP_MEMBER, "a non-member got %s" % g))
+        else:
+            before = len(stamps)
+            checks = sub_ops(rank, world, g, members, stamps)
+            ok = (g.on_fabric() and all(ok for _, ok in checks) and stamps[-1] > 0
+                  and stamps[before] > 0 and stamps[before:] == sorted(stamps[before:]))
+            res.append((desc, ok, "on_fabric %s (%s), %s, stamps %s" % (
+                g.on_fabric(), g.store_reason(), [n for n, ok in checks if not ok],
+                stamps[before:])))
+        # The world in between, on the same contexts.
+        t = torch.arange(8) * (rank + 1)
+        dist.all_reduce(t, group=full)
+        stamps.append(ft.emulated_ps())
+        res.append(("the world between subgroup ops (%s)" % name,
+                    same(t, torch.arange(8) * (world * (world + 1) // 2)), str(t)))
+    # Overlapping groups back to back: rank 1 orders them, rank 0 waits.
+    t = torch.ones(3, dtype=torch.int64) * (rank + 1)
     if rank in (1, 2):
-        me = rank - 1
-        t = torch.ones(3, dtype=torch.float64) * (rank + 1)
-        dist.all_reduce(t, op=dist.ReduceOp.MAX, group=part)
-        ok = not part.on_fabric() and float(t[0]) == 3
-        b = torch.arange(5) if rank == 2 else torch.zeros(5, dtype=torch.int64)
-        dist.broadcast(b, 2, group=part)
-        ok = ok and same(b, torch.arange(5))
-        # unequal splits: rank 1 sends 1 row to itself and 2 to rank 2
-        ins = [[1, 2], [3, 1]][me]
-        outs = [[1, 3], [2, 1]][me]
-        x = torch.full((sum(ins), 2), float(rank))
-        y = torch.zeros((sum(outs), 2))
-        dist.all_to_all_single(y, x, outs, ins, group=part)
-        want = torch.cat([torch.full((outs[0], 2), 1.), torch.full((outs[1], 2), 2.)])
-        ok = ok and same(y, want)
-        dist.barrier(group=part)
-        res.append(("new_group([1, 2]): over the Store, all_reduce MAX float64, broadcast, "
-                    "all_to_all_single with splits, barrier", ok, "%s %s" % (t, y)))
-    else:
-        res.append(("new_group([1, 2]): over the Store, all_reduce MAX float64, broadcast, "
-                    "all_to_all_single with splits, barrier", part == dist.GroupMember.NON_GROUP_MEMBER,
-                    "a non-member got %s" % part))
+        dist.all_reduce(t, group=g12)
+        stamps.append(ft.emulated_ps(g12))
+    if rank in (0, 1):
+        dist.all_reduce(t, group=g01)
+        stamps.append(ft.emulated_ps(g01))
+    want = {0: 1 + 5, 1: 5 + 1, 2: 5}.get(rank, 4)
+    res.append(("new_group([1, 2]) then new_group([0, 1]) back to back",
+                same(t, torch.full((3,), want, dtype=torch.int64)), str(t)))
     got = []
     if rank == 0:
         for _ in range(2 * (world - 1)):
@@ -414,10 +477,24 @@ def groups_rank(rank, world, _):
         dist.send(torch.full((2,), rank, dtype=torch.int32), 0)
         ok = True
     res.append(("recv from any source: senders and bytes", ok, str(got)))
-    t = torch.ones(4)
-    dist.all_reduce(t)
-    res.append(("the world group works after the subgroups", float(t[0]) == world, str(t)))
-    return res
+    x = torch.arange(world * 4, dtype=torch.float32) + 100 * rank
+    y = torch.zeros(world * 4)
+    dist.all_to_all_single(y, x)
+    stamps.append(ft.emulated_ps())
+    res.append(("the world group works after the subgroups",
+                same(y, torch.cat([torch.arange(rank * 4, rank * 4 + 4, dtype=torch.float32)
+                                   + 100 * s for s in range(world)])), str(y)))
+    return res, stamps
+
+
+def marker_spans(path):
+    """Per endpoint, (name, start_ps, end_ps) of every call in order."""
+    by = {}
+    for line in open(path):
+        f = dict(kv.split("=", 1) for kv in line.split()[1:])
+        by.setdefault(int(f["ep"]), []).append((f["name"], int(f["start_ps"]),
+                                                int(f["end_ps"]), f["status"]))
+    return by
 
 
 def init_error(world_size, words, env=None):
@@ -720,7 +797,29 @@ def main():
         print("# ops: %.1f s" % (time.time() - t))
     if "groups" in parts:
         t = time.time()
-        per_rank(run_ranks(world, groups_rank), "groups")
+        runs = []
+        for i in range(2):
+            marks = "/tmp/icfab_torch_groups_%d_%d" % (os.getpid(), i)
+            os.environ["FDEV_TRACE_MARKER"] = marks
+            open(marks, "w").close()
+            res = run_ranks(world, groups_rank)
+            del os.environ["FDEV_TRACE_MARKER"]
+            runs.append((res, marker_spans(marks)))
+            os.unlink(marks)
+        (r1, m1), (r2, m2) = runs
+        bad = [r for r in r1 + r2 if isinstance(r, tuple) and r[0] == "exception"]
+        per_rank(bad[:1] or [r[0] for r in r1], "groups")
+        if not bad:
+            s1, s2 = [r[1] for r in r1], [r[1] for r in r2]
+            tap(s1 == s2 and all(len(x) > 3 for x in s1),
+                "groups: emulated_ps(group) after every op, subgroups and world, equal in "
+                "two runs on every rank", "first %s, second %s" % (s1, s2))
+            for r, x in enumerate(s1):
+                print("# rank %d emulated_ps: %s" % (r, x))
+            tap(m1 == m2 and len(m1) == world and
+                all(sp[3] == "0" for ls in m1.values() for sp in ls),
+                "groups: every call's fabric start and end (FDEV_TRACE_MARKER) equal in two "
+                "runs on every endpoint", "first %s, second %s" % (m1, m2))
         print("# groups: %.1f s" % (time.time() - t))
     if "init" in parts:
         for how in ("env", "file"):

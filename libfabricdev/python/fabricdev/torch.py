@@ -13,8 +13,10 @@
 
 Rank r runs on the committed topology's r-th endpoint. The process group
 meets through the c10d Store torch hands it. A new_group() of every rank
-shares the default group's communicator; a group of fewer ranks runs over
-the Store (on_fabric() is False); see docs/TORCH.md.
+shares the default group's communicator; a group of fewer ranks opens its
+own on the fabric, each rank on its endpoint in the world (on_fabric() is
+True; where it cannot, it runs over the Store and store_reason() says
+why); see docs/TORCH.md.
 """
 import torch
 import torch.distributed as dist
