@@ -530,7 +530,7 @@ static int any_failed(const struct fdev_comm *c)
 	return 0;
 }
 
-/* run_coll() flags */
+/* run_coll_zc() flags */
 #define RUN_ZC		(1U << 0)	/* callers' buffers in place (zc.c) */
 #define RUN_ALIAS	(1U << 1)	/* ... and send may be recv */
 #define RUN_INTERNAL	(1U << 2)	/* the library's own bytes: not counted */
@@ -601,13 +601,6 @@ static int run_coll_zc(struct fdev_comm *c, struct fdev_plan *p, int built,
 out:
 	fdev_plan_free(p);
 	return err;
-}
-
-static int run_coll(struct fdev_comm *c, struct fdev_plan *p, int built,
-		    const struct fdev_coll_layout *lo, const void *send,
-		    void *recv)
-{
-	return run_coll_zc(c, p, built, lo, send, recv, NULL, NULL, 0);
 }
 
 /*
@@ -778,7 +771,7 @@ static int reduce_scatter(struct fdev_comm *c, const void *send,
 		return err;
 	fdev_plan_init(&p);
 	err = fdev_plan_reduce_scatter(&p, c->nranks, count, dt, algo, &lo);
-	return run_coll(c, &p, err, &lo, send, recv);
+	return run_coll_zc(c, &p, err, &lo, send, recv, NULL, NULL, RUN_ZC);
 }
 
 static int all_gather(struct fdev_comm *c, const void *send, void *recv,
@@ -793,7 +786,7 @@ static int all_gather(struct fdev_comm *c, const void *send, void *recv,
 	fdev_plan_init(&p);
 	err = fdev_plan_all_gather(&p, c->nranks, count * fdev_dtype_size(dt),
 				   algo, &lo);
-	return run_coll(c, &p, err, &lo, send, recv);
+	return run_coll_zc(c, &p, err, &lo, send, recv, NULL, NULL, RUN_ZC);
 }
 
 static int broadcast(struct fdev_comm *c, const void *send, void *recv,
@@ -811,8 +804,12 @@ static int broadcast(struct fdev_comm *c, const void *send, void *recv,
 	fdev_plan_init(&p);
 	err = fdev_plan_broadcast(&p, c->nranks, count * fdev_dtype_size(dt),
 				  (unsigned int)root, algo, &lo);
-	/* Only the root's send buffer is read; others may pass recv. */
-	return run_coll(c, &p, err, &lo, send ? send : recv, recv);
+	/*
+	 * Only the root's send buffer is read; others may pass recv. Send
+	 * may be recv (in place): the root's copy onto itself is skipped.
+	 */
+	return run_coll_zc(c, &p, err, &lo, send ? send : recv, recv, NULL,
+			   NULL, RUN_ZC | RUN_ALIAS);
 }
 
 /* The public calls: each one operation in the trace (trace.c). */

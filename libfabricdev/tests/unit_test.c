@@ -1074,6 +1074,55 @@ static void test_zc(void)
 	fdev_comm_bytes(c, &st, &ip);
 	ok(!memcmp(area[0], out, all) && st - st0 == all && ip - ip0 == all,
 	   "zc: the same sums, the output staged, the input not");
+
+	/*
+	 * All-gather and reduce-scatter of a page per rank from A (one
+	 * page each is all A holds per rank, so the outputs are malloc'd);
+	 * broadcast in place in A.
+	 */
+	{
+		uint8_t *ref = malloc((size_t)n * all);
+		uint8_t *got = malloc((size_t)n * all);
+
+		if (!ref || !got) {
+			ok(0, "zc: buffers");
+		} else {
+			memcpy(area[0], in, all);
+			ok(!fdev_all_gather(c, in, ref, ZC_PAGE, FDEV_U8, FDEV_ALGO_AUTO),
+			   "zc: staged all-gather");
+			fdev_comm_bytes(c, &st0, &ip0);
+			ok(!fdev_all_gather(c, area[0], got, ZC_PAGE, FDEV_U8,
+					    FDEV_ALGO_AUTO) &&
+			   !memcmp(got, ref, (size_t)n * all),
+			   "zc: all-gather from a region: the same bytes");
+			fdev_comm_bytes(c, &st, &ip);
+			ok(ip - ip0 == all && st - st0 == (size_t)n * all,
+			   "zc: all-gather: the inputs in place, the outputs staged");
+			ok(!fdev_reduce_scatter(c, in, ref, cnt, FDEV_F32, FDEV_ALGO_AUTO),
+			   "zc: staged reduce-scatter");
+			fdev_comm_bytes(c, &st0, &ip0);
+			ok(!fdev_reduce_scatter(c, area[0], got, cnt, FDEV_F32,
+						FDEV_ALGO_AUTO) &&
+			   !memcmp(got, ref, all / n),
+			   "zc: reduce-scatter from a region: the same sums");
+			fdev_comm_bytes(c, &st, &ip);
+			ok(ip - ip0 == all && st - st0 == all / n,
+			   "zc: reduce-scatter: the inputs in place, the outputs staged");
+			memcpy(ref, in, all);
+			ok(!fdev_broadcast(c, ref, ref, cnt * n, FDEV_F32, 2,
+					   FDEV_ALGO_AUTO), "zc: staged broadcast");
+			fdev_comm_bytes(c, &st0, &ip0);
+			ok(!fdev_broadcast(c, area[0], area[0], cnt * n, FDEV_F32, 2,
+					   FDEV_ALGO_AUTO) &&
+			   !memcmp(area[0], ref, all),
+			   "zc: broadcast in place from rank 2: the same bytes");
+			fdev_comm_bytes(c, &st, &ip);
+			ok(st == st0 && ip - ip0 == 2 * all,
+			   "zc: broadcast in place: nothing staged");
+		}
+		free(ref);
+		free(got);
+	}
 out:
 	for (unsigned int i = 0; dev_mode && i < 2 * ZC_N; i++)
 		if (reg[i].handle) {
