@@ -9,7 +9,8 @@
  * workspace: one copy in, one copy out (plus one to make a
  * non-contiguous tensor contiguous); those that empty_bytes() made live
  * in device memory, registered with the communicator, and
- * all_to_all_single and a SUM/AVG all_reduce use them where they are
+ * all_to_all_single, a SUM/AVG all_reduce, _allgather_base,
+ * _reduce_scatter_base and broadcast use them where they are
  * (libfabricdev's zero copy). Ops libfabricdev has no collective
  * for are built from ones it has, so their bytes still cross the fabric:
  * MAX/MIN/PRODUCT (and SUM of 8-bit integers and float64) are an
@@ -430,10 +431,15 @@ public:
 		at::Tensor in = input.contiguous();
 		OutView out(output);
 
-		at::Tensor all = gather_bytes(op, in);
+		/* Straight into the output: in place where it is in a region. */
+		if (in.nbytes() && fab_) {
+			ran(op, fdev_all_gather(comm(op), bytes(in), bytes(out.work),
+						in.nbytes(), FDEV_U8, FDEV_ALGO_AUTO));
+		} else if (in.nbytes()) {
+			at::Tensor all = gather_bytes(op, in);
 
-		if (in.nbytes())
 			std::memcpy(bytes(out.work), bytes(all), all.nbytes());
+		}
 		out.commit();
 		return done(c10d::OpType::_ALLGATHER_BASE, {output});
 	}

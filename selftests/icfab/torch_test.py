@@ -615,8 +615,9 @@ def deep_ep_rank(rank, world, _):
 # ---- A Megatron/fairseq-style expert-parallel layer, torch.distributed only.
 
 def zc_ops(rank, world, mk_in, mk_out, stamp):
-    """all_to_all_single (equal and unequal splits) and all_reduce (SUM,
-    AVG; in place) on tensors from mk_in/mk_out (torch.empty or
+    """all_to_all_single (equal and unequal splits), all_reduce (SUM,
+    AVG; in place), all_gather_into_tensor, reduce_scatter_tensor and
+    broadcast (in place) on tensors from mk_in/mk_out (torch.empty or
     fabricdev.torch.empty), and one all_to_all_single whose input is from
     mk_in and output from torch.empty. Returns the outputs, and the bytes
     of mk_in/mk_out tensors the ops passed (input and output)."""
@@ -656,6 +657,25 @@ def zc_ops(rank, world, mk_in, mk_out, stamp):
         outs.append(t.clone())
         nbytes[0] += sum(p.numel() * p.element_size() for p in passed)
 
+    def raw(t):     # gloo moves bfloat16 as bytes
+        return t.view(torch.uint8) if gloo and t.dtype == torch.bfloat16 else t
+
+    def agb(y, x):
+        if not gloo:
+            dist.all_gather_into_tensor(y, x)
+            return
+        parts = [torch.empty_like(raw(x)) for _ in range(world)]
+        dist.all_gather(parts, raw(x))
+        raw(y).copy_(torch.cat(parts))
+
+    def rsb(y, x):
+        if not gloo:
+            dist.reduce_scatter_tensor(y, x)
+            return
+        w = x.float() if x.dtype == torch.bfloat16 else x.clone()
+        dist.all_reduce(w)
+        y.copy_(w.view(world, -1)[rank].view(y.shape))
+
     for dtype in (torch.float32, torch.bfloat16, torch.int32):
         shape = (world * 4, 5)
         x = fill(mk_in, shape, dtype, val(rank, shape, dtype))
@@ -675,6 +695,17 @@ def zc_ops(rank, world, mk_in, mk_out, stamp):
             t = fill(mk_in, shape, dtype, val(rank, shape, dtype))
             ar(t, avg=True)
             done(t, t, t)
+        x = fill(mk_in, (3, 5), dtype, val(rank, (3, 5), dtype))
+        y = fill(mk_out, (world * 3, 5), dtype)
+        agb(y, x)
+        done(y, x, y)
+        x = fill(mk_in, shape, dtype, val(rank, shape, dtype))
+        y = fill(mk_out, (4, 5), dtype)
+        rsb(y, x)
+        done(y, x, y)
+        t = fill(mk_in, shape, dtype, val(rank, shape, dtype))
+        dist.broadcast(raw(t), world - 1)
+        done(t, t, t)
     shape = (world * 8, 2)
     x = fill(mk_in, shape, torch.float32, val(rank, shape, torch.float32))
     y = torch.zeros(shape)
