@@ -732,6 +732,13 @@ private:
 
 	void ran(const char *op, int err)
 	{
+		/*
+		 * An op that failed where a rank was found dead failed
+		 * because of it (say, its last WRITE landed after this rank
+		 * had learned of its death from a peer): that is the error.
+		 */
+		if (err < 0)
+			check_alive(op);
 		check_err(op, err);
 		check_alive(op);
 		last_ps_ = fdev_comm_last_ps(comm());
