@@ -489,6 +489,8 @@ void fdev_moe_handle_free(struct fdev_moe_handle *h)
 	free(h->ranks);
 	free(h->pair_tokens);
 	free(h->node_tokens);
+	free(h->chunk_pair);
+	free(h->chunk_node);
 	free(h->mc_tokens);
 	free(h);
 }

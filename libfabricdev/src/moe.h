@@ -47,7 +47,8 @@ struct moe_rank {
 	/*
 	 * Hierarchical, as forwarding peer p: for each (d in p's node, s a
 	 * remote source with p's local index), the positions in s's
-	 * scale-out block of the pair_tokens(s, d) records that went on to d.
+	 * scale-out block of the pair_tokens(s, d) records that went on to d
+	 * (all chunks, in order).
 	 */
 	uint64_t *fwd_pos;
 	uint64_t *fwd_pos_start;	/* [node_size][n] first entry of (d, s) */
@@ -62,6 +63,12 @@ struct fdev_moe_handle {
 	uint64_t *node_tokens;		/* hier: [n][nodes] tokens of s for node N */
 	uint64_t *mc_tokens;		/* multicast: [n] records s multicasts */
 	unsigned int node_size, nr_nodes;	/* hier: ranks per node, nodes */
+	/*
+	 * hier: the token chunks its steps pipeline, and pair_tokens and
+	 * node_tokens per chunk, [chunks][n][n] and [chunks][n][nodes].
+	 */
+	unsigned int chunks;
+	uint64_t *chunk_pair, *chunk_node;
 	struct moe_rank *ranks;		/* [nlocal] */
 	struct fdev_moe_stats st;
 	int timing;			/* timing only: no records exist */

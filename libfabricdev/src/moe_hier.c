@@ -5,21 +5,34 @@
  * with the source's local index, which forwards it over scale-up to the
  * ranks of its node that own the token's experts; ranks of the source's
  * own node get it directly over scale-up, in the same step as the
- * scale-out. Three plans: the count exchange (tokens per rank and per
- * node), the scale-out with the direct scale-up, the forwarding. Between
- * the last two each peer packs what it forwards from the records it
- * received. The receiver sees the same rows, in the same order, as
+ * scale-out. The receiver sees the same rows, in the same order, as
  * throughput.
+ *
+ * Pipelined in token chunks (h->chunks, hier_chunks()): each source cuts
+ * its tokens into C ranges, and the count exchange carries tokens per
+ * rank and per node for each. Step j (of C + 1, one plan each) sends
+ * chunk j over scale-out (and directly over scale-up) while the peers
+ * forward chunk j - 1 over scale-up; between steps each peer packs what
+ * it forwards from the records of the chunk it received. With C = 1 that
+ * is the unpipelined schedule: the scale-out step, then the forwarding.
  *
  * Combine reverses it: partials to the forwarding peer (or directly to a
  * source in the same node), which sums them per token, then one row per
- * (token, node) back over scale-out.
+ * (token, node) back over scale-out. Step j sends chunk j's partials to
+ * the peers while chunk j - 1's sums cross scale-out (and the node's own
+ * partials go straight back).
  *
- * All offsets follow from pair_tokens and node_tokens, so every process
- * builds the same plans. Workspace regions (struct hier_regions, in
- * records or rows), each as large as the largest rank's share:
+ * All offsets follow from pair_tokens and node_tokens (and their
+ * chunks), so every process builds the same plans. Workspace regions
+ * (struct hier_regions, in records or rows), each as large as the
+ * largest rank's share:
  *	dispatch  send | direct_in | scaleout_in | fwd_out | fwd_in
  *	combine   partials | direct_back | at_peer | summed | scaleout_back
+ * Within a block of one (source, destination) or (source, node), the
+ * chunks follow each other in order, so the block holds the records in
+ * token order as without chunks. fwd_out and fwd_in go chunk by chunk
+ * instead (all of chunk 0's blocks, then chunk 1's...): a peer forwards
+ * a chunk to a rank of its node in one transfer.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -111,37 +124,41 @@ static uint64_t off_scaleout_recv(const struct fdev_moe_handle *h,
 }
 
 /*
- * fwd_out at peer @p: the block (d, s); @with_self also counts d == p
+ * fwd_out at peer @p: the block (d, s), from the tokens per pair @pair
+ * ([n][n]: the totals or one chunk's); @with_self also counts d == p
  * (at_peer, which holds the peer's own partials too).
  */
-static uint64_t off_forward(const struct fdev_moe_handle *h, unsigned int p,
+static uint64_t off_forward(const struct fdev_moe_handle *h,
+			    const uint64_t *pair, unsigned int p,
 			    unsigned int d, unsigned int s, int with_self)
 {
+	unsigned int n = h->nranks;
 	uint64_t o = 0;
 
 	for (unsigned int q = node_first(h, hier_node(h, p)); q <= d; q++) {
 		if (q == p && !with_self)
 			continue;
-		for (unsigned int r = 0; r < h->nranks; r++)
+		for (unsigned int r = 0; r < n; r++)
 			if (forwards_for(h, p, r) && (q < d || r < s))
-				o += moe_pair(h, r, q);
+				o += pair[(size_t)r * n + q];
 	}
 	return o;
 }
 
 /* fwd_in at @d: the block forwarded by @p, and within it source @s. */
 static uint64_t off_forwarded_recv(const struct fdev_moe_handle *h,
-				   unsigned int d, unsigned int p,
-				   unsigned int s)
+				   const uint64_t *pair, unsigned int d,
+				   unsigned int p, unsigned int s)
 {
+	unsigned int n = h->nranks;
 	uint64_t o = 0;
 
 	for (unsigned int q = node_first(h, hier_node(h, d)); q <= p; q++) {
 		if (q == d)
 			continue;
-		for (unsigned int r = 0; r < h->nranks; r++)
+		for (unsigned int r = 0; r < n; r++)
 			if (forwards_for(h, q, r) && (q < p || r < s))
-				o += moe_pair(h, r, d);
+				o += pair[(size_t)r * n + d];
 	}
 	return o;
 }
@@ -183,9 +200,12 @@ static void hier_regions(const struct fdev_moe_handle *h,
 				   off_direct_send(h, r, next));
 		direct_in = max64(direct_in, off_direct_recv(h, r, next));
 		scaleout_in = max64(scaleout_in, off_scaleout_recv(h, r, h->nranks));
-		fwd_out = max64(fwd_out, off_forward(h, r, next - 1, h->nranks, 0));
-		at_peer = max64(at_peer, off_forward(h, r, next - 1, h->nranks, 1));
-		fwd_in = max64(fwd_in, off_forwarded_recv(h, r, next - 1, h->nranks));
+		fwd_out = max64(fwd_out, off_forward(h, h->pair_tokens, r, next - 1,
+						     h->nranks, 0));
+		at_peer = max64(at_peer, off_forward(h, h->pair_tokens, r, next - 1,
+						     h->nranks, 1));
+		fwd_in = max64(fwd_in, off_forwarded_recv(h, h->pair_tokens, r,
+							  next - 1, h->nranks));
 		for (unsigned int s = 0; s < h->nranks; s++)
 			recv += moe_pair(h, s, r);
 		partials = max64(partials, recv);
@@ -209,69 +229,224 @@ static void hier_regions(const struct fdev_moe_handle *h,
 }
 
 /* ------------------------------------------------------------------ */
+/* Chunks                                                              */
+
+/* Chunks at most by default, and at most with FDEV_HIER_CHUNKS. */
+#define HIER_CHUNKS		4
+#define HIER_CHUNKS_MAX		64
+
+/*
+ * The token chunks a dispatch pipelines: FDEV_HIER_CHUNKS (1 to 64; 1 is
+ * the unpipelined schedule), else up to HIER_CHUNKS, as long as a chunk
+ * has 32 tokens (256 on two nodes, where with uniform routing scale-up
+ * is the busier side and small chunks only add steps) and the extra
+ * counts gathered cost at most 1/32 of the scale-out bytes a rank may
+ * send (T = cfg.max_tokens, else 4096; docs/LIBFABRICDEV.md, "Pipelined
+ * hierarchical mode"). Always 1 on one node, or with nodes of one rank,
+ * where nothing is forwarded. Every process must see the same value.
+ */
+static unsigned int hier_chunks(const struct fdev_moe_handle *h)
+{
+	const char *v = getenv("FDEV_HIER_CHUNKS");
+	uint64_t n = h->nranks, nn = h->nr_nodes, T = h->cfg.max_tokens;
+	uint64_t row = (n - 1) * (n + nn) * 8, out, min_tokens;
+	unsigned int c = HIER_CHUNKS;
+	long e;
+
+	if (nn < 2 || h->node_size < 2)
+		return 1;
+	if (v && *v) {
+		e = strtol(v, NULL, 10);
+		return e < 1 ? 1 : e > HIER_CHUNKS_MAX ? HIER_CHUNKS_MAX :
+		       (unsigned int)e;
+	}
+	T = T ? T : 4096;
+	min_tokens = nn > 2 ? 32 : 256;
+	out = T * (h->cfg.k < nn - 1 ? h->cfg.k : nn - 1) * h->rec_size;
+	while (c > 1 && (T / c < min_tokens || (c - 1) * row * 32 > out))
+		c--;
+	return c;
+}
+
+/* Chunk @j of a source's @T tokens starts at this token. */
+static uint64_t chunk_first(uint64_t T, unsigned int C, unsigned int j)
+{
+	return T * j / C;
+}
+
+/* Chunk @j's tokens per pair, [n][n]. */
+static const uint64_t *chunk_pairs(const struct fdev_moe_handle *h,
+				   unsigned int j)
+{
+	return h->chunk_pair + (size_t)j * h->nranks * h->nranks;
+}
+
+static uint64_t cpair(const struct fdev_moe_handle *h, unsigned int j,
+		      unsigned int s, unsigned int d)
+{
+	return chunk_pairs(h, j)[(size_t)s * h->nranks + d];
+}
+
+static uint64_t cnode(const struct fdev_moe_handle *h, unsigned int j,
+		      unsigned int s, unsigned int N)
+{
+	return h->chunk_node[((size_t)j * h->nranks + s) * h->nr_nodes + N];
+}
+
+/* Within the block (s, d), chunk @j's first record. */
+static uint64_t pfx_pair(const struct fdev_moe_handle *h, unsigned int j,
+			 unsigned int s, unsigned int d)
+{
+	uint64_t o = 0;
+
+	for (unsigned int c = 0; c < j; c++)
+		o += cpair(h, c, s, d);
+	return o;
+}
+
+/* Within the block (s, node N), chunk @j's first record. */
+static uint64_t pfx_node(const struct fdev_moe_handle *h, unsigned int j,
+			 unsigned int s, unsigned int N)
+{
+	uint64_t o = 0;
+
+	for (unsigned int c = 0; c < j; c++)
+		o += cnode(h, c, s, N);
+	return o;
+}
+
+/* The last rank of @r's node. */
+static unsigned int node_last(const struct fdev_moe_handle *h, unsigned int r)
+{
+	return node_first(h, hier_node(h, r) + 1) - 1;
+}
+
+/* fwd_out at peer @p: where chunk @j's blocks start. */
+static uint64_t fwd_out_chunk(const struct fdev_moe_handle *h, unsigned int p,
+			      unsigned int j)
+{
+	uint64_t o = 0;
+
+	for (unsigned int c = 0; c < j; c++)
+		o += off_forward(h, chunk_pairs(h, c), p, node_last(h, p),
+				 h->nranks, 0);
+	return o;
+}
+
+/* fwd_in at @d: where chunk @j's blocks start. */
+static uint64_t fwd_in_chunk(const struct fdev_moe_handle *h, unsigned int d,
+			     unsigned int j)
+{
+	uint64_t o = 0;
+
+	for (unsigned int c = 0; c < j; c++)
+		o += off_forwarded_recv(h, chunk_pairs(h, c), d, node_last(h, d),
+					h->nranks);
+	return o;
+}
+
+/* ------------------------------------------------------------------ */
 /* Dispatch: counts                                                    */
 
-/* Local rank @l's row: tokens per rank, then tokens per node. */
+/*
+ * Local rank @l's row: for each chunk, tokens per rank, then tokens per
+ * node.
+ */
 static int hier_local_row(struct fdev_moe_handle *h, unsigned int l,
 			  uint64_t *row)
 {
 	struct moe_rank *mr = &h->ranks[l];
-	unsigned int n = h->nranks;
+	unsigned int n = h->nranks, nn = h->nr_nodes, C = h->chunks, k = h->cfg.k;
 	int err = moe_route_by_rank(h, mr);
 
 	if (err)
 		return err;
-	memcpy(row, mr->send_cnt, n * 8ULL);
-	for (uint64_t t = 0; t < mr->tokens; t++)
-		for (unsigned int N = 0; N < h->nr_nodes; N++)
-			row[n + N] += token_on_node(h, mr->topk_idx + t * h->cfg.k, N);
+	for (unsigned int j = 0; j < C; j++) {
+		uint64_t *r = row + (size_t)j * (n + nn);
+
+		for (uint64_t t = chunk_first(mr->tokens, C, j);
+		     t < chunk_first(mr->tokens, C, j + 1); t++) {
+			for (unsigned int d = 0; d < n; d++)
+				r[d] += moe_token_on_rank(h, mr->topk_idx + t * k, d);
+			for (unsigned int N = 0; N < nn; N++)
+				r[n + N] += token_on_node(h, mr->topk_idx + t * k, N);
+		}
+	}
 	return 0;
+}
+
+/* Rank @r's row @row of the count exchange into the chunks and totals. */
+static void hier_take_row(struct fdev_moe_handle *h, unsigned int r,
+			  const uint64_t *row)
+{
+	unsigned int n = h->nranks, nn = h->nr_nodes;
+
+	for (unsigned int j = 0; j < h->chunks; j++) {
+		const uint64_t *cr = row + (size_t)j * (n + nn);
+
+		memcpy(h->chunk_pair + ((size_t)j * n + r) * n, cr, n * 8ULL);
+		memcpy(h->chunk_node + ((size_t)j * n + r) * nn, cr + n, nn * 8ULL);
+		for (unsigned int d = 0; d < n; d++)
+			h->pair_tokens[(size_t)r * n + d] += cr[d];
+		for (unsigned int N = 0; N < nn; N++)
+			h->node_tokens[(size_t)r * nn + N] += cr[n + N];
+	}
 }
 
 static int hier_reuse_counts(struct fdev_moe_handle *h, const uint64_t *rows,
 			     const struct fdev_moe_handle *reuse)
 {
-	unsigned int n = h->nranks, nn = h->nr_nodes, width = n + nn;
+	unsigned int n = h->nranks, nn = h->nr_nodes, C = h->chunks;
+	size_t width = (size_t)C * (n + nn);
 
 	for (unsigned int l = 0; l < h->nlocal; l++) {
 		unsigned int r = h->first + l;
 
-		if (memcmp(rows + (size_t)l * width,
-			   reuse->pair_tokens + (size_t)r * n, n * 8ULL) ||
-		    memcmp(rows + (size_t)l * width + n,
-			   reuse->node_tokens + (size_t)r * nn, nn * 8ULL))
-			return -EINVAL;	/* routing differs */
+		for (unsigned int j = 0; j < C; j++) {
+			const uint64_t *cr = rows + l * width + (size_t)j * (n + nn);
+
+			if (memcmp(cr, chunk_pairs(reuse, j) + (size_t)r * n,
+				   n * 8ULL) ||
+			    memcmp(cr + n, reuse->chunk_node +
+				   ((size_t)j * n + r) * nn, nn * 8ULL))
+				return -EINVAL;	/* routing differs */
+		}
 	}
 	memcpy(h->pair_tokens, reuse->pair_tokens, (size_t)n * n * 8);
 	memcpy(h->node_tokens, reuse->node_tokens, (size_t)n * nn * 8);
+	memcpy(h->chunk_pair, reuse->chunk_pair, (size_t)C * n * n * 8);
+	memcpy(h->chunk_node, reuse->chunk_node, (size_t)C * n * nn * 8);
 	return 0;
 }
 
-/* Tokens per rank and per node of every rank: from @reuse, or exchanged. */
+/*
+ * Tokens per rank and per node of every rank, for each chunk and in
+ * total: from @reuse, or exchanged.
+ */
 static int hier_counts(struct fdev_comm *c, struct fdev_moe_handle *h,
 		       const struct fdev_moe_handle *reuse, uint64_t *t_ps)
 {
-	unsigned int n = h->nranks, nn = h->nr_nodes, width = n + nn;
+	unsigned int n = h->nranks, nn = h->nr_nodes, C = h->chunks;
+	unsigned int width = C * (n + nn);
 	uint64_t *rows, *all = NULL;
 	int err;
 
 	*t_ps = 0;
+	h->chunk_pair = calloc((size_t)C * n * n, 8);
+	h->chunk_node = calloc((size_t)C * n * nn, 8);
 	rows = calloc((size_t)h->nlocal * width + 1, 8);
 	if (!reuse)
 		all = calloc((size_t)n * width, 8);
-	err = rows && (reuse || all) ? 0 : -ENOMEM;
+	err = rows && (reuse || all) && h->chunk_pair && h->chunk_node ?
+	      0 : -ENOMEM;
 	for (unsigned int l = 0; !err && l < h->nlocal; l++)
 		err = hier_local_row(h, l, rows + (size_t)l * width);
 	if (!err && reuse)
 		err = hier_reuse_counts(h, rows, reuse);
 	else if (!err)
 		err = moe_gather_counts(c, h, rows, width, all, t_ps);
-	for (unsigned int r = 0; !err && !reuse && r < n; r++) {
-		memcpy(h->pair_tokens + (size_t)r * n, all + (size_t)r * width,
-		       n * 8ULL);
-		memcpy(h->node_tokens + (size_t)r * nn, all + (size_t)r * width + n,
-		       nn * 8ULL);
-	}
+	for (unsigned int r = 0; !err && !reuse && r < n; r++)
+		hier_take_row(h, r, all + (size_t)r * width);
 	free(rows);
 	free(all);
 	return err;
@@ -280,16 +455,20 @@ static int hier_counts(struct fdev_comm *c, struct fdev_moe_handle *h,
 /* ------------------------------------------------------------------ */
 /* Dispatch: scale-out and direct scale-up                             */
 
-/* Step @kk of source @s within its node: to the rank @kk after it. */
+/*
+ * Step @kk of source @s within its node, chunk @j: to the rank @kk
+ * after it.
+ */
 static void plan_direct_step(struct fdev_moe_handle *h,
 			     const struct hier_regions *rg, unsigned int s,
-			     unsigned int kk, struct fdev_plan *p)
+			     unsigned int kk, unsigned int j, struct fdev_plan *p)
 {
 	unsigned int g = h->node_size, ns = hier_node(h, s);
 	unsigned int d = node_first(h, ns) + (s % g + kk) % g;
-	uint64_t rec = h->rec_size, cnt = moe_pair(h, s, d);
-	uint64_t src = (rg->send + off_direct_send(h, s, d)) * rec;
-	uint64_t dst = (rg->direct_in + off_direct_recv(h, d, s)) * rec;
+	uint64_t rec = h->rec_size, cnt = cpair(h, j, s, d);
+	uint64_t at = pfx_pair(h, j, s, d);
+	uint64_t src = (rg->send + off_direct_send(h, s, d) + at) * rec;
+	uint64_t dst = (rg->direct_in + off_direct_recv(h, d, s) + at) * rec;
 
 	if (cnt && d == s)
 		fdev_plan_act(p, 0, s, FDEV_ACT_COPY, FDEV_U8, dst, src, cnt * rec);
@@ -300,21 +479,26 @@ static void plan_direct_step(struct fdev_moe_handle *h,
 	}
 }
 
-/* Step @kk of source @s across nodes: to its peer in the node @kk after. */
+/*
+ * Step @kk of source @s across nodes, chunk @j: to its peer in the node
+ * @kk after.
+ */
 static void plan_scaleout_step(struct fdev_moe_handle *h,
 			       const struct hier_regions *rg, unsigned int s,
-			       unsigned int kk, struct fdev_plan *p)
+			       unsigned int kk, unsigned int j,
+			       struct fdev_plan *p)
 {
 	unsigned int g = h->node_size, ns = hier_node(h, s);
 	unsigned int N = (ns + kk) % h->nr_nodes, peer = N * g + s % g;
-	uint64_t rec = h->rec_size, cnt = node_pair(h, s, N);
+	uint64_t rec = h->rec_size, cnt = cnode(h, j, s, N);
+	uint64_t at = pfx_node(h, j, s, N);
 
 	if (!cnt)
 		return;
 	fdev_plan_xfer(p, 0, s, peer,
 		       (rg->send + off_direct_send(h, s, node_first(h, ns + 1)) +
-			off_scaleout_send(h, s, N)) * rec,
-		       (rg->scaleout_in + off_scaleout_recv(h, peer, s)) * rec,
+			off_scaleout_send(h, s, N) + at) * rec,
+		       (rg->scaleout_in + off_scaleout_recv(h, peer, s) + at) * rec,
 		       cnt * rec);
 	if (moe_is_local(h, s))
 		h->st.dispatch_bytes += cnt * rec;
@@ -322,7 +506,8 @@ static void plan_scaleout_step(struct fdev_moe_handle *h,
 
 /*
  * Each local source's send area: its node's ranks' records (by rank),
- * then one record per (token, remote node) (by node).
+ * then one record per (token, remote node) (by node), in token order
+ * within each block, and so chunk by chunk.
  */
 static void hier_pack(struct fdev_comm *c, struct fdev_moe_handle *h,
 		      const struct fdev_moe_in *in, const struct hier_regions *rg)
@@ -348,128 +533,162 @@ static void hier_pack(struct fdev_comm *c, struct fdev_moe_handle *h,
 	}
 }
 
-static int hier_send(struct fdev_comm *c, struct fdev_moe_handle *h,
-		     const struct fdev_moe_in *in,
-		     const struct hier_regions *rg, uint64_t *t_ps)
+/* Chunk @j's direct and scale-out sends, into step 0 of @p. */
+static void plan_send(struct fdev_moe_handle *h, const struct hier_regions *rg,
+		      unsigned int j, struct fdev_plan *p)
 {
 	unsigned int g = h->node_size, steps = max64(g, h->nr_nodes);
-	struct fdev_plan p;
-	int err;
 
-	fdev_plan_init(&p);
-	fdev_plan_need(&p, rg->end * h->rec_size);
 	/* Rotated: rank s first to the next in its node and the next node. */
 	for (unsigned int kk = 0; kk < steps; kk++)
 		for (unsigned int s = 0; s < h->nranks; s++) {
 			if (kk < g)
-				plan_direct_step(h, rg, s, kk, &p);
+				plan_direct_step(h, rg, s, kk, j, p);
 			if (kk && kk < h->nr_nodes)
-				plan_scaleout_step(h, rg, s, kk, &p);
+				plan_scaleout_step(h, rg, s, kk, j, p);
 		}
-	err = fdev_plan_finish(&p);
-	if (!err && !h->timing)
-		hier_pack(c, h, in, rg);
-	if (!err)
-		err = fdev_plan_run(c, &p);
-	*t_ps = c->last_ps;
-	fdev_plan_free(&p);
-	return err;
 }
 
 /* ------------------------------------------------------------------ */
 /* Dispatch: forwarding                                                */
 
 /*
- * At peer @l, the records of remote source @s for rank @d of its node:
- * their positions in s's scale-out block into fwd_pos, and unless d is
- * the peer itself, the records into fwd_out.
+ * At peer @l, chunk @j's records of remote source @s for rank @d of its
+ * node: their positions in s's scale-out block into fwd_pos, and unless
+ * d is the peer itself, the records into fwd_out.
  */
 static int pick_forwarded(struct fdev_comm *c, struct fdev_moe_handle *h,
 			  const struct hier_regions *rg, unsigned int l,
-			  unsigned int d, unsigned int s, uint64_t *pos)
+			  unsigned int j, unsigned int d, unsigned int s)
 {
 	struct moe_rank *mr = &h->ranks[l];
-	unsigned int peer = h->first + l;
-	uint64_t rec = h->rec_size, want = moe_pair(h, s, d), cnt = 0;
+	unsigned int peer = h->first + l, np = hier_node(h, peer);
+	uint64_t rec = h->rec_size, want = cpair(h, j, s, d), cnt = 0;
+	uint64_t first = pfx_node(h, j, s, np), nr = cnode(h, j, s, np);
 	uint64_t block = rg->scaleout_in + off_scaleout_recv(h, peer, s);
-	uint64_t nr = node_pair(h, s, hier_node(h, peer));
+	uint64_t *pos = mr->fwd_pos + mr->fwd_pos_start[(size_t)(d % h->node_size) *
+							 h->nranks + s] +
+			pfx_pair(h, j, s, d);
+	uint64_t out = rg->fwd_out + fwd_out_chunk(h, peer, j) +
+		       off_forward(h, chunk_pairs(h, j), peer, d, s, 0);
 
-	for (uint64_t i = 0; i < nr; i++) {
+	for (uint64_t i = first; i < first + nr; i++) {
 		uint8_t *rp = fdev_ws_addr(c, l, (block + i) * rec);
 
 		if (!moe_token_on_rank(h, moe_rec_idx(h, rp), d))
 			continue;
-		if (cnt++ >= want)
+		if (cnt >= want)
 			return -EPROTO;
-		mr->fwd_pos[(*pos)++] = i;
+		pos[cnt++] = i;
 	}
 	if (cnt != want)
 		return -EPROTO;
 	if (d == peer)
 		return 0;	/* the peer's own */
 	for (uint64_t i = 0; i < cnt; i++)
-		memcpy(fdev_ws_addr(c, l, (rg->fwd_out +
-					   off_forward(h, peer, d, s, 0) + i) * rec),
-		       fdev_ws_addr(c, l, (block + mr->fwd_pos[*pos - cnt + i]) * rec),
-		       rec);
+		memcpy(fdev_ws_addr(c, l, (out + i) * rec),
+		       fdev_ws_addr(c, l, (block + pos[i]) * rec), rec);
 	return 0;
 }
 
-/* Peer @l: what it received, per rank of its node, in order. */
-static int hier_forward_rank(struct fdev_comm *c, struct fdev_moe_handle *h,
-			     const struct hier_regions *rg, unsigned int l)
+/*
+ * Peer @l, before the chunks: where each (d, s)'s positions start in
+ * fwd_pos (d of its node, s a remote source it forwards for).
+ */
+static int hier_forward_alloc(struct fdev_moe_handle *h, unsigned int l)
 {
 	struct moe_rank *mr = &h->ranks[l];
 	unsigned int n = h->nranks, g = h->node_size;
 	unsigned int peer = h->first + l, np = hier_node(h, peer);
-	uint64_t total = off_forward(h, peer, (np + 1) * g - 1, n, 1), pos = 0;
-	int err = 0;
+	uint64_t total = off_forward(h, h->pair_tokens, peer, node_last(h, peer),
+				     n, 1), pos = 0;
 
 	mr->fwd_pos = malloc((total + 1) * 8);
 	mr->fwd_pos_start = calloc((size_t)g * n + 1, 8);
 	if (!mr->fwd_pos || !mr->fwd_pos_start)
 		return -ENOMEM;
 	for (unsigned int d = np * g; d < (np + 1) * g; d++)
-		for (unsigned int s = 0; !err && s < n; s++) {
+		for (unsigned int s = 0; s < n; s++) {
 			if (!forwards_for(h, peer, s))
 				continue;
 			mr->fwd_pos_start[(size_t)(d % g) * n + s] = pos;
-			if (!h->timing)
-				err = pick_forwarded(c, h, rg, l, d, s, &pos);
+			pos += moe_pair(h, s, d);
 		}
+	return 0;
+}
+
+/* Peer @l: what it received of chunk @j, per rank of its node, in order. */
+static int hier_forward_rank(struct fdev_comm *c, struct fdev_moe_handle *h,
+			     const struct hier_regions *rg, unsigned int l,
+			     unsigned int j)
+{
+	unsigned int n = h->nranks, g = h->node_size;
+	unsigned int peer = h->first + l, np = hier_node(h, peer);
+	int err = 0;
+
+	for (unsigned int d = np * g; d < (np + 1) * g; d++)
+		for (unsigned int s = 0; !err && s < n; s++)
+			if (forwards_for(h, peer, s))
+				err = pick_forwarded(c, h, rg, l, j, d, s);
 	return err;
 }
 
-/* Forward over scale-up; *t_ps: 0 when there was nothing to forward. */
-static int hier_forward(struct fdev_comm *c, struct fdev_moe_handle *h,
-			const struct hier_regions *rg, uint64_t *t_ps)
+/* Chunk @j's forwarding over scale-up, into step 0 of @p. */
+static void plan_forward(struct fdev_moe_handle *h,
+			 const struct hier_regions *rg, unsigned int j,
+			 struct fdev_plan *p)
 {
 	unsigned int n = h->nranks, g = h->node_size;
+	const uint64_t *pair = chunk_pairs(h, j);
 	uint64_t rec = h->rec_size;
-	struct fdev_plan p;
-	int err;
 
-	fdev_plan_init(&p);
-	fdev_plan_need(&p, rg->end * rec);
 	for (unsigned int kk = 1; kk < g; kk++)
 		for (unsigned int peer = 0; peer < n; peer++) {
 			unsigned int d = node_first(h, hier_node(h, peer)) +
 					 (peer % g + kk) % g;
-			uint64_t a = off_forward(h, peer, d, 0, 0);
-			uint64_t b = off_forward(h, peer, d, n, 0);
+			uint64_t a = off_forward(h, pair, peer, d, 0, 0);
+			uint64_t b = off_forward(h, pair, peer, d, n, 0);
 
 			if (b == a)
 				continue;
-			fdev_plan_xfer(&p, 0, peer, d, (rg->fwd_out + a) * rec,
-				       (rg->fwd_in + off_forwarded_recv(h, d, peer, 0)) * rec,
+			fdev_plan_xfer(p, 0, peer, d,
+				       (rg->fwd_out + fwd_out_chunk(h, peer, j) + a) * rec,
+				       (rg->fwd_in + fwd_in_chunk(h, d, j) +
+					off_forwarded_recv(h, pair, d, peer, 0)) * rec,
 				       (b - a) * rec);
 			if (moe_is_local(h, peer))
 				h->st.dispatch_bytes += (b - a) * rec;
 		}
+}
+
+/*
+ * Dispatch step @j of C + 1: chunk j's sends (j < C), while the peers
+ * forward chunk j - 1, which they pack first. *@t_ps: its time, 0 when
+ * it had nothing to do.
+ */
+static int hier_dispatch_step(struct fdev_comm *c, struct fdev_moe_handle *h,
+			      const struct hier_regions *rg, unsigned int j,
+			      uint64_t *t_ps)
+{
+	struct fdev_plan p;
+	int err = 0;
+
+	*t_ps = 0;
+	for (unsigned int l = 0; j && !h->timing && !err && l < h->nlocal; l++)
+		err = hier_forward_rank(c, h, rg, l, j - 1);
+	if (err)
+		return err;
+	fdev_plan_init(&p);
+	fdev_plan_need(&p, rg->end * h->rec_size);
+	if (j < h->chunks)
+		plan_send(h, rg, j, &p);
+	if (j)
+		plan_forward(h, rg, j - 1, &p);
 	err = fdev_plan_finish(&p);
-	if (!err && p.nx)
+	if (!err && (p.nx || p.na)) {
 		err = fdev_plan_run(c, &p);
-	*t_ps = p.nx ? c->last_ps : 0;
+		*t_ps = c->last_ps;
+	}
 	fdev_plan_free(&p);
 	return err;
 }
@@ -484,13 +703,18 @@ static uint64_t hier_recv_off(const struct fdev_moe_handle *h,
 {
 	const struct moe_rank *mr = &h->ranks[l];
 	unsigned int d = h->first + l, nd = hier_node(h, d), g = h->node_size;
+	unsigned int p = nd * g + s % g, j = 0;
 
 	if (hier_node(h, s) == nd)
 		return rg->direct_in + off_direct_recv(h, d, s) + i;
 	if (forwards_for(h, d, s))
 		return rg->scaleout_in + off_scaleout_recv(h, d, s) +
 		       mr->fwd_pos[mr->fwd_pos_start[(size_t)(d % g) * h->nranks + s] + i];
-	return rg->fwd_in + off_forwarded_recv(h, d, nd * g + s % g, s) + i;
+	/* Forwarded: in the chunk it came in. */
+	while (i >= cpair(h, j, s, d))
+		i -= cpair(h, j++, s, d);
+	return rg->fwd_in + fwd_in_chunk(h, d, j) +
+	       off_forwarded_recv(h, chunk_pairs(h, j), d, p, s) + i;
 }
 
 /* Receivers: records in source order, as throughput has them. */
@@ -515,7 +739,7 @@ static int moe_dispatch_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 			     const struct fdev_moe_in *in,
 			     const struct fdev_moe_handle *reuse)
 {
-	uint64_t t_counts, t_out = 0, t_fwd = 0;
+	uint64_t t_counts, t_steps = 0;
 	struct hier_regions rg;
 	int err;
 
@@ -523,18 +747,25 @@ static int moe_dispatch_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 	for (unsigned int r = 0; r < h->nranks; r++)
 		if (fdev_rank_failed(c, r))
 			return -ENOLINK;
+	/* A reused handle's counts are per its chunks. */
+	h->chunks = reuse ? reuse->chunks : hier_chunks(h);
 	err = hier_counts(c, h, reuse, &t_counts);
 	if (err)
 		return err;
 	hier_regions(h, &rg);
 	if (!h->timing && rg.end * h->rec_size > c->ws_bytes)
 		return -EMSGSIZE;
-	err = hier_send(c, h, in, &rg, &t_out);
+	if (!h->timing)
+		hier_pack(c, h, in, &rg);
 	for (unsigned int l = 0; !err && l < h->nlocal; l++)
-		err = hier_forward_rank(c, h, &rg, l);
-	if (!err)
-		err = hier_forward(c, h, &rg, &t_fwd);
-	h->st.dispatch_ps = t_counts + t_out + t_fwd;
+		err = hier_forward_alloc(h, l);
+	for (unsigned int j = 0; !err && j <= h->chunks; j++) {
+		uint64_t t;
+
+		err = hier_dispatch_step(c, h, &rg, j, &t);
+		t_steps += t;
+	}
+	h->st.dispatch_ps = t_counts + t_steps;
 	for (unsigned int l = 0; !err && l < h->nlocal; l++)
 		err = moe_receive(c, h, l, &hier_receive_steps, &rg);
 	return err;
@@ -544,26 +775,28 @@ static int moe_dispatch_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 /* Combine                                                             */
 
 /*
- * Partials of remote sources to their peer in this node; those of the
- * node's own sources go straight back later, beside the scale-out (as
- * dispatch overlaps them the other way).
+ * Chunk @j's partials of remote sources to their peer in this node;
+ * those of the node's own sources go straight back later, beside the
+ * scale-out (as dispatch overlaps them the other way).
  */
 static void plan_to_peers(struct fdev_moe_handle *h,
 			  const struct hier_regions *rg, uint64_t crow,
-			  struct fdev_plan *p)
+			  unsigned int j, struct fdev_plan *p)
 {
 	unsigned int n = h->nranks, g = h->node_size;
 
 	for (unsigned int kk = 0; kk < n; kk++)
 		for (unsigned int d = 0; d < n; d++) {
 			unsigned int nd = hier_node(h, d), s = (d + kk) % n, to;
-			uint64_t cnt = moe_pair(h, s, d), src, dst;
+			uint64_t cnt = cpair(h, j, s, d), at, src, dst;
 
 			if (!cnt || hier_node(h, s) == nd)
 				continue;
 			to = nd * g + s % g;
-			src = (rg->partials + off_partial(h, d, s)) * crow;
-			dst = (rg->at_peer + off_forward(h, to, d, s, 1)) * crow;
+			at = pfx_pair(h, j, s, d);
+			src = (rg->partials + off_partial(h, d, s) + at) * crow;
+			dst = (rg->at_peer + off_forward(h, h->pair_tokens, to, d,
+							 s, 1) + at) * crow;
 			if (to == d) {
 				fdev_plan_act(p, 0, d, FDEV_ACT_COPY, FDEV_U8, dst,
 					      src, cnt * crow);
@@ -575,15 +808,18 @@ static void plan_to_peers(struct fdev_moe_handle *h,
 		}
 }
 
-/* Peer @l: the partials of remote source @s's tokens, summed per token. */
+/*
+ * Peer @l: the partials of chunk @j of remote source @s's tokens, summed
+ * per token, a token's partials in the order of its node's ranks.
+ */
 static int sum_at_peer(struct fdev_comm *c, struct fdev_moe_handle *h,
 		       const struct hier_regions *rg, unsigned int l,
-		       unsigned int s, uint64_t crow)
+		       unsigned int s, unsigned int j, uint64_t crow)
 {
 	struct moe_rank *mr = &h->ranks[l];
 	unsigned int n = h->nranks, g = h->node_size, H = h->cfg.hidden;
 	unsigned int peer = h->first + l, np = hier_node(h, peer);
-	uint64_t nr = node_pair(h, s, np);
+	uint64_t nr = cnode(h, j, s, np), first = pfx_node(h, j, s, np);
 	int dt = moe_comb_dtype(h);
 	float *acc = calloc(nr * H + 1, sizeof(float));
 
@@ -592,14 +828,16 @@ static int sum_at_peer(struct fdev_comm *c, struct fdev_moe_handle *h,
 	for (unsigned int d = np * g; d < (np + 1) * g; d++) {
 		const uint64_t *pos = mr->fwd_pos +
 				      mr->fwd_pos_start[(size_t)(d % g) * n + s];
-		uint64_t first = rg->at_peer + off_forward(h, peer, d, s, 1);
+		uint64_t at = rg->at_peer + off_forward(h, h->pair_tokens, peer,
+							d, s, 1);
+		uint64_t a = pfx_pair(h, j, s, d), b = a + cpair(h, j, s, d);
 
-		for (uint64_t i = 0; i < moe_pair(h, s, d); i++)
-			moe_add_row(acc + pos[i] * H,
-				    fdev_ws_addr(c, l, (first + i) * crow), H, dt);
+		for (uint64_t i = a; i < b; i++)
+			moe_add_row(acc + (pos[i] - first) * H,
+				    fdev_ws_addr(c, l, (at + i) * crow), H, dt);
 	}
 	for (uint64_t i = 0; i < nr; i++)
-		moe_store_sum(fdev_ws_addr(c, l, (rg->summed +
+		moe_store_sum(fdev_ws_addr(c, l, (rg->summed + first +
 						  off_scaleout_recv(h, peer, s) + i) * crow),
 			      acc + i * H, H, dt);
 	free(acc);
@@ -607,33 +845,35 @@ static int sum_at_peer(struct fdev_comm *c, struct fdev_moe_handle *h,
 }
 
 static int hier_sum_at_peers(struct fdev_comm *c, struct fdev_moe_handle *h,
-			     const struct hier_regions *rg, uint64_t crow)
+			     const struct hier_regions *rg, unsigned int j,
+			     uint64_t crow)
 {
 	int err = 0;
 
 	for (unsigned int l = 0; l < h->nlocal; l++)
 		for (unsigned int s = 0; !err && s < h->nranks; s++)
 			if (forwards_for(h, h->first + l, s))
-				err = sum_at_peer(c, h, rg, l, s, crow);
+				err = sum_at_peer(c, h, rg, l, s, j, crow);
 	return err;
 }
 
-/* The node's own sources' partials, straight back over scale-up. */
+/* Chunk @j of the node's own sources' partials, straight back over scale-up. */
 static void plan_direct_back(struct fdev_moe_handle *h,
 			     const struct hier_regions *rg, uint64_t crow,
-			     struct fdev_plan *p)
+			     unsigned int j, struct fdev_plan *p)
 {
 	unsigned int n = h->nranks;
 
 	for (unsigned int kk = 0; kk < n; kk++)
 		for (unsigned int d = 0; d < n; d++) {
 			unsigned int s = (d + kk) % n;
-			uint64_t cnt = moe_pair(h, s, d), src, dst;
+			uint64_t cnt = cpair(h, j, s, d), at, src, dst;
 
 			if (!cnt || hier_node(h, s) != hier_node(h, d))
 				continue;
-			src = (rg->partials + off_partial(h, d, s)) * crow;
-			dst = (rg->direct_back + off_direct_send(h, s, d)) * crow;
+			at = pfx_pair(h, j, s, d);
+			src = (rg->partials + off_partial(h, d, s) + at) * crow;
+			dst = (rg->direct_back + off_direct_send(h, s, d) + at) * crow;
 			if (s == d) {
 				fdev_plan_act(p, 0, d, FDEV_ACT_COPY, FDEV_U8, dst,
 					      src, cnt * crow);
@@ -645,26 +885,27 @@ static void plan_direct_back(struct fdev_moe_handle *h,
 		}
 }
 
-/* One summed row per (token, node) back over scale-out. */
+/* Chunk @j: one summed row per (token, node) back over scale-out. */
 static void plan_scaleout_back(struct fdev_moe_handle *h,
 			       const struct hier_regions *rg, uint64_t crow,
-			       struct fdev_plan *p)
+			       unsigned int j, struct fdev_plan *p)
 {
 	unsigned int n = h->nranks;
 
 	for (unsigned int kk = 0; kk < n; kk++)
 		for (unsigned int peer = 0; peer < n; peer++) {
 			unsigned int s = (peer + kk) % n, np = hier_node(h, peer);
-			uint64_t cnt;
+			uint64_t cnt, at;
 
 			if (!forwards_for(h, peer, s))
 				continue;
-			cnt = node_pair(h, s, np);
+			cnt = cnode(h, j, s, np);
 			if (!cnt)
 				continue;
+			at = pfx_node(h, j, s, np);
 			fdev_plan_xfer(p, 0, peer, s,
-				       (rg->summed + off_scaleout_recv(h, peer, s)) * crow,
-				       (rg->scaleout_back + off_scaleout_send(h, s, np)) * crow,
+				       (rg->summed + off_scaleout_recv(h, peer, s) + at) * crow,
+				       (rg->scaleout_back + off_scaleout_send(h, s, np) + at) * crow,
 				       cnt * crow);
 			if (moe_is_local(h, peer))
 				h->st.combine_bytes += cnt * crow;
@@ -707,17 +948,36 @@ static const struct moe_combine_steps hier_combine_steps = {
 	.add_back = hier_add_back,
 };
 
-static int hier_combine_return(struct fdev_comm *c, struct fdev_moe_handle *h,
-			       const struct hier_regions *rg, uint64_t crow,
-			       uint64_t *t_ps)
+/*
+ * Combine step @j of C + 1: chunk j's partials to the peers (j < C),
+ * while chunk j - 1's sums, which the peers make first, cross scale-out
+ * and the node's own partials of that chunk go straight back. *@t_ps:
+ * its time, 0 when it moved nothing.
+ */
+static int hier_combine_step(struct fdev_comm *c, struct fdev_moe_handle *h,
+			     const struct hier_combine *hc, unsigned int j,
+			     uint64_t *t_ps)
 {
 	struct fdev_plan p;
-	int err;
+	int err = 0;
 
+	*t_ps = 0;
+	if (j && !h->timing)
+		err = hier_sum_at_peers(c, h, &hc->rg, j - 1, hc->crow);
+	if (err)
+		return err;
 	fdev_plan_init(&p);
-	fdev_plan_need(&p, rg->cend * crow);
-	plan_direct_back(h, rg, crow, &p);
-	plan_scaleout_back(h, rg, crow, &p);
+	fdev_plan_need(&p, hc->rg.cend * hc->crow);
+	/*
+	 * Scale-out first: a transfer holds a DMA engine until it is out,
+	 * and the scale-up ones posted before it would hold it back.
+	 */
+	if (j) {
+		plan_scaleout_back(h, &hc->rg, hc->crow, j - 1, &p);
+		plan_direct_back(h, &hc->rg, hc->crow, j - 1, &p);
+	}
+	if (j < h->chunks)
+		plan_to_peers(h, &hc->rg, hc->crow, j, &p);
 	err = fdev_plan_finish(&p);
 	if (!err && (p.nx || p.na))
 		err = fdev_plan_run(c, &p);
@@ -730,31 +990,22 @@ static int moe_combine_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 			    const void *const *y, void *const *out)
 {
 	struct hier_combine hc;
-	uint64_t t_up, t_out = 0;
-	struct fdev_plan p;
-	int err;
+	uint64_t t_steps = 0;
+	int err = 0;
 
 	hc.crow = moe_round8(h->cfg.hidden * fdev_dtype_size(moe_comb_dtype(h)));
 	hier_regions(h, &hc.rg);
 	if (!h->timing && hc.rg.cend * hc.crow > c->ws_bytes)
 		return -EMSGSIZE;
-	fdev_plan_init(&p);
-	fdev_plan_need(&p, hc.rg.cend * hc.crow);
-	plan_to_peers(h, &hc.rg, hc.crow, &p);
-	err = fdev_plan_finish(&p);
-	if (!err && !h->timing)
-		moe_partials(c, h, y, hc.rg.partials * hc.crow, hc.crow);
-	if (!err)
-		err = fdev_plan_run(c, &p);
-	t_up = c->last_ps;
-	fdev_plan_free(&p);
-	if (err)
-		return err;
 	if (!h->timing)
-		err = hier_sum_at_peers(c, h, &hc.rg, hc.crow);
-	if (!err)
-		err = hier_combine_return(c, h, &hc.rg, hc.crow, &t_out);
-	h->st.combine_ps = t_up + t_out;
+		moe_partials(c, h, y, hc.rg.partials * hc.crow, hc.crow);
+	for (unsigned int j = 0; !err && j <= h->chunks; j++) {
+		uint64_t t;
+
+		err = hier_combine_step(c, h, &hc, j, &t);
+		t_steps += t;
+	}
+	h->st.combine_ps = t_steps;
 	if (!err && !h->timing)
 		err = moe_sum_at_sources(c, h, out, &hier_combine_steps, &hc);
 	return err;

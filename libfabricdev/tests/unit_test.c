@@ -727,6 +727,167 @@ static void test_peer_order(void)
 	}
 }
 
+/* One hierarchical dispatch and combine, with FDEV_HIER_CHUNKS=@chunks. */
+struct hier_run {
+	struct fdev_moe_handle *h;
+	float *out[8];
+	struct fdev_moe_stats st;
+	int err;
+};
+
+static void hier_run(struct fdev_comm *c, const struct fdev_moe_config *cfg,
+		     const struct fdev_moe_in *in, unsigned int n,
+		     const char *chunks, struct hier_run *r)
+{
+	void *y[8] = { 0 };
+	unsigned int H = cfg->hidden;
+
+	setenv("FDEV_HIER_CHUNKS", chunks, 1);
+	memset(r, 0, sizeof(*r));
+	r->err = fdev_moe_dispatch(c, cfg, in, NULL, &r->h);
+	unsetenv("FDEV_HIER_CHUNKS");
+	for (unsigned int q = 0; !r->err && q < n; q++) {
+		struct fdev_moe_out o;
+
+		fdev_moe_output(r->h, (int)q, &o);
+		y[q] = calloc(o.rows + 1, H * 4);
+		for (uint64_t i = 0; i < o.rows * H; i++)
+			((float *)y[q])[i] = ((const float *)o.x)[i] * 0.5f +
+					     (float)(i % 7);
+		r->out[q] = calloc(in[q].tokens + 1, H * 4);
+	}
+	if (!r->err)
+		r->err = fdev_moe_combine(c, r->h, (const void *const *)y,
+					  (void *const *)r->out);
+	if (!r->err)
+		r->err = fdev_moe_stats(r->h, &r->st);
+	for (unsigned int q = 0; q < n; q++)
+		free(y[q]);
+}
+
+static void hier_run_free(struct hier_run *r, unsigned int n)
+{
+	fdev_moe_handle_free(r->h);
+	for (unsigned int q = 0; q < n; q++)
+		free(r->out[q]);
+}
+
+/* Outputs of @a and @b differ: the number of differing arrays. */
+static int hier_diff(const struct hier_run *a, const struct hier_run *b,
+		     const struct fdev_moe_config *cfg,
+		     const struct fdev_moe_in *in, unsigned int n)
+{
+	unsigned int epr = cfg->num_experts / n, H = cfg->hidden, k = cfg->k;
+	int bad = 0;
+
+	for (unsigned int q = 0; q < n; q++) {
+		struct fdev_moe_out x, z;
+
+		fdev_moe_output(a->h, (int)q, &x);
+		fdev_moe_output(b->h, (int)q, &z);
+		if (x.rows != z.rows || x.recv_tokens != z.recv_tokens) {
+			bad++;
+			continue;
+		}
+		bad += !!memcmp(x.expert_count, z.expert_count, epr * 8);
+		bad += !!memcmp(x.expert_offset, z.expert_offset, epr * 8);
+		bad += !!memcmp(x.x, z.x, x.rows * H * 4);
+		bad += !!memcmp(x.topk_idx, z.topk_idx, x.rows * k * 8);
+		bad += !!memcmp(x.topk_w, z.topk_w, x.rows * k * 4);
+		bad += !!memcmp(a->out[q], b->out[q], in[q].tokens * H * 4);
+	}
+	return bad;
+}
+
+/*
+ * The pipelined hierarchical mode against the unpipelined one (chunks =
+ * 1) on the same routing: rows, ids, weights and combine outputs equal
+ * bit for bit, the same bytes sent, at chunk boundaries (@Ts tokens per
+ * rank, not dividing by @chunks, some with one token or none). Expert 1
+ * receives nothing.
+ */
+static void test_moe_hier_chunks(const char *name, unsigned int n,
+				 unsigned int g, const unsigned int *Ts,
+				 const char *chunks)
+{
+	struct fdev_moe_config cfg = { .num_experts = 2 * n, .k = 3, .hidden = 5,
+		.dtype = FDEV_F32, .mode = FDEV_MOE_HIERARCHICAL, .align = 2 };
+	struct fdev_moe_in in[8];
+	struct hier_run one, many;
+	struct fdev_moe_handle *again = NULL;
+	struct fdev_comm *c;
+	int err, empty = 0;
+
+	if (mk(n, 8 << 20, &c)) {
+		ok(0, "host comm");
+		return;
+	}
+	if (fdev_comm_set_node_size(c, (int)g)) {
+		ok(0, "%s: node size %u", name, g);
+		fdev_comm_destroy(c);
+		return;
+	}
+	for (unsigned int r = 0; r < n; r++) {
+		unsigned int T = Ts[r], k = cfg.k;
+		int64_t *idx = malloc((T * k + 1) * 8);
+		float *w = malloc((T * k + 1) * 4), *x = malloc((T * 5 + 1) * 4);
+
+		for (unsigned int t = 0; t < T; t++) {
+			for (unsigned int j = 0; j < k; j++) {
+				int64_t e;
+				int dup;
+
+				do {
+					e = (int64_t)(rnd() % cfg.num_experts);
+					e = e == 1 || rnd() % 6 == 0 ? -1 : e;
+					dup = 0;
+					for (unsigned int q = 0; q < j; q++)
+						dup |= e >= 0 && idx[t * k + q] == e;
+				} while (dup);
+				idx[t * k + j] = e;
+				w[t * k + j] = (float)(j + 1) / 3;
+			}
+			for (unsigned int i = 0; i < 5; i++)
+				x[t * 5 + i] = (float)((r * 7 + t * 3 + i) % 11) / 3 - 1;
+		}
+		in[r] = (struct fdev_moe_in){ .tokens = T, .x = x, .topk_idx = idx,
+			.topk_w = w };
+	}
+	hier_run(c, &cfg, in, n, "1", &one);
+	hier_run(c, &cfg, in, n, chunks, &many);
+	ok(!one.err && !many.err, "%s: dispatch and combine, chunks 1 and %s (%d, %d)",
+	   name, chunks, one.err, many.err);
+	if (!one.err && !many.err) {
+		struct fdev_moe_out o;
+
+		fdev_moe_output(many.h, 0, &o);
+		empty = o.expert_count[1] == 0;
+		ok(!hier_diff(&one, &many, &cfg, in, n) && empty,
+		   "%s: rows, ids, weights and combine equal the unpipelined ones bit for bit (expert 1 empty: %d)",
+		   name, empty);
+		ok(one.st.dispatch_bytes == many.st.dispatch_bytes &&
+		   one.st.combine_bytes == many.st.combine_bytes,
+		   "%s: the same bytes sent (dispatch %" PRIu64 "/%" PRIu64
+		   ", combine %" PRIu64 "/%" PRIu64 ")", name,
+		   one.st.dispatch_bytes, many.st.dispatch_bytes,
+		   one.st.combine_bytes, many.st.combine_bytes);
+		/* The handle keeps its chunks: reused under another setting. */
+		setenv("FDEV_HIER_CHUNKS", "1", 1);
+		err = fdev_moe_dispatch(c, &cfg, in, many.h, &again);
+		unsetenv("FDEV_HIER_CHUNKS");
+		ok(!err, "%s: dispatch again with the pipelined handle (%d)", name, err);
+		fdev_moe_handle_free(again);
+	}
+	hier_run_free(&one, n);
+	hier_run_free(&many, n);
+	for (unsigned int r = 0; r < n; r++) {
+		free((void *)in[r].x);
+		free((void *)in[r].topk_idx);
+		free((void *)in[r].topk_w);
+	}
+	fdev_comm_destroy(c);
+}
+
 static void test_moe_mc(void);
 
 static void test_moe(void)
@@ -757,6 +918,16 @@ static void test_moe(void)
 	test_moe_case("hier bf16 n=4 (4x1) E=8 k=2 H=5", 4, 8, 2, 5, T4, 0, 2, FDEV_BF16, 2);
 	moe_node_size = 4;
 	test_moe_case("hier f32 n=4 (one node) E=8 k=2 H=11", 4, 8, 2, 11, T4, 1, 2, FDEV_F32, 1);
+	/* pipelined in chunks: one token, tokens not dividing, an empty expert */
+	{
+		unsigned int one[] = { 1, 1, 1, 1, 1, 1, 1, 1 };
+		unsigned int odd[] = { 7, 13, 0, 5, 9, 1, 11, 6 };
+
+		test_moe_hier_chunks("hier chunks 4, one token per rank (2x4)", 8, 4, one, "4");
+		test_moe_hier_chunks("hier chunks 3, tokens not dividing (4x2)", 8, 2, odd, "3");
+		test_moe_hier_chunks("hier chunks 64, more chunks than tokens (2x4)", 8, 4, odd, "64");
+		test_moe_hier_chunks("hier chunks 2 (2x2)", 4, 2, odd, "2");
+	}
 	/* On the device, multicast needs icfabd with colours: --multicast. */
 	if (!dev_mode)
 		test_moe_mc();
