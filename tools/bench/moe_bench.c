@@ -19,7 +19,11 @@
  * -m hier is the hierarchical dispatch (nodes of -g ranks): its bound
  * counts the bytes it moves, one record per (token, remote node) over
  * scale-out to the peer with the same local index, then the peer's
- * forwarding and the direct sends over scale-up.
+ * forwarding and the direct sends over scale-up. FDEV_HIER_CHUNKS sets
+ * its pipeline's chunks (docs/LIBFABRICDEV.md). Over several nodes (any
+ * mode) it also prints dispatch_rdma_gbps and combine_rdma_gbps: the
+ * scale-out bytes a rank sends, on average, over the emulated time
+ * (DeepEP's "RDMA bandwidth").
  *
  * -m mc is the multicast dispatch: a token leaves its source once, over
  * the source's circuit to every other rank (icfabd must serve circuits:
@@ -98,6 +102,7 @@ int main(int argc, char **argv)
 	unsigned int n = 8, T = 4096, H = 7168, E = 256, k = 8, mode = 0, g = 0;
 	int dispatch_only = 0;
 	double inj = 0, inter = 0, torus_bw = 0;
+	double rdma[2] = { 0 };		/* scale-out bytes per rank: d, c */
 	unsigned int torus[3] = { 0 }, nd_torus = 0;
 	int dt = FDEV_BF16, opt, err;
 	uint64_t seed = 1;
@@ -329,6 +334,8 @@ int main(int argc, char **argv)
 					bound = t[i] > bound ? t[i] : bound;
 			}
 			*(pass ? &cbound : &dbound) = bound;
+			for (unsigned int r = 0; r < n; r++)
+				rdma[pass] += so[r] / n;
 		}
 		if (inj > 0)
 			fprintf(stderr, "# bound: dispatch %.3f us, combine %.3f us\n",
@@ -359,6 +366,11 @@ int main(int argc, char **argv)
 			       st.reserved[0], st.reserved[1],
 			       st.reserved[0] / 1e12 / dsec,
 			       csec > 0 ? st.reserved[1] / 1e12 / csec : 0);
+		/* Over several nodes: scale-out bytes per rank over the time. */
+		if (g < n)
+			printf(",\"dispatch_rdma_gbps\":%.2f,\"combine_rdma_gbps\":%.2f",
+			       rdma[0] / dsec / 1e9,
+			       csec > 0 ? rdma[1] / csec / 1e9 : 0);
 		printf("}\n");
 	}
 	fdev_moe_handle_free(h);
