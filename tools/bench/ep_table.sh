@@ -26,11 +26,15 @@
 # (both phases, plan building included); and the peak of the kernel's
 # slab memory (Slab in /proc/meminfo, sampled every 100 ms) above what it
 # was before the run.
+#
+# MOE_BENCH names another moe_bench binary (one built from an earlier
+# tree, for before/after figures in one run); FDEV_HIER_CHUNKS reaches
+# it (docs/LIBFABRICDEV.md, "Pipelined hierarchical mode").
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 icfabd=$top/build/bin/icfabd
 icfabctl=$top/build/bin/icfabctl
-bench=$top/build/bin/moe_bench
+bench=${MOE_BENCH:-$top/build/bin/moe_bench}
 PRESETS=ualink-pod,tpu-v4-pod
 MODES=tp,ll,hier
 RANKS=8,16,32,64,128,256,512,1024
