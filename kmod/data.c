@@ -140,6 +140,7 @@ struct icfab_data {
 	u64 t0_ns;			/* ns, CLOCK_MONOTONIC: fabric time 0 */
 	struct hrtimer timer;		/* the next pending event's deadline */
 	struct work_struct work;	/* runs the engine for the timer */
+	struct work_struct run_work;	/* runs what a budget left */
 };
 
 static void icfab_ctx_reach_fn(struct work_struct *work);
@@ -193,12 +194,17 @@ static void icfab_data_free(struct icfab_data *d)
  * icfab_data_stop() before it is freed; the work item runs the engine only
  * while its data is still fabric->data, so once teardown has taken it off
  * the fabric nothing re-arms the timer.
+ *
+ * In both modes d->run_work runs what a run of the engine left when it
+ * used up its budget (ICFAB_ENGINE_RUN_BUDGET events): icfab_data_advance()
+ * queues it rather than holding the lock for millions of events, and
+ * icfab_data_stop() cancels it last.
  */
 static struct workqueue_struct *icfab_data_wq;
 u32 icfab_engine_events_first = ICFAB_ENGINE_EVENTS;
 u32 icfab_engine_xfers_first = ICFAB_ENGINE_XFERS;
 
-static void icfab_data_advance(struct icfab_fabric *fabric);
+static bool __icfab_data_run(struct icfab_fabric *fabric);
 
 /* Paced fabric time, ps, rounded down (@up: rounded up). */
 static u64 icfab_paced_now(const struct icfab_data *d, bool up)
@@ -248,29 +254,50 @@ static enum hrtimer_restart icfab_data_timer_fn(struct hrtimer *timer)
 	return HRTIMER_NORESTART;
 }
 
-static void icfab_data_work_fn(struct work_struct *work)
+static void icfab_data_run_rest(struct icfab_data *d)
 {
-	struct icfab_data *d = container_of(work, struct icfab_data, work);
 	struct icfab_fabric *fabric = d->fabric;
 
 	mutex_lock(&fabric->lock);
 	/* Not once teardown took it off the fabric: nothing may re-arm. */
-	if (fabric->data == d)
-		icfab_data_advance(fabric);
+	while (fabric->data == d && __icfab_data_run(fabric)) {
+		/* A budget done, more to come: the lock is others' between. */
+		mutex_unlock(&fabric->lock);
+		cond_resched();
+		mutex_lock(&fabric->lock);
+	}
 	mutex_unlock(&fabric->lock);
+}
+
+static void icfab_data_work_fn(struct work_struct *work)
+{
+	icfab_data_run_rest(container_of(work, struct icfab_data, work));
+}
+
+/*
+ * Not on icfab_data_wq: its workers run at high priority, for the paced
+ * timer's latency, and would take a CPU from the other fabric users for
+ * as long as the engine has events to run.
+ */
+static void icfab_data_run_fn(struct work_struct *work)
+{
+	icfab_data_run_rest(container_of(work, struct icfab_data, run_work));
 }
 
 /*
  * @d is off the fabric (fabric->data no longer points to it): wait until
- * neither its timer nor its work item can run, so that it can be freed.
- * Timer first: its callback queues the work; the work cannot re-arm it.
+ * neither its timer nor its work items can run, so that it can be freed.
+ * Timer first: its callback queues the work; the work cannot re-arm it,
+ * and neither work item queues the other.
  */
 static void icfab_data_stop(struct icfab_data *d)
 {
-	if (!d || !d->paced)
+	if (!d)
 		return;
-	hrtimer_cancel(&d->timer);
+	if (d->paced)
+		hrtimer_cancel(&d->timer);
 	cancel_work_sync(&d->work);
+	cancel_work_sync(&d->run_work);
 }
 
 int icfab_data_init(void)
@@ -329,6 +356,7 @@ static struct icfab_data *icfab_data_create(struct icfab_fabric *fabric)
 	hrtimer_init(&d->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS);
 	d->timer.function = icfab_data_timer_fn;
 	INIT_WORK(&d->work, icfab_data_work_fn);
+	INIT_WORK(&d->run_work, icfab_data_run_fn);
 	return d;
 
 err_free:
@@ -932,9 +960,10 @@ static bool __icfab_data_catchup(struct icfab_fabric *fabric,
  * up to the current fabric time is due, and the timer is armed for the
  * next one. A WAIT whose completions came was woken by
  * __icfab_done_add() or __icfab_data_catchup(), the only places that end
- * an ioctl WAIT.
+ * an ioctl WAIT. At most ICFAB_ENGINE_RUN_BUDGET events: true when it
+ * stopped there, with more to run.
  */
-static void icfab_data_advance(struct icfab_fabric *fabric)
+static bool __icfab_data_run(struct icfab_fabric *fabric)
 {
 	struct icfab_data *d = fabric->data;
 	u64 horizon = 0;
@@ -942,7 +971,7 @@ static void icfab_data_advance(struct icfab_fabric *fabric)
 
 	lockdep_assert_held(&fabric->lock);
 	if (!d)
-		return;
+		return false;
 	if (d->paced) {
 		/* Events at the current instant are due: up to it, inclusive. */
 		horizon = icfab_paced_now(d, false) + 1;
@@ -957,16 +986,26 @@ static void icfab_data_advance(struct icfab_fabric *fabric)
 					d->paced ? horizon :
 					icfab_data_horizon(fabric),
 					icfab_data_complete, d);
-			/* Millions of events take seconds: let others run. */
-			if (ret == ICFAB_ENGINE_YIELD)
-				cond_resched();
-		} while (ret == 1 || ret == ICFAB_ENGINE_YIELD);
+		} while (ret == 1);
 	} while (!ret && !d->paced && __icfab_data_catchup(fabric, d));
 	WARN_ON_ONCE(ret < 0);
 	if (d->paced)
 		icfab_data_arm(d);
 	else
 		icfab_trace_engine_held(fabric, &d->engine);
+	return ret == ICFAB_ENGINE_YIELD;
+}
+
+/*
+ * Millions of events take seconds, and the lock is everyone's: what one
+ * budget leaves runs from d->run_work, a budget at a time, letting go of the
+ * lock between them. What comes out is the same: the engine runs to the
+ * same safe time, only later in wall time.
+ */
+static void icfab_data_advance(struct icfab_fabric *fabric)
+{
+	if (__icfab_data_run(fabric))
+		queue_work(system_unbound_wq, &fabric->data->run_work);
 }
 
 /* Run the engine to the current safe time. */

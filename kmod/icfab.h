@@ -101,7 +101,7 @@
 /* The transfer table grows, doubling, up to this (112 bytes each). */
 #define ICFAB_ENGINE_XFERS_MAX		(2 * 1024 * 1024)
 #define ICFAB_ENGINE_EVENTS		(256 * 1024)	/* pending segment events */
-/* Events the engine processes between two chances to reschedule. */
+/* Events the engine processes under the fabric lock at a time (data.c). */
 #define ICFAB_ENGINE_RUN_BUDGET		4096
 /* The event table grows, doubling, up to this (48 bytes each). */
 #define ICFAB_ENGINE_EVENTS_MAX		(8 * 1024 * 1024)

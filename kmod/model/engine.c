@@ -1462,7 +1462,6 @@ int icfab_engine_run_until(struct icfab_engine *e, icfab_u64 horizon_ps,
 			   icfab_engine_complete_fn complete, void *arg)
 {
 	struct ev ev;
-	icfab_u32 done = 0;
 	int ret;
 
 	while (e->nr_events) {
@@ -1472,8 +1471,10 @@ int icfab_engine_run_until(struct icfab_engine *e, icfab_u64 horizon_ps,
 		if (horizon_ps != ICFAB_ENGINE_NEVER &&
 		    ev_head(e, src)->time_ps >= horizon_ps)
 			break;
-		if (e->run_budget && done++ == e->run_budget)
+		if (e->run_budget && e->run_done++ == e->run_budget) {
+			e->run_done = 0;
 			return ICFAB_ENGINE_YIELD;
+		}
 		ev_pop(e, src, &ev);
 		/*
 		 * A handed-over DMA engine can push an event of this instant

@@ -346,11 +346,15 @@ struct icfab_engine {
 	const struct icfab_engine_tracer *tracer;	/* may be NULL */
 	void *tracer_arg;
 	/*
-	 * Events one icfab_engine_run_until() call processes before it
-	 * returns ICFAB_ENGINE_YIELD, so that a caller in the kernel can
-	 * reschedule between calls; 0 (after init): no bound.
+	 * Events icfab_engine_run_until() processes before it returns
+	 * ICFAB_ENGINE_YIELD, so that a caller in the kernel can let go of
+	 * its lock between calls; 0 (after init): no bound. They are
+	 * counted across calls (run_done, since the last YIELD), so that a
+	 * caller whose calls end early (@complete asking to stop) still
+	 * gets a YIELD every run_budget events.
 	 */
 	icfab_u32 run_budget;
+	icfab_u32 run_done;
 };
 
 /* DMA engine entries the topology needs: one per engine per endpoint. */

@@ -2,7 +2,8 @@
 /*
  * Bounded work under the fabric lock: while one process submits the
  * largest SUBMIT a context can hold (every queue full of DELAYs) and
- * then closes with all of them unreaped, another process's INFO, which
+ * then closes with all of them unreaped, or lets the engine run hundreds
+ * of thousands of events with one WAIT, another process's INFO, which
  * takes the same lock, never waits long. The bound is generous (under
  * TCG, with slub_debug) and only there to catch seconds: a SUBMIT that
  * held the lock from its first descriptor to its last made INFO wait
@@ -32,6 +33,8 @@
 #define DEPTH		4096
 #define NR_DESCS	(NR_QUEUES * DEPTH)
 #define BOUND_MS	200
+/* The long engine run's hops: a ring of twice as many endpoints. */
+#define RUN_HOPS	4
 
 struct probe {
 	volatile int stop;
@@ -83,7 +86,7 @@ FIXTURE(lh) {
 
 FIXTURE_SETUP(lh)
 {
-	ASSERT_EQ(0, ring_fabric_open(&self->gs, 4));
+	ASSERT_EQ(0, ring_fabric_open(&self->gs, 2 * RUN_HOPS));
 }
 
 FIXTURE_TEARDOWN(lh)
@@ -154,6 +157,77 @@ static double one_flood(struct __test_metadata *_metadata,
  */
 #define TRIES		3
 
+/*
+ * One long run of the engine: RUN_QUEUES x RUN_DEPTH timing-only WRITEs
+ * of RUN_LEN bytes to the endpoint RUN_HOPS away, which the engine cannot
+ * start while the context's clock holds it at 0, then a WAIT for all of
+ * them, which lets it run every segment of every hop at once (8.4 million
+ * segment-hops). Returns the longest INFO meanwhile in ms, or -1.
+ *
+ * Its bound is looser than the flood's. Run a budget at a time by a work
+ * item, this run left INFO waiting 0.51 and 0.54 s at most, under TCG on
+ * a host running three other VMs and builds, against 3.5 to 6.0 s when
+ * the WAIT ran it all under the lock (6.12, 2026-12-02); half the run
+ * (8192 WRITEs) kept INFO waiting 1.2 to 2.1 s then, too close to the
+ * bound. What the half second is, the guest's or the host's, is not known.
+ */
+#define RUN_QUEUES	16
+#define RUN_DEPTH	1024
+#define RUN_XFERS	(RUN_QUEUES * RUN_DEPTH)
+#define RUN_LEN		(512 << 10)
+#define RUN_BOUND_MS	1000
+
+static double one_run(struct __test_metadata *_metadata,
+		      struct icfab_desc *d, struct icfab_cqe *c,
+		      struct probe *p)
+{
+	double start, wait_ms;
+	int fd, q, n, got, status;
+	pid_t pid;
+
+	memset(p, 0, sizeof(*p));
+	fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	if (fd < 0 || ctx_attach(fd, 0))
+		return -1;
+	for (int i = 0; i < RUN_QUEUES; i++) {
+		q = ctx_queue(fd, 0, RUN_DEPTH);
+		if (q < 0)
+			return -1;
+		for (int j = 0; j < RUN_DEPTH; j++)
+			d[i * RUN_DEPTH + j] = desc_put(q, RUN_HOPS, RUN_LEN,
+							i * RUN_DEPTH + j);
+	}
+	n = ctx_submit(fd, d, RUN_XFERS);
+
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		probe_run(p);
+		_exit(0);
+	}
+	while (!p->calls && !p->err)
+		usleep(1000);
+
+	start = now_ms();
+	got = ctx_wait(fd, c, RUN_XFERS, RUN_XFERS, 0, NULL);
+	wait_ms = now_ms() - start;
+	close(fd);
+
+	p->stop = 1;
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	TH_LOG("%d WRITEs of %d KiB over %d hops: WAIT %.0f ms for %d; %d INFOs, the longest %.1f ms, from %.0f ms after the WAIT began",
+	       n, RUN_LEN >> 10, RUN_HOPS, wait_ms, got, p->calls, p->max_ms,
+	       p->max_at - start);
+	if (n != RUN_XFERS || got != RUN_XFERS || p->err)
+		return -1;
+	for (int i = 0; i < got; i++)
+		if (c[i].status)
+			return -1;
+	return p->max_ms;
+}
+
 TEST_F_TIMEOUT(lh, info_waits_little_during_a_maximal_submit_and_close, 300)
 {
 	struct icfab_desc *d;
@@ -174,6 +248,39 @@ TEST_F_TIMEOUT(lh, info_waits_little_during_a_maximal_submit_and_close, 300)
 			best = ms;
 	}
 	EXPECT_GE(BOUND_MS, best);
+	free(d);
+	munmap(p, sizeof(*p));
+}
+
+/*
+ * The engine's work is bounded too: a WAIT that lets it run hundreds of
+ * thousands of events does not hold the lock for all of them (before: the
+ * whole run, seconds under TCG).
+ */
+TEST_F_TIMEOUT(lh, info_waits_little_during_a_long_engine_run, 300)
+{
+	struct icfab_desc *d;
+	struct icfab_cqe *c;
+	struct probe *p;
+	double best = 1e9;
+
+	p = mmap(NULL, sizeof(*p), PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	d = calloc(RUN_XFERS, sizeof(*d));
+	c = calloc(RUN_XFERS, sizeof(*c));
+	ASSERT_NE(NULL, d);
+	ASSERT_NE(NULL, c);
+
+	for (int i = 0; i < TRIES && best > RUN_BOUND_MS; i++) {
+		double ms = one_run(_metadata, d, c, p);
+
+		ASSERT_LE(0, ms);
+		if (ms < best)
+			best = ms;
+	}
+	EXPECT_GE(RUN_BOUND_MS, best);
+	free(c);
 	free(d);
 	munmap(p, sizeof(*p));
 }
