@@ -872,6 +872,7 @@ static int icfab_data_complete(void *arg, u32 xfer_id,
 	struct icfab_data *d = arg;
 	struct icfab_req *req = d->xfer_req[xfer_id];
 	struct icfab_queue *q;
+	int status = r->status;
 	int woke;
 
 	icfab_circuit_xfer_done(d->fabric, xfer_id);
@@ -880,8 +881,15 @@ static int icfab_data_complete(void *arg, u32 xfer_id,
 		return 0;
 	d->xfer_req[xfer_id] = NULL;
 	req->in_engine = false;
+	/*
+	 * Its context was evicted: it has used the links (segments on the
+	 * wire are not taken back) but lands nothing, and it and its
+	 * receiver are told so.
+	 */
+	if (!status && req->ctx && req->ctx->evicted)
+		status = -ECANCELED;
 
-	if (!r->status && req->local) {
+	if (!status && req->local) {
 		if (req->cx)
 			icfab_circuit_xfer_copy(req->cx, req->local,
 						req->local_off, req->len);
@@ -899,7 +907,7 @@ static int icfab_data_complete(void *arg, u32 xfer_id,
 		q->outstanding--;
 		q->max_finish_ps = max(q->max_finish_ps, r->finish_ps);
 	}
-	woke = __icfab_req_finish(req, r->status, r->start_ps, r->finish_ps,
+	woke = __icfab_req_finish(req, status, r->start_ps, r->finish_ps,
 				  r->queued_ps);
 	if (q && !q->outstanding)
 		woke |= __icfab_queue_drain(d, q);
@@ -2109,8 +2117,9 @@ u32 icfab_ctx_state(const struct icfab_ctx *ctx)
 }
 
 /*
- * CTX_EVICT: attached context @id ends as its owner's exit would end it.
- * Returns 0, -ENOENT when no attached context has that id, or -EALREADY
+ * CTX_EVICT: attached context @id ends as its owner's exit would end it,
+ * but for its transfers already in the engine: they complete with
+ * -ECANCELED and land nothing (icfab_data_complete()). Returns 0, -ENOENT when no attached context has that id, or -EALREADY
  * when it has ended already; neither error changes anything.
  */
 int icfab_ctx_evict(struct icfab_fabric *fabric, u32 id)
@@ -2124,6 +2133,7 @@ int icfab_ctx_evict(struct icfab_fabric *fabric, u32 id)
 			continue;
 		err = -EALREADY;
 		if (!ctx->dead) {
+			ctx->evicted = true;
 			__icfab_ctx_kill(ctx);
 			err = 0;
 		}

@@ -323,6 +323,8 @@ struct icfab_ctx {
 					 * attach; 0 before */
 	bool free_run;			/* never holds the engine back */
 	bool dead;			/* can submit no more */
+	bool evicted;			/* dead by CTX_EVICT: what it has in
+					 * the engine ends -ECANCELED */
 	u64 clock_ps;			/* ps */
 	bool waiting;			/* in WAIT: does not hold the engine */
 	bool in_wait;			/* an ICFAB_IOC_WAIT is under way, woken

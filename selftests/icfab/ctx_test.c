@@ -299,7 +299,7 @@ TEST_F(ctx, bad_evictions_change_nothing)
  * An evicted context's queued descriptor completes with -ECANCELED, its
  * WAIT under way returns with what has completed, and a WAIT for more
  * than can ever come fails at once. Its transfer already in the engine
- * goes on to its own completion.
+ * keeps its place on the links and completes with -ECANCELED.
  */
 TEST_F(ctx, an_evicted_context_gets_its_descriptors_back)
 {
@@ -333,7 +333,8 @@ TEST_F(ctx, an_evicted_context_gets_its_descriptors_back)
 	self->b = -1;
 	ASSERT_EQ(1, ctx_wait(self->a, c, 1, 1, 20000, NULL));
 	EXPECT_EQ(1, c[0].user_tag);
-	EXPECT_EQ(0, c[0].status);
+	EXPECT_EQ(-ECANCELED, c[0].status);
+	EXPECT_LT(0, c[0].finish_ps);
 }
 
 TEST_HARNESS_MAIN

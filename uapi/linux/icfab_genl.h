@@ -122,8 +122,10 @@ enum icfab_cmd {
 	 * user finds who stalls the clock.
 	 * CTX_EVICT (CAP_NET_ADMIN): FABRIC_ID, CTX_ID. The context ends as
 	 * its owner's exit would end it: its io_uring commands and what
-	 * waits in its queues complete with -ECANCELED, transfers already
-	 * in the engine go on to their own completions, it no longer holds
+	 * waits in its queues complete with -ECANCELED, and so do its
+	 * transfers already in the engine, when they would have finished
+	 * (they keep their place on the links) and without landing any
+	 * byte (a receiver's completion of one says -ECANCELED too); it no longer holds
 	 * the engine back, and its every later SUBMIT fails with
 	 * -ECANCELED. An ICFAB_IOC_WAIT under way returns with what has
 	 * completed; a later one that asks for more than it can ever get
