@@ -38,7 +38,18 @@
  *
  * -C makes every link cut-through (docs/TIMING.md), whatever FILE says.
  *
- *	engine_rate [-H] [-C] [-b BYTES] FILE	(BYTES default 4096, K/M suffix)
+ * -I (with -H) checks identity rather than speed: it runs exactly two
+ * passes with a tracer and prints, instead of the rates, one FNV-1a hash
+ * of every departure (key, bytes, ready, depart, done, transfer id,
+ * link, segment, hop), every completion (id, key, bytes, submit, start,
+ * finish, queued, status, hops, source, destination, leaves) and, after
+ * the passes, every link's counters and the engine's high-water mark of
+ * pending events, in the order the engine produced them. A change to the
+ * engine that keeps every decision gives the same hash:
+ *   identity N transfers segment_hops hash departures completions
+ *
+ *	engine_rate [-H [-I]] [-C] [-b BYTES] FILE
+ *					(BYTES default 4096, K/M suffix)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -271,6 +282,60 @@ struct host_run {
 	uint64_t done, failed;
 };
 
+/* -I: a hash of everything the engine decides, in its order. */
+struct ident {
+	uint64_t hash;
+	uint64_t xmits, completions;
+};
+
+static void ident_mix(struct ident *id, uint64_t v)
+{
+	for (int i = 0; i < 8; i++) {
+		id->hash ^= (v >> (8 * i)) & 0xff;
+		id->hash *= 0x100000001b3ULL;
+	}
+}
+
+static void ident_xmit(void *arg, const struct icfab_engine_xmit *x)
+{
+	struct ident *id = arg;
+
+	id->xmits++;
+	ident_mix(id, x->key);
+	ident_mix(id, x->bytes);
+	ident_mix(id, x->ready_ps);
+	ident_mix(id, x->depart_ps);
+	ident_mix(id, x->done_ps);
+	ident_mix(id, x->xfer_id);
+	ident_mix(id, x->link);
+	ident_mix(id, x->seg);
+	ident_mix(id, x->hop);
+}
+
+static void ident_complete(void *arg, icfab_u32 xfer_id,
+			   const struct icfab_xfer_result *r)
+{
+	struct ident *id = arg;
+
+	id->completions++;
+	ident_mix(id, xfer_id);
+	ident_mix(id, r->key);
+	ident_mix(id, r->bytes);
+	ident_mix(id, r->submit_ps);
+	ident_mix(id, r->start_ps);
+	ident_mix(id, r->finish_ps);
+	ident_mix(id, r->queued_ps);
+	ident_mix(id, (uint64_t)(int64_t)r->status);
+	ident_mix(id, r->hops);
+	ident_mix(id, (uint64_t)r->src << 32 | r->dst);
+	ident_mix(id, r->nr_leaves);
+}
+
+static const struct icfab_engine_tracer ident_tracer = {
+	.xmit = ident_xmit,
+	.complete = ident_complete,
+};
+
 /* Stop after each completion, so that the next transfer can go in. */
 static int host_complete(void *arg, icfab_u32 xfer_id,
 			 const struct icfab_xfer_result *r)
@@ -329,7 +394,8 @@ static int host_pass(struct icfab_engine *e, const struct a2a *a,
  * until a second of wall time has gone. Times are per pass.
  */
 static int run_host(const struct topo *t, const struct a2a *a, icfab_u8 cut_through,
-		    double *wall, double *cpu, uint64_t *failed, uint64_t *link_segs)
+		    double *wall, double *cpu, uint64_t *failed, uint64_t *link_segs,
+		    struct ident *ident)
 {
 	struct icfab_mtopo *m = host_mtopo(t, cut_through);
 	uint64_t cap = a->window * ((a->n + PER_CTX - 1) / PER_CTX);
@@ -344,6 +410,10 @@ static int run_host(const struct topo *t, const struct a2a *a, icfab_u8 cut_thro
 		return -ENOMEM;
 	if (icfab_engine_init(&e, m, t->segment_size, &st))
 		return -EINVAL;
+	if (ident) {
+		ident->hash = 0xcbf29ce484222325ULL;
+		icfab_engine_set_tracer(&e, &ident_tracer, ident);
+	}
 
 	*wall = *cpu = 0;
 	for (;;) {
@@ -359,8 +429,21 @@ static int run_host(const struct topo *t, const struct a2a *a, icfab_u8 cut_thro
 		}
 		*wall += now_s() - w0;
 		*cpu += cpu_s() - c0;
-		if (*wall >= 1.0)
+		if (*wall >= 1.0 || ident)
 			break;
+	}
+	if (ident) {
+		for (uint32_t l = 0; l < m->links_cap; l++) {
+			const struct icfab_engine_link *ls = &st.links[l];
+
+			ident_mix(ident, ls->next_free_ps);
+			ident_mix(ident, ls->bytes);
+			ident_mix(ident, ls->segments);
+			ident_mix(ident, ls->busy_ps);
+			ident_mix(ident, ls->max_queued_ps);
+		}
+		ident_mix(ident, e.now_ps);
+		ident_mix(ident, e.max_events);
 	}
 	*wall /= passes - 1;
 	*cpu /= passes - 1;
@@ -372,7 +455,7 @@ static int run_host(const struct topo *t, const struct a2a *a, icfab_u8 cut_thro
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: engine_rate [-H] [-C] [-b BYTES] FILE\n");
+	fprintf(stderr, "usage: engine_rate [-H [-I]] [-C] [-b BYTES] FILE\n");
 	exit(2);
 }
 
@@ -383,12 +466,14 @@ int main(int argc, char **argv)
 	struct a2a a = { .bytes = 4096 };
 	struct topo_err terr;
 	struct topo *t;
-	int host = 0, opt, err;
+	struct ident ident = { 0 };
+	int host = 0, check = 0, opt, err;
 	double wall = 0, cpu = 0;
 
-	while ((opt = getopt(argc, argv, "HCb:h")) != -1) {
+	while ((opt = getopt(argc, argv, "HICb:h")) != -1) {
 		switch (opt) {
 		case 'H': host = 1; break;
+		case 'I': check = 1; break;
 		case 'C': cut_through = 1; break;
 		case 'b':
 			if (icfab_parse_bytes(optarg, &a.bytes))
@@ -397,7 +482,7 @@ int main(int argc, char **argv)
 		default: usage();
 		}
 	}
-	if (optind + 1 != argc)
+	if (optind + 1 != argc || (check && !host))
 		usage();
 	if (topo_load_file(argv[optind], &t, &terr) ||
 	    topo_route(t, &terr)) {
@@ -426,7 +511,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "engine_rate: an endpoint pair has no route\n");
 		return 1;
 	}
-	err = host ? run_host(t, &a, cut_through, &wall, &cpu, &failed, &link_segs) :
+	err = host ? run_host(t, &a, cut_through, &wall, &cpu, &failed, &link_segs,
+			      check ? &ident : NULL) :
 		     run_module(&a, &wall, &cpu, &failed);
 	if (err)
 		return 1;
@@ -436,7 +522,13 @@ int main(int argc, char **argv)
 			link_segs, hops);
 		return 1;
 	}
-	printf("%-6s %5u %8" PRIu64 " %10" PRIu64 " %8.3f %8.3f %10.0f %10.0f %"
+	if (check)
+		printf("identity %5u %8" PRIu64 " %10" PRIu64 " %016" PRIx64
+		       " %" PRIu64 " %" PRIu64 "\n", a.n,
+		       (uint64_t)a.n * (a.n - 1), hops, ident.hash,
+		       ident.xmits, ident.completions);
+	else
+		printf("%-6s %5u %8" PRIu64 " %10" PRIu64 " %8.3f %8.3f %10.0f %10.0f %"
 	       PRIu64 "\n", host ? "host" : "module", a.n,
 	       (uint64_t)a.n * (a.n - 1), hops, wall, cpu, hops / wall,
 	       hops / cpu, failed);
