@@ -48,7 +48,11 @@
  * engine that keeps every decision gives the same hash:
  *   identity N transfers segment_hops hash departures completions
  *
- *	engine_rate [-H [-I]] [-C] [-b BYTES] FILE
+ * -p PASSES (with -H) runs that many passes after the first instead of a
+ * second's worth, so that a count of instructions (callgrind) covers a
+ * known number of all-to-alls: PASSES + 1 with the first.
+ *
+ *	engine_rate [-H [-I] [-p PASSES]] [-C] [-b BYTES] FILE
  *					(BYTES default 4096, K/M suffix)
  */
 #define _GNU_SOURCE
@@ -395,7 +399,7 @@ static int host_pass(struct icfab_engine *e, const struct a2a *a,
  */
 static int run_host(const struct topo *t, const struct a2a *a, icfab_u8 cut_through,
 		    double *wall, double *cpu, uint64_t *failed, uint64_t *link_segs,
-		    struct ident *ident)
+		    struct ident *ident, int npasses)
 {
 	struct icfab_mtopo *m = host_mtopo(t, cut_through);
 	uint64_t cap = a->window * ((a->n + PER_CTX - 1) / PER_CTX);
@@ -429,7 +433,7 @@ static int run_host(const struct topo *t, const struct a2a *a, icfab_u8 cut_thro
 		}
 		*wall += now_s() - w0;
 		*cpu += cpu_s() - c0;
-		if (*wall >= 1.0 || ident)
+		if (ident || (npasses ? passes > npasses : *wall >= 1.0))
 			break;
 	}
 	if (ident) {
@@ -455,7 +459,8 @@ static int run_host(const struct topo *t, const struct a2a *a, icfab_u8 cut_thro
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: engine_rate [-H [-I]] [-C] [-b BYTES] FILE\n");
+	fprintf(stderr, "usage: engine_rate [-H [-I] [-p PASSES]] [-C] [-b BYTES] "
+		"FILE\n");
 	exit(2);
 }
 
@@ -467,13 +472,18 @@ int main(int argc, char **argv)
 	struct topo_err terr;
 	struct topo *t;
 	struct ident ident = { 0 };
-	int host = 0, check = 0, opt, err;
+	int host = 0, check = 0, npasses = 0, opt, err;
 	double wall = 0, cpu = 0;
 
-	while ((opt = getopt(argc, argv, "HICb:h")) != -1) {
+	while ((opt = getopt(argc, argv, "HICb:p:h")) != -1) {
 		switch (opt) {
 		case 'H': host = 1; break;
 		case 'I': check = 1; break;
+		case 'p':
+			npasses = atoi(optarg);
+			if (npasses < 1)
+				usage();
+			break;
 		case 'C': cut_through = 1; break;
 		case 'b':
 			if (icfab_parse_bytes(optarg, &a.bytes))
@@ -482,7 +492,7 @@ int main(int argc, char **argv)
 		default: usage();
 		}
 	}
-	if (optind + 1 != argc || (check && !host))
+	if (optind + 1 != argc || ((check || npasses) && !host))
 		usage();
 	if (topo_load_file(argv[optind], &t, &terr) ||
 	    topo_route(t, &terr)) {
@@ -512,7 +522,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	err = host ? run_host(t, &a, cut_through, &wall, &cpu, &failed, &link_segs,
-			      check ? &ident : NULL) :
+			      check ? &ident : NULL, npasses) :
 		     run_module(&a, &wall, &cpu, &failed);
 	if (err)
 		return 1;
