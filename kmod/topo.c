@@ -331,7 +331,7 @@ int icfab_topo_validate_commit(struct icfab_topo *t, struct icfab_topo_err *err)
 		n->port_in = n->port_out + n->nr_ports;
 	}
 
-	scratch = kvmalloc(max_t(u32, t->m.nr_nodes, 1), GFP_KERNEL);
+	scratch = kvmalloc(ICFAB_TOPO_SCRATCH_SIZE(t->m.nr_nodes), GFP_KERNEL);
 	if (!scratch)
 		return -ENOMEM;
 	ret = icfab_topo_validate(&t->m, &icfab_topo_limits, scratch, err);

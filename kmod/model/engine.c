@@ -185,6 +185,7 @@ struct ev {
 	icfab_u32 xfer;
 	icfab_u32 node;
 	icfab_u32 hop;
+	icfab_u32 turn;			/* a segment's remaining spray turn */
 };
 
 /* Where keys[] and bodies[] are in an array of @cap events. */
@@ -397,7 +398,7 @@ static ENGINE_HOT int ev_sorts_first(const struct icfab_engine *e,
 static ENGINE_HOT int ev_push_tail(struct icfab_engine *e, icfab_u32 id,
 				   icfab_u64 time_ps, icfab_u64 tail_ps,
 				   icfab_u32 seg, icfab_u32 hop,
-				   icfab_u32 node)
+				   icfab_u32 node, icfab_u32 turn)
 {
 	struct icfab_engine_evbody *b;
 	struct icfab_engine_evkey k;
@@ -421,7 +422,7 @@ static ENGINE_HOT int ev_push_tail(struct icfab_engine *e, icfab_u32 id,
 	b->node = node;
 	b->hop = (icfab_u16)hop;
 	b->pad = 0;
-	b->pad2 = 0;
+	b->turn = turn;
 	/*
 	 * The next event to process goes to the front; one that sorts
 	 * before the front takes its place, and the front goes in below.
@@ -464,7 +465,7 @@ static ENGINE_HOT int ev_push(struct icfab_engine *e, icfab_u32 id,
 			      icfab_u64 time_ps, icfab_u32 seg, icfab_u32 hop,
 			      icfab_u32 node)
 {
-	return ev_push_tail(e, id, time_ps, time_ps, seg, hop, node);
+	return ev_push_tail(e, id, time_ps, time_ps, seg, hop, node, 0);
 }
 
 /* Pop the next event, from @src (ev_next_src()'s answer). */
@@ -495,6 +496,7 @@ static ENGINE_HOT void ev_pop(struct icfab_engine *e, int src,
 	top->xfer = b->xfer;
 	top->node = b->node;
 	top->hop = b->hop;
+	top->turn = b->turn;
 	b->xfer = e->free_body;
 	e->free_body = k.body;
 }
@@ -537,36 +539,92 @@ static ENGINE_HOT int link_usable(const struct icfab_mtopo *t, icfab_u32 lid)
 	       l->src < t->nr_nodes && l->dst < t->nr_nodes;
 }
 
-/*
- * The link leaving @node towards @dst, or ICFAB_MODEL_NO_LINK when there
- * is no route or the link is not usable.
- */
-static ENGINE_HOT icfab_u32 route_link(const struct icfab_mtopo *t,
-				       icfab_u32 node, icfab_u32 dst)
+/* The link leaving @n by @port, or ICFAB_MODEL_NO_LINK if it is not usable. */
+static ENGINE_HOT icfab_u32 port_link(const struct icfab_mtopo *t,
+				      const struct icfab_mnode *n,
+				      icfab_u16 port)
 {
-	const struct icfab_mnode *n = &t->nodes[node];
-	icfab_u16 port = icfab_topo_next_port(t, node, dst);
 	icfab_u32 lid;
 
-	if (port == ICFAB_MODEL_NO_PORT || port >= n->nr_ports)
+	if (port >= n->nr_ports)
 		return ICFAB_MODEL_NO_LINK;
 	lid = n->port_out[port];
 	return link_usable(t, lid) ? lid : ICFAB_MODEL_NO_LINK;
 }
 
+/* Fibonacci hashing of a 64-bit key: the high half of the low 64 bits. */
+static ENGINE_HOT icfab_u32 key_turn(icfab_u64 key)
+{
+	return (icfab_u32)((key * 0x9e3779b97f4a7c15ULL) >> 32);
+}
+
 /*
- * The turn of segment @seg of transfer @x among @nr_par parallel links
- * under @mode: by segment when spraying, by a hash of the transfer's key
- * when the fabric hashes flows (every segment of a transfer takes one
- * link).
+ * The link leaving @node towards @x's destination that carries a segment
+ * with remaining spray turn *@turn: the route's port, or the member a
+ * next-hop set chooses (docs/TIMING.md, "Equal-cost next hops"): by a
+ * hash of the key with the node mixed in (flow), or the turn modulo the
+ * set's size, which divides the turn (spray). A member that cannot
+ * carry it gives its turn to the next, round the set. Without @x (a
+ * single-path reader) the set's first usable member from its primary.
+ * The link is the first of its ring of parallel links;
+ * ICFAB_MODEL_NO_LINK when none is usable.
+ */
+static ENGINE_HOT icfab_u32 route_choose(const struct icfab_mtopo *t,
+					 icfab_u32 node, icfab_u32 dst,
+					 const struct icfab_engine_xfer *x,
+					 icfab_u32 *turn)
+{
+	const struct icfab_mnode *n = &t->nodes[node];
+	icfab_u16 e = icfab_topo_route_entry(t, node, dst);
+	const struct icfab_mset *set;
+	icfab_u32 i, c, lid;
+
+	if (e < ICFAB_MODEL_SET_BASE)
+		return port_link(t, n, e);
+	set = icfab_topo_entry_set(t, node, e);
+	if (!set || !set->nr)
+		return ICFAB_MODEL_NO_LINK;
+	if (!x) {
+		i = 0;
+	} else if (set->mode == ICFAB_MODEL_MULTIPATH_SPRAY) {
+		i = *turn % set->nr;
+		*turn /= set->nr;
+	} else {
+		i = key_turn(x->key ^ (node * 0xbf58476d1ce4e5b9ULL)) %
+		    set->nr;
+	}
+	for (c = 0; c < set->nr; c++) {
+		lid = port_link(t, n, set->ports[(i + c) % set->nr]);
+		if (lid != ICFAB_MODEL_NO_LINK)
+			return lid;
+	}
+	return ICFAB_MODEL_NO_LINK;
+}
+
+/*
+ * The link leaving @node towards @dst that a single-path reader takes
+ * (a set's first usable member), or ICFAB_MODEL_NO_LINK when there is no
+ * route or no usable link.
+ */
+static icfab_u32 route_link(const struct icfab_mtopo *t, icfab_u32 node,
+			    icfab_u32 dst)
+{
+	return route_choose(t, node, dst, ICFAB_NULL, ICFAB_NULL);
+}
+
+/*
+ * The turn of a segment with remaining spray turn @turn (its index,
+ * without next-hop sets) of transfer @x among parallel links under
+ * @mode: by segment when spraying, by a hash of the transfer's key when
+ * the fabric hashes flows (every segment of a transfer takes one link).
  */
 static ENGINE_HOT icfab_u32 par_turn(icfab_u8 mode,
 				     const struct icfab_engine_xfer *x,
-				     icfab_u32 seg)
+				     icfab_u32 turn)
 {
 	if (mode == ICFAB_MODEL_MULTIPATH_SPRAY)
-		return seg;
-	return (icfab_u32)((x->key * 0x9e3779b97f4a7c15ULL) >> 32);
+		return turn;
+	return key_turn(x->key);
 }
 
 /*
@@ -1232,14 +1290,46 @@ static ENGINE_HOT int seg_delivered(struct icfab_engine *e, icfab_u32 id,
 static ENGINE_HOT int seg_forward(struct icfab_engine *e, icfab_u32 id,
 				  const struct icfab_mlink *l, icfab_u32 next,
 				  icfab_u64 head, icfab_u64 done,
-				  icfab_u32 seg, icfab_u32 hop)
+				  icfab_u32 seg, icfab_u32 hop, icfab_u32 turn)
 {
 	icfab_u64 tail = sat_add(done, l->latency_ps);
 
-	if (l->cut_through)
-		return ev_push_tail(e, id, sat_add(head, l->latency_ps),
-				    tail, seg, hop + 1, next);
-	return ev_push(e, id, tail, seg, hop + 1, next);
+	return ev_push_tail(e, id, l->cut_through ?
+			    sat_add(head, l->latency_ps) : tail,
+			    tail, seg, hop + 1, next, turn);
+}
+
+/* Whether @x's source sends by a sprayed next-hop set. */
+static int src_sprays_set(const struct icfab_mtopo *t,
+			  const struct icfab_engine_xfer *x)
+{
+	const struct icfab_mset *set = icfab_topo_entry_set(t, x->src,
+		icfab_topo_route_entry(t, x->src, x->dst));
+
+	return set && set->mode == ICFAB_MODEL_MULTIPATH_SPRAY;
+}
+
+/*
+ * When segment @seg of @x, sprayed at the source, is ready there: once
+ * the one before has left (at @head; out at @done) and the link @seg
+ * takes is free.
+ */
+static icfab_u64 next_ready(const struct icfab_engine *e,
+			    const struct icfab_engine_xfer *x, icfab_u32 seg,
+			    icfab_u64 head, icfab_u64 done)
+{
+	const struct icfab_mtopo *t = e->topo;
+	icfab_u32 turn = seg, lid;
+	icfab_u64 next;
+
+	lid = route_choose(t, x->src, x->dst, x, &turn);
+	if (lid == ICFAB_MODEL_NO_LINK)
+		return done;
+	if (t->links[lid].nr_par > 1)
+		lid = par_pick(t, lid, par_turn(t->links[lid].multipath, x,
+						turn));
+	next = e->links[lid].next_free_ps;
+	return next < head ? head : next;
 }
 
 /* Tier port @lid, if it can carry a segment now; else ICFAB_MODEL_NO_LINK. */
@@ -1251,12 +1341,12 @@ static icfab_u32 tier_link(const struct icfab_mtopo *t, icfab_u32 lid)
 
 /*
  * Segment @seg of routed transfer @id is ready at @now at @node, its hop
- * @hop, with its last byte there at @tail: send it on by the route in
- * force now.
+ * @hop, with its last byte there at @tail and its remaining spray turn
+ * @turn (@seg at the source): send it on by the route in force now.
  */
 static int seg_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
 		     icfab_u32 hop, icfab_u32 node, icfab_u64 now,
-		     icfab_u64 tail)
+		     icfab_u64 tail, icfab_u32 turn)
 {
 	struct icfab_engine_xfer *x = &e->xfers[id];
 	const struct icfab_mtopo *t = e->topo;
@@ -1267,6 +1357,8 @@ static int seg_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
 
 	if (x->status)
 		return seg_lost(e, id, hop, now, x->status);
+	if (hop == 0)
+		turn = seg;
 	/*
 	 * A tiered transfer reads through its source's tier port first and
 	 * writes through its destination's last: 1 and 2 in @tier.
@@ -1279,7 +1371,7 @@ static int seg_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
 		tier = 2;
 		rlid = tier_link(t, x->tier_out);
 	} else {
-		rlid = route_link(t, node, x->dst);
+		rlid = route_choose(t, node, x->dst, x, &turn);
 	}
 	/*
 	 * The route broke while in flight (it was checked at submit; the
@@ -1291,24 +1383,24 @@ static int seg_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
 	l = &t->links[rlid];
 	lid = rlid;
 	if (l->nr_par > 1)
-		lid = par_pick(t, rlid, par_turn(l->multipath, x, seg));
+		lid = par_pick(t, rlid, par_turn(l->multipath, x, turn));
 	if (link_hold_fails(&t->links[lid], now))
 		return seg_lost(e, id, hop, now, -ICFAB_ENGINE_ENETDOWN);
 
 	done = link_xmit(e, id, lid, seg, hop, now, tail, &head);
 	/*
 	 * Self-clocking: the next segment is ready when this one is out,
-	 * or, sprayed over parallel links, when it has left and the link
-	 * the next one takes is free (one link: the same instant).
+	 * or, sprayed over parallel links or a next-hop set, when it has
+	 * left and the link the next one takes is free (one link: the same
+	 * instant).
 	 */
 	if (hop == 0) {
 		next = done;
-		if (l->nr_par > 1 && l->multipath == ICFAB_MODEL_MULTIPATH_SPRAY &&
-		    seg + 1 < x->nr_segs) {
-			next = e->links[par_pick(t, rlid, seg + 1)].next_free_ps;
-			if (next < head)
-				next = head;
-		}
+		if (seg + 1 < x->nr_segs && !tier &&
+		    ((l->nr_par > 1 &&
+		      l->multipath == ICFAB_MODEL_MULTIPATH_SPRAY) ||
+		     src_sprays_set(t, x)))
+			next = next_ready(e, x, seg + 1, head, done);
 		err = ev_push(e, id, next, seg + 1, 0, x->src);
 		if (err)
 			return err;
@@ -1319,7 +1411,7 @@ static int seg_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
 	if (tier == 2 ||
 	    (to == x->dst && x->tier_out == ICFAB_MODEL_NO_LINK))
 		return seg_delivered(e, id, sat_add(done, l->latency_ps));
-	return seg_forward(e, id, l, to, head, done, seg, hop);
+	return seg_forward(e, id, l, to, head, done, seg, hop, turn);
 }
 
 /*
@@ -1394,7 +1486,7 @@ static int tree_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
 					    sat_add(done, l->latency_ps));
 		else
 			err = seg_forward(e, id, l, l->dst, head, done,
-					  seg, hop);
+					  seg, hop, 0);
 		if (err)
 			return err;
 	}
@@ -1415,7 +1507,7 @@ static int xfer_start(struct icfab_engine *e, icfab_u32 id, icfab_u64 now)
 		return dma_release(e, id, now);
 	if (x->tree)
 		return tree_serve(e, id, 0, 0, x->src, now, now);
-	return seg_serve(e, id, 0, 0, x->src, now, now);
+	return seg_serve(e, id, 0, 0, x->src, now, now, 0);
 }
 
 /* <0 on an engine bug, 1 when the completion callback asked to stop. */
@@ -1445,7 +1537,8 @@ static int ev_process(struct icfab_engine *e, const struct ev *ev,
 					 ev->node, ev->time_ps, ev->tail_ps);
 		else
 			err = seg_serve(e, ev->xfer, ev->seg, ev->hop,
-					ev->node, ev->time_ps, ev->tail_ps);
+					ev->node, ev->time_ps, ev->tail_ps,
+					ev->turn);
 		break;
 	default:
 		return -ICFAB_ENGINE_EINVAL;	/* event for a free slot */

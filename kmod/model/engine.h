@@ -207,7 +207,12 @@ struct icfab_engine_evbody {
 	icfab_u32 node;
 	icfab_u16 hop;
 	icfab_u16 pad;
-	icfab_u32 pad2;
+	/*
+	 * A segment's remaining spray turn: its index at the source,
+	 * divided by the size of each sprayed next-hop set it crossed
+	 * (docs/TIMING.md, "Equal-cost next hops").
+	 */
+	icfab_u32 turn;
 };
 
 /*

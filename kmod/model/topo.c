@@ -16,6 +16,7 @@ static int icfab_topo_fail(struct icfab_topo_err *err,
 	err->obj = obj;
 	err->id = id;
 	err->id2 = id2;
+	err->id3 = 0;
 	err->msg = msg;
 	return -1;
 }
@@ -221,6 +222,47 @@ static void icfab_topo_link_parallel(struct icfab_mtopo *t)
 	}
 }
 
+/*
+ * @node's next-hop sets: 1..ICFAB_MODEL_SET_PORTS members of a known
+ * mode, each a port with a link, no two to one neighbour.
+ */
+static int icfab_topo_check_sets(const struct icfab_mtopo *t, icfab_u32 node,
+				 struct icfab_topo_err *err)
+{
+	const struct icfab_mnode *n = &t->nodes[node];
+	icfab_u32 s, i, j;
+
+	if (n->nr_sets > ICFAB_MODEL_SETS_MAX)
+		return icfab_topo_fail(err, ICFAB_TOPO_ERR_NODE, node, 0,
+				       "more next-hop sets than a node may hold");
+	for (s = 0; s < n->nr_sets; s++) {
+		const struct icfab_mset *set = &n->sets[s];
+
+		if (!set->nr || set->nr > ICFAB_MODEL_SET_PORTS)
+			return icfab_topo_fail(err, ICFAB_TOPO_ERR_SET, node, s,
+				"a next-hop set has no members or too many");
+		if (set->mode != ICFAB_MODEL_MULTIPATH_FLOW &&
+		    set->mode != ICFAB_MODEL_MULTIPATH_SPRAY)
+			return icfab_topo_fail(err, ICFAB_TOPO_ERR_SET, node, s,
+				"a next-hop set's mode is neither flow nor spray");
+		for (i = 0; i < set->nr; i++) {
+			icfab_u16 p = set->ports[i];
+
+			if (p >= n->nr_ports ||
+			    n->port_out[p] == ICFAB_MODEL_NO_LINK)
+				return icfab_topo_fail(err, ICFAB_TOPO_ERR_SET,
+					node, s, "a next-hop set's port has no link");
+			for (j = 0; j < i; j++)
+				if (t->links[n->port_out[set->ports[j]]].dst ==
+				    t->links[n->port_out[p]].dst)
+					return icfab_topo_fail(err,
+						ICFAB_TOPO_ERR_SET, node, s,
+						"two members of a next-hop set reach one neighbour");
+		}
+	}
+	return 0;
+}
+
 static int icfab_topo_check_route_entries(const struct icfab_mtopo *t,
 					  struct icfab_topo_err *err)
 {
@@ -229,6 +271,8 @@ static int icfab_topo_check_route_entries(const struct icfab_mtopo *t,
 	for (n = 0; n < t->nr_nodes; n++) {
 		const struct icfab_mnode *node = &t->nodes[n];
 
+		if (icfab_topo_check_sets(t, n, err))
+			return -1;
 		for (d = 0; d < node->routes_len; d++) {
 			icfab_u16 p = node->routes[d];
 
@@ -243,6 +287,13 @@ static int icfab_topo_check_route_entries(const struct icfab_mtopo *t,
 			if (d == n)
 				return icfab_topo_fail(err, ICFAB_TOPO_ERR_ROUTE,
 					n, d, "route from a node to itself");
+			if (p >= ICFAB_MODEL_SET_BASE) {
+				if (!icfab_topo_entry_set(t, n, p))
+					return icfab_topo_fail(err,
+						ICFAB_TOPO_ERR_ROUTE, n, d,
+						"route by a next-hop set the node does not have");
+				continue;
+			}
 			if (p >= node->nr_ports ||
 			    node->port_out[p] == ICFAB_MODEL_NO_LINK)
 				return icfab_topo_fail(err, ICFAB_TOPO_ERR_ROUTE,
@@ -252,52 +303,103 @@ static int icfab_topo_check_route_entries(const struct icfab_mtopo *t,
 	return 0;
 }
 
+/*
+ * Marks of the search, one byte a node: unknown, known to reach the
+ * destination, or on the search path, WALK_ON_PATH + the member being
+ * followed (a plain route is a set of one).
+ */
 enum {
 	WALK_UNKNOWN = 0,
-	WALK_ON_PATH,		/* on the walk being followed now */
 	WALK_REACHES,		/* known to reach the destination */
+	WALK_ON_PATH,		/* ... up to WALK_ON_PATH + ICFAB_MODEL_SET_PORTS */
 };
 
+/* Member @i of @node's entry @e towards a destination: its port. */
+static icfab_u16 walk_port(const struct icfab_mtopo *t, icfab_u32 node,
+			   icfab_u16 e, icfab_u32 i)
+{
+	const struct icfab_mset *s = icfab_topo_entry_set(t, node, e);
+
+	return s ? s->ports[i] : e;
+}
+
+static icfab_u32 walk_members(const struct icfab_mtopo *t, icfab_u32 node,
+			      icfab_u16 e)
+{
+	const struct icfab_mset *s = icfab_topo_entry_set(t, node, e);
+
+	return s ? s->nr : 1;
+}
+
 /*
- * For one destination, the next-hop choices of all nodes form a graph in
- * which every node has at most one successor. Every node that has a route
- * must reach @dst: walk from each node, marking the walk, until a node
- * already known to reach @dst (fine), a node on the current walk (a loop)
- * or a node without a route (a black hole). O(nodes) per destination.
+ * A member of @node's entry @e leads to a loop or a black hole: say
+ * which. A plain route is reported as it always was, at the node that
+ * closes the loop or has no route; a set's member by the port it is.
+ */
+static int walk_fail(const struct icfab_mtopo *t, icfab_u32 node,
+		     icfab_u16 e, icfab_u16 port, icfab_u32 far,
+		     icfab_u32 dst, int loop, struct icfab_topo_err *err)
+{
+	if (!icfab_topo_entry_set(t, node, e))
+		return icfab_topo_fail(err, ICFAB_TOPO_ERR_ROUTE, far, dst,
+			loop ? "routing loop towards this destination" :
+			"a route towards this destination stops at this node");
+	icfab_topo_fail(err, ICFAB_TOPO_ERR_ROUTE_PORT, node, dst,
+		loop ? "a next-hop set towards this destination loops through this port" :
+		"a next-hop set towards this destination reaches, by this port, a node with no route");
+	err->id3 = port;
+	return -1;
+}
+
+/*
+ * For one destination, each node's successors are the far ends of its
+ * entry's members (one for a plain port). Every node that has a route
+ * must reach @dst along every choice: a depth-first search from each
+ * node not yet known to, with an explicit stack in @stack, stops at a
+ * member whose far end is on the search path (a loop) or has no route
+ * (a black hole). Over plain routes it is the walk it always was: one
+ * successor a node, O(nodes) per destination; O(nodes + members) with
+ * sets.
  */
 static int icfab_topo_check_walks(const struct icfab_mtopo *t, icfab_u32 dst,
-				  icfab_u8 *mark, struct icfab_topo_err *err)
+				  icfab_u8 *mark, icfab_u32 *stack,
+				  struct icfab_topo_err *err)
 {
-	icfab_u32 i, n;
+	icfab_u32 i, sp;
 
 	for (i = 0; i < t->nr_nodes; i++)
 		mark[i] = WALK_UNKNOWN;
 	mark[dst] = WALK_REACHES;
 
 	for (i = 0; i < t->nr_nodes; i++) {
-		icfab_u8 end;
-
 		if (mark[i] != WALK_UNKNOWN ||
-		    icfab_topo_next_port(t, i, dst) == ICFAB_MODEL_NO_PORT)
+		    icfab_topo_route_entry(t, i, dst) == ICFAB_MODEL_NO_PORT)
 			continue;
+		stack[0] = i;
+		sp = 1;
+		mark[i] = WALK_ON_PATH;
+		while (sp) {
+			icfab_u32 n = stack[sp - 1], k = mark[n] - WALK_ON_PATH;
+			icfab_u16 e = icfab_topo_route_entry(t, n, dst), p;
+			icfab_u32 far;
 
-		for (n = i; mark[n] == WALK_UNKNOWN;) {
-			icfab_u16 p = icfab_topo_next_port(t, n, dst);
-
-			if (p == ICFAB_MODEL_NO_PORT)
-				return icfab_topo_fail(err, ICFAB_TOPO_ERR_ROUTE,
-					n, dst, "a route towards this destination stops at this node");
-			mark[n] = WALK_ON_PATH;
-			n = t->links[t->nodes[n].port_out[p]].dst;
-		}
-		if (mark[n] == WALK_ON_PATH)
-			return icfab_topo_fail(err, ICFAB_TOPO_ERR_ROUTE, n, dst,
-					       "routing loop towards this destination");
-		end = mark[n];
-		for (n = i; mark[n] == WALK_ON_PATH;) {
-			mark[n] = end;
-			n = t->links[t->nodes[n].port_out[
-				icfab_topo_next_port(t, n, dst)]].dst;
+			if (k == walk_members(t, n, e)) {
+				mark[n] = WALK_REACHES;
+				sp--;
+				continue;
+			}
+			mark[n]++;
+			p = walk_port(t, n, e, k);
+			far = t->links[t->nodes[n].port_out[p]].dst;
+			if (mark[far] == WALK_REACHES)
+				continue;
+			if (mark[far] != WALK_UNKNOWN)
+				return walk_fail(t, n, e, p, far, dst, 1, err);
+			if (icfab_topo_route_entry(t, far, dst) ==
+			    ICFAB_MODEL_NO_PORT)
+				return walk_fail(t, n, e, p, far, dst, 0, err);
+			mark[far] = WALK_ON_PATH;
+			stack[sp++] = far;
 		}
 	}
 	return 0;
@@ -307,7 +409,7 @@ int icfab_topo_validate(struct icfab_mtopo *t,
 			const struct icfab_topo_limits *lim,
 			icfab_u8 *scratch, struct icfab_topo_err *err)
 {
-	icfab_u32 d;
+	icfab_u32 d, *stack;
 
 	err->obj = ICFAB_TOPO_ERR_NONE;
 	err->msg = ICFAB_NULL;
@@ -318,11 +420,12 @@ int icfab_topo_validate(struct icfab_mtopo *t,
 	    icfab_topo_check_route_entries(t, err))
 		return -1;
 	icfab_topo_link_parallel(t);
+	stack = (icfab_u32 *)(scratch + (t->nr_nodes + 3) / 4 * 4);
 
 	for (d = 0; d < t->nr_nodes; d++) {
 		if (t->nodes[d].kind != ICFAB_MODEL_ENDPOINT)
 			continue;
-		if (icfab_topo_check_walks(t, d, scratch, err))
+		if (icfab_topo_check_walks(t, d, scratch, stack, err))
 			return -1;
 		if (lim->yield)
 			lim->yield();

@@ -21,6 +21,16 @@ typedef __UINT16_TYPE__	icfab_u16;
 #define ICFAB_MODEL_NO_PORT	0xffffU		/* = ICFAB_ROUTE_NONE */
 #define ICFAB_MODEL_NO_LINK	0xffffffffU
 
+/*
+ * Next-hop sets (docs/TIMING.md, "Equal-cost next hops through different
+ * neighbours"): a route entry from ICFAB_MODEL_SET_BASE up (below
+ * ICFAB_MODEL_NO_PORT) names set (entry - ICFAB_MODEL_SET_BASE) of its
+ * node instead of a port. Ports stay below the base.
+ */
+#define ICFAB_MODEL_SET_BASE	0xf000U		/* = ICFAB_ROUTE_SET_BASE */
+#define ICFAB_MODEL_SETS_MAX	(ICFAB_MODEL_NO_PORT - ICFAB_MODEL_SET_BASE)
+#define ICFAB_MODEL_SET_PORTS	8		/* = ICFAB_ROUTE_SET_MAX_PORTS */
+
 enum {
 	ICFAB_MODEL_ENDPOINT	= 0,		/* = ICFAB_NODE_ENDPOINT */
 	ICFAB_MODEL_SWITCH	= 1,		/* = ICFAB_NODE_SWITCH */
@@ -35,6 +45,20 @@ enum {
 	ICFAB_MODEL_MULTIPATH_NONE	= 0,	/* = ICFAB_MULTIPATH_NONE */
 	ICFAB_MODEL_MULTIPATH_FLOW	= 1,	/* one link per transfer, by key */
 	ICFAB_MODEL_MULTIPATH_SPRAY	= 2,	/* segment by segment, in turn */
+};
+
+/*
+ * A next-hop set: @nr ports (1..ICFAB_MODEL_SET_PORTS) of its node that
+ * reach different neighbours, the first the primary (what a single-path
+ * reader takes), and how a transfer chooses among them: mode is
+ * ICFAB_MODEL_MULTIPATH_FLOW (by a hash of its key and the node) or
+ * _SPRAY (segment by segment). Each member's parallel links then choose
+ * within it as their own multipath mode says.
+ */
+struct icfab_mset {
+	icfab_u8 mode;
+	icfab_u8 nr;
+	icfab_u16 ports[ICFAB_MODEL_SET_PORTS];
 };
 
 /*
@@ -72,9 +96,14 @@ struct icfab_mnode {
 	 */
 	icfab_u32 tier_link[ICFAB_MODEL_TIERS];
 	char name[ICFAB_MODEL_NAME_MAX];
-	/* Forwarding: out port per destination id, routes_len entries. */
+	/*
+	 * Forwarding: out port (or set, from ICFAB_MODEL_SET_BASE) per
+	 * destination id, routes_len entries; and the node's next-hop sets.
+	 */
 	icfab_u16 *routes;
 	icfab_u32 routes_len;
+	struct icfab_mset *sets;
+	icfab_u32 nr_sets;
 	/*
 	 * Derived at validation, nr_ports entries each, allocated by the
 	 * owner: the link leaving by and the link arriving at each port.
@@ -171,6 +200,9 @@ enum icfab_topo_err_obj {
 	ICFAB_TOPO_ERR_NODE,		/* id: the node */
 	ICFAB_TOPO_ERR_LINK,		/* id: the link */
 	ICFAB_TOPO_ERR_ROUTE,		/* id: the node, id2: the destination */
+	ICFAB_TOPO_ERR_SET,		/* id: the node, id2: the set */
+	ICFAB_TOPO_ERR_ROUTE_PORT,	/* id: the node, id2: the destination,
+					 * id3: the port of the set member */
 };
 
 /* Whether link @l is a memory tier's port rather than a fabric link. */
@@ -181,14 +213,22 @@ static inline int icfab_mlink_is_tier(const struct icfab_mlink *l)
 
 struct icfab_topo_err {
 	enum icfab_topo_err_obj obj;
-	icfab_u32 id, id2;
+	icfab_u32 id, id2, id3;
 	const char *msg;		/* static string */
 };
 
 /*
+ * Bytes of scratch icfab_topo_validate() needs for @nr_nodes nodes: a
+ * mark per node and, 4-aligned after them, a node id per level of the
+ * search over next-hop sets.
+ */
+#define ICFAB_TOPO_SCRATCH_SIZE(nr_nodes) \
+	(((nr_nodes) + 3UL) / 4 * 4 + 4UL * (nr_nodes) + 4)
+
+/*
  * Check @t as a whole, fill every present node's port_out[] and
  * port_in[] and every present link's par_next and nr_par. @scratch holds
- * nr_nodes bytes.
+ * ICFAB_TOPO_SCRATCH_SIZE(nr_nodes) bytes, 4-aligned.
  * Returns 0, or -1 with @err describing the first problem found:
  *  - node ids not dense, counts over @lim, a switch's colors over the
  *    limit, ports over the limit or zero;
@@ -198,19 +238,55 @@ struct icfab_topo_err {
  *    an endpoint's tier reference to anything but a present tier port of
  *    that kind (a switch may have none);
  *  - a route to a missing node or to a switch, by a port without a link,
- *    a loop towards a destination, or a path that stops short of it.
+ *    a loop towards a destination, or a path that stops short of it;
+ *  - a route to a missing set; a set of no members or over
+ *    ICFAB_MODEL_SET_PORTS, of an unknown mode, with a port without a
+ *    link or two members to one neighbour; and, along any member of a
+ *    set, a loop or a node without a route (ICFAB_TOPO_ERR_ROUTE_PORT
+ *    names the member).
  */
 int icfab_topo_validate(struct icfab_mtopo *t,
 			const struct icfab_topo_limits *lim,
 			icfab_u8 *scratch, struct icfab_topo_err *err);
 
-/* The port @node leaves by towards @dst, or ICFAB_MODEL_NO_PORT. */
-static inline icfab_u16 icfab_topo_next_port(const struct icfab_mtopo *t,
-					     icfab_u32 node, icfab_u32 dst)
+/*
+ * @node's entry towards @dst: a port, a set (from ICFAB_MODEL_SET_BASE)
+ * or ICFAB_MODEL_NO_PORT.
+ */
+static inline icfab_u16 icfab_topo_route_entry(const struct icfab_mtopo *t,
+					       icfab_u32 node, icfab_u32 dst)
 {
 	const struct icfab_mnode *n = &t->nodes[node];
 
 	return dst < n->routes_len ? n->routes[dst] : ICFAB_MODEL_NO_PORT;
+}
+
+/* @node's set named by route entry @e, or NULL when @e names none. */
+static inline const struct icfab_mset *
+icfab_topo_entry_set(const struct icfab_mtopo *t, icfab_u32 node, icfab_u16 e)
+{
+	const struct icfab_mnode *n = &t->nodes[node];
+
+	if (e < ICFAB_MODEL_SET_BASE || e == ICFAB_MODEL_NO_PORT ||
+	    e - ICFAB_MODEL_SET_BASE >= n->nr_sets)
+		return ICFAB_NULL;
+	return &n->sets[e - ICFAB_MODEL_SET_BASE];
+}
+
+/*
+ * The port @node leaves by towards @dst, or ICFAB_MODEL_NO_PORT: for a
+ * set, its primary (single-path readers: circuits, hop counts).
+ */
+static inline icfab_u16 icfab_topo_next_port(const struct icfab_mtopo *t,
+					     icfab_u32 node, icfab_u32 dst)
+{
+	icfab_u16 e = icfab_topo_route_entry(t, node, dst);
+	const struct icfab_mset *s;
+
+	if (e < ICFAB_MODEL_SET_BASE || e == ICFAB_MODEL_NO_PORT)
+		return e;
+	s = icfab_topo_entry_set(t, node, e);
+	return s && s->nr ? s->ports[0] : ICFAB_MODEL_NO_PORT;
 }
 
 #endif /* _ICFAB_MODEL_TOPO_H */

@@ -27,7 +27,7 @@ struct icfab_mtopo *host_mtopo(const struct topo *t, icfab_u8 cut_through)
 	m->links_cap = t->nr_links + t->nr_tiers;
 	m->nodes = calloc(t->nr_nodes, sizeof(*m->nodes));
 	m->links = calloc(m->links_cap, sizeof(*m->links));
-	scratch = calloc(t->nr_nodes, 1);
+	scratch = calloc(ICFAB_TOPO_SCRATCH_SIZE(t->nr_nodes), 1);
 	if (!m->nodes || !m->links || !scratch)
 		return NULL;
 	for (uint32_t i = 0; i < t->nr_nodes; i++) {

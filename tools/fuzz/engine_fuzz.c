@@ -117,7 +117,7 @@ static void build_topology(struct in *in)
 		.max_links = MAX_LINKS, .max_ports = MAX_NODES, .max_colors = 64,
 	};
 	struct icfab_topo_err err;
-	uint8_t scratch[MAX_NODES];
+	uint32_t scratch[ICFAB_TOPO_SCRATCH_SIZE(MAX_NODES) / 4];
 
 	memset(&F, 0, offsetof(struct fuzz, recs));
 	F.switch_id = MAX_NODES;
@@ -203,7 +203,7 @@ static void build_topology(struct in *in)
 			F.routes[u][d] = F.links[F.path[u][d][0]].src_port;
 		}
 	}
-	if (icfab_topo_validate(&F.topo, &lim, scratch, &err)) {
+	if (icfab_topo_validate(&F.topo, &lim, (icfab_u8 *)scratch, &err)) {
 		fprintf(stderr, "engine_fuzz: the harness built an invalid topology: %s (%u, %u)\n",
 			err.msg, err.id, err.id2);
 		abort();

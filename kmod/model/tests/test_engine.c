@@ -23,9 +23,9 @@ typedef unsigned long long ull;
 static int topo_validate(struct icfab_mtopo *t)
 {
 	struct icfab_topo_err err;
-	icfab_u8 scratch[64];
+	icfab_u32 scratch[ICFAB_TOPO_SCRATCH_SIZE(64) / 4];
 
-	if (icfab_topo_validate(t, &lim, scratch, &err)) {
+	if (icfab_topo_validate(t, &lim, (icfab_u8 *)scratch, &err)) {
 		printf("# invalid topology: %s\n", err.msg);
 		return -1;
 	}
@@ -2614,6 +2614,281 @@ static void test_mp_flow_hash(void)
 }
 
 /*
+ * The spine a transfer hashed at a next-hop set of node @node takes, as
+ * docs/TIMING.md ("Equal-cost next hops") writes it, computed here: the
+ * flow hash of the key xor node x 0xbf58476d1ce4e5b9, modulo the k
+ * members, counted from the primary.
+ */
+static unsigned int set_index(ull key, unsigned int node, unsigned int k)
+{
+	return flow_index(key ^ (node * 0xbf58476d1ce4e5b9ULL), k);
+}
+
+/*
+ * m flows hashed over a leaf with k spines (leafspine(k, m)): flow f
+ * from source f to destination m + f, n segments each, submitted at 0.
+ * Flow f takes spine j_f = set_index(K_f, A, k); the m_j flows of spine
+ * j share leaf A's uplink j (then spine j's downlink) segment by segment
+ * in the order of their keys, and nothing else, so the flow of rank r
+ * among them ends at
+ *   T = 4 L + ((n - 1) m_j + r) S/B      (+ 3 S/B stored and forwarded)
+ * Checks every departure's link and every end. Returns mismatches.
+ */
+static int ecmp_flow_case(unsigned int k, unsigned int m, int ct,
+			  unsigned int n, const ull *keys)
+{
+	struct icfab_mtopo *t = leafspine(k, m, ICFAB_MODEL_MULTIPATH_FLOW);
+	unsigned int a = 2 * m;
+	int bad = 0, seen = 0;
+	struct qrun q;
+
+	if (ct)
+		set_cut_through(t);
+	if (topo_validate(t))
+		bad++;
+	qrun_new(&q, t, 2 * m, 64 * m * n, 1, 0);
+	for (unsigned int f = 0; f < m; f++)
+		if (icfab_engine_submit(&q.h->e, f, m + f, n * (ull)SEG, 0,
+					keys[f], &(icfab_u32){ 0 }))
+			bad++;
+	run_all(q.h);
+	for (unsigned int i = 0; i < q.log.n; i++) {
+		const struct qlog_entry *x = &q.log.v[i];
+		unsigned int f, j, mj = 0, r = 1;
+		ull want;
+
+		for (f = 0; f < m && keys[f] != x->key; f++)
+			;
+		if (f == m) {
+			bad++;
+			continue;
+		}
+		j = set_index(keys[f], a, k);
+		if (x->kind == 0) {
+			if ((x->hop == 1 && x->link != m + j) ||
+			    (x->hop == 2 && x->link != m + k + j))
+				bad++;
+			continue;
+		}
+		for (unsigned int g = 0; g < m; g++) {
+			if (set_index(keys[g], a, k) != j)
+				continue;
+			mj++;
+			r += keys[g] < keys[f];
+		}
+		want = 4 * LAT + ((n - 1) * (ull)mj + r) * SER +
+		       (ct ? 0 : 3 * SER);
+		seen++;
+		if (x->hop != 0 || x->b != want) {
+			bad++;
+			printf("# k %u, m %u, %s, n %u, key %#llx (spine %u, %u on it, rank %u): %llu, want %llu\n",
+			       k, m, ct ? "ct" : "sf", n, keys[f], j, mj, r,
+			       x->b, want);
+		}
+	}
+	if (q.log.overflow || seen != (int)m)
+		bad++;
+	qrun_free(&q);
+	topo_free(t);
+	return bad;
+}
+
+/*
+ * Equal-cost next hops through different neighbours, hashed per flow:
+ * m flows over a leaf's k spines follow the documented hash with the
+ * leaf mixed in, and end as flows sharing a link do where they collide
+ * and as if alone where they do not.
+ */
+static void test_ecmp_flow(void)
+{
+	ull keys[8];
+	int bad = 0, cases = 0, collide = 0, apart = 0;
+
+	for (unsigned int f = 0; f < 8; f++)
+		keys[f] = module_key(f, 0, 1000 + f);
+	for (unsigned int k = 2; k <= 4; k++)
+	for (unsigned int m = 2; m <= 8; m += 3)
+	for (int ct = 0; ct <= 1; ct++)
+	for (unsigned int n = 1; n <= 3; n++) {
+		unsigned int used = 0;
+
+		cases++;
+		bad += ecmp_flow_case(k, m, ct, n, keys);
+		for (unsigned int f = 0; f < m; f++)
+			used |= 1u << set_index(keys[f], 2 * m, k);
+		if (__builtin_popcount(used) < (int)m)
+			collide = 1;
+		if (__builtin_popcount(used) > 1)
+			apart = 1;
+	}
+	ok(!bad && collide && apart,
+	   "m = 2, 5, 8 flows hashed over a leaf's k = 2..4 spines (%d cases, some colliding, some apart): each on spine hash(K xor A x 0xbf58476d1ce4e5b9) mod k, the r-th by key of the m_j on its spine ending at 4 L + ((n - 1) m_j + r) S/B (+ 3 S/B stored and forwarded) exactly",
+	   cases);
+}
+
+/*
+ * An endpoint with k ports to k switches, each with one link on to a
+ * second endpoint: node 0 leaves for node 1 by a sprayed set of its k
+ * ports (link j to switch 2 + j, then link k + j to node 1).
+ */
+static struct icfab_mtopo *fan(unsigned int k)
+{
+	struct icfab_mtopo *t = topo_new(2 + k, 2 * k);
+	icfab_u16 ports[ICFAB_MODEL_SET_PORTS];
+
+	add_node(t, ICFAB_MODEL_ENDPOINT, k, 1);
+	add_node(t, ICFAB_MODEL_ENDPOINT, k, 1);
+	for (unsigned int j = 0; j < k; j++)
+		add_node(t, ICFAB_MODEL_SWITCH, 2, 0);
+	for (unsigned int j = 0; j < k; j++) {
+		add_link(t, 0, j, 2 + j, 0);
+		ports[j] = (icfab_u16)j;
+	}
+	for (unsigned int j = 0; j < k; j++) {
+		add_link(t, 2 + j, 1, 1, j);
+		t->nodes[2 + j].routes[1] = 1;
+	}
+	t->nodes[0].routes[1] = add_set(t, 0, ICFAB_MODEL_MULTIPATH_SPRAY, k,
+					ports);
+	return t;
+}
+
+/*
+ * Spraying over a next-hop set: n segments from an endpoint over its k
+ * ports to k different switches: segment j takes member j mod k, the
+ * whole ends at 2 L + ceil(n/k) S/B (+ S/B stored and forwarded), k
+ * times the bandwidth of one path. Over a leaf-spine whose single
+ * injection link is the bottleneck, one sprayed transfer ends exactly as
+ * on its primary path, 4 L + n S/B (+ 3 S/B), with spine j carrying the
+ * segments j mod k. Two sprayed sets in a row divide the turn: segment
+ * j takes member j mod 2 at the first and floor(j / 2) mod 2 at the
+ * second, so the second stage is not polarised.
+ */
+static void test_ecmp_spray(void)
+{
+	int bad = 0, cases = 0;
+
+	for (unsigned int k = 2; k <= 4; k++)
+	for (int ct = 0; ct <= 1; ct++)
+	for (unsigned int n = 1; n <= 9; n += 4) {
+		struct icfab_mtopo *t = fan(k);
+		ull want = 2 * LAT + (n + k - 1) / k * SER + (ct ? 0 : SER);
+		unsigned int ends = 0;
+		struct qrun q;
+
+		cases++;
+		if (ct)
+			set_cut_through(t);
+		topo_validate(t);
+		qrun_new(&q, t, 2, 64 * n, 1, 0);
+		icfab_engine_submit(&q.h->e, 0, 1, n * (ull)SEG, 0, 7,
+				    &(icfab_u32){ 0 });
+		run_all(q.h);
+		for (unsigned int i = 0; i < q.log.n; i++) {
+			const struct qlog_entry *x = &q.log.v[i];
+
+			if (x->kind == 1) {
+				ends++;
+				if (x->b != want || x->hop) {
+					bad++;
+					printf("# fan k %u n %u %s: %llu, want %llu\n",
+					       k, n, ct ? "ct" : "sf", x->b,
+					       want);
+				}
+			} else if (x->link != x->seg % k + (x->hop ? k : 0) ||
+				   (x->hop == 0 &&
+				    x->b != x->seg / k * (ull)SER)) {
+				bad++;
+			}
+		}
+		if (ends != 1 || q.log.overflow)
+			bad++;
+		qrun_free(&q);
+		topo_free(t);
+	}
+	ok(!bad, "n = 1, 5, 9 segments sprayed over a set of k = 2..4 ports to different switches (%d cases): segment j on member j mod k, leaving at floor(j/k) S/B, the transfer ending at 2 L + ceil(n/k) S/B (+ S/B stored and forwarded)",
+	   cases);
+
+	bad = 0;
+	cases = 0;
+	for (unsigned int k = 2; k <= 4; k++)
+	for (int ct = 0; ct <= 1; ct++) {
+		struct icfab_mtopo *t = leafspine(k, 1, ICFAB_MODEL_MULTIPATH_SPRAY);
+		const unsigned int n = 7;
+		ull want = 4 * LAT + n * SER + (ct ? 0 : 3 * SER);
+		struct qrun q;
+
+		cases++;
+		if (ct)
+			set_cut_through(t);
+		topo_validate(t);
+		qrun_new(&q, t, 2, 64 * n, 1, 0);
+		icfab_engine_submit(&q.h->e, 0, 1, n * (ull)SEG, 0, 7,
+				    &(icfab_u32){ 0 });
+		run_all(q.h);
+		for (unsigned int i = 0; i < q.log.n; i++) {
+			const struct qlog_entry *x = &q.log.v[i];
+
+			if (x->kind == 1 ? x->b != want :
+			    x->hop == 1 && x->link != 1 + x->seg % k)
+				bad++;
+		}
+		qrun_free(&q);
+		topo_free(t);
+	}
+	ok(!bad, "one transfer sprayed over a leaf's k = 2..4 spines behind one injection link (%d cases) ends as on its primary path, 4 L + n S/B (+ 3 S/B), spine j carrying the segments j mod k",
+	   cases);
+
+	{
+		/*
+		 * A (0) -> S0, S1 (2, 3) -> T0, T1 (4, 5) -> B (1): link j
+		 * from A to S_j, 2 + 2j + i from S_j to T_i, 6 + i from T_i
+		 * to B; A and both S spray.
+		 */
+		struct icfab_mtopo *t = topo_new(6, 8);
+		const unsigned int n = 8;
+		struct qrun q;
+
+		bad = 0;
+		add_node(t, ICFAB_MODEL_ENDPOINT, 2, 1);
+		add_node(t, ICFAB_MODEL_ENDPOINT, 2, 1);
+		for (unsigned int j = 0; j < 4; j++)
+			add_node(t, ICFAB_MODEL_SWITCH, 2, 0);
+		add_link(t, 0, 0, 2, 0);
+		add_link(t, 0, 1, 3, 0);
+		for (unsigned int j = 0; j < 2; j++)
+			for (unsigned int i = 0; i < 2; i++)
+				add_link(t, 2 + j, i, 4 + i, j);
+		add_link(t, 4, 0, 1, 0);
+		add_link(t, 5, 0, 1, 1);
+		for (unsigned int v = 0; v < 3; v++)
+			t->nodes[v ? v + 1 : 0].routes[1] = add_set(t,
+				v ? v + 1 : 0, ICFAB_MODEL_MULTIPATH_SPRAY, 2,
+				(icfab_u16[]){ 0, 1 });
+		t->nodes[4].routes[1] = 0;
+		t->nodes[5].routes[1] = 0;
+		if (topo_validate(t))
+			bad++;
+		qrun_new(&q, t, 2, 64 * n, 1, 0);
+		icfab_engine_submit(&q.h->e, 0, 1, n * (ull)SEG, 0, 7,
+				    &(icfab_u32){ 0 });
+		run_all(q.h);
+		for (unsigned int i = 0; i < q.log.n; i++) {
+			const struct qlog_entry *x = &q.log.v[i];
+
+			if (x->kind == 0 && x->hop == 1 &&
+			    x->link != 2 + 2 * (x->seg % 2) + x->seg / 2 % 2)
+				bad++;
+			if (x->kind == 1 && x->hop)
+				bad++;
+		}
+		qrun_free(&q);
+		topo_free(t);
+		ok(!bad, "two sprayed sets in a row: segment j takes member j mod 2, then floor(j/2) mod 2 (the turn divides: no polarisation)");
+	}
+}
+
+/*
  * Spraying's order (docs/TIMING.md, "Multipath"): segment j of a
  * transfer leaves on link j mod p of the ring, counted from the route's
  * link, at every hop, whatever the key. Over one hop it departs at
@@ -3012,6 +3287,8 @@ int main(void)
 	test_mp_short_last();
 	test_mp_flows();
 	test_mp_flow_hash();
+	test_ecmp_flow();
+	test_ecmp_spray();
 	test_mp_spray_order();
 	test_mp_rings();
 	test_cal_hops();

@@ -40,9 +40,9 @@ static unsigned int add_tier(struct icfab_mtopo *t, unsigned int home,
 
 static int validate(struct icfab_mtopo *t, struct icfab_topo_err *err)
 {
-	icfab_u8 scratch[64];
+	icfab_u32 scratch[ICFAB_TOPO_SCRATCH_SIZE(64) / 4];
 
-	return icfab_topo_validate(t, &lim, scratch, err);
+	return icfab_topo_validate(t, &lim, (icfab_u8 *)scratch, err);
 }
 
 struct harness {

@@ -37,9 +37,9 @@ static struct icfab_mtopo *ring(unsigned int n)
 /* Validate; return the message (NULL when valid). */
 static const char *validate(struct icfab_mtopo *t, struct icfab_topo_err *err)
 {
-	icfab_u8 scratch[64];
+	icfab_u32 scratch[ICFAB_TOPO_SCRATCH_SIZE(64) / 4];
 
-	return icfab_topo_validate(t, &lim, scratch, err) ? err->msg : NULL;
+	return icfab_topo_validate(t, &lim, (icfab_u8 *)scratch, err) ? err->msg : NULL;
 }
 
 static int rejects(struct icfab_mtopo *t, const char *needle,
@@ -54,6 +54,102 @@ static int rejects(struct icfab_mtopo *t, const char *needle,
 		return 0;
 	}
 	return 1;
+}
+
+/* Whether validation names member @port of node @id's set towards @dst. */
+static int rejects_port(struct icfab_mtopo *t, const char *needle,
+			icfab_u32 id, icfab_u32 dst, icfab_u32 port)
+{
+	struct icfab_topo_err err;
+
+	if (!rejects(t, needle, ICFAB_TOPO_ERR_ROUTE_PORT, id))
+		return 0;
+	validate(t, &err);
+	if (err.id2 != dst || err.id3 != port) {
+		printf("# named destination %u port %u\n", err.id2, err.id3);
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * Next-hop sets (docs/TIMING.md, "Equal-cost next hops"): a leaf-spine
+ * whose leaf A (node 4 of 2 sources, 2 destinations) spreads over 3
+ * spines (nodes 6..8) is valid; every way a set can be wrong is named.
+ */
+static void test_sets(void)
+{
+	struct icfab_topo_err err;
+	struct icfab_mtopo *t;
+	const unsigned int a = 4, b = 5, s1 = 7;
+
+	t = leafspine(3, 2, ICFAB_MODEL_MULTIPATH_FLOW);
+	ok(validate(t, &err) == NULL &&
+	   icfab_topo_next_port(t, a, 2) == 0,
+	   "a leaf's next-hop set over 3 spines is valid, and its primary is what a single-path reader takes");
+	topo_free(t);
+
+	t = leafspine(3, 2, ICFAB_MODEL_MULTIPATH_SPRAY);
+	/* Spine 1 sends destination 3 back to leaf A: a loop through it. */
+	t->links[2 + 3 + 1].dst = a;
+	t->links[2 + 3 + 1].dst_port = 2;
+	ok(rejects(t, "routing loop", ICFAB_TOPO_ERR_ROUTE, a),
+	   "a set member whose path loops back by a plain route is refused as a loop at the node it reaches again");
+	for (unsigned int d = 2; d < 4; d++)
+		t->nodes[s1].routes[d] = add_set(t, s1,
+			ICFAB_MODEL_MULTIPATH_FLOW, 1, (icfab_u16[]){ 1 });
+	ok(rejects_port(t, "loops through this port", s1, 2, 1),
+	   "closed by a set's member, the loop is named by node, destination and port");
+	topo_free(t);
+
+	t = leafspine(3, 2, ICFAB_MODEL_MULTIPATH_FLOW);
+	t->nodes[s1].routes[3] = ICFAB_MODEL_NO_PORT;
+	ok(rejects_port(t, "a node with no route", a, 3, 1),
+	   "a set member that reaches a node with no route (a black hole) is refused and named");
+	topo_free(t);
+
+	t = leafspine(3, 2, ICFAB_MODEL_MULTIPATH_FLOW);
+	t->nodes[a].sets[0].mode = 7;
+	ok(rejects(t, "mode", ICFAB_TOPO_ERR_SET, a),
+	   "a set of an unknown mode is refused");
+	topo_free(t);
+
+	t = leafspine(3, 2, ICFAB_MODEL_MULTIPATH_FLOW);
+	t->nodes[a].sets[0].nr = 0;
+	ok(rejects(t, "no members", ICFAB_TOPO_ERR_SET, a),
+	   "a set of no members is refused");
+	topo_free(t);
+
+	t = leafspine(3, 2, ICFAB_MODEL_MULTIPATH_FLOW);
+	t->nodes[a].sets[0].nr = ICFAB_MODEL_SET_PORTS + 1;
+	ok(rejects(t, "too many", ICFAB_TOPO_ERR_SET, a),
+	   "a set over %u members is refused", ICFAB_MODEL_SET_PORTS);
+	topo_free(t);
+
+	t = leafspine(3, 2, ICFAB_MODEL_MULTIPATH_FLOW);
+	t->nodes[a].sets[0].ports[2] = 3;	/* leaf A has 3 ports */
+	ok(rejects(t, "no link", ICFAB_TOPO_ERR_SET, a),
+	   "a set member by a port without a link is refused");
+	topo_free(t);
+
+	t = leafspine(3, 2, ICFAB_MODEL_MULTIPATH_FLOW);
+	t->links[2 + 2].dst = 6;		/* A's port 2 now reaches spine 0 */
+	t->links[2 + 2].dst_port = 1;
+	ok(rejects(t, "one neighbour", ICFAB_TOPO_ERR_SET, a),
+	   "two members to one neighbour are refused (parallel cables are a ring, not a set)");
+	topo_free(t);
+
+	t = leafspine(3, 2, ICFAB_MODEL_MULTIPATH_FLOW);
+	t->nodes[a].routes[3] = ICFAB_MODEL_SET_BASE + 1;
+	ok(rejects(t, "does not have", ICFAB_TOPO_ERR_ROUTE, a),
+	   "a route by a set the node does not have is refused");
+	topo_free(t);
+
+	t = leafspine(3, 2, ICFAB_MODEL_MULTIPATH_FLOW);
+	t->nodes[b].routes[2] = ICFAB_MODEL_NO_PORT;
+	ok(rejects(t, "stops at this node", ICFAB_TOPO_ERR_ROUTE, b),
+	   "a single-path route after a set that stops is reported as it always was");
+	topo_free(t);
 }
 
 int main(void)
@@ -159,5 +255,6 @@ int main(void)
 	   "a route from a node to itself is rejected");
 	topo_free(t);
 
+	test_sets();
 	return done();
 }

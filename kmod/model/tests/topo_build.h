@@ -74,6 +74,7 @@ static inline void topo_free(struct icfab_mtopo *t)
 		free(t->nodes[i].port_out);
 		free(t->nodes[i].port_in);
 		free(t->nodes[i].routes);
+		free(t->nodes[i].sets);
 	}
 	free(t->nodes);
 	free(t->links);
@@ -102,6 +103,69 @@ static inline struct icfab_mtopo *star_spare(unsigned int n, unsigned int dma,
 		for (unsigned int d = 1; d <= n; d++)
 			if (d != i)
 				t->nodes[i].routes[d] = 0;
+	}
+	return t;
+}
+
+/*
+ * Give @node a next-hop set more, of @mode over its ports @ports[0..nr-1]
+ * (the first the primary); returns the route entry that names it.
+ */
+static inline icfab_u16 add_set(struct icfab_mtopo *t, unsigned int node,
+				icfab_u8 mode, unsigned int nr,
+				const icfab_u16 *ports)
+{
+	struct icfab_mnode *n = &t->nodes[node];
+	struct icfab_mset *s;
+
+	n->sets = realloc(n->sets, (n->nr_sets + 1) * sizeof(*n->sets));
+	s = &n->sets[n->nr_sets];
+	*s = (struct icfab_mset){ .mode = mode, .nr = (icfab_u8)nr };
+	for (unsigned int i = 0; i < nr; i++)
+		s->ports[i] = ports[i];
+	return (icfab_u16)(ICFAB_MODEL_SET_BASE + n->nr_sets++);
+}
+
+/*
+ * A leaf-spine fabric, one way: sources 0..m-1 on leaf A (node 2m),
+ * destinations m..2m-1 on leaf B (node 2m + 1), spines 2m + 2 + j for
+ * j < k. Links: source i -> A (link i, A's in-port i), A's port j ->
+ * spine j (link m + j), spine j's port 1 -> B's in-port j (link m + k +
+ * j), B's port i -> destination m + i (link m + 2k + i). A leaves for
+ * every destination by one next-hop set of @mode over its k uplinks
+ * (primary: spine 0); the rest is single-path.
+ */
+static inline struct icfab_mtopo *leafspine(unsigned int k, unsigned int m,
+					    icfab_u8 mode)
+{
+	struct icfab_mtopo *t = topo_new(2 * m + 2 + k, 2 * m + 2 * k);
+	unsigned int a = 2 * m, b = 2 * m + 1, wide = k > m ? k : m;
+	icfab_u16 ports[ICFAB_MODEL_SET_PORTS], set;
+
+	for (unsigned int i = 0; i < 2 * m; i++)
+		add_node(t, ICFAB_MODEL_ENDPOINT, 1, 1);
+	add_node(t, ICFAB_MODEL_SWITCH, wide, 0);
+	add_node(t, ICFAB_MODEL_SWITCH, wide, 0);
+	for (unsigned int j = 0; j < k; j++)
+		add_node(t, ICFAB_MODEL_SWITCH, 2, 0);
+	for (unsigned int i = 0; i < m; i++)
+		add_link(t, i, 0, a, i);
+	for (unsigned int j = 0; j < k; j++)
+		add_link(t, a, j, a + 2 + j, 0);
+	for (unsigned int j = 0; j < k; j++)
+		add_link(t, a + 2 + j, 1, b, j);
+	for (unsigned int i = 0; i < m; i++)
+		add_link(t, b, i, m + i, 0);
+	for (unsigned int j = 0; j < k; j++)
+		ports[j] = (icfab_u16)j;
+	set = add_set(t, a, mode, k, ports);
+	for (unsigned int d = m; d < 2 * m; d++) {
+		for (unsigned int i = 0; i < m; i++)
+			t->nodes[i].routes[d] = 0;
+		t->nodes[a].routes[d] = set;
+		for (unsigned int j = 0; j < k; j++)
+			t->nodes[a + 2 + j].routes[d] = 1;
+		t->nodes[b].routes[d] = (icfab_u16)(d - m);
 	}
 	return t;
 }
