@@ -128,9 +128,11 @@ struct icfab_topo *__icfab_fabric_commit(struct icfab_fabric *fabric,
 	err = icfab_topo_validate_commit(t, &verr);
 	if (err) {
 		/* The model's messages are static strings. */
-		if (err == -EINVAL)
+		if (err == -EINVAL) {
 			icfab_commit_err_set(cerr, verr.msg, verr.obj,
 					     verr.id, verr.id2);
+			cerr->cookie.id3 = verr.id3;
+		}
 		return ERR_PTR(err);
 	}
 

@@ -258,6 +258,8 @@ static const struct genl_ops icfab_genl_ops[] = {
 		 icfab_route_set_policy, GENL_ADMIN_PERM),
 	ICFAB_OP(ICFAB_CMD_ROUTE_GET, NULL, icfab_genl_route_get_dumpit,
 		 icfab_route_get_policy, 0),
+	ICFAB_OP(ICFAB_CMD_ROUTE_SETS_SET, icfab_genl_route_sets_set_doit, NULL,
+		 icfab_route_sets_set_policy, GENL_ADMIN_PERM),
 	ICFAB_OP(ICFAB_CMD_FABRIC_COMMIT, icfab_genl_commit_doit, NULL,
 		 icfab_commit_policy, GENL_ADMIN_PERM),
 	ICFAB_OP(ICFAB_CMD_FABRIC_ABORT, icfab_genl_abort_doit, NULL,

@@ -157,6 +157,16 @@ const struct nla_policy icfab_route_set_policy[ICFAB_A_MAX + 1] = {
 						2 * ICFAB_MAX_NODES),
 };
 
+const struct nla_policy icfab_route_sets_set_policy[ICFAB_A_MAX + 1] = {
+	[ICFAB_A_FABRIC_ID]		= { .type = NLA_U32 },
+	[ICFAB_A_ROUTE_NODE]		= ICFAB_POLICY_NODE_ID,
+	[ICFAB_A_ROUTE_SET_FIRST]	= NLA_POLICY_MAX(NLA_U32,
+						ICFAB_ROUTE_SETS_MAX),
+	[ICFAB_A_ROUTE_SETS]		= { .type = NLA_BINARY,
+		.len = U16_MAX / sizeof(struct icfab_route_set) *
+		       sizeof(struct icfab_route_set) },
+};
+
 const struct nla_policy icfab_route_get_policy[ICFAB_A_MAX + 1] = {
 	[ICFAB_A_FABRIC_ID]		= { .type = NLA_U32 },
 	[ICFAB_A_ROUTE_NODE]		= ICFAB_POLICY_NODE_ID,
@@ -863,6 +873,110 @@ int icfab_genl_route_set_doit(struct sk_buff *skb, struct genl_info *info)
 	return err;
 }
 
+/*
+ * Whether every set of @sets[0..n-1] has a known mode and 1..8 ports in
+ * the port range; else an extack on @attr naming the first bad one.
+ */
+static int icfab_sets_check(const struct icfab_route_set *sets, u32 n,
+			    const struct nlattr *attr,
+			    struct netlink_ext_ack *extack)
+{
+	u32 i, j;
+
+	for (i = 0; i < n; i++) {
+		const struct icfab_route_set *s = &sets[i];
+
+
+		if (s->mode != ICFAB_MULTIPATH_FLOW &&
+		    s->mode != ICFAB_MULTIPATH_SPRAY) {
+			NL_SET_ERR_MSG_ATTR(extack, attr,
+				"a set's mode is neither flow (1) nor spray (2)");
+			return -ERANGE;
+		}
+		if (!s->nr_ports || s->nr_ports > ICFAB_ROUTE_SET_MAX_PORTS) {
+			NL_SET_ERR_MSG_ATTR(extack, attr,
+				"a set has no ports or more than ICFAB_ROUTE_SET_MAX_PORTS");
+			return -ERANGE;
+		}
+		for (j = 0; j < s->nr_ports; j++)
+			if (s->ports[j] >= ICFAB_MAX_PORTS) {
+				NL_SET_ERR_MSG_ATTR(extack, attr,
+					"a set's port is beyond the module's port limit");
+				return -ERANGE;
+			}
+	}
+	return 0;
+}
+
+int icfab_genl_route_sets_set_doit(struct sk_buff *skb,
+				   struct genl_info *info)
+{
+	struct nlattr **attrs = info->attrs;
+	const struct icfab_route_set *sets = NULL;
+	struct icfab_route_set *copy = NULL;
+	struct icfab_fabric *fabric;
+	struct icfab_topo *t;
+	u32 first, n = 0;
+	int err;
+
+	BUILD_BUG_ON(ICFAB_ROUTE_SET_BASE != ICFAB_MODEL_SET_BASE ||
+		     ICFAB_ROUTE_SET_MAX_PORTS != ICFAB_MODEL_SET_PORTS ||
+		     ICFAB_MAX_PORTS > ICFAB_ROUTE_SET_BASE ||
+		     (int)ICFAB_ERR_OBJ_ROUTE_SET != ICFAB_TOPO_ERR_SET ||
+		     (int)ICFAB_ERR_OBJ_ROUTE_PORT != ICFAB_TOPO_ERR_ROUTE_PORT);
+	fabric = icfab_genl_fabric(attrs, info->extack);
+	if (!fabric)
+		return -ENODEV;
+	if (GENL_REQ_ATTR_CHECK(info, ICFAB_A_ROUTE_NODE))
+		return -EINVAL;
+	first = icfab_attr_u32(attrs, ICFAB_A_ROUTE_SET_FIRST, 0);
+	if (attrs[ICFAB_A_ROUTE_SETS]) {
+		const struct nlattr *a = attrs[ICFAB_A_ROUTE_SETS];
+
+		if (nla_len(a) % sizeof(*sets)) {
+			NL_SET_ERR_MSG_ATTR(info->extack, a,
+					    "sets are struct icfab_route_set: the length must be a multiple of its size");
+			return -EINVAL;
+		}
+		n = nla_len(a) / sizeof(*sets);
+		if (first + n > ICFAB_ROUTE_SETS_MAX) {
+			NL_SET_ERR_MSG_ATTR(info->extack, a,
+					    "sets run past ICFAB_ROUTE_SETS_MAX");
+			return -ERANGE;
+		}
+		/* nla_data() is only 4-byte aligned: copy to read u16s. */
+		copy = kmemdup(nla_data(a), nla_len(a), GFP_KERNEL);
+		if (n && !copy)
+			return -ENOMEM;
+		err = icfab_sets_check(copy, n, a, info->extack);
+		if (err)
+			goto out;
+		sets = copy;
+	}
+
+	t = icfab_lock_staged(fabric, info);
+	if (IS_ERR(t)) {
+		err = PTR_ERR(t);
+		goto out;
+	}
+	err = icfab_topo_sets_set(t, nla_get_u32(attrs[ICFAB_A_ROUTE_NODE]),
+				  first, sets, n);
+	if (!err)
+		fabric->change_seq++;
+	mutex_unlock(&fabric->lock);
+
+	if (err == -ENOENT)
+		NL_SET_ERR_MSG_ATTR(info->extack, attrs[ICFAB_A_ROUTE_NODE],
+				    "no node with this id is staged");
+	else if (err == -ERANGE)
+		NL_SET_ERR_MSG_ATTR(info->extack,
+				    attrs[ICFAB_A_ROUTE_SET_FIRST],
+				    "the first set would leave a gap after the node's sets");
+out:
+	kfree(copy);
+	return err;
+}
+
 /* One message: @node's routes for destinations first..first+n-1. */
 static int icfab_fill_routes(struct sk_buff *skb, u32 portid, u32 seq,
 			     int flags, struct icfab_fabric *fabric,
@@ -892,10 +1006,57 @@ static int icfab_fill_routes(struct sk_buff *skb, u32 portid, u32 seq,
 	return 0;
 }
 
+/* Next-hop sets per ROUTE_GET message: 1152 bytes of them. */
+#define ICFAB_ROUTE_SETS_CHUNK	64
+
+/* One message: @node's next-hop sets first..first+n-1. */
+static int icfab_fill_sets(struct sk_buff *skb, u32 portid, u32 seq,
+			   int flags, struct icfab_fabric *fabric,
+			   struct netlink_callback *cb, u32 node,
+			   const struct icfab_mnode *nd, u32 first, u32 n)
+{
+	struct icfab_route_set *out;
+	struct nlattr *a;
+	void *hdr;
+	u32 i, j;
+
+	hdr = genlmsg_put(skb, portid, seq, &icfab_genl_family, flags,
+			  ICFAB_CMD_ROUTE_GET);
+	if (!hdr)
+		return -EMSGSIZE;
+	genl_dump_check_consistent(cb, hdr);
+	if (nla_put_u32(skb, ICFAB_A_FABRIC_ID, fabric->id) ||
+	    nla_put_u64_64bit(skb, ICFAB_A_FABRIC_GENERATION,
+			      fabric->generation, ICFAB_A_PAD) ||
+	    nla_put_u32(skb, ICFAB_A_ROUTE_NODE, node) ||
+	    nla_put_u32(skb, ICFAB_A_ROUTE_SET_FIRST, first))
+		goto cancel;
+	a = nla_reserve(skb, ICFAB_A_ROUTE_SETS, n * sizeof(*out));
+	if (!a)
+		goto cancel;
+	out = nla_data(a);
+	memset(out, 0, n * sizeof(*out));
+	for (i = 0; i < n; i++) {
+		const struct icfab_mset *s = &nd->sets[first + i];
+
+		out[i].mode = s->mode;
+		out[i].nr_ports = s->nr;
+		for (j = 0; j < s->nr && j < ICFAB_ROUTE_SET_MAX_PORTS; j++)
+			out[i].ports[j] = s->ports[j];
+	}
+	genlmsg_end(skb, hdr);
+	return 0;
+cancel:
+	genlmsg_cancel(skb, hdr);
+	return -EMSGSIZE;
+}
+
 /*
  * ROUTE_GET is always a dump, in chunks of ICFAB_ROUTE_CHUNK destinations:
  * of one node's table with ICFAB_A_ROUTE_NODE, of every table without.
- * Nodes without a table send nothing.
+ * A node's next-hop sets follow its table, ICFAB_ROUTE_SETS_CHUNK a
+ * message (ROUTE_SET_FIRST, ROUTE_SETS, no ROUTE_PORTS). Nodes without a
+ * table or sets send nothing.
  */
 int icfab_genl_route_get_dumpit(struct sk_buff *skb,
 				struct netlink_callback *cb)
@@ -904,6 +1065,7 @@ int icfab_genl_route_get_dumpit(struct sk_buff *skb,
 	struct icfab_fabric *fabric;
 	struct icfab_topo *t;
 	unsigned long node = cb->args[0], first = cb->args[1];
+	unsigned long sfirst = cb->args[2];
 	unsigned long last;
 	int err = 0;
 
@@ -928,7 +1090,7 @@ int icfab_genl_route_get_dumpit(struct sk_buff *skb,
 		last = only + 1;
 	}
 
-	for (; node < last; node++, first = 0) {
+	for (; node < last; node++, first = 0, sfirst = 0) {
 		const struct icfab_mnode *nd = &t->m.nodes[node];
 
 		if (!nd->present)
@@ -943,11 +1105,22 @@ int icfab_genl_route_get_dumpit(struct sk_buff *skb,
 			if (err)
 				goto out;
 		}
+		for (; sfirst < nd->nr_sets; sfirst += ICFAB_ROUTE_SETS_CHUNK) {
+			u32 n = min_t(u32, ICFAB_ROUTE_SETS_CHUNK,
+				      nd->nr_sets - sfirst);
+
+			err = icfab_fill_sets(skb, NETLINK_CB(cb->skb).portid,
+					      cb->nlh->nlmsg_seq, NLM_F_MULTI,
+					      fabric, cb, node, nd, sfirst, n);
+			if (err)
+				goto out;
+		}
 	}
 out:
 	mutex_unlock(&fabric->lock);
 	cb->args[0] = node;
 	cb->args[1] = first;
+	cb->args[2] = sfirst;
 	return err && !skb->len ? err : skb->len;
 }
 
@@ -981,8 +1154,12 @@ static void icfab_commit_err_extack(struct netlink_ext_ack *extack,
 {
 	const struct icfab_err_cookie *c = &cerr->cookie;
 
-	if (cerr->has_cookie)
+	if (cerr->has_cookie) {
 		icfab_set_cookie(extack, c->obj, c->id, c->id2);
+		/* The member's port of ICFAB_ERR_OBJ_ROUTE_PORT, else 0. */
+		memcpy(extack->cookie + offsetof(struct icfab_err_cookie, id3),
+		       &c->id3, sizeof(c->id3));
+	}
 #ifdef NL_SET_ERR_MSG_FMT
 	if (cerr->has_cookie && c->obj == ICFAB_ERR_OBJ_CIRCUIT) {
 		NL_SET_ERR_MSG_FMT(extack,

@@ -93,7 +93,8 @@
 					 ICFAB_F_LINK_CALIBRATION | \
 					 ICFAB_F_MEMORY_TIERS | \
 					 ICFAB_F_CIRCUIT_OWNER | \
-					 ICFAB_F_CTX_ADMIN)
+					 ICFAB_F_CTX_ADMIN | \
+					 ICFAB_F_ROUTE_SETS)
 
 /* Data path (kmod/data.c). Endpoints per context: every one a fabric has. */
 #define ICFAB_MAX_ATTACH		ICFAB_MAX_ENDPOINTS
@@ -434,6 +435,8 @@ int icfab_topo_link_add(struct icfab_topo *t, u32 id,
 int icfab_topo_link_del(struct icfab_topo *t, u32 id);
 int icfab_topo_routes_set(struct icfab_topo *t, u32 node, u32 dst_first,
 			  const u16 *ports, u32 n);
+int icfab_topo_sets_set(struct icfab_topo *t, u32 node, u32 first,
+			const struct icfab_route_set *sets, u32 n);
 int icfab_topo_validate_commit(struct icfab_topo *t,
 			       struct icfab_topo_err *err);
 u64 icfab_topo_mem_bytes(const struct icfab_topo *t);
@@ -548,6 +551,7 @@ extern const struct nla_policy icfab_link_set_policy[ICFAB_A_MAX + 1];
 extern const struct nla_policy icfab_link_del_policy[ICFAB_A_MAX + 1];
 extern const struct nla_policy icfab_link_get_policy[ICFAB_A_MAX + 1];
 extern const struct nla_policy icfab_route_set_policy[ICFAB_A_MAX + 1];
+extern const struct nla_policy icfab_route_sets_set_policy[ICFAB_A_MAX + 1];
 extern const struct nla_policy icfab_route_get_policy[ICFAB_A_MAX + 1];
 extern const struct nla_policy icfab_commit_policy[ICFAB_A_MAX + 1];
 extern const struct nla_policy icfab_abort_policy[ICFAB_A_MAX + 1];
@@ -563,6 +567,8 @@ int icfab_genl_link_get_doit(struct sk_buff *skb, struct genl_info *info);
 int icfab_genl_link_get_dumpit(struct sk_buff *skb,
 			       struct netlink_callback *cb);
 int icfab_genl_route_set_doit(struct sk_buff *skb, struct genl_info *info);
+int icfab_genl_route_sets_set_doit(struct sk_buff *skb,
+				   struct genl_info *info);
 int icfab_genl_route_get_dumpit(struct sk_buff *skb,
 				struct netlink_callback *cb);
 int icfab_genl_commit_doit(struct sk_buff *skb, struct genl_info *info);

@@ -34,6 +34,9 @@ static void icfab_node_free_tables(struct icfab_mnode *n)
 	kvfree(n->routes);
 	n->routes = NULL;
 	n->routes_len = 0;
+	kvfree(n->sets);
+	n->sets = NULL;
+	n->nr_sets = 0;
 	kvfree(n->port_out);	/* port_in shares the allocation */
 	n->port_out = NULL;
 	n->port_in = NULL;
@@ -100,6 +103,8 @@ struct icfab_topo *icfab_topo_clone(const struct icfab_topo *src)
 		for (i = 0; i < nodes; i++) {
 			t->m.nodes[i].routes = NULL;
 			t->m.nodes[i].routes_len = 0;
+			t->m.nodes[i].sets = NULL;
+			t->m.nodes[i].nr_sets = 0;
 			t->m.nodes[i].port_out = NULL;
 			t->m.nodes[i].port_in = NULL;
 		}
@@ -120,6 +125,15 @@ struct icfab_topo *icfab_topo_clone(const struct icfab_topo *src)
 		const struct icfab_mnode *sn = &src->m.nodes[i];
 		struct icfab_mnode *n = &t->m.nodes[i];
 
+		if (sn->nr_sets) {
+			n->sets = kvmalloc_array(sn->nr_sets, sizeof(*n->sets),
+						 GFP_KERNEL);
+			if (!n->sets)
+				goto err_destroy;
+			memcpy(n->sets, sn->sets,
+			       array_size(sn->nr_sets, sizeof(*n->sets)));
+			n->nr_sets = sn->nr_sets;
+		}
 		if (!sn->routes_len)
 			continue;
 		n->routes = kvmalloc_array(sn->routes_len, sizeof(*n->routes),
@@ -196,6 +210,8 @@ int icfab_topo_node_add(struct icfab_topo *t, u32 id,
 	n->nr_link_ends = 0;
 	n->routes = NULL;
 	n->routes_len = 0;
+	n->sets = NULL;
+	n->nr_sets = 0;
 	n->port_out = NULL;
 	n->port_in = NULL;
 	t->m.nr_nodes++;
@@ -291,6 +307,45 @@ int icfab_topo_routes_set(struct icfab_topo *t, u32 node, u32 dst_first,
 	return 0;
 }
 
+/*
+ * Set @node's next-hop sets first..first+n-1 to @sets and drop any above
+ * them: a whole list replaces the node's sets, an empty one from 0
+ * clears them. Values are checked by the caller; ports against links at
+ * commit.
+ */
+int icfab_topo_sets_set(struct icfab_topo *t, u32 node, u32 first,
+			const struct icfab_route_set *sets, u32 n)
+{
+	struct icfab_mnode *nd = icfab_topo_node(t, node);
+	struct icfab_mset *s = NULL;
+	u32 end, i, j;
+
+	if (!nd)
+		return -ENOENT;
+	if (check_add_overflow(first, n, &end) || end > ICFAB_ROUTE_SETS_MAX ||
+	    first > nd->nr_sets)
+		return -ERANGE;
+	if (end) {
+		s = kvmalloc_array(end, sizeof(*s), GFP_KERNEL);
+		if (!s)
+			return -ENOMEM;
+		if (first)
+			memcpy(s, nd->sets, array_size(first, sizeof(*s)));
+	}
+	for (i = 0; i < n; i++) {
+		memset(&s[first + i], 0, sizeof(s[first + i]));
+		s[first + i].mode = sets[i].mode;
+		s[first + i].nr = sets[i].nr_ports;
+		for (j = 0; j < sets[i].nr_ports &&
+			    j < ICFAB_ROUTE_SET_MAX_PORTS; j++)
+			s[first + i].ports[j] = sets[i].ports[j];
+	}
+	kvfree(nd->sets);
+	nd->sets = s;
+	nd->nr_sets = end;
+	return 0;
+}
+
 static void icfab_topo_yield(void)
 {
 	cond_resched();
@@ -351,6 +406,7 @@ u64 icfab_topo_mem_bytes(const struct icfab_topo *t)
 		const struct icfab_mnode *n = &t->m.nodes[i];
 
 		bytes += (u64)n->routes_len * sizeof(*n->routes);
+		bytes += (u64)n->nr_sets * sizeof(*n->sets);
 		if (n->port_out)
 			bytes += 2ULL * n->nr_ports * sizeof(*n->port_out);
 	}

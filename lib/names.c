@@ -115,7 +115,9 @@ const char *icfab_feature_name(uint64_t bit)
 	X(ICFAB_A_CTX_FIRST_ENDPOINT)		\
 	X(ICFAB_A_CTX_CLOCK_PS)			\
 	X(ICFAB_A_CTX_STATE)			\
-	X(ICFAB_A_CTX_HELD_NS)
+	X(ICFAB_A_CTX_HELD_NS)			\
+	X(ICFAB_A_ROUTE_SET_FIRST)		\
+	X(ICFAB_A_ROUTE_SETS)
 
 #define ATTR_NAME(type)		[type] = #type,
 #define ATTR_ONE(type)		+ 1

@@ -488,6 +488,13 @@ const char *icfab_nl_strerror(const struct icfab_nl *nl, int err,
 	else if (ne->has_cookie && ne->cookie.obj == ICFAB_ERR_OBJ_CIRCUIT)
 		snprintf(where, sizeof(where), " (circuit %u, node %u)",
 			 ne->cookie.id, ne->cookie.id2);
+	else if (ne->has_cookie && ne->cookie.obj == ICFAB_ERR_OBJ_ROUTE_SET)
+		snprintf(where, sizeof(where), " (node %u, next-hop set %u)",
+			 ne->cookie.id, ne->cookie.id2);
+	else if (ne->has_cookie && ne->cookie.obj == ICFAB_ERR_OBJ_ROUTE_PORT)
+		snprintf(where, sizeof(where),
+			 " (route of node %u to %u, port %u)",
+			 ne->cookie.id, ne->cookie.id2, ne->cookie.id3);
 	else if (ne->has_cookie && ne->cookie.obj > ICFAB_ERR_OBJ_NONE &&
 		 ne->cookie.obj <= ICFAB_ERR_OBJ_ROUTE) {
 		if (ne->cookie.obj == ICFAB_ERR_OBJ_ROUTE)

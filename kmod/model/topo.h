@@ -200,7 +200,8 @@ enum icfab_topo_err_obj {
 	ICFAB_TOPO_ERR_NODE,		/* id: the node */
 	ICFAB_TOPO_ERR_LINK,		/* id: the link */
 	ICFAB_TOPO_ERR_ROUTE,		/* id: the node, id2: the destination */
-	ICFAB_TOPO_ERR_SET,		/* id: the node, id2: the set */
+	/* = ICFAB_ERR_OBJ_ROUTE_SET, _ROUTE_PORT: after the circuits' two */
+	ICFAB_TOPO_ERR_SET = 6,		/* id: the node, id2: the set */
 	ICFAB_TOPO_ERR_ROUTE_PORT,	/* id: the node, id2: the destination,
 					 * id3: the port of the set member */
 };

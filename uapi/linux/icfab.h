@@ -219,6 +219,20 @@
  */
 #define ICFAB_F_CTX_ADMIN	(1ULL << 15)
 
+/*
+ * ICFAB_F_ROUTE_SETS
+ *	Next-hop sets: a node may leave for a destination by one of up to
+ *	ICFAB_ROUTE_SET_MAX_PORTS ports to different neighbours (a leaf by
+ *	any of its spines), chosen per transfer by a hash of its key and
+ *	the node, or segment by segment (docs/TIMING.md, "Equal-cost next
+ *	hops through different neighbours"). ROUTE_SETS_SET loads a node's
+ *	sets; a ROUTE_PORTS entry from ICFAB_ROUTE_SET_BASE names one.
+ *	Without this bit a client sends each set's first port (its
+ *	primary) as a plain route.
+ *	Preconditions: ICFAB_F_NETLINK.
+ */
+#define ICFAB_F_ROUTE_SETS	(1ULL << 16)
+
 /* Every feature this header knows about. */
 #define ICFAB_F_ALL		(ICFAB_F_NETLINK | ICFAB_F_QUEUES | \
 				 ICFAB_F_MEMORY | ICFAB_F_URING_CMD | \
@@ -229,7 +243,8 @@
 				 ICFAB_F_LINK_ENERGY | \
 				 ICFAB_F_LINK_CALIBRATION | \
 				 ICFAB_F_MEMORY_TIERS | \
-				 ICFAB_F_CIRCUIT_OWNER | ICFAB_F_CTX_ADMIN)
+				 ICFAB_F_CIRCUIT_OWNER | ICFAB_F_CTX_ADMIN | \
+				 ICFAB_F_ROUTE_SETS)
 
 /*
  * Time modes (icfab_info.time_mode, ICFAB_A_FABRIC_TIME_MODE).

@@ -60,7 +60,9 @@ enum icfab_cmd {
 	ICFAB_CMD_LINK_SET,		/* LINK_ID, LINK_STATE, LINK_BW_PERMILLE */
 	ICFAB_CMD_LINK_GET,		/* LINK_ID, or dump */
 	ICFAB_CMD_ROUTE_SET,		/* ROUTE_NODE, ROUTE_DST_FIRST, ROUTE_PORTS */
-	ICFAB_CMD_ROUTE_GET,		/* ROUTE_NODE, or dump (one per node) */
+	ICFAB_CMD_ROUTE_GET,		/* ROUTE_NODE, or dump (one per node;
+					 * a node's next-hop sets follow its
+					 * table: ROUTE_SET_FIRST, ROUTE_SETS) */
 	ICFAB_CMD_FABRIC_COMMIT,	/* optional FABRIC_GENERATION to expect */
 	ICFAB_CMD_FABRIC_ABORT,
 	/* Reply to ROUTE_GET/NODE_GET/LINK_GET use the request's command. */
@@ -135,6 +137,23 @@ enum icfab_cmd {
 	 */
 	ICFAB_CMD_CTX_GET,
 	ICFAB_CMD_CTX_EVICT,
+
+	/*
+	 * ROUTE_SETS_SET (ICFAB_F_ROUTE_SETS, CAP_NET_ADMIN; staged):
+	 * ROUTE_NODE, optional ROUTE_SET_FIRST (0 when absent) and
+	 * ROUTE_SETS: the node's next-hop sets from FIRST on, replacing
+	 * those and dropping any above (an empty list from 0 clears them;
+	 * FIRST may not leave a gap; a message holds at most 3640, as an
+	 * attribute holds 64 KiB: more go in several from FIRST on). A ROUTE_PORTS entry
+	 * ICFAB_ROUTE_SET_BASE + s names set s of its node. -ERANGE with
+	 * extack for a mode, member count or port out of range; a member
+	 * without a link, two members to one neighbour, a route by a set
+	 * the node lacks, and a set whose paths loop or reach a node with
+	 * no route are refused at FABRIC_COMMIT, the cookie naming the set
+	 * (ICFAB_ERR_OBJ_ROUTE_SET) or the route and member
+	 * (ICFAB_ERR_OBJ_ROUTE_PORT).
+	 */
+	ICFAB_CMD_ROUTE_SETS_SET,
 
 	__ICFAB_CMD_MAX,
 };
@@ -335,6 +354,10 @@ enum icfab_attr {
 	ICFAB_A_CTX_STATE,		/* u32: ICFAB_CTX_* */
 	ICFAB_A_CTX_HELD_NS,		/* u64: wall ns holding the engine */
 
+	/* Next-hop sets (ICFAB_F_ROUTE_SETS), ROUTE_SETS_SET: */
+	ICFAB_A_ROUTE_SET_FIRST,	/* u32: id of ROUTE_SETS[0] */
+	ICFAB_A_ROUTE_SETS,		/* binary: struct icfab_route_set[] */
+
 	__ICFAB_A_MAX,
 };
 #define ICFAB_A_MAX		(__ICFAB_A_MAX - 1)
@@ -360,15 +383,33 @@ enum icfab_err_obj {
 	ICFAB_ERR_OBJ_ROUTE,		/* id: the node, id2: the destination */
 	ICFAB_ERR_OBJ_ROUTER_COLOR,	/* id: the router, id2: the color */
 	ICFAB_ERR_OBJ_CIRCUIT,		/* id: the circuit, id2: the node */
+	ICFAB_ERR_OBJ_ROUTE_SET,	/* id: the node, id2: the set */
+	ICFAB_ERR_OBJ_ROUTE_PORT,	/* id: the node, id2: the destination,
+					 * id3: the port of the set's member */
 };
 
 struct icfab_err_cookie {
 	__u32 obj;			/* enum icfab_err_obj */
 	__u32 id;
 	__u32 id2;
-	__u32 reserved;
+	__u32 id3;			/* 0 but for ICFAB_ERR_OBJ_ROUTE_PORT */
 };
 #define ICFAB_ROUTE_NONE	0xffff	/* no route to this destination */
+
+/*
+ * Next-hop sets (ICFAB_F_ROUTE_SETS): a route entry from
+ * ICFAB_ROUTE_SET_BASE (above every port) names a set of its node; a
+ * node holds at most ICFAB_ROUTE_SETS_MAX.
+ */
+#define ICFAB_ROUTE_SET_BASE		0xf000
+#define ICFAB_ROUTE_SETS_MAX		(ICFAB_ROUTE_NONE - ICFAB_ROUTE_SET_BASE)
+#define ICFAB_ROUTE_SET_MAX_PORTS	8
+
+struct icfab_route_set {
+	__u8 mode;			/* enum icfab_multipath: FLOW or SPRAY */
+	__u8 nr_ports;			/* 1..ICFAB_ROUTE_SET_MAX_PORTS */
+	__u16 ports[ICFAB_ROUTE_SET_MAX_PORTS];	/* the first: the primary */
+};
 
 /* Sizes of one circuit, so that it fits one netlink message of a dump. */
 #define ICFAB_CIRCUIT_MAX_DSTS		256

@@ -33,7 +33,8 @@
 	X(ICFAB_F_LINK_CALIBRATION, "link-calibration")	\
 	X(ICFAB_F_MEMORY_TIERS,	"memory-tiers")		\
 	X(ICFAB_F_CIRCUIT_OWNER, "circuit-owner")		\
-	X(ICFAB_F_CTX_ADMIN, "ctx-admin")
+	X(ICFAB_F_CTX_ADMIN, "ctx-admin")			\
+	X(ICFAB_F_ROUTE_SETS, "route-sets")
 
 /* The name of one feature bit, or NULL for a bit this build does not know. */
 const char *icfab_feature_name(uint64_t bit);
