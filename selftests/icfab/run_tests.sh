@@ -38,6 +38,7 @@ a2a_test.sh		600
 stats_test		600
 energy_test		600
 calibration_test	600
+ecmp_test		600
 tier_test		600
 shift_test.sh		600
 trace_test.sh		600

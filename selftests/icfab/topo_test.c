@@ -518,6 +518,7 @@ FIXTURE_VARIANT_ADD(unpriv, link_new) { .cmd = ICFAB_CMD_LINK_NEW };
 FIXTURE_VARIANT_ADD(unpriv, link_del) { .cmd = ICFAB_CMD_LINK_DEL };
 FIXTURE_VARIANT_ADD(unpriv, link_set) { .cmd = ICFAB_CMD_LINK_SET };
 FIXTURE_VARIANT_ADD(unpriv, route_set) { .cmd = ICFAB_CMD_ROUTE_SET };
+FIXTURE_VARIANT_ADD(unpriv, route_sets_set) { .cmd = ICFAB_CMD_ROUTE_SETS_SET };
 FIXTURE_VARIANT_ADD(unpriv, commit) { .cmd = ICFAB_CMD_FABRIC_COMMIT };
 FIXTURE_VARIANT_ADD(unpriv, abort) { .cmd = ICFAB_CMD_FABRIC_ABORT };
 
