@@ -132,18 +132,55 @@ static uint16_t have_route(const struct fabric_state *h, uint32_t u,
 {
 	uint32_t n = h->topo->nr_nodes;
 
-	return u < n && d < n ? h->topo->routes[(size_t)u * n + d] :
+	return u < n && d < n ? topo_route_entry(h->topo, u, d) :
 				ICFAB_ROUTE_NONE;
 }
 
-/* Entries of row u that differ; the tail beyond the wanted nodes counts. */
+/*
+ * The entry the module is sent for (u, d): with ICFAB_F_ROUTE_SETS the
+ * next-hop set where there is one, else the port (a set's primary).
+ */
+static uint16_t want_route(const struct topo *w, const struct fabric_state *h,
+			   uint32_t u, uint32_t d)
+{
+	if (h->features & ICFAB_F_ROUTE_SETS)
+		return topo_route_entry(w, u, d);
+	return w->routes[(size_t)u * w->nr_nodes + d];
+}
+
+static const struct topo_node_sets *node_sets(const struct topo *t,
+					      uint32_t u)
+{
+	static const struct topo_node_sets none;
+
+	return t->node_sets && u < t->nr_nodes ? &t->node_sets[u] : &none;
+}
+
+/* Whether u's next-hop sets must be sent: they differ from the module's. */
+static bool sets_differ(const struct topo *w, const struct fabric_state *h,
+			uint32_t u, bool fresh)
+{
+	const struct topo_node_sets *ws = node_sets(w, u);
+	const struct topo_node_sets *hs = fresh ? node_sets(w, UINT32_MAX) :
+					      node_sets(h->topo, u);
+
+	if (!(h->features & ICFAB_F_ROUTE_SETS))
+		return false;
+	return ws->n != hs->n ||
+	       (ws->n && memcmp(ws->v, hs->v, ws->n * sizeof(*ws->v)));
+}
+
+/*
+ * Entries of row u that differ; the tail beyond the wanted nodes counts,
+ * and next-hop sets that differ count as one.
+ */
 static uint32_t row_diff(const struct topo *w, const struct fabric_state *h,
 			 uint32_t u, bool fresh)
 {
 	uint32_t nw = w->nr_nodes, nh = h->topo->nr_nodes, d, cnt = 0;
 
 	for (d = 0; d < nw; d++) {
-		uint16_t want = w->routes[(size_t)u * nw + d];
+		uint16_t want = want_route(w, h, u, d);
 		uint16_t have = fresh ? ICFAB_ROUTE_NONE : have_route(h, u, d);
 
 		cnt += want != have;
@@ -153,7 +190,7 @@ static uint32_t row_diff(const struct topo *w, const struct fabric_state *h,
 			cnt += have_route(h, u, d) != ICFAB_ROUTE_NONE;
 		cnt += h->row_tail[u];
 	}
-	return cnt;
+	return cnt + sets_differ(w, h, u, fresh);
 }
 
 static int plan_make(const struct topo *w, const struct fabric_state *h,
@@ -590,17 +627,65 @@ static int stage_link_state(struct stager *s, uint32_t id,
 	return stage_send(s, m, bad, "setting the state of link", id);
 }
 
+/* Next-hop sets per ROUTE_SETS_SET message (18 KiB of them). */
+#define SETS_CHUNK	1024
+
+/*
+ * Node u's next-hop sets, all of them from set 0 (none clears the
+ * module's), before the row that names them.
+ */
+static int stage_sets(struct stager *s, const struct topo *w, uint32_t u)
+{
+	const struct topo_node_sets *ns = node_sets(w, u);
+	struct icfab_route_set v[SETS_CHUNK];
+	uint32_t first = 0, i, j;
+	int ret;
+
+	do {
+		uint32_t cnt = ns->n - first < SETS_CHUNK ? ns->n - first :
+							      SETS_CHUNK;
+		struct nl_msg *m = icfab_nl_msg(s->nl, ICFAB_CMD_ROUTE_SETS_SET,
+						0, cnt * sizeof(v[0]));
+
+		memset(v, 0, cnt * sizeof(v[0]));
+		for (i = 0; i < cnt; i++) {
+			const struct topo_rset *r = &ns->v[first + i];
+
+			v[i].mode = r->mode;
+			v[i].nr_ports = r->nr;
+			for (j = 0; j < r->nr; j++)
+				v[i].ports[j] = r->ports[j];
+		}
+		ret = stage_send(s, m, !m ||
+				 nla_put_u32(m, ICFAB_A_ROUTE_NODE, u) ||
+				 nla_put_u32(m, ICFAB_A_ROUTE_SET_FIRST, first) ||
+				 (cnt && nla_put(m, ICFAB_A_ROUTE_SETS,
+						 cnt * sizeof(v[0]), v)),
+				 "next-hop sets of node", u);
+		first += cnt;
+	} while (!ret && first < ns->n);
+	return ret;
+}
+
 /* A whole row in one message, padded with NONE past the wanted nodes. */
-static int stage_row(struct stager *s, const struct topo *w, uint32_t u,
-		     uint32_t len, uint16_t *buf)
+static int stage_row(struct stager *s, const struct topo *w,
+		     const struct fabric_state *h, uint32_t u, uint32_t len,
+		     uint16_t *buf)
 {
 	size_t bytes = (size_t)len * sizeof(uint16_t);
-	struct nl_msg *m = icfab_nl_msg(s->nl, ICFAB_CMD_ROUTE_SET, 0, bytes);
+	struct nl_msg *m;
 	uint32_t nw = w->nr_nodes, d;
+	int ret;
 
+	if (h->features & ICFAB_F_ROUTE_SETS &&
+	    (node_sets(w, u)->n || node_sets(h->topo, u)->n)) {
+		ret = stage_sets(s, w, u);
+		if (ret)
+			return ret;
+	}
+	m = icfab_nl_msg(s->nl, ICFAB_CMD_ROUTE_SET, 0, bytes);
 	for (d = 0; d < len; d++)
-		buf[d] = d < nw ? w->routes[(size_t)u * nw + d] :
-				  ICFAB_ROUTE_NONE;
+		buf[d] = d < nw ? want_route(w, h, u, d) : ICFAB_ROUTE_NONE;
 	return stage_send(s, m, !m || nla_put_u32(m, ICFAB_A_ROUTE_NODE, u) ||
 			  nla_put_u32(m, ICFAB_A_ROUTE_DST_FIRST, 0) ||
 			  nla_put(m, ICFAB_A_ROUTE_PORTS, bytes, buf),
@@ -660,7 +745,7 @@ static int stage_all(struct stager *s, const struct topo *w,
 	}
 	for (i = 0; i < w->nr_nodes && !ret; i++)
 		if (p->row[i])
-			ret = stage_row(s, w, i, p->row_len[i], buf);
+			ret = stage_row(s, w, h, i, p->row_len[i], buf);
 	free(buf);
 	return ret;
 }

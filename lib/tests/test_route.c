@@ -595,6 +595,95 @@ static void test_timing(void)
 	topo_free(t);
 }
 
+/*
+ * ecmp: spray on a leaf/spine of 32 endpoints on radix 8 (4 leaves of 4
+ * endpoints, 4 spines, one cable each): leaf0 leaves for every remote
+ * endpoint by a set of its 4 uplinks, one per spine, its primary the
+ * port routing picks without ecmp, so routes[] is the same table to the
+ * entry; the endpoints' and spines' entries stay plain. The check finds
+ * a member made to loop, naming the ecmp: line and the loop's nodes.
+ */
+static void test_route_sets(void)
+{
+	static const char yaml[] =
+		"topology:\n  switch: {endpoints: 32, radix: 8, bandwidth: 1GB/s}\n";
+	char with[256];
+	struct topo *t, *plain;
+	struct icfab_limits lim;
+	struct topo_err err;
+	uint32_t d, bad = 0, sets = 0, n;
+	int leaf0, spine;
+
+	topo_default_limits(&lim);
+	snprintf(with, sizeof(with), "%secmp: spray\n", yaml);
+	t = load_routed(with);
+	plain = load_routed(yaml);
+	if (!t || !plain) {
+		ok(0, "leaf/spine 32 with and without ecmp loads and routes");
+		topo_free(t);
+		topo_free(plain);
+		return;
+	}
+	n = t->nr_nodes;
+	ok(!memcmp(t->routes, plain->routes, (size_t)n * n * sizeof(*t->routes)) &&
+	   !plain->route_sets && t->route_sets,
+	   "ecmp leaves routes[] as it was: each set's primary is the port taken without it");
+	leaf0 = node_id(t, "leaf0");
+	for (d = 0; d < n; d++) {
+		const struct topo_rset *s = topo_route_set(t, (uint32_t)leaf0, d);
+		uint32_t seen = 0;
+
+		if (t->nodes[d].kind != ICFAB_NODE_ENDPOINT || d < 4)
+			continue;
+		if (!s || s->nr != 4 || s->mode != ICFAB_MULTIPATH_SPRAY ||
+		    s->ports[0] != t->routes[(size_t)leaf0 * n + d]) {
+			bad++;
+			continue;
+		}
+		sets++;
+		for (uint32_t i = 0; i < s->nr; i++) {
+			int li = topo_port_link(t, (uint32_t)leaf0, s->ports[i]);
+
+			if (li < 0 || strncmp(t->nodes[t->links[li].dst_node].name,
+					      "spine", 5))
+				bad++;
+			else
+				seen |= 1u << atoi(t->nodes[t->links[li].dst_node].name + 5);
+		}
+		bad += seen != 0xf;
+		if (topo_route_entry(t, (uint32_t)leaf0, d) < ICFAB_ROUTE_SET_BASE)
+			bad++;
+	}
+	for (d = 0; d < n; d++)
+		bad += topo_route_set(t, 0, d) != NULL;
+	ok(!bad && sets == 28,
+	   "leaf0 reaches each of the 28 remote endpoints by a sprayed set of its 4 uplinks to 4 different spines, primary first (%u bad)",
+	   bad);
+	ok(t->node_sets[leaf0].n == 4,
+	   "the sets are shared: leaf0 holds 4 (one per primary), not one per destination (%u)",
+	   t->node_sets[leaf0].n);
+	ok(!topo_check(t, &lim, &err), "topo_check accepts icfabd's sets");
+
+	/* The spine of leaf0's second member towards endpoint 31 turns back. */
+	d = 31;
+	spine = t->links[topo_port_link(t, (uint32_t)leaf0,
+			  topo_route_set(t, (uint32_t)leaf0, d)->ports[1])].dst_node;
+	for (uint32_t p = 0; p < t->nodes[spine].nr_ports; p++) {
+		int li = topo_port_link(t, (uint32_t)spine, p);
+
+		if (li >= 0 && (int)t->links[li].dst_node == leaf0)
+			t->routes[(size_t)spine * n + d] = (uint16_t)p;
+	}
+	snprintf(with, sizeof(with), "<test>:3: ecmp: towards '%s'",
+		 t->nodes[d].name);
+	ok(topo_check(t, &lim, &err) && strstr(err.msg, with) &&
+	   strstr(err.msg, "closes a loop: 'leaf0' -> "),
+	   "a set member that loops is refused at the ecmp: line, its loop named: %s",
+	   err.msg);
+	topo_free(t);
+	topo_free(plain);
+}
+
 int main(void)
 {
 	test_distances();
@@ -603,6 +692,7 @@ int main(void)
 	test_failures();
 	test_updown_no_transit();
 	test_ecmp();
+	test_route_sets();
 	test_timing();
 	return done();
 }

@@ -36,6 +36,7 @@ struct rb {
 	uint32_t n;			/* nodes, for the route dump */
 	uint16_t *row;			/* or one node's table only, */
 	uint32_t row_node;		/* of this node */
+	struct topo_node_sets row_sets;	/* its next-hop sets */
 };
 
 static void rb_gen(struct rb *rb, struct nlattr **tb)
@@ -76,6 +77,7 @@ static int parse_fabric(struct nlattr **tb, void *arg)
 	t->dilation = get_u32(tb, ICFAB_A_FABRIC_DILATION, 1);
 	st->mem_bytes = get_u64(tb, ICFAB_A_FABRIC_MEM_BYTES, 0);
 	st->commit_ps = get_u64(tb, ICFAB_A_FABRIC_COMMIT_PS, 0);
+	st->features = get_u64(tb, ICFAB_A_FABRIC_FEATURES, 0);
 	st->has_staged = tb[ICFAB_A_FABRIC_HAS_STAGED] &&
 			 nla_get_u8(tb[ICFAB_A_FABRIC_HAS_STAGED]);
 	if (tb[ICFAB_A_FABRIC_NAME])
@@ -202,6 +204,68 @@ static int parse_link(struct nlattr **tb, void *arg)
 	return 0;
 }
 
+/* A ROUTE_GET message of a node's next-hop sets, appended to @ns. */
+static int parse_sets(struct nlattr **tb, struct topo_node_sets *ns)
+{
+	const struct icfab_route_set *v = nla_data(tb[ICFAB_A_ROUTE_SETS]);
+	uint32_t first = get_u32(tb, ICFAB_A_ROUTE_SET_FIRST, 0), cnt, i;
+
+	cnt = nla_len(tb[ICFAB_A_ROUTE_SETS]) / sizeof(*v);
+	if (first != ns->n || first + cnt > ICFAB_ROUTE_SETS_MAX)
+		return -EPROTO;
+	for (i = 0; i < cnt; i++) {
+		struct icfab_route_set in;
+		struct topo_rset s = { 0 };
+		uint32_t j;
+
+		memcpy(&in, v + i, sizeof(in));	/* 4-byte aligned only */
+		s.mode = in.mode;
+		s.nr = in.nr_ports;
+		for (j = 0; j < in.nr_ports && j < ICFAB_ROUTE_SET_MAX_PORTS; j++)
+			s.ports[j] = in.ports[j];
+		if (ns->n == ns->cap) {
+			uint32_t cap = ns->cap ? 2 * ns->cap : 4;
+			struct topo_rset *nv = realloc(ns->v, cap * sizeof(*nv));
+
+			if (!nv)
+				return -ENOMEM;
+			ns->v = nv;
+			ns->cap = cap;
+		}
+		ns->v[ns->n++] = s;
+	}
+	return 0;
+}
+
+/*
+ * Entries that name a set become the set's primary in routes[] and the
+ * set's index in route_sets[], as topo_route() leaves them; one naming a
+ * set the node lacks stays as it is (it differs from anything wanted).
+ */
+static int sets_resolve(struct topo *t)
+{
+	size_t n = t->nr_nodes, u, d;
+
+	if (!t->node_sets)
+		return 0;
+	t->route_sets = malloc(n * n * sizeof(*t->route_sets) + 1);
+	if (!t->route_sets)
+		return -ENOMEM;
+	memset(t->route_sets, 0xff, n * n * sizeof(*t->route_sets));
+	for (u = 0; u < n; u++)
+		for (d = 0; d < n; d++) {
+			uint16_t e = t->routes[u * n + d];
+			uint32_t s = (uint32_t)e - ICFAB_ROUTE_SET_BASE;
+
+			if (e < ICFAB_ROUTE_SET_BASE || e == ICFAB_ROUTE_NONE ||
+			    s >= t->node_sets[u].n || !t->node_sets[u].v[s].nr)
+				continue;
+			t->route_sets[u * n + d] = (uint16_t)s;
+			t->routes[u * n + d] = t->node_sets[u].v[s].ports[0];
+		}
+	return 0;
+}
+
 static int parse_routes(struct nlattr **tb, void *arg)
 {
 	struct rb *rb = arg;
@@ -217,6 +281,18 @@ static int parse_routes(struct nlattr **tb, void *arg)
 	first = get_u32(tb, ICFAB_A_ROUTE_DST_FIRST, 0);
 	if (node >= n || (rb->row && node != rb->row_node))
 		return -EPROTO;
+	if (tb[ICFAB_A_ROUTE_SETS] && rb->row)
+		return parse_sets(tb, &rb->row_sets);
+	if (tb[ICFAB_A_ROUTE_SETS]) {
+		struct topo *t = st->topo;
+
+		if (!t->node_sets)
+			t->node_sets = calloc(t->nr_nodes + 1,
+					      sizeof(*t->node_sets));
+		if (!t->node_sets)
+			return -ENOMEM;
+		return parse_sets(tb, &t->node_sets[node]);
+	}
 	if (!tb[ICFAB_A_ROUTE_PORTS])
 		return 0;
 	ports = nla_data(tb[ICFAB_A_ROUTE_PORTS]);
@@ -385,6 +461,8 @@ static int read_routes(struct icfab_nl *nl, bool staged, struct rb *rb,
 	rb->n = n;
 	ret = icfab_nl_dump(nl, read_msg(nl, ICFAB_CMD_ROUTE_GET, true, staged),
 			    parse_routes, rb);
+	if (!ret)
+		ret = sets_resolve(t);
 	dbg("routes");
 	return ret;
 }
@@ -478,6 +556,15 @@ int fabric_read_route_row(struct icfab_nl *nl, bool staged,
 		msg = NULL;
 	}
 	ret = icfab_nl_dump(nl, msg, parse_routes, &rb);
+	/* A single-path reader: an entry naming a set is its primary. */
+	for (i = 0; !ret && i < rb.n; i++) {
+		uint32_t s = (uint32_t)row[i] - ICFAB_ROUTE_SET_BASE;
+
+		if (row[i] >= ICFAB_ROUTE_SET_BASE && row[i] != ICFAB_ROUTE_NONE &&
+		    s < rb.row_sets.n && rb.row_sets.v[s].nr)
+			row[i] = rb.row_sets.v[s].ports[0];
+	}
+	free(rb.row_sets.v);
 	return !ret && rb.mixed ? -EINTR : ret;
 }
 

@@ -53,6 +53,7 @@ void topo_free(struct topo *t)
 	free(t->links);
 	free(t->name_hash);
 	free(t->routes);
+	topo_sets_free(t);
 	free(t->port_base);
 	free(t->port_out);
 	topo_grid_free(t->grid);

@@ -340,6 +340,114 @@ out:
 	return ret;
 }
 
+/*
+ * A member of u's entry towards d (a set's, or a plain port on a path
+ * a set opened) reaches @far, which closes a loop (on the search path
+ * stack[0..depth-1]) or has no route: the message names the
+ * destination, the node, the port and, for a loop, its nodes; the line
+ * is the file's ecmp: (icfabd built the sets).
+ */
+static int set_fails(const struct topo *t, uint32_t u, uint32_t d,
+		     uint16_t port, uint32_t far, const uint32_t *stack,
+		     uint32_t depth, bool loop, struct topo_err *err)
+{
+	char path[256] = "";
+	size_t len = 0;
+	uint32_t i = 0;
+
+	if (loop) {
+		while (i < depth && stack[i] != far)
+			i++;
+		for (; i < depth && len < sizeof(path); i++)
+			len += (size_t)snprintf(path + len, sizeof(path) - len,
+						"'%s' -> ", t->nodes[stack[i]].name);
+		if (len < sizeof(path))
+			snprintf(path + len, sizeof(path) - len, "'%s'",
+				 t->nodes[far].name);
+	}
+	return topo_errf(err, &t->ecmp_src,
+			 "ecmp: towards '%s', '%s' by port %u %s%s%s",
+			 t->nodes[d].name, t->nodes[u].name, port,
+			 loop ? "closes a loop" : "reaches a node with no route",
+			 loop ? ": " : "", path);
+}
+
+/*
+ * With next-hop sets, every member must lead to d as well: a depth-first
+ * search per destination over every member of every set (a plain entry
+ * is a set of one), as the module's commit does.
+ */
+static int check_sets(const struct topo *t, struct topo_err *err)
+{
+	uint32_t n = t->nr_nodes, d, u, depth;
+	uint32_t *stack = malloc((n + 1) * sizeof(*stack));
+	uint8_t *mark = malloc(n + 1);
+	uint8_t *next = malloc(n + 1);
+	struct topo_ports p = { 0 };
+	int ret = -ENOMEM;
+
+	if (!stack || !mark || !next || topo_ports_build(t, &p, NULL, NULL))
+		goto out;
+	ret = 0;
+	for (d = 0; d < n && !ret; d++) {
+		if (t->nodes[d].kind != ICFAB_NODE_ENDPOINT)
+			continue;
+		memset(mark, WALK_UNKNOWN, n);
+		mark[d] = WALK_OK;
+		for (u = 0; u < n && !ret; u++) {
+			if (mark[u] != WALK_UNKNOWN ||
+			    t->routes[(size_t)u * n + d] == ICFAB_ROUTE_NONE)
+				continue;
+			depth = 0;
+			stack[depth++] = u;
+			mark[u] = WALK_ON_PATH;
+			next[u] = 0;
+			while (depth && !ret) {
+				uint32_t v = stack[depth - 1], li, far;
+				const struct topo_rset *s = topo_route_set(t, v, d);
+				uint16_t port;
+
+				if (next[v] == (s ? s->nr : 1)) {
+					mark[v] = WALK_OK;
+					depth--;
+					continue;
+				}
+				port = s ? s->ports[next[v]] :
+					   t->routes[(size_t)v * n + d];
+				next[v]++;
+				li = port < p.base[v + 1] - p.base[v] ?
+				     p.out[p.base[v] + port] : TOPO_NONE;
+				if (li == TOPO_NONE) {
+					ret = set_fails(t, v, d, port, v, stack,
+							depth, false, err);
+					break;
+				}
+				far = t->links[li].dst_node;
+				if (mark[far] == WALK_OK)
+					continue;
+				if (mark[far] == WALK_ON_PATH)
+					ret = set_fails(t, v, d, port, far, stack,
+							depth, true, err);
+				else if (t->routes[(size_t)far * n + d] ==
+					 ICFAB_ROUTE_NONE)
+					ret = set_fails(t, v, d, port, far, stack,
+							depth, false, err);
+				else {
+					mark[far] = WALK_ON_PATH;
+					next[far] = 0;
+					stack[depth++] = far;
+				}
+			}
+		}
+	}
+out:
+	topo_ports_free(&p);
+	free(stack);
+	free(mark);
+	free(next);
+	return ret;
+}
+
 int topo_check(const struct topo *t, const struct icfab_limits *lim,
 	       struct topo_err *err)
 {
@@ -354,5 +462,7 @@ int topo_check(const struct topo *t, const struct icfab_limits *lim,
 		ret = check_links(t, err);
 	if (!ret)
 		ret = t->routes ? check_tables(t, err) : check_connected(t, err);
+	if (!ret && t->routes && t->route_sets)
+		ret = check_sets(t, err);
 	return ret;
 }

@@ -1331,11 +1331,25 @@ static int parse_routing(struct pctx *c, yaml_node_t *n)
 	return 0;
 }
 
+/* ecmp: none, flow or spray: next-hop sets over equal-cost neighbours. */
+static int parse_ecmp(struct pctx *c, yaml_node_t *n)
+{
+	const char *s = scalar_of(n);
+	int m = s ? topo_multipath_parse(s) : -EINVAL;
+
+	if (m < 0)
+		return perr(c, n, "ecmp: '%s': expected none, flow or spray",
+			    s ? s : "");
+	c->t->ecmp = (uint32_t)m;
+	c->t->ecmp_src = src_of(c, n);
+	return 0;
+}
+
 static int parse_root(struct pctx *c, yaml_node_t *root)
 {
 	static const char *const keys[] = {
 		"fabric", "defaults", "topology", "nodes", "links", "ocs",
-		"tiers", "routing", NULL
+		"tiers", "routing", "ecmp", NULL
 	};
 	/*
 	 * In dependency order, whatever the order in the file; tiers after
@@ -1355,6 +1369,7 @@ static int parse_root(struct pctx *c, yaml_node_t *root)
 		{ "ocs", NULL, parse_ocs },
 		{ "tiers", NULL, parse_tier },
 		{ "routing", parse_routing, NULL },
+		{ "ecmp", parse_ecmp, NULL },
 	};
 	yaml_node_t *n;
 	size_t i;

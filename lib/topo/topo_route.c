@@ -30,6 +30,14 @@
  *		switches is also the shortest.
  *
  * DOWN links are never used; DEGRADED ones are.
+ *
+ * With ecmp: flow or spray (shortest and updown only), every entry whose
+ * node has equal-cost ports to more than one neighbour also gets a
+ * next-hop set (docs/TIMING.md, "Equal-cost next hops"): the port taken
+ * above first, then for each other neighbour its lowest tied port in
+ * port order, at most ICFAB_ROUTE_SET_MAX_PORTS. Every member lies on a
+ * least-cost path (cost strictly decreasing; updown: the same up or
+ * down rule), so the sets cannot loop.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -266,6 +274,149 @@ static uint16_t best_port(struct rctx *r, uint32_t u, uint32_t d,
 	return port;
 }
 
+/* ---- next-hop sets ---------------------------------------------------- */
+
+void topo_sets_free(struct topo *t)
+{
+	uint32_t i;
+
+	if (t->node_sets)
+		for (i = 0; i < t->nr_nodes; i++)
+			free(t->node_sets[i].v);
+	free(t->node_sets);
+	free(t->route_sets);
+	t->node_sets = NULL;
+	t->route_sets = NULL;
+}
+
+static int sets_alloc(struct topo *t)
+{
+	size_t n = t->nr_nodes;
+
+	t->route_sets = malloc(n * n * sizeof(*t->route_sets) + 1);
+	t->node_sets = calloc(n + 1, sizeof(*t->node_sets));
+	if (!t->route_sets || !t->node_sets) {
+		topo_sets_free(t);
+		return -ENOMEM;
+	}
+	memset(t->route_sets, 0xff, n * n * sizeof(*t->route_sets));
+	return 0;
+}
+
+int topo_sets_add(struct topo *t, uint32_t node, const struct topo_rset *s)
+{
+	struct topo_node_sets *ns = &t->node_sets[node];
+	uint32_t i;
+
+	for (i = 0; i < ns->n; i++)
+		if (!memcmp(&ns->v[i], s, sizeof(*s)))
+			return (int)i;
+	if (ns->n >= ICFAB_ROUTE_SETS_MAX)
+		return -1;
+	if (ns->n == ns->cap) {
+		uint32_t cap = ns->cap ? 2 * ns->cap : 4;
+		struct topo_rset *v = realloc(ns->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		ns->v = v;
+		ns->cap = cap;
+	}
+	ns->v[ns->n] = *s;
+	return (int)ns->n++;
+}
+
+uint16_t topo_route_entry(const struct topo *t, uint32_t src, uint32_t dst)
+{
+	size_t i = (size_t)src * t->nr_nodes + dst;
+
+	if (t->route_sets && t->route_sets[i] != ICFAB_ROUTE_NONE)
+		return (uint16_t)(ICFAB_ROUTE_SET_BASE + t->route_sets[i]);
+	return t->routes[i];
+}
+
+const struct topo_rset *topo_route_set(const struct topo *t, uint32_t src,
+				       uint32_t dst)
+{
+	size_t i = (size_t)src * t->nr_nodes + dst;
+
+	if (!t->route_sets || t->route_sets[i] == ICFAB_ROUTE_NONE)
+		return NULL;
+	return &t->node_sets[src].v[t->route_sets[i]];
+}
+
+/*
+ * The set of u's ports towards d that tie with @primary's cost under
+ * @dist and @allow, one per neighbour, when there are two or more
+ * neighbours: @primary first, then each other neighbour in the order of
+ * its first tied port, by the tied port to it that best_port()'s rule
+ * picks for d (so that parallel cables to a neighbour stay spread by
+ * destination as without sets). At most ICFAB_ROUTE_SET_MAX_PORTS
+ * neighbours. 0, or -ENOMEM.
+ */
+static int ecmp_fill(struct rctx *r, uint32_t u, uint32_t d,
+		     const uint64_t *dist,
+		     bool (*allow)(struct rctx *r, const struct topo_link *l),
+		     uint16_t primary)
+{
+	uint32_t p, j, nports = r->pbase[u + 1] - r->pbase[u];
+	uint32_t nb[ICFAB_ROUTE_SET_MAX_PORTS], cnt[ICFAB_ROUTE_SET_MAX_PORTS];
+	uint32_t pick[ICFAB_ROUTE_SET_MAX_PORTS], seen[ICFAB_ROUTE_SET_MAX_PORTS];
+	struct topo_rset s = { .mode = (uint8_t)r->t->ecmp };
+	const struct topo_link *l;
+	uint32_t nnb = 1, pass;
+	uint64_t best;
+	int idx;
+
+	if (!r->t->route_sets || primary == ICFAB_ROUTE_NONE)
+		return 0;
+	l = &r->t->links[r->pout[r->pbase[u] + primary]];
+	best = link_cost(l) + dist[l->dst_node];
+	nb[0] = l->dst_node;
+	cnt[0] = 0;
+	s.ports[0] = primary;
+	/* pass 0: the neighbours and their tied ports; 1: pick one each */
+	for (pass = 0; pass < 2; pass++) {
+		for (j = 1; pass && j < nnb; j++) {
+			pick[j] = digit_sum(d, cnt[j]) % cnt[j];
+			seen[j] = 0;
+		}
+		for (p = 0; p < nports; p++) {
+			uint32_t li = r->pout[r->pbase[u] + p];
+
+			if (li == TOPO_NONE)
+				continue;
+			l = &r->t->links[li];
+			if (!topo_link_usable(l) ||
+			    dist[l->dst_node] == DIST_INF ||
+			    (allow && !allow(r, l)) ||
+			    link_cost(l) + dist[l->dst_node] != best)
+				continue;
+			for (j = 0; j < nnb && nb[j] != l->dst_node; j++)
+				;
+			if (!pass) {
+				if (j == nnb && nnb < ICFAB_ROUTE_SET_MAX_PORTS) {
+					nb[nnb] = l->dst_node;
+					cnt[nnb++] = 0;
+				}
+				if (j < nnb)
+					cnt[j]++;
+			} else if (j > 0 && j < nnb && seen[j]++ == pick[j]) {
+				s.ports[j] = (uint16_t)p;
+			}
+		}
+	}
+	if (nnb < 2)
+		return 0;
+	s.nr = (uint8_t)nnb;
+	idx = topo_sets_add(r->t, u, &s);
+	if (idx == -ENOMEM)
+		return idx;
+	if (idx >= 0)
+		r->t->route_sets[(size_t)u * r->n + d] = (uint16_t)idx;
+	return 0;
+}
+
 /* ---- shortest -------------------------------------------------------- */
 
 /* Fill the entries towards d of the sources with need[u] (all if NULL). */
@@ -279,13 +430,21 @@ static void shortest_fill(struct rctx *r, uint32_t d, const uint8_t *need)
 			*route_entry(r, u, d) = best_port(r, u, d, r->dist, NULL, NULL);
 }
 
-static void route_shortest(struct rctx *r)
+static int route_shortest(struct rctx *r)
 {
-	uint32_t d;
+	uint32_t d, u;
+	int ret = 0;
 
-	for (d = 0; d < r->n; d++)
-		if (r->t->nodes[d].kind == ICFAB_NODE_ENDPOINT)
-			shortest_fill(r, d, NULL);
+	for (d = 0; d < r->n && !ret; d++) {
+		if (r->t->nodes[d].kind != ICFAB_NODE_ENDPOINT)
+			continue;
+		shortest_fill(r, d, NULL);
+		for (u = 0; u < r->n && !ret; u++)
+			if (u != d)
+				ret = ecmp_fill(r, u, d, r->dist, NULL,
+						*route_entry(r, u, d));
+	}
+	return ret;
 }
 
 /* ---- dimension order ------------------------------------------------- */
@@ -605,9 +764,14 @@ static int route_updown(struct rctx *r)
 		for (i = 0; i < r->n; i++) {
 			uint32_t u = order[i];
 
-			if (u != d)
-				*route_entry(r, u, d) =
-					best_port(r, u, d, down, link_down, &down[u]);
+			if (u == d)
+				continue;
+			*route_entry(r, u, d) =
+				best_port(r, u, d, down, link_down, &down[u]);
+			ret = ecmp_fill(r, u, d, down, link_down,
+					*route_entry(r, u, d));
+			if (ret)
+				goto out_free;
 		}
 		/* then up-first paths, highest rank first */
 		for (i = r->n; i-- > 0;) {
@@ -617,6 +781,10 @@ static int route_updown(struct rctx *r)
 			if (u == d || down[u] != DIST_INF)
 				continue;
 			*route_entry(r, u, d) = best_port(r, u, d, any, link_up, &any[u]);
+			ret = ecmp_fill(r, u, d, any, link_up,
+					*route_entry(r, u, d));
+			if (ret)
+				goto out_free;
 		}
 	}
 out_free:
@@ -696,6 +864,7 @@ int topo_route(struct topo *t, struct topo_err *err)
 	int ret;
 
 	free(t->routes);
+	topo_sets_free(t);
 	free(t->port_base);
 	free(t->port_out);
 	t->routes = NULL;
@@ -714,6 +883,9 @@ int topo_route(struct topo *t, struct topo_err *err)
 	memset(t->routes, 0xff, n * n * sizeof(*t->routes));
 
 	ret = rctx_init(&r, t);
+	if (!ret && t->ecmp != ICFAB_MULTIPATH_NONE &&
+	    route_mode(t) != TOPO_ROUTING_DOR)
+		ret = sets_alloc(t);
 	if (!ret) {
 		t->routed_with = route_mode(t);
 		switch (t->routed_with) {
@@ -724,7 +896,7 @@ int topo_route(struct topo *t, struct topo_err *err)
 			ret = route_updown(&r);
 			break;
 		default:
-			route_shortest(&r);
+			ret = route_shortest(&r);
 			break;
 		}
 	}
@@ -732,6 +904,7 @@ int topo_route(struct topo *t, struct topo_err *err)
 	if (ret) {
 		free(t->routes);
 		t->routes = NULL;
+		topo_sets_free(t);
 	}
 	return ret;
 }

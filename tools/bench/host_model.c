@@ -45,6 +45,25 @@ struct icfab_mtopo *host_mtopo(const struct topo *t, icfab_u8 cut_through)
 			n->tier_link[k] = tn->tier[k];
 		n->routes = &t->routes[(size_t)i * t->nr_nodes];
 		n->routes_len = t->nr_nodes;
+		/* ecmp: the entries name next-hop sets, copied as they are. */
+		if (t->route_sets && t->node_sets[i].n) {
+			const struct topo_node_sets *ns = &t->node_sets[i];
+			icfab_u16 *r = malloc(t->nr_nodes * sizeof(*r));
+
+			n->sets = calloc(ns->n, sizeof(*n->sets));
+			if (!r || !n->sets)
+				return NULL;
+			for (uint32_t d = 0; d < t->nr_nodes; d++)
+				r[d] = topo_route_entry(t, i, d);
+			for (uint32_t k = 0; k < ns->n; k++) {
+				n->sets[k].mode = ns->v[k].mode;
+				n->sets[k].nr = ns->v[k].nr;
+				memcpy(n->sets[k].ports, ns->v[k].ports,
+				       sizeof(n->sets[k].ports));
+			}
+			n->nr_sets = ns->n;
+			n->routes = r;
+		}
 		n->port_out = calloc(tn->nr_ports ? tn->nr_ports : 1,
 				     sizeof(icfab_u32));
 		n->port_in = calloc(tn->nr_ports ? tn->nr_ports : 1,

@@ -19,6 +19,7 @@ struct fabric_state {
 	uint64_t mem_bytes;		/* committed tables, bytes */
 	bool has_staged;		/* somebody is staging right now */
 	uint64_t commit_ps;		/* ps: fabric time of the last commit */
+	uint64_t features;		/* ICFAB_F_* the module has */
 	/* As FABRIC_GET counts them. */
 	uint32_t nr_endpoints, nr_switches, nr_links;
 	/*
@@ -64,7 +65,8 @@ bool fabric_node_present(const struct fabric_state *st, uint32_t id);
 /*
  * ROUTE_GET of node @node's table into @row (st->topo->nr_nodes entries,
  * ICFAB_ROUTE_NONE where it has none), from @st's generation: -EINTR
- * when the configuration changed since @st was read.
+ * when the configuration changed since @st was read. An entry that names
+ * a next-hop set reads as the set's primary port.
  */
 int fabric_read_route_row(struct icfab_nl *nl, bool staged,
 			  const struct fabric_state *st, uint32_t node,

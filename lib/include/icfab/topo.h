@@ -151,6 +151,22 @@ struct topo_grid {
 					 * ICFAB_ROUTE_NONE at a mesh edge */
 };
 
+/*
+ * A next-hop set (ICFAB_F_ROUTE_SETS): ports of one node to different
+ * neighbours, the first the primary, and how a transfer chooses among
+ * them (ICFAB_MULTIPATH_FLOW or _SPRAY).
+ */
+struct topo_rset {
+	uint8_t mode;
+	uint8_t nr;
+	uint16_t ports[ICFAB_ROUTE_SET_MAX_PORTS];
+};
+
+struct topo_node_sets {
+	struct topo_rset *v;
+	uint32_t n, cap;
+};
+
 struct topo {
 	char name[ICFAB_NAME_MAX];
 	uint32_t segment_size;		/* bytes */
@@ -173,6 +189,17 @@ struct topo {
 	 */
 	uint16_t *routes;
 	enum topo_routing routed_with;
+	/*
+	 * Equal-cost next hops (the file's ecmp:, ICFAB_MULTIPATH_NONE by
+	 * default, and where it was said). With a mode, topo_route() also
+	 * fills route_sets[src * nr_nodes + dst]: the set of src's
+	 * node_sets that leaves for dst, or ICFAB_ROUTE_NONE where routes[]
+	 * (then the set's primary) is all there is. NULL without sets.
+	 */
+	uint32_t ecmp;
+	struct topo_src ecmp_src;
+	uint16_t *route_sets;
+	struct topo_node_sets *node_sets;	/* nr_nodes, with route_sets */
 
 	/* Optical circuit switches (ocs.h), from the file's ocs: list. */
 	struct ocs **ocs;
@@ -367,6 +394,20 @@ int topo_route(struct topo *t, struct topo_err *err);
 uint16_t topo_route_port(const struct topo *t, uint32_t src, uint32_t dst);
 int topo_port_link(const struct topo *t, uint32_t node, uint32_t port);
 int topo_route_hops(const struct topo *t, uint32_t src, uint32_t dst);
+/*
+ * Next-hop sets: drop them; the entry @src sends towards @dst with
+ * (ICFAB_ROUTE_SET_BASE + set, or the port of routes[]); the set it
+ * names, or NULL.
+ */
+void topo_sets_free(struct topo *t);
+uint16_t topo_route_entry(const struct topo *t, uint32_t src, uint32_t dst);
+const struct topo_rset *topo_route_set(const struct topo *t, uint32_t src,
+				       uint32_t dst);
+/*
+ * Add @s to @node's sets unless it holds it already; its index, or -1
+ * when the node holds ICFAB_ROUTE_SETS_MAX, or -ENOMEM.
+ */
+int topo_sets_add(struct topo *t, uint32_t node, const struct topo_rset *s);
 
 /* topo_check.c: validates, changes nothing */
 int topo_check(const struct topo *t, const struct icfab_limits *lim,
