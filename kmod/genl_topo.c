@@ -886,7 +886,6 @@ static int icfab_sets_check(const struct icfab_route_set *sets, u32 n,
 	for (i = 0; i < n; i++) {
 		const struct icfab_route_set *s = &sets[i];
 
-
 		if (s->mode != ICFAB_MULTIPATH_FLOW &&
 		    s->mode != ICFAB_MULTIPATH_SPRAY) {
 			NL_SET_ERR_MSG_ATTR(extack, attr,
