@@ -104,6 +104,8 @@
 #define ICFAB_ENGINE_EVENTS		(256 * 1024)	/* pending segment events */
 /* Events the engine processes under the fabric lock at a time (data.c). */
 #define ICFAB_ENGINE_RUN_BUDGET		4096
+/* ...and the pause between two budgets, us, the lock and the CPU free. */
+#define ICFAB_ENGINE_RUN_GAP_US		10
 /* The event table grows, doubling, up to this (48 bytes each). */
 #define ICFAB_ENGINE_EVENTS_MAX		(8 * 1024 * 1024)
 /*

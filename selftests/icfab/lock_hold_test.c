@@ -169,7 +169,9 @@ static double one_flood(struct __test_metadata *_metadata,
  * a host running three other VMs and builds, against 3.5 to 6.0 s when
  * the WAIT ran it all under the lock (6.12, 2026-12-02); half the run
  * (8192 WRITEs) kept INFO waiting 1.2 to 2.1 s then, too close to the
- * bound. What the half second is, the guest's or the host's, is not known.
+ * bound. The half second was INFO spinning on the lock's owner while the
+ * work item unlocked and relocked it between budgets; with a short sleep
+ * there, 78.7 ms (6.1) and 180 to 212 ms (6.12) on a loaded host.
  */
 #define RUN_QUEUES	16
 #define RUN_DEPTH	1024
