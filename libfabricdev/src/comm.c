@@ -842,6 +842,44 @@ int fdev_notify_resume(struct fdev_comm *c)
  */
 #define NOTIFY_RECV_DEPTH	4096
 
+/*
+ * The endpoint rank @rank drives: the @rank-th of the fabric's @n
+ * endpoints @eps (at most 1024 of them listed), or FDEV_ENDPOINT's
+ * node id, which must be a whole number naming one of them.
+ */
+static int comm_endpoint(int rank, const uint32_t *eps, int n, uint32_t *ep)
+{
+	const char *e = getenv("FDEV_ENDPOINT");
+	unsigned long long v;
+	char *end;
+
+	if (!e || !*e) {
+		if (rank >= n)
+			return -ENODEV;
+		*ep = eps[rank];
+		return 0;
+	}
+	errno = 0;
+	v = strtoull(e, &end, 0);
+	if (errno || *end || *e == '-' || v > UINT32_MAX) {
+		fprintf(stderr, "libfabricdev: FDEV_ENDPOINT='%s': not a node id\n", e);
+		return -EINVAL;
+	}
+	for (int i = 0; i < n; i++)
+		if (eps[i] == v) {
+			*ep = (uint32_t)v;
+			return 0;
+		}
+	if (n >= 1024) {
+		/* Only the first 1024 were listed: let attach decide. */
+		*ep = (uint32_t)v;
+		return 0;
+	}
+	fprintf(stderr, "libfabricdev: FDEV_ENDPOINT=%s: node %llu is not one of the fabric's %d endpoints\n",
+		e, v, n);
+	return -ENODEV;
+}
+
 /* The rank's context as a receiver: the ioctl path, a receive queue. */
 static int notify_open(struct fdev_comm *c, const char *path)
 {
@@ -854,9 +892,13 @@ static int notify_open(struct fdev_comm *c, const char *path)
 	if (err)
 		return err;
 	err = comm_attach(c);
-	if (!err)
+	if (!err) {
 		err = fdev_recv_queue_create(c->dev, c->ep[c->first],
 					     NOTIFY_RECV_DEPTH);
+		if (err == -EBUSY)
+			fprintf(stderr, "libfabricdev: endpoint %u already has a receiver: another rank or process drives it (FDEV_ENDPOINT)\n",
+				c->ep[c->first]);
+	}
 	return err;
 }
 
@@ -965,18 +1007,9 @@ int fdev_comm_init(const char *path, const char *job, int rank, int size,
 		*out = c;
 		return 0;
 	}
-	{
-		const char *e = getenv("FDEV_ENDPOINT");
-
-		if (e && *e)
-			c->ep[rank] = (uint32_t)strtoul(e, NULL, 0);
-		else if (rank < n)
-			c->ep[rank] = eps[rank];
-		else {
-			err = -ENODEV;
-			goto err_destroy;
-		}
-	}
+	err = comm_endpoint(rank, eps, n, &c->ep[rank]);
+	if (err)
+		goto err_destroy;
 	/* Attach before the rendezvous: nobody starts before all hold time. */
 	if (mode == DATA_NOTIFY) {
 		err = notify_open(c, path);

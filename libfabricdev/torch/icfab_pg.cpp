@@ -652,9 +652,17 @@ private:
 
 		if (timeout_ms > 0)
 			setenv("FDEV_TIMEOUT_MS", std::to_string(timeout_ms).c_str(), 1);
-		check_err("init_process_group",
-			  fdev_comm_init(nullptr, job.c_str(), rank_, size_,
-					 ws_bytes(), 0, &f->comm));
+		int err = fdev_comm_init(nullptr, job.c_str(), rank_, size_,
+					 ws_bytes(), 0, &f->comm);
+		const char *ep = getenv("FDEV_ENDPOINT");
+
+		TORCH_CHECK(!(err == -EINVAL || err == -ENODEV ||
+			      err == -EBUSY) || !ep || !*ep,
+			    "icfab init_process_group: FDEV_ENDPOINT=", ep,
+			    ": ", std::strerror(-err), " (it must name an"
+			    " endpoint of the fabric that no other rank"
+			    " drives; libfabricdev says why on stderr)");
+		check_err("init_process_group", err);
 		return f;
 	}
 
