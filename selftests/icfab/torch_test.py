@@ -44,9 +44,10 @@ PORT = [29400 + os.getpid() % 500]
 TIMEOUT = 120
 
 
-def run_ranks(world, fn, init="tcp", backend="icfab", timeout=TIMEOUT, arg=None):
+def run_ranks(world, fn, init="tcp", backend="icfab", timeout=TIMEOUT, arg=None, env=None):
     """Fork @world ranks that init a group and run fn(rank, world, arg);
-    returns the per-rank results (or exception texts)."""
+    returns the per-rank results (or exception texts). env(rank), if
+    given, is a dict put in the rank's environment before the init."""
     PORT[0] += 1
     tmp = "/tmp/icfab_torch_%d_%d" % (os.getpid(), PORT[0])
     pipes, pids = [], []
@@ -57,6 +58,7 @@ def run_ranks(world, fn, init="tcp", backend="icfab", timeout=TIMEOUT, arg=None)
             os.close(rd)
             res = None
             try:
+                os.environ.update(env(r) if env else {})
                 kw = dict(rank=r, world_size=world,
                           timeout=__import__("datetime").timedelta(seconds=timeout))
                 if init == "tcp":
@@ -281,6 +283,17 @@ def bad_rank(rank, world, _):
     dist.all_reduce(t)
     res.append(("the group works after the errors", float(t[0]) == world, str(t)))
     return res
+
+
+def fabric_nodes():
+    """(endpoint ids, other node ids) of the committed topology (icfabctl)."""
+    import json
+    import subprocess
+    out = subprocess.run([os.path.join(TOP, "build", "bin", "icfabctl"), "-j", "node", "list"],
+                         stdout=subprocess.PIPE, check=True).stdout
+    nodes = json.loads(out)["nodes"]
+    return ([x["id"] for x in nodes if x["kind"] == "endpoint"],
+            [x["id"] for x in nodes if x["kind"] != "endpoint"])
 
 
 def fabric_contexts():
@@ -856,6 +869,23 @@ def main():
         for how in ("env", "file"):
             res = run_ranks(world, small_rank, init=how)
             per_rank(res, "init_method %s://" % how)
+        # FDEV_ENDPOINT: rank r on the r-th endpoint from the end.
+        eps, others = fabric_nodes()
+        mapping = [eps[len(eps) - 1 - r] for r in range(world)]
+        marks = "/tmp/icfab_torch_ep_%d" % os.getpid()
+        os.environ["FDEV_TRACE_MARKER"] = marks
+        open(marks, "w").close()
+        res = run_ranks(world, small_rank, env=lambda r: {"FDEV_ENDPOINT": str(mapping[r])})
+        del os.environ["FDEV_TRACE_MARKER"]
+        spans = marker_spans(marks)
+        os.unlink(marks)
+        per_rank(res, "FDEV_ENDPOINT, ranks on the last endpoints in reverse")
+        tap(sorted(spans) == sorted(mapping) and all(spans[e] for e in mapping),
+            "FDEV_ENDPOINT: the ranks' calls ran on endpoints %s" % mapping,
+            "calls seen on endpoints %s" % sorted(spans))
+        for bad in ("abc", "-1", str(others[0]) if others else "4294967295"):
+            tap(init_error(1, ["FDEV_ENDPOINT=" + bad], {"FDEV_ENDPOINT": bad}),
+                "init_process_group with FDEV_ENDPOINT=%s: RuntimeError naming it" % bad)
         tap(init_error(4096, ["endpoints", "world_size"]),
             "init_process_group with more ranks than endpoints: RuntimeError")
         tap(init_error(1, ["no icfab device"], {"FDEV_DEVICE": "/dev/icfab-none"}),
