@@ -227,6 +227,16 @@ struct fdev *fdev_comm_dev(struct fdev_comm *c);
 /* Ranks per scale-up domain, for hierarchical algorithms (default: all). */
 int fdev_comm_set_node_size(struct fdev_comm *c, int ranks_per_node);
 /*
+ * The fabric's cables between ranks, for FDEV_ALGO_RINGS: cable i joins
+ * ranks @ends[2i] and @ends[2i + 1] (parallel cables appear once each).
+ * Looks (a bounded search) for cycles through every rank that share no
+ * cable; returns the number of directed rings found (two per cycle; 0:
+ * none, the rings algorithm is then not offered), or -EINVAL for a rank
+ * out of range. Replaces what an earlier call gave.
+ */
+int fdev_comm_set_links(struct fdev_comm *c, unsigned int nlinks,
+			const uint32_t *ends);
+/*
  * Exclude @rank (a failed rank): later collectives and dispatches skip it
  * and report it in fdev_comm_failed(). A process that dies is detected
  * by the barrier, which then returns -EPIPE once.
@@ -279,6 +289,12 @@ enum fdev_dtype {
 enum fdev_algo {
 	FDEV_ALGO_AUTO = 0, FDEV_ALGO_RING = 1, FDEV_ALGO_TREE = 2,
 	FDEV_ALGO_DIRECT = 3, FDEV_ALGO_HIER = 4,
+	/*
+	 * All-reduce, reduce-scatter, all-gather over edge-disjoint rings
+	 * of the cables fdev_comm_set_links() gave; "auto" takes it when
+	 * there are any. -EOPNOTSUPP without them.
+	 */
+	FDEV_ALGO_RINGS = 5,
 };
 
 /*

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "rings.h"
 
 static int is_local(const struct fdev_comm *c, uint32_t r)
 {
@@ -628,6 +629,31 @@ int fdev_comm_interleave(const struct fdev_comm *c, struct fdev_plan *p)
 				    FDEV_INTERLEAVE_PIECES);
 }
 
+/*
+ * Whether an all-reduce, reduce-scatter or all-gather runs over the
+ * communicator's rings (rings.c). "auto" takes them whenever
+ * fdev_comm_set_links() found a cycle through every rank: its rings use
+ * neighbours' own cables, one transfer per link and step, where the
+ * rank-order ring crosses several links per step. FDEV_ALGO_RINGS
+ * without them is -EOPNOTSUPP (the plan builder's), said once here;
+ * *@algo becomes the ring for auto's fallback.
+ */
+static int rings_algo(const struct fdev_comm *c, enum fdev_algo *algo)
+{
+	static int said;
+
+	if (*algo != FDEV_ALGO_AUTO && *algo != FDEV_ALGO_RINGS)
+		return 0;
+	if (c->nrings >= 2)
+		return 1;
+	if (*algo == FDEV_ALGO_RINGS) {
+		if (!said++)
+			fprintf(stderr, "libfabricdev: FDEV_ALGO_RINGS: no ring through every rank over the links fdev_comm_set_links() gave (or none given)\n");
+		return 1;
+	}
+	return 0;
+}
+
 static int check(struct fdev_comm *c, enum fdev_dtype dt)
 {
 	if (!c || !fdev_dtype_size(dt))
@@ -754,8 +780,12 @@ static int all_reduce(struct fdev_comm *c, const void *send, void *recv,
 	if (err)
 		return err;
 	fdev_plan_init(&p);
-	err = fdev_plan_all_reduce(&p, c->nranks, count, dt, algo,
-				   c->node_size, &lo);
+	if (rings_algo(c, &algo))
+		err = fdev_plan_rings_all_reduce(&p, c->nranks, count, dt,
+						 c->cycles, c->nrings, &lo);
+	else
+		err = fdev_plan_all_reduce(&p, c->nranks, count, dt, algo,
+					   c->node_size, &lo);
 	return run_coll_zc(c, &p, err, &lo, send, recv, NULL, NULL,
 			   RUN_ZC | RUN_ALIAS);
 }
@@ -770,7 +800,12 @@ static int reduce_scatter(struct fdev_comm *c, const void *send,
 	if (err)
 		return err;
 	fdev_plan_init(&p);
-	err = fdev_plan_reduce_scatter(&p, c->nranks, count, dt, algo, &lo);
+	if (rings_algo(c, &algo))
+		err = fdev_plan_rings_reduce_scatter(&p, c->nranks, count, dt,
+						     c->cycles, c->nrings, &lo);
+	else
+		err = fdev_plan_reduce_scatter(&p, c->nranks, count, dt, algo,
+					       &lo);
 	return run_coll_zc(c, &p, err, &lo, send, recv, NULL, NULL, RUN_ZC);
 }
 
@@ -784,8 +819,14 @@ static int all_gather(struct fdev_comm *c, const void *send, void *recv,
 	if (err)
 		return err;
 	fdev_plan_init(&p);
-	err = fdev_plan_all_gather(&p, c->nranks, count * fdev_dtype_size(dt),
-				   algo, &lo);
+	if (rings_algo(c, &algo))
+		err = fdev_plan_rings_all_gather(&p, c->nranks,
+						 count * fdev_dtype_size(dt),
+						 c->cycles, c->nrings, &lo);
+	else
+		err = fdev_plan_all_gather(&p, c->nranks,
+					   count * fdev_dtype_size(dt), algo,
+					   &lo);
 	return run_coll_zc(c, &p, err, &lo, send, recv, NULL, NULL, RUN_ZC);
 }
 

@@ -52,6 +52,7 @@
 #include <linux/icfab.h>
 
 #include "internal.h"
+#include "rings.h"
 
 
 struct shm_slot {
@@ -1175,6 +1176,7 @@ void fdev_comm_destroy(struct fdev_comm *c)
 		fdev_close(c->dev);
 	fdev_zc_free(c);
 	free(c->early);
+	free(c->cycles);
 	free(c->ep);
 	free(c->rkey);
 	free(c->queue);
@@ -1216,6 +1218,33 @@ int fdev_comm_set_node_size(struct fdev_comm *c, int ranks_per_node)
 		return -EINVAL;
 	c->node_size = (unsigned int)ranks_per_node;
 	return 0;
+}
+
+/* At most this many cycles (twice as many rings) are looked for. */
+#define FDEV_MAX_CYCLES	4
+
+int fdev_comm_set_links(struct fdev_comm *c, unsigned int nlinks,
+			const uint32_t *ends)
+{
+	uint32_t *cyc;
+	int k;
+
+	if (!c || (nlinks && !ends))
+		return -EINVAL;
+	cyc = calloc((size_t)FDEV_MAX_CYCLES * c->nranks, sizeof(*cyc));
+	if (!cyc)
+		return -ENOMEM;
+	k = fdev_rings_find(c->nranks, nlinks, ends, FDEV_MAX_CYCLES, cyc);
+	if (k < 0) {
+		free(cyc);
+		return k;
+	}
+	free(c->cycles);
+	c->cycles = k ? cyc : NULL;
+	c->nrings = 2 * (unsigned int)k;
+	if (!k)
+		free(cyc);
+	return (int)c->nrings;
 }
 
 int fdev_comm_exclude(struct fdev_comm *c, int rank)

@@ -103,6 +103,12 @@ struct fdev_comm {
 	unsigned int nranks;
 	unsigned int first, nlocal;	/* local ranks */
 	unsigned int node_size;
+	/*
+	 * FDEV_ALGO_RINGS (rings.c): @nrings directed rings over the cables
+	 * fdev_comm_set_links() gave, as @nrings / 2 cycles [][nranks].
+	 */
+	uint32_t *cycles;
+	unsigned int nrings;
 	unsigned int flags;
 	uint32_t seg;			/* the fabric's segment size, bytes */
 	int multi;			/* one rank per process, shm rendezvous */

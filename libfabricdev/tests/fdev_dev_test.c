@@ -737,6 +737,102 @@ static int mp_all(void)
 	return failed || err;
 }
 
+/* "a b" per line, a cable between ranks a and b: into *@ends. */
+static int read_links(const char *path, uint32_t **ends)
+{
+	FILE *f = fopen(path, "r");
+	unsigned int a, b;
+	size_t n = 0, cap = 64;
+
+	*ends = malloc(cap * 2 * sizeof(**ends));
+	if (!f || !*ends) {
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	while (fscanf(f, "%u %u", &a, &b) == 2) {
+		if (n == cap) {
+			uint32_t *e = realloc(*ends, 2 * cap * 2 * sizeof(**ends));
+
+			if (!e)
+				break;
+			*ends = e;
+			cap *= 2;
+		}
+		(*ends)[2 * n] = a;
+		(*ends)[2 * n + 1] = b;
+		n++;
+	}
+	fclose(f);
+	return (int)n;
+}
+
+/*
+ * rings LINKS N CNT OP ALGO: one process driving N ranks, data, the
+ * communicator given LINKS' cables (fdev_comm_set_links()); one OP
+ * (allreduce, reducescatter, allgather) of CNT f32 per rank's block
+ * (the all-reduce: N CNT) with ALGO (rings, auto, ring), checked
+ * element by element on every rank. Prints an "ok"/"not ok" line, then
+ * a JSON line: the rings found, the time, and the bytes every rank
+ * sends in all (what the endpoints' links must carry). Timing only
+ * (no data check) with "timing" after ALGO.
+ */
+static int rings_cmd(int argc, char **argv)
+{
+	unsigned int n = (unsigned int)atoi(argv[3]);
+	size_t cnt = strtoul(argv[4], NULL, 0), in_len, out_len, bad = 0;
+	const char *op = argv[5];
+	int algo = !strcmp(argv[6], "rings") ? FDEV_ALGO_RINGS :
+		   algo_of(argv[6]);
+	int timing = argc > 7 && !strcmp(argv[7], "timing");
+	int ar = !strcmp(op, "allreduce"), rs = !strcmp(op, "reducescatter");
+	struct fdev_comm *c;
+	uint32_t *ends;
+	float *x = NULL, *y = NULL;
+	int nl = read_links(argv[2], &ends), nr, err;
+	uint64_t sent;
+
+	if (nl < 0 || algo < 0)
+		return 2;
+	/* per rank: input, output in floats */
+	in_len = ar ? n * cnt : rs ? n * cnt : cnt;
+	out_len = ar ? n * cnt : rs ? cnt : n * cnt;
+	err = fdev_comm_init_local(NULL, (int)n, NULL,
+				   timing ? 0 : 8 * (n * cnt * 4 + 4096) + (1 << 20),
+				   timing ? FDEV_COMM_TIMING_ONLY : 0, &c);
+	if (err) {
+		fprintf(stderr, "fdev_dev_test: comm: %s\n", strerror(-err));
+		return 1;
+	}
+	nr = fdev_comm_set_links(c, (unsigned int)nl, ends);
+	free(ends);
+	if (!timing) {
+		x = malloc(n * in_len * 4);
+		y = calloc(n * out_len, 4);
+		for (size_t r = 0; r < n; r++)
+			for (size_t i = 0; i < in_len; i++)
+				x[r * in_len + i] = coll_in(r, i);
+	}
+	err = nr < 0 ? nr : ar ? fdev_all_reduce(c, x, y, n * cnt, FDEV_F32, algo) :
+	      rs ? fdev_reduce_scatter(c, x, y, cnt, FDEV_F32, algo) :
+	      fdev_all_gather(c, x, y, cnt, FDEV_F32, algo);
+	for (size_t r = 0; !err && !timing && r < n; r++)
+		for (size_t i = 0; i < out_len; i++)
+			bad += y[r * out_len + i] !=
+			       coll_want(op, n, r, ar ? n * cnt : cnt, i);
+	printf("%s %s %s, %u ranks, %d rings (%d, %zu bad)\n",
+	       !err && !bad ? "ok" : "not ok", op, argv[6], n, nr, err, bad);
+	/* every rank sends (n-1) blocks per phase, n of them per all-reduce */
+	sent = (uint64_t)n * (n - 1) * cnt * 4 * (ar ? 2 : 1);
+	printf("{\"op\":\"%s\",\"algo\":\"%s\",\"ranks\":%u,\"rings\":%d,"
+	       "\"time_ps\":%" PRIu64 ",\"sent_bytes\":%" PRIu64 "}\n", op,
+	       argv[6], n, nr, fdev_comm_last_ps(c), sent);
+	fdev_comm_destroy(c);
+	free(x);
+	free(y);
+	return err || bad;
+}
+
 int main(int argc, char **argv)
 {
 	struct fdev_comm *c;
@@ -764,6 +860,8 @@ int main(int argc, char **argv)
 		fdev_comm_destroy(c);
 		return 0;
 	}
+	if (argc >= 7 && !strcmp(argv[1], "rings"))
+		return rings_cmd(argc, argv);
 	if (argc >= 4 && !strcmp(argv[1], "cap"))
 		return test_cap((unsigned int)atoi(argv[2]),
 				(unsigned int)atoi(argv[3]));

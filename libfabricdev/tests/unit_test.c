@@ -16,6 +16,7 @@
 #include "fabricdev.h"
 #include "fabricdev_test.h"
 #include "moe.h"
+#include "rings.h"
 #include "plan.h"
 #include "tap.h"
 
@@ -105,6 +106,199 @@ static float sum_of_ranks(unsigned int n, uint64_t i)
 	for (unsigned int q = 0; q < n; q++)
 		s += val(q, i);
 	return s;
+}
+
+/*
+ * The cables of an X x Y chiplet mesh between ranks (row-major), and
+ * SuperMesh's extra boundary cables (lib/topo/topo_gen.c): variant 1
+ * (Bi) doubles every boundary cable, 2 (Alter) every other one along
+ * each side from a corner. Returns the number of cables.
+ */
+static unsigned int grid_links(unsigned int X, unsigned int Y, int variant,
+			       uint32_t *e)
+{
+	const unsigned int first[4] = { 0, X - 1, (Y - 1) * X, 0 };
+	const unsigned int stride[4] = { 1, X, 1, X };
+	const unsigned int len[4] = { X, Y, X, Y };
+	unsigned int n = 0;
+
+	for (unsigned int y = 0; y < Y; y++)
+		for (unsigned int x = 0; x < X; x++) {
+			if (x + 1 < X) {
+				e[2 * n] = y * X + x;
+				e[2 * n++ + 1] = y * X + x + 1;
+			}
+			if (y + 1 < Y) {
+				e[2 * n] = y * X + x;
+				e[2 * n++ + 1] = (y + 1) * X + x;
+			}
+		}
+	for (unsigned int sd = 0; variant && sd < 4; sd++)
+		for (unsigned int i = 0; i + 1 < len[sd]; i++) {
+			if (variant == 2 && i % 2)
+				continue;
+			e[2 * n] = first[sd] + i * stride[sd];
+			e[2 * n++ + 1] = first[sd] + (i + 1) * stride[sd];
+		}
+	return n;
+}
+
+/* Cables between a and b among @nl. */
+static unsigned int cables(const uint32_t *e, unsigned int nl, uint32_t a,
+			   uint32_t b)
+{
+	unsigned int k = 0;
+
+	for (unsigned int i = 0; i < nl; i++)
+		k += (e[2 * i] == a && e[2 * i + 1] == b) ||
+		     (e[2 * i] == b && e[2 * i + 1] == a);
+	return k;
+}
+
+/* @k cycles through all @n ranks, over cables, none used twice. */
+static int cycles_valid(const uint32_t *cyc, int k, unsigned int n,
+			const uint32_t *e, unsigned int nl)
+{
+	uint8_t *use = calloc((size_t)n * n, 1), *seen = malloc(n);
+	int good = use && seen;
+
+	for (int j = 0; good && j < k; j++) {
+		memset(seen, 0, n);
+		for (unsigned int i = 0; good && i < n; i++) {
+			uint32_t a = cyc[j * n + i], b = cyc[j * n + (i + 1) % n];
+
+			good = a < n && b < n && !seen[a];
+			if (!good)
+				break;
+			seen[a] = 1;
+			use[a * n + b]++;
+			use[b * n + a]++;
+			good = use[a * n + b] <= cables(e, nl, a, b);
+		}
+	}
+	free(use);
+	free(seen);
+	return good;
+}
+
+static void test_rings(void)
+{
+	static const char *const vn[] = { "mesh", "SuperMesh Bi", "SuperMesh Alter" };
+	uint32_t e[2 * 512], cyc[4 * 64];
+	unsigned int n = 16, nl;
+	struct fdev_comm *c;
+
+	for (int v = 0; v < 3; v++) {
+		int k;
+
+		nl = grid_links(4, 4, v, e);
+		k = fdev_rings_find(16, nl, e, 4, cyc);
+		ok(k == (v ? 2 : 1) && cycles_valid(cyc, k, 16, e, nl),
+		   "4x4 %s: %d cycles through all 16 ranks sharing no cable", vn[v], k);
+	}
+	for (int v = 0; v < 3; v++) {
+		int k;
+
+		nl = grid_links(8, 8, v, e);
+		k = fdev_rings_find(64, nl, e, 4, cyc);
+		/* Larger grids may exhaust the search's budget: it ends anyway. */
+		ok(k >= 0 && cycles_valid(cyc, k, 64, e, nl),
+		   "8x8 %s: the bounded search ends, with %d valid cycles", vn[v], k);
+	}
+	nl = grid_links(4, 4, 1, e);
+	e[2 * nl] = 3;
+	e[2 * nl + 1] = 16;
+	ok(fdev_rings_find(16, nl + 1, e, 4, cyc) == -EINVAL, "a rank out of range: -EINVAL");
+
+	/* Plans: every byte once, neighbours only, one transfer per cable. */
+	{
+		int k = fdev_rings_find(16, nl, e, 4, cyc);
+		struct fdev_coll_layout lo;
+		struct fdev_plan p;
+		uint64_t sum = 0, cnt = 1000;
+		int good = 1;
+
+		fdev_plan_init(&p);
+		ok(!fdev_plan_rings_all_reduce(&p, 16, cnt, FDEV_F32, cyc, 2 * k, &lo),
+		   "rings all-reduce plan builds");
+		for (size_t i = 0; i < p.nx; i++) {
+			unsigned int same = 0;
+
+			sum += p.x[i].len;
+			for (size_t j = 0; j < p.nx; j++)
+				same += p.x[j].step == p.x[i].step &&
+					p.x[j].src == p.x[i].src &&
+					p.x[j].dst == p.x[i].dst;
+			good &= same <= cables(e, nl, p.x[i].src, p.x[i].dst);
+		}
+		ok(good && sum == 2 * 15 * cnt * 4,
+		   "all-reduce: %llu bytes sent (2 (n-1) S), each step's transfers on their own cables",
+		   (unsigned long long)sum);
+		fdev_plan_free(&p);
+	}
+
+	if (mk(n, 1 << 20, &c)) {
+		ok(0, "host comm");
+		return;
+	}
+	{
+		float *in = malloc(n * n * 7 * 4), *out = malloc(n * n * 7 * 4);
+
+		fill_ranks(in, n, 7);
+		ok(fdev_all_reduce(c, in, out, 7, FDEV_F32, FDEV_ALGO_RINGS) == -EOPNOTSUPP,
+		   "rings without links: -EOPNOTSUPP");
+		ok(!fdev_all_reduce(c, in, out, 7, FDEV_F32, FDEV_ALGO_AUTO) &&
+		   out[3] == sum_of_ranks(n, 3), "auto without links falls back (the ring)");
+		free(in);
+		free(out);
+	}
+	ok(fdev_comm_set_links(c, nl, e) == 4, "set_links: SuperMesh Bi 4x4 gives 4 rings");
+	for (int a = 0; a < 2; a++) {
+		int algo = a ? FDEV_ALGO_AUTO : FDEV_ALGO_RINGS;
+		const char *an = a ? "auto" : "rings";
+
+		for (unsigned int cnt = 1; cnt <= 37; cnt += 12) {
+			float *in = malloc(n * n * cnt * 4), *out = malloc(n * n * cnt * 4);
+			int err, bad = 0;
+
+			fill_ranks(in, n, n * cnt);
+			err = fdev_all_reduce(c, in, out, n * cnt, FDEV_F32, algo);
+			for (unsigned int r = 0; r < n; r++)
+				for (unsigned int i = 0; i < n * cnt; i++)
+					bad += out[r * n * cnt + i] != sum_of_ranks(n, i);
+			ok(!err && !bad, "%s all-reduce n=16 count=%u (%d, %d bad)", an, n * cnt, err, bad);
+			bad = 0;
+			err = fdev_reduce_scatter(c, in, out, cnt, FDEV_F32, algo);
+			for (unsigned int r = 0; r < n; r++)
+				for (unsigned int i = 0; i < cnt; i++)
+					bad += out[r * cnt + i] != sum_of_ranks(n, r * cnt + i);
+			ok(!err && !bad, "%s reduce-scatter n=16 count=%u (%d, %d bad)", an, cnt, err, bad);
+			bad = 0;
+			fill_ranks(in, n, cnt);
+			err = fdev_all_gather(c, in, out, cnt, FDEV_F32, algo);
+			for (unsigned int r = 0; r < n; r++)
+				for (unsigned int q = 0; q < n; q++)
+					for (unsigned int i = 0; i < cnt; i++)
+						bad += out[(r * n + q) * cnt + i] != val(q, i);
+			ok(!err && !bad, "%s all-gather n=16 count=%u (%d, %d bad)", an, cnt, err, bad);
+			free(in);
+			free(out);
+		}
+	}
+	{
+		float in[16 * 4], out[16 * 4];
+
+		ok(fdev_all_to_all(c, in, out, 1, FDEV_F32, FDEV_ALGO_RINGS) == -EOPNOTSUPP &&
+		   fdev_broadcast(c, in, out, 1, FDEV_F32, 0, FDEV_ALGO_RINGS) == -EOPNOTSUPP,
+		   "all-to-all and broadcast have no rings: -EOPNOTSUPP");
+	}
+	/* A plain mesh: one cycle, two rings, still offered. */
+	nl = grid_links(4, 4, 0, e);
+	ok(fdev_comm_set_links(c, nl, e) == 2, "set_links: the plain 4x4 mesh gives 2 rings");
+	ok(fdev_comm_set_links(c, 0, NULL) == 0 &&
+	   fdev_all_gather(c, NULL, NULL, 1, FDEV_F32, FDEV_ALGO_RINGS) == -EOPNOTSUPP,
+	   "no links: none");
+	fdev_comm_destroy(c);
 }
 
 static void test_colls(void)
@@ -1343,6 +1537,7 @@ int main(int argc, char **argv)
 	test_dtype();
 	test_layout();
 	test_colls();
+	test_rings();
 	test_interleave();
 	test_moe();
 	test_bad_args();
