@@ -60,7 +60,17 @@
 	"    multipath: spray\n"						\
 	"    energy: 5pJ/b              # electrical SerDes, estimate\n"
 
-/* The SuperMesh variants: one 4x4 chiplet mesh, fabric "supermesh-VARIANT". */
+/*
+ * The SuperMesh variants: one 4x4 chiplet mesh, fabric "supermesh-VARIANT".
+ * The paper's diagnosis (../shared/seeds/specialized-chips-and-future-
+ * outlook.txt, section 3.3) is that boundary chiplets, having fewer links,
+ * are the collectives' bottleneck, and its remedy four disjoint trees
+ * where the mesh has three: so a chiplet drives all its die-to-die links
+ * at once. Its port to its router is modelled as fast as four of them
+ * (an interior chiplet's, and every collective's rings or trees use at
+ * most four at a time), not as one link, which would cap every chiplet
+ * at one link's rate and leave nothing for extra cables to gain.
+ */
 #define SUPERMESH_4X4(VARIANT)						\
 	"fabric:\n"							\
 	"  name: supermesh-" VARIANT "\n"				\
@@ -76,7 +86,8 @@
 	"    latency: 20ns\n"						\
 	"    class: mesh\n"						\
 	"    multipath: spray\n"					\
-	"    energy: 0.5pJ/b            # die-to-die, estimate\n"
+	"    energy: 0.5pJ/b            # die-to-die, estimate\n"		\
+	"    local: {bandwidth: 256GB/s} # 4 x 64 GB/s, see above\n"
 
 static const struct topo_preset presets[] = {
 	{
