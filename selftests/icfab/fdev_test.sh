@@ -43,6 +43,11 @@
 #    throughput's element by element (one process driving 8 ranks, and 4
 #    independent processes, through the proxy), the sources' links carry each leaving token
 #    once (timing only, 8 ranks), and no circuit is left afterwards;
+#  - rings (FDEV_ALGO_RINGS, and auto given the cables) on SuperMesh Bi,
+#    Alter and the plain 4x4 mesh, 16 ranks: all-reduce, reduce-scatter
+#    and all-gather element by element (device memory), every byte once
+#    on the senders' ports, the router-to-router cables and the
+#    receivers' ports (icfabctl stats);
 #  - processes without a proxy, repeating to the picosecond:
 #    notify_test.sh.
 
@@ -296,6 +301,75 @@ if has_feature 0x4; then	# ICFAB_F_MEMORY
 else
 	echo "ok $((n = n + 1)) # SKIP data tests: the module lacks ICFAB_F_MEMORY"
 fi
+
+# Rings (FDEV_ALGO_RINGS) over SuperMesh's cables and the plain mesh's:
+# data checked element by element where the module has device memory,
+# and every byte once on the senders' ports, once on one router-to-router
+# cable (the rings' neighbours are a hop apart) and once on the
+# receivers' ports.
+ringlinks() {	# ringlinks TOPO.json LINKS: the cables between chiplets as ranks
+	python3 - "$1" "$2" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+kind = {n["id"]: n["kind"] for n in t["nodes"]}
+ep_of = {l["dst"]: l["src"] for l in t["links"] if kind[l["src"]] == "endpoint"}
+with open(sys.argv[2], "w") as f:
+    for l in t["links"]:
+        if kind[l["src"]] == kind[l["dst"]] == "switch" and l["src"] < l["dst"]:
+            f.write("%d %d\n" % (ep_of[l["src"]], ep_of[l["dst"]]))
+PY
+}
+ringrun() {	# ringrun NAME OP ALGO: stats reset, the run, the stats
+	"$icfabctl" stats reset > /dev/null &&
+	timeout 300 "$t" rings "$tmp/$rtopo.links" 16 $rcnt $2 $3 $rdata > "$tmp/r.$1" 2> "$tmp/r.$1.err" &&
+	"$icfabctl" -j stats > "$tmp/rs.$1"
+}
+ringbytes() {	# ringbytes NAME: every byte once per hop class
+	python3 - "$tmp/$rtopo.json" "$tmp/r.$1" "$tmp/rs.$1" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+r = json.loads([l for l in open(sys.argv[2]) if l.startswith("{")][0])
+st = {l["id"]: l["bytes"] for l in json.load(open(sys.argv[3]))["links"]}
+kind = {n["id"]: n["kind"] for n in t["nodes"]}
+got = {"up": 0, "across": 0, "down": 0}
+for l in t["links"]:
+    c = "up" if kind[l["src"]] == "endpoint" else "down" if kind[l["dst"]] == "endpoint" else "across"
+    got[c] += st.get(l["id"], 0)
+want = r["sent_bytes"]
+print("# %s %s, %d rings: %.3f us; bytes up %d, across %d, down %d (want %d each)"
+      % (r["op"], r["algo"], r["rings"], r["time_ps"] / 1e6, got["up"], got["across"], got["down"], want))
+sys.exit(0 if r["rings"] >= 2 and got == {"up": want, "across": want, "down": want} else 1)
+PY
+}
+rcnt=300
+rdata=
+has_feature 0x4 || rdata=timing
+for rtopo in supermesh-bi supermesh-alter mesh; do
+	if [ $rtopo = mesh ]; then
+		cat > "$tmp/mesh.yaml" <<'YAML'
+defaults:
+  endpoint: {memory: 16GiB, dma_engines: 4}
+topology:
+  mesh: {dims: [4, 4], routers: true, bandwidth: 64GB/s, latency: 20ns,
+         multipath: spray, local: {bandwidth: 256GB/s}}
+YAML
+		rsrc=$tmp/mesh.yaml
+	else
+		rsrc="--preset $rtopo"
+	fi
+	check "$rtopo applied" sh -c "'$icfabd' --apply $rsrc > /dev/null"
+	# shellcheck disable=SC2086
+	"$icfabd" --dump --json $rsrc > "$tmp/$rtopo.json"
+	ringlinks "$tmp/$rtopo.json" "$tmp/$rtopo.links"
+	for op in allreduce reducescatter allgather; do
+		for algo in rings auto; do
+			check "$rtopo: $op $algo over the rings${rdata:+ (timing only)}" ringrun $rtopo.$op.$algo $op $algo
+			sed 's/^/# /' "$tmp/r.$rtopo.$op.$algo"
+			check "$rtopo: $op $algo: every byte once up, across, down" ringbytes $rtopo.$op.$algo
+		done
+	done
+done
+check "dgx-h100 applied after the rings" sh -c "'$icfabd' --apply --preset dgx-h100 > /dev/null"
 
 # Multicast over circuits from icfabd's socket (ICFAB_F_CIRCUITS = bit 7).
 if has_feature 0x80; then	# ICFAB_F_CIRCUITS

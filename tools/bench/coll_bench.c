@@ -18,11 +18,14 @@
  * steps' latencies. It prints one JSON line per run, then a table.
  *
  *	coll_bench -n RANKS -b BYTES_PER_S [-S KIB,...] [-o OPS] [-a ALGOS]
+ *		[-L LINKS]
  *
  * OPS is a comma-separated list of ar, rs, ag, a2a, bc (default all),
- * ALGOS of auto, ring, tree, direct (default all); an operation an
- * algorithm does not implement is skipped (-EOPNOTSUPP). SIZES default
- * 64,1024,16384 KiB. Ranks 0..RANKS-1 are endpoints 0..RANKS-1.
+ * ALGOS of auto, ring, tree, direct, rings (default all); an operation
+ * an algorithm does not implement is skipped (-EOPNOTSUPP). SIZES
+ * default 64,1024,16384 KiB. Ranks 0..RANKS-1 are endpoints
+ * 0..RANKS-1. LINKS: the cables between ranks, "a b" per line, for
+ * fdev_comm_set_links() (rings, and what auto chooses).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -43,6 +46,7 @@ static const struct {
 } algos[] = {
 	{ "auto", FDEV_ALGO_AUTO }, { "ring", FDEV_ALGO_RING },
 	{ "tree", FDEV_ALGO_TREE }, { "direct", FDEV_ALGO_DIRECT },
+	{ "rings", FDEV_ALGO_RINGS },
 };
 
 #define NR_ALGOS	(sizeof(algos) / sizeof(algos[0]))
@@ -177,6 +181,33 @@ static int bench(struct fdev_comm *c, unsigned int n, uint64_t S,
 	return 0;
 }
 
+/* The cables in @path ("a b" per line) to the communicator. */
+static int set_links(struct fdev_comm *c, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	uint32_t *ends = NULL, *e;
+	unsigned int a, b, n = 0;
+	int ret;
+
+	if (!f)
+		return -errno;
+	while (fscanf(f, "%u %u", &a, &b) == 2) {
+		e = realloc(ends, (n + 1) * 2 * sizeof(*ends));
+		if (!e) {
+			fclose(f);
+			free(ends);
+			return -ENOMEM;
+		}
+		ends = e;
+		ends[2 * n] = a;
+		ends[2 * n++ + 1] = b;
+	}
+	fclose(f);
+	ret = fdev_comm_set_links(c, n, ends);
+	free(ends);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned int n = 0, ops = (1U << NR_OPS) - 1;
@@ -184,13 +215,15 @@ int main(int argc, char **argv)
 	char sizes[128] = "64,1024,16384", *tok, *save = NULL;
 	struct fdev_comm *c = NULL;
 	uint64_t bw = 0;
+	const char *links = NULL;
 	int opt, err = 0;
 
-	while ((opt = getopt(argc, argv, "n:b:S:o:a:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:b:S:o:a:L:")) != -1) {
 		switch (opt) {
 		case 'n': n = strtoul(optarg, NULL, 0); break;
 		case 'b': bw = strtoull(optarg, NULL, 0); break;
 		case 'S': snprintf(sizes, sizeof(sizes), "%s", optarg); break;
+		case 'L': links = optarg; break;
 		case 'o':
 			if (parse_set(optarg, op_index, &ops))
 				return 2;
@@ -206,7 +239,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!n || !bw || optind != argc) {
-		fprintf(stderr, "usage: coll_bench -n RANKS -b BYTES_PER_S [-S KIB,...] [-o ar,rs,ag,a2a,bc] [-a auto,ring,tree,direct]\n");
+		fprintf(stderr, "usage: coll_bench -n RANKS -b BYTES_PER_S [-S KIB,...] [-o ar,rs,ag,a2a,bc] [-a auto,ring,tree,direct,rings] [-L LINKS]\n");
 		return 2;
 	}
 	err = fdev_comm_init_local(NULL, n, NULL, 0, FDEV_COMM_TIMING_ONLY,
@@ -214,6 +247,16 @@ int main(int argc, char **argv)
 	if (err) {
 		fprintf(stderr, "coll_bench: %u ranks: %s\n", n, strerror(-err));
 		return 1;
+	}
+	if (links) {
+		err = set_links(c, links);
+		if (err < 0) {
+			fprintf(stderr, "coll_bench: %s: %s\n", links, strerror(-err));
+			fdev_comm_destroy(c);
+			return 1;
+		}
+		printf("# %s: %d rings\n", links, err);
+		err = 0;
 	}
 	for (tok = strtok_r(sizes, ",", &save); !err && tok;
 	     tok = strtok_r(NULL, ",", &save)) {
