@@ -40,7 +40,7 @@ else:
     raise ImportError("libfabricdev.so.0 not found (set FDEV_LIB)")
 
 U8, F32, BF16, F16, FP8_E4M3, I32, I64 = 0, 1, 2, 3, 4, 5, 6
-ALGOS = {"auto": 0, "ring": 1, "tree": 2, "direct": 3, "hier": 4}
+ALGOS = {"auto": 0, "ring": 1, "tree": 2, "direct": 3, "hier": 4, "rings": 5}
 TIMING_ONLY = 1
 FREE_RUN = 2
 THROUGHPUT, LOW_LATENCY, HIERARCHICAL, MULTICAST = 0, 1, 2, 3
