@@ -13,9 +13,11 @@
  * two cables allow one such cycle (two rings); SuperMesh doubles the
  * boundary cables (lib/topo/topo_gen.c), which allows two (four rings).
  *
- * The search is a depth-first search with Warnsdorff's ordering and a
- * dead-end check, bounded by RINGS_BUDGET expansions: past it the finder
- * keeps what it has found (possibly nothing) instead of running long.
+ * The search is a depth-first search with Warnsdorff's ordering, a
+ * dead-end check and forced moves, bounded by RINGS_BUDGET expansions:
+ * past it the finder keeps what it has found (possibly nothing) instead
+ * of running long. It finds one cycle on an 8x8 mesh, not a second one
+ * on an 8x8 SuperMesh.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -77,30 +79,43 @@ static unsigned int free_degree(const struct finder *f, uint32_t v,
 }
 
 /*
- * A dead end: some unvisited node can no longer be passed through (it
- * needs two ways in and out among the unvisited, the head and the start).
+ * A dead end (-1): some unvisited node can no longer be passed through
+ * (it needs two ways in and out among the unvisited, the head and the
+ * start), or the start has no way back. Otherwise the node the head must
+ * go to next: an unvisited neighbour with only two ways left, one of them
+ * the head (UINT32_MAX: none); two such nodes are a dead end too.
  */
-static int dead(const struct finder *f, uint32_t head)
+static int64_t dead(const struct finder *f, uint32_t head)
 {
+	uint32_t start = PATH(f)[0], forced = UINT32_MAX;
+	unsigned int back = 0;
+
 	for (uint32_t v = 0; v < f->n; v++) {
-		unsigned int d = 0;
+		unsigned int d = 0, to_head = 0;
 
 		if (VIS(f)[v])
 			continue;
-		for (uint32_t i = f->adj_off[v]; i < f->adj_off[v + 1] && d < 2;
-		     i++) {
+		for (uint32_t i = f->adj_off[v]; i < f->adj_off[v + 1]; i++) {
 			uint32_t w = other_end(f, f->adj[i], v);
 
 			if (f->used[f->adj[i]] ||
-			    (VIS(f)[w] && w != head && w != PATH(f)[0]))
+			    (VIS(f)[w] && w != head && w != start))
 				continue;
-			if (free_edge(f, v, w) == f->adj[i])
-				d++;
+			if (free_edge(f, v, w) != f->adj[i])
+				continue;
+			d++;
+			to_head |= w == head;
+			back |= w == start;
 		}
 		if (d < 2)
-			return 1;
+			return -1;
+		if (d == 2 && to_head && head != start) {
+			if (forced != UINT32_MAX)
+				return -1;
+			forced = v;
+		}
 	}
-	return 0;
+	return back || head == start ? (int64_t)forced : -1;
 }
 
 static int search(struct finder *f);
@@ -110,6 +125,7 @@ static int extend(struct finder *f, unsigned int depth)
 {
 	uint32_t head = PATH(f)[depth - 1], cand[64];
 	unsigned int deg[64], nc = 0;
+	int64_t force;
 
 	if (!f->budget)
 		return 0;
@@ -145,14 +161,16 @@ static int extend(struct finder *f, unsigned int depth)
 		free(es);
 		return r;
 	}
-	if (dead(f, head))
+	force = dead(f, head);
+	if (force < 0)
 		return 0;
 	for (uint32_t i = f->adj_off[head]; i < f->adj_off[head + 1]; i++) {
 		uint32_t w = other_end(f, f->adj[i], head);
 		unsigned int d, j;
 
 		if (f->used[f->adj[i]] || VIS(f)[w] ||
-		    free_edge(f, head, w) != f->adj[i] || nc == 64)
+		    free_edge(f, head, w) != f->adj[i] || nc == 64 ||
+		    (force != UINT32_MAX && w != force))
 			continue;
 		/* Warnsdorff: the neighbour with the fewest ways on first. */
 		d = free_degree(f, w, PATH(f)[0]);

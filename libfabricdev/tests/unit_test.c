@@ -201,8 +201,8 @@ static void test_rings(void)
 
 		nl = grid_links(8, 8, v, e);
 		k = fdev_rings_find(64, nl, e, 4, cyc);
-		/* Larger grids may exhaust the search's budget: it ends anyway. */
-		ok(k >= 0 && cycles_valid(cyc, k, 64, e, nl),
+		/* The budget ends the search for a second cycle on SuperMesh. */
+		ok(k >= 1 && cycles_valid(cyc, k, 64, e, nl),
 		   "8x8 %s: the bounded search ends, with %d valid cycles", vn[v], k);
 	}
 	nl = grid_links(4, 4, 1, e);
