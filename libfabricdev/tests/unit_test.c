@@ -437,7 +437,9 @@ static void test_colls(void)
 /*
  * fdev_plan_interleave(): the same bytes land where they did, each
  * source's pieces go piece-major, and a source's pieces per step stay
- * within the cap. Then FDEV_INTERLEAVE on a communicator's all-to-all.
+ * within the cap. Then FDEV_INTERLEAVE on a communicator's all-to-all:
+ * the same outputs on (the default) and off, and -EINVAL for a value
+ * that is not a decimal number.
  */
 static void test_interleave(void)
 {
@@ -490,19 +492,34 @@ static void test_interleave(void)
 	for (unsigned int r = 0; r < n; r++)
 		for (unsigned int i = 0; i < n * cnt; i++)
 			in[r * n * cnt + i] = val(r, i);
-	setenv("FDEV_INTERLEAVE", "1", 1);
-	err = fdev_all_to_all(c, in, out, cnt, FDEV_F32, FDEV_ALGO_DIRECT);
-	unsetenv("FDEV_INTERLEAVE");
-	{
+	/* Unset: on, in pieces of one segment; then off; then not a number. */
+	for (int off = 0; off < 2; off++) {
 		int bad = 0;
 
+		if (off)
+			setenv("FDEV_INTERLEAVE", "0", 1);
+		memset(out, 0, (size_t)n * n * cnt * 4);
+		err = fdev_all_to_all(c, in, out, cnt, FDEV_F32, FDEV_ALGO_DIRECT);
 		for (unsigned int r = 0; !err && r < n; r++)
 			for (unsigned int q = 0; q < n; q++)
 				for (unsigned int i = 0; i < cnt; i++)
 					bad += out[(r * n + q) * cnt + i] != val(q, r * cnt + i);
-		ok(!err && !bad, "interleave: FDEV_INTERLEAVE=1 all-to-all n=%u (%d, %d bad)",
-		   n, err, bad);
+		ok(!err && !bad, "interleave: all-to-all n=%u, FDEV_INTERLEAVE %s (%d, %d bad)",
+		   n, off ? "0" : "unset", err, bad);
 	}
+	{
+		static const char *const malformed[] = { "one", "1x", "-1", " 1", "+1",
+			"99999999999999999999999" };
+
+		for (size_t i = 0; i < sizeof(malformed) / sizeof(*malformed); i++) {
+			setenv("FDEV_INTERLEAVE", malformed[i], 1);
+			err = fdev_all_to_all(c, in, out, cnt, FDEV_F32,
+					      FDEV_ALGO_DIRECT);
+			ok(err == -EINVAL, "interleave: FDEV_INTERLEAVE=\"%s\" is -EINVAL (%d)",
+			   malformed[i], err);
+		}
+	}
+	unsetenv("FDEV_INTERLEAVE");
 	fdev_comm_destroy(c);
 	free(in);
 	free(out);
