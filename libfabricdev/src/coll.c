@@ -646,6 +646,18 @@ int fdev_comm_interleave(const struct fdev_comm *c, struct fdev_plan *p)
 
 	if (err || !k)
 		return err;
+	/*
+	 * More pieces than the depth: several steps of K-segment pieces,
+	 * not one of larger pieces (0.97 of the bound against 0.88 at 8 MiB
+	 * per pair on tpu-v4-cube). Only where this process sees every
+	 * rank's transfers, so that every process makes the same steps:
+	 * one process drives all ranks, and the plan is not a low-latency
+	 * one, which names only this process's transfers.
+	 */
+	if (!c->multi && !p->senders)
+		err = fdev_plan_split_steps(p, k * seg, FDEV_INTERLEAVE_PIECES);
+	if (err)
+		return err;
 	return fdev_plan_interleave(p, k * seg, FDEV_INTERLEAVE_PIECES);
 }
 

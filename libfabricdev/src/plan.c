@@ -262,6 +262,132 @@ out:
 }
 
 /*
+ * The most pieces of @piece bytes any source of step [@b, @e) has when
+ * every transfer's pieces go in @m runs (a run of np pieces holds at
+ * most ceil(np / m)); @count: [nsrc] scratch. With @ntr, the most
+ * transfers any source has instead.
+ */
+static uint64_t step_worst(const struct fdev_plan *p, size_t b, size_t e,
+			   uint64_t piece, uint64_t m, int ntr,
+			   uint64_t *count, uint32_t nsrc)
+{
+	uint64_t worst = 0;
+
+	memset(count, 0, nsrc * sizeof(*count));
+	for (size_t i = b; i < e; i++)
+		count[p->x[i].src] += ntr ? 1 :
+			(pieces_of(&p->x[i], piece) + m - 1) / m;
+	for (uint32_t s = 0; s < nsrc; s++)
+		worst = count[s] > worst ? count[s] : worst;
+	return worst;
+}
+
+/* Sub-steps for step [@b, @e): the fewest runs that fit, else 1. */
+static uint64_t step_runs(const struct fdev_plan *p, size_t b, size_t e,
+			  uint64_t piece, uint64_t max_pieces,
+			  uint64_t *count, uint32_t nsrc)
+{
+	uint64_t worst = step_worst(p, b, e, piece, 1, 0, count, nsrc), m;
+
+	if (worst <= max_pieces ||
+	    step_worst(p, b, e, piece, 1, 1, count, nsrc) > max_pieces)
+		return 1;
+	/* Ends: at m = the largest np every transfer is one piece a run. */
+	for (m = (worst + max_pieces - 1) / max_pieces;
+	     step_worst(p, b, e, piece, m, 0, count, nsrc) > max_pieces; m++)
+		;
+	return m;
+}
+
+/* Run @j of @m of transfer @x's pieces, as a transfer of step @step. */
+static int run_of(const struct fdev_xfer *x, uint64_t piece, uint64_t j,
+		  uint64_t m, uint32_t step, struct fdev_xfer *o)
+{
+	uint64_t np = pieces_of(x, piece), lo = j * np / m,
+		 hi = (j + 1) * np / m;
+
+	if (x->dst == FDEV_PLAN_MCAST ? j : hi == lo)
+		return 0;
+	*o = *x;
+	o->step = step;
+	if (x->dst == FDEV_PLAN_MCAST)
+		return 1;
+	o->src_off += lo * piece;
+	o->dst_off += lo * piece;
+	o->len = (hi * piece < x->len ? hi * piece : x->len) - lo * piece;
+	return 1;
+}
+
+int fdev_plan_split_steps(struct fdev_plan *p, uint64_t piece,
+			  uint64_t max_pieces)
+{
+	uint64_t *count = NULL, *runs = NULL, *base = NULL, total = 0, at = 0;
+	struct fdev_xfer *out = NULL;
+	uint32_t nsrc = 0;
+	size_t b, e;
+	int err = -ENOMEM;
+
+	if (p->err || !piece || !p->nx)
+		return p->err;
+	if (!max_pieces)
+		return -EINVAL;
+	for (size_t i = 0; i < p->nx; i++)
+		nsrc = p->x[i].src + 1 > nsrc ? p->x[i].src + 1 : nsrc;
+	count = calloc(nsrc, sizeof(*count));
+	runs = calloc(p->nsteps, sizeof(*runs));
+	base = calloc(p->nsteps + 1, sizeof(*base));
+	if (!count || !runs || !base)
+		goto out;
+	for (uint32_t s = 0; s < p->nsteps; s++)
+		runs[s] = 1;
+	for (b = 0; b < p->nx; b = e) {
+		for (e = b; e < p->nx && p->x[e].step == p->x[b].step; e++)
+			;
+		runs[p->x[b].step] = step_runs(p, b, e, piece, max_pieces,
+					       count, nsrc);
+		for (size_t i = b; i < e; i++)
+			total += pieces_of(&p->x[i], piece) < runs[p->x[b].step] ?
+				 pieces_of(&p->x[i], piece) : runs[p->x[b].step];
+	}
+	for (uint32_t s = 0; s < p->nsteps; s++)
+		base[s + 1] = base[s] + runs[s];
+	if (base[p->nsteps] == p->nsteps) {
+		err = 0;
+		goto out;
+	}
+	if (base[p->nsteps] > UINT32_MAX)
+		goto out;
+	out = malloc(total * sizeof(*out));
+	if (!out)
+		goto out;
+	for (b = 0; b < p->nx; b = e) {
+		uint32_t s = p->x[b].step;
+
+		for (e = b; e < p->nx && p->x[e].step == s; e++)
+			;
+		for (uint64_t j = 0; j < runs[s]; j++)
+			for (size_t i = b; i < e; i++)
+				at += run_of(&p->x[i], piece, j, runs[s],
+					     (uint32_t)(base[s] + j), out + at);
+	}
+	/* A step's actions follow all of its transfers: its last run's. */
+	for (size_t i = 0; i < p->na; i++)
+		p->a[i].step = (uint32_t)(base[p->a[i].step + 1] - 1);
+	free(p->x);
+	p->x = out;
+	p->nx = p->capx = at;
+	p->nsteps = (uint32_t)base[p->nsteps];
+	out = NULL;
+	err = 0;
+out:
+	free(out);
+	free(count);
+	free(runs);
+	free(base);
+	return err;
+}
+
+/*
  * d[i] = d[i] + s[i] over n elements of @type; @add combines two
  * elements (16-bit floats are summed as floats, integers wrap).
  */

@@ -71,6 +71,19 @@ void fdev_plan_need(struct fdev_plan *p, uint64_t bytes);
 int fdev_plan_interleave(struct fdev_plan *p, uint64_t piece,
 			 uint64_t max_pieces);
 
+/*
+ * Before fdev_plan_interleave(): a step whose transfers, in pieces of
+ * @piece bytes, would give some source more than @max_pieces becomes the
+ * fewest consecutive steps that give none more (each transfer's pieces
+ * in as many runs, run j in the j-th), rather than larger pieces. Its
+ * actions go with its last step. A step in which some source has more
+ * than @max_pieces transfers stays whole. Only for a plan that names
+ * every rank's transfers. Returns p->err, or -ENOMEM (the plan is
+ * unchanged then).
+ */
+int fdev_plan_split_steps(struct fdev_plan *p, uint64_t piece,
+			  uint64_t max_pieces);
+
 /* dst[i] += src[i] for @n elements of @dtype. */
 int fdev_reduce(void *dst, const void *src, size_t n, int dtype);
 /* Apply the actions of @step for @rank on its workspace @ws. */

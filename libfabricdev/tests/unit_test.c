@@ -435,6 +435,81 @@ static void test_colls(void)
 
 /* Dense reference: out[t] = sum_j w_tj * f_e(x_t) with f_e(x) = (e+1) x + e/8. */
 /*
+ * fdev_plan_split_steps() on a direct all-to-all of 5 ranks, 10000 B per
+ * pair (3 pieces of 4096), at most 6 pieces per source and step: two
+ * runs would leave 4 x 2 = 8, so three steps of one piece per transfer.
+ * The self copy moves to the last; every byte goes once, and the plan
+ * run in host memory gives what the whole one gives.
+ */
+static void test_split_steps(void)
+{
+	const unsigned int n = 5;
+	struct fdev_coll_layout lo;
+	struct fdev_plan whole, split;
+	uint8_t *ws[2][5] = { { NULL } };
+	uint64_t per[3][5] = { { 0 } }, bytes = 0;
+	int err, fits = 1, same = 1;
+
+	fdev_plan_init(&whole);
+	fdev_plan_init(&split);
+	err = fdev_plan_all_to_all(&whole, n, 10000, FDEV_ALGO_DIRECT, 0, &lo);
+	if (!err)
+		err = fdev_plan_all_to_all(&split, n, 10000, FDEV_ALGO_DIRECT, 0,
+					   &lo);
+	if (!err)
+		err = fdev_plan_split_steps(&split, 4096, 6);
+	ok(!err && whole.nsteps == 1 && split.nsteps == 3 &&
+	   split.nx == n * (n - 1) * 3,
+	   "split steps: 3 steps of one piece per pair (%d, %u steps, %zu xfers)",
+	   err, split.nsteps, split.nx);
+	for (size_t i = 0; !err && i < split.nx; i++) {
+		const struct fdev_xfer *x = &split.x[i];
+
+		fits &= x->step < 3 && x->len <= 4096 &&
+			(i == 0 || x->step >= split.x[i - 1].step);
+		if (x->step < 3)
+			per[x->step][x->src]++;
+		bytes += x->len;
+	}
+	for (int s = 0; s < 3; s++)
+		for (unsigned int r = 0; r < n; r++)
+			fits &= per[s][r] <= 6;
+	for (size_t i = 0; !err && i < split.na; i++)
+		fits &= split.a[i].step == 2;
+	ok(!err && fits && bytes == (uint64_t)n * (n - 1) * 10000,
+	   "split steps: in order, within the cap, actions last, every byte once");
+	for (int k = 0; k < 2 && !err; k++)
+		for (unsigned int r = 0; r < n; r++) {
+			ws[k][r] = calloc(1, whole.ws_need);
+			if (!ws[k][r]) {
+				err = -ENOMEM;
+				break;
+			}
+			for (uint64_t i = 0; i < n * 10000ULL; i++)
+				ws[k][r][i] = (uint8_t)(r * 31 + i * 7 + i / 251);
+		}
+	if (!err)
+		err = fdev_plan_exec_host(&whole, ws[0]);
+	if (!err)
+		err = fdev_plan_exec_host(&split, ws[1]);
+	for (unsigned int r = 0; !err && r < n; r++)
+		same &= !memcmp(ws[0][r], ws[1][r], whole.ws_need);
+	ok(!err && same, "split steps: the same workspaces as the whole step (%d)", err);
+	fdev_plan_free(&split);
+	fdev_plan_init(&split);
+	err = fdev_plan_all_to_all(&split, n, 10000, FDEV_ALGO_DIRECT, 0, &lo);
+	if (!err)
+		err = fdev_plan_split_steps(&split, 4096, 3);
+	ok(!err && split.nsteps == 1 && split.nx == n * (n - 1),
+	   "split steps: a source with more transfers than the cap stays whole");
+	fdev_plan_free(&split);
+	fdev_plan_free(&whole);
+	for (int k = 0; k < 2; k++)
+		for (unsigned int r = 0; r < n; r++)
+			free(ws[k][r]);
+}
+
+/*
  * fdev_plan_interleave(): the same bytes land where they did, each
  * source's pieces go piece-major, and a source's pieces per step stay
  * within the cap. Then FDEV_INTERLEAVE on a communicator's all-to-all:
@@ -480,6 +555,8 @@ static void test_interleave(void)
 	   "interleave: a source's pieces stay within the cap (%" PRIu64 ")", pieces[0]);
 	ok(fdev_plan_interleave(&p, 4096, 0) == -EINVAL, "interleave: a cap of 0 is -EINVAL");
 	fdev_plan_free(&p);
+
+	test_split_steps();
 
 	in = calloc((size_t)n * n * cnt, 4);
 	out = calloc((size_t)n * n * cnt, 4);
