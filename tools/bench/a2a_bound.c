@@ -15,6 +15,10 @@
  *		(most hops on its routes), rotated among equals
  *   -c CHUNKS	each pair's BYTES go as CHUNKS transfers, chunk-major:
  *		every destination's first chunk, then every second one...
+ *   -s STEPS	each pair's BYTES go in STEPS steps of BYTES / STEPS
+ *		(the last takes what does not divide), CHUNKS each; a step
+ *		is submitted when the one before has finished, as
+ *		libfabricdev's steps are (one process driving every rank)
  *   -D DMA	DMA engines per endpoint instead of the topology's
  *   -C		every link cut-through
  *
@@ -27,10 +31,10 @@
  * either. It is the tighter one where transfers are short against the
  * latency (1 us per hop on tpu-v4-cube, 64 KiB per pair is 1.3 us on
  * a link). Output: one line,
- *   n bytes order chunks dma emulated_us bound_us bound/emulated
+ *   n bytes order chunks steps dma emulated_us bound_us bound/emulated
  *   bound_lat_us bound_lat/emulated
  *
- *	a2a_bound [-b BYTES] [-o rotate|longest] [-c CHUNKS] [-D DMA] [-C] FILE
+ *	a2a_bound [-b BYTES] [-o rotate|longest] [-c CHUNKS] [-s STEPS] [-D DMA] [-C] FILE
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -48,14 +52,14 @@ struct run {
 	const struct topo *t;
 	uint32_t n, *ep;		/* endpoints: node ids */
 	uint32_t *order;		/* [n][n - 1]: destinations, by post */
-	uint64_t bytes, chunks;
+	uint64_t bytes, chunks, steps;
 	uint64_t finish_ps;		/* the last completion */
 	uint64_t failed;
 };
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: a2a_bound [-b BYTES] [-o rotate|longest] [-c CHUNKS] [-D DMA] [-C] FILE\n");
+	fprintf(stderr, "usage: a2a_bound [-b BYTES] [-o rotate|longest] [-c CHUNKS] [-s STEPS] [-D DMA] [-C] FILE\n");
 	exit(2);
 }
 
@@ -130,11 +134,14 @@ static int run(struct run *r, struct icfab_mtopo *m, double *bound_ps,
 	       double *bound_lat_ps)
 {
 	uint64_t xfers = (uint64_t)r->n * (r->n - 1) * r->chunks;
-	uint64_t piece = r->bytes / r->chunks, events;
+	uint64_t step = r->bytes / r->steps, events;
+	uint64_t last = r->bytes - step * (r->steps - 1);
 	struct icfab_engine_storage st;
 	struct icfab_engine e;
 
-	events = xfers * icfab_engine_events_needed(piece + r->bytes % r->chunks,
+	/* Storage for one step: a step ends before the next is submitted. */
+	events = xfers * icfab_engine_events_needed(last / r->chunks +
+						    last % r->chunks,
 						    r->t->segment_size);
 	if (xfers > UINT32_MAX || events > UINT32_MAX) {
 		fprintf(stderr, "a2a_bound: %" PRIu64 " transfers, %" PRIu64
@@ -145,23 +152,32 @@ static int run(struct run *r, struct icfab_mtopo *m, double *bound_ps,
 		return -ENOMEM;
 	if (icfab_engine_init(&e, m, r->t->segment_size, &st))
 		return -EINVAL;
-	for (uint64_t c = 0; c < r->chunks; c++) {
-		/* The last chunk takes what does not divide. */
-		uint64_t len = c + 1 < r->chunks ? piece : r->bytes - piece * c;
+	for (uint64_t s = 0; s < r->steps; s++) {
+		uint64_t bytes = s + 1 < r->steps ? step : last;
+		uint64_t piece = bytes / r->chunks, at = r->finish_ps;
 
-		for (uint32_t k = 0; k + 1 < r->n; k++)
-			for (uint32_t i = 0; i < r->n; i++) {
-				uint32_t d = r->order[(size_t)i * (r->n - 1) + k];
-				icfab_u64 key = (icfab_u64)i << 40 | c << 20 | k;
-				icfab_u32 id;
+		for (uint64_t c = 0; c < r->chunks; c++) {
+			/* The last chunk takes what does not divide. */
+			uint64_t len = c + 1 < r->chunks ? piece :
+				       bytes - piece * c;
 
-				if (icfab_engine_submit(&e, r->ep[i], r->ep[d], len,
-							0, key, &id))
-					return -EINVAL;
-			}
+			for (uint32_t k = 0; k + 1 < r->n; k++)
+				for (uint32_t i = 0; i < r->n; i++) {
+					uint32_t d = r->order[(size_t)i * (r->n - 1) + k];
+					/* Above every key of the steps before. */
+					icfab_u64 key = s << 52 | (icfab_u64)i << 40 |
+							c << 20 | k;
+					icfab_u32 id;
+
+					if (icfab_engine_submit(&e, r->ep[i], r->ep[d],
+								len, at, key, &id))
+						return -EINVAL;
+				}
+		}
+		if (icfab_engine_run_until(&e, ICFAB_ENGINE_NEVER, on_complete,
+					   r) < 0)
+			return -EINVAL;
 	}
-	if (icfab_engine_run_until(&e, ICFAB_ENGINE_NEVER, on_complete, r) < 0)
-		return -EINVAL;
 	*bound_ps = 0;
 	*bound_lat_ps = 0;
 	for (uint32_t l = 0; l < m->links_cap; l++) {
@@ -181,7 +197,7 @@ static int run(struct run *r, struct icfab_mtopo *m, double *bound_ps,
 
 int main(int argc, char **argv)
 {
-	struct run r = { .bytes = 256 * 1024, .chunks = 1 };
+	struct run r = { .bytes = 256 * 1024, .chunks = 1, .steps = 1 };
 	unsigned long dma = 0;
 	icfab_u8 cut_through = 0;
 	int longest = 0, opt, err;
@@ -191,7 +207,7 @@ int main(int argc, char **argv)
 	double bound, bound_lat;
 	char *end;
 
-	while ((opt = getopt(argc, argv, "b:o:c:D:Ch")) != -1) {
+	while ((opt = getopt(argc, argv, "b:o:c:s:D:Ch")) != -1) {
 		switch (opt) {
 		case 'b':
 			if (icfab_parse_bytes(optarg, &r.bytes) || !r.bytes)
@@ -207,6 +223,11 @@ int main(int argc, char **argv)
 			if (*end || !r.chunks)
 				usage();
 			break;
+		case 's':
+			r.steps = strtoull(optarg, &end, 0);
+			if (*end || !r.steps || r.steps >= 1 << 12)
+				usage();
+			break;
 		case 'D':
 			dma = strtoul(optarg, &end, 0);
 			if (*end || !dma || dma > 1024)
@@ -218,8 +239,8 @@ int main(int argc, char **argv)
 	}
 	if (optind + 1 != argc)
 		usage();
-	if (r.chunks > r.bytes) {
-		fprintf(stderr, "a2a_bound: more chunks than bytes\n");
+	if (r.chunks > r.bytes / r.steps) {
+		fprintf(stderr, "a2a_bound: more chunks than bytes in a step\n");
 		return 2;
 	}
 	if (topo_load_file(argv[optind], &t, &terr) || topo_route(t, &terr)) {
@@ -252,8 +273,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "a2a_bound: %s\n", strerror(-err));
 		return 1;
 	}
-	printf("%u %" PRIu64 " %s %" PRIu64 " %u %.3f %.3f %.3f %.3f %.3f\n",
-	       r.n, r.bytes, longest ? "longest" : "rotate", r.chunks,
+	printf("%u %" PRIu64 " %s %" PRIu64 " %" PRIu64 " %u %.3f %.3f %.3f %.3f %.3f\n",
+	       r.n, r.bytes, longest ? "longest" : "rotate", r.chunks, r.steps,
 	       t->nodes[r.ep[0]].dma_engines ? t->nodes[r.ep[0]].dma_engines : 1,
 	       r.finish_ps / 1e6, bound / 1e6, bound / (double)r.finish_ps,
 	       bound_lat / 1e6, bound_lat / (double)r.finish_ps);
