@@ -615,7 +615,7 @@ out:
  * A rank's pieces in a step stay within its queue's depth, so posting
  * them never waits. On by default in pieces of one segment: a switch's
  * single port neither gains nor loses by it (the same time to the ps on
- * dgx-h100 and ualink-pod), a direct network gains up to 1.6x. 0 turns
+ * dgx-h100), a direct network gains up to 1.6x. 0 turns
  * it off; anything but a decimal number is -EINVAL from the operation,
  * so that a typo is not a silent default.
  */
