@@ -65,7 +65,12 @@ static int icfab_flush(struct file *file, fl_owner_t id)
 
 static int icfab_mmap(struct file *file, struct vm_area_struct *vma)
 {
-	return icfab_region_mmap(file->private_data, vma);
+	struct icfab_ctx *ctx = file->private_data;
+
+	/* Offset 0 is no region's (handles start at 1): the ring's. */
+	if (vma->vm_pgoff < (1UL << (ICFAB_REGION_MMAP_SHIFT - PAGE_SHIFT)))
+		return icfab_cq_mmap(smp_load_acquire(&ctx->cq), ctx, vma);
+	return icfab_region_mmap(ctx, vma);
 }
 
 static long icfab_ioctl_info(struct icfab_ctx *ctx, void __user *uarg)
@@ -115,6 +120,10 @@ static long icfab_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return icfab_ioctl_submit(ctx, uarg);
 	case ICFAB_IOC_WAIT:
 		return icfab_ioctl_wait(ctx, uarg);
+	case ICFAB_IOC_CQ_SETUP:
+		return icfab_ioctl_cq_setup(ctx, uarg);
+	case ICFAB_IOC_CQ_WAIT:
+		return icfab_ioctl_cq_wait(ctx, uarg);
 	case ICFAB_IOC_REGION_ALLOC:
 		return icfab_ioctl_region_alloc(ctx, uarg);
 	case ICFAB_IOC_REGION_FREE: {

@@ -99,6 +99,7 @@ struct icfab_req {
 	u8 op;
 	bool in_engine;
 	bool in_backlog;
+	bool to_cq;			/* completes into the context's ring */
 	struct icfab_circuit_xfer *cx;	/* a circuit WRITE's, or NULL */
 	struct io_uring_cmd *ucmd;	/* io_uring submission, or NULL */
 	/*
@@ -594,6 +595,36 @@ static int __icfab_uring_count(struct icfab_ctx *ctx, u64 finish)
 }
 
 /*
+ * Completions the WAIT under way has: on the done list, and for an
+ * ICFAB_IOC_CQ_WAIT also in the ring. The fabric lock is held.
+ */
+static u32 __icfab_wait_have(const struct icfab_ctx *ctx)
+{
+	u32 n = ctx->nr_done;
+
+	if (ctx->cq_wait)
+		n += icfab_cq_ready(ctx->cq);
+	return n;
+}
+
+/*
+ * A completion that finishes at @finish came for the ioctl WAIT: it
+ * wakes if this is the one it needed. Returns 1 when it woke, holding
+ * the engine back again from this instant. The fabric lock is held.
+ */
+static int __icfab_wait_check(struct icfab_ctx *ctx, u64 finish)
+{
+	if (ctx->waiting && !ctx->uwait &&
+	    __icfab_wait_have(ctx) >= ctx->wait_min) {
+		ctx->clock_ps = max(ctx->clock_ps, finish);
+		WRITE_ONCE(ctx->waiting, false);
+		wake_up(&ctx->wq);
+		return 1;
+	}
+	return 0;
+}
+
+/*
  * A completion for ICFAB_IOC_WAIT: into the done list in finish-time
  * order, after those that finish at the same instant (the engine hands
  * them over in its own order, so a tie keeps it), and the context's WAIT
@@ -611,13 +642,7 @@ static int __icfab_done_add(struct icfab_ctx *ctx, struct icfab_req *req)
 			break;
 	list_add(&req->node, &pos->node);
 	ctx->nr_done++;
-	if (ctx->waiting && !ctx->uwait && ctx->nr_done >= ctx->wait_min) {
-		ctx->clock_ps = max(ctx->clock_ps, req->cqe.finish_ps);
-		WRITE_ONCE(ctx->waiting, false);
-		wake_up(&ctx->wq);
-		return 1;
-	}
-	return 0;
+	return __icfab_wait_check(ctx, req->cqe.finish_ps);
 }
 
 /*
@@ -686,6 +711,15 @@ static int __icfab_req_finish(struct icfab_req *req, int status, u64 start,
 	}
 
 	ctx->nr_inflight--;
+	/*
+	 * Into the ring, reaped there and then; a full ring leaves it to
+	 * the done list (counted as an overflow), so none is lost.
+	 */
+	if (req->to_cq && icfab_cq_post(ctx->cq, &req->cqe)) {
+		q->inflight--;
+		icfab_req_recycle(ctx, req);
+		return woke | __icfab_wait_check(ctx, finish);
+	}
 	return woke | __icfab_done_add(ctx, req);
 }
 
@@ -957,7 +991,7 @@ static bool __icfab_data_catchup(struct icfab_fabric *fabric,
 				__icfab_uwait_post(ctx);
 				continue;
 			}
-		} else if (ctx->nr_done >= ctx->wait_min) {
+		} else if (__icfab_wait_have(ctx) >= ctx->wait_min) {
 			wake_up(&ctx->wq);
 			continue;
 		}
@@ -1610,26 +1644,52 @@ err_uncount:
 #define ICFAB_REACH_MIN_MS	10
 #define ICFAB_REACH_MAX_MS	1000
 
-long icfab_ioctl_submit(struct icfab_ctx *ctx, void __user *uarg)
+/*
+ * A longer batch crosses this many at a time, in a buffer of its own:
+ * the lock, the copy and the allocations once per 64 descriptors rather
+ * than per 8. Still a bounded hold of the fabric lock (docs/SECURITY.md).
+ */
+#define ICFAB_BATCH_CHUNK	64
+
+struct icfab_batch_buf {
+	struct icfab_desc descs[ICFAB_BATCH_CHUNK];
+	struct icfab_req *fresh[ICFAB_BATCH_CHUNK];
+};
+
+/*
+ * Validate and submit @nr descriptors from @udescs in order: the body of
+ * ICFAB_IOC_SUBMIT and of ICFAB_UCMD_SUBMIT_BATCH. Returns the number
+ * accepted, or -errno when the first one failed (see ICFAB_IOC_SUBMIT).
+ * With ICFAB_SUBMIT_F_CQ their completions go to the ring.
+ */
+long icfab_submit_descs(struct icfab_ctx *ctx,
+			const struct icfab_desc __user *udescs, u32 nr,
+			u32 flags)
 {
 	struct icfab_fabric *fabric = ctx->fabric;
-	struct icfab_desc chunk[ICFAB_COPY_CHUNK];
-	struct icfab_req *fresh[ICFAB_COPY_CHUNK];
-	struct icfab_desc __user *udescs;
-	struct icfab_submit sub;
+	struct icfab_desc stack_descs[ICFAB_COPY_CHUNK];
+	struct icfab_req *stack_fresh[ICFAB_COPY_CHUNK];
+	struct icfab_batch_buf *buf = NULL;
+	struct icfab_desc *chunk = stack_descs;
+	struct icfab_req **fresh = stack_fresh;
+	u32 i = 0, have, at, nr_fresh, size = ICFAB_COPY_CHUNK;
+	bool to_cq = flags & ICFAB_SUBMIT_F_CQ;
 	bool advance = false;
-	u32 i = 0, have, at, nr_fresh;
 	long ret = 0;
 
-	if (copy_from_user(&sub, uarg, sizeof(sub)))
-		return -EFAULT;
-	if (sub.flags || !icfab_reserved_zero(sub.reserved,
-					   ARRAY_SIZE(sub.reserved)))
+	if (flags & ~ICFAB_SUBMIT_F_ALL)
 		return -EINVAL;
-	udescs = u64_to_user_ptr(sub.descs);
+	if (nr > ICFAB_COPY_CHUNK) {
+		buf = kmalloc(sizeof(*buf), GFP_KERNEL);
+		if (buf) {
+			chunk = buf->descs;
+			fresh = buf->fresh;
+			size = ICFAB_BATCH_CHUNK;
+		}
+	}
 
-	while (i < sub.nr || !i) {
-		u32 want = min_t(u32, sub.nr - i, ICFAB_COPY_CHUNK);
+	while (i < nr || !i) {
+		u32 want = min_t(u32, nr - i, size);
 		unsigned long left = 0;
 		int err = 0;
 
@@ -1655,6 +1715,8 @@ long icfab_ioctl_submit(struct icfab_ctx *ctx, void __user *uarg)
 		else if (ctx->dead)
 			/* Killed meanwhile: what it took is all it takes. */
 			err = -ECANCELED;
+		else if (to_cq && !ctx->cq)
+			err = -ENXIO;
 		else if (want && !have)
 			err = -EFAULT;
 		for (at = 0; !err && at < have; at++) {
@@ -1664,6 +1726,7 @@ long icfab_ioctl_submit(struct icfab_ctx *ctx, void __user *uarg)
 				err = -ENOMEM;
 				break;
 			}
+			req->to_cq = to_cq;
 			err = icfab_req_prepare(ctx, &chunk[at], req);
 			if (!err)
 				err = icfab_req_start(ctx, req, &advance);
@@ -1678,7 +1741,7 @@ long icfab_ioctl_submit(struct icfab_ctx *ctx, void __user *uarg)
 		 * every descriptor a context may have queued held the lock
 		 * for seconds in one piece.
 		 */
-		if (advance && (err || i == sub.nr ||
+		if (advance && (err || i == nr ||
 				!(i % ICFAB_SUBMIT_BATCH))) {
 			/* A DELAY moved this clock, so maybe the safe time. */
 			icfab_data_advance(fabric);
@@ -1693,11 +1756,24 @@ long icfab_ioctl_submit(struct icfab_ctx *ctx, void __user *uarg)
 			break;
 		}
 		ret = i;
-		if (i == sub.nr || fatal_signal_pending(current))
+		if (i == nr || fatal_signal_pending(current))
 			break;
 		cond_resched();
 	}
+	kfree(buf);
 	return ret;
+}
+
+long icfab_ioctl_submit(struct icfab_ctx *ctx, void __user *uarg)
+{
+	struct icfab_submit sub;
+
+	if (copy_from_user(&sub, uarg, sizeof(sub)))
+		return -EFAULT;
+	if (!icfab_reserved_zero(sub.reserved, ARRAY_SIZE(sub.reserved)))
+		return -EINVAL;
+	return icfab_submit_descs(ctx, u64_to_user_ptr(sub.descs), sub.nr,
+				  sub.flags);
 }
 
 /*
@@ -1749,44 +1825,34 @@ static bool icfab_ctx_catches_up(const struct icfab_ctx *ctx)
 	       !ctx->fabric->data->paced;
 }
 
-long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
+/*
+ * The sleeping half of ICFAB_IOC_WAIT and ICFAB_IOC_CQ_WAIT (@cq): until
+ * @min completions are there, or @timeout_ms. Entered and left with the
+ * fabric lock held; 0 or -errno.
+ */
+static long __icfab_wait_sleep(struct icfab_ctx *ctx, u32 min, bool cq,
+			       u32 timeout_ms)
 {
 	struct icfab_fabric *fabric = ctx->fabric;
-	struct icfab_cqe chunk[ICFAB_COPY_CHUNK];
-	struct icfab_cqe __user *ucqes;
-	struct icfab_req *req, *last;
-	LIST_HEAD(reaped);
-	struct icfab_wait w;
-	long ret = 0, left;
-	u32 n = 0, have = 0;
+	long left = timeout_ms ? msecs_to_jiffies(timeout_ms) :
+				 MAX_SCHEDULE_TIMEOUT;
 
-	if (copy_from_user(&w, uarg, sizeof(w)))
-		return -EFAULT;
-	if (w.nr || w.clock_ps ||
-	    !icfab_reserved_zero(w.reserved, ARRAY_SIZE(w.reserved)) ||
-	    w.min > w.max)
-		return -EINVAL;
-	ucqes = u64_to_user_ptr(w.cqes);
-	left = w.timeout_ms ? msecs_to_jiffies(w.timeout_ms) :
-			      MAX_SCHEDULE_TIMEOUT;
-
-	mutex_lock(&fabric->lock);
-	if (!ctx->nr_eps) {
-		ret = -ENOENT;
-		goto out_unlock;
-	}
-	if (icfab_ctx_in_wait(ctx)) {
+	lockdep_assert_held(&fabric->lock);
+	if (!ctx->nr_eps)
+		return -ENOENT;
+	if (cq && !ctx->cq)
+		return -ENXIO;
+	if (icfab_ctx_in_wait(ctx))
 		/* Another thread, or io_uring, waits already. */
-		ret = -EBUSY;
-		goto out_unlock;
-	}
-	if (ctx->nr_done + ctx->nr_inflight < w.min &&
+		return -EBUSY;
+	ctx->cq_wait = cq;
+	if (__icfab_wait_have(ctx) + ctx->nr_inflight < min &&
 	    (!ctx->nr_recvqs || ctx->dead)) {
 		/* Waiting for completions that can never come. */
-		ret = -EDEADLK;
-		goto out_unlock;
+		ctx->cq_wait = false;
+		return -EDEADLK;
 	}
-	ctx->wait_min = w.min;
+	ctx->wait_min = min;
 	/*
 	 * Ours until the loop below ends: woken, this WAIT has not yet
 	 * taken the lock back, and another WAIT started then would share
@@ -1803,7 +1869,7 @@ long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
 		ctx->catchup = true;
 		fabric->data->nr_catchup++;
 		icfab_data_advance(fabric);
-	} else if (ctx->nr_done < w.min) {
+	} else if (__icfab_wait_have(ctx) < min) {
 		WRITE_ONCE(ctx->waiting, true);
 		icfab_data_advance(fabric);
 	}
@@ -1824,11 +1890,38 @@ long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
 			ctx->clock_ps = max(ctx->clock_ps,
 					    fabric->data->engine.now_ps);
 			ctx->in_wait = false;
-			ret = left ? -EINTR : -ETIMEDOUT;
-			goto out_unlock;
+			ctx->cq_wait = false;
+			return left ? -EINTR : -ETIMEDOUT;
 		}
 	}
 	ctx->in_wait = false;
+	ctx->cq_wait = false;
+	return 0;
+}
+
+long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
+{
+	struct icfab_fabric *fabric = ctx->fabric;
+	struct icfab_cqe chunk[ICFAB_COPY_CHUNK];
+	struct icfab_cqe __user *ucqes;
+	struct icfab_req *req, *last;
+	LIST_HEAD(reaped);
+	struct icfab_wait w;
+	long ret = 0;
+	u32 n = 0, have = 0;
+
+	if (copy_from_user(&w, uarg, sizeof(w)))
+		return -EFAULT;
+	if (w.nr || w.clock_ps ||
+	    !icfab_reserved_zero(w.reserved, ARRAY_SIZE(w.reserved)) ||
+	    w.min > w.max)
+		return -EINVAL;
+	ucqes = u64_to_user_ptr(w.cqes);
+
+	mutex_lock(&fabric->lock);
+	ret = __icfab_wait_sleep(ctx, w.min, false, w.timeout_ms);
+	if (ret)
+		goto out_unlock;
 
 	/*
 	 * The first w.max, in one cut; they hold nothing (put at finish).
@@ -1892,6 +1985,69 @@ long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
 out_unlock:
 	mutex_unlock(&fabric->lock);
 	return ret;
+}
+
+long icfab_ioctl_cq_wait(struct icfab_ctx *ctx, void __user *uarg)
+{
+	struct icfab_fabric *fabric = ctx->fabric;
+	struct icfab_cq_wait w;
+	long ret;
+
+	if (copy_from_user(&w, uarg, sizeof(w)))
+		return -EFAULT;
+	if (w.ready || w.flags || w.clock_ps ||
+	    !icfab_reserved_zero(w.reserved, ARRAY_SIZE(w.reserved)))
+		return -EINVAL;
+
+	mutex_lock(&fabric->lock);
+	ret = __icfab_wait_sleep(ctx, w.min, true, w.timeout_ms);
+	if (!ret) {
+		w.ready = ctx->nr_done + icfab_cq_ready(ctx->cq);
+		w.clock_ps = ctx->clock_ps;
+		/* The clock may have moved past the safe time others wait on. */
+		icfab_data_advance(fabric);
+	}
+	mutex_unlock(&fabric->lock);
+	if (ret)
+		return ret;
+	if (copy_to_user(uarg, &w, sizeof(w)))
+		return -EFAULT;
+	return 0;
+}
+
+long icfab_ioctl_cq_setup(struct icfab_ctx *ctx, void __user *uarg)
+{
+	struct icfab_fabric *fabric = ctx->fabric;
+	struct icfab_cq_setup cs;
+	struct icfab_cq *cq;
+	long ret = 0;
+
+	if (copy_from_user(&cs, uarg, sizeof(cs)))
+		return -EFAULT;
+	if (cs.flags || cs.mmap_offset || cs.mmap_size || cs.cqes_off ||
+	    cs.reserved0 ||
+	    !icfab_reserved_zero(cs.reserved, ARRAY_SIZE(cs.reserved)))
+		return -EINVAL;
+	/* Allocated outside the lock; the loser of a race frees its own. */
+	cq = icfab_cq_create(&cs.entries);
+	if (IS_ERR(cq))
+		return PTR_ERR(cq);
+	icfab_cq_layout(cq, &cs);
+	mutex_lock(&fabric->lock);
+	if (ctx->cq)
+		ret = -EBUSY;
+	else
+		/* Whole before mmap() can see it. */
+		smp_store_release(&ctx->cq, cq);
+	mutex_unlock(&fabric->lock);
+	if (ret) {
+		icfab_cq_destroy(cq);
+		return ret;
+	}
+	/* The ring stays: a bad buffer only hides its layout, re-read later. */
+	if (copy_to_user(uarg, &cs, sizeof(cs)))
+		return -EFAULT;
+	return 0;
 }
 
 /*
@@ -2337,5 +2493,7 @@ void icfab_ctx_destroy(struct icfab_ctx *ctx)
 		ctx->pool = req->pool_next;
 		kfree(req);
 	}
+	/* No mapping is left: each held the file. */
+	icfab_cq_destroy(ctx->cq);
 	kfree(ctx);
 }

@@ -94,7 +94,7 @@
 					 ICFAB_F_MEMORY_TIERS | \
 					 ICFAB_F_CIRCUIT_OWNER | \
 					 ICFAB_F_CTX_ADMIN | \
-					 ICFAB_F_ROUTE_SETS)
+					 ICFAB_F_ROUTE_SETS | ICFAB_F_CQ_RING)
 
 /* Data path (kmod/data.c). Endpoints per context: every one a fabric has. */
 #define ICFAB_MAX_ATTACH		ICFAB_MAX_ENDPOINTS
@@ -353,6 +353,13 @@ struct icfab_ctx {
 	struct io_uring_cmd *uwait;	/* pending ICFAB_UCMD_WAIT, or NULL */
 	struct icfab_uring_result *uwait_res;
 	u32 uwait_min;
+	/*
+	 * Its completion ring (ICFAB_IOC_CQ_SETUP), or NULL; set once,
+	 * under the lock, and gone with the context. cq_wait: the WAIT
+	 * under way is an ICFAB_IOC_CQ_WAIT, which counts the ring's entries.
+	 */
+	struct icfab_cq *cq;
+	bool cq_wait;
 };
 struct icfab_ctx *icfab_ctx_create(struct icfab_fabric *fabric);
 void icfab_ctx_destroy(struct icfab_ctx *ctx);
@@ -363,6 +370,11 @@ long icfab_ioctl_queue_create(struct icfab_ctx *ctx, void __user *uarg);
 long icfab_ioctl_queue_destroy(struct icfab_ctx *ctx, void __user *uarg);
 long icfab_ioctl_submit(struct icfab_ctx *ctx, void __user *uarg);
 long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg);
+long icfab_ioctl_cq_setup(struct icfab_ctx *ctx, void __user *uarg);
+long icfab_ioctl_cq_wait(struct icfab_ctx *ctx, void __user *uarg);
+long icfab_submit_descs(struct icfab_ctx *ctx,
+			const struct icfab_desc __user *udescs, u32 nr,
+			u32 flags);
 void icfab_ctx_flush(struct icfab_ctx *ctx, struct file *file);
 int icfab_data_init(void);
 void icfab_data_exit(void);
@@ -380,6 +392,16 @@ int icfab_uring_wait(struct icfab_ctx *ctx, u32 min, struct io_uring_cmd *cmd);
 void icfab_uring_cancel(struct icfab_ctx *ctx, struct io_uring_cmd *cmd);
 /* for region.c and circuit_data.c; with the fabric's lock held */
 bool icfab_ctx_attached_to(struct icfab_ctx *ctx, u32 endpoint);
+
+/* cq.c: a context's completion ring */
+struct icfab_cq;
+struct icfab_cq *icfab_cq_create(u32 *entries);
+void icfab_cq_destroy(struct icfab_cq *cq);
+void icfab_cq_layout(const struct icfab_cq *cq, struct icfab_cq_setup *s);
+u32 icfab_cq_ready(const struct icfab_cq *cq);
+bool icfab_cq_post(struct icfab_cq *cq, const struct icfab_cqe *cqe);
+int icfab_cq_mmap(struct icfab_cq *cq, struct icfab_ctx *ctx,
+		  struct vm_area_struct *vma);
 
 /* uring.c: io_uring passthrough */
 /* An io_uring command's result, on its way to the submitter's task. */

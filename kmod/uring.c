@@ -109,6 +109,7 @@ int icfab_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 	union {
 		struct icfab_uring_submit s;
 		struct icfab_uring_wait w;
+		struct icfab_uring_batch b;
 	} u;
 	int err;
 
@@ -124,6 +125,27 @@ int icfab_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 	/* The SQE is shared with userspace: one copy, checked and used. */
 	BUILD_BUG_ON(sizeof(u) != 80);
 	memcpy(&u, icfab_uring_payload(cmd), sizeof(u));
+
+	if (cmd->cmd_op == ICFAB_UCMD_SUBMIT_BATCH) {
+		long ret;
+
+		/*
+		 * Done when submitted: its completions go to the ring, so
+		 * nothing of it is left in flight for io_uring, and it
+		 * needs no count, task work or cancellation.
+		 */
+		if (u.b.flags != ICFAB_SUBMIT_F_CQ ||
+		    !icfab_reserved_zero(u.b.reserved,
+					 ARRAY_SIZE(u.b.reserved)))
+			return -EINVAL;
+		ret = icfab_submit_descs(ctx, u64_to_user_ptr(u.b.descs),
+					 u.b.nr, u.b.flags);
+		if (ret < 0)
+			return ret;
+		/* A count is no error: posted here, not returned (6.1). */
+		io_uring_cmd_done(cmd, ret, 0, issue_flags);
+		return -EIOCBQUEUED;
+	}
 
 	pdu->req = NULL;
 	pdu->ures = NULL;

@@ -46,6 +46,7 @@ contention_test.sh	600
 region_test		600
 memory_test		600
 uring_test		600
+cq_test			600
 teardown_test		600
 lock_hold_test		600
 ctx_test		600

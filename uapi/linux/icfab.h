@@ -233,6 +233,18 @@
  */
 #define ICFAB_F_ROUTE_SETS	(1ULL << 16)
 
+/*
+ * ICFAB_F_CQ_RING
+ *	A per-context completion ring in shared memory, like a hardware
+ *	CQ: ICFAB_IOC_CQ_SETUP creates it, mmap() at ICFAB_CQ_MMAP_OFFSET
+ *	maps it, ICFAB_IOC_SUBMIT with ICFAB_SUBMIT_F_CQ and
+ *	ICFAB_UCMD_SUBMIT_BATCH route their descriptors' completions to it,
+ *	and ICFAB_IOC_CQ_WAIT sleeps until it has entries (see "Completion
+ *	ring" below).
+ *	Preconditions: ICFAB_F_QUEUES.
+ */
+#define ICFAB_F_CQ_RING		(1ULL << 17)
+
 /* Every feature this header knows about. */
 #define ICFAB_F_ALL		(ICFAB_F_NETLINK | ICFAB_F_QUEUES | \
 				 ICFAB_F_MEMORY | ICFAB_F_URING_CMD | \
@@ -244,7 +256,7 @@
 				 ICFAB_F_LINK_CALIBRATION | \
 				 ICFAB_F_MEMORY_TIERS | \
 				 ICFAB_F_CIRCUIT_OWNER | ICFAB_F_CTX_ADMIN | \
-				 ICFAB_F_ROUTE_SETS)
+				 ICFAB_F_ROUTE_SETS | ICFAB_F_CQ_RING)
 
 /*
  * Time modes (icfab_info.time_mode, ICFAB_A_FABRIC_TIME_MODE).
@@ -606,10 +618,18 @@ struct icfab_cqe {
  * it more than that; waiting cannot help), -ECANCELED (the context was
  * killed), -EFAULT, -EOPNOTSUPP.
  */
+/*
+ * ICFAB_SUBMIT_F_CQ (ICFAB_F_CQ_RING): the completions of these
+ * descriptors go to the context's completion ring instead of the list
+ * ICFAB_IOC_WAIT reaps (-ENXIO when the context has set up no ring).
+ */
+#define ICFAB_SUBMIT_F_CQ		(1U << 0)
+#define ICFAB_SUBMIT_F_ALL		(ICFAB_SUBMIT_F_CQ)
+
 struct icfab_submit {
 	__u64 descs;			/* user pointer to struct icfab_desc[] */
 	__u32 nr;
-	__u32 flags;			/* must be zero */
+	__u32 flags;			/* ICFAB_SUBMIT_F_* */
 	__u64 reserved[2];		/* must be zero */
 };
 
@@ -656,6 +676,79 @@ struct icfab_wait {
 	__u64 reserved[2];		/* must be zero */
 };
 
+/*
+ * Completion ring (ICFAB_F_CQ_RING).
+ *
+ * ICFAB_IOC_CQ_SETUP, once per context (-EBUSY after): a ring of
+ * @entries struct icfab_cqe (1..ICFAB_CQ_MAX_ENTRIES, rounded up to a
+ * power of two and returned; -EINVAL otherwise). mmap() of @mmap_size
+ * bytes (or fewer) at @mmap_offset, MAP_SHARED, maps it: a struct
+ * icfab_cq_ring, then the entries from @cqes_off. -ENXIO from mmap()
+ * when this context has no ring: a context maps only its own.
+ *
+ * The kernel writes an entry at index tail & mask, then publishes it
+ * with a store-release of @tail; userspace reads @tail with a
+ * load-acquire, reads the entries from @head up to it, then gives them
+ * back with a store-release of @head. Nothing else in the ring is
+ * written by userspace; the kernel keeps its own copy of everything but
+ * @head, and a @head further than @entries behind its tail makes the
+ * ring full, never anything worse.
+ *
+ * No completion is ever lost: one that finds the ring full goes to the
+ * context's WAIT list instead (as without ICFAB_SUBMIT_F_CQ: reaped by
+ * ICFAB_IOC_WAIT, counted by the queue's depth until then), and
+ * @overflow counts such completions (modulo 2^32). A consumer that
+ * sees @overflow change calls ICFAB_IOC_WAIT with @min 0 to reap them;
+ * entries of the ring and of the WAIT list are each in finish-time
+ * order, not with each other.
+ *
+ * A completion in the ring is reaped: it no longer counts towards its
+ * queue's depth or icfab_limits.max_ctx_descs. Its timing is exactly
+ * what it would be without the ring, whatever the ring's size and the
+ * batch's: the clock rules of ICFAB_IOC_WAIT hold, since a context not
+ * in a WAIT holds the engine back at its clock, so everything it finds
+ * in the ring while it runs finished no later than that clock.
+ *
+ * ICFAB_IOC_CQ_WAIT: "I submit nothing more until @min completions are
+ * ready", counting entries in the ring (tail - head) and on the WAIT
+ * list. Sleeps like ICFAB_IOC_WAIT (it is one, and excludes another:
+ * -EBUSY), returns nothing but @ready, the count then, and @clock_ps,
+ * the context's clock, moved to the finish of the completion that ended
+ * the wait. Errors as ICFAB_IOC_WAIT's; -ENXIO without a ring.
+ */
+#define ICFAB_CQ_MMAP_OFFSET	0ULL
+#define ICFAB_CQ_MAX_ENTRIES	65536
+
+struct icfab_cq_ring {
+	__u32 head;			/* userspace: next entry to read */
+	__u32 pad0[15];			/* a cache line each */
+	__u32 tail;			/* kernel: next entry to write */
+	__u32 pad1[15];
+	__u32 entries;			/* a power of two */
+	__u32 mask;			/* entries - 1 */
+	__u32 overflow;			/* completions that found it full */
+	__u32 pad2[13];
+};
+
+struct icfab_cq_setup {
+	__u32 entries;			/* in: wanted; out: the ring's */
+	__u32 flags;			/* in: must be zero */
+	__u64 mmap_offset;		/* out: ICFAB_CQ_MMAP_OFFSET */
+	__u64 mmap_size;		/* out: bytes */
+	__u32 cqes_off;			/* out: bytes from the start */
+	__u32 reserved0;		/* must be zero */
+	__u64 reserved[2];		/* must be zero */
+};
+
+struct icfab_cq_wait {
+	__u32 min;			/* in: ready completions to wait for */
+	__u32 timeout_ms;		/* in: wall-clock bound, 0: none */
+	__u32 ready;			/* out: in the ring and the WAIT list */
+	__u32 flags;			/* in: must be zero */
+	__u64 clock_ps;			/* out: the context's clock after */
+	__u64 reserved[2];		/* must be zero */
+};
+
 #define ICFAB_IOC_MAGIC		0xFB
 
 #define ICFAB_IOC_INFO		_IOWR(ICFAB_IOC_MAGIC, 0x00, struct icfab_info)
@@ -676,6 +769,10 @@ struct icfab_wait {
 				      struct icfab_region_import)
 #define ICFAB_IOC_CIRCUIT_RECV	_IOW(ICFAB_IOC_MAGIC, 0x0a, \
 				     struct icfab_circuit_recv)
+#define ICFAB_IOC_CQ_SETUP	_IOWR(ICFAB_IOC_MAGIC, 0x0b, \
+				      struct icfab_cq_setup)
+#define ICFAB_IOC_CQ_WAIT	_IOWR(ICFAB_IOC_MAGIC, 0x0c, \
+				      struct icfab_cq_wait)
 
 /*
  * io_uring passthrough (ICFAB_F_URING_CMD): IORING_OP_URING_CMD with
@@ -712,6 +809,23 @@ struct icfab_uring_submit {
 	__u64 reserved;			/* must be zero */
 };
 
+/*
+ * ICFAB_UCMD_SUBMIT_BATCH (ICFAB_F_CQ_RING): struct icfab_uring_batch,
+ * @nr descriptors at @descs submitted as by ICFAB_IOC_SUBMIT with
+ * ICFAB_SUBMIT_F_CQ (@flags is ICFAB_SUBMIT_F_CQ, which it requires:
+ * -EINVAL without). It completes at once, with one CQE for the whole
+ * batch: cqe->res is ICFAB_IOC_SUBMIT's return, the number accepted or
+ * -errno (-ENXIO without a ring). The descriptors' completions go to the
+ * completion ring, not to io_uring, and ICFAB_UCMD_WAIT does not count
+ * them: ICFAB_IOC_CQ_WAIT sleeps for them.
+ */
+struct icfab_uring_batch {
+	__u64 descs;			/* user pointer to struct icfab_desc[] */
+	__u32 nr;
+	__u32 flags;			/* ICFAB_SUBMIT_F_CQ */
+	__u64 reserved[8];		/* must be zero */
+};
+
 struct icfab_uring_wait {
 	__u32 min;			/* completions to wait for, >= 1 */
 	__u32 flags;			/* must be zero */
@@ -722,6 +836,8 @@ struct icfab_uring_wait {
 				     struct icfab_uring_submit)
 #define ICFAB_UCMD_WAIT		_IOW(ICFAB_IOC_MAGIC, 0x41, \
 				     struct icfab_uring_wait)
+#define ICFAB_UCMD_SUBMIT_BATCH	_IOW(ICFAB_IOC_MAGIC, 0x42, \
+				     struct icfab_uring_batch)
 
 #ifdef __cplusplus
 #define __ICFAB_STATIC_ASSERT static_assert
@@ -751,6 +867,8 @@ __ICFAB_STATIC_ASSERT(sizeof(struct icfab_uring_submit) == 80,
 		      "struct icfab_uring_submit is ABI");
 __ICFAB_STATIC_ASSERT(sizeof(struct icfab_uring_wait) == 80,
 		      "struct icfab_uring_wait is ABI");
+__ICFAB_STATIC_ASSERT(sizeof(struct icfab_uring_batch) == 80,
+		      "struct icfab_uring_batch is ABI");
 __ICFAB_STATIC_ASSERT(sizeof(struct icfab_desc) == 64,
 		      "struct icfab_desc is ABI");
 __ICFAB_STATIC_ASSERT(sizeof(struct icfab_cqe) == 64,
@@ -759,6 +877,12 @@ __ICFAB_STATIC_ASSERT(sizeof(struct icfab_submit) == 32,
 		      "struct icfab_submit is ABI");
 __ICFAB_STATIC_ASSERT(sizeof(struct icfab_wait) == 48,
 		      "struct icfab_wait is ABI");
+__ICFAB_STATIC_ASSERT(sizeof(struct icfab_cq_ring) == 192,
+		      "struct icfab_cq_ring is ABI");
+__ICFAB_STATIC_ASSERT(sizeof(struct icfab_cq_setup) == 48,
+		      "struct icfab_cq_setup is ABI");
+__ICFAB_STATIC_ASSERT(sizeof(struct icfab_cq_wait) == 40,
+		      "struct icfab_cq_wait is ABI");
 
 #undef __ICFAB_STATIC_ASSERT
 
