@@ -9,7 +9,11 @@
  *   uring: 32 ICFAB_UCMD_SUBMIT + 1 ICFAB_UCMD_WAIT per io_uring_enter
  *   ioctl: ICFAB_IOC_SUBMIT of 32, then ICFAB_IOC_WAIT for 32
  *   nop:   32 IORING_OP_NOP per io_uring_enter, the floor
- * and, to split the cost, the same two paths with 32 zero-length DELAYs
+ *   uring BATCH: one ICFAB_UCMD_SUBMIT_BATCH of 32 per io_uring_enter,
+ *          completions polled from the completion ring (ICFAB_F_CQ_RING),
+ *          ICFAB_IOC_CQ_WAIT only when the ring has fewer than 32
+ *   ioctl CQ: ICFAB_IOC_SUBMIT of 32 with ICFAB_SUBMIT_F_CQ, the same ring
+ * and, to split the cost, the same paths with 32 zero-length DELAYs
  * instead of the WRITEs (uring-delay, ioctl-delay): everything a
  * descriptor costs except the engine (a DELAY only moves the context's
  * clock). It prints ns per descriptor for each and the ratios to nop: the
@@ -22,8 +26,9 @@
  *      tools/bench/desc_cost.c tools/bench/bench.c \
  *      selftests/icfab/genl.c selftests/icfab/fabric_util.c -luring
  * usage: desc_cost [ROUNDS [METHOD]]   (batches per method, default 2000;
- *        with METHOD nop, uring, ioctl, uring-delay or ioctl-delay: that
- *        one alone, for a profiler)
+ *        with METHOD one of the names printed as "x NOP: NAME": that one
+ *        alone, for a profiler). Without ICFAB_F_CQ_RING the ring rows
+ *        are left out.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -33,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <linux/icfab.h>
@@ -119,6 +125,94 @@ static double run_ioctl(int fd, uint32_t q, int rounds, int delay)
 	return (bench_now_ns() - t0) / ((double)rounds * BATCH);
 }
 
+/* The completion ring, mapped. */
+static struct icfab_cq_ring *cq;
+static struct icfab_cqe *cq_cqes;
+
+static int cq_map(int fd)
+{
+	struct icfab_cq_setup cs = { .entries = 2 * BATCH };
+	void *p;
+
+	if (ioctl(fd, ICFAB_IOC_CQ_SETUP, &cs))
+		return -1;
+	p = mmap(NULL, cs.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		 cs.mmap_offset);
+	if (p == MAP_FAILED)
+		return -1;
+	cq = p;
+	cq_cqes = (struct icfab_cqe *)((char *)p + cs.cqes_off);
+	return 0;
+}
+
+/*
+ * Reap @n completions from the ring: poll it, and sleep in CQ_WAIT only
+ * when it has fewer. -1 on an error or a failed completion.
+ */
+static int cq_reap(int fd, unsigned int n)
+{
+	uint32_t head = cq->head;
+	uint32_t tail = __atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE);
+	int bad = 0;
+
+	if (tail - head < n) {
+		struct icfab_cq_wait w = { .min = n };
+
+		if (ioctl(fd, ICFAB_IOC_CQ_WAIT, &w) || cq->overflow)
+			return -1;
+		tail = __atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE);
+		if (tail - head < n)
+			return -1;
+	}
+	for (uint32_t end = head + n; head != end; head++)
+		bad |= cq_cqes[head & cq->mask].status;
+	__atomic_store_n(&cq->head, head, __ATOMIC_RELEASE);
+	return bad ? -1 : 0;
+}
+
+static double run_uring_batch(struct io_uring *ring, int fd, uint32_t q,
+			      int rounds, int delay)
+{
+	struct icfab_desc d[BATCH];
+	struct icfab_uring_batch b = { .descs = (uintptr_t)d, .nr = BATCH,
+				       .flags = ICFAB_SUBMIT_F_CQ };
+	struct io_uring_cqe *cqe;
+	double t0;
+
+	for (int i = 0; i < BATCH; i++)
+		d[i] = bench_desc(q, delay);
+	t0 = bench_now_ns();
+	for (int r = 0; r < rounds; r++) {
+		prep_cmd(ring, fd, ICFAB_UCMD_SUBMIT_BATCH, &b);
+		if (io_uring_submit_and_wait(ring, 1) != 1 ||
+		    io_uring_wait_cqe(ring, &cqe))
+			return -1;
+		if (cqe->res != BATCH)
+			return -1;
+		io_uring_cqe_seen(ring, cqe);
+		if (cq_reap(fd, BATCH))
+			return -1;
+	}
+	return (bench_now_ns() - t0) / ((double)rounds * BATCH);
+}
+
+static double run_ioctl_cq(int fd, uint32_t q, int rounds, int delay)
+{
+	struct icfab_desc d[BATCH];
+	struct icfab_submit s = { .descs = (uintptr_t)d, .nr = BATCH,
+				  .flags = ICFAB_SUBMIT_F_CQ };
+	double t0;
+
+	for (int i = 0; i < BATCH; i++)
+		d[i] = bench_desc(q, delay);
+	t0 = bench_now_ns();
+	for (int r = 0; r < rounds; r++)
+		if (ioctl(fd, ICFAB_IOC_SUBMIT, &s) != BATCH ||
+		    cq_reap(fd, BATCH))
+			return -1;
+	return (bench_now_ns() - t0) / ((double)rounds * BATCH);
+}
+
 static double run_nop(struct io_uring *ring, int rounds)
 {
 	double t0 = bench_now_ns();
@@ -133,15 +227,21 @@ static double run_nop(struct io_uring *ring, int rounds)
 	return (bench_now_ns() - t0) / ((double)rounds * BATCH);
 }
 
-enum { M_NOP, M_URING, M_IOCTL, M_URING_D, M_IOCTL_D, M_NR_RUN };
+enum { M_NOP, M_URING, M_IOCTL, M_URING_D, M_IOCTL_D,
+       M_URING_B, M_IOCTL_CQ, M_URING_B_D, M_IOCTL_CQ_D, M_NR_RUN };
+/* Without the ring, only the methods before it. */
+static int m_nr_run = M_NR_RUN;
 #define M_NR	(2 * M_NR_RUN - 1)	/* and each one's ratio to nop */
 
 static const char *const m_name[M_NR_RUN] = {
 	"io_uring NOP", "icfab io_uring SUBMIT", "icfab ioctl SUBMIT",
 	"io_uring DELAY", "ioctl DELAY",
+	"icfab io_uring BATCH", "icfab ioctl CQ", "io_uring BATCH DELAY",
+	"ioctl CQ DELAY",
 };
 static const char *const m_arg[M_NR_RUN] = {
 	"nop", "uring", "ioctl", "uring-delay", "ioctl-delay",
+	"uring-batch", "ioctl-cq", "uring-batch-delay", "ioctl-cq-delay",
 };
 
 static double run_method(int m, struct io_uring *ring, int fd, uint32_t q,
@@ -153,6 +253,12 @@ static double run_method(int m, struct io_uring *ring, int fd, uint32_t q,
 	case M_URING:
 	case M_URING_D:
 		return run_uring(ring, fd, q, rounds, m == M_URING_D);
+	case M_URING_B:
+	case M_URING_B_D:
+		return run_uring_batch(ring, fd, q, rounds, m == M_URING_B_D);
+	case M_IOCTL_CQ:
+	case M_IOCTL_CQ_D:
+		return run_ioctl_cq(fd, q, rounds, m == M_IOCTL_CQ_D);
 	default:
 		return run_ioctl(fd, q, rounds, m == M_IOCTL_D);
 	}
@@ -187,24 +293,31 @@ int main(int argc, char **argv)
 		fprintf(stderr, "desc_cost: io_uring: %s\n", strerror(-err));
 		return 1;
 	}
+	if (cq_map(fd)) {
+		fprintf(stderr, "desc_cost: no completion ring (%s): "
+			"its rows are left out\n", strerror(errno));
+		m_nr_run = M_URING_B;
+	}
 	/*
 	 * Warm up, then interleave the three in slices of 10 batches, so
 	 * that the host's noise falls on all of them alike. Each slice gives
 	 * its own ratios; the medians over slices ignore the slices that a
 	 * preemption of the (virtual) CPU landed in.
 	 */
-	for (int m = 0; m < M_NR_RUN; m++)
+	for (int m = 0; m < m_nr_run; m++)
 		run_method(m, &ring, fd, qc.queue, 10);
 	if (only) {
 		/* One method alone, for a profiler to look at. */
 		int m;
 		double ns;
 
-		for (m = 0; m < M_NR_RUN && strcmp(only, m_arg[m]); m++)
+		for (m = 0; m < m_nr_run && strcmp(only, m_arg[m]); m++)
 			;
-		if (m == M_NR_RUN) {
-			fprintf(stderr, "desc_cost: METHOD is nop, uring, ioctl, "
-				"uring-delay or ioctl-delay\n");
+		if (m == m_nr_run) {
+			fprintf(stderr, "desc_cost: METHOD is one of");
+			for (m = 0; m < m_nr_run; m++)
+				fprintf(stderr, " %s", m_arg[m]);
+			fprintf(stderr, "\n");
 			return 2;
 		}
 		ns = run_method(m, &ring, fd, qc.queue, rounds);
@@ -212,16 +325,20 @@ int main(int argc, char **argv)
 		return ns < 0;
 	}
 	for (int s = 0; s < slices; s++) {
-		for (int m = 0; m < M_NR_RUN; m++) {
+		for (int m = 0; m < m_nr_run; m++) {
 			v[m][s] = run_method(m, &ring, fd, qc.queue, 10);
 			if (v[m][s] < 0) {
 				fprintf(stderr, "desc_cost: a run failed\n");
 				return 1;
 			}
 		}
-		for (int m = 1; m < M_NR_RUN; m++)
+		for (int m = 1; m < m_nr_run; m++)
 			v[M_NR_RUN + m - 1][s] = v[m][s] / v[M_NOP][s];
 		for (int k = 0; k < M_NR; k++) {
+			if (k % M_NR_RUN >= m_nr_run && k < M_NR_RUN)
+				continue;
+			if (k >= M_NR_RUN && k - M_NR_RUN + 1 >= m_nr_run)
+				continue;
 			mean[k] += v[k][s] / slices;
 			if (v[k][s] < best[k])
 				best[k] = v[k][s];
@@ -230,11 +347,11 @@ int main(int argc, char **argv)
 	printf("desc_cost: %d batches of %d, %d-byte timing-only WRITEs "
 	       "(DELAY: 0 ps), %d slices\n", slices * 10, BATCH, LEN, slices);
 	printf("  ns per op             median     best     mean\n");
-	for (int m = 0; m < M_NR_RUN; m++)
+	for (int m = 0; m < m_nr_run; m++)
 		printf("  %-21s %8.0f %8.0f %8.0f\n", m_name[m],
 		       bench_median(v[m], slices), best[m], mean[m]);
-	for (int m = 1; m < M_NR_RUN; m++)
-		printf("  x NOP: %-14s %8.1f %8.1f %8.1f\n", m_arg[m],
+	for (int m = 1; m < m_nr_run; m++)
+		printf("  x NOP: %-17s %8.1f %8.1f %8.1f\n", m_arg[m],
 		       bench_median(v[M_NR_RUN + m - 1], slices),
 		       best[m] / best[M_NOP], mean[m] / mean[M_NOP]);
 	io_uring_queue_exit(&ring);
