@@ -2,10 +2,15 @@
 /*
  * Device, endpoints, regions, queues: the thin layer over /dev/icfabN.
  *
- * Descriptors go through io_uring (ICFAB_UCMD_SUBMIT/WAIT) when the module
- * has ICFAB_F_URING_CMD and io_uring is allowed, else through the SUBMIT
- * and WAIT ioctls; the fallback is announced once per process on stderr
- * (when the caller asked for it, only with FDEV_DEBUG).
+ * Descriptors go in batches to the module's completion ring
+ * (ICFAB_F_CQ_RING: ICFAB_IOC_SUBMIT with ICFAB_SUBMIT_F_CQ, completions
+ * polled from shared memory, ICFAB_IOC_CQ_WAIT only to sleep) when it has
+ * one and neither FDEV_NO_CQ nor the io_uring switches below ask for the
+ * plain ioctl path; else through io_uring
+ * (ICFAB_UCMD_SUBMIT/WAIT) when the module has ICFAB_F_URING_CMD and
+ * io_uring is allowed, else through the SUBMIT and WAIT ioctls; the
+ * fallback is announced once per process on stderr (when the caller asked
+ * for it, only with FDEV_DEBUG).
  * Either way every blocking call tells the module that this context waits,
  * so the engine can advance virtual time.
  */
@@ -107,6 +112,40 @@ static int uring_disabled_by_sysctl(void)
 	return v != 0;
 }
 
+#define FDEV_CQ_ENTRIES		4096
+
+static int env_set(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v && *v != '0';
+}
+
+/*
+ * The completion ring, when the module has one and it is not refused:
+ * FDEV_NO_CQ=1, or FDEV_NO_URING / FDEV_OPEN_NO_URING, which ask for the
+ * plain ioctl path.
+ */
+static int cq_setup(struct fdev *dev, unsigned int flags)
+{
+	struct icfab_cq_setup cs = { .entries = FDEV_CQ_ENTRIES };
+	void *p;
+
+	if (!(dev->features & ICFAB_F_CQ_RING) || env_set("FDEV_NO_CQ") ||
+	    flags & FDEV_OPEN_NO_URING || env_set("FDEV_NO_URING"))
+		return 0;
+	if (ioctl(dev->fd, ICFAB_IOC_CQ_SETUP, &cs))
+		return 0;
+	p = mmap(NULL, cs.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 dev->fd, (off_t)cs.mmap_offset);
+	if (p == MAP_FAILED)
+		return 0;
+	dev->cq = p;
+	dev->cq_cqes = (struct icfab_cqe *)((char *)p + cs.cqes_off);
+	dev->cq_size = cs.mmap_size;
+	return 1;
+}
+
 static void uring_setup(struct fdev *dev, unsigned int flags)
 {
 	struct io_uring_params p = { .flags = IORING_SETUP_SQE128 |
@@ -167,7 +206,9 @@ int fdev_open(const char *path, unsigned int flags, struct fdev **out)
 	dev->flags = flags;
 	dev->free_slot = -1;
 	snprintf(dev->path, sizeof(dev->path), "%s", path);
-	uring_setup(dev, flags);
+	/* A batch per SUBMIT and a shared ring beat an SQE per descriptor. */
+	if (!cq_setup(dev, flags))
+		uring_setup(dev, flags);
 	*out = dev;
 	return 0;
 }
@@ -178,6 +219,8 @@ void fdev_close(struct fdev *dev)
 		return;
 	if (dev->uring)
 		io_uring_queue_exit(&dev->ring);
+	if (dev->cq)
+		munmap(dev->cq, dev->cq_size);
 	close(dev->fd);
 	for (unsigned int b = 0; b < dev->nr_slots / SLOTS_PER_BLOCK; b++)
 		free(dev->slot_blocks[b]);
@@ -497,11 +540,92 @@ void fdev_prep_fence(struct fdev_desc *d, uint32_t queue, uint64_t tag)
 
 /* ---- the ioctl path ---- */
 
+/* One completion reaped by the ioctl path or from the ring: stash it. */
+static int ioctl_reaped(struct fdev *dev, const struct icfab_cqe *c)
+{
+	int err = stash_push(dev, (const struct fdev_cqe *)c);
+
+	if (err)
+		return err;
+	if (c->finish_ps > dev->clock_ps)
+		dev->clock_ps = c->finish_ps;
+	/* Received ones were never in flight here. */
+	if (!fdev_cqe_received(dev, (const struct fdev_cqe *)c))
+		dev->inflight--;
+	return 0;
+}
+
+/*
+ * Everything the ring holds into the stash, then what the WAIT list has
+ * (completions that found the ring full, receive completions) when
+ * there may be any. The number stashed, or -errno.
+ */
+static int cq_drain(struct fdev *dev)
+{
+	struct icfab_cq_ring *r = dev->cq;
+	uint32_t head = r->head;
+	uint32_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+	uint32_t ovf = __atomic_load_n(&r->overflow, __ATOMIC_RELAXED);
+	int n = 0, err = 0;
+
+	for (; head != tail; head++, n++) {
+		err = ioctl_reaped(dev, &dev->cq_cqes[head & r->mask]);
+		if (err)
+			break;
+	}
+	__atomic_store_n(&r->head, head, __ATOMIC_RELEASE);
+	if (head != tail)
+		return err;
+	if (ovf != dev->cq_overflow || dev->recv_queue) {
+		struct icfab_cqe cqes[256];
+		struct icfab_wait w;
+
+		dev->cq_overflow = ovf;
+		do {
+			w = (struct icfab_wait){ .cqes = (uintptr_t)cqes,
+						 .max = 256 };
+			if (ioctl(dev->fd, ICFAB_IOC_WAIT, &w))
+				return -errno;
+			for (unsigned int i = 0; i < w.nr; i++) {
+				err = ioctl_reaped(dev, &cqes[i]);
+				if (err)
+					return err;
+			}
+			n += w.nr;
+		} while (w.nr == 256);
+	}
+	return n;
+}
+
+/* ioctl_wait() with the ring: poll it, sleep in CQ_WAIT while short. */
+static int cq_wait(struct fdev *dev, unsigned int min, unsigned int timeout_ms)
+{
+	unsigned int got = 0;
+
+	for (;;) {
+		struct icfab_cq_wait w = { .timeout_ms = timeout_ms };
+		int n = cq_drain(dev);
+
+		if (n < 0)
+			return n;
+		got += n;
+		if (got >= min)
+			return 0;
+		w.min = min - got;
+		if (ioctl(dev->fd, ICFAB_IOC_CQ_WAIT, &w))
+			return -errno;
+		if (w.clock_ps > dev->clock_ps)
+			dev->clock_ps = w.clock_ps;
+	}
+}
+
 static int ioctl_wait(struct fdev *dev, unsigned int min, unsigned int timeout_ms)
 {
 	struct icfab_cqe cqes[256];
 	unsigned int got = 0;
 
+	if (dev->cq)
+		return cq_wait(dev, min, timeout_ms);
 	do {
 		unsigned int want = min - got;
 		struct icfab_wait w = {
@@ -853,6 +977,7 @@ static int post(struct fdev *dev, const struct fdev_desc *d, unsigned int nr,
 	while (done < nr) {
 		struct icfab_submit sub = {
 			.descs = (uintptr_t)&d[done], .nr = nowait ? 1 : nr - done,
+			.flags = dev->cq ? ICFAB_SUBMIT_F_CQ : 0,
 		};
 		int ret;
 
@@ -909,6 +1034,11 @@ int fdev_poll(struct fdev *dev, struct fdev_cqe *cqes, unsigned int max)
 		int wait_res = 0;
 
 		uring_drain(dev, &wait_res);
+	} else if (dev->cq) {
+		int n = cq_drain(dev);
+
+		if (n < 0)
+			return n;
 	} else if ((dev->inflight || dev->recv_queue) && dev->stash_nr < max) {
 		struct icfab_cqe tmp[64];
 		struct icfab_wait w = {

@@ -66,6 +66,15 @@ struct fdev {
 	unsigned int nq;
 	/* Its receive queue (ICFAB_QUEUE_F_RECV): id + 1, 0 for none. */
 	uint32_t recv_queue;
+	/*
+	 * The completion ring (ICFAB_F_CQ_RING), mapped, or NULL: the
+	 * ioctl path then submits with ICFAB_SUBMIT_F_CQ, polls the ring
+	 * and sleeps in ICFAB_IOC_CQ_WAIT.
+	 */
+	struct icfab_cq_ring *cq;
+	struct icfab_cqe *cq_cqes;
+	size_t cq_size;
+	uint32_t cq_overflow;		/* ring->overflow, as last seen */
 };
 
 /* Create @dev's receive queue on @endpoint (ioctl path only). */

@@ -75,9 +75,12 @@ check "dgx-h100 applied" sh -c "'$icfabd' --apply --preset dgx-h100 > /dev/null"
 
 check "core API (fdev_dev_test api)" sh -c "'$t' api > '$tmp/api' 2> '$tmp/api.err'"
 sed 's/^/# /' "$tmp/api"
-check "the ioctl fallback is announced exactly once, or io_uring is used" sh -c "
+# ICFAB_F_CQ_RING (1 << 17): the completion ring is used, no fallback.
+check "the ioctl fallback is announced exactly once, or io_uring or the ring is used" sh -c "
 	c=\$(grep -c 'libfabricdev: .*using the ioctl path' '$tmp/api.err')
-	if grep -q '^# uring 1' '$tmp/api'; then [ \$c = 0 ]; else [ \$c = 1 ]; fi"
+	f=\$(sed -n 's/^# uring . features //p' '$tmp/api')
+	if grep -q '^# uring 1' '$tmp/api' || [ \$(( f & 0x20000 )) != 0 ]; then
+		[ \$c = 0 ]; else [ \$c = 1 ]; fi"
 if grep -q '^# uring 1' "$tmp/api" && [ -w /proc/sys/kernel/io_uring_disabled ]; then
 	check "kernel.io_uring_disabled=2: the ioctl path, said once, and the API still passes" sh -c "
 		old=\$(cat /proc/sys/kernel/io_uring_disabled); echo 2 > /proc/sys/kernel/io_uring_disabled
