@@ -209,12 +209,22 @@ static int step_interleave(const struct fdev_plan *p, size_t b, size_t e,
 	return 0;
 }
 
+/* One more than the highest source rank of the plan's transfers. */
+static uint32_t plan_nsrc(const struct fdev_plan *p)
+{
+	uint32_t n = 0;
+
+	for (size_t i = 0; i < p->nx; i++)
+		n = p->x[i].src + 1 > n ? p->x[i].src + 1 : n;
+	return n;
+}
+
 int fdev_plan_interleave(struct fdev_plan *p, uint64_t piece,
 			 uint64_t max_pieces)
 {
 	uint64_t *ps = NULL, *count = NULL, *xpiece = NULL, total = 0, at = 0;
 	struct fdev_xfer *out = NULL;
-	uint32_t nsrc = 0;
+	uint32_t nsrc;
 	size_t b, e;
 	int err = -ENOMEM;
 
@@ -222,8 +232,7 @@ int fdev_plan_interleave(struct fdev_plan *p, uint64_t piece,
 		return p->err;
 	if (!max_pieces)
 		return -EINVAL;
-	for (size_t i = 0; i < p->nx; i++)
-		nsrc = p->x[i].src + 1 > nsrc ? p->x[i].src + 1 : nsrc;
+	nsrc = plan_nsrc(p);
 	ps = calloc(nsrc, sizeof(*ps));
 	count = calloc(nsrc, sizeof(*count));
 	xpiece = calloc(p->nx, sizeof(*xpiece));
@@ -323,7 +332,7 @@ int fdev_plan_split_steps(struct fdev_plan *p, uint64_t piece,
 {
 	uint64_t *count = NULL, *runs = NULL, *base = NULL, total = 0, at = 0;
 	struct fdev_xfer *out = NULL;
-	uint32_t nsrc = 0;
+	uint32_t nsrc;
 	size_t b, e;
 	int err = -ENOMEM;
 
@@ -331,8 +340,7 @@ int fdev_plan_split_steps(struct fdev_plan *p, uint64_t piece,
 		return p->err;
 	if (!max_pieces)
 		return -EINVAL;
-	for (size_t i = 0; i < p->nx; i++)
-		nsrc = p->x[i].src + 1 > nsrc ? p->x[i].src + 1 : nsrc;
+	nsrc = plan_nsrc(p);
 	count = calloc(nsrc, sizeof(*count));
 	runs = calloc(p->nsteps, sizeof(*runs));
 	base = calloc(p->nsteps + 1, sizeof(*base));
