@@ -18,14 +18,22 @@
  * steps' latencies. It prints one JSON line per run, then a table.
  *
  *	coll_bench -n RANKS -b BYTES_PER_S [-S KIB,...] [-o OPS] [-a ALGOS]
- *		[-L LINKS]
+ *		[-L LINKS] [-g RANKS_PER_NODE]
  *
  * OPS is a comma-separated list of ar, rs, ag, a2a, bc (default all),
- * ALGOS of auto, ring, tree, direct, rings (default all); an operation
- * an algorithm does not implement is skipped (-EOPNOTSUPP). SIZES
+ * ALGOS of auto, ring, tree, direct, rings, hier (default all but
+ * hier). An operation an algorithm does not implement, or that the
+ * topology cannot run (rings without a ring through every rank over
+ * LINKS), prints its JSON line with "error" (-errno) and "errname"
+ * instead of a time, and is left out of the table; any other error ends
+ * the run. An auto line says, in "auto_is", which algorithm auto runs by
+ * libfabricdev's rule (fdev_coll(3)): rings for all-reduce,
+ * reduce-scatter and all-gather when fdev_comm_set_links() found rings,
+ * else ring; direct for the all-to-all; tree for the broadcast. SIZES
  * default 64,1024,16384 KiB. Ranks 0..RANKS-1 are endpoints
  * 0..RANKS-1. LINKS: the cables between ranks, "a b" per line, for
- * fdev_comm_set_links() (rings, and what auto chooses).
+ * fdev_comm_set_links() (rings, and what auto chooses). -g: ranks per
+ * node for hier (fdev_comm_set_node_size(); default all ranks).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -46,7 +54,7 @@ static const struct {
 } algos[] = {
 	{ "auto", FDEV_ALGO_AUTO }, { "ring", FDEV_ALGO_RING },
 	{ "tree", FDEV_ALGO_TREE }, { "direct", FDEV_ALGO_DIRECT },
-	{ "rings", FDEV_ALGO_RINGS },
+	{ "rings", FDEV_ALGO_RINGS }, { "hier", FDEV_ALGO_HIER },
 };
 
 #define NR_ALGOS	(sizeof(algos) / sizeof(algos[0]))
@@ -146,8 +154,24 @@ static void table(unsigned int n, uint64_t bw)
 	}
 }
 
+/* What auto runs for @op, by libfabricdev's rule (the header says it). */
+static const char *auto_is(enum op op, int nrings)
+{
+	switch (op) {
+	case OP_AR:
+	case OP_RS:
+	case OP_AG:
+		return nrings >= 2 ? "rings" : "ring";
+	case OP_A2A:
+		return "direct";
+	default:
+		return "tree";
+	}
+}
+
 static int bench(struct fdev_comm *c, unsigned int n, uint64_t S,
-		 uint64_t bw, unsigned int ops, unsigned int algo_mask)
+		 uint64_t bw, unsigned int ops, unsigned int algo_mask,
+		 int nrings)
 {
 	for (unsigned int o = 0; o < NR_OPS; o++)
 		for (unsigned int a = 0; a < NR_ALGOS; a++) {
@@ -158,8 +182,18 @@ static int bench(struct fdev_comm *c, unsigned int n, uint64_t S,
 			if (!(ops & 1U << o) || !(algo_mask & 1U << a))
 				continue;
 			err = run(c, o, algos[a].algo, n, S);
-			if (err == -EOPNOTSUPP)
+			if (err == -EOPNOTSUPP ||
+			    (err == -EINVAL && algos[a].algo == FDEV_ALGO_HIER)) {
+				printf("{\"ranks\": %u, \"op\": \"%s\", \"algo\": \"%s\", "
+				       "\"bytes_per_rank\": %llu, \"error\": %d, "
+				       "\"errname\": \"%s\", \"message\": \"%s\"}\n",
+				       n, op_names[o], algos[a].name,
+				       (unsigned long long)S, err,
+				       err == -EINVAL ? "EINVAL" : "EOPNOTSUPP",
+				       strerror(-err));
+				fflush(stdout);
 				continue;
+			}
 			if (err) {
 				fprintf(stderr, "coll_bench: %s %s %llu KiB: %s\n",
 					op_names[o], algos[a].name,
@@ -170,10 +204,13 @@ static int bench(struct fdev_comm *c, unsigned int n, uint64_t S,
 			ps = fdev_comm_last_ps(c);
 			printf("{\"ranks\": %u, \"op\": \"%s\", \"algo\": \"%s\", "
 			       "\"bytes_per_rank\": %llu, \"time_ps\": %llu, "
-			       "\"bound_ps\": %.0f, \"bound_over_time\": %.4f}\n",
+			       "\"bound_ps\": %.0f, \"bound_over_time\": %.4f",
 			       n, op_names[o], algos[a].name,
 			       (unsigned long long)S, (unsigned long long)ps,
 			       bound, bound / ps);
+			if (algos[a].algo == FDEV_ALGO_AUTO)
+				printf(", \"auto_is\": \"%s\"", auto_is(o, nrings));
+			printf("}\n");
 			fflush(stdout);
 			if (nrows < sizeof(rows) / sizeof(rows[0]))
 				rows[nrows++] = (struct row){ o, a, S, ps, bound };
@@ -211,19 +248,22 @@ static int set_links(struct fdev_comm *c, const char *path)
 int main(int argc, char **argv)
 {
 	unsigned int n = 0, ops = (1U << NR_OPS) - 1;
-	unsigned int algo_mask = (1U << NR_ALGOS) - 1;
+	/* hier only when asked for: it needs nodes (-g) to mean anything */
+	unsigned int algo_mask = ((1U << NR_ALGOS) - 1) & ~(1U << (NR_ALGOS - 1));
+	int nrings = 0, g = 0;
 	char sizes[128] = "64,1024,16384", *tok, *save = NULL;
 	struct fdev_comm *c = NULL;
 	uint64_t bw = 0;
 	const char *links = NULL;
 	int opt, err = 0;
 
-	while ((opt = getopt(argc, argv, "n:b:S:o:a:L:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:b:S:o:a:L:g:")) != -1) {
 		switch (opt) {
 		case 'n': n = strtoul(optarg, NULL, 0); break;
 		case 'b': bw = strtoull(optarg, NULL, 0); break;
 		case 'S': snprintf(sizes, sizeof(sizes), "%s", optarg); break;
 		case 'L': links = optarg; break;
+		case 'g': g = atoi(optarg); break;
 		case 'o':
 			if (parse_set(optarg, op_index, &ops))
 				return 2;
@@ -239,7 +279,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!n || !bw || optind != argc) {
-		fprintf(stderr, "usage: coll_bench -n RANKS -b BYTES_PER_S [-S KIB,...] [-o ar,rs,ag,a2a,bc] [-a auto,ring,tree,direct,rings] [-L LINKS]\n");
+		fprintf(stderr, "usage: coll_bench -n RANKS -b BYTES_PER_S [-S KIB,...] [-o ar,rs,ag,a2a,bc] [-a auto,ring,tree,direct,rings,hier] [-L LINKS] [-g RANKS_PER_NODE]\n");
 		return 2;
 	}
 	err = fdev_comm_init_local(NULL, n, NULL, 0, FDEV_COMM_TIMING_ONLY,
@@ -256,7 +296,16 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		printf("# %s: %d rings\n", links, err);
+		nrings = err;
 		err = 0;
+	}
+	if (g) {
+		err = fdev_comm_set_node_size(c, g);
+		if (err) {
+			fprintf(stderr, "coll_bench: -g %d: %s\n", g, strerror(-err));
+			fdev_comm_destroy(c);
+			return 1;
+		}
 	}
 	for (tok = strtok_r(sizes, ",", &save); !err && tok;
 	     tok = strtok_r(NULL, ",", &save)) {
@@ -270,7 +319,7 @@ int main(int argc, char **argv)
 			err = -EINVAL;
 			break;
 		}
-		err = bench(c, n, S, bw, ops, algo_mask);
+		err = bench(c, n, S, bw, ops, algo_mask, nrings);
 	}
 	fdev_comm_destroy(c);
 	if (!err)

@@ -86,7 +86,7 @@ for name in ("mesh-4x4", "supermesh-bi", "supermesh-alter"):
     if not os.path.exists(p):
         sys.exit(0)
     for line in open(p):
-        if line.startswith("{"):
+        if line.startswith("{") and '"time_ps"' in line:
             r = json.loads(line)
             runs.setdefault((r["op"], r["bytes_per_rank"]), {}).setdefault(name, {})[r["algo"]] = r
 print("\nSuperMesh against the plain mesh (times in us; ratio = mesh / SuperMesh)")
