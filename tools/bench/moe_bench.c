@@ -43,6 +43,12 @@
  *
  * -x: dispatch only, no combine (for reading the links' byte counters
  * of one dispatch: icfabctl -j stats).
+ *
+ * -M FILE: the bytes the bound counts, source rank by destination rank,
+ * written to FILE as JSON {"dispatch": [[...]], "combine": [[...]]}
+ * (row = source), for a bound over the topology's own cuts and routes
+ * (tools/bench/bounds.py). Not for mc, whose one copy per token has no
+ * such matrix.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -101,6 +107,7 @@ int main(int argc, char **argv)
 {
 	unsigned int n = 8, T = 4096, H = 7168, E = 256, k = 8, mode = 0, g = 0;
 	int dispatch_only = 0;
+	const char *mfile = NULL;
 	double inj = 0, inter = 0, torus_bw = 0;
 	double rdma[2] = { 0 };		/* scale-out bytes per rank: d, c */
 	unsigned int torus[3] = { 0 }, nd_torus = 0;
@@ -112,7 +119,7 @@ int main(int argc, char **argv)
 	struct fdev_moe_in *in;
 	struct fdev_moe_config cfg;
 
-	while ((opt = getopt(argc, argv, "n:t:H:e:k:d:m:b:B:c:g:s:x")) != -1) {
+	while ((opt = getopt(argc, argv, "n:t:H:e:k:d:m:b:B:c:g:s:xM:")) != -1) {
 		switch (opt) {
 		case 'n': n = (unsigned int)atoi(optarg); break;
 		case 't': T = (unsigned int)atoi(optarg); break;
@@ -137,8 +144,9 @@ int main(int argc, char **argv)
 		case 'g': g = (unsigned int)atoi(optarg); break;
 		case 's': seed = strtoull(optarg, NULL, 0) | 1; break;
 		case 'x': dispatch_only = 1; break;
+		case 'M': mfile = optarg; break;
 		default:
-			fprintf(stderr, "usage: moe_bench [-n R] [-t T] [-H H] [-e E] [-k K] [-d bf16|fp8] [-m tp|ll|hier|mc] [-g RANKS_PER_NODE] [-b GBPS] [-B GBPS] [-c XxYxZ:GBPS] [-s SEED] [-x]\n");
+			fprintf(stderr, "usage: moe_bench [-n R] [-t T] [-H H] [-e E] [-k K] [-d bf16|fp8] [-m tp|ll|hier|mc] [-g RANKS_PER_NODE] [-b GBPS] [-B GBPS] [-c XxYxZ:GBPS] [-s SEED] [-x] [-M FILE]\n");
 			return 2;
 		}
 	}
@@ -217,6 +225,9 @@ int main(int argc, char **argv)
 		double *su = calloc(n, sizeof(double)), *so = calloc(n, sizeof(double));
 		double *ru = calloc(n, sizeof(double)), *ro = calloc(n, sizeof(double));
 		double dbound = 0, cbound = 0;
+		/* [pass][src * n + dst]: the bytes counted, pair by pair */
+		double *pm = calloc(2 * (size_t)n * n, sizeof(double));
+#define PAIR(src, dst, b) (pm[(size_t)pass * n * n + (size_t)(src) * n + (dst)] += (b))
 
 		rec = (rec + (uint64_t)k * 12 + 7) / 8 * 8;
 		for (int pass = 0; pass < 2; pass++) {
@@ -247,6 +258,7 @@ int main(int argc, char **argv)
 							cnt += hit;
 						}
 						b = (double)cnt * (pass ? crow : rec);
+						PAIR(pass ? p : r, pass ? r : p, b);
 						*(pass ? &so[p] : &so[r]) += b;
 						*(pass ? &ro[r] : &ro[p]) += b;
 					}
@@ -298,12 +310,14 @@ int main(int argc, char **argv)
 						unsigned int p = (d / g) * g + r % g;
 
 						if (p != d) {
+							PAIR(pass ? d : p, pass ? p : d, b);
 							*(pass ? &su[d] : &su[p]) += b;
 							*(pass ? &ru[p] : &ru[d]) += b;
 						}
 						continue;
 					}
 					/* combine flows back: d -> r */
+					PAIR(pass ? d : r, pass ? r : d, b);
 					if (d / g == r / g) {
 						*(pass ? &su[d] : &su[r]) += b;
 						*(pass ? &ru[r] : &ru[d]) += b;
@@ -340,6 +354,30 @@ int main(int argc, char **argv)
 		if (inj > 0)
 			fprintf(stderr, "# bound: dispatch %.3f us, combine %.3f us\n",
 				dbound * 1e6, cbound * 1e6);
+#undef PAIR
+		if (mfile && mode != FDEV_MOE_MULTICAST) {
+			FILE *f = fopen(mfile, "w");
+
+			if (!f) {
+				perror(mfile);
+				return 1;
+			}
+			for (int pass = 0; pass < 2; pass++) {
+				fprintf(f, "%s\"%s\": [", pass ? ", " : "{",
+					pass ? "combine" : "dispatch");
+				for (unsigned int r = 0; r < n; r++)
+					for (unsigned int d = 0; d < n; d++)
+						fprintf(f, "%s%.0f", !d ? (r ? "], [" : "[") : ", ",
+							pm[(size_t)pass * n * n + (size_t)r * n + d]);
+				fprintf(f, "]]");
+			}
+			fprintf(f, "}\n");
+			if (fclose(f)) {
+				perror(mfile);
+				return 1;
+			}
+		}
+		free(pm);
 		st.reserved[0] = (uint64_t)(dbound * 1e12);
 		st.reserved[1] = (uint64_t)(cbound * 1e12);
 		free(su); free(so); free(ru); free(ro);
