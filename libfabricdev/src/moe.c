@@ -150,6 +150,54 @@ int moe_gather_counts(struct fdev_comm *c, const struct fdev_moe_handle *h,
 	return 0;
 }
 
+/*
+ * An all-to-all of @width words per pair of ranks, over the fabric
+ * (direct): @out [nlocal][n][width], local rank l's words for each rank;
+ * @in [nlocal][n][width], what each local rank got from each rank. What
+ * a rank that did not take part (excluded) would have sent is zeros.
+ * Timing only, nothing moved: @in holds what the local ranks sent each
+ * other, zeros elsewhere.
+ */
+int moe_exchange_pairs(struct fdev_comm *c, const struct fdev_moe_handle *h,
+		       const uint64_t *out, unsigned int width, uint64_t *in,
+		       uint64_t *t_ps)
+{
+	unsigned int n = h->nranks;
+	size_t row = (size_t)n * width;
+	struct fdev_coll_layout lo;
+	struct fdev_plan p;
+	int err;
+
+	fdev_plan_init(&p);
+	err = fdev_plan_all_to_all(&p, n, width * 8ULL, FDEV_ALGO_DIRECT, 0,
+				   &lo);
+	if (!err && !h->timing && p.ws_need > c->ws_bytes)
+		err = -EMSGSIZE;
+	for (unsigned int l = 0; !err && !h->timing && l < h->nlocal; l++) {
+		memcpy(fdev_ws_addr(c, l, lo.send_off), out + l * row, row * 8);
+		memset(fdev_ws_addr(c, l, lo.recv_off), 0, row * 8);
+	}
+	if (!err)
+		err = fdev_plan_run(c, &p);
+	*t_ps = c->last_ps;
+	fdev_plan_free(&p);
+	if (err)
+		return err;
+	memset(in, 0, h->nlocal * row * 8);
+	for (unsigned int l = 0; l < h->nlocal; l++) {
+		if (!h->timing) {
+			memcpy(in + l * row, fdev_ws_addr(c, l, lo.recv_off),
+			       row * 8);
+			continue;
+		}
+		for (unsigned int q = 0; q < h->nlocal; q++)
+			memcpy(in + l * row + (size_t)(h->first + q) * width,
+			       out + q * row + (size_t)(h->first + l) * width,
+			       width * 8ULL);
+	}
+	return 0;
+}
+
 /* Timing only: the rows are known from the layout, and no record exists. */
 int moe_timing_rows(const struct fdev_moe_handle *h, struct moe_rank *mr)
 {
@@ -492,6 +540,8 @@ void fdev_moe_handle_free(struct fdev_moe_handle *h)
 	free(h->chunk_pair);
 	free(h->chunk_node);
 	free(h->mc_tokens);
+	free(h->tp_recv_at);
+	free(h->tp_back_at);
 	free(h);
 }
 

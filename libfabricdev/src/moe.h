@@ -70,6 +70,17 @@ struct fdev_moe_handle {
 	unsigned int chunks;
 	uint64_t *chunk_pair, *chunk_node;
 	struct moe_rank *ranks;		/* [nlocal] */
+	/*
+	 * Throughput (and the combine multicast shares): where records and
+	 * partials go, for ranks tp_k0 .. tp_k0 + tp_kn - 1 (the local
+	 * ranks, or every rank where the whole count matrix is known),
+	 * [tp_kn][n] bytes: tp_recv_at[r][d], where r's records for d land
+	 * in d's workspace; tp_back_at[r][s], where r's partials for s land
+	 * in s's. tp_big: some rank's dispatch (bit 0) or combine (bit 1)
+	 * does not fit its workspace, as every rank learns.
+	 */
+	uint64_t *tp_recv_at, *tp_back_at;
+	unsigned int tp_k0, tp_kn, tp_big;
 	struct fdev_moe_stats st;
 	int timing;			/* timing only: no records exist */
 };
@@ -109,6 +120,9 @@ void moe_peer_order(const struct fdev_moe_handle *h, unsigned int s,
 int moe_gather_counts(struct fdev_comm *c, const struct fdev_moe_handle *h,
 		      const uint64_t *local_rows, unsigned int width,
 		      uint64_t *all_rows, uint64_t *t_ps);
+int moe_exchange_pairs(struct fdev_comm *c, const struct fdev_moe_handle *h,
+		       const uint64_t *out, unsigned int width, uint64_t *in,
+		       uint64_t *t_ps);
 int moe_take_recv_counts(const struct fdev_moe_handle *h, struct moe_rank *mr,
 			 unsigned int d);
 int moe_timing_rows(const struct fdev_moe_handle *h, struct moe_rank *mr);
@@ -176,5 +190,7 @@ extern const struct moe_mode moe_mode_tp, moe_mode_ll, moe_mode_hier,
 /* Throughput's combine, which multicast's handles use too. */
 int moe_combine_tp(struct fdev_comm *c, struct fdev_moe_handle *h,
 		   const void *const *y, void *const *out);
+/* Where throughput's records and partials go, from the whole matrix. */
+int moe_tp_tables_full(struct fdev_comm *c, struct fdev_moe_handle *h);
 
 #endif

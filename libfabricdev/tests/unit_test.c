@@ -685,6 +685,48 @@ static int same_as_tp(struct fdev_comm *c, const struct fdev_moe_config *cfg,
 	return bad;
 }
 
+/*
+ * Throughput's count exchange: every rank learns its column (tokens
+ * from each source) and where its records and partials go from its
+ * peers, never from the whole matrix. What each rank got must be what
+ * the routing gives, and the offsets those of the layout worked out
+ * from the whole matrix (which only a process holding every rank has).
+ */
+static int tp_exchange_bad(struct fdev_comm *c, struct fdev_moe_handle *h,
+			   const struct fdev_moe_in *in, unsigned int n)
+{
+	size_t nn = (size_t)n * n;
+	uint64_t *recv_at = malloc(nn * 8), *back_at = malloc(nn * 8);
+	int bad = !recv_at || !back_at || h->tp_k0 || h->tp_kn != n;
+
+	for (unsigned int s = 0; !bad && s < n; s++)
+		for (unsigned int d = 0; d < n; d++) {
+			uint64_t want = 0;
+
+			for (uint64_t t = 0; t < in[s].tokens; t++) {
+				int hit = 0;
+
+				for (unsigned int j = 0; j < h->cfg.k; j++) {
+					int64_t e = in[s].topk_idx[t * h->cfg.k + j];
+
+					hit |= e >= 0 && moe_expert_rank(h, e) == d;
+				}
+				want += hit;
+			}
+			bad |= moe_pair(h, s, d) != want;
+		}
+	if (!bad) {
+		memcpy(recv_at, h->tp_recv_at, nn * 8);
+		memcpy(back_at, h->tp_back_at, nn * 8);
+		bad = moe_tp_tables_full(c, h) ||
+		      memcmp(recv_at, h->tp_recv_at, nn * 8) ||
+		      memcmp(back_at, h->tp_back_at, nn * 8);
+	}
+	free(recv_at);
+	free(back_at);
+	return bad;
+}
+
 static void test_moe_case(const char *name, unsigned int n, unsigned int E,
 			  unsigned int k, unsigned int H, const unsigned int *Ts,
 			  int skew, int mode, int dt, unsigned int align)
@@ -753,6 +795,8 @@ static void test_moe_case(const char *name, unsigned int n, unsigned int E,
 	ok(!err, "%s: dispatch (%d)", name, err);
 	if (err)
 		goto done;
+	if (mode == FDEV_MOE_THROUGHPUT)
+		ok(!tp_exchange_bad(c, h, in, n), "%s: each rank's counts and offsets are what its peers sent it", name);
 	for (unsigned int r = 0; r < n; r++) {
 		struct fdev_moe_out o;
 		uint64_t want_cnt[64] = { 0 };

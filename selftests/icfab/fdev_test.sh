@@ -424,7 +424,9 @@ def bench(mode):
     return json.load(open(d + "/mcb." + mode))
 n = 8
 tp, mc = bench("tp"), bench("mc")
-want_tp = tp["dispatch_bytes_per_rank"] * n + n * (n - 1) * n * 8
+# throughput's count exchange: two all-to-alls of 2 and 3 words per pair;
+# multicast's: an all-gather of every rank's row of n + 1 words
+want_tp = tp["dispatch_bytes_per_rank"] * n + n * (n - 1) * (2 + 3) * 8
 want_mc = mc["dispatch_bytes_per_rank"] * n + n * (n - 1) * (n + 1) * 8
 got_tp, got_mc = link_bytes("tp"), link_bytes("mc")
 print("# source links: tp %d bytes (want %d), mc %d bytes (want %d), mc/tp %.3f; dispatch tp %.1f us, mc %.1f us"
