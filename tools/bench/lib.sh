@@ -40,3 +40,8 @@ bench_tokens() {
 	SEG=${2:-65536}
 	BIG=${BIG:-$T}
 }
+
+# slab_kb: the kernel's slab memory now, in KiB (Slab in /proc/meminfo).
+slab_kb() {
+	sed -n 's/^Slab: *\([0-9]*\) kB/\1/p' /proc/meminfo
+}

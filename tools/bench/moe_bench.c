@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * moe_bench: emulated MoE dispatch/combine times on the committed
- * topology, timing only (no bytes move), one process driving every rank.
+ * topology, timing only (no bytes move), one process driving every rank
+ * (or, with -P, one rank of independent processes).
  *
  *	moe_bench [-n RANKS] [-t TOKENS] [-H HIDDEN] [-e EXPERTS] [-k TOPK]
  *		  [-d bf16|fp8] [-m tp|ll|hier|mc] [-g RANKS_PER_NODE] [-b GBPS]
- *		  [-B GBPS] [-c XxYxZ:GBPS] [-s SEED] [-x]
+ *		  [-B GBPS] [-c XxYxZ:GBPS] [-s SEED] [-x] [-M FILE] [-P]
  *
  * Routing is uniform random top-k (seeded, so runs are repeatable). It
  * prints the emulated dispatch and combine times, the bytes sent per
@@ -49,6 +50,13 @@
  * (row = source), for a bound over the topology's own cuts and routes
  * (tools/bench/bounds.py). Not for mc, whose one copy per token has no
  * such matrix.
+ *
+ * -P: this process is one rank of -n independent processes (FDEV_RANK,
+ * FDEV_JOB; fdev_comm_init(3)), each driving its own context. Every
+ * process draws the whole job's routing, as one process would, and
+ * dispatches its own rank's tokens; it prints its rank's times (no
+ * bound: that needs every rank's routing kept). The times are the same
+ * as one process driving all -n ranks (tools/bench/procs_table.sh).
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -106,7 +114,7 @@ static void torus_cross(double (*cross)[2], const unsigned int *dims, unsigned i
 int main(int argc, char **argv)
 {
 	unsigned int n = 8, T = 4096, H = 7168, E = 256, k = 8, mode = 0, g = 0;
-	int dispatch_only = 0;
+	int dispatch_only = 0, procs = 0, rank = 0;
 	const char *mfile = NULL;
 	double inj = 0, inter = 0, torus_bw = 0;
 	double rdma[2] = { 0 };		/* scale-out bytes per rank: d, c */
@@ -116,10 +124,10 @@ int main(int argc, char **argv)
 	struct fdev_moe_handle *h = NULL;
 	struct fdev_moe_stats st;
 	struct fdev_comm *c;
-	struct fdev_moe_in *in;
+	struct fdev_moe_in *in, mine;
 	struct fdev_moe_config cfg;
 
-	while ((opt = getopt(argc, argv, "n:t:H:e:k:d:m:b:B:c:g:s:xM:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:t:H:e:k:d:m:b:B:c:g:s:xM:P")) != -1) {
 		switch (opt) {
 		case 'n': n = (unsigned int)atoi(optarg); break;
 		case 't': T = (unsigned int)atoi(optarg); break;
@@ -145,8 +153,9 @@ int main(int argc, char **argv)
 		case 's': seed = strtoull(optarg, NULL, 0) | 1; break;
 		case 'x': dispatch_only = 1; break;
 		case 'M': mfile = optarg; break;
+		case 'P': procs = 1; break;
 		default:
-			fprintf(stderr, "usage: moe_bench [-n R] [-t T] [-H H] [-e E] [-k K] [-d bf16|fp8] [-m tp|ll|hier|mc] [-g RANKS_PER_NODE] [-b GBPS] [-B GBPS] [-c XxYxZ:GBPS] [-s SEED] [-x] [-M FILE]\n");
+			fprintf(stderr, "usage: moe_bench [-n R] [-t T] [-H H] [-e E] [-k K] [-d bf16|fp8] [-m tp|ll|hier|mc] [-g RANKS_PER_NODE] [-b GBPS] [-B GBPS] [-c XxYxZ:GBPS] [-s SEED] [-x] [-M FILE] [-P]\n");
 			return 2;
 		}
 	}
@@ -164,7 +173,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "moe_bench: bad shape\n");
 		return 2;
 	}
-	err = fdev_comm_init_local(NULL, n, NULL, 0, FDEV_COMM_TIMING_ONLY, &c);
+	if (procs) {
+		err = fdev_comm_init(NULL, NULL, -1, (int)n, 0, FDEV_COMM_TIMING_ONLY, &c);
+		if (!err)
+			fdev_comm_local(c, &rank, NULL);
+	} else {
+		err = fdev_comm_init_local(NULL, n, NULL, 0, FDEV_COMM_TIMING_ONLY, &c);
+	}
 	if (!err && g)
 		err = fdev_comm_set_node_size(c, (int)g);
 	if (err) {
@@ -191,7 +206,13 @@ int main(int argc, char **argv)
 				w[t * k + j] = 1.0f / k;
 			}
 		in[r] = (struct fdev_moe_in){ .tokens = T, .topk_idx = idx, .topk_w = w };
+		if (procs && r != (unsigned int)rank) {	/* drawn, not kept */
+			free(idx);
+			free(w);
+			in[r].topk_idx = NULL;
+		}
 	}
+	mine = in[rank];
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.num_experts = E;
 	cfg.k = k;
@@ -200,7 +221,7 @@ int main(int argc, char **argv)
 	cfg.mode = mode;
 	cfg.max_tokens = T;
 	cfg.scale_groups = dt == FDEV_FP8_E4M3 ? H / 128 : 0;
-	err = fdev_moe_dispatch(c, &cfg, in, NULL, &h);
+	err = fdev_moe_dispatch(c, &cfg, procs ? &mine : in, NULL, &h);
 	if (!err && !dispatch_only)
 		err = fdev_moe_combine(c, h, NULL, NULL);
 	if (err) {
@@ -208,6 +229,18 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	fdev_moe_stats(h, &st);
+	if (procs) {
+		printf("{\"rank\":%d,\"ranks\":%u,\"tokens\":%u,\"mode\":\"%s\","
+		       "\"dispatch_ps\":%" PRIu64 ",\"combine_ps\":%" PRIu64 "}\n",
+		       rank, n, T,
+		       mode == FDEV_MOE_LOW_LATENCY ? "ll" :
+		       mode == FDEV_MOE_HIERARCHICAL ? "hier" :
+		       mode == FDEV_MOE_MULTICAST ? "mc" : "tp",
+		       st.dispatch_ps, st.combine_ps);
+		fdev_moe_handle_free(h);
+		fdev_comm_destroy(c);
+		return 0;
+	}
 	if (!g)
 		g = n;
 	if (inter <= 0)

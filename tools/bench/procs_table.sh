@@ -1,0 +1,148 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# One process per rank, up to 1024 of them: independently started
+# processes (FDEV_RANK/FDEV_SIZE/FDEV_JOB), each with its own context and
+# no proxy, against one process driving every rank, timing only, on the
+# same fabric. Run it in the test VM as root (a uid other than 0 may open
+# 256 contexts: the module's max_uid_contexts), with memory for the
+# processes:
+#
+#	tools/vm/run -k 6.12 -m 4G -t 3600 -- tools/bench/procs_table.sh \
+#		[-p PRESET] [-r RANKS] [-m MODES] [-b BYTES] [TOKENS [SEGMENT]]
+#
+# PRESET (default ualink-pod, 1024 accelerators), RANKS (default
+# 64,256,1024), MODES: the MoE modes (default tp; "" for none), BYTES per
+# pair of the all-to-all (default 4096), TOKENS per rank (default 16),
+# H = 7168, top-8 of max(256, EP) experts, the fabric's segment size
+# SEGMENT (default 64 KiB). FDEV_TIMEOUT_MS reaches the processes
+# (default 1800000).
+#
+# Known on 2026-12-05 (docs/LIBFABRICDEV.md, "One process per rank"): a
+# timing-only MoE combine across processes sends nothing (its
+# combine_ps is 0: a timing-only rank learns only its own sources'
+# counts), and ll at 64 processes had not ended after 3 minutes.
+#
+# Per rank count: a direct all-to-all (fdev_dev_test mp, twice in a row)
+# and each MoE mode's dispatch and combine (moe_bench -P: every process
+# draws the same routing as the one-process run), first by one process
+# driving every rank, then by RANKS processes. A row gives the emulated
+# time of each, whether every process saw exactly the one-process time
+# (the all-to-all: every rank's time; MoE: the latest rank's dispatch and
+# combine), the wall time of each (all processes started to all exited),
+# and the peak of the kernel's slab (Slab in /proc/meminfo, every 100 ms)
+# above its value before, for the processes' run. Exits 1 if any run
+# fails or any time differs.
+
+. "$(dirname "$0")/lib.sh"
+t=$top/build/libfabricdev/tests/fdev_dev_test
+bench=$top/build/bin/moe_bench
+PRESET=ualink-pod RANKS=64,256,1024 MODES=tp BYTES=4096
+bench_opts "p=PRESET r=RANKS m=MODES b=BYTES" \
+	"procs_table.sh [-p PRESET] [-r RANKS] [-m MODES] [-b BYTES] [TOKENS [SEGMENT]]" "$@"
+shift $bench_shift
+T=${1:-16}
+SEG=${2:-65536}
+dir=$(mktemp -d)
+spid=
+trap '[ -n "$spid" ] && kill "$spid" 2>/dev/null; rm -rf "$dir" /dev/shm/fdev-*-pt$$*' EXIT
+
+now_ms() {
+	echo $(($(date +%s%N) / 1000000))
+}
+
+# procs N OUT CMD...: N processes of CMD, rank r's stdout in OUT.r;
+# sets wall (ms) and peak (slab KiB above the start); fails if any does.
+procs() {
+	np=$1 o=$2
+	shift 2
+	base=$(slab_kb)
+	echo "$base" > "$dir/smp"
+	(while :; do slab_kb >> "$dir/smp"; sleep 0.1; done) &
+	spid=$!
+	job=pt$$-$(basename "$o")
+	t0=$(now_ms)
+	r=0 pids=
+	while [ $r -lt "$np" ]; do
+		FDEV_JOB=$job FDEV_RANK=$r FDEV_SIZE=$np FDEV_TIMEOUT_MS=${FDEV_TIMEOUT_MS:-1800000} \
+			"$@" > "$o.$r" 2> "$o.e$r" &
+		pids="$pids $!"
+		r=$((r + 1))
+	done
+	prc=0
+	for p in $pids; do wait "$p" || prc=1; done
+	wall=$(($(now_ms) - t0))
+	kill "$spid"
+	wait "$spid" 2> /dev/null
+	spid=
+	peak=$(($(sort -n "$dir/smp" | tail -1) - base))
+	[ $prc = 0 ] || cat "$o".e* | sort | uniq -c | sort -rn | head -5 >&2
+	return $prc
+}
+
+# row OP N ONE_PS ONE_WALL_MS "PROCS_PS..." PROCS_WALL_MS PEAK_KB [latest]:
+# the processes' times against the one process's: every one of them, or
+# with "latest" the largest.
+row() {
+	echo "$5" | tr ' ' '\n' | awk -v op="$1" -v n="$2" -v one="$3" \
+		-v w1="$4" -v wp="$6" -v kb="$7" -v latest="${8:-}" '
+		NF { v[k++] = $1; lo = (k == 1 || $1 < lo) ? $1 : lo
+		     hi = (k == 1 || $1 > hi) ? $1 : hi; bad += $1 != one }
+		END {
+			same = k && (latest ? hi == one : !bad)
+			printf "| %d | %s | %s | %s | %s | %.1f | %.1f | %.1f |\n", n, op, one,
+				lo == hi ? lo : lo ".." hi, same ? "yes" : "NO",
+				w1 / 1000, wp / 1000, kb / 1024
+			exit !same
+		}' || rc=1
+}
+
+rc=0
+"$icfabd" --apply --preset "$PRESET" > /dev/null || exit 1
+"$icfabctl" fabric set 0 segment-size "$SEG" > /dev/null || exit 1
+echo "$PRESET, timing only, all-to-all of $BYTES bytes per pair; MoE $T tokens per rank, H 7168, top-8"
+echo
+echo "| EP | operation | one process: ps | EP processes: ps | same | one process: wall s | processes: wall s | processes: slab peak MiB |"
+echo "|---|---|---|---|---|---|---|---|"
+for n in $(echo "$RANKS" | tr , ' '); do
+	e=$((n > 256 ? n : 256))
+	t0=$(now_ms)
+	one=$("$t" coll alltoall direct "$n" "$BYTES" 2> "$dir/one.err" |
+		sed -n 's/.*"time_ps":\([0-9]*\).*/\1/p')
+	w1=$(($(now_ms) - t0))
+	if [ -z "$one" ]; then
+		echo "one process, all-to-all, EP $n: $(cat "$dir/one.err")" >&2
+		rc=1
+	elif procs "$n" "$dir/a2a$n" "$t" mp alltoall direct "$BYTES" 2; then
+		row "all-to-all (twice)" "$n" "$one" "$w1" \
+			"$(cat "$dir/a2a$n".[0-9]* | sed -n 's/.*"time_ps":\([0-9]*\),"last_ps":\([0-9]*\).*/\1 \2/p' | tr '\n' ' ')" \
+			"$wall" "$peak"
+	else
+		echo "$n processes, all-to-all: failed" >&2
+		rc=1
+	fi
+	for mode in $(echo "$MODES" | tr , ' '); do
+		args="-n $n -t $T -H 7168 -e $e -k 8 -m $mode"
+		t0=$(now_ms)
+		one=$("$bench" $args 2> "$dir/one.err" |
+			sed -n 's/.*"dispatch_ps":\([0-9]*\),"combine_ps":\([0-9]*\).*/\1 \2/p')
+		w1=$(($(now_ms) - t0))
+		if [ -z "$one" ]; then
+			echo "one process, $mode, EP $n: $(cat "$dir/one.err")" >&2
+			rc=1
+			continue
+		fi
+		if ! procs "$n" "$dir/$mode$n" "$bench" -P $args; then
+			echo "$n processes, MoE $mode: failed" >&2
+			rc=1
+			continue
+		fi
+		for ph in dispatch combine; do
+			v=$(cat "$dir/$mode$n".[0-9]* |
+				sed -n "s/.*\"${ph}_ps\":\([0-9]*\).*/\1/p" | tr '\n' ' ')
+			[ $ph = dispatch ] && o=${one% *} || o=${one#* }
+			row "$mode $ph (latest rank)" "$n" "$o" "$w1" "$v" "$wall" "$peak" latest
+		done
+	done
+done
+exit $rc
