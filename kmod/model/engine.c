@@ -260,6 +260,8 @@ static void ev_queue_reset(struct icfab_engine *e)
 	e->run_hi = e->events_cap;
 	e->free_body = ICFAB_ENGINE_NO_XFER;
 	e->bodies_hi = 0;
+	e->run2_head.body = ICFAB_ENGINE_NO_XFER;
+	e->run2_next = ICFAB_ENGINE_NO_XFER;
 }
 
 /*
@@ -348,17 +350,31 @@ static void ev_heap_pop(struct icfab_engine *e,
 }
 
 /* Where the next event is. */
-enum { EV_HEAP, EV_RUN, EV_FRONT };
+enum { EV_HEAP, EV_RUN, EV_RUN2, EV_FRONT };
 
+static ENGINE_HOT int run2_empty(const struct icfab_engine *e)
+{
+	return e->run2_head.body == ICFAB_ENGINE_NO_XFER;
+}
+
+/* There is a next event: where, of the front, the heap and the runs. */
 static ENGINE_HOT int ev_next_src(const struct icfab_engine *e)
 {
+	const struct icfab_engine_evkey *best = ICFAB_NULL;
+	int src = EV_HEAP;
+
 	if (e->has_front)
 		return EV_FRONT;
-	if (e->run_lo == e->run_hi)
-		return EV_HEAP;
-	return !e->nr_heap ||
-	       ev_before(e, &ev_keys(e)[e->run_hi - 1], &ev_keys(e)[0]) ?
-	       EV_RUN : EV_HEAP;
+	if (e->nr_heap)
+		best = &ev_keys(e)[0];
+	if (e->run_lo != e->run_hi &&
+	    (!best || ev_before(e, &ev_keys(e)[e->run_hi - 1], best))) {
+		best = &ev_keys(e)[e->run_hi - 1];
+		src = EV_RUN;
+	}
+	if (!run2_empty(e) && (!best || ev_before(e, &e->run2_head, best)))
+		src = EV_RUN2;
+	return src;
 }
 
 /* The next event, from @src (ev_next_src()'s answer). */
@@ -367,6 +383,8 @@ ev_head(const struct icfab_engine *e, int src)
 {
 	if (src == EV_FRONT)
 		return &e->front;
+	if (src == EV_RUN2)
+		return &e->run2_head;
 	return src == EV_RUN ? &ev_keys(e)[e->run_hi - 1] : &ev_keys(e)[0];
 }
 
@@ -386,19 +404,86 @@ static ENGINE_HOT int ev_sorts_first(const struct icfab_engine *e,
 {
 	if (e->nr_heap && !ev_before(e, k, &ev_keys(e)[0]))
 		return 0;
+	if (!run2_empty(e) && !ev_before(e, k, &e->run2_head))
+		return 0;
 	return e->run_lo == e->run_hi ||
 	       ev_before(e, k, &ev_keys(e)[e->run_hi - 1]);
 }
 
 /*
+ * Whether @k, an event at its source (hop 0, turn 0, all there at its
+ * time), may join the second run: it is empty, or @k sorts after its
+ * last in (time, key, seg). A tie there goes elsewhere: the last's body
+ * holds links, not what would break it.
+ */
+static ENGINE_HOT int run2_fits(const struct icfab_engine *e,
+				const struct icfab_engine_evkey *k)
+{
+	const struct icfab_engine_evkey *t = &e->run2_tail;
+
+	if (run2_empty(e))
+		return 1;
+	if (k->time_ps != t->time_ps)
+		return k->time_ps > t->time_ps;
+	if (k->key != t->key)
+		return k->key > t->key;
+	return k->seg > t->seg;
+}
+
+/* @k, with its body @b, joins the second run (run2_fits() said so). */
+static ENGINE_HOT void run2_append(struct icfab_engine *e,
+				   const struct icfab_engine_evkey *k,
+				   struct icfab_engine_evbody *b)
+{
+	if (run2_empty(e)) {
+		e->run2_head = *k;
+		e->run2_next = ICFAB_ENGINE_NO_XFER;
+	} else {
+		/* Not the head: its body keeps its segment and the next. */
+		b->node = ICFAB_ENGINE_NO_XFER;
+		b->turn = k->seg;
+		if (e->run2_tail.body == e->run2_head.body)
+			e->run2_next = k->body;
+		else
+			ev_bodies(e)[e->run2_tail.body].node = k->body;
+	}
+	e->run2_tail = *k;
+}
+
+/* Take the second run's head into @k; the next member becomes whole. */
+static ENGINE_HOT void run2_pop(struct icfab_engine *e,
+				struct icfab_engine_evkey *k)
+{
+	icfab_u32 n = e->run2_next;
+	struct icfab_engine_evbody *b;
+	const struct icfab_engine_xfer *x;
+
+	*k = e->run2_head;
+	if (n == ICFAB_ENGINE_NO_XFER) {
+		e->run2_head.body = ICFAB_ENGINE_NO_XFER;
+		return;
+	}
+	b = &ev_bodies(e)[n];
+	x = &e->xfers[b->xfer];
+	e->run2_next = b->node;
+	e->run2_head.time_ps = b->tail_ps;
+	e->run2_head.key = x->key;
+	e->run2_head.seg = b->turn;
+	e->run2_head.body = n;
+	b->node = x->src;
+	b->turn = 0;
+}
+
+/*
  * Cannot fail for lack of room: every push is covered by the submitting
  * transfer's reservation. The check only keeps a bug from writing past
- * the caller's array.
+ * the caller's array. @own: the event is at @id's source, hop 0, turn
+ * 0, with its tail at its time (the second run can take it).
  */
 static ENGINE_HOT int ev_push_tail(struct icfab_engine *e, icfab_u32 id,
 				   icfab_u64 time_ps, icfab_u64 tail_ps,
 				   icfab_u32 seg, icfab_u32 hop,
-				   icfab_u32 node, icfab_u32 turn)
+				   icfab_u32 node, icfab_u32 turn, int own)
 {
 	struct icfab_engine_evbody *b;
 	struct icfab_engine_evkey k;
@@ -441,6 +526,11 @@ static ENGINE_HOT int ev_push_tail(struct icfab_engine *e, icfab_u32 id,
 
 			e->front = k;
 			k = f;
+			own = 0;
+		}
+		if (own && run2_fits(e, &k)) {
+			run2_append(e, &k, b);
+			goto pushed;
 		}
 	}
 	/* From here on an entry is free: below the run or above it. */
@@ -465,7 +555,18 @@ static ENGINE_HOT int ev_push(struct icfab_engine *e, icfab_u32 id,
 			      icfab_u64 time_ps, icfab_u32 seg, icfab_u32 hop,
 			      icfab_u32 node)
 {
-	return ev_push_tail(e, id, time_ps, time_ps, seg, hop, node, 0);
+	return ev_push_tail(e, id, time_ps, time_ps, seg, hop, node, 0, 0);
+}
+
+/*
+ * The next event the source's injection clocks for @id: its segment
+ * @seg (its DMA engine's release when @seg is nr_segs), at the source.
+ */
+static ENGINE_HOT int ev_push_src(struct icfab_engine *e, icfab_u32 id,
+				  icfab_u64 time_ps, icfab_u32 seg)
+{
+	return ev_push_tail(e, id, time_ps, time_ps, seg, 0,
+			    e->xfers[id].src, 0, 1);
 }
 
 /* Pop the next event, from @src (ev_next_src()'s answer). */
@@ -478,6 +579,8 @@ static ENGINE_HOT void ev_pop(struct icfab_engine *e, int src,
 	if (src == EV_FRONT) {
 		k = e->front;
 		e->has_front = 0;
+	} else if (src == EV_RUN2) {
+		run2_pop(e, &k);
 	} else if (src == EV_RUN) {
 		k = ev_keys(e)[--e->run_hi];
 		if (e->run_hi == e->run_lo) {
@@ -1296,7 +1399,7 @@ static ENGINE_HOT int seg_forward(struct icfab_engine *e, icfab_u32 id,
 
 	return ev_push_tail(e, id, l->cut_through ?
 			    sat_add(head, l->latency_ps) : tail,
-			    tail, seg, hop + 1, next, turn);
+			    tail, seg, hop + 1, next, turn, 0);
 }
 
 /* Whether @x's source sends by a sprayed next-hop set. */
@@ -1401,7 +1504,7 @@ static int seg_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
 		      l->multipath == ICFAB_MODEL_MULTIPATH_SPRAY) ||
 		     src_sprays_set(t, x)))
 			next = next_ready(e, x, seg + 1, head, done);
-		err = ev_push(e, id, next, seg + 1, 0, x->src);
+		err = ev_push_src(e, id, next, seg + 1);
 		if (err)
 			return err;
 	}
@@ -1491,7 +1594,7 @@ static int tree_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
 			return err;
 	}
 	if (hop == 0)
-		return ev_push(e, id, last_done, seg + 1, 0, x->src);
+		return ev_push_src(e, id, last_done, seg + 1);
 	return 0;
 }
 

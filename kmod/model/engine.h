@@ -303,10 +303,11 @@ struct icfab_engine {
 	 * at the top, keys[run_lo, run_hi), whose last entry is its
 	 * smallest. An event that sorts no earlier than the run's largest
 	 * joins the run in O(1); any other goes into the heap. The next
-	 * event is the smaller of the two minima, so the order is the one
+	 * event is the smallest of the minima, so the order is the one
 	 * the heap alone would give (see ev_before()), and the common case
 	 * (a transfer's own events, a burst of submissions in key order)
-	 * never sifts. Their bodies are in bodies[] (behind keys[]):
+	 * never sifts (and the second run below takes a source's own
+	 * stream). Their bodies are in bodies[] (behind keys[]):
 	 * those below bodies_hi are in use or on the free list from
 	 * free_body.
 	 *
@@ -318,6 +319,24 @@ struct icfab_engine {
 	 */
 	struct icfab_engine_evkey front;
 	icfab_u8 has_front;
+	/*
+	 * A second run, of the events a source's injection clocks (a
+	 * transfer's next segment, its DMA engine's release: hop 0, at the
+	 * source, all there at their time): these follow one another in
+	 * the order of events as a rule, but sort below the first run's
+	 * largest (a segment's later hops), so without it they would all
+	 * go into the heap. It is a FIFO linked through the bodies, and
+	 * needs no ordering entry of its own: a member's body keeps its
+	 * time in tail_ps, its segment in turn and the next member in
+	 * node (an event at the source, hop 0, turn 0, needs neither), and
+	 * only its head, @run2_head, is whole, with its body restored and
+	 * the next member in @run2_next. @run2_tail orders it against
+	 * what joins: an event sorting after it in (time, key, seg) joins.
+	 * Empty when run2_head.body is ICFAB_ENGINE_NO_XFER.
+	 */
+	struct icfab_engine_evkey run2_head;
+	struct icfab_engine_evkey run2_tail;
+	icfab_u32 run2_next;
 	icfab_u32 free_body;
 	icfab_u32 bodies_hi;
 	icfab_u32 nr_events;		/* pending: heap and run */
