@@ -1330,11 +1330,17 @@ static int dma_acquire(struct icfab_engine *e, icfab_u32 id, icfab_u64 now)
 	struct icfab_engine_ep *ep = &e->eps[x->src];
 	icfab_u32 i, best = ICFAB_ENGINE_NO_XFER;
 
-	for (i = ep->first_dma; i < ep->first_dma + ep->nr_dma; i++)
-		if (e->dma_free[i] != DMA_BUSY &&
-		    (best == ICFAB_ENGINE_NO_XFER ||
-		     e->dma_free[i] < e->dma_free[best]))
-			best = i;
+	/*
+	 * Transfers wait only while every engine is busy (a release hands
+	 * its engine to the first waiter), so with a waiter there is no
+	 * engine to look for.
+	 */
+	if (ep->wait_tail == ICFAB_ENGINE_NO_XFER)
+		for (i = ep->first_dma; i < ep->first_dma + ep->nr_dma; i++)
+			if (e->dma_free[i] != DMA_BUSY &&
+			    (best == ICFAB_ENGINE_NO_XFER ||
+			     e->dma_free[i] < e->dma_free[best]))
+				best = i;
 	if (best == ICFAB_ENGINE_NO_XFER) {
 		x->state = XFER_WAITING;
 		if (ep->wait_tail == ICFAB_ENGINE_NO_XFER)
