@@ -260,8 +260,8 @@ static void ev_queue_reset(struct icfab_engine *e)
 	e->run_hi = e->events_cap;
 	e->free_body = ICFAB_ENGINE_NO_XFER;
 	e->bodies_hi = 0;
-	e->run2_head.body = ICFAB_ENGINE_NO_XFER;
-	e->run2_next = ICFAB_ENGINE_NO_XFER;
+	e->chain[0].head.body = ICFAB_ENGINE_NO_XFER;
+	e->chain[1].head.body = ICFAB_ENGINE_NO_XFER;
 }
 
 /*
@@ -350,18 +350,18 @@ static void ev_heap_pop(struct icfab_engine *e,
 }
 
 /* Where the next event is. */
-enum { EV_HEAP, EV_RUN, EV_RUN2, EV_FRONT };
+enum { EV_HEAP, EV_RUN, EV_CHAIN0, EV_CHAIN1, EV_FRONT };
 
-static ENGINE_HOT int run2_empty(const struct icfab_engine *e)
+static ENGINE_HOT int chain_empty(const struct icfab_engine *e, int c)
 {
-	return e->run2_head.body == ICFAB_ENGINE_NO_XFER;
+	return e->chain[c].head.body == ICFAB_ENGINE_NO_XFER;
 }
 
-/* There is a next event: where, of the front, the heap and the runs. */
+/* There is a next event: where, of the front, the heap, run and chains. */
 static ENGINE_HOT int ev_next_src(const struct icfab_engine *e)
 {
 	const struct icfab_engine_evkey *best = ICFAB_NULL;
-	int src = EV_HEAP;
+	int src = EV_HEAP, c;
 
 	if (e->has_front)
 		return EV_FRONT;
@@ -372,8 +372,12 @@ static ENGINE_HOT int ev_next_src(const struct icfab_engine *e)
 		best = &ev_keys(e)[e->run_hi - 1];
 		src = EV_RUN;
 	}
-	if (!run2_empty(e) && (!best || ev_before(e, &e->run2_head, best)))
-		src = EV_RUN2;
+	for (c = 0; c < 2; c++)
+		if (!chain_empty(e, c) &&
+		    (!best || ev_before(e, &e->chain[c].head, best))) {
+			best = &e->chain[c].head;
+			src = EV_CHAIN0 + c;
+		}
 	return src;
 }
 
@@ -383,8 +387,8 @@ ev_head(const struct icfab_engine *e, int src)
 {
 	if (src == EV_FRONT)
 		return &e->front;
-	if (src == EV_RUN2)
-		return &e->run2_head;
+	if (src >= EV_CHAIN0)
+		return &e->chain[src - EV_CHAIN0].head;
 	return src == EV_RUN ? &ev_keys(e)[e->run_hi - 1] : &ev_keys(e)[0];
 }
 
@@ -404,24 +408,25 @@ static ENGINE_HOT int ev_sorts_first(const struct icfab_engine *e,
 {
 	if (e->nr_heap && !ev_before(e, k, &ev_keys(e)[0]))
 		return 0;
-	if (!run2_empty(e) && !ev_before(e, k, &e->run2_head))
+	if (!chain_empty(e, 0) && !ev_before(e, k, &e->chain[0].head))
+		return 0;
+	if (!chain_empty(e, 1) && !ev_before(e, k, &e->chain[1].head))
 		return 0;
 	return e->run_lo == e->run_hi ||
 	       ev_before(e, k, &ev_keys(e)[e->run_hi - 1]);
 }
 
 /*
- * Whether @k, an event at its source (hop 0, turn 0, all there at its
- * time), may join the second run: it is empty, or @k sorts after its
- * last in (time, key, seg). A tie there goes elsewhere: the last's body
- * holds links, not what would break it.
+ * Whether @k may join chain @c: it is empty, or @k sorts after its last
+ * in (time, key, seg). A tie there goes elsewhere: the last's body holds
+ * links, not what would break it.
  */
-static ENGINE_HOT int run2_fits(const struct icfab_engine *e,
-				const struct icfab_engine_evkey *k)
+static ENGINE_HOT int chain_fits(const struct icfab_engine *e, int c,
+				 const struct icfab_engine_evkey *k)
 {
-	const struct icfab_engine_evkey *t = &e->run2_tail;
+	const struct icfab_engine_evkey *t = &e->chain[c].tail;
 
-	if (run2_empty(e))
+	if (chain_empty(e, c))
 		return 1;
 	if (k->time_ps != t->time_ps)
 		return k->time_ps > t->time_ps;
@@ -430,60 +435,61 @@ static ENGINE_HOT int run2_fits(const struct icfab_engine *e,
 	return k->seg > t->seg;
 }
 
-/* @k, with its body @b, joins the second run (run2_fits() said so). */
-static ENGINE_HOT void run2_append(struct icfab_engine *e,
-				   const struct icfab_engine_evkey *k,
-				   struct icfab_engine_evbody *b)
+/* @k, with its body @b, joins chain @c (chain_fits() said so). */
+static ENGINE_HOT void chain_append(struct icfab_engine *e, int c,
+				    const struct icfab_engine_evkey *k,
+				    struct icfab_engine_evbody *b)
 {
-	if (run2_empty(e)) {
-		e->run2_head = *k;
-		e->run2_next = ICFAB_ENGINE_NO_XFER;
+	if (chain_empty(e, c)) {
+		e->chain[c].head = *k;
+		e->chain[c].next = ICFAB_ENGINE_NO_XFER;
 	} else {
 		/* Not the head: its body keeps its segment and the next. */
 		b->node = ICFAB_ENGINE_NO_XFER;
 		b->turn = k->seg;
-		if (e->run2_tail.body == e->run2_head.body)
-			e->run2_next = k->body;
+		if (e->chain[c].tail.body == e->chain[c].head.body)
+			e->chain[c].next = k->body;
 		else
-			ev_bodies(e)[e->run2_tail.body].node = k->body;
+			ev_bodies(e)[e->chain[c].tail.body].node = k->body;
 	}
-	e->run2_tail = *k;
+	e->chain[c].tail = *k;
 }
 
-/* Take the second run's head into @k; the next member becomes whole. */
-static ENGINE_HOT void run2_pop(struct icfab_engine *e,
-				struct icfab_engine_evkey *k)
+/* Take chain @c's head into @k; the next member becomes whole. */
+static ENGINE_HOT void chain_pop(struct icfab_engine *e, int c,
+				 struct icfab_engine_evkey *k)
 {
-	icfab_u32 n = e->run2_next;
+	icfab_u32 n = e->chain[c].next;
 	struct icfab_engine_evbody *b;
 	const struct icfab_engine_xfer *x;
 
-	*k = e->run2_head;
+	*k = e->chain[c].head;
 	if (n == ICFAB_ENGINE_NO_XFER) {
-		e->run2_head.body = ICFAB_ENGINE_NO_XFER;
+		e->chain[c].head.body = ICFAB_ENGINE_NO_XFER;
 		return;
 	}
 	b = &ev_bodies(e)[n];
 	x = &e->xfers[b->xfer];
-	e->run2_next = b->node;
-	e->run2_head.time_ps = b->tail_ps;
-	e->run2_head.key = x->key;
-	e->run2_head.seg = b->turn;
-	e->run2_head.body = n;
-	b->node = x->src;
+	e->chain[c].next = b->node;
+	e->chain[c].head.time_ps = b->tail_ps;
+	e->chain[c].head.key = x->key;
+	e->chain[c].head.seg = b->turn;
+	e->chain[c].head.body = n;
+	b->node = c ? x->dst : x->src;
 	b->turn = 0;
 }
 
 /*
  * Cannot fail for lack of room: every push is covered by the submitting
  * transfer's reservation. The check only keeps a bug from writing past
- * the caller's array. @own: the event is at @id's source, hop 0, turn
- * 0, with its tail at its time (the second run can take it).
+ * the caller's array. @chain: 0, or 1 + the chain that can take the
+ * event (hop 0 at @id's source, or hop 1 at its destination; turn 0,
+ * its tail at its time).
  */
 static ENGINE_HOT int ev_push_tail(struct icfab_engine *e, icfab_u32 id,
 				   icfab_u64 time_ps, icfab_u64 tail_ps,
 				   icfab_u32 seg, icfab_u32 hop,
-				   icfab_u32 node, icfab_u32 turn, int own)
+				   icfab_u32 node, icfab_u32 turn, int chain)
 {
 	struct icfab_engine_evbody *b;
 	struct icfab_engine_evkey k;
@@ -526,10 +532,10 @@ static ENGINE_HOT int ev_push_tail(struct icfab_engine *e, icfab_u32 id,
 
 			e->front = k;
 			k = f;
-			own = 0;
+			chain = 0;
 		}
-		if (own && run2_fits(e, &k)) {
-			run2_append(e, &k, b);
+		if (chain && chain_fits(e, chain - 1, &k)) {
+			chain_append(e, chain - 1, &k, b);
 			goto pushed;
 		}
 	}
@@ -569,6 +575,16 @@ static ENGINE_HOT int ev_push_src(struct icfab_engine *e, icfab_u32 id,
 			    e->xfers[id].src, 0, 1);
 }
 
+/* @id's last arrival, at its destination. */
+static ENGINE_HOT int ev_push_arrival(struct icfab_engine *e, icfab_u32 id,
+				      icfab_u64 time_ps)
+{
+	const struct icfab_engine_xfer *x = &e->xfers[id];
+
+	return ev_push_tail(e, id, time_ps, time_ps, x->nr_segs, 1, x->dst,
+			    0, 2);
+}
+
 /* Pop the next event, from @src (ev_next_src()'s answer). */
 static ENGINE_HOT void ev_pop(struct icfab_engine *e, int src,
 			      struct ev *top)
@@ -579,8 +595,8 @@ static ENGINE_HOT void ev_pop(struct icfab_engine *e, int src,
 	if (src == EV_FRONT) {
 		k = e->front;
 		e->has_front = 0;
-	} else if (src == EV_RUN2) {
-		run2_pop(e, &k);
+	} else if (src >= EV_CHAIN0) {
+		chain_pop(e, src - EV_CHAIN0, &k);
 	} else if (src == EV_RUN) {
 		k = ev_keys(e)[--e->run_hi];
 		if (e->run_hi == e->run_lo) {
@@ -1387,7 +1403,7 @@ static ENGINE_HOT int seg_delivered(struct icfab_engine *e, icfab_u32 id,
 		x->arrive_ps = arrive;
 	if (--x->undelivered)
 		return 0;
-	return ev_push(e, id, x->arrive_ps, x->nr_segs, 1, x->dst);
+	return ev_push_arrival(e, id, x->arrive_ps);
 }
 
 /*

@@ -306,8 +306,8 @@ struct icfab_engine {
 	 * event is the smallest of the minima, so the order is the one
 	 * the heap alone would give (see ev_before()), and the common case
 	 * (a transfer's own events, a burst of submissions in key order)
-	 * never sifts (and the second run below takes a source's own
-	 * stream). Their bodies are in bodies[] (behind keys[]):
+	 * never sifts (and the chains below take two more streams). Their
+	 * bodies are in bodies[] (behind keys[]):
 	 * those below bodies_hi are in use or on the free list from
 	 * free_body.
 	 *
@@ -320,23 +320,27 @@ struct icfab_engine {
 	struct icfab_engine_evkey front;
 	icfab_u8 has_front;
 	/*
-	 * A second run, of the events a source's injection clocks (a
-	 * transfer's next segment, its DMA engine's release: hop 0, at the
-	 * source, all there at their time): these follow one another in
-	 * the order of events as a rule, but sort below the first run's
-	 * largest (a segment's later hops), so without it they would all
-	 * go into the heap. It is a FIFO linked through the bodies, and
-	 * needs no ordering entry of its own: a member's body keeps its
-	 * time in tail_ps, its segment in turn and the next member in
-	 * node (an event at the source, hop 0, turn 0, needs neither), and
-	 * only its head, @run2_head, is whole, with its body restored and
-	 * the next member in @run2_next. @run2_tail orders it against
-	 * what joins: an event sorting after it in (time, key, seg) joins.
-	 * Empty when run2_head.body is ICFAB_ENGINE_NO_XFER.
+	 * Two more runs, chains, of events that follow one another in the
+	 * order of events as a rule but sort below the sorted run's
+	 * largest (a segment's later hops), so that without them they
+	 * would all go into the heap: [0] what a source's injection clocks
+	 * (a transfer's next segment, its DMA engine's release: hop 0, at
+	 * the source), [1] last arrivals (hop 1, at the destination). Each
+	 * is a FIFO linked through the bodies and needs no ordering entry
+	 * of its own: such an event is all there at its time and has no
+	 * spray turn, and its node is its transfer's source or
+	 * destination, so a member's body keeps its time in tail_ps, its
+	 * segment in turn and the next member in node. Only the head is
+	 * whole, with its body restored and the next member in @next;
+	 * @tail orders the chain against what joins: an event sorting
+	 * after it in (time, key, seg) joins. Empty when head.body is
+	 * ICFAB_ENGINE_NO_XFER.
 	 */
-	struct icfab_engine_evkey run2_head;
-	struct icfab_engine_evkey run2_tail;
-	icfab_u32 run2_next;
+	struct {
+		struct icfab_engine_evkey head;
+		struct icfab_engine_evkey tail;
+		icfab_u32 next;
+	} chain[2];
 	icfab_u32 free_body;
 	icfab_u32 bodies_hi;
 	icfab_u32 nr_events;		/* pending: heap and run */
