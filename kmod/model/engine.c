@@ -1469,9 +1469,9 @@ static icfab_u32 tier_link(const struct icfab_mtopo *t, icfab_u32 lid)
  * @hop, with its last byte there at @tail and its remaining spray turn
  * @turn (@seg at the source): send it on by the route in force now.
  */
-static int seg_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
-		     icfab_u32 hop, icfab_u32 node, icfab_u64 now,
-		     icfab_u64 tail, icfab_u32 turn)
+static ENGINE_HOT int seg_serve(struct icfab_engine *e, icfab_u32 id,
+				icfab_u32 seg, icfab_u32 hop, icfab_u32 node,
+				icfab_u64 now, icfab_u64 tail, icfab_u32 turn)
 {
 	struct icfab_engine_xfer *x = &e->xfers[id];
 	const struct icfab_mtopo *t = e->topo;
