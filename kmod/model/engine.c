@@ -167,8 +167,9 @@ int icfab_engine_init(struct icfab_engine *e, const struct icfab_mtopo *topo,
 
 /*
  * ---- pending events: a 4-ary min-heap and a sorted run of ordering
- * entries, sharing the front of the caller's array, and the events'
- * bodies behind them (see struct icfab_engine) ----
+ * entries, sharing the front of the caller's array, the events' bodies
+ * behind them, and two chains linked through the bodies (see struct
+ * icfab_engine) ----
  */
 
 _Static_assert(sizeof(struct icfab_engine_event) ==

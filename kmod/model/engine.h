@@ -343,7 +343,7 @@ struct icfab_engine {
 	} chain[2];
 	icfab_u32 free_body;
 	icfab_u32 bodies_hi;
-	icfab_u32 nr_events;		/* pending: heap and run */
+	icfab_u32 nr_events;		/* pending: front, heap, run, chains */
 	icfab_u32 nr_heap;
 	icfab_u32 run_lo, run_hi;	/* run_lo == run_hi: empty */
 	/*
