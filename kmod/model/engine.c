@@ -687,12 +687,13 @@ static ENGINE_HOT icfab_u32 key_turn(icfab_u64 key)
  * carry it gives its turn to the next, round the set. Without @x (a
  * single-path reader) the set's first usable member from its primary.
  * The link is the first of its ring of parallel links;
- * ICFAB_MODEL_NO_LINK when none is usable.
+ * ICFAB_MODEL_NO_LINK when none is usable. *@spray is set to 1 when a
+ * sprayed set chose (with @x), and left alone otherwise.
  */
 static ENGINE_HOT icfab_u32 route_choose(const struct icfab_mtopo *t,
 					 icfab_u32 node, icfab_u32 dst,
 					 const struct icfab_engine_xfer *x,
-					 icfab_u32 *turn)
+					 icfab_u32 *turn, int *spray)
 {
 	const struct icfab_mnode *n = &t->nodes[node];
 	icfab_u16 e = icfab_topo_route_entry(t, node, dst);
@@ -707,6 +708,7 @@ static ENGINE_HOT icfab_u32 route_choose(const struct icfab_mtopo *t,
 	if (!x) {
 		i = 0;
 	} else if (set->mode == ICFAB_MODEL_MULTIPATH_SPRAY) {
+		*spray = 1;
 		i = *turn % set->nr;
 		*turn /= set->nr;
 	} else {
@@ -729,7 +731,7 @@ static ENGINE_HOT icfab_u32 route_choose(const struct icfab_mtopo *t,
 static icfab_u32 route_link(const struct icfab_mtopo *t, icfab_u32 node,
 			    icfab_u32 dst)
 {
-	return route_choose(t, node, dst, ICFAB_NULL, ICFAB_NULL);
+	return route_choose(t, node, dst, ICFAB_NULL, ICFAB_NULL, ICFAB_NULL);
 }
 
 /*
@@ -1425,16 +1427,6 @@ static ENGINE_HOT int seg_forward(struct icfab_engine *e, icfab_u32 id,
 			    tail, seg, hop + 1, next, turn, 0);
 }
 
-/* Whether @x's source sends by a sprayed next-hop set. */
-static int src_sprays_set(const struct icfab_mtopo *t,
-			  const struct icfab_engine_xfer *x)
-{
-	const struct icfab_mset *set = icfab_topo_entry_set(t, x->src,
-		icfab_topo_route_entry(t, x->src, x->dst));
-
-	return set && set->mode == ICFAB_MODEL_MULTIPATH_SPRAY;
-}
-
 /*
  * When segment @seg of @x, sprayed at the source, is ready there: once
  * the one before has left (at @head; out at @done) and the link @seg
@@ -1447,8 +1439,9 @@ static icfab_u64 next_ready(const struct icfab_engine *e,
 	const struct icfab_mtopo *t = e->topo;
 	icfab_u32 turn = seg, lid;
 	icfab_u64 next;
+	int spray = 0;
 
-	lid = route_choose(t, x->src, x->dst, x, &turn);
+	lid = route_choose(t, x->src, x->dst, x, &turn, &spray);
 	if (lid == ICFAB_MODEL_NO_LINK)
 		return done;
 	if (t->links[lid].nr_par > 1)
@@ -1479,7 +1472,7 @@ static ENGINE_HOT int seg_serve(struct icfab_engine *e, icfab_u32 id,
 	const struct icfab_mlink *l;
 	icfab_u64 done, head, next;
 	icfab_u32 lid, rlid, to;
-	int err, tier = 0;
+	int err, tier = 0, spray = 0;
 
 	if (x->status)
 		return seg_lost(e, id, hop, now, x->status);
@@ -1497,7 +1490,7 @@ static ENGINE_HOT int seg_serve(struct icfab_engine *e, icfab_u32 id,
 		tier = 2;
 		rlid = tier_link(t, x->tier_out);
 	} else {
-		rlid = route_choose(t, node, x->dst, x, &turn);
+		rlid = route_choose(t, node, x->dst, x, &turn, &spray);
 	}
 	/*
 	 * The route broke while in flight (it was checked at submit; the
@@ -1525,7 +1518,7 @@ static ENGINE_HOT int seg_serve(struct icfab_engine *e, icfab_u32 id,
 		if (seg + 1 < x->nr_segs && !tier &&
 		    ((l->nr_par > 1 &&
 		      l->multipath == ICFAB_MODEL_MULTIPATH_SPRAY) ||
-		     src_sprays_set(t, x)))
+		     spray))
 			next = next_ready(e, x, seg + 1, head, done);
 		err = ev_push_src(e, id, next, seg + 1);
 		if (err)
