@@ -167,8 +167,9 @@ int icfab_engine_init(struct icfab_engine *e, const struct icfab_mtopo *topo,
 
 /*
  * ---- pending events: a 4-ary min-heap and a sorted run of ordering
- * entries, sharing the front of the caller's array, and the events'
- * bodies behind them (see struct icfab_engine) ----
+ * entries, sharing the front of the caller's array, the events' bodies
+ * behind them, and two chains linked through the bodies (see struct
+ * icfab_engine) ----
  */
 
 _Static_assert(sizeof(struct icfab_engine_event) ==
@@ -260,6 +261,8 @@ static void ev_queue_reset(struct icfab_engine *e)
 	e->run_hi = e->events_cap;
 	e->free_body = ICFAB_ENGINE_NO_XFER;
 	e->bodies_hi = 0;
+	e->chain[0].head.body = ICFAB_ENGINE_NO_XFER;
+	e->chain[1].head.body = ICFAB_ENGINE_NO_XFER;
 }
 
 /*
@@ -348,17 +351,35 @@ static void ev_heap_pop(struct icfab_engine *e,
 }
 
 /* Where the next event is. */
-enum { EV_HEAP, EV_RUN, EV_FRONT };
+enum { EV_HEAP, EV_RUN, EV_CHAIN0, EV_CHAIN1, EV_FRONT };
 
+static ENGINE_HOT int chain_empty(const struct icfab_engine *e, int c)
+{
+	return e->chain[c].head.body == ICFAB_ENGINE_NO_XFER;
+}
+
+/* There is a next event: where, of the front, the heap, run and chains. */
 static ENGINE_HOT int ev_next_src(const struct icfab_engine *e)
 {
+	const struct icfab_engine_evkey *best = ICFAB_NULL;
+	int src = EV_HEAP, c;
+
 	if (e->has_front)
 		return EV_FRONT;
-	if (e->run_lo == e->run_hi)
-		return EV_HEAP;
-	return !e->nr_heap ||
-	       ev_before(e, &ev_keys(e)[e->run_hi - 1], &ev_keys(e)[0]) ?
-	       EV_RUN : EV_HEAP;
+	if (e->nr_heap)
+		best = &ev_keys(e)[0];
+	if (e->run_lo != e->run_hi &&
+	    (!best || ev_before(e, &ev_keys(e)[e->run_hi - 1], best))) {
+		best = &ev_keys(e)[e->run_hi - 1];
+		src = EV_RUN;
+	}
+	for (c = 0; c < 2; c++)
+		if (!chain_empty(e, c) &&
+		    (!best || ev_before(e, &e->chain[c].head, best))) {
+			best = &e->chain[c].head;
+			src = EV_CHAIN0 + c;
+		}
+	return src;
 }
 
 /* The next event, from @src (ev_next_src()'s answer). */
@@ -367,6 +388,8 @@ ev_head(const struct icfab_engine *e, int src)
 {
 	if (src == EV_FRONT)
 		return &e->front;
+	if (src >= EV_CHAIN0)
+		return &e->chain[src - EV_CHAIN0].head;
 	return src == EV_RUN ? &ev_keys(e)[e->run_hi - 1] : &ev_keys(e)[0];
 }
 
@@ -386,19 +409,88 @@ static ENGINE_HOT int ev_sorts_first(const struct icfab_engine *e,
 {
 	if (e->nr_heap && !ev_before(e, k, &ev_keys(e)[0]))
 		return 0;
+	if (!chain_empty(e, 0) && !ev_before(e, k, &e->chain[0].head))
+		return 0;
+	if (!chain_empty(e, 1) && !ev_before(e, k, &e->chain[1].head))
+		return 0;
 	return e->run_lo == e->run_hi ||
 	       ev_before(e, k, &ev_keys(e)[e->run_hi - 1]);
 }
 
 /*
+ * Whether @k may join chain @c: it is empty, or @k sorts after its last
+ * in (time, key, seg). A tie there goes elsewhere: the last's body holds
+ * links, not what would break it.
+ */
+static ENGINE_HOT int chain_fits(const struct icfab_engine *e, int c,
+				 const struct icfab_engine_evkey *k)
+{
+	const struct icfab_engine_evkey *t = &e->chain[c].tail;
+
+	if (chain_empty(e, c))
+		return 1;
+	if (k->time_ps != t->time_ps)
+		return k->time_ps > t->time_ps;
+	if (k->key != t->key)
+		return k->key > t->key;
+	return k->seg > t->seg;
+}
+
+/* @k, with its body @b, joins chain @c (chain_fits() said so). */
+static ENGINE_HOT void chain_append(struct icfab_engine *e, int c,
+				    const struct icfab_engine_evkey *k,
+				    struct icfab_engine_evbody *b)
+{
+	if (chain_empty(e, c)) {
+		e->chain[c].head = *k;
+		e->chain[c].next = ICFAB_ENGINE_NO_XFER;
+	} else {
+		/* Not the head: its body keeps its segment and the next. */
+		b->node = ICFAB_ENGINE_NO_XFER;
+		b->turn = k->seg;
+		if (e->chain[c].tail.body == e->chain[c].head.body)
+			e->chain[c].next = k->body;
+		else
+			ev_bodies(e)[e->chain[c].tail.body].node = k->body;
+	}
+	e->chain[c].tail = *k;
+}
+
+/* Take chain @c's head into @k; the next member becomes whole. */
+static ENGINE_HOT void chain_pop(struct icfab_engine *e, int c,
+				 struct icfab_engine_evkey *k)
+{
+	icfab_u32 n = e->chain[c].next;
+	struct icfab_engine_evbody *b;
+	const struct icfab_engine_xfer *x;
+
+	*k = e->chain[c].head;
+	if (n == ICFAB_ENGINE_NO_XFER) {
+		e->chain[c].head.body = ICFAB_ENGINE_NO_XFER;
+		return;
+	}
+	b = &ev_bodies(e)[n];
+	x = &e->xfers[b->xfer];
+	e->chain[c].next = b->node;
+	e->chain[c].head.time_ps = b->tail_ps;
+	e->chain[c].head.key = x->key;
+	e->chain[c].head.seg = b->turn;
+	e->chain[c].head.body = n;
+	b->node = c ? x->dst : x->src;
+	b->turn = 0;
+}
+
+/*
  * Cannot fail for lack of room: every push is covered by the submitting
  * transfer's reservation. The check only keeps a bug from writing past
- * the caller's array.
+ * the caller's array. @chain: 0, or 1 + the chain that can take the
+ * event (hop 0 at @id's source, or hop 1 at its destination; turn 0,
+ * its tail at its time).
  */
 static ENGINE_HOT int ev_push_tail(struct icfab_engine *e, icfab_u32 id,
 				   icfab_u64 time_ps, icfab_u64 tail_ps,
 				   icfab_u32 seg, icfab_u32 hop,
-				   icfab_u32 node, icfab_u32 turn)
+				   icfab_u32 node, icfab_u32 turn, int chain)
 {
 	struct icfab_engine_evbody *b;
 	struct icfab_engine_evkey k;
@@ -441,6 +533,11 @@ static ENGINE_HOT int ev_push_tail(struct icfab_engine *e, icfab_u32 id,
 
 			e->front = k;
 			k = f;
+			chain = 0;
+		}
+		if (chain && chain_fits(e, chain - 1, &k)) {
+			chain_append(e, chain - 1, &k, b);
+			goto pushed;
 		}
 	}
 	/* From here on an entry is free: below the run or above it. */
@@ -465,7 +562,28 @@ static ENGINE_HOT int ev_push(struct icfab_engine *e, icfab_u32 id,
 			      icfab_u64 time_ps, icfab_u32 seg, icfab_u32 hop,
 			      icfab_u32 node)
 {
-	return ev_push_tail(e, id, time_ps, time_ps, seg, hop, node, 0);
+	return ev_push_tail(e, id, time_ps, time_ps, seg, hop, node, 0, 0);
+}
+
+/*
+ * The next event the source's injection clocks for @id: its segment
+ * @seg (its DMA engine's release when @seg is nr_segs), at the source.
+ */
+static ENGINE_HOT int ev_push_src(struct icfab_engine *e, icfab_u32 id,
+				  icfab_u64 time_ps, icfab_u32 seg)
+{
+	return ev_push_tail(e, id, time_ps, time_ps, seg, 0,
+			    e->xfers[id].src, 0, 1);
+}
+
+/* @id's last arrival, at its destination. */
+static ENGINE_HOT int ev_push_arrival(struct icfab_engine *e, icfab_u32 id,
+				      icfab_u64 time_ps)
+{
+	const struct icfab_engine_xfer *x = &e->xfers[id];
+
+	return ev_push_tail(e, id, time_ps, time_ps, x->nr_segs, 1, x->dst,
+			    0, 2);
 }
 
 /* Pop the next event, from @src (ev_next_src()'s answer). */
@@ -478,6 +596,8 @@ static ENGINE_HOT void ev_pop(struct icfab_engine *e, int src,
 	if (src == EV_FRONT) {
 		k = e->front;
 		e->has_front = 0;
+	} else if (src >= EV_CHAIN0) {
+		chain_pop(e, src - EV_CHAIN0, &k);
 	} else if (src == EV_RUN) {
 		k = ev_keys(e)[--e->run_hi];
 		if (e->run_hi == e->run_lo) {
@@ -567,12 +687,13 @@ static ENGINE_HOT icfab_u32 key_turn(icfab_u64 key)
  * carry it gives its turn to the next, round the set. Without @x (a
  * single-path reader) the set's first usable member from its primary.
  * The link is the first of its ring of parallel links;
- * ICFAB_MODEL_NO_LINK when none is usable.
+ * ICFAB_MODEL_NO_LINK when none is usable. *@spray is set to 1 when a
+ * sprayed set chose (with @x), and left alone otherwise.
  */
 static ENGINE_HOT icfab_u32 route_choose(const struct icfab_mtopo *t,
 					 icfab_u32 node, icfab_u32 dst,
 					 const struct icfab_engine_xfer *x,
-					 icfab_u32 *turn)
+					 icfab_u32 *turn, int *spray)
 {
 	const struct icfab_mnode *n = &t->nodes[node];
 	icfab_u16 e = icfab_topo_route_entry(t, node, dst);
@@ -587,6 +708,7 @@ static ENGINE_HOT icfab_u32 route_choose(const struct icfab_mtopo *t,
 	if (!x) {
 		i = 0;
 	} else if (set->mode == ICFAB_MODEL_MULTIPATH_SPRAY) {
+		*spray = 1;
 		i = *turn % set->nr;
 		*turn /= set->nr;
 	} else {
@@ -609,7 +731,7 @@ static ENGINE_HOT icfab_u32 route_choose(const struct icfab_mtopo *t,
 static icfab_u32 route_link(const struct icfab_mtopo *t, icfab_u32 node,
 			    icfab_u32 dst)
 {
-	return route_choose(t, node, dst, ICFAB_NULL, ICFAB_NULL);
+	return route_choose(t, node, dst, ICFAB_NULL, ICFAB_NULL, ICFAB_NULL);
 }
 
 /*
@@ -1227,11 +1349,17 @@ static int dma_acquire(struct icfab_engine *e, icfab_u32 id, icfab_u64 now)
 	struct icfab_engine_ep *ep = &e->eps[x->src];
 	icfab_u32 i, best = ICFAB_ENGINE_NO_XFER;
 
-	for (i = ep->first_dma; i < ep->first_dma + ep->nr_dma; i++)
-		if (e->dma_free[i] != DMA_BUSY &&
-		    (best == ICFAB_ENGINE_NO_XFER ||
-		     e->dma_free[i] < e->dma_free[best]))
-			best = i;
+	/*
+	 * Transfers wait only while every engine is busy (a release hands
+	 * its engine to the first waiter), so with a waiter there is no
+	 * engine to look for.
+	 */
+	if (ep->wait_tail == ICFAB_ENGINE_NO_XFER)
+		for (i = ep->first_dma; i < ep->first_dma + ep->nr_dma; i++)
+			if (e->dma_free[i] != DMA_BUSY &&
+			    (best == ICFAB_ENGINE_NO_XFER ||
+			     e->dma_free[i] < e->dma_free[best]))
+				best = i;
 	if (best == ICFAB_ENGINE_NO_XFER) {
 		x->state = XFER_WAITING;
 		if (ep->wait_tail == ICFAB_ENGINE_NO_XFER)
@@ -1278,7 +1406,7 @@ static ENGINE_HOT int seg_delivered(struct icfab_engine *e, icfab_u32 id,
 		x->arrive_ps = arrive;
 	if (--x->undelivered)
 		return 0;
-	return ev_push(e, id, x->arrive_ps, x->nr_segs, 1, x->dst);
+	return ev_push_arrival(e, id, x->arrive_ps);
 }
 
 /*
@@ -1296,17 +1424,7 @@ static ENGINE_HOT int seg_forward(struct icfab_engine *e, icfab_u32 id,
 
 	return ev_push_tail(e, id, l->cut_through ?
 			    sat_add(head, l->latency_ps) : tail,
-			    tail, seg, hop + 1, next, turn);
-}
-
-/* Whether @x's source sends by a sprayed next-hop set. */
-static int src_sprays_set(const struct icfab_mtopo *t,
-			  const struct icfab_engine_xfer *x)
-{
-	const struct icfab_mset *set = icfab_topo_entry_set(t, x->src,
-		icfab_topo_route_entry(t, x->src, x->dst));
-
-	return set && set->mode == ICFAB_MODEL_MULTIPATH_SPRAY;
+			    tail, seg, hop + 1, next, turn, 0);
 }
 
 /*
@@ -1321,8 +1439,9 @@ static icfab_u64 next_ready(const struct icfab_engine *e,
 	const struct icfab_mtopo *t = e->topo;
 	icfab_u32 turn = seg, lid;
 	icfab_u64 next;
+	int spray = 0;
 
-	lid = route_choose(t, x->src, x->dst, x, &turn);
+	lid = route_choose(t, x->src, x->dst, x, &turn, &spray);
 	if (lid == ICFAB_MODEL_NO_LINK)
 		return done;
 	if (t->links[lid].nr_par > 1)
@@ -1344,16 +1463,16 @@ static icfab_u32 tier_link(const struct icfab_mtopo *t, icfab_u32 lid)
  * @hop, with its last byte there at @tail and its remaining spray turn
  * @turn (@seg at the source): send it on by the route in force now.
  */
-static int seg_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
-		     icfab_u32 hop, icfab_u32 node, icfab_u64 now,
-		     icfab_u64 tail, icfab_u32 turn)
+static ENGINE_HOT int seg_serve(struct icfab_engine *e, icfab_u32 id,
+				icfab_u32 seg, icfab_u32 hop, icfab_u32 node,
+				icfab_u64 now, icfab_u64 tail, icfab_u32 turn)
 {
 	struct icfab_engine_xfer *x = &e->xfers[id];
 	const struct icfab_mtopo *t = e->topo;
 	const struct icfab_mlink *l;
 	icfab_u64 done, head, next;
 	icfab_u32 lid, rlid, to;
-	int err, tier = 0;
+	int err, tier = 0, spray = 0;
 
 	if (x->status)
 		return seg_lost(e, id, hop, now, x->status);
@@ -1371,7 +1490,7 @@ static int seg_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
 		tier = 2;
 		rlid = tier_link(t, x->tier_out);
 	} else {
-		rlid = route_choose(t, node, x->dst, x, &turn);
+		rlid = route_choose(t, node, x->dst, x, &turn, &spray);
 	}
 	/*
 	 * The route broke while in flight (it was checked at submit; the
@@ -1399,9 +1518,9 @@ static int seg_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
 		if (seg + 1 < x->nr_segs && !tier &&
 		    ((l->nr_par > 1 &&
 		      l->multipath == ICFAB_MODEL_MULTIPATH_SPRAY) ||
-		     src_sprays_set(t, x)))
+		     spray))
 			next = next_ready(e, x, seg + 1, head, done);
-		err = ev_push(e, id, next, seg + 1, 0, x->src);
+		err = ev_push_src(e, id, next, seg + 1);
 		if (err)
 			return err;
 	}
@@ -1491,7 +1610,7 @@ static int tree_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
 			return err;
 	}
 	if (hop == 0)
-		return ev_push(e, id, last_done, seg + 1, 0, x->src);
+		return ev_push_src(e, id, last_done, seg + 1);
 	return 0;
 }
 

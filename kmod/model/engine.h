@@ -303,10 +303,11 @@ struct icfab_engine {
 	 * at the top, keys[run_lo, run_hi), whose last entry is its
 	 * smallest. An event that sorts no earlier than the run's largest
 	 * joins the run in O(1); any other goes into the heap. The next
-	 * event is the smaller of the two minima, so the order is the one
+	 * event is the smallest of the minima, so the order is the one
 	 * the heap alone would give (see ev_before()), and the common case
 	 * (a transfer's own events, a burst of submissions in key order)
-	 * never sifts. Their bodies are in bodies[] (behind keys[]):
+	 * never sifts (and the chains below take two more streams). Their
+	 * bodies are in bodies[] (behind keys[]):
 	 * those below bodies_hi are in use or on the free list from
 	 * free_body.
 	 *
@@ -318,9 +319,31 @@ struct icfab_engine {
 	 */
 	struct icfab_engine_evkey front;
 	icfab_u8 has_front;
+	/*
+	 * Two more runs, chains, of events that follow one another in the
+	 * order of events as a rule but sort below the sorted run's
+	 * largest (a segment's later hops), so that without them they
+	 * would all go into the heap: [0] what a source's injection clocks
+	 * (a transfer's next segment, its DMA engine's release: hop 0, at
+	 * the source), [1] last arrivals (hop 1, at the destination). Each
+	 * is a FIFO linked through the bodies and needs no ordering entry
+	 * of its own: such an event is all there at its time and has no
+	 * spray turn, and its node is its transfer's source or
+	 * destination, so a member's body keeps its time in tail_ps, its
+	 * segment in turn and the next member in node. Only the head is
+	 * whole, with its body restored and the next member in @next;
+	 * @tail orders the chain against what joins: an event sorting
+	 * after it in (time, key, seg) joins. Empty when head.body is
+	 * ICFAB_ENGINE_NO_XFER.
+	 */
+	struct {
+		struct icfab_engine_evkey head;
+		struct icfab_engine_evkey tail;
+		icfab_u32 next;
+	} chain[2];
 	icfab_u32 free_body;
 	icfab_u32 bodies_hi;
-	icfab_u32 nr_events;		/* pending: heap and run */
+	icfab_u32 nr_events;		/* pending: front, heap, run, chains */
 	icfab_u32 nr_heap;
 	icfab_u32 run_lo, run_hi;	/* run_lo == run_hi: empty */
 	/*
