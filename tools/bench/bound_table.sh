@@ -239,14 +239,7 @@ PY
 	[ "$n" -ge 16 ] && modes="$modes hier"
 	grep -q 'colors:' "$yaml" && modes="$modes mc"
 	if echo "$modes" | grep -q mc; then
-		"$icfabd" --foreground --config "$yaml" --socket "$DIR/icfabd.sock" \
-			> "$DIR/icfabd.log" 2>&1 &
-		dpid=$!
-		i=0
-		while [ $i -lt 240 ] && ! grep -q serving "$DIR/icfabd.log"; do
-			sleep 0.25; i=$((i + 1))
-		done
-		export ICFABD_SOCKET=$DIR/icfabd.sock
+		icfabd_serve "$yaml" "$DIR" || true	# mc then fails, and says so
 	fi
 	: > "$DIR/$p.moe.jsonl"
 	for mode in $modes; do

@@ -45,3 +45,19 @@ bench_tokens() {
 slab_kb() {
 	sed -n 's/^Slab: *\([0-9]*\) kB/\1/p' /proc/meminfo
 }
+
+# icfabd_serve CONFIG DIR: icfabd in the foreground on CONFIG (a topology
+# file), its socket and log in DIR; waits up to a minute for it to serve.
+# Sets dpid and exports ICFABD_SOCKET; fails, with the log on stderr, if
+# it never serves.
+icfabd_serve() {
+	"$icfabd" --foreground --config "$1" --socket "$2/icfabd.sock" \
+		> "$2/icfabd.log" 2>&1 &
+	dpid=$!
+	serve_i=0
+	while [ $serve_i -lt 240 ] && ! grep -q serving "$2/icfabd.log"; do
+		sleep 0.25; serve_i=$((serve_i + 1))
+	done
+	export ICFABD_SOCKET=$2/icfabd.sock
+	grep -q serving "$2/icfabd.log" || { cat "$2/icfabd.log" >&2; return 1; }
+}

@@ -78,15 +78,7 @@ run() {	# run NAME PRESET|FILE TOKENS MULTINODE COLOURS ARGS...
 		# A daemon started on a file follows what the module already
 		# runs, so the module runs the file first.
 		"$icfabd" --apply "$preset" > /dev/null || exit 1
-		"$icfabd" --foreground --config "$preset" --socket "$dir/icfabd.sock" \
-			> "$dir/icfabd.log" 2>&1 &
-		dpid=$!
-		i=0
-		while [ $i -lt 240 ] && ! grep -q serving "$dir/icfabd.log"; do
-			sleep 0.25; i=$((i + 1))
-		done
-		grep -q serving "$dir/icfabd.log" || { cat "$dir/icfabd.log" >&2; exit 1; }
-		export ICFABD_SOCKET=$dir/icfabd.sock
+		icfabd_serve "$preset" "$dir" || exit 1
 		"$icfabd" --dump --json "$preset" > "$dir/topo.json"
 	else
 		"$icfabd" --apply --preset "$preset" > /dev/null || exit 1
