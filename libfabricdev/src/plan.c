@@ -582,18 +582,23 @@ static uint32_t direct_rs(struct fdev_plan *p, uint32_t step,
 
 	if (m < 2)
 		return step;
-	for (unsigned int i = 0; i < m; i++)
-		for (unsigned int j = 0; j < m; j++) {
-			uint64_t off = base + blk_start(total, es, m, j);
-			uint64_t len = blk_len(total, es, m, j);
+	/* Posted as the all-to-all posts them: round k, i sends to i + k. */
+	for (unsigned int k = 1; k < m; k++)
+		for (unsigned int i = 0; i < m; i++) {
+			unsigned int j = (i + k) % m;
 
-			if (i == j)
-				continue;
-			fdev_plan_xfer(p, step, mem[i], mem[j], off,
-				       tmp + i * slot, len);
-			fdev_plan_act(p, step, mem[j], FDEV_ACT_REDUCE, dt,
-				      off, tmp + i * slot, len);
+			fdev_plan_xfer(p, step, mem[i], mem[j],
+				       base + blk_start(total, es, m, j),
+				       tmp + i * slot, blk_len(total, es, m, j));
 		}
+	/* Summed in member order, whatever order the blocks arrived in. */
+	for (unsigned int i = 0; i < m; i++)
+		for (unsigned int j = 0; j < m; j++)
+			if (i != j)
+				fdev_plan_act(p, step, mem[j], FDEV_ACT_REDUCE,
+					      dt, base + blk_start(total, es, m, j),
+					      tmp + i * slot,
+					      blk_len(total, es, m, j));
 	fdev_plan_need(p, tmp + m * slot);
 	return step + 1;
 }
@@ -604,13 +609,16 @@ static uint32_t direct_ag(struct fdev_plan *p, uint32_t step,
 {
 	if (m < 2)
 		return step;
-	for (unsigned int i = 0; i < m; i++)
-		for (unsigned int j = 0; j < m; j++) {
+	/*
+	 * Round k, member i sends to i + k, as the all-to-all does: in
+	 * member order every source would start on the same receiver.
+	 */
+	for (unsigned int k = 1; k < m; k++)
+		for (unsigned int i = 0; i < m; i++) {
 			uint64_t off = base + blk_start(total, es, m, i);
 
-			if (i != j)
-				fdev_plan_xfer(p, step, mem[i], mem[j], off,
-					       off, blk_len(total, es, m, i));
+			fdev_plan_xfer(p, step, mem[i], mem[(i + k) % m], off,
+				       off, blk_len(total, es, m, i));
 		}
 	return step + 1;
 }

@@ -1102,6 +1102,56 @@ static void test_peer_order(void)
 	}
 }
 
+/*
+ * Direct reduce-scatter, all-gather and all-reduce post their transfers
+ * as the all-to-all does: a source's k-th transfer of a step goes to
+ * the rank k after it, so no receiver has every source at once.
+ */
+static void test_direct_order(void)
+{
+	static const char *const what[] = { "reduce-scatter", "all-gather",
+					    "all-reduce" };
+
+	for (unsigned int w = 0; w < 3; w++) {
+		for (unsigned int n = 2; n <= 9; n += 7) {
+			struct fdev_coll_layout lo;
+			struct fdev_plan p;
+			unsigned int k[9] = { 0 }, steps = 0;
+			uint32_t last = ~0U;
+			int err, bad = 0;
+
+			fdev_plan_init(&p);
+			if (w == 0)
+				err = fdev_plan_reduce_scatter(&p, n, 10, FDEV_F32,
+							       FDEV_ALGO_DIRECT, &lo);
+			else if (w == 1)
+				err = fdev_plan_all_gather(&p, n, 40,
+							   FDEV_ALGO_DIRECT, &lo);
+			else
+				err = fdev_plan_all_reduce(&p, n, 10 * n, FDEV_F32,
+							   FDEV_ALGO_DIRECT, 0, &lo);
+			for (size_t i = 0; !err && i < p.nx; i++) {
+				const struct fdev_xfer *x = &p.x[i];
+
+				if (x->step != last) {
+					for (unsigned int r = 0; r < n; r++)
+						bad += last != ~0U && k[r] != n - 1;
+					memset(k, 0, sizeof(k));
+					last = x->step;
+					steps++;
+				}
+				bad += x->dst != (x->src + ++k[x->src]) % n;
+			}
+			for (unsigned int r = 0; r < n; r++)
+				bad += k[r] != n - 1;
+			ok(!err && !bad && steps == (w == 2 ? 2 : 1),
+			   "direct %s n=%u: source s's k-th transfer goes to s + k (%d, %d bad, %u steps)",
+			   what[w], n, err, bad, steps);
+			fdev_plan_free(&p);
+		}
+	}
+}
+
 /* One hierarchical dispatch and combine, with FDEV_HIER_CHUNKS=@chunks. */
 struct hier_run {
 	struct fdev_moe_handle *h;
@@ -1278,6 +1328,7 @@ static void test_moe(void)
 	test_moe_case("ll bf16 skewed n=8 E=16 k=3 H=7 align 8", 8, 16, 3, 7, T8, 1, 1, FDEV_BF16, 8);
 	/* low latency on nodes: the sends go in moe_peer_order() */
 	test_peer_order();
+	test_direct_order();
 	moe_node_size = 4;
 	test_moe_case("ll f32 n=8 (2x4) E=16 k=3 H=13", 8, 16, 3, 13, T8, 0, 1, FDEV_F32, 1);
 	moe_node_size = 2;
