@@ -859,6 +859,15 @@ static int icfab_xfer_submit(struct icfab_data *d, struct icfab_ctx *ctx,
 	if (err)
 		/* A full engine is back-pressure like a full queue. */
 		return err == -ICFAB_ENGINE_ENOSPC ? -EAGAIN : -EINVAL;
+	/*
+	 * Where it lands sets its segments' spray turns (docs/TIMING.md,
+	 * "Parallel cables"): pieces of one buffer, each a transfer of its
+	 * own, spread over parallel links as one transfer's segments do.
+	 */
+	if (!req->cx)
+		icfab_engine_set_spray_offset(e, xfer,
+					      req->op == ICFAB_OP_WRITE ?
+					      req->remote_off : req->local_off);
 	d->xfer_req[xfer] = req;
 	req->xfer = xfer;
 	req->in_engine = true;
@@ -1497,9 +1506,15 @@ static int icfab_req_prepare(struct icfab_ctx *ctx,
 			req->local_off = dd->local_off;
 			req->src = q->endpoint;
 		} else if (dd->flags & ICFAB_DESC_F_TIMING_ONLY) {
+			/*
+			 * The offsets move nothing: they only say where the
+			 * bytes would land, for spraying (ICFAB_F_TIMING_OFFSETS).
+			 */
 			if (!icfab_is_endpoint(t, dd->peer) || dd->region ||
-			    dd->local_off || dd->rkey || dd->remote_off)
+			    dd->rkey)
 				err = -EINVAL;
+			req->local_off = dd->local_off;
+			req->remote_off = dd->remote_off;
 			req->src = dd->op == ICFAB_OP_WRITE ? q->endpoint :
 							      dd->peer;
 			req->dst = dd->op == ICFAB_OP_WRITE ? dd->peer :

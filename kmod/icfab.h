@@ -94,7 +94,8 @@
 					 ICFAB_F_MEMORY_TIERS | \
 					 ICFAB_F_CIRCUIT_OWNER | \
 					 ICFAB_F_CTX_ADMIN | \
-					 ICFAB_F_ROUTE_SETS | ICFAB_F_CQ_RING)
+					 ICFAB_F_ROUTE_SETS | ICFAB_F_CQ_RING | \
+					 ICFAB_F_TIMING_OFFSETS)
 
 /* Data path (kmod/data.c). Endpoints per context: every one a fabric has. */
 #define ICFAB_MAX_ATTACH		ICFAB_MAX_ENDPOINTS

@@ -735,8 +735,10 @@ static icfab_u32 route_link(const struct icfab_mtopo *t, icfab_u32 node,
 }
 
 /*
- * The turn of a segment with remaining spray turn @turn (its index,
- * without next-hop sets) of transfer @x among parallel links under
+ * The turn of a segment with remaining spray turn @turn (without
+ * next-hop sets, its index plus the transfer's x->spray: the segment's
+ * place in its destination's address space, in segments) of transfer @x
+ * among parallel links under
  * @mode: by segment when spraying, by a hash of the transfer's key when
  * the fabric hashes flows (every segment of a transfer takes one link).
  */
@@ -1046,6 +1048,7 @@ static int xfer_new(struct icfab_engine *e, const struct xfer_spec *sp,
 	x->tier_hops = (icfab_u8)sp->tier_hops;
 	x->tier_in = sp->tier_in;
 	x->tier_out = sp->tier_out;
+	x->spray = 0;
 	x->status = sp->status;
 	x->nr_leaves = sp->nr_leaves;
 	x->tree_len = sp->tree_len;
@@ -1125,6 +1128,14 @@ int icfab_engine_submit(struct icfab_engine *e, icfab_u32 src, icfab_u32 dst,
 	return icfab_engine_submit_tiered(e, src, ICFAB_MODEL_NO_LINK, dst,
 					  ICFAB_MODEL_NO_LINK, bytes,
 					  submit_ps, key, xfer_id);
+}
+
+void icfab_engine_set_spray_offset(struct icfab_engine *e, icfab_u32 xfer_id,
+				   icfab_u64 dst_off)
+{
+	if (xfer_id < e->xfers_cap)
+		e->xfers[xfer_id].spray =
+			(icfab_u32)(dst_off / e->segment_size);
 }
 
 /* Link @i of @tree, or NULL unless it is present between real nodes. */
@@ -1437,7 +1448,7 @@ static icfab_u64 next_ready(const struct icfab_engine *e,
 			    icfab_u64 head, icfab_u64 done)
 {
 	const struct icfab_mtopo *t = e->topo;
-	icfab_u32 turn = seg, lid;
+	icfab_u32 turn = x->spray + seg, lid;
 	icfab_u64 next;
 	int spray = 0;
 
@@ -1461,7 +1472,8 @@ static icfab_u32 tier_link(const struct icfab_mtopo *t, icfab_u32 lid)
 /*
  * Segment @seg of routed transfer @id is ready at @now at @node, its hop
  * @hop, with its last byte there at @tail and its remaining spray turn
- * @turn (@seg at the source): send it on by the route in force now.
+ * @turn (x->spray + @seg at the source): send it on by the route in
+ * force now.
  */
 static ENGINE_HOT int seg_serve(struct icfab_engine *e, icfab_u32 id,
 				icfab_u32 seg, icfab_u32 hop, icfab_u32 node,
@@ -1477,7 +1489,7 @@ static ENGINE_HOT int seg_serve(struct icfab_engine *e, icfab_u32 id,
 	if (x->status)
 		return seg_lost(e, id, hop, now, x->status);
 	if (hop == 0)
-		turn = seg;
+		turn = x->spray + seg;
 	/*
 	 * A tiered transfer reads through its source's tier port first and
 	 * writes through its destination's last: 1 and 2 in @tier.

@@ -164,6 +164,12 @@ struct icfab_engine_xfer {
 	 */
 	icfab_u32 tier_in, tier_out;
 	/*
+	 * The spray turn of segment 0 (segment j's is @spray + j, mod
+	 * 2^32): its destination offset over the segment size
+	 * (icfab_engine_set_spray_offset()), 0 unless set.
+	 */
+	icfab_u32 spray;
+	/*
 	 * (segment, leaf) arrivals not decided yet, and the latest decided.
 	 * Arrivals get no event of their own: the one that brings
 	 * @undelivered to zero schedules a single event at @arrive_ps, so
@@ -423,6 +429,19 @@ int icfab_engine_init(struct icfab_engine *e, const struct icfab_mtopo *topo,
 int icfab_engine_submit(struct icfab_engine *e, icfab_u32 src, icfab_u32 dst,
 			icfab_u64 bytes, icfab_u64 submit_ps, icfab_u64 key,
 			icfab_u32 *xfer_id);
+
+/*
+ * Where transfer @xfer_id (just submitted, none of its events processed
+ * yet) writes: @dst_off bytes into its destination's address space. Its
+ * segments take their spray turns from there, segment j the turn
+ * floor(@dst_off / segment_size) + j (docs/TIMING.md, "Parallel
+ * cables"), so that pieces of one buffer, submitted as transfers of
+ * their own, spread over parallel links as the segments of one transfer
+ * would. Not called: 0. Only the sprayed choices of routed transfers
+ * read it.
+ */
+void icfab_engine_set_spray_offset(struct icfab_engine *e, icfab_u32 xfer_id,
+				   icfab_u64 dst_off);
 
 /*
  * icfab_engine_submit() for a transfer that reads a region in a memory

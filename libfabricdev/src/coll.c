@@ -362,10 +362,13 @@ static int build_step(struct fdev_comm *c, const struct fdev_plan *p,
 			if (err)
 				return err;
 			d = &sd->d[sd->nd];
-			if (timing)
+			if (timing) {
 				fdev_prep_timing(d, FDEV_OP_WRITE, c->queue[l],
 						 mcast ? 0 : c->ep[x->dst], len, sd->nd);
-			else if (mcast)
+				if (!mcast)
+					fdev_comm_timing_at(c, d,
+							    x->dst_off + off);
+			} else if (mcast)
 				fdev_prep_write(d, c->queue[l], c->ws[l].handle,
 						x->src_off + off, 0,
 						x->dst_off + off, len, sd->nd);

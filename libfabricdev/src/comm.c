@@ -313,6 +313,13 @@ int fdev_comm_timing_only(const struct fdev_comm *c)
 	return !!(c->flags & FDEV_COMM_TIMING_ONLY);
 }
 
+void fdev_comm_timing_at(const struct fdev_comm *c, struct fdev_desc *d,
+			 uint64_t dst_off)
+{
+	if (c->dev->features & ICFAB_F_TIMING_OFFSETS)
+		d->remote_off = dst_off;
+}
+
 void *fdev_ws_addr(struct fdev_comm *c, unsigned int l, uint64_t off)
 {
 	return (uint8_t *)c->ws[l].addr + off;

@@ -225,6 +225,15 @@ int fdev_comm_interleave(const struct fdev_comm *c, struct fdev_plan *p);
 /* Local data staging into / out of the workspace of local rank @l. */
 void *fdev_ws_addr(struct fdev_comm *c, unsigned int l, uint64_t off);
 int fdev_comm_timing_only(const struct fdev_comm *c);
+/*
+ * A timing-only WRITE @d of the communicator is bound for @dst_off in
+ * its destination's workspace: said where the module takes it
+ * (ICFAB_F_TIMING_OFFSETS), so that it is sprayed over parallel links as
+ * the same WRITE with memory would be (docs/TIMING.md, "Parallel
+ * cables").
+ */
+void fdev_comm_timing_at(const struct fdev_comm *c, struct fdev_desc *d,
+			 uint64_t dst_off);
 /* Out-of-band barrier of a multi-process communicator; @val in, max out. */
 int fdev_shm_barrier(struct fdev_comm *c, uint64_t *val);
 /*

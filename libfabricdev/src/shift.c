@@ -67,11 +67,13 @@ static unsigned int shift_descs(struct shift_run *s, unsigned int cur)
 						s->tr[dst - c->first].key,
 						(1 - cur) * s->bytes + off, len,
 						FDEV_TAG_SHIFT | nd);
-			else if (fdev_comm_timing_only(c))
+			else if (fdev_comm_timing_only(c)) {
 				fdev_prep_timing(d, FDEV_OP_WRITE, c->queue[l],
 						 c->ep[dst], len,
 						 FDEV_TAG_SHIFT | nd);
-			else
+				fdev_comm_timing_at(c, d,
+						    (1 - cur) * s->bytes + off);
+			} else
 				fdev_prep_write(d, c->queue[l], c->ws[l].handle,
 						cur * s->bytes + off,
 						c->rkey[dst],

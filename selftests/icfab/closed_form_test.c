@@ -11,7 +11,11 @@
  *    for h = 1, 3, 6; and an out-of-range mode is -ERANGE with extack;
  *  - over k = 3 parallel cables sprayed (LINK_MULTIPATH), one transfer
  *    of n whole segments takes L + ceil(n/k) S/B, exactly, and L + n S/B
- *    without; an out-of-range mode is -ERANGE with extack.
+ *    without; an out-of-range mode is -ERANGE with extack;
+ *  - n one-segment timing-only WRITEs at consecutive destination
+ *    offsets (ICFAB_F_TIMING_OFFSETS), with k DMA engines, take
+ *    L + ceil(n/k) S/B sprayed, as the one transfer they were cut from,
+ *    and L + n S/B at offset 0 each or without spraying.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -342,17 +346,32 @@ TEST_F(ct_ring, cut_through_pays_only_latency_per_hop)
 /*
  * Two endpoints joined by PAR cables: link 2p from 0's port p to 1's,
  * 2p + 1 back. Routes name port 0; LINK_MULTIPATH @mode on every link.
+ * Each endpoint has PAR DMA engines.
  */
 #define PAR	3
+
+static int endpoint_new(struct genl_sock *gs, uint32_t id, const char *name)
+{
+	struct genl_msg m;
+
+	genl_msg_init(&m, gs->family, ICFAB_CMD_NODE_NEW, 0);
+	genl_put_u32(&m, ICFAB_A_NODE_ID, id);
+	genl_put_u32(&m, ICFAB_A_NODE_KIND, ICFAB_NODE_ENDPOINT);
+	genl_put_u32(&m, ICFAB_A_NODE_PORTS, PAR);
+	genl_put(&m, ICFAB_A_NODE_NAME, name, strlen(name) + 1);
+	genl_put_u64(&m, ICFAB_A_NODE_MEM_BYTES, 1ULL << 30);
+	genl_put_u32(&m, ICFAB_A_NODE_DMA_ENGINES, PAR);
+	return genl_request(gs, &m, NULL, NULL);
+}
 
 static int stage_parallel(struct genl_sock *gs, uint8_t mode)
 {
 	uint16_t ports[2] = { ICFAB_ROUTE_NONE, 0 };
 	int err;
 
-	err = node_new(gs, 0, ICFAB_NODE_ENDPOINT, PAR, "ipu0");
+	err = endpoint_new(gs, 0, "ipu0");
 	if (!err)
-		err = node_new(gs, 1, ICFAB_NODE_ENDPOINT, PAR, "ipu1");
+		err = endpoint_new(gs, 1, "ipu1");
 	for (unsigned int p = 0; !err && p < PAR; p++) {
 		err = link_new(gs, 2 * p, 0, p, 1, p, BW);
 		if (!err)
@@ -438,6 +457,77 @@ TEST_F(parallel, sprayed_cables_add_their_bandwidth)
 		EXPECT_EQ(0, c.queued_ps);
 		EXPECT_EQ(LAT + rows * ser(SEG, BW), c.finish_ps - c.start_ps);
 	}
+}
+
+/*
+ * One buffer of NP segments cut into one-segment timing-only WRITEs,
+ * piece i bound for offset i S (libfabricdev's interleaved pieces),
+ * posted at once: sprayed, piece i takes cable i mod PAR, PAR DMA
+ * engines keep PAR of them in flight, and the last lands L + ceil(NP /
+ * PAR) S/B after the first was posted, the one transfer's closed form
+ * (docs/TIMING.md, "The spray base"). At offset 0 each, or not
+ * sprayed, they all take the route's cable: L + NP S/B.
+ */
+#define NP	12
+
+static uint64_t pieces_time(int fd, int q, int offsets)
+{
+	struct icfab_desc d[NP];
+	struct icfab_cqe c[NP];
+	uint64_t first = ~0ULL, last = 0;
+	int got = 0, n;
+
+	for (unsigned int i = 0; i < NP; i++) {
+		d[i] = desc_put(q, 1, SEG, i);
+		d[i].remote_off = offsets ? i * SEG : 0;
+	}
+	if (ctx_submit(fd, d, NP) != NP)
+		return 0;
+	while (got < NP) {
+		n = ctx_wait(fd, c + got, 1, NP - got, 0, NULL);
+		if (n <= 0)
+			return 0;
+		got += n;
+	}
+	for (unsigned int i = 0; i < NP; i++) {
+		if (c[i].status)
+			return 0;
+		first = c[i].submit_ps < first ? c[i].submit_ps : first;
+		last = c[i].finish_ps > last ? c[i].finish_ps : last;
+	}
+	return last - first;
+}
+
+TEST_F(parallel, pieces_at_consecutive_offsets_take_every_cable)
+{
+	const int spray = variant->mode == ICFAB_MULTIPATH_SPRAY;
+	struct icfab_info info = { 0 };
+	int q;
+
+	ASSERT_EQ(0, ioctl(self->fd, ICFAB_IOC_INFO, &info));
+	ASSERT_TRUE(info.features & ICFAB_F_TIMING_OFFSETS);
+	ASSERT_EQ(0, ctx_attach(self->fd, 0));
+	q = ctx_queue(self->fd, 0, NP);
+	ASSERT_LE(0, q);
+	EXPECT_EQ(LAT + (spray ? (NP + PAR - 1) / PAR : NP) * ser(SEG, BW),
+		  pieces_time(self->fd, q, 1));
+	EXPECT_EQ(LAT + NP * ser(SEG, BW), pieces_time(self->fd, q, 0));
+}
+
+TEST_F(parallel, timing_only_still_refuses_a_region_or_key)
+{
+	struct icfab_desc d;
+	int q;
+
+	ASSERT_EQ(0, ctx_attach(self->fd, 0));
+	q = ctx_queue(self->fd, 0, 4);
+	ASSERT_LE(0, q);
+	d = desc_put(q, 1, SEG, 0);
+	d.rkey = 1;
+	EXPECT_EQ(-EINVAL, ctx_submit(self->fd, &d, 1));
+	d = desc_put(q, 1, SEG, 0);
+	d.region = 1;
+	EXPECT_EQ(-EINVAL, ctx_submit(self->fd, &d, 1));
 }
 
 TEST_HARNESS_MAIN

@@ -172,6 +172,9 @@ static int run(struct run *r, struct icfab_mtopo *m, double *bound_ps,
 					if (icfab_engine_submit(&e, r->ep[i], r->ep[d],
 								len, at, key, &id))
 						return -EINVAL;
+					/* Where it lands in the pair's block. */
+					icfab_engine_set_spray_offset(&e, id,
+						s * step + piece * c);
 				}
 		}
 		if (icfab_engine_run_until(&e, ICFAB_ENGINE_NEVER, on_complete,

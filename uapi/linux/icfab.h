@@ -245,6 +245,19 @@
  */
 #define ICFAB_F_CQ_RING		(1ULL << 17)
 
+/*
+ * ICFAB_F_TIMING_OFFSETS
+ *	A timing-only WRITE or READ (not one on a circuit) may carry
+ *	@local_off and @remote_off (struct icfab_desc): no bytes move and nothing checks them against
+ *	a region, but where the transfer lands (a WRITE's @remote_off, a
+ *	READ's @local_off) sets the spray turn of its segments over
+ *	parallel links, as it does for a WRITE or READ with memory
+ *	(docs/TIMING.md, "Parallel cables"). Without this bit both must be
+ *	zero.
+ *	Preconditions: ICFAB_F_QUEUES.
+ */
+#define ICFAB_F_TIMING_OFFSETS	(1ULL << 18)
+
 /* Every feature this header knows about. */
 #define ICFAB_F_ALL		(ICFAB_F_NETLINK | ICFAB_F_QUEUES | \
 				 ICFAB_F_MEMORY | ICFAB_F_URING_CMD | \
@@ -256,7 +269,8 @@
 				 ICFAB_F_LINK_CALIBRATION | \
 				 ICFAB_F_MEMORY_TIERS | \
 				 ICFAB_F_CIRCUIT_OWNER | ICFAB_F_CTX_ADMIN | \
-				 ICFAB_F_ROUTE_SETS | ICFAB_F_CQ_RING)
+				 ICFAB_F_ROUTE_SETS | ICFAB_F_CQ_RING | \
+				 ICFAB_F_TIMING_OFFSETS)
 
 /*
  * Time modes (icfab_info.time_mode, ICFAB_A_FABRIC_TIME_MODE).
@@ -543,7 +557,9 @@ enum icfab_desc_op {
  * One descriptor.
  *
  * WRITE/READ with ICFAB_DESC_F_TIMING_ONLY: @peer is the other endpoint;
- * @region, @local_off, @rkey and @remote_off must be zero.
+ * @region and @rkey must be zero, and so must @local_off and @remote_off
+ * unless the module has ICFAB_F_TIMING_OFFSETS (then they are where the
+ * bytes would be, for spraying only; a circuit's must still be zero).
  * WRITE/READ without it (ICFAB_F_MEMORY): @len bytes between
  * [@local_off, +@len) of the context's region @region, which must live on
  * the queue's endpoint, and [@remote_off, +@len) of the region whose key

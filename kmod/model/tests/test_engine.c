@@ -2350,6 +2350,109 @@ static void test_mp_short_last(void)
 }
 
 /*
+ * One buffer of n segments to one destination, submitted as n transfers
+ * of one segment each (libfabricdev's interleaved pieces), piece i at
+ * destination offset (b + i) S, with k DMA engines at the source: the
+ * turn of a piece's segment is its offset over S (docs/TIMING.md,
+ * "Parallel cables"), so piece i takes link (b + i) mod k of the ring,
+ * every link carries its share of the bytes, and the last piece lands
+ * at the closed form of one transfer of n segments sprayed alone:
+ * h L + ceil(n/k) S/B (+ S/B stored and forwarded at the switch). The
+ * choice depends on each piece's own offset only: submitted with keys
+ * in the reverse order, the link counts are the same. Without offsets
+ * (every piece at 0) every piece takes the route's own link: n S/B.
+ */
+static ull pieces_run(unsigned int k, int hops, int ct, unsigned int n,
+		      unsigned int b, int offsets, int reverse,
+		      ull *seg_on, int *bad)
+{
+	struct icfab_mtopo *t = cables(k, hops == 1,
+				       ICFAB_MODEL_MULTIPATH_SPRAY);
+	unsigned int src = hops == 1 ? 0 : 1, dst = hops == 1 ? 1 : 2;
+	struct harness *h;
+	ull last = 0;
+
+	t->nodes[src].dma_engines = k;
+	if (ct)
+		set_cut_through(t);
+	topo_validate(t);
+	h = h_new(t, SEG, 16, 256, 16);
+	for (unsigned int i = 0; i < n; i++) {
+		ull key = reverse ? n - i : i + 1;
+		icfab_u32 id;
+
+		if (icfab_engine_submit(&h->e, src, dst, SEG, 0, key, &id)) {
+			(*bad)++;
+			continue;
+		}
+		if (offsets)
+			icfab_engine_set_spray_offset(&h->e, id,
+						      (ull)(b + i) * SEG);
+	}
+	run_all(h);
+	for (unsigned int i = 1; i <= n; i++) {
+		if (h->recs[i].n != 1)
+			(*bad)++;
+		if (h->recs[i].r.finish_ps > last)
+			last = h->recs[i].r.finish_ps;
+	}
+	for (unsigned int i = 0; i < k; i++) {
+		unsigned int lid = hops == 1 ? 2 * i : 4 * i;
+
+		seg_on[i] = h->e.links[lid].segments;
+		if (h->e.links[lid].bytes != seg_on[i] * SEG)
+			(*bad)++;
+	}
+	h_free(h);
+	topo_free(t);
+	return last;
+}
+
+static void test_mp_pieces(void)
+{
+	static const unsigned int segs[] = { 1, 2, 3, 6, 7, 12, 13 };
+	int bad = 0, cases = 0, flat = 0;
+
+	for (unsigned int k = 1; k <= 4; k++)
+	for (int hops = 1; hops <= 2; hops++)
+	for (int ct = 0; ct <= 1; ct++)
+	for (unsigned int si = 0; si < 7; si++)
+	for (unsigned int b = 0; b <= 5; b += 5) {
+		unsigned int n = segs[si], rows = (n + k - 1) / k;
+		ull want = hops * LAT + rows * SER +
+			   (hops == 2 && !ct ? SER : 0);
+		ull on[4], on_rev[4], on_zero[4], got, got_rev, got_zero;
+
+		got = pieces_run(k, hops, ct, n, b, 1, 0, on, &bad);
+		got_rev = pieces_run(k, hops, ct, n, b, 1, 1, on_rev, &bad);
+		got_zero = pieces_run(k, hops, ct, n, b, 0, 0, on_zero, &bad);
+		cases++;
+		for (unsigned int i = 0; i < k; i++) {
+			/* Pieces b .. b + n - 1 whose offset is i mod k. */
+			ull share = 0;
+
+			for (unsigned int j = 0; j < n; j++)
+				share += (b + j) % k == i;
+			if (on[i] != share || on_rev[i] != share ||
+			    on_zero[i] != (i ? 0 : n))
+				bad++;
+		}
+		if (got != want || got_rev != want) {
+			bad++;
+			printf("# k %u, %d hops, %s, %u pieces from %u: %llu (reversed keys %llu), want %llu\n",
+			       k, hops, ct ? "cut-through" : "store and forward",
+			       n, b, got, got_rev, want);
+		}
+		/* Every piece at offset 0: all on the route's link. */
+		if (got_zero != hops * LAT + n * SER +
+				(hops == 2 && !ct ? SER : 0))
+			flat++;
+	}
+	ok(!bad && !flat, "one-segment pieces at consecutive destination offsets over k = 1..4 parallel links, 1 and 2 hops, both switching modes (%d cases): piece at offset o S on link o mod k, bytes spread evenly, last arrival at h L + ceil(n/k) S/B (+ S/B stored and forwarded) exactly, in either key order; at offset 0 each, all on the route's link (n S/B)",
+	   cases);
+}
+
+/*
  * k flows of n segments from endpoint 1 (k DMA engines) to endpoint 2
  * over k parallel links each way, submitted together with keys 1..k.
  * Sprayed, every flow starts its turns at the route's link, so that link
@@ -3285,6 +3388,7 @@ int main(void)
 	test_ct_mixed();
 	test_mp_spray();
 	test_mp_short_last();
+	test_mp_pieces();
 	test_mp_flows();
 	test_mp_flow_hash();
 	test_ecmp_flow();

@@ -35,7 +35,8 @@
 	X(ICFAB_F_CIRCUIT_OWNER, "circuit-owner")		\
 	X(ICFAB_F_CTX_ADMIN, "ctx-admin")			\
 	X(ICFAB_F_ROUTE_SETS, "route-sets")			\
-	X(ICFAB_F_CQ_RING, "cq-ring")
+	X(ICFAB_F_CQ_RING, "cq-ring")				\
+	X(ICFAB_F_TIMING_OFFSETS, "timing-offsets")
 
 /* The name of one feature bit, or NULL for a bit this build does not know. */
 const char *icfab_feature_name(uint64_t bit);
