@@ -68,16 +68,21 @@ static int read_line(int s, char *buf, size_t len)
  * reached (no socket, nobody listening): the caller's errno for "no
  * circuit service".
  */
-static int sock_connect(void)
+static const char *sock_path(void)
 {
 	const char *path = getenv("ICFABD_SOCKET");
+
+	return path && *path ? path : SOCK_DEFAULT;
+}
+
+static int sock_connect(void)
+{
+	const char *path = sock_path();
 	struct timeval tv = { SOCK_TIMEOUT_S, 0 };
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	char line[128];
 	int s, err;
 
-	if (!path || !*path)
-		path = SOCK_DEFAULT;
 	if (strlen(path) >= sizeof(a.sun_path))
 		return -ENAMETOOLONG;
 	strcpy(a.sun_path, path);
@@ -158,6 +163,9 @@ void fdev_comm_circuits_close(struct fdev_comm *c)
 	c->mc = NULL;
 }
 
+/* Say a multicast failure once per process, not once per source. */
+static int said_open;
+
 /* One circuit from @src to every other rank: its id, or -errno. */
 static int circuit_open_one(struct fdev_comm *c, int s, unsigned int src,
 			    uint32_t *id)
@@ -176,8 +184,14 @@ static int circuit_open_one(struct fdev_comm *c, int s, unsigned int src,
 	snprintf(req + n, cap - n, "\n");
 	err = sock_request(s, req, reply, sizeof(reply));
 	free(req);
-	if (err)
+	if (err) {
+		if (!said_open++)
+			fprintf(stderr, "libfabricdev: multicast: icfabd refused the circuit from rank %u (endpoint %u) to the other %u ranks: %s\n",
+				src, c->ep[src], c->nranks - 1,
+				err == -EPROTO && strncmp(reply, "err ", 4) ?
+				"no reply" : reply);
 		return err;
+	}
 	p = strstr(reply, " id=");
 	if (!p || !(*id = (uint32_t)strtoul(p + 4, NULL, 10)))
 		return -EPROTO;
@@ -224,6 +238,9 @@ int fdev_comm_circuits_open(struct fdev_comm *c)
 		return -ENOMEM;
 	s = sock_connect();
 	if (s < 0) {
+		if (!said_open++)
+			fprintf(stderr, "libfabricdev: multicast: its circuits are opened through icfabd, not reachable at %s (ICFABD_SOCKET): %s\n",
+				sock_path(), strerror(-s));
 		free(c->mc);
 		c->mc = NULL;
 		return s;

@@ -39,7 +39,8 @@
 #  - multicast dispatch (FDEV_MOE_MULTICAST, when the module has
 #    ICFAB_F_CIRCUITS): icfabd serves circuits on a socket over dgx-h100
 #    given 24 colours per switch (the preset has none); without the
-#    daemon dispatch fails with ENOTCONN; with it the outputs equal
+#    daemon dispatch fails with ENOTCONN and says where it looked for
+#    icfabd's socket; with it the outputs equal
 #    throughput's element by element (one process driving 8 ranks, and 4
 #    independent processes, through the proxy), the sources' links carry each leaving token
 #    once (timing only, 8 ranks), and no circuit is left afterwards;
@@ -436,6 +437,10 @@ PY
 	check "no circuit is left after the bench" no_circuit
 	check "icfabd stops" stop_daemon
 	unset ICFABD_SOCKET
+	check "without icfabd, a multicast dispatch fails and says where it looked" \
+		sh -c "ICFABD_SOCKET='$tmp/none.sock' timeout 120 '$bench' -n 8 -t 16 -H 7168 -e 256 -k 8 -m mc -b 450 > /dev/null 2> '$tmp/mcerr'
+			rc=\$?; sed 's/^/# /' '$tmp/mcerr'
+			[ \$rc != 0 ] && grep -q 'libfabricdev: multicast: its circuits are opened through icfabd, not reachable at $tmp/none.sock' '$tmp/mcerr'"
 else
 	echo "ok $((n = n + 1)) # SKIP multicast: the module lacks ICFAB_F_CIRCUITS"
 fi
