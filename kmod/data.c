@@ -457,6 +457,35 @@ static struct icfab_req *icfab_req_alloc(struct icfab_ctx *ctx)
 	return req;
 }
 
+/*
+ * @n requests as icfab_req_alloc() gives them, into @reqs: what the pool
+ * has under one lock (a SUBMIT's chunk took it once per descriptor), the
+ * rest from the slab. Returns how many it got: fewer than @n only when
+ * memory ran out.
+ */
+static u32 icfab_req_alloc_many(struct icfab_ctx *ctx, struct icfab_req **reqs,
+				u32 n)
+{
+	u32 i, from_pool;
+
+	spin_lock(&ctx->pool_lock);
+	for (i = 0; i < n && ctx->pool; i++) {
+		reqs[i] = ctx->pool;
+		ctx->pool = reqs[i]->pool_next;
+	}
+	ctx->nr_pool -= i;
+	spin_unlock(&ctx->pool_lock);
+	from_pool = i;
+	for (i = 0; i < from_pool; i++)
+		memset(reqs[i], 0, offsetof(struct icfab_req, ures));
+	for (; i < n; i++) {
+		reqs[i] = kzalloc(sizeof(*reqs[i]), GFP_KERNEL_ACCOUNT);
+		if (!reqs[i])
+			break;
+	}
+	return i;
+}
+
 /* Back to @ctx's pool, or to the slab when there is no context. */
 static void icfab_req_recycle(struct icfab_ctx *ctx, struct icfab_req *req)
 {
@@ -1718,11 +1747,7 @@ long icfab_submit_descs(struct icfab_ctx *ctx,
 					      array_size(want, sizeof(*chunk)));
 		have = want - DIV_ROUND_UP(left, sizeof(*chunk));
 		/* Their requests too: allocating is the slow part. */
-		for (nr_fresh = 0; nr_fresh < have; nr_fresh++) {
-			fresh[nr_fresh] = icfab_req_alloc(ctx);
-			if (!fresh[nr_fresh])
-				break;
-		}
+		nr_fresh = icfab_req_alloc_many(ctx, fresh, have);
 
 		mutex_lock(&fabric->lock);
 		if (!ctx->nr_eps)
