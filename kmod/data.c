@@ -1724,7 +1724,9 @@ long icfab_submit_descs(struct icfab_ctx *ctx,
 	if (flags & ~ICFAB_SUBMIT_F_ALL)
 		return -EINVAL;
 	if (nr > ICFAB_COPY_CHUNK) {
-		buf = kmalloc(sizeof(*buf), GFP_KERNEL);
+		buf = xchg(&ctx->batch_buf, NULL);
+		if (!buf)
+			buf = kmalloc(sizeof(*buf), GFP_KERNEL_ACCOUNT);
 		if (buf) {
 			chunk = buf->descs;
 			fresh = buf->fresh;
@@ -1800,7 +1802,9 @@ long icfab_submit_descs(struct icfab_ctx *ctx,
 			break;
 		cond_resched();
 	}
-	kfree(buf);
+	/* Kept for the next SUBMIT, unless one is kept already. */
+	if (buf && cmpxchg(&ctx->batch_buf, NULL, buf))
+		kfree(buf);
 	return ret;
 }
 
@@ -2533,6 +2537,7 @@ void icfab_ctx_destroy(struct icfab_ctx *ctx)
 		ctx->pool = req->pool_next;
 		kfree(req);
 	}
+	kfree(ctx->batch_buf);
 	/* No mapping is left: each held the file. */
 	icfab_cq_destroy(ctx->cq);
 	kfree(ctx);
