@@ -457,6 +457,35 @@ static struct icfab_req *icfab_req_alloc(struct icfab_ctx *ctx)
 	return req;
 }
 
+/*
+ * @n requests as icfab_req_alloc() gives them, into @reqs: what the pool
+ * has under one lock (a SUBMIT's chunk took it once per descriptor), the
+ * rest from the slab. Returns how many it got: fewer than @n only when
+ * memory ran out.
+ */
+static u32 icfab_req_alloc_many(struct icfab_ctx *ctx, struct icfab_req **reqs,
+				u32 n)
+{
+	u32 i, from_pool;
+
+	spin_lock(&ctx->pool_lock);
+	for (i = 0; i < n && ctx->pool; i++) {
+		reqs[i] = ctx->pool;
+		ctx->pool = reqs[i]->pool_next;
+	}
+	ctx->nr_pool -= i;
+	spin_unlock(&ctx->pool_lock);
+	from_pool = i;
+	for (i = 0; i < from_pool; i++)
+		memset(reqs[i], 0, offsetof(struct icfab_req, ures));
+	for (; i < n; i++) {
+		reqs[i] = kzalloc(sizeof(*reqs[i]), GFP_KERNEL_ACCOUNT);
+		if (!reqs[i])
+			break;
+	}
+	return i;
+}
+
 /* Back to @ctx's pool, or to the slab when there is no context. */
 static void icfab_req_recycle(struct icfab_ctx *ctx, struct icfab_req *req)
 {
@@ -1695,7 +1724,9 @@ long icfab_submit_descs(struct icfab_ctx *ctx,
 	if (flags & ~ICFAB_SUBMIT_F_ALL)
 		return -EINVAL;
 	if (nr > ICFAB_COPY_CHUNK) {
-		buf = kmalloc(sizeof(*buf), GFP_KERNEL);
+		buf = xchg(&ctx->batch_buf, NULL);
+		if (!buf)
+			buf = kmalloc(sizeof(*buf), GFP_KERNEL_ACCOUNT);
 		if (buf) {
 			chunk = buf->descs;
 			fresh = buf->fresh;
@@ -1718,11 +1749,7 @@ long icfab_submit_descs(struct icfab_ctx *ctx,
 					      array_size(want, sizeof(*chunk)));
 		have = want - DIV_ROUND_UP(left, sizeof(*chunk));
 		/* Their requests too: allocating is the slow part. */
-		for (nr_fresh = 0; nr_fresh < have; nr_fresh++) {
-			fresh[nr_fresh] = icfab_req_alloc(ctx);
-			if (!fresh[nr_fresh])
-				break;
-		}
+		nr_fresh = icfab_req_alloc_many(ctx, fresh, have);
 
 		mutex_lock(&fabric->lock);
 		if (!ctx->nr_eps)
@@ -1775,7 +1802,9 @@ long icfab_submit_descs(struct icfab_ctx *ctx,
 			break;
 		cond_resched();
 	}
-	kfree(buf);
+	/* Kept for the next SUBMIT, unless one is kept already. */
+	if (buf && cmpxchg(&ctx->batch_buf, NULL, buf))
+		kfree(buf);
 	return ret;
 }
 
@@ -2508,6 +2537,7 @@ void icfab_ctx_destroy(struct icfab_ctx *ctx)
 		ctx->pool = req->pool_next;
 		kfree(req);
 	}
+	kfree(ctx->batch_buf);
 	/* No mapping is left: each held the file. */
 	icfab_cq_destroy(ctx->cq);
 	kfree(ctx);

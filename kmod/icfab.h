@@ -309,6 +309,13 @@ struct icfab_ctx {
 	spinlock_t pool_lock;		/* protects pool, nr_pool */
 	struct icfab_req *pool;		/* via pool_next, or NULL */
 	u32 nr_pool;
+	/*
+	 * A SUBMIT's buffer for batches over ICFAB_COPY_CHUNK (data.c),
+	 * kept for the next one instead of a kmalloc() and kfree() of 4.5
+	 * KiB per call; taken and given back with xchg()/cmpxchg(), so
+	 * concurrent SUBMITs allocate their own. NULL when none is kept.
+	 */
+	struct icfab_batch_buf *batch_buf;
 
 	/* Under fabric->lock: */
 	struct list_head attached_node;	/* in fabric->attached */

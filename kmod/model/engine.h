@@ -187,7 +187,8 @@ struct icfab_engine_xfer {
  * leaving @node)". A tree reaches each node once, so @node tells its
  * events apart where the tree index of a link would: no wider event.
  * @seg == nr_segs is the transfer's own: at hop 0 the release of the DMA
- * engine, at hop 1 the last arrival.
+ * engine, at hop 1 the last arrival; @seg == nr_segs + 1 (hop 0) a
+ * release that carries the last arrival of the same instant.
  *
  * An event is kept in two parts: what orders it but for the rarest
  * ties, 24 bytes, in the structure that orders events, and the rest, its
@@ -354,8 +355,10 @@ struct icfab_engine {
 	icfab_u32 run_lo, run_hi;	/* run_lo == run_hi: empty */
 	/*
 	 * First events of transfers left in their source's list of
-	 * submissions (struct icfab_engine_ep), not pushed yet: pending
-	 * all the same, and reserved, so counted in max_events.
+	 * submissions (struct icfab_engine_ep), not pushed yet, and last
+	 * arrivals carried by their transfer's DMA release (release_lands()
+	 * in engine.c): pending all the same, and reserved, so counted in
+	 * max_events.
 	 */
 	icfab_u32 nr_deferred;
 	/* high-water mark of nr_events + nr_deferred */

@@ -1931,6 +1931,76 @@ static void test_queue_streams(void)
 }
 
 /*
+ * Zero-latency links, one DMA engine a node: a one-segment transfer to a
+ * neighbour lands as its DMA release runs, and the release carries its
+ * last arrival (release_lands() in engine.c; heap_only keeps them two
+ * events). Submissions come at later instants with smaller keys too, so
+ * that a release hands its engine to a waiter that sorts before the
+ * arrival it carries, which must then take its turn after the waiter's
+ * start. First that case alone (transfer 10 holds the engine, 5 waits
+ * for it), then a random mix of neighbours and farther nodes, one and
+ * more segments.
+ */
+static void queue_carried(struct qrun *q, struct icfab_mtopo *t, int mix)
+{
+	for (unsigned int l = 0; l < t->nr_links; l++)
+		t->links[l].latency_ps = 0;
+	if (!mix) {
+		submit(q->h, 0, 1, 64, 0, 10);
+		icfab_engine_run_until(&q->h->e, 1, on_complete, q->h);
+		submit(q->h, 0, 1, 64, 1, 5);
+		submit(q->h, 0, 1, 64, 1, 20);
+		run_all(q->h);
+		return;
+	}
+	rng_state = 4242;
+	for (unsigned int i = 0; i < 400; i++) {
+		unsigned int src = rng() % 5, dst;
+
+		do
+			dst = rng() % 5;
+		while (dst == src);
+		if (rng() % 3)
+			dst = src + 1 < 5 ? src + 1 : src - 1;
+		/* Keys fall as well as rise; each is used once. */
+		submit(q->h, src, dst, rng() % 2 ? 64 : rng() % (2 * SEG) + 1,
+		       q->h->e.now_ps + rng() % 3, 1000 * (i % 7) + i);
+		if (i % 8 == 7)
+			icfab_engine_run_until(&q->h->e, q->h->e.now_ps + 1 +
+					       rng() % 4, on_complete, q->h);
+	}
+	run_all(q->h);
+}
+
+static void test_queue_carried(void)
+{
+	for (int mix = 0; mix < 2; mix++) {
+		struct icfab_mtopo *t = chain(5);
+		struct qrun a, b;
+		unsigned int n = mix ? 400 : 3;
+
+		topo_validate(t);
+		qrun_new(&a, t, 400, 4000, 7000, 0);
+		queue_carried(&a, t, mix);
+		qrun_new(&b, t, 400, 4000, 7000, 1);
+		queue_carried(&b, t, mix);
+		ok(a.h->completions == (int)n && qrun_same(&a, &b, t),
+		   "zero latency, %s: releases carrying last arrivals decide as two events do (%u decisions)",
+		   mix ? "random transfers" : "a waiter that sorts first",
+		   a.log.n);
+		if (!mix)
+			/* 10 out, 5 out (started by 10's release), then 10 done. */
+			ok(a.log.n == 6 && a.log.v[1].key == 5 &&
+			   a.log.v[1].kind == 0 && a.log.v[2].key == 10 &&
+			   a.log.v[2].kind == 1,
+			   "the waiter that sorts first starts before the arrival is processed");
+		qrun_free(&a);
+		qrun_free(&b);
+		topo_free(t);
+	}
+}
+
+/*
  * Barely enough room: segments decided at a slow link each wait for
  * their arrival at the next node with an event, so the array fills;
  * transfers come and go (a full engine is retried later), so that the
@@ -3378,6 +3448,7 @@ int main(void)
 	test_queue_random();
 	test_queue_chain();
 	test_queue_streams();
+	test_queue_carried();
 	test_queue_tight();
 	test_queue_batch();
 	test_queue_trees();
