@@ -249,22 +249,30 @@ static int pid_dead(int32_t pid)
 	return dead;
 }
 
+/*
+ * Every live rank's value, the largest into *@val. A rank posts its
+ * sequence and scans the slots once; whoever finds everyone there on
+ * that first scan (the last to come always does) wakes the rest, who
+ * scan once more. Only a wait that timed out looks for dead ranks (a
+ * kill() and maybe /proc each): at 1024 ranks, a wake per arrival with
+ * everyone rescanning, and asking after every missing pid each time,
+ * was n^3 work per barrier. The wait grows from 50 ms to 800 ms.
+ */
 static int shm_barrier(struct fdev_comm *c, uint64_t *val)
 {
 	struct fdev_shm *s = c->shm;
 	struct shm_hdr *h = s->h;
 	uint64_t seq = ++s->seq, out = 0, deadline;
 	const char *t = getenv("FDEV_TIMEOUT_MS");
-	int newly_failed = 0;
+	int newly_failed = 0, may_wake = 1, look_dead = 0;
+	long wait_ms = 50;
 
 	deadline = mono_ms() + (t && *t ? strtoull(t, NULL, 10) : 300000);
 	h->slot[s->rank].val[seq & 1] = *val;
 	atomic_store(&h->slot[s->rank].seq, seq);
-	atomic_fetch_add(&h->bump, 1);
-	futex(&h->bump, FUTEX_WAKE, INT32_MAX, NULL);
 	for (;;) {
 		uint32_t b = atomic_load(&h->bump);
-		struct timespec ts = { 0, 50 * 1000000 };
+		struct timespec ts = { wait_ms / 1000, wait_ms % 1000 * 1000000 };
 		unsigned int missing = 0;
 
 		out = 0;
@@ -277,7 +285,7 @@ static int shm_barrier(struct fdev_comm *c, uint64_t *val)
 				int32_t pid = atomic_load(&sl->pid);
 
 				/* Gone before or after it joined: excluded. */
-				if (pid && pid_dead(pid)) {
+				if (look_dead && pid && pid_dead(pid)) {
 					atomic_fetch_or(&h->failed[r / 64],
 							1ULL << (r % 64));
 					fprintf(stderr, "libfabricdev: rank %u (pid %d) died; excluded\n",
@@ -291,11 +299,21 @@ static int shm_barrier(struct fdev_comm *c, uint64_t *val)
 			if (sl->val[seq & 1] > out)
 				out = sl->val[seq & 1];
 		}
-		if (!missing)
+		if (!missing) {
+			if (may_wake) {
+				atomic_fetch_add(&h->bump, 1);
+				futex(&h->bump, FUTEX_WAKE, INT32_MAX, NULL);
+			}
 			break;
+		}
 		if (mono_ms() > deadline)
 			return -ETIMEDOUT;
-		futex(&h->bump, FUTEX_WAIT, b, &ts);
+		if (futex(&h->bump, FUTEX_WAIT, b, &ts) && errno == ETIMEDOUT) {
+			may_wake = look_dead = 1;
+			wait_ms = wait_ms < 800 ? wait_ms * 2 : wait_ms;
+		} else {
+			may_wake = look_dead = 0;
+		}
 	}
 	for (int w = 0; w < FDEV_FAILED_WORDS; w++) {
 		uint64_t f = atomic_load(&h->failed[w]);
