@@ -237,6 +237,11 @@ void fdev_comm_timing_at(const struct fdev_comm *c, struct fdev_desc *d,
 /* Out-of-band barrier of a multi-process communicator; @val in, max out. */
 int fdev_shm_barrier(struct fdev_comm *c, uint64_t *val);
 /*
+ * fdev_plan_init() for @c's collectives: an independent process's plan
+ * keeps only its own rank's part (fdev_plan_only()), a proxy's all.
+ */
+void fdev_comm_plan_init(const struct fdev_comm *c, struct fdev_plan *p);
+/*
  * Notify communicators: a barrier of NOTIFY WRITEs through the fabric
  * (coll.c), with no host wait and no timed WAIT, so that every clock
  * move is the workload's.

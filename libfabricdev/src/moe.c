@@ -127,7 +127,7 @@ int moe_gather_counts(struct fdev_comm *c, const struct fdev_moe_handle *h,
 	struct fdev_plan p;
 	int err;
 
-	fdev_plan_init(&p);
+	fdev_comm_plan_init(c, &p);
 	err = fdev_plan_all_gather(&p, h->nranks, row_bytes, FDEV_ALGO_DIRECT,
 				   &lo);
 	if (!err && !h->timing && p.ws_need > c->ws_bytes)
@@ -168,7 +168,7 @@ int moe_exchange_pairs(struct fdev_comm *c, const struct fdev_moe_handle *h,
 	struct fdev_plan p;
 	int err;
 
-	fdev_plan_init(&p);
+	fdev_comm_plan_init(c, &p);
 	err = fdev_plan_all_to_all(&p, n, width * 8ULL, FDEV_ALGO_DIRECT, 0,
 				   &lo);
 	if (!err && !h->timing && p.ws_need > c->ws_bytes)
