@@ -84,6 +84,8 @@ struct shm_hdr {
 	_Atomic uint32_t pad;
 	_Atomic uint64_t failed[FDEV_FAILED_WORDS];
 	_Atomic uint64_t mapped[FDEV_FAILED_WORDS];	/* by rank */
+	/* By rank: it destroyed its communicator, it comes to no barrier. */
+	_Atomic uint64_t left[FDEV_FAILED_WORDS];
 	struct shm_slot slot[];
 };
 
@@ -215,6 +217,8 @@ static int shm_open_job(struct fdev_comm *c, const char *job, int rank)
 			return -EADDRINUSE;
 		}
 	}
+	/* A restarted rank has not left. */
+	atomic_fetch_and(&s->h->left[rank / 64], ~(1ULL << (rank % 64)));
 	c->shm = s;
 	/*
 	 * The last rank to map it removes the name: everyone who will ever
@@ -284,12 +288,18 @@ static int shm_barrier(struct fdev_comm *c, uint64_t *val)
 			if (atomic_load(&sl->seq) < seq) {
 				int32_t pid = atomic_load(&sl->pid);
 
-				/* Gone before or after it joined: excluded. */
-				if (look_dead && pid && pid_dead(pid)) {
+				/*
+				 * Gone before or after it joined: excluded.
+				 * So is a rank that left (its seq loaded
+				 * again: it may have come just before).
+				 */
+				if ((atomic_load(&h->left[r / 64]) >> (r % 64) & 1 &&
+				     atomic_load(&sl->seq) < seq) ||
+				    (look_dead && pid && pid_dead(pid))) {
 					atomic_fetch_or(&h->failed[r / 64],
 							1ULL << (r % 64));
-					fprintf(stderr, "libfabricdev: rank %u (pid %d) died; excluded\n",
-						r, pid);
+					fprintf(stderr, "libfabricdev: rank %u (pid %d) %s; excluded\n",
+						r, pid, pid ? "died" : "left before this barrier");
 					newly_failed = 1;
 					continue;
 				}
@@ -1186,6 +1196,14 @@ void fdev_comm_destroy(struct fdev_comm *c)
 		struct fdev_shm *s = c->shm;
 
 		atomic_store(&s->h->slot[s->rank].pid, 0);
+		/*
+		 * Anyone still waiting for this rank in a barrier it never
+		 * came to (the ranks called different collectives) fails at
+		 * once, not at its timeout: its pid, now 0, says nothing.
+		 */
+		atomic_fetch_or(&s->h->left[s->rank / 64], 1ULL << (s->rank % 64));
+		atomic_fetch_add(&s->h->bump, 1);
+		futex(&s->h->bump, FUTEX_WAKE, INT32_MAX, NULL);
 		/* A job that never formed: nobody else will remove it. */
 		shm_unlink_once(s);
 		munmap(s->h, s->len);
