@@ -359,6 +359,14 @@ static int moe_combine_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
 	p.senders = senders;
 	fdev_plan_need(&p, lc.staged + slots * lc.crow);
 	err = ll_combine_plan(h, lc.crow, lc.staged, &p);
+	/*
+	 * Every process runs the step, whether it sends or not: a rank
+	 * whose experts got nothing has no transfer, and had it no step, it
+	 * would skip the meeting the others wait in (independent processes
+	 * then wait on each other's next meeting to the end).
+	 */
+	if (!p.nsteps)
+		p.nsteps = 1;
 	if (!err)
 		err = moe_combine_run(c, h, &p, y, out, &ll_combine_steps, &lc);
 	fdev_plan_free(&p);
