@@ -95,7 +95,24 @@ struct fdev_shm {
 	char name[256];
 	uint64_t seq;
 	int rank;
+	/* Timing only: the host exchange area after the slots (xrow_of()). */
+	uint8_t *xarea;
+	size_t xrow;
+	uint64_t xseq;			/* exchanges so far, the same everywhere */
 };
+
+/*
+ * Timing only, no bytes move, yet a rank must learn what the others'
+ * ranks would have sent it (the MoE counts): each rank's row of an
+ * exchange goes through the job's file, two areas by parity, @xrow
+ * bytes per rank each. Sparse: only the rows written take memory.
+ */
+static size_t xrow_of(unsigned int nranks)
+{
+	size_t r = (size_t)nranks * 32;
+
+	return r > 65536 ? r : 65536;
+}
 
 static long futex(_Atomic uint32_t *w, int op, uint32_t v,
 		  const struct timespec *ts)
@@ -180,6 +197,11 @@ static int shm_open_job(struct fdev_comm *c, const char *job, int rank)
 	snprintf(s->name, sizeof(s->name), "%s/fdev-%u-%s",
 		 dir && *dir ? dir : "/dev/shm", (unsigned int)getuid(), job);
 	s->len = sizeof(struct shm_hdr) + c->nranks * sizeof(struct shm_slot);
+	if (c->flags & FDEV_COMM_TIMING_ONLY) {
+		s->xrow = xrow_of(c->nranks);
+		s->len = (s->len + 4095) & ~(size_t)4095;
+		s->len += 2 * (size_t)c->nranks * s->xrow;
+	}
 	s->rank = rank;
 	fd = open(s->name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0 || ftruncate(fd, (off_t)s->len)) {
@@ -219,6 +241,8 @@ static int shm_open_job(struct fdev_comm *c, const char *job, int rank)
 	}
 	/* A restarted rank has not left. */
 	atomic_fetch_and(&s->h->left[rank / 64], ~(1ULL << (rank % 64)));
+	if (s->xrow)
+		s->xarea = (uint8_t *)s->h + s->len - 2 * (size_t)c->nranks * s->xrow;
 	c->shm = s;
 	/*
 	 * The last rank to map it removes the name: everyone who will ever
@@ -1349,6 +1373,22 @@ int fdev_shm_barrier(struct fdev_comm *c, uint64_t *val)
 	if (!err2)
 		err2 = fdev_advance_to(c->dev, c->queue[0], *val);
 	return err2 ? err2 : err;
+}
+
+void *fdev_host_row(struct fdev_comm *c, unsigned int rank, size_t bytes)
+{
+	struct fdev_shm *s = c->shm;
+
+	if (!c->multi || !s || !s->xarea || bytes > s->xrow ||
+	    rank >= c->nranks)
+		return NULL;
+	return s->xarea + ((s->xseq & 1) * c->nranks + rank) * s->xrow;
+}
+
+void fdev_host_rows_done(struct fdev_comm *c)
+{
+	if (c->shm)
+		c->shm->xseq++;
 }
 
 int fdev_comm_barrier(struct fdev_comm *c)
