@@ -761,13 +761,29 @@ int fdev_plan_all_to_all(struct fdev_plan *p, unsigned int n, uint64_t bytes,
 	switch (algo) {
 	case FDEV_ALGO_AUTO:
 	case FDEV_ALGO_DIRECT:
-		for (unsigned int k = 1; k < n; k++)
+		for (unsigned int k = 1; k < n; k++) {
+			/*
+			 * One rank kept (fdev_plan_only()): of round k, only
+			 * what it sends and what it gets, in the full loop's
+			 * order, without a million calls at 1024 ranks.
+			 */
+			if (p->only_n == 1 && p->only_first < n) {
+				unsigned int r = p->only_first, q = (r + n - k) % n;
+				unsigned int src[2] = { r < q ? r : q, r < q ? q : r };
+
+				for (int i = 0; i < 2; i++)
+					fdev_plan_xfer(p, 0, src[i], (src[i] + k) % n,
+						       (src[i] + k) % n * bytes,
+						       R + src[i] * bytes, bytes);
+				continue;
+			}
 			for (unsigned int s = 0; s < n; s++) {
 				unsigned int d = (s + k) % n;
 
 				fdev_plan_xfer(p, 0, s, d, d * bytes,
 					       R + s * bytes, bytes);
 			}
+		}
 		break;
 	case FDEV_ALGO_RING:
 		/* Pairwise exchange: step k, everyone sends to rank + k. */
