@@ -44,6 +44,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
@@ -86,6 +87,13 @@ struct shm_hdr {
 	_Atomic uint64_t mapped[FDEV_FAILED_WORDS];	/* by rank */
 	/* By rank: it destroyed its communicator, it comes to no barrier. */
 	_Atomic uint64_t left[FDEV_FAILED_WORDS];
+	/*
+	 * What fdev_endpoints() gave the first rank here (its count, the
+	 * first 1024 ids), for the ranks that come later (0: not yet).
+	 */
+	_Atomic uint32_t eps_n;
+	uint32_t eps_pad;
+	uint32_t eps[1024];
 	struct shm_slot slot[];
 };
 
@@ -181,9 +189,63 @@ static void shm_unlink_once(struct fdev_shm *s)
 		unlink(s->name);
 }
 
-static int shm_open_job(struct fdev_comm *c, const char *job, int rank)
+static void shm_name(char *buf, size_t len, const char *job)
 {
 	const char *dir = getenv("FDEV_RUNDIR");
+
+	snprintf(buf, len, "%s/fdev-%u-%s", dir && *dir ? dir : "/dev/shm",
+		 (unsigned int)getuid(), job);
+}
+
+/*
+ * The endpoints an earlier rank of job @job of @nranks found, into @eps
+ * [1024], and their count; 0 if none yet. Finding them takes an ATTACH
+ * per node id of the fabric (fdev_endpoints()): on ualink-pod over a
+ * thousand ioctls in each of 1024 processes.
+ */
+static int shm_peek_endpoints(const char *job, unsigned int nranks,
+			      uint32_t *eps)
+{
+	char name[256];
+	struct shm_hdr *h;
+	struct stat st;
+	uint32_t n = 0;
+	int fd;
+
+	if (strchr(job, '/'))
+		return 0;
+	shm_name(name, sizeof(name), job);
+	fd = open(name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) || (size_t)st.st_size < sizeof(*h)) {
+		close(fd);
+		return 0;
+	}
+	h = mmap(NULL, sizeof(*h), PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (h == MAP_FAILED)
+		return 0;
+	if (atomic_load(&h->nranks) == nranks) {
+		n = atomic_load(&h->eps_n);
+		memcpy(eps, h->eps, (n < 1024 ? n : 1024) * sizeof(*eps));
+	}
+	munmap(h, sizeof(*h));
+	return n > INT32_MAX ? 0 : (int)n;
+}
+
+/* For the ranks that come later: what this one found. */
+static void shm_publish_endpoints(struct fdev_shm *s, const uint32_t *eps,
+				  int n)
+{
+	if (n <= 0 || atomic_load(&s->h->eps_n))
+		return;
+	memcpy(s->h->eps, eps, (n < 1024 ? n : 1024) * sizeof(*eps));
+	atomic_store(&s->h->eps_n, (uint32_t)n);
+}
+
+static int shm_open_job(struct fdev_comm *c, const char *job, int rank)
+{
 	struct fdev_shm *s;
 	uint32_t zero = 0;
 	int fd;
@@ -194,8 +256,7 @@ static int shm_open_job(struct fdev_comm *c, const char *job, int rank)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	snprintf(s->name, sizeof(s->name), "%s/fdev-%u-%s",
-		 dir && *dir ? dir : "/dev/shm", (unsigned int)getuid(), job);
+	shm_name(s->name, sizeof(s->name), job);
 	s->len = sizeof(struct shm_hdr) + c->nranks * sizeof(struct shm_slot);
 	if (c->flags & FDEV_COMM_TIMING_ONLY) {
 		s->xrow = xrow_of(c->nranks);
@@ -1040,7 +1101,9 @@ int fdev_comm_init(const char *path, const char *job, int rank, int size,
 		err = -ENOMEM;
 		goto err_destroy;
 	}
-	n = fdev_endpoints(path, eps, 1024);
+	n = shm_peek_endpoints(job, (unsigned int)size, eps);
+	if (!n)
+		n = fdev_endpoints(path, eps, 1024);
 	if (n < 0) {
 		err = n;
 		fprintf(stderr, "libfabricdev: %s: %s%s\n",
@@ -1084,6 +1147,7 @@ int fdev_comm_init(const char *path, const char *job, int rank, int size,
 		err = shm_open_job(c, job, rank);
 	if (err)
 		goto err_destroy;
+	shm_publish_endpoints(c->shm, eps, n);
 	{
 		struct shm_slot *sl = &c->shm->h->slot[rank];
 
