@@ -342,10 +342,13 @@ static int pid_dead(int32_t pid)
  * Every live rank's value, the largest into *@val. A rank posts its
  * sequence and scans the slots once; whoever finds everyone there on
  * that first scan (the last to come always does) wakes the rest, who
- * scan once more. Only a wait that timed out looks for dead ranks (a
- * kill() and maybe /proc each): at 1024 ranks, a wake per arrival with
- * everyone rescanning, and asking after every missing pid each time,
- * was n^3 work per barrier. The wait grows from 50 ms to 800 ms.
+ * scan once more. Only a wait of 800 ms that timed out looks for dead
+ * ranks (a kill() and a /proc read per missing live rank), after 750 ms
+ * of waiting in all (50, 100, 200, 400 ms first): at 1024 ranks, a
+ * wake per arrival with everyone rescanning, and asking after every
+ * missing pid each time, was n^3 work per barrier, and even one look
+ * per 50 ms per waiter is n^2 /proc reads per slow meeting. A rank
+ * that left (destroyed its communicator) is seen at once.
  */
 static int shm_barrier(struct fdev_comm *c, uint64_t *val)
 {
@@ -404,7 +407,9 @@ static int shm_barrier(struct fdev_comm *c, uint64_t *val)
 		if (mono_ms() > deadline)
 			return -ETIMEDOUT;
 		if (futex(&h->bump, FUTEX_WAIT, b, &ts) && errno == ETIMEDOUT) {
-			may_wake = look_dead = 1;
+			/* A dead rank is looked for after 750 ms of waiting. */
+			may_wake = 1;
+			look_dead = wait_ms >= 400;
 			wait_ms = wait_ms < 800 ? wait_ms * 2 : wait_ms;
 		} else {
 			may_wake = look_dead = 0;
