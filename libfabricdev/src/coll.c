@@ -17,6 +17,13 @@
 #include "internal.h"
 #include "rings.h"
 
+void fdev_comm_plan_init(const struct fdev_comm *c, struct fdev_plan *p)
+{
+	fdev_plan_init(p);
+	if (c->multi && !c->proxy)
+		fdev_plan_only(p, c->first, c->nlocal);
+}
+
 static int is_local(const struct fdev_comm *c, uint32_t r)
 {
 	return r >= c->first && r < c->first + c->nlocal;
@@ -705,7 +712,7 @@ static int all_to_all(struct fdev_comm *c, const void *send, void *recv,
 
 	if (err)
 		return err;
-	fdev_plan_init(&p);
+	fdev_comm_plan_init(c, &p);
 	err = fdev_plan_all_to_all(&p, c->nranks, count * fdev_dtype_size(dt),
 				   algo, c->node_size, &lo);
 	if (!err && (algo == FDEV_ALGO_AUTO || algo == FDEV_ALGO_DIRECT))
@@ -750,7 +757,7 @@ static int all_to_all_v(struct fdev_comm *c, const void *send,
 		}
 		for (size_t i = 0; i < c->nlocal * n; i++)
 			rows[i] = send_counts[i] * es;
-		fdev_plan_init(&g);
+		fdev_comm_plan_init(c, &g);
 		err = fdev_plan_all_gather(&g, c->nranks, n * 8, FDEV_ALGO_DIRECT,
 					   &glo);
 		err = run_coll_zc(c, &g, err, &glo, rows, all, NULL, NULL,
@@ -787,7 +794,7 @@ static int all_to_all_v(struct fdev_comm *c, const void *send,
 				tot[l] += m[(c->first + l) * n + s];
 				tot[c->nlocal + l] += m[s * n + c->first + l];
 			}
-		fdev_plan_init(&p);
+		fdev_comm_plan_init(c, &p);
 		err = fdev_plan_all_to_all_v(&p, c->nranks, m, algo, &lo);
 		if (!err && algo != FDEV_ALGO_RING)
 			err = fdev_comm_interleave(c, &p);
@@ -814,7 +821,7 @@ static int all_reduce(struct fdev_comm *c, const void *send, void *recv,
 
 	if (err)
 		return err;
-	fdev_plan_init(&p);
+	fdev_comm_plan_init(c, &p);
 	if (rings_algo(c, &algo))
 		err = fdev_plan_rings_all_reduce(&p, c->nranks, count, dt,
 						 c->cycles, c->nrings, &lo);
@@ -834,7 +841,7 @@ static int reduce_scatter(struct fdev_comm *c, const void *send,
 
 	if (err)
 		return err;
-	fdev_plan_init(&p);
+	fdev_comm_plan_init(c, &p);
 	if (rings_algo(c, &algo))
 		err = fdev_plan_rings_reduce_scatter(&p, c->nranks, count, dt,
 						     c->cycles, c->nrings, &lo);
@@ -853,7 +860,7 @@ static int all_gather(struct fdev_comm *c, const void *send, void *recv,
 
 	if (err)
 		return err;
-	fdev_plan_init(&p);
+	fdev_comm_plan_init(c, &p);
 	if (rings_algo(c, &algo))
 		err = fdev_plan_rings_all_gather(&p, c->nranks,
 						 count * fdev_dtype_size(dt),
@@ -877,7 +884,7 @@ static int broadcast(struct fdev_comm *c, const void *send, void *recv,
 		return err;
 	if (root < 0 || (unsigned int)root >= c->nranks)
 		return -EINVAL;
-	fdev_plan_init(&p);
+	fdev_comm_plan_init(c, &p);
 	err = fdev_plan_broadcast(&p, c->nranks, count * fdev_dtype_size(dt),
 				  (unsigned int)root, algo, &lo);
 	/*

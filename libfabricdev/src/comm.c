@@ -44,6 +44,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
@@ -84,6 +85,15 @@ struct shm_hdr {
 	_Atomic uint32_t pad;
 	_Atomic uint64_t failed[FDEV_FAILED_WORDS];
 	_Atomic uint64_t mapped[FDEV_FAILED_WORDS];	/* by rank */
+	/* By rank: it destroyed its communicator, it comes to no barrier. */
+	_Atomic uint64_t left[FDEV_FAILED_WORDS];
+	/*
+	 * What fdev_endpoints() gave the first rank here (its count, the
+	 * first 1024 ids), for the ranks that come later (0: not yet).
+	 */
+	_Atomic uint32_t eps_n;
+	uint32_t eps_pad;
+	uint32_t eps[1024];
 	struct shm_slot slot[];
 };
 
@@ -93,7 +103,24 @@ struct fdev_shm {
 	char name[256];
 	uint64_t seq;
 	int rank;
+	/* Timing only: the host exchange area after the slots (xrow_of()). */
+	uint8_t *xarea;
+	size_t xrow;
+	uint64_t xseq;			/* exchanges so far, the same everywhere */
 };
+
+/*
+ * Timing only, no bytes move, yet a rank must learn what the others'
+ * ranks would have sent it (the MoE counts): each rank's row of an
+ * exchange goes through the job's file, two areas by parity, @xrow
+ * bytes per rank each. Sparse: only the rows written take memory.
+ */
+static size_t xrow_of(unsigned int nranks)
+{
+	size_t r = (size_t)nranks * 32;
+
+	return r > 65536 ? r : 65536;
+}
 
 static long futex(_Atomic uint32_t *w, int op, uint32_t v,
 		  const struct timespec *ts)
@@ -162,9 +189,63 @@ static void shm_unlink_once(struct fdev_shm *s)
 		unlink(s->name);
 }
 
-static int shm_open_job(struct fdev_comm *c, const char *job, int rank)
+static void shm_name(char *buf, size_t len, const char *job)
 {
 	const char *dir = getenv("FDEV_RUNDIR");
+
+	snprintf(buf, len, "%s/fdev-%u-%s", dir && *dir ? dir : "/dev/shm",
+		 (unsigned int)getuid(), job);
+}
+
+/*
+ * The endpoints an earlier rank of job @job of @nranks found, into @eps
+ * [1024], and their count; 0 if none yet. Finding them takes an ATTACH
+ * per node id of the fabric (fdev_endpoints()): on ualink-pod over a
+ * thousand ioctls in each of 1024 processes.
+ */
+static int shm_peek_endpoints(const char *job, unsigned int nranks,
+			      uint32_t *eps)
+{
+	char name[256];
+	struct shm_hdr *h;
+	struct stat st;
+	uint32_t n = 0;
+	int fd;
+
+	if (strchr(job, '/'))
+		return 0;
+	shm_name(name, sizeof(name), job);
+	fd = open(name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) || (size_t)st.st_size < sizeof(*h)) {
+		close(fd);
+		return 0;
+	}
+	h = mmap(NULL, sizeof(*h), PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (h == MAP_FAILED)
+		return 0;
+	if (atomic_load(&h->nranks) == nranks) {
+		n = atomic_load(&h->eps_n);
+		memcpy(eps, h->eps, (n < 1024 ? n : 1024) * sizeof(*eps));
+	}
+	munmap(h, sizeof(*h));
+	return n > INT32_MAX ? 0 : (int)n;
+}
+
+/* For the ranks that come later: what this one found. */
+static void shm_publish_endpoints(struct fdev_shm *s, const uint32_t *eps,
+				  int n)
+{
+	if (n <= 0 || atomic_load(&s->h->eps_n))
+		return;
+	memcpy(s->h->eps, eps, (n < 1024 ? n : 1024) * sizeof(*eps));
+	atomic_store(&s->h->eps_n, (uint32_t)n);
+}
+
+static int shm_open_job(struct fdev_comm *c, const char *job, int rank)
+{
 	struct fdev_shm *s;
 	uint32_t zero = 0;
 	int fd;
@@ -175,9 +256,13 @@ static int shm_open_job(struct fdev_comm *c, const char *job, int rank)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	snprintf(s->name, sizeof(s->name), "%s/fdev-%u-%s",
-		 dir && *dir ? dir : "/dev/shm", (unsigned int)getuid(), job);
+	shm_name(s->name, sizeof(s->name), job);
 	s->len = sizeof(struct shm_hdr) + c->nranks * sizeof(struct shm_slot);
+	if (c->flags & FDEV_COMM_TIMING_ONLY) {
+		s->xrow = xrow_of(c->nranks);
+		s->len = (s->len + 4095) & ~(size_t)4095;
+		s->len += 2 * (size_t)c->nranks * s->xrow;
+	}
 	s->rank = rank;
 	fd = open(s->name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0 || ftruncate(fd, (off_t)s->len)) {
@@ -215,6 +300,10 @@ static int shm_open_job(struct fdev_comm *c, const char *job, int rank)
 			return -EADDRINUSE;
 		}
 	}
+	/* A restarted rank has not left. */
+	atomic_fetch_and(&s->h->left[rank / 64], ~(1ULL << (rank % 64)));
+	if (s->xrow)
+		s->xarea = (uint8_t *)s->h + s->len - 2 * (size_t)c->nranks * s->xrow;
 	c->shm = s;
 	/*
 	 * The last rank to map it removes the name: everyone who will ever
@@ -249,22 +338,33 @@ static int pid_dead(int32_t pid)
 	return dead;
 }
 
+/*
+ * Every live rank's value, the largest into *@val. A rank posts its
+ * sequence and scans the slots once; whoever finds everyone there on
+ * that first scan (the last to come always does) wakes the rest, who
+ * scan once more. Only a wait of 800 ms that timed out looks for dead
+ * ranks (a kill() and a /proc read per missing live rank), after 750 ms
+ * of waiting in all (50, 100, 200, 400 ms first): at 1024 ranks, a
+ * wake per arrival with everyone rescanning, and asking after every
+ * missing pid each time, was n^3 work per barrier, and even one look
+ * per 50 ms per waiter is n^2 /proc reads per slow meeting. A rank
+ * that left (destroyed its communicator) is seen at once.
+ */
 static int shm_barrier(struct fdev_comm *c, uint64_t *val)
 {
 	struct fdev_shm *s = c->shm;
 	struct shm_hdr *h = s->h;
 	uint64_t seq = ++s->seq, out = 0, deadline;
 	const char *t = getenv("FDEV_TIMEOUT_MS");
-	int newly_failed = 0;
+	int newly_failed = 0, may_wake = 1, look_dead = 0;
+	long wait_ms = 50;
 
 	deadline = mono_ms() + (t && *t ? strtoull(t, NULL, 10) : 300000);
 	h->slot[s->rank].val[seq & 1] = *val;
 	atomic_store(&h->slot[s->rank].seq, seq);
-	atomic_fetch_add(&h->bump, 1);
-	futex(&h->bump, FUTEX_WAKE, INT32_MAX, NULL);
 	for (;;) {
 		uint32_t b = atomic_load(&h->bump);
-		struct timespec ts = { 0, 50 * 1000000 };
+		struct timespec ts = { wait_ms / 1000, wait_ms % 1000 * 1000000 };
 		unsigned int missing = 0;
 
 		out = 0;
@@ -276,12 +376,18 @@ static int shm_barrier(struct fdev_comm *c, uint64_t *val)
 			if (atomic_load(&sl->seq) < seq) {
 				int32_t pid = atomic_load(&sl->pid);
 
-				/* Gone before or after it joined: excluded. */
-				if (pid && pid_dead(pid)) {
+				/*
+				 * Gone before or after it joined: excluded.
+				 * So is a rank that left (its seq loaded
+				 * again: it may have come just before).
+				 */
+				if ((atomic_load(&h->left[r / 64]) >> (r % 64) & 1 &&
+				     atomic_load(&sl->seq) < seq) ||
+				    (look_dead && pid && pid_dead(pid))) {
 					atomic_fetch_or(&h->failed[r / 64],
 							1ULL << (r % 64));
-					fprintf(stderr, "libfabricdev: rank %u (pid %d) died; excluded\n",
-						r, pid);
+					fprintf(stderr, "libfabricdev: rank %u (pid %d) %s; excluded\n",
+						r, pid, pid ? "died" : "left before this barrier");
 					newly_failed = 1;
 					continue;
 				}
@@ -291,11 +397,23 @@ static int shm_barrier(struct fdev_comm *c, uint64_t *val)
 			if (sl->val[seq & 1] > out)
 				out = sl->val[seq & 1];
 		}
-		if (!missing)
+		if (!missing) {
+			if (may_wake) {
+				atomic_fetch_add(&h->bump, 1);
+				futex(&h->bump, FUTEX_WAKE, INT32_MAX, NULL);
+			}
 			break;
+		}
 		if (mono_ms() > deadline)
 			return -ETIMEDOUT;
-		futex(&h->bump, FUTEX_WAIT, b, &ts);
+		if (futex(&h->bump, FUTEX_WAIT, b, &ts) && errno == ETIMEDOUT) {
+			/* A dead rank is looked for after 750 ms of waiting. */
+			may_wake = 1;
+			look_dead = wait_ms >= 400;
+			wait_ms = wait_ms < 800 ? wait_ms * 2 : wait_ms;
+		} else {
+			may_wake = look_dead = 0;
+		}
 	}
 	for (int w = 0; w < FDEV_FAILED_WORDS; w++) {
 		uint64_t f = atomic_load(&h->failed[w]);
@@ -988,7 +1106,9 @@ int fdev_comm_init(const char *path, const char *job, int rank, int size,
 		err = -ENOMEM;
 		goto err_destroy;
 	}
-	n = fdev_endpoints(path, eps, 1024);
+	n = shm_peek_endpoints(job, (unsigned int)size, eps);
+	if (!n)
+		n = fdev_endpoints(path, eps, 1024);
 	if (n < 0) {
 		err = n;
 		fprintf(stderr, "libfabricdev: %s: %s%s\n",
@@ -1032,6 +1152,7 @@ int fdev_comm_init(const char *path, const char *job, int rank, int size,
 		err = shm_open_job(c, job, rank);
 	if (err)
 		goto err_destroy;
+	shm_publish_endpoints(c->shm, eps, n);
 	{
 		struct shm_slot *sl = &c->shm->h->slot[rank];
 
@@ -1168,6 +1289,14 @@ void fdev_comm_destroy(struct fdev_comm *c)
 		struct fdev_shm *s = c->shm;
 
 		atomic_store(&s->h->slot[s->rank].pid, 0);
+		/*
+		 * Anyone still waiting for this rank in a barrier it never
+		 * came to (the ranks called different collectives) fails at
+		 * once, not at its timeout: its pid, now 0, says nothing.
+		 */
+		atomic_fetch_or(&s->h->left[s->rank / 64], 1ULL << (s->rank % 64));
+		atomic_fetch_add(&s->h->bump, 1);
+		futex(&s->h->bump, FUTEX_WAKE, INT32_MAX, NULL);
 		/* A job that never formed: nobody else will remove it. */
 		shm_unlink_once(s);
 		munmap(s->h, s->len);
@@ -1313,6 +1442,22 @@ int fdev_shm_barrier(struct fdev_comm *c, uint64_t *val)
 	if (!err2)
 		err2 = fdev_advance_to(c->dev, c->queue[0], *val);
 	return err2 ? err2 : err;
+}
+
+void *fdev_host_row(struct fdev_comm *c, unsigned int rank, size_t bytes)
+{
+	struct fdev_shm *s = c->shm;
+
+	if (!c->multi || !s || !s->xarea || bytes > s->xrow ||
+	    rank >= c->nranks)
+		return NULL;
+	return s->xarea + ((s->xseq & 1) * c->nranks + rank) * s->xrow;
+}
+
+void fdev_host_rows_done(struct fdev_comm *c)
+{
+	if (c->shm)
+		c->shm->xseq++;
 }
 
 int fdev_comm_barrier(struct fdev_comm *c)

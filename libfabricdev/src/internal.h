@@ -237,6 +237,23 @@ void fdev_comm_timing_at(const struct fdev_comm *c, struct fdev_desc *d,
 /* Out-of-band barrier of a multi-process communicator; @val in, max out. */
 int fdev_shm_barrier(struct fdev_comm *c, uint64_t *val);
 /*
+ * fdev_plan_init() for @c's collectives: an independent process's plan
+ * keeps only its own rank's part (fdev_plan_only()), a proxy's all.
+ */
+void fdev_comm_plan_init(const struct fdev_comm *c, struct fdev_plan *p);
+/*
+ * Timing-only independent processes: rank @rank's row of the current
+ * host exchange, @bytes at most, in the job's shared file; NULL where
+ * there is none (one process, data, or a row too large). A rank writes
+ * its own row before an operation that meets the others at least once
+ * (a plan of one step or more), reads the others' after it, and then
+ * calls fdev_host_rows_done(): rows alternate between two areas, and
+ * the next operation's meeting keeps anyone from writing the area a
+ * slower rank still reads.
+ */
+void *fdev_host_row(struct fdev_comm *c, unsigned int rank, size_t bytes);
+void fdev_host_rows_done(struct fdev_comm *c);
+/*
  * Notify communicators: a barrier of NOTIFY WRITEs through the fabric
  * (coll.c), with no host wait and no timed WAIT, so that every clock
  * move is the workload's.

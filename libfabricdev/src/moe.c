@@ -114,20 +114,62 @@ void moe_peer_order(const struct fdev_moe_handle *h, unsigned int s,
 }
 
 /*
+ * Timing-only independent processes (one local rank each): no bytes
+ * move, so the counts a count exchange carries go through the host
+ * (fdev_host_row()) while its plan runs as it would with them: each
+ * rank then knows what every other process's rank sends it, as one
+ * process driving every rank does, and its emulated time is the same.
+ */
+int moe_host_counts(struct fdev_comm *c, const struct fdev_moe_handle *h)
+{
+	return h->timing && h->nranks > 1 && h->nlocal == 1 &&
+	       fdev_host_row(c, h->first, 0);
+}
+
+/* This rank's row of @bytes, before the plan that meets the others. */
+int moe_host_put(struct fdev_comm *c, const struct fdev_moe_handle *h,
+		 const void *row, size_t bytes)
+{
+	void *mine = fdev_host_row(c, h->first, bytes);
+
+	if (!mine)
+		return -EMSGSIZE;
+	memcpy(mine, row, bytes);
+	return 0;
+}
+
+/*
+ * After it: @bytes of rank @s's row from @off into @dst; zeros from a
+ * rank that did not take part (excluded), as over the fabric.
+ */
+void moe_host_get(struct fdev_comm *c, unsigned int s, size_t off,
+		  void *dst, size_t bytes)
+{
+	const uint8_t *row = fdev_host_row(c, s, off + bytes);
+
+	if (!row || fdev_rank_failed(c, s))
+		memset(dst, 0, bytes);
+	else
+		memcpy(dst, row + off, bytes);
+}
+
+/*
  * The count exchange: each local rank's row of @width counts to every
  * rank, over the fabric (a direct all-gather), into @all_rows [n][width].
- * Timing only, nothing moved: only the local rows are filled.
+ * Timing only, nothing moved: only the local rows are filled, or every
+ * row through the host (moe_host_counts()).
  */
 int moe_gather_counts(struct fdev_comm *c, const struct fdev_moe_handle *h,
 		      const uint64_t *local_rows, unsigned int width,
 		      uint64_t *all_rows, uint64_t *t_ps)
 {
 	uint64_t row_bytes = width * 8ULL;
+	int host = moe_host_counts(c, h);
 	struct fdev_coll_layout lo;
 	struct fdev_plan p;
 	int err;
 
-	fdev_plan_init(&p);
+	fdev_comm_plan_init(c, &p);
 	err = fdev_plan_all_gather(&p, h->nranks, row_bytes, FDEV_ALGO_DIRECT,
 				   &lo);
 	if (!err && !h->timing && p.ws_need > c->ws_bytes)
@@ -135,13 +177,22 @@ int moe_gather_counts(struct fdev_comm *c, const struct fdev_moe_handle *h,
 	for (unsigned int l = 0; !err && !h->timing && l < h->nlocal; l++)
 		memcpy(fdev_ws_addr(c, l, 0), local_rows + (size_t)l * width,
 		       row_bytes);
+	if (!err && host)
+		err = moe_host_put(c, h, local_rows, row_bytes);
 	if (!err)
 		err = fdev_plan_run(c, &p);
 	*t_ps = c->last_ps;
 	fdev_plan_free(&p);
+	if (err && host)
+		fdev_host_rows_done(c);
 	if (err)
 		return err;
-	if (h->timing)
+	if (host) {
+		for (unsigned int s = 0; s < h->nranks; s++)
+			moe_host_get(c, s, 0, all_rows + (size_t)s * width,
+				 row_bytes);
+		fdev_host_rows_done(c);
+	} else if (h->timing)
 		memcpy(all_rows + (size_t)h->first * width, local_rows,
 		       h->nlocal * row_bytes);
 	else
@@ -156,7 +207,8 @@ int moe_gather_counts(struct fdev_comm *c, const struct fdev_moe_handle *h,
  * @in [nlocal][n][width], what each local rank got from each rank. What
  * a rank that did not take part (excluded) would have sent is zeros.
  * Timing only, nothing moved: @in holds what the local ranks sent each
- * other, zeros elsewhere.
+ * other, zeros elsewhere; or everything, through the host
+ * (moe_host_counts()).
  */
 int moe_exchange_pairs(struct fdev_comm *c, const struct fdev_moe_handle *h,
 		       const uint64_t *out, unsigned int width, uint64_t *in,
@@ -164,11 +216,12 @@ int moe_exchange_pairs(struct fdev_comm *c, const struct fdev_moe_handle *h,
 {
 	unsigned int n = h->nranks;
 	size_t row = (size_t)n * width;
+	int host = moe_host_counts(c, h);
 	struct fdev_coll_layout lo;
 	struct fdev_plan p;
 	int err;
 
-	fdev_plan_init(&p);
+	fdev_comm_plan_init(c, &p);
 	err = fdev_plan_all_to_all(&p, n, width * 8ULL, FDEV_ALGO_DIRECT, 0,
 				   &lo);
 	if (!err && !h->timing && p.ws_need > c->ws_bytes)
@@ -177,13 +230,24 @@ int moe_exchange_pairs(struct fdev_comm *c, const struct fdev_moe_handle *h,
 		memcpy(fdev_ws_addr(c, l, lo.send_off), out + l * row, row * 8);
 		memset(fdev_ws_addr(c, l, lo.recv_off), 0, row * 8);
 	}
+	if (!err && host)
+		err = moe_host_put(c, h, out, row * 8);
 	if (!err)
 		err = fdev_plan_run(c, &p);
 	*t_ps = c->last_ps;
 	fdev_plan_free(&p);
+	if (err && host)
+		fdev_host_rows_done(c);
 	if (err)
 		return err;
 	memset(in, 0, h->nlocal * row * 8);
+	if (host) {
+		for (unsigned int s = 0; s < n; s++)
+			moe_host_get(c, s, (size_t)h->first * width * 8,
+				 in + (size_t)s * width, width * 8ULL);
+		fdev_host_rows_done(c);
+		return 0;
+	}
 	for (unsigned int l = 0; l < h->nlocal; l++) {
 		if (!h->timing) {
 			memcpy(in + l * row, fdev_ws_addr(c, l, lo.recv_off),

@@ -120,6 +120,11 @@ void moe_peer_order(const struct fdev_moe_handle *h, unsigned int s,
 int moe_gather_counts(struct fdev_comm *c, const struct fdev_moe_handle *h,
 		      const uint64_t *local_rows, unsigned int width,
 		      uint64_t *all_rows, uint64_t *t_ps);
+int moe_host_counts(struct fdev_comm *c, const struct fdev_moe_handle *h);
+int moe_host_put(struct fdev_comm *c, const struct fdev_moe_handle *h,
+		 const void *row, size_t bytes);
+void moe_host_get(struct fdev_comm *c, unsigned int s, size_t off,
+		  void *dst, size_t bytes);
 int moe_exchange_pairs(struct fdev_comm *c, const struct fdev_moe_handle *h,
 		       const uint64_t *out, unsigned int width, uint64_t *in,
 		       uint64_t *t_ps);

@@ -131,8 +131,28 @@ static int ll_receive(struct fdev_comm *c, struct fdev_moe_handle *h,
 	mr->recv_cnt = calloc((size_t)n * epr, 8);
 	if (!mr->recv_cnt)
 		return -ENOMEM;
-	if (h->timing)
+	/*
+	 * Timing only: what each source's counts said, from the local
+	 * sources or through the host (moe_host_counts()).
+	 */
+	if (h->timing) {
+		unsigned int d = h->first + l;
+
+		for (unsigned int s = 0; s < n; s++) {
+			uint64_t *rc = mr->recv_cnt + (size_t)s * epr;
+
+			if (moe_is_local(h, s))
+				memcpy(rc, h->ranks[s - h->first].send_cnt +
+				       (size_t)d * epr, epr * 8ULL);
+			else if (moe_host_counts(c, h))
+				moe_host_get(c, s, (size_t)d * epr * 8, rc,
+					     epr * 8ULL);
+			for (unsigned int e = 0; e < epr; e++)
+				nrec += rc[e];
+		}
+		mr->recv_tokens = nrec;
 		return moe_timing_rows(h, mr);
+	}
 	memcpy(mr->recv_cnt, fdev_ws_addr(c, l, 0), (size_t)n * epr * 8);
 	for (size_t i = 0; i < (size_t)n * epr; i++) {
 		if (mr->recv_cnt[i] > h->cfg.max_tokens)
@@ -167,7 +187,7 @@ static int moe_dispatch_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
 	uint64_t need = ll_counts_off(h) + h->cfg.num_experts * 8ULL;
 	struct fdev_plan p;
 	uint8_t *senders;
-	int err = 0;
+	int err = 0, host;
 
 	(void)reuse;
 	/* Its plan names only this process's transfers. */
@@ -196,6 +216,11 @@ static int moe_dispatch_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
 		err = fdev_plan_finish(&p);
 	if (!err)
 		err = fdev_comm_interleave(c, &p);
+	/* Timing only, other processes' counts come through the host. */
+	host = moe_host_counts(c, h);
+	if (!err && host)
+		err = moe_host_put(c, h, h->ranks[0].send_cnt,
+				   h->cfg.num_experts * 8ULL);
 	/* Self-sends are xfers too: the host copy does them. */
 	if (!err)
 		err = fdev_plan_run(c, &p);
@@ -204,6 +229,8 @@ static int moe_dispatch_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
 	free(senders);
 	for (unsigned int l = 0; !err && l < h->nlocal; l++)
 		err = ll_receive(c, h, l);
+	if (host)
+		fdev_host_rows_done(c);
 	return err;
 }
 
@@ -231,7 +258,7 @@ static void ll_rows_before(const struct fdev_moe_handle *h,
  * Every expert row back to its source's slot [d's expert][i], staged at
  * @staged; expert-major, as the dispatch came: the first local expert's
  * rows to every source in moe_peer_order(), then the second's... Timing
- * only, a rank knows only what its local sources sent.
+ * only, the counts are what ll_receive() took (no row: nothing staged).
  */
 static int ll_combine_plan(struct fdev_moe_handle *h, uint64_t crow,
 			   uint64_t staged, struct fdev_plan *p)
@@ -257,14 +284,9 @@ static int ll_combine_plan(struct fdev_moe_handle *h, uint64_t crow,
 				unsigned int s = order[kk];
 				uint64_t cnt, row = 0;
 
-				if (h->timing && !moe_is_local(h, s))
-					continue;
-				if (h->timing) {
-					cnt = h->ranks[s - h->first].send_cnt[d * epr + e];
-				} else {
-					cnt = mr->recv_cnt[s * epr + e];
+				cnt = mr->recv_cnt[s * epr + e];
+				if (!h->timing)
 					row = mr->expert_offset[e] + before[s];
-				}
 				fdev_plan_xfer(p, 0, d, s, staged + row * crow,
 					       ((uint64_t)(d * epr + e) * mt) * crow,
 					       cnt * crow);
@@ -359,6 +381,14 @@ static int moe_combine_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
 	p.senders = senders;
 	fdev_plan_need(&p, lc.staged + slots * lc.crow);
 	err = ll_combine_plan(h, lc.crow, lc.staged, &p);
+	/*
+	 * Every process runs the step, whether it sends or not: a rank
+	 * whose experts got nothing has no transfer, and had it no step, it
+	 * would skip the meeting the others wait in (independent processes
+	 * then wait on each other's next meeting to the end).
+	 */
+	if (!p.nsteps)
+		p.nsteps = 1;
 	if (!err)
 		err = moe_combine_run(c, h, &p, y, out, &ll_combine_steps, &lc);
 	fdev_plan_free(&p);

@@ -24,6 +24,26 @@ void fdev_plan_free(struct fdev_plan *p)
 	memset(p, 0, sizeof(*p));
 }
 
+void fdev_plan_only(struct fdev_plan *p, uint32_t first, uint32_t n)
+{
+	p->only_first = first;
+	p->only_n = n;
+}
+
+/* Whether @rank is one fdev_plan_only() keeps. */
+static int plan_keeps(const struct fdev_plan *p, uint32_t rank)
+{
+	return !p->only_n || (rank >= p->only_first &&
+			      rank - p->only_first < p->only_n);
+}
+
+/* An entry left out: its step still counts, as plan_append() would. */
+static void plan_skip(struct fdev_plan *p, uint32_t step, uint64_t len)
+{
+	if (len && step + 1 > p->nsteps)
+		p->nsteps = step + 1;
+}
+
 /*
  * Room for one more entry of @sz bytes at the end of *@arr (*@n used,
  * *@cap allocated) for @step, or NULL: @p failed before or fails now
@@ -47,8 +67,15 @@ void fdev_plan_xfer(struct fdev_plan *p, uint32_t step, uint32_t src,
 		    uint32_t dst, uint64_t src_off, uint64_t dst_off,
 		    uint64_t len)
 {
-	struct fdev_xfer *x = plan_append(p, (void **)&p->x, &p->capx, &p->nx,
-					  sizeof(*x), step, len);
+	struct fdev_xfer *x;
+
+	if (!plan_keeps(p, src) &&
+	    (dst == FDEV_PLAN_MCAST || !plan_keeps(p, dst))) {
+		plan_skip(p, step, len);
+		return;
+	}
+	x = plan_append(p, (void **)&p->x, &p->capx, &p->nx, sizeof(*x), step,
+			len);
 
 	if (x)
 		*x = (struct fdev_xfer){ .step = step, .src = src, .dst = dst,
@@ -68,8 +95,14 @@ void fdev_plan_mcast(struct fdev_plan *p, uint32_t step, uint32_t src,
 void fdev_plan_act(struct fdev_plan *p, uint32_t step, uint32_t rank, int op,
 		   int dtype, uint64_t dst_off, uint64_t src_off, uint64_t len)
 {
-	struct fdev_act *a = plan_append(p, (void **)&p->a, &p->capa, &p->na,
-					 sizeof(*a), step, len);
+	struct fdev_act *a;
+
+	if (!plan_keeps(p, rank)) {
+		plan_skip(p, step, len);
+		return;
+	}
+	a = plan_append(p, (void **)&p->a, &p->capa, &p->na, sizeof(*a), step,
+			len);
 
 	if (a)
 		*a = (struct fdev_act){ .step = step, .rank = rank,
@@ -728,13 +761,29 @@ int fdev_plan_all_to_all(struct fdev_plan *p, unsigned int n, uint64_t bytes,
 	switch (algo) {
 	case FDEV_ALGO_AUTO:
 	case FDEV_ALGO_DIRECT:
-		for (unsigned int k = 1; k < n; k++)
+		for (unsigned int k = 1; k < n; k++) {
+			/*
+			 * One rank kept (fdev_plan_only()): of round k, only
+			 * what it sends and what it gets, in the full loop's
+			 * order, without a million calls at 1024 ranks.
+			 */
+			if (p->only_n == 1 && p->only_first < n) {
+				unsigned int r = p->only_first, q = (r + n - k) % n;
+				unsigned int src[2] = { r < q ? r : q, r < q ? q : r };
+
+				for (int i = 0; i < 2; i++)
+					fdev_plan_xfer(p, 0, src[i], (src[i] + k) % n,
+						       (src[i] + k) % n * bytes,
+						       R + src[i] * bytes, bytes);
+				continue;
+			}
 			for (unsigned int s = 0; s < n; s++) {
 				unsigned int d = (s + k) % n;
 
 				fdev_plan_xfer(p, 0, s, d, d * bytes,
 					       R + s * bytes, bytes);
 			}
+		}
 		break;
 	case FDEV_ALGO_RING:
 		/* Pairwise exchange: step k, everyone sends to rank + k. */

@@ -45,10 +45,23 @@ struct fdev_plan {
 	 * rank receives cannot be read from the plan. Owned by the caller.
 	 */
 	const uint8_t *senders;
+	/*
+	 * fdev_plan_only(): with @only_n, transfers that neither leave nor
+	 * reach ranks [@only_first, + @only_n), and other ranks' actions,
+	 * are left out (their steps still count).
+	 */
+	uint32_t only_first, only_n;
 };
 
 void fdev_plan_init(struct fdev_plan *p);
 void fdev_plan_free(struct fdev_plan *p);
+/*
+ * Keep only what ranks [@first, @first + @n) send, receive or do: an
+ * independent process running its own rank needs no other rank's part,
+ * and at 1024 ranks an all-to-all's whole plan is a million transfers
+ * in every process. Call before adding anything.
+ */
+void fdev_plan_only(struct fdev_plan *p, uint32_t first, uint32_t n);
 void fdev_plan_xfer(struct fdev_plan *p, uint32_t step, uint32_t src,
 		    uint32_t dst, uint64_t src_off, uint64_t dst_off,
 		    uint64_t len);

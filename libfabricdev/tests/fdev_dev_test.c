@@ -44,11 +44,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fabricdev.h"
 #include "fabricdev_test.h"
 #include "tap.h"
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 /*
  * mpall: the rank's clock when its communicator was made; with a context
@@ -893,11 +902,14 @@ int main(int argc, char **argv)
 		return err ? 1 : 4;
 	}
 	if (argc >= 5 && !strcmp(argv[1], "mp")) {
-		uint64_t bytes = strtoull(argv[4], NULL, 0), t[8];
+		uint64_t bytes = strtoull(argv[4], NULL, 0), t[8], w[3];
 		int rep = argc > 5 ? atoi(argv[5]) : 1, rank;
 
 		algo = algo_of(argv[3]);
+		/* Wall ms: the rendezvous, then the operations. */
+		w[0] = mono_ms();
 		err = fdev_comm_init(NULL, NULL, -1, -1, 0, FDEV_COMM_TIMING_ONLY, &c);
+		w[1] = mono_ms();
 		if (err) {
 			fprintf(stderr, "fdev_dev_test: comm: %s\n", strerror(-err));
 			return 1;
@@ -913,9 +925,12 @@ int main(int argc, char **argv)
 			}
 			t[i] = fdev_comm_last_ps(c);
 		}
+		w[2] = mono_ms();
 		err = fdev_comm_barrier(c);
 		printf("{\"rank\":%d,\"time_ps\":%" PRIu64 ",\"last_ps\":%" PRIu64
-		       ",\"barrier\":%d}\n", rank, t[0], t[rep > 8 ? 7 : rep - 1], err);
+		       ",\"barrier\":%d,\"init_ms\":%" PRIu64 ",\"ops_ms\":%" PRIu64 "}\n",
+		       rank, t[0], t[rep > 8 ? 7 : rep - 1], err, w[1] - w[0],
+		       w[2] - w[1]);
 		fdev_comm_destroy(c);
 		return err ? 1 : 0;
 	}

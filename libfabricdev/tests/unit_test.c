@@ -182,6 +182,55 @@ static int cycles_valid(const uint32_t *cyc, int k, unsigned int n,
 	return good;
 }
 
+/*
+ * fdev_plan_only(): an all-to-all's plan (direct, which builds one
+ * rank's part alone, and ring) for one rank is the whole plan's
+ * transfers from or to it and its actions, in the same order, with as
+ * many steps, after interleaving too.
+ */
+static void test_plan_only(void)
+{
+	static const int algos[] = { FDEV_ALGO_DIRECT, FDEV_ALGO_RING };
+	int good = 1;
+
+	for (unsigned int n = 2; n <= 9; n += 7)
+		for (unsigned int a = 0; a < 2; a++)
+			for (unsigned int r = 0; r < n; r++) {
+				struct fdev_coll_layout lo;
+				struct fdev_plan whole, one;
+				size_t j = 0, m = 0;
+
+				fdev_plan_init(&whole);
+				fdev_plan_init(&one);
+				fdev_plan_only(&one, r, 1);
+				good &= !fdev_plan_all_to_all(&whole, n, 5000, algos[a], 0, &lo) &&
+					!fdev_plan_all_to_all(&one, n, 5000, algos[a], 0, &lo) &&
+					!fdev_plan_finish(&whole) && !fdev_plan_finish(&one) &&
+					!fdev_plan_interleave(&whole, 4096, 4096) &&
+					!fdev_plan_interleave(&one, 4096, 4096);
+				good &= whole.nsteps == one.nsteps;
+				for (size_t i = 0; i < whole.nx; i++) {
+					const struct fdev_xfer *x = &whole.x[i];
+
+					if (x->src != r && x->dst != r)
+						continue;
+					good &= j < one.nx && one.x[j].src == x->src &&
+						one.x[j].dst == x->dst &&
+						one.x[j].step == x->step &&
+						one.x[j].src_off == x->src_off &&
+						one.x[j].dst_off == x->dst_off &&
+						one.x[j].len == x->len;
+					j++;
+				}
+				for (size_t i = 0; i < whole.na; i++)
+					m += whole.a[i].rank == r;
+				good &= j == one.nx && m == one.na;
+				fdev_plan_free(&whole);
+				fdev_plan_free(&one);
+			}
+	ok(good, "a plan kept to one rank: the whole plan's part of that rank, in order, same steps");
+}
+
 static void test_rings(void)
 {
 	static const char *const vn[] = { "mesh", "SuperMesh Bi", "SuperMesh Alter" };
@@ -1769,6 +1818,7 @@ int main(int argc, char **argv)
 	test_dtype();
 	test_layout();
 	test_colls();
+	test_plan_only();
 	test_rings();
 	test_interleave();
 	test_moe();

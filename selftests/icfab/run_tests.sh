@@ -60,6 +60,7 @@ closed_form_test	600
 multicast_test		600
 recv_test		600
 notify_test.sh		1200
+procs_test.sh		300
 ep_test.sh		1200
 scale_test		600
 fault_test.sh		1500

@@ -12,16 +12,11 @@
 #		[-p PRESET] [-r RANKS] [-m MODES] [-b BYTES] [TOKENS [SEGMENT]]
 #
 # PRESET (default ualink-pod, 1024 accelerators), RANKS (default
-# 64,256,1024), MODES: the MoE modes (default tp; "" for none), BYTES per
+# 64,256,1024), MODES: the MoE modes (default tp,ll; "" for none), BYTES per
 # pair of the all-to-all (default 4096), TOKENS per rank (default 16),
 # H = 7168, top-8 of max(256, EP) experts, the fabric's segment size
 # SEGMENT (default 64 KiB). FDEV_TIMEOUT_MS reaches the processes
 # (default 1800000).
-#
-# Known on 2026-12-05 (docs/LIBFABRICDEV.md, "One process per rank"): a
-# timing-only MoE combine across processes sends nothing (its
-# combine_ps is 0: a timing-only rank learns only its own sources'
-# counts), and ll at 64 processes had not ended after 3 minutes.
 #
 # Per rank count: a direct all-to-all (fdev_dev_test mp, twice in a row)
 # and each MoE mode's dispatch and combine (moe_bench -P: every process
@@ -31,13 +26,16 @@
 # (the all-to-all: every rank's time; MoE: the latest rank's dispatch and
 # combine), the wall time of each (all processes started to all exited),
 # and the peak of the kernel's slab (Slab in /proc/meminfo, every 100 ms)
-# above its value before, for the processes' run. Exits 1 if any run
-# fails or any time differs.
+# above its value before, for the processes' run. After the table, for
+# each all-to-all run, the longest any process took from its start to
+# the end of the rendezvous (fdev_comm_init()) and then for the two
+# operations (on stderr at once too). Exits 1 if any run fails or any
+# time differs.
 
 . "$(dirname "$0")/lib.sh"
 t=$top/build/libfabricdev/tests/fdev_dev_test
 bench=$top/build/bin/moe_bench
-PRESET=ualink-pod RANKS=64,256,1024 MODES=tp BYTES=4096
+PRESET=ualink-pod RANKS=64,256,1024 MODES=tp,ll BYTES=4096
 bench_opts "p=PRESET r=RANKS m=MODES b=BYTES" \
 	"procs_table.sh [-p PRESET] [-r RANKS] [-m MODES] [-b BYTES] [TOKENS [SEGMENT]]" "$@"
 shift $bench_shift
@@ -46,6 +44,12 @@ SEG=${2:-65536}
 dir=$(mktemp -d)
 spid=
 trap '[ -n "$spid" ] && kill "$spid" 2>/dev/null; rm -rf "$dir" /dev/shm/fdev-*-pt$$*' EXIT
+# The processes start from copies in $dir: in the test VM the tree is
+# the host's through virtiofs, where a start took 0.25 to 0.62 s, from
+# a copy 0.22 s (docs/LIBFABRICDEV.md, "One process per rank").
+cp "$t" "$bench" "$dir/" || exit 1
+t=$dir/$(basename "$t")
+bench=$dir/$(basename "$bench")
 
 now_ms() {
 	echo $(($(date +%s%N) / 1000000))
@@ -117,6 +121,10 @@ for n in $(echo "$RANKS" | tr , ' '); do
 		row "all-to-all (twice)" "$n" "$one" "$w1" \
 			"$(cat "$dir/a2a$n".[0-9]* | sed -n 's/.*"time_ps":\([0-9]*\),"last_ps":\([0-9]*\).*/\1 \2/p' | tr '\n' ' ')" \
 			"$wall" "$peak"
+		sed -n 's/.*"init_ms":\([0-9]*\),"ops_ms":\([0-9]*\).*/\1 \2/p' "$dir/a2a$n".[0-9]* |
+			awk -v n="$n" '{ i = $1 > i ? $1 : i; o = $2 > o ? $2 : o }
+			END { printf "EP %d, all-to-all by %d processes: rendezvous up to %.1f s, the two operations up to %.1f s\n", n, n, i / 1000, o / 1000 }' |
+			tee -a "$dir/notes" >&2
 	else
 		echo "$n processes, all-to-all: failed" >&2
 		rc=1
@@ -145,4 +153,5 @@ for n in $(echo "$RANKS" | tr , ' '); do
 		done
 	done
 done
+[ -s "$dir/notes" ] && echo && cat "$dir/notes"
 exit $rc

@@ -1,0 +1,101 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# One process per rank, timing only (TAP): independently started
+# processes (FDEV_RANK/FDEV_SIZE/FDEV_JOB), each with its own context and
+# no proxy, against one process driving every rank, on dgx-h100 (8
+# accelerators). No bytes move, so what other processes' ranks send a
+# rank reaches it through the host rendezvous (libfabricdev/src/moe.c,
+# moe_host_counts()):
+#  - an all-to-all by 8 processes takes, on every one of them, exactly
+#    the one-process time;
+#  - the throughput and low-latency MoE dispatch and combine by 8
+#    processes: the latest rank's times are the one-process run's (a
+#    combine that learnt only its own sources' counts sent nothing: 0),
+#    give or take 2 ps: an operation's time in the engine moves by a ps
+#    or two with the absolute time it starts at, which differs between
+#    the two runs (open, docs/LIBFABRICDEV.md "One process per rank");
+#  - the same with one token per rank and one expert per rank, so that
+#    some ranks get no token: a low-latency combine with nothing to send
+#    still meets the others (it had no step, skipped the meeting, and
+#    its peers waited for it until the timeout);
+#  - of 2 processes, one runs an all-to-all fewer and leaves: the other,
+#    waiting for it in a meeting it will never come to, fails at once
+#    and says so (it waited to its timeout: a rank that left looked like
+#    one not yet started).
+# Every process has FDEV_TIMEOUT_MS=20000 (the last: 120000) and 60 s (30):
+# an error, not a hang.
+
+top=${ICFAB_TOP:-$(cd "$(dirname "$0")/../../.." 2>/dev/null && pwd)}
+icfabd=$top/build/bin/icfabd
+t=$top/build/libfabricdev/tests/fdev_dev_test
+bench=$top/build/bin/moe_bench
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp" /dev/shm/fdev-*-pr$$*' EXIT
+n=0
+failed=0
+. "$(dirname "$0")/lib.sh"
+
+echo "TAP version 13"
+check "dgx-h100 applied" sh -c "'$icfabd' --apply --preset dgx-h100 > /dev/null"
+
+procs() {	# procs NAME CMD...: 8 processes of CMD, rank r's stdout in NAME.r
+	name=$1
+	shift
+	pids=
+	for r in 0 1 2 3 4 5 6 7; do
+		FDEV_JOB=pr$$$name FDEV_RANK=$r FDEV_SIZE=8 FDEV_TIMEOUT_MS=20000 \
+			timeout 60 "$@" > "$tmp/$name.$r" 2> "$tmp/$name.e$r" &
+		pids="$pids $!"
+	done
+	rc=0
+	for p in $pids; do wait "$p" || rc=1; done
+	[ $rc = 0 ] || sort "$tmp/$name".e* | uniq -c | sed 's/^/# /'
+	return $rc
+}
+
+a2a() {
+	one=$("$t" coll alltoall direct 8 4096 | sed -n 's/.*"time_ps":\([0-9]*\).*/\1/p')
+	procs a2a "$t" mp alltoall direct 4096 2 || return 1
+	v=$(sed -n 's/.*"time_ps":\([0-9]*\),"last_ps":\([0-9]*\).*/\1 \2/p' "$tmp"/a2a.[0-7] |
+		tr ' ' '\n' | sort -u | tr '\n' ' ')
+	echo "# one process: $one ps; 8 processes: $v"
+	[ -n "$one" ] && [ "$v" = "$one " ]
+}
+check "all-to-all by 8 processes: the one-process time on every one" a2a
+
+moe() {		# moe NAME MOE_BENCH_ARGS...: latest rank's times = one process's, +-2 ps
+	name=$1
+	shift
+	one=$("$bench" "$@" | sed -n 's/.*"dispatch_ps":\([0-9]*\),"combine_ps":\([0-9]*\).*/\1 \2/p')
+	procs "$name" "$bench" -P "$@" || return 1
+	many=$(sed -n 's/.*"dispatch_ps":\([0-9]*\),"combine_ps":\([0-9]*\).*/\1 \2/p' "$tmp/$name".[0-7] |
+		awk '{ d = $1 > d ? $1 : d; c = $2 > c ? $2 : c; k++ }
+		     END { if (k == 8) print d + 0, c + 0 }')
+	echo "# one process: $one; 8 processes, latest rank: $many (dispatch, combine ps)"
+	[ -n "$one" ] && [ -n "$many" ] && echo "$one $many" | awk '
+		function abs(x) { return x < 0 ? -x : x }
+		{ exit !($2 > 0 && abs($1 - $3) <= 2 && abs($2 - $4) <= 2) }' 
+}
+for m in tp ll; do
+	check "$m dispatch and combine by 8 processes: the one-process times (+-2 ps)" \
+		moe "$m" -n 8 -t 16 -H 7168 -e 256 -k 8 -m $m
+	check "$m, 1 token and 1 expert per rank (some ranks get none): the one-process times (+-2 ps)" \
+		moe "${m}1" -n 8 -t 1 -H 7168 -e 8 -k 1 -m $m
+done
+
+left() {
+	FDEV_JOB=pr$$left FDEV_RANK=1 FDEV_SIZE=2 FDEV_TIMEOUT_MS=120000 \
+		timeout 60 "$t" mp alltoall direct 4096 1 > "$tmp/left.1" 2>&1 &
+	p1=$!
+	FDEV_JOB=pr$$left FDEV_RANK=0 FDEV_SIZE=2 FDEV_TIMEOUT_MS=120000 \
+		timeout 30 "$t" mp alltoall direct 4096 3 > "$tmp/left.0" 2>&1
+	rc=$?
+	wait "$p1"
+	sed 's/^/# rank 0: /' "$tmp/left.0"
+	[ $rc = 1 ] && grep -q "left before this barrier" "$tmp/left.0"
+}
+check "a rank that left: the one still waiting for it fails at once, not at its timeout" left
+
+echo "1..$n"
+exit $failed
