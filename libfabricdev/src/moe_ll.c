@@ -137,6 +137,7 @@ static int ll_receive(struct fdev_comm *c, struct fdev_moe_handle *h,
 	 */
 	if (h->timing) {
 		unsigned int d = h->first + l;
+		int host = moe_host_counts(c, h);
 
 		for (unsigned int s = 0; s < n; s++) {
 			uint64_t *rc = mr->recv_cnt + (size_t)s * epr;
@@ -144,7 +145,7 @@ static int ll_receive(struct fdev_comm *c, struct fdev_moe_handle *h,
 			if (moe_is_local(h, s))
 				memcpy(rc, h->ranks[s - h->first].send_cnt +
 				       (size_t)d * epr, epr * 8ULL);
-			else if (moe_host_counts(c, h))
+			else if (host)
 				moe_host_get(c, s, (size_t)d * epr * 8, rc,
 					     epr * 8ULL);
 			for (unsigned int e = 0; e < epr; e++)
