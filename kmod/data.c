@@ -436,31 +436,10 @@ static void icfab_req_put_regions(struct icfab_req *req)
 }
 
 /*
- * A request zeroed up to its io_uring result, from the context's pool
- * when it has one (the result is a third of the request, and the ioctl
- * path never touches it).
- */
-static struct icfab_req *icfab_req_alloc(struct icfab_ctx *ctx)
-{
-	struct icfab_req *req;
-
-	spin_lock(&ctx->pool_lock);
-	req = ctx->pool;
-	if (req) {
-		ctx->pool = req->pool_next;
-		ctx->nr_pool--;
-	}
-	spin_unlock(&ctx->pool_lock);
-	if (!req)
-		return kzalloc(sizeof(*req), GFP_KERNEL_ACCOUNT);
-	memset(req, 0, offsetof(struct icfab_req, ures));
-	return req;
-}
-
-/*
- * @n requests as icfab_req_alloc() gives them, into @reqs: what the pool
- * has under one lock (a SUBMIT's chunk took it once per descriptor), the
- * rest from the slab. Returns how many it got: fewer than @n only when
+ * @n requests zeroed up to their io_uring results, into @reqs: what the
+ * context's pool has, under one lock (the result is a third of the
+ * request, and the ioctl path never touches it), the rest from the
+ * slab. Returns how many it got: fewer than @n only when
  * memory ran out.
  */
 static u32 icfab_req_alloc_many(struct icfab_ctx *ctx, struct icfab_req **reqs,
@@ -484,6 +463,14 @@ static u32 icfab_req_alloc_many(struct icfab_ctx *ctx, struct icfab_req **reqs,
 			break;
 	}
 	return i;
+}
+
+/* One request, as icfab_req_alloc_many() gives them, or NULL. */
+static struct icfab_req *icfab_req_alloc(struct icfab_ctx *ctx)
+{
+	struct icfab_req *req;
+
+	return icfab_req_alloc_many(ctx, &req, 1) ? req : NULL;
 }
 
 /* Back to @ctx's pool, or to the slab when there is no context. */
