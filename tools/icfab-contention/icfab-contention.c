@@ -190,7 +190,20 @@ static void print_hist(const struct icfab_ct_link *v)
 	}
 }
 
-static void print_totals(int totals_fd)
+/* @fabric's link transmits: the segments its links carried. */
+static uint64_t fabric_xmits(const struct row *rows, size_t n,
+			     uint32_t fabric)
+{
+	uint64_t sum = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (rows[i].key.fabric == fabric)
+			sum += rows[i].v.segments;
+	return sum;
+}
+
+static void print_totals(int totals_fd, const struct row *rows, size_t n)
 {
 	struct icfab_ct_total tot;
 	uint32_t fk, *prev = NULL, next;
@@ -204,7 +217,7 @@ static void print_totals(int totals_fd)
 		       PRIu64 " failed), %" PRIu64 " bytes, %" PRIu64
 		       " link transmits\n", fk, (uint64_t)tot.transfers,
 		       (uint64_t)tot.failed, (uint64_t)tot.bytes,
-		       (uint64_t)tot.xmits);
+		       fabric_xmits(rows, n, fk));
 	}
 }
 
@@ -241,7 +254,7 @@ static int print_text(const struct env *env, int links_fd, int totals_fd)
 		if (env->hist)
 			print_hist(&r->v);
 	}
-	print_totals(totals_fd);
+	print_totals(totals_fd, rows, n);
 	fflush(stdout);
 	free(rows);
 	return 0;
@@ -287,7 +300,7 @@ static int print_json(int links_fd, int totals_fd)
 		       ",\"bytes\":%" PRIu64 ",\"failed\":%" PRIu64
 		       ",\"xmits\":%" PRIu64 "}", first ? "" : ",", fk,
 		       (uint64_t)tot.transfers, (uint64_t)tot.bytes,
-		       (uint64_t)tot.failed, (uint64_t)tot.xmits);
+		       (uint64_t)tot.failed, fabric_xmits(rows, n, fk));
 		first = false;
 	}
 	printf("]}\n");

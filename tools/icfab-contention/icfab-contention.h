@@ -26,12 +26,14 @@ struct icfab_ct_link {
 	__u64 hist[ICFAB_CT_SLOTS];	/* of depart - ready, log2 ps */
 };
 
-/* One entry per fabric: transfers the tracer saw complete. */
+/*
+ * One entry per fabric: transfers the tracer saw complete. Its link
+ * transmits are the sum of its links' segments, counted there only.
+ */
 struct icfab_ct_total {
 	__u64 transfers;		/* completions, any status */
 	__u64 bytes;			/* of the successful ones */
 	__u64 failed;			/* status != 0 */
-	__u64 xmits;			/* link transmit events */
 };
 
 #endif /* ICFAB_CONTENTION_H */
