@@ -687,7 +687,8 @@ void icfab_engine_part_retire(struct icfab_engine *e, icfab_u32 id);
  * an endpoint with no switch next to it alone, and any other switch
  * alone are the groups; groups go to partitions in the order of their
  * lowest node id, filled by weight (links leaving their nodes), so that
- * neighbours stay together. Writes of_node[nodes_cap]; @scratch holds
+ * neighbours stay together, those with endpoints and those without
+ * (spines) shared out apart, so that each partition has both. Writes of_node[nodes_cap]; @scratch holds
  * 2 * nodes_cap entries. Returns the lookahead, the smallest latency of
  * a present link between partitions (ps): ICFAB_ENGINE_NEVER when none
  * crosses, 0 when one has no latency (then there is none: run

@@ -42,40 +42,66 @@ static icfab_u32 part_home(const struct icfab_mtopo *t, icfab_u32 node)
 	return node;
 }
 
+/*
+ * Give the groups of class @sw (0: with endpoints, 1: switches only) to
+ * the partitions, in the order of their lowest node, each partition
+ * taking a share of the class's weight.
+ */
+static void part_fill(const struct icfab_mtopo *t, icfab_u16 nr_parts,
+		      icfab_u16 *of_node, const icfab_u32 *home,
+		      const icfab_u32 *weight, icfab_u32 n, int sw)
+{
+	icfab_u64 total = 0, acc = 0;
+	icfab_u32 i;
+	icfab_u16 p = 0;
+
+	for (i = 0; i < n; i++)
+		if (t->nodes[i].present && home[i] == i &&
+		    (weight[i] >> 31) == (icfab_u32)sw)
+			total += weight[i] & 0x7fffffffU;
+	for (i = 0; i < n; i++) {
+		if (!t->nodes[i].present || home[i] != i ||
+		    (weight[i] >> 31) != (icfab_u32)sw)
+			continue;
+		while (p + 1 < nr_parts && acc * nr_parts >= total * (p + 1))
+			p++;
+		of_node[i] = p;
+		acc += weight[i] & 0x7fffffffU;
+	}
+}
+
+/*
+ * Spines apart from leaves: each partition gets a share of both, so that
+ * every window, whatever hop its segments are at, finds work in every
+ * partition.
+ */
 icfab_u64 icfab_part_plan(const struct icfab_mtopo *t, icfab_u16 nr_parts,
 			  icfab_u16 *of_node, icfab_u32 *scratch)
 {
+	/* weight: links out of the group; top bit: it has no endpoint */
 	icfab_u32 *home = scratch, *weight = scratch + t->nodes_cap;
-	icfab_u64 total = 0, acc = 0, look = ICFAB_ENGINE_NEVER;
-	icfab_u32 i;
-	icfab_u16 p = 0;
+	icfab_u64 look = ICFAB_ENGINE_NEVER;
+	icfab_u32 i, n = t->nr_nodes < t->nodes_cap ? t->nr_nodes :
+						       t->nodes_cap;
 
 	if (!nr_parts)
 		return 0;
 	for (i = 0; i < t->nodes_cap; i++) {
 		home[i] = i;
-		weight[i] = 0;
+		weight[i] = 0x80000000U;
 		of_node[i] = PART_NONE;
 	}
-	for (i = 0; i < t->nr_nodes && i < t->nodes_cap; i++) {
+	for (i = 0; i < n; i++) {
 		if (!t->nodes[i].present)
 			continue;
 		home[i] = part_home(t, i);
 		/* Work is per segment leaving a node: one per link out. */
 		weight[home[i]] += t->nodes[i].nr_ports + 1;
-		total += t->nodes[i].nr_ports + 1;
+		if (t->nodes[i].kind == ICFAB_MODEL_ENDPOINT)
+			weight[home[i]] &= 0x7fffffffU;
 	}
-	/* Groups by their lowest node, filled up to a share of the work. */
-	for (i = 0; i < t->nr_nodes && i < t->nodes_cap; i++) {
-		icfab_u32 g = home[i];
-
-		if (!t->nodes[i].present || of_node[g] != PART_NONE)
-			continue;
-		if (p + 1 < nr_parts && acc * nr_parts >= total * (p + 1))
-			p++;
-		of_node[g] = p;
-		acc += weight[g];
-	}
+	part_fill(t, nr_parts, of_node, home, weight, n, 0);
+	part_fill(t, nr_parts, of_node, home, weight, n, 1);
 	for (i = 0; i < t->nodes_cap; i++)
 		of_node[i] = of_node[home[i]] == PART_NONE ? 0 :
 			     of_node[home[i]];
