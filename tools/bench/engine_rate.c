@@ -482,6 +482,8 @@ struct jrun {
 	struct ident *ident;
 	uint64_t *link_hash;		/* -I: per link, FNV-1a */
 	uint64_t xmits[64];		/* -I: per partition */
+	struct pengine_sub *subs;	/* a batch, -j 2 or more */
+	icfab_u32 *ids;
 	void *xmit_args[64];
 };
 
@@ -554,6 +556,29 @@ static int jpass(struct jrun *j, const struct a2a *a, uint64_t cap)
 		/* After everything processed, whatever the keys. */
 		if (processed && now <= last)
 			now = last + 1;
+		if (j->pe) {
+			size_t taken;
+
+			for (batch = 0; sent + batch < total && batch < cap; batch++) {
+				uint64_t k = sent + batch;
+				uint32_t i = (uint32_t)(k % a->n);
+				uint32_t r = (uint32_t)(k / a->n) + 1;
+
+				j->subs[batch] = (struct pengine_sub){
+					.src = a->ep[i], .dst = a->ep[(i + r) % a->n],
+					.bytes = a->bytes, .submit_ps = now,
+					.key = (icfab_u64)i << 32 | r,
+				};
+			}
+			err = pengine_submit_batch(j->pe, j->subs, batch, j->ids,
+						   &taken);
+			if (err && (err != -ICFAB_ENGINE_ENOSPC || !taken)) {
+				fprintf(stderr, "engine_rate: submit: %d\n", err);
+				return -EINVAL;
+			}
+			sent += taken;
+			batch = cap;
+		}
 		while (sent < total && batch < cap) {
 			uint32_t i = (uint32_t)(sent % a->n);
 			uint32_t r = (uint32_t)(sent / a->n) + 1;
@@ -596,11 +621,16 @@ static const struct icfab_engine_link *jlink(const struct jrun *j, uint32_t l)
 	return j->pe ? pengine_link(j->pe, l) : &j->st.links[l];
 }
 
-/* As run_host(), in batches, on @jobs threads; *@stats: windows, messages, lookahead. */
+/*
+ * As run_host(), in batches, on @jobs threads. @stats: windows and
+ * messages over all passes, the lookahead; @times, per pass, s: the
+ * critical path and the partitions' work (pengine_times()), or the CPU
+ * time for the sequential engine.
+ */
 static int run_host_j(const struct topo *t, const struct a2a *a, icfab_u8 cut_through,
 		      unsigned int jobs, double *wall, double *cpu, uint64_t *failed,
 		      uint64_t *link_segs, struct ident *ident, int npasses,
-		      uint64_t stats[3])
+		      uint64_t stats[3], double times[2])
 {
 	struct icfab_mtopo *m = host_mtopo(t, cut_through);
 	uint64_t cap = a->window * ((a->n + PER_CTX - 1) / PER_CTX);
@@ -616,6 +646,10 @@ static int run_host_j(const struct topo *t, const struct a2a *a, icfab_u8 cut_th
 				   ENGINE_EVENTS, &err);
 		if (!j.pe && err != -EDOM)
 			return err;
+		j.subs = calloc(cap, sizeof(*j.subs));
+		j.ids = calloc(cap, sizeof(*j.ids));
+		if (!j.subs || !j.ids)
+			return -ENOMEM;
 		if (!j.pe)
 			fprintf(stderr, "engine_rate: a link between partitions "
 				"has no latency: no lookahead, sequential engine\n");
@@ -647,10 +681,12 @@ static int run_host_j(const struct topo *t, const struct a2a *a, icfab_u8 cut_th
 		}
 	}
 
-	*wall = *cpu = 0;
+	*wall = *cpu = times[0] = times[1] = 0;
 	for (;;) {
-		double w0 = now_s(), c0 = cpu_s();
+		double w0 = now_s(), c0 = cpu_s(), k0 = 0, b0 = 0, k1, b1;
 
+		if (j.pe)
+			pengine_times(j.pe, &k0, &b0);
 		if (jpass(&j, a, cap))
 			return -EINVAL;
 		if (!passes++) {
@@ -661,6 +697,11 @@ static int run_host_j(const struct topo *t, const struct a2a *a, icfab_u8 cut_th
 		}
 		*wall += now_s() - w0;
 		*cpu += cpu_s() - c0;
+		if (j.pe) {
+			pengine_times(j.pe, &k1, &b1);
+			times[0] += k1 - k0;
+			times[1] += b1 - b0;
+		}
 		if (ident || (npasses ? passes > npasses : *wall >= 1.0))
 			break;
 	}
@@ -695,8 +736,14 @@ static int run_host_j(const struct topo *t, const struct a2a *a, icfab_u8 cut_th
 		host_storage_free(&j.st);
 	}
 	free(j.link_hash);
+	free(j.subs);
+	free(j.ids);
+	if (!j.pe)
+		times[0] = times[1] = *cpu;
 	*wall /= passes - 1;
 	*cpu /= passes - 1;
+	times[0] /= passes - 1;
+	times[1] /= passes - 1;
 	*failed = j.failed;
 	return 0;
 }
@@ -720,6 +767,7 @@ int main(int argc, char **argv)
 	struct ident ident = { 0 };
 	int host = 0, check = 0, npasses = 0, jobs = 0, opt, err;
 	uint64_t jstats[3] = { 0 };
+	double jtimes[2] = { 0 };
 	double wall = 0, cpu = 0;
 
 	while ((opt = getopt(argc, argv, "HICb:p:j:h")) != -1) {
@@ -776,7 +824,7 @@ int main(int argc, char **argv)
 	if (jobs)
 		err = run_host_j(t, &a, cut_through, (unsigned int)jobs, &wall, &cpu,
 				 &failed, &link_segs, check ? &ident : NULL, npasses,
-				 jstats);
+				 jstats, jtimes);
 	else
 		err = host ? run_host(t, &a, cut_through, &wall, &cpu, &failed,
 				      &link_segs, check ? &ident : NULL, npasses) :
@@ -796,10 +844,11 @@ int main(int argc, char **argv)
 		       ident.xmits, ident.completions);
 	else if (jobs)
 		printf("host-j%-2d %5u %8" PRIu64 " %10" PRIu64 " %8.3f %8.3f %10.0f "
-		       "%10.0f %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+		       "%10.0f %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+		       " %8.3f %8.3f\n",
 		       jobs, a.n, (uint64_t)a.n * (a.n - 1), hops, wall, cpu,
 		       hops / wall, hops / cpu, failed, jstats[0], jstats[1],
-		       jstats[2]);
+		       jstats[2], jtimes[0], jtimes[1]);
 	else
 		printf("%-6s %5u %8" PRIu64 " %10" PRIu64 " %8.3f %8.3f %10.0f %10.0f %"
 	       PRIu64 "\n", host ? "host" : "module", a.n,

@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pengine.h"
 #include "host_model.h"
@@ -51,11 +52,45 @@ struct pengine {
 	int ret;
 	unsigned int *cursor;		/* thread 0's merge, [nr] */
 	uint64_t windows, messages;
+	/*
+	 * Thread CPU time, s, each partition spent working (not waiting);
+	 * and over windows and batches, the most any one spent: the wall
+	 * time the run would take on as many idle CPUs.
+	 */
+	double *busy;			/* [2 * p + parity] */
+	double *busy_sum;		/* [p] */
+	double critical;
 	struct spin_barrier bar;
 	pthread_barrier_t start;	/* workers sleep here between runs */
-	int quit;
+	enum { CMD_RUN, CMD_SUBMIT, CMD_QUIT } cmd;
+	/* CMD_SUBMIT's batch, and each partition's answer. */
+	const struct pengine_sub *subs;
+	size_t nr_subs;
+	icfab_u32 *ids;
+	size_t *taken;			/* [nr] */
+	int *sub_err;			/* [nr] */
 	pthread_t *threads;		/* [nr], 0 unused */
 };
+
+static double thread_cpu(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Thread 0, after a barrier: the slowest partition's work on @slot. */
+static void critical_add(struct pengine *pe, unsigned int par)
+{
+	double most = 0;
+	unsigned int q;
+
+	for (q = 0; q < pe->nr; q++)
+		if (pe->busy[2 * q + par] > most)
+			most = pe->busy[2 * q + par];
+	pe->critical += most;
+}
 
 static void sb_wait(struct spin_barrier *b)
 {
@@ -139,6 +174,7 @@ static void window_loop(struct pengine *pe, unsigned int p)
 {
 	struct icfab_engine *e = &pe->e[p];
 	icfab_u64 hz = pe->first_hz, t;
+	double c0;
 	unsigned int w, par, q;
 	int err;
 
@@ -151,6 +187,7 @@ static void window_loop(struct pengine *pe, unsigned int p)
 		mine->nr_done = 0;
 		mine->err = 0;
 		icfab_engine_set_part(e, mine);
+		c0 = thread_cpu();
 		if (p == 0 && w)
 			report(pe, par ^ 1);
 		err = icfab_engine_run_until(e, hz, NULL, NULL);
@@ -161,12 +198,16 @@ static void window_loop(struct pengine *pe, unsigned int p)
 			err = exchange(pe, p, par);
 		pe->err[2 * p + par] = err;
 		pe->next[2 * p + par] = icfab_engine_next_ps(e);
+		pe->busy[2 * p + par] = thread_cpu() - c0;
+		pe->busy_sum[p] += pe->busy[2 * p + par];
 		if (p == 0) {
 			pe->windows++;
 			for (q = 0; q < pe->nr; q++)
 				pe->messages += pe->part[2 * q + par].nr_out;
 		}
 		sb_wait(&pe->bar);
+		if (p == 0)
+			critical_add(pe, par);
 		t = ICFAB_ENGINE_NEVER;
 		err = 0;
 		for (q = 0; q < pe->nr; q++) {
@@ -190,6 +231,33 @@ static void window_loop(struct pengine *pe, unsigned int p)
 	}
 }
 
+/*
+ * Partition @p takes the batch, up to the first refusal; partition 0
+ * keeps the ids. The partitions are in step, so all stop at the same.
+ */
+static void submit_part(struct pengine *pe, unsigned int p)
+{
+	double c0 = thread_cpu();
+	size_t i;
+	int err = 0;
+
+	for (i = 0; i < pe->nr_subs; i++) {
+		const struct pengine_sub *s = &pe->subs[i];
+		icfab_u32 id;
+
+		err = icfab_engine_submit(&pe->e[p], s->src, s->dst, s->bytes,
+					  s->submit_ps, s->key, &id);
+		if (err)
+			break;
+		if (!p)
+			pe->ids[i] = id;
+	}
+	pe->taken[p] = i;
+	pe->sub_err[p] = err;
+	pe->busy[2 * p] = thread_cpu() - c0;
+	pe->busy_sum[p] += pe->busy[2 * p];
+}
+
 static void *worker(void *arg)
 {
 	struct pengine *pe = ((void **)arg)[0];
@@ -198,11 +266,43 @@ static void *worker(void *arg)
 	free(arg);
 	for (;;) {
 		pthread_barrier_wait(&pe->start);
-		if (pe->quit)
+		if (pe->cmd == CMD_QUIT)
 			return NULL;
-		window_loop(pe, p);
+		if (pe->cmd == CMD_SUBMIT)
+			submit_part(pe, p);
+		else
+			window_loop(pe, p);
 		pthread_barrier_wait(&pe->start);
 	}
+}
+
+int pengine_submit_batch(struct pengine *pe, const struct pengine_sub *subs,
+			 size_t n, icfab_u32 *ids, size_t *taken)
+{
+	unsigned int p;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (subs[i].submit_ps < pe->now_ps ||
+		    (pe->processed &&
+		     (subs[i].submit_ps < pe->last_ps ||
+		      (subs[i].submit_ps == pe->last_ps &&
+		       subs[i].key <= pe->last_key))))
+			return -ICFAB_ENGINE_ERANGE;
+	pe->subs = subs;
+	pe->nr_subs = n;
+	pe->ids = ids;
+	pe->cmd = CMD_SUBMIT;
+	pthread_barrier_wait(&pe->start);
+	submit_part(pe, 0);
+	pthread_barrier_wait(&pe->start);
+	critical_add(pe, 0);
+	for (p = 1; p < pe->nr; p++)
+		if (pe->taken[p] != pe->taken[0] ||
+		    pe->sub_err[p] != pe->sub_err[0])
+			abort();
+	*taken = pe->taken[0];
+	return pe->sub_err[0];
 }
 
 int pengine_run_until(struct pengine *pe, icfab_u64 horizon_ps,
@@ -227,6 +327,7 @@ int pengine_run_until(struct pengine *pe, icfab_u64 horizon_ps,
 			       t + pe->lookahead;
 		if (horizon_ps != ICFAB_ENGINE_NEVER && pe->first_hz > horizon_ps)
 			pe->first_hz = horizon_ps;
+		pe->cmd = CMD_RUN;
 		pthread_barrier_wait(&pe->start);
 		window_loop(pe, 0);
 		pthread_barrier_wait(&pe->start);
@@ -333,6 +434,16 @@ void pengine_counts(const struct pengine *pe, uint64_t *windows,
 	*messages = pe->messages;
 }
 
+void pengine_times(const struct pengine *pe, double *critical, double *busy)
+{
+	unsigned int p;
+
+	*critical = pe->critical;
+	*busy = 0;
+	for (p = 0; p < pe->nr; p++)
+		*busy += pe->busy_sum[p];
+}
+
 void pengine_free(struct pengine *pe)
 {
 	unsigned int p;
@@ -340,7 +451,7 @@ void pengine_free(struct pengine *pe)
 	if (!pe)
 		return;
 	if (pe->threads) {
-		pe->quit = 1;
+		pe->cmd = CMD_QUIT;
 		pthread_barrier_wait(&pe->start);
 		for (p = 1; p < pe->nr; p++)
 			pthread_join(pe->threads[p], NULL);
@@ -360,6 +471,10 @@ void pengine_free(struct pengine *pe)
 	free(pe->next);
 	free(pe->err);
 	free(pe->cursor);
+	free(pe->taken);
+	free(pe->busy);
+	free(pe->busy_sum);
+	free(pe->sub_err);
 	free(pe->threads);
 	free(pe);
 }
@@ -381,7 +496,13 @@ static int pengine_build(struct pengine *pe, const struct icfab_mtopo *m,
 	pe->next = calloc(2 * pe->nr, sizeof(*pe->next));
 	pe->err = calloc(2 * pe->nr, sizeof(*pe->err));
 	pe->cursor = calloc(pe->nr, sizeof(*pe->cursor));
-	if (!pe->of_node || !scratch || !pe->e || !pe->ep || !pe->st ||
+	pe->taken = calloc(pe->nr, sizeof(*pe->taken));
+	pe->busy = calloc(2 * pe->nr, sizeof(*pe->busy));
+	pe->busy_sum = calloc(pe->nr, sizeof(*pe->busy_sum));
+	if (!pe->busy || !pe->busy_sum)
+		return -ENOMEM;
+	pe->sub_err = calloc(pe->nr, sizeof(*pe->sub_err));
+	if (!pe->taken || !pe->sub_err || !pe->of_node || !scratch || !pe->e || !pe->ep || !pe->st ||
 	    !pe->part || !pe->next || !pe->err || !pe->cursor) {
 		free(scratch);
 		return -ENOMEM;

@@ -18,6 +18,7 @@
 #define ICFAB_BENCH_PENGINE_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../../kmod/model/engine.h"
@@ -44,6 +45,16 @@ void pengine_counts(const struct pengine *pe, uint64_t *windows,
 		    uint64_t *messages);
 
 /*
+ * Thread CPU time, s, the partitions spent working (submitting, running
+ * windows, exchanging; not waiting) in all, and *@critical: summed over
+ * batches and windows, the most any one partition spent, which is what
+ * the runs would take on as many idle CPUs (reporting aside), so that a
+ * shared machine can still tell what the partitioning and the lookahead
+ * allow.
+ */
+void pengine_times(const struct pengine *pe, double *critical, double *busy);
+
+/*
  * What icfab_engine's now_ps, last_ps, last_key and processed would be:
  * a submission at @at with @key must have at > last, or at == last and
  * key > last_key, and at >= now.
@@ -55,6 +66,22 @@ void pengine_now(const struct pengine *pe, icfab_u64 *now, icfab_u64 *last_ps,
 int pengine_submit(struct pengine *pe, icfab_u32 src, icfab_u32 dst,
 		   icfab_u64 bytes, icfab_u64 submit_ps, icfab_u64 key,
 		   icfab_u32 *xfer_id);
+
+/* One submission of a batch. */
+struct pengine_sub {
+	icfab_u32 src, dst;
+	icfab_u64 bytes;
+	icfab_u64 submit_ps;		/* ps */
+	icfab_u64 key;
+};
+
+/*
+ * pengine_submit() for @n transfers in order, each partition's thread
+ * submitting to it: stops at the first refusal. Sets *@taken to the
+ * number accepted and @ids[] to their ids; returns 0 or the refusal.
+ */
+int pengine_submit_batch(struct pengine *pe, const struct pengine_sub *subs,
+			 size_t n, icfab_u32 *ids, size_t *taken);
 
 /* The xmit tracer for every partition, with the argument @args[p]. */
 void pengine_set_xmit(struct pengine *pe,
