@@ -689,6 +689,62 @@ static icfab_u32 stamp_take(struct icfab_engine *e)
 	return e->mark - 1;
 }
 
+/* ---- partitions (see engine.h) ---- */
+
+static int part_fail(struct icfab_engine *e, int err)
+{
+	if (!e->part->err)
+		e->part->err = err;
+	return err;
+}
+
+/*
+ * Leave to partition of_node[@owner] what this one may not do: the event
+ * of segment @seg at @node (or, @node ICFAB_ENGINE_NO_XFER, its arrival
+ * at @time_ps). The outbox holds as many messages as the engine events:
+ * a segment sends at most one per window, since every message is at
+ * least a lookahead later than the event that sent it.
+ */
+static int part_send(struct icfab_engine *e, icfab_u32 id, icfab_u64 time_ps,
+		     icfab_u64 tail_ps, icfab_u32 seg, icfab_u32 hop,
+		     icfab_u32 node, icfab_u32 turn, icfab_u32 owner)
+{
+	struct icfab_engine_part *p = e->part;
+	struct icfab_engine_msg *m;
+
+	if (p->nr_out >= p->out_cap)
+		return part_fail(e, -ICFAB_ENGINE_ENOSPC);
+	m = &p->out[p->nr_out++];
+	m->time_ps = time_ps;
+	m->tail_ps = tail_ps;
+	m->xfer = id;
+	m->seg = seg;
+	m->node = node;
+	m->turn = turn;
+	m->hop = (icfab_u16)hop;
+	m->to = p->of_node[owner];
+	m->pad = 0;
+	return 0;
+}
+
+/* Transfer @ev->xfer is done: record it for the caller's merge. */
+static int part_done(struct icfab_engine *e, const struct ev *ev)
+{
+	struct icfab_engine_part *p = e->part;
+	struct icfab_engine_done *d;
+
+	if (p->nr_done >= p->done_cap)
+		return part_fail(e, -ICFAB_ENGINE_ENOSPC);
+	d = &p->done[p->nr_done++];
+	d->time_ps = ev->time_ps;
+	d->key = ev->key;
+	d->seg = ev->seg;
+	d->hop = ev->hop;
+	d->node = ev->node;
+	d->xfer = ev->xfer;
+	return 0;
+}
+
 /* ---- routes and links ---- */
 
 /*
@@ -1106,7 +1162,11 @@ static int xfer_new(struct icfab_engine *e, const struct xfer_spec *sp,
 	x->arrive_ps = 0;
 	e->events_reserved += need;
 	e->nr_xfers++;
-	err = sub_enqueue(e, id);
+	/* Another partition's source: its events come here by messages. */
+	if (e->part && e->part->of_node[sp->src] != e->part->self)
+		err = 0;
+	else
+		err = sub_enqueue(e, id);
 	if (err)
 		return err;	/* unreachable: reserved above */
 	*xfer_id = id;
@@ -1363,12 +1423,7 @@ static int xfer_complete(struct icfab_engine *e, icfab_u32 id, int status,
 	if (e->tracer && e->tracer->complete)
 		e->tracer->complete(e->tracer_arg, id, &r);
 	/* Retire first, so the callback may submit into the freed slot. */
-	e->events_reserved -= xfer_events_reserved(x);
-	e->nr_xfers--;
-	x->state = XFER_FREE;
-	x->tree = ICFAB_NULL;
-	x->next = e->free_xfer;
-	e->free_xfer = id;
+	icfab_engine_part_retire(e, id);
 	return complete ? complete(arg, id, &r) : 0;
 }
 
@@ -1445,6 +1500,9 @@ static int seg_lost(struct icfab_engine *e, icfab_u32 id, icfab_u32 hop,
 {
 	struct icfab_engine_xfer *x = &e->xfers[id];
 
+	/* Other partitions could not see the status: see engine.h. */
+	if (e->part)
+		return part_fail(e, -ICFAB_ENGINE_EINVAL);
 	if (!x->status)
 		x->status = status;
 	if (hop == 0)
@@ -1462,6 +1520,9 @@ static ENGINE_HOT int seg_delivered(struct icfab_engine *e, icfab_u32 id,
 {
 	struct icfab_engine_xfer *x = &e->xfers[id];
 
+	if (e->part && e->part->of_node[x->dst] != e->part->self)
+		return part_send(e, id, arrive, arrive, 0, 0,
+				 ICFAB_ENGINE_NO_XFER, 0, x->dst);
 	if (arrive > x->arrive_ps)
 		x->arrive_ps = arrive;
 	if (--x->undelivered)
@@ -1481,10 +1542,12 @@ static ENGINE_HOT int seg_forward(struct icfab_engine *e, icfab_u32 id,
 				  icfab_u32 seg, icfab_u32 hop, icfab_u32 turn)
 {
 	icfab_u64 tail = sat_add(done, l->latency_ps);
+	icfab_u64 at = l->cut_through ? sat_add(head, l->latency_ps) : tail;
 
-	return ev_push_tail(e, id, l->cut_through ?
-			    sat_add(head, l->latency_ps) : tail,
-			    tail, seg, hop + 1, next, turn, 0);
+	if (e->part && e->part->of_node[next] != e->part->self)
+		return part_send(e, id, at, tail, seg, hop + 1, next, turn,
+				 next);
+	return ev_push_tail(e, id, at, tail, seg, hop + 1, next, turn, 0);
 }
 
 /*
@@ -1741,9 +1804,17 @@ static int ev_process(struct icfab_engine *e, const struct ev *ev,
 	}
 	if (err)
 		return err;
-	if (x->state == XFER_RUNNING && !x->events)
+	if (x->state == XFER_RUNNING && !x->events) {
+		/*
+		 * A partition sees only its own events: the transfer is
+		 * done where its last arrival is, once every segment has
+		 * been delivered (no partition loses one: see engine.h).
+		 */
+		if (e->part)
+			return x->undelivered ? 0 : part_done(e, ev);
 		return xfer_complete(e, ev->xfer, x->status, ev->time_ps,
 				     complete, arg) ? 1 : 0;
+	}
 	return 0;
 }
 
@@ -1979,4 +2050,62 @@ void icfab_engine_cancel_all(struct icfab_engine *e,
 		xfer_complete(e, i, -ICFAB_ENGINE_ECANCELED, finish,
 			      complete, arg);
 	}
+}
+
+void icfab_engine_set_part(struct icfab_engine *e,
+			   struct icfab_engine_part *p)
+{
+	e->part = p;
+}
+
+/*
+ * A message for a transfer this partition has not seen run makes it
+ * run here (its source, elsewhere, has started it). Everything it
+ * carries is at or after the window's end, which @e has reached.
+ */
+int icfab_engine_part_import(struct icfab_engine *e,
+			     const struct icfab_engine_part *from)
+{
+	icfab_u16 self = e->part->self;
+	icfab_u32 i;
+	int err;
+
+	for (i = 0; i < from->nr_out; i++) {
+		const struct icfab_engine_msg *m = &from->out[i];
+		struct icfab_engine_xfer *x;
+
+		if (m->to != self)
+			continue;
+		if (m->xfer >= e->xfers_cap)
+			return -ICFAB_ENGINE_EINVAL;
+		x = &e->xfers[m->xfer];
+		if (x->state == XFER_FREE)
+			return -ICFAB_ENGINE_EINVAL;
+		if (m->time_ps < e->now_ps)
+			return -ICFAB_ENGINE_ERANGE;
+		if (x->state == XFER_PENDING)
+			x->state = XFER_RUNNING;
+		if (m->node == ICFAB_ENGINE_NO_XFER)
+			err = seg_delivered(e, m->xfer, m->time_ps);
+		else
+			err = ev_push_tail(e, m->xfer, m->time_ps, m->tail_ps,
+					   m->seg, m->hop, m->node, m->turn,
+					   0);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* Also the sequential engine's retirement of a completed transfer. */
+void icfab_engine_part_retire(struct icfab_engine *e, icfab_u32 id)
+{
+	struct icfab_engine_xfer *x = &e->xfers[id];
+
+	e->events_reserved -= xfer_events_reserved(x);
+	e->nr_xfers--;
+	x->state = XFER_FREE;
+	x->tree = ICFAB_NULL;
+	x->next = e->free_xfer;
+	e->free_xfer = id;
 }

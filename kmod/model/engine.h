@@ -291,6 +291,63 @@ struct icfab_engine_tracer {
 			 const struct icfab_xfer_result *r);
 };
 
+/*
+ * ---- partitions: the parallel engine's pieces ----
+ *
+ * The parallel engine (docs/TIMING.md, "The parallel engine") runs one
+ * struct icfab_engine per partition of the nodes. Each is a whole engine
+ * whose every transfer is submitted to all of them (the same ids), but
+ * that processes only the events at its own nodes: the links leaving
+ * them, their DMA engines and the last arrivals of transfers to them.
+ * A segment leaving for a node of another partition, and the decision
+ * that a segment will reach a destination owned by another, go into
+ * the partition's outbox instead (struct icfab_engine_msg), to be
+ * imported by their owner between windows (icfab_engine_part_import()).
+ * A completion is recorded (struct icfab_engine_done), not reported:
+ * the caller merges the partitions' records in the order of events,
+ * retires the transfers in every partition in that order
+ * (icfab_engine_part_retire()) and builds the results
+ * (icfab_part_result()), so that transfer ids, completion order and
+ * every figure are the sequential engine's.
+ *
+ * Supported: routed transfers over a topology that does not change
+ * while they run. A segment lost to a broken route or a failing hold
+ * would need its status in every partition: the engine stops with
+ * -EINVAL (e->part->err) rather than diverge. Trees, tier ports, the
+ * tracer's submit and complete observers and run budgets are the
+ * sequential engine's only.
+ */
+struct icfab_engine_msg {
+	icfab_u64 time_ps;		/* ps: the event's, or the arrival */
+	icfab_u64 tail_ps;		/* ps */
+	icfab_u32 xfer;
+	icfab_u32 seg;
+	icfab_u32 node;			/* ICFAB_ENGINE_NO_XFER: an arrival */
+	icfab_u32 turn;
+	icfab_u16 hop;
+	icfab_u16 to;			/* the partition that owns @node */
+	icfab_u32 pad;
+};
+
+/* A completion, at the event (time, key, seg, hop, node, xfer) that made it. */
+struct icfab_engine_done {
+	icfab_u64 time_ps;		/* ps: the transfer's finish */
+	icfab_u64 key;
+	icfab_u32 seg, hop, node, xfer;
+};
+
+struct icfab_engine_part {
+	const icfab_u16 *of_node;	/* partition of each node, nodes_cap */
+	icfab_u16 self;
+	icfab_u16 pad;
+	/* Written by the partition's engine during a window. */
+	icfab_u32 out_cap, nr_out;
+	struct icfab_engine_msg *out;
+	icfab_u32 done_cap, nr_done;
+	struct icfab_engine_done *done;
+	int err;			/* first error, sticky */
+};
+
 struct icfab_engine {
 	const struct icfab_mtopo *topo;
 	icfab_u32 segment_size;		/* bytes */
@@ -392,6 +449,8 @@ struct icfab_engine {
 	 */
 	icfab_u32 run_budget;
 	icfab_u32 run_done;
+	/* The parallel engine's partition this engine is, or NULL. */
+	struct icfab_engine_part *part;
 };
 
 /* DMA engine entries the topology needs: one per engine per endpoint. */
@@ -599,5 +658,58 @@ icfab_u64 icfab_engine_next_ps(const struct icfab_engine *e);
  */
 void icfab_engine_cancel_all(struct icfab_engine *e,
 			     icfab_engine_complete_fn complete, void *arg);
+
+/*
+ * Make @e the engine of partition @p->self (NULL: a whole engine again),
+ * before the first submission and between windows (a new outbox). While
+ * set, icfab_engine_submit() pushes a transfer's first event only in
+ * the partition of its source, and run_until() records completions in
+ * @p->done and reports none.
+ */
+void icfab_engine_set_part(struct icfab_engine *e,
+			   struct icfab_engine_part *p);
+
+/*
+ * Import into @e (a partition's engine, between windows) the messages of
+ * outbox @from addressed to it. Returns 0, -ERANGE when one sorts before
+ * what @e has processed (the partitions did not keep to the lookahead:
+ * the results would differ from the sequential engine's), or -EINVAL.
+ */
+int icfab_engine_part_import(struct icfab_engine *e,
+			     const struct icfab_engine_part *from);
+
+/* Retire transfer @id, which some partition completed, in @e. */
+void icfab_engine_part_retire(struct icfab_engine *e, icfab_u32 id);
+
+/*
+ * Partition the nodes of @t into @nr_parts (1 to 65535) for the parallel
+ * engine: a leaf switch with the endpoints whose first link reaches it,
+ * an endpoint with no switch next to it alone, and any other switch
+ * alone are the groups; groups go to partitions in the order of their
+ * lowest node id, filled by weight (links leaving their nodes), so that
+ * neighbours stay together, those with endpoints and those without
+ * (spines) shared out apart, so that each partition has both. Writes of_node[nodes_cap]; @scratch holds
+ * 2 * nodes_cap entries. Returns the lookahead, the smallest latency of
+ * a present link between partitions (ps): ICFAB_ENGINE_NEVER when none
+ * crosses, 0 when one has no latency (then there is none: run
+ * sequentially).
+ */
+icfab_u64 icfab_part_plan(const struct icfab_mtopo *t, icfab_u16 nr_parts,
+			  icfab_u16 *of_node, icfab_u32 *scratch);
+
+/* Whether completion @a came before @b in the order of events. */
+int icfab_part_done_before(const struct icfab_engine_done *a,
+			   const struct icfab_engine_done *b);
+
+/*
+ * The result of completion @d from the partitions' engines @e[@nr]
+ * (of_node their partitioning): what the sequential engine reports.
+ * Queueing is summed over the partitions the transfer crossed; the
+ * start is its source's.
+ */
+void icfab_part_result(struct icfab_engine *const *e, icfab_u32 nr,
+		       const icfab_u16 *of_node,
+		       const struct icfab_engine_done *d,
+		       struct icfab_xfer_result *r);
 
 #endif /* _ICFAB_MODEL_ENGINE_H */

@@ -52,7 +52,21 @@
  * second's worth, so that a count of instructions (callgrind) covers a
  * known number of all-to-alls: PASSES + 1 with the first.
  *
- *	engine_rate [-H [-I] [-p PASSES]] [-C] [-b BYTES] FILE
+ * -j THREADS (with -H) runs the all-to-all in batches rather than a
+ * transfer per completion, so that the parallel engine (pengine.h), whose
+ * completions come a window at a time, can run exactly what the
+ * sequential one does: a batch of as many transfers as may be in flight
+ * goes in at once, in the order above, and the engine runs until it has
+ * completed; then the next. -j 1 is the sequential engine, -j N the
+ * parallel one with N partitions and threads (the sequential one, with a
+ * note, when some link between partitions has no latency). The rate line
+ * gets three more columns: windows, messages between partitions and the
+ * lookahead in ps (0 0 0 for -j 1). With -I the hash covers every
+ * completion in order, the departures of every link in their order
+ * (hashed per link, then over links), and every link's counters, so that
+ * -j 1 and -j N print the same line when the results are the same.
+ *
+ *	engine_rate [-H [-I] [-p PASSES] [-j THREADS]] [-C] [-b BYTES] FILE
  *					(BYTES default 4096, K/M suffix)
  */
 #define _GNU_SOURCE
@@ -71,6 +85,7 @@
 
 #include <icfab/parse.h>
 #include "host_model.h"
+#include "pengine.h"
 
 /*
  * The module's engine capacity (kmod/icfab.h, ICFAB_ENGINE_XFERS and
@@ -455,11 +470,289 @@ static int run_host(const struct topo *t, const struct a2a *a, icfab_u8 cut_thro
 	return 0;
 }
 
+/* ------------------------------------------------------------ host -j */
+
+/* The engine a batched pass runs on: the sequential one or the parallel. */
+struct jrun {
+	struct icfab_engine *e;		/* -j 1 */
+	struct pengine *pe;		/* -j 2 or more */
+	const struct icfab_mtopo *m;
+	struct icfab_engine_storage st;
+	uint64_t done, failed;
+	struct ident *ident;
+	uint64_t *link_hash;		/* -I: per link, FNV-1a */
+	uint64_t xmits[64];		/* -I: per partition */
+	struct pengine_sub *subs;	/* a batch, -j 2 or more */
+	icfab_u32 *ids;
+	void *xmit_args[64];
+};
+
+struct jxmit_arg {
+	struct jrun *r;
+	unsigned int part;
+};
+
+static void jmix(uint64_t *h, uint64_t v)
+{
+	for (int i = 0; i < 8; i++) {
+		*h ^= (v >> (8 * i)) & 0xff;
+		*h *= 0x100000001b3ULL;
+	}
+}
+
+/* A link's departures are made by one partition, in their order. */
+static void jxmit(void *arg, const struct icfab_engine_xmit *x)
+{
+	struct jxmit_arg *a = arg;
+	uint64_t *h = &a->r->link_hash[x->link];
+
+	a->r->xmits[a->part]++;
+	jmix(h, x->key);
+	jmix(h, x->bytes);
+	jmix(h, x->ready_ps);
+	jmix(h, x->depart_ps);
+	jmix(h, x->done_ps);
+	jmix(h, x->xfer_id);
+	jmix(h, x->seg);
+	jmix(h, x->hop);
+}
+
+static int jcomplete(void *arg, icfab_u32 xfer_id,
+		     const struct icfab_xfer_result *r)
+{
+	struct jrun *j = arg;
+
+	j->done++;
+	j->failed += r->status != 0;
+	if (j->ident)
+		ident_complete(j->ident, xfer_id, r);
+	return 0;
+}
+
+static void jnow(const struct jrun *j, icfab_u64 *now, icfab_u64 *last,
+		 icfab_u64 *last_key, int *processed)
+{
+	if (j->pe) {
+		pengine_now(j->pe, now, last, last_key, processed);
+		return;
+	}
+	*now = j->e->now_ps;
+	*last = j->e->last_ps;
+	*last_key = j->e->last_key;
+	*processed = j->e->processed;
+}
+
+/* One all-to-all in batches of @cap transfers (see -j at the top). */
+static int jpass(struct jrun *j, const struct a2a *a, uint64_t cap)
+{
+	uint64_t total = (uint64_t)a->n * (a->n - 1), sent = 0, start = j->done;
+
+	while (sent < total) {
+		icfab_u64 now, last, last_key;
+		uint64_t batch = 0;
+		int processed, err;
+
+		jnow(j, &now, &last, &last_key, &processed);
+		/* After everything processed, whatever the keys. */
+		if (processed && now <= last)
+			now = last + 1;
+		if (j->pe) {
+			size_t taken;
+
+			for (batch = 0; sent + batch < total && batch < cap; batch++) {
+				uint64_t k = sent + batch;
+				uint32_t i = (uint32_t)(k % a->n);
+				uint32_t r = (uint32_t)(k / a->n) + 1;
+
+				j->subs[batch] = (struct pengine_sub){
+					.src = a->ep[i], .dst = a->ep[(i + r) % a->n],
+					.bytes = a->bytes, .submit_ps = now,
+					.key = (icfab_u64)i << 32 | r,
+				};
+			}
+			err = pengine_submit_batch(j->pe, j->subs, batch, j->ids,
+						   &taken);
+			if (err && (err != -ICFAB_ENGINE_ENOSPC || !taken)) {
+				fprintf(stderr, "engine_rate: submit: %d\n", err);
+				return -EINVAL;
+			}
+			sent += taken;
+			batch = cap;
+		}
+		while (sent < total && batch < cap) {
+			uint32_t i = (uint32_t)(sent % a->n);
+			uint32_t r = (uint32_t)(sent / a->n) + 1;
+			icfab_u64 key = (icfab_u64)i << 32 | r;
+			uint32_t src = a->ep[i], dst = a->ep[(i + r) % a->n];
+			icfab_u32 id;
+
+			err = j->pe ? pengine_submit(j->pe, src, dst, a->bytes,
+						     now, key, &id) :
+				      icfab_engine_submit(j->e, src, dst, a->bytes,
+							  now, key, &id);
+			if (err == -ICFAB_ENGINE_ENOSPC && batch)
+				break;
+			if (err) {
+				fprintf(stderr, "engine_rate: submit: %d\n", err);
+				return -EINVAL;
+			}
+			sent++;
+			batch++;
+		}
+		err = j->pe ? pengine_run_until(j->pe, ICFAB_ENGINE_NEVER,
+						jcomplete, j) :
+			      icfab_engine_run_until(j->e, ICFAB_ENGINE_NEVER,
+						     jcomplete, j);
+		if (err < 0) {
+			fprintf(stderr, "engine_rate: run: %d\n", err);
+			return -EINVAL;
+		}
+	}
+	if (j->done - start != total) {
+		fprintf(stderr, "engine_rate: %" PRIu64 " of %" PRIu64
+			" transfers completed\n", j->done - start, total);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static const struct icfab_engine_link *jlink(const struct jrun *j, uint32_t l)
+{
+	return j->pe ? pengine_link(j->pe, l) : &j->st.links[l];
+}
+
+/*
+ * As run_host(), in batches, on @jobs threads. @stats: windows and
+ * messages over all passes, the lookahead; @times, per pass, s: the
+ * critical path and the partitions' work (pengine_times()), or the CPU
+ * time for the sequential engine.
+ */
+static int run_host_j(const struct topo *t, const struct a2a *a, icfab_u8 cut_through,
+		      unsigned int jobs, double *wall, double *cpu, uint64_t *failed,
+		      uint64_t *link_segs, struct ident *ident, int npasses,
+		      uint64_t stats[3], double times[2])
+{
+	struct icfab_mtopo *m = host_mtopo(t, cut_through);
+	uint64_t cap = a->window * ((a->n + PER_CTX - 1) / PER_CTX);
+	struct jxmit_arg xa[64];
+	struct icfab_engine e;
+	struct jrun j = { .m = m, .ident = ident };
+	int passes = 0, err;
+
+	if (!m || jobs > 64)
+		return -EINVAL;
+	if (jobs > 1) {
+		j.pe = pengine_new(m, t->segment_size, jobs, ENGINE_XFERS,
+				   ENGINE_EVENTS, &err);
+		if (!j.pe && err != -EDOM)
+			return err;
+		j.subs = calloc(cap, sizeof(*j.subs));
+		j.ids = calloc(cap, sizeof(*j.ids));
+		if (!j.subs || !j.ids)
+			return -ENOMEM;
+		if (!j.pe)
+			fprintf(stderr, "engine_rate: a link between partitions "
+				"has no latency: no lookahead, sequential engine\n");
+	}
+	if (!j.pe) {
+		if (host_storage(&j.st, m, ENGINE_XFERS, ENGINE_EVENTS))
+			return -ENOMEM;
+		if (icfab_engine_init(&e, m, t->segment_size, &j.st))
+			return -EINVAL;
+		j.e = &e;
+	}
+	if (ident) {
+		ident->hash = 0xcbf29ce484222325ULL;
+		j.link_hash = calloc(m->links_cap, sizeof(*j.link_hash));
+		if (!j.link_hash)
+			return -ENOMEM;
+		for (uint32_t l = 0; l < m->links_cap; l++)
+			j.link_hash[l] = 0xcbf29ce484222325ULL;
+		for (unsigned int p = 0; p < 64; p++) {
+			xa[p] = (struct jxmit_arg){ .r = &j, .part = p };
+			j.xmit_args[p] = &xa[p];
+		}
+		if (j.pe)
+			pengine_set_xmit(j.pe, jxmit, j.xmit_args);
+		else {
+			static const struct icfab_engine_tracer tr = { .xmit = jxmit };
+
+			icfab_engine_set_tracer(&e, &tr, &xa[0]);
+		}
+	}
+
+	*wall = *cpu = times[0] = times[1] = 0;
+	for (;;) {
+		double w0 = now_s(), c0 = cpu_s(), k0 = 0, b0 = 0, k1, b1;
+
+		if (j.pe)
+			pengine_times(j.pe, &k0, &b0);
+		if (jpass(&j, a, cap))
+			return -EINVAL;
+		if (!passes++) {
+			*link_segs = 0;
+			for (uint32_t l = 0; l < m->links_cap; l++)
+				*link_segs += jlink(&j, l)->segments;
+			continue;
+		}
+		*wall += now_s() - w0;
+		*cpu += cpu_s() - c0;
+		if (j.pe) {
+			pengine_times(j.pe, &k1, &b1);
+			times[0] += k1 - k0;
+			times[1] += b1 - b0;
+		}
+		if (ident || (npasses ? passes > npasses : *wall >= 1.0))
+			break;
+	}
+	if (ident) {
+		icfab_u64 now, last, last_key;
+		int processed;
+
+		for (uint32_t l = 0; l < m->links_cap; l++) {
+			const struct icfab_engine_link *ls = jlink(&j, l);
+
+			ident_mix(ident, j.link_hash[l]);
+			ident_mix(ident, ls->next_free_ps);
+			ident_mix(ident, ls->bytes);
+			ident_mix(ident, ls->segments);
+			ident_mix(ident, ls->busy_ps);
+			ident_mix(ident, ls->max_queued_ps);
+		}
+		jnow(&j, &now, &last, &last_key, &processed);
+		ident_mix(ident, now);
+		ident_mix(ident, last);
+		ident_mix(ident, last_key);
+		for (unsigned int p = 0; p < 64; p++)
+			ident->xmits += j.xmits[p];
+		ident->completions = j.done;
+	}
+	stats[0] = stats[1] = stats[2] = 0;
+	if (j.pe) {
+		pengine_counts(j.pe, &stats[0], &stats[1]);
+		stats[2] = pengine_lookahead(j.pe);
+		pengine_free(j.pe);
+	} else {
+		host_storage_free(&j.st);
+	}
+	free(j.link_hash);
+	free(j.subs);
+	free(j.ids);
+	if (!j.pe)
+		times[0] = times[1] = *cpu;
+	*wall /= passes - 1;
+	*cpu /= passes - 1;
+	times[0] /= passes - 1;
+	times[1] /= passes - 1;
+	*failed = j.failed;
+	return 0;
+}
+
 /* ------------------------------------------------------------------ main */
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: engine_rate [-H [-I] [-p PASSES]] [-C] [-b BYTES] "
+	fprintf(stderr, "usage: engine_rate [-H [-I] [-p PASSES] [-j THREADS]] [-C] [-b BYTES] "
 		"FILE\n");
 	exit(2);
 }
@@ -472,10 +765,12 @@ int main(int argc, char **argv)
 	struct topo_err terr;
 	struct topo *t;
 	struct ident ident = { 0 };
-	int host = 0, check = 0, npasses = 0, opt, err;
+	int host = 0, check = 0, npasses = 0, jobs = 0, opt, err;
+	uint64_t jstats[3] = { 0 };
+	double jtimes[2] = { 0 };
 	double wall = 0, cpu = 0;
 
-	while ((opt = getopt(argc, argv, "HICb:p:h")) != -1) {
+	while ((opt = getopt(argc, argv, "HICb:p:j:h")) != -1) {
 		switch (opt) {
 		case 'H': host = 1; break;
 		case 'I': check = 1; break;
@@ -485,6 +780,11 @@ int main(int argc, char **argv)
 				usage();
 			break;
 		case 'C': cut_through = 1; break;
+		case 'j':
+			jobs = atoi(optarg);
+			if (jobs < 1 || jobs > 64)
+				usage();
+			break;
 		case 'b':
 			if (icfab_parse_bytes(optarg, &a.bytes))
 				usage();
@@ -492,7 +792,7 @@ int main(int argc, char **argv)
 		default: usage();
 		}
 	}
-	if (optind + 1 != argc || ((check || npasses) && !host))
+	if (optind + 1 != argc || ((check || npasses || jobs) && !host))
 		usage();
 	if (topo_load_file(argv[optind], &t, &terr) ||
 	    topo_route(t, &terr)) {
@@ -521,9 +821,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "engine_rate: an endpoint pair has no route\n");
 		return 1;
 	}
-	err = host ? run_host(t, &a, cut_through, &wall, &cpu, &failed, &link_segs,
-			      check ? &ident : NULL, npasses) :
-		     run_module(&a, &wall, &cpu, &failed);
+	if (jobs)
+		err = run_host_j(t, &a, cut_through, (unsigned int)jobs, &wall, &cpu,
+				 &failed, &link_segs, check ? &ident : NULL, npasses,
+				 jstats, jtimes);
+	else
+		err = host ? run_host(t, &a, cut_through, &wall, &cpu, &failed,
+				      &link_segs, check ? &ident : NULL, npasses) :
+			     run_module(&a, &wall, &cpu, &failed);
 	if (err)
 		return 1;
 	if (host && link_segs != hops) {
@@ -537,6 +842,13 @@ int main(int argc, char **argv)
 		       " %" PRIu64 " %" PRIu64 "\n", a.n,
 		       (uint64_t)a.n * (a.n - 1), hops, ident.hash,
 		       ident.xmits, ident.completions);
+	else if (jobs)
+		printf("host-j%-2d %5u %8" PRIu64 " %10" PRIu64 " %8.3f %8.3f %10.0f "
+		       "%10.0f %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+		       " %8.3f %8.3f\n",
+		       jobs, a.n, (uint64_t)a.n * (a.n - 1), hops, wall, cpu,
+		       hops / wall, hops / cpu, failed, jstats[0], jstats[1],
+		       jstats[2], jtimes[0], jtimes[1]);
 	else
 		printf("%-6s %5u %8" PRIu64 " %10" PRIu64 " %8.3f %8.3f %10.0f %10.0f %"
 	       PRIu64 "\n", host ? "host" : "module", a.n,
