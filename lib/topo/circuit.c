@@ -3,7 +3,7 @@
  * Color-routed circuits and multicast trees: see circuit.h for the rules.
  *
  * A request runs in three steps, and only the last one changes anything:
- * validate the endpoints, walk the routed paths into a tree (scratch
+ * validate the endpoints, graft the routed paths into a tree (scratch
  * arrays in the table), pick the lowest color free at every router of
  * the tree; then allocate the circuit's own arrays and mark the color.
  */
@@ -28,6 +28,7 @@ struct circuit_table {
 	uint32_t *leaf_idx;		/* node -> index + 1 in leaves[] */
 	uint32_t *tree;			/* tree links in walk order */
 	uint32_t nr_tree;
+	uint32_t *path;			/* one route's links, while grafting */
 };
 
 bool circuit_is_router(const struct topo *t, uint32_t node)
@@ -63,7 +64,9 @@ int circuit_table_new(const struct topo *t, struct circuit_table **ctp,
 	ct->in_link = malloc((n + 1) * sizeof(*ct->in_link));
 	ct->leaf_idx = calloc(n + 1, sizeof(*ct->leaf_idx));
 	ct->tree = malloc((n + 1) * sizeof(*ct->tree));
-	if (!ct->used || !ct->in_link || !ct->leaf_idx || !ct->tree) {
+	ct->path = malloc((n + 1) * sizeof(*ct->path));
+	if (!ct->used || !ct->in_link || !ct->leaf_idx || !ct->tree ||
+	    !ct->path) {
 		circuit_table_free(ct);
 		return -ENOMEM;
 	}
@@ -93,6 +96,7 @@ void circuit_table_free(struct circuit_table *ct)
 	free(ct->in_link);
 	free(ct->leaf_idx);
 	free(ct->tree);
+	free(ct->path);
 	free(ct);
 }
 
@@ -218,18 +222,29 @@ static int check_request(struct circuit_table *ct, uint32_t src,
 	return 0;
 }
 
-/* Add the routed path src -> dst to the tree. */
-static int tree_add_path(struct circuit_table *ct, uint32_t src, uint32_t dst,
-			 bool multicast, struct topo_err *err)
+/* Is @v on the tree (or its root) already? */
+static bool tree_reaches(const struct circuit_table *ct, uint32_t src,
+			 uint32_t v)
+{
+	return v == src || ct->in_link[v] != TOPO_NONE;
+}
+
+/*
+ * The routed path src -> dst into ct->path: its number of links, or
+ * -errno with err set when a hop has no route, crosses a DOWN link or
+ * loops (destination tables that revisit a node never reach dst: the hop
+ * bound catches every loop).
+ */
+static int route_walk(struct circuit_table *ct, uint32_t src, uint32_t dst,
+		      struct topo_err *err)
 {
 	const struct topo *t = ct->t;
-	uint32_t u = src, hops = 0;
+	uint32_t u = src, len = 0;
 
 	while (u != dst) {
 		uint16_t port = topo_route_port(t, u, dst);
 		const struct topo_link *l;
 		int li = port == ICFAB_ROUTE_NONE ? -ENOENT : topo_port_link(t, u, port);
-		uint32_t v;
 
 		if (li < 0) {
 			topo_errf(err, NULL, "no route from %s to %s (none at %s)",
@@ -245,25 +260,43 @@ static int tree_add_path(struct circuit_table *ct, uint32_t src, uint32_t dst,
 				  node_name(ct, u), node_name(ct, l->dst_node));
 			return -ENETDOWN;
 		}
-		if (++hops > ct->nr_nodes ||
-		    (!multicast && (ct->in_link[l->dst_node] != TOPO_NONE ||
-				    l->dst_node == src))) {
+		if (len >= ct->nr_nodes) {
 			topo_errf(err, NULL, "the route from %s to %s loops",
 				  node_name(ct, src), node_name(ct, dst));
 			return -ELOOP;
 		}
-		v = l->dst_node;
-		if (ct->in_link[v] == (uint32_t)li) {
-			u = v;			/* shared with an earlier leaf */
-			continue;
-		}
-		if (ct->in_link[v] != TOPO_NONE || v == src)
-			return topo_errf(err, NULL,
-					 "multicast from %s: the routes to the leaves meet again at %s (not a tree)",
-					 node_name(ct, src), node_name(ct, v));
-		ct->in_link[v] = li;
+		ct->path[len++] = li;
+		u = l->dst_node;
+	}
+	return len;
+}
+
+/*
+ * Add the routed path src -> dst to the tree, grafted at the last node
+ * of the path that the tree already reaches: the module builds a
+ * circuit's data tree the same way (kmod/circuit.c), so the links and
+ * routers here are the ones its WRITEs cross. Where the tables' routes to
+ * two leaves part and meet again (a leaf/spine fabric spreading
+ * destinations over spines), the later leaf joins the branch that
+ * reaches the meeting node first, and no node is reached twice.
+ */
+static int tree_add_path(struct circuit_table *ct, uint32_t src, uint32_t dst,
+			 struct topo_err *err)
+{
+	const struct topo_link *links = ct->t->links;
+	int len = route_walk(ct, src, dst, err);
+	int k;
+
+	if (len < 0)
+		return len;
+	for (k = len; k > 0; k--)
+		if (tree_reaches(ct, src, links[ct->path[k - 1]].dst_node))
+			break;
+	for (; k < len; k++) {
+		uint32_t li = ct->path[k];
+
+		ct->in_link[links[li].dst_node] = li;
 		ct->tree[ct->nr_tree++] = li;
-		u = v;
 	}
 	return 0;
 }
@@ -358,7 +391,7 @@ int circuit_plan(struct circuit_table *ct, uint32_t src,
 	if (ret)
 		return ret;
 	for (i = 0; i < nr_leaves && !ret; i++)
-		ret = tree_add_path(ct, src, leaves[i], multicast, err);
+		ret = tree_add_path(ct, src, leaves[i], err);
 	color = ret ? ret : tree_color(ct, src, multicast, err);
 	if (color < 0) {
 		ret = color;

@@ -3,14 +3,19 @@
  * Multicast circuits of a communicator, for FDEV_MOE_MULTICAST.
  *
  * Each local source rank gets one circuit from its endpoint to the
- * endpoints of every other rank, opened through icfabd's socket (text
+ * endpoints of every other rank (one per FDEV_MC_MAX_DSTS of them: a
+ * circuit names at most ICFAB_CIRCUIT_MAX_DSTS destinations, so that its
+ * netlink message fits a dump's skb), opened through icfabd's socket (text
  * protocol v1, docs/SOCKET.md; ICFABD_SOCKET or /run/icfabd.sock) by the
  * process that submits over it: the one holding the device context, i.e.
  * rank 0 of a proxy communicator, or the process driving local ranks.
  * With device memory every destination's workspace is bound at offset 0
  * (ICFAB_IOC_CIRCUIT_RECV), so a WRITE at remote_off lands at remote_off
- * of every other rank's workspace. Opened once, on the first multicast
- * plan, and closed with the communicator (the daemon also frees them
+ * of every other rank's workspace. Opened on the first multicast plan
+ * and kept while the following plans multicast from the same sources;
+ * a plan from other sources (a wave, moe_mc.c, when the routers' colours
+ * cannot hold every source's tree at once) closes the ones it does not
+ * use first. Closed with the communicator (the daemon also frees them
  * when the process exits). On any failure everything opened so far is
  * closed again: nothing stays half-open.
  */
@@ -143,6 +148,20 @@ static int circuit_close_one(int s, uint32_t id)
 	return sock_request(s, req, reply, sizeof(reply));
 }
 
+/* Close source @src's circuits (over @s, when connected). */
+static void source_close(struct fdev_comm *c, int s, unsigned int src)
+{
+	unsigned int parts = fdev_mc_parts(c->nranks);
+
+	for (unsigned int j = 0; j < parts; j++) {
+		uint32_t *id = &c->mc[(size_t)src * parts + j];
+
+		if (*id && s >= 0)
+			circuit_close_one(s, *id);
+		*id = 0;
+	}
+}
+
 void fdev_comm_circuits_close(struct fdev_comm *c)
 {
 	int s;
@@ -150,9 +169,8 @@ void fdev_comm_circuits_close(struct fdev_comm *c)
 	if (!c->mc)
 		return;
 	s = sock_connect();
-	for (unsigned int r = 0; s >= 0 && r < c->nranks; r++)
-		if (c->mc[r])
-			circuit_close_one(s, c->mc[r]);
+	for (unsigned int r = 0; r < c->nranks; r++)
+		source_close(c, s, r);
 	if (s >= 0)
 		close(s);
 	/*
@@ -166,28 +184,41 @@ void fdev_comm_circuits_close(struct fdev_comm *c)
 /* Say a multicast failure once per process, not once per source. */
 static int said_open;
 
-/* One circuit from @src to every other rank: its id, or -errno. */
-static int circuit_open_one(struct fdev_comm *c, int s, unsigned int src,
-			    uint32_t *id)
+/* The @k-th rank other than @src. */
+static unsigned int other_rank(unsigned int src, unsigned int k)
 {
-	size_t cap = 32 + 12ULL * c->nranks, n;
+	return k < src ? k : k + 1;
+}
+
+/*
+ * Circuit @part from @src to the ranks of that part: its id, or -errno.
+ * -ENOSPC (the colours are taken) is said only when @quiet is not set:
+ * the caller can still try fewer sources at once.
+ */
+static int circuit_open_one(struct fdev_comm *c, int s, unsigned int src,
+			    unsigned int part, int quiet, uint32_t *id)
+{
+	unsigned int k0 = part * FDEV_MC_MAX_DSTS, k1 = k0 + FDEV_MC_MAX_DSTS;
+	size_t cap = 32 + 12ULL * FDEV_MC_MAX_DSTS, n;
 	char *req = malloc(cap), reply[512];
 	const char *p;
 	int err;
 
 	if (!req)
 		return -ENOMEM;
+	if (k1 > c->nranks - 1)
+		k1 = c->nranks - 1;
 	n = (size_t)snprintf(req, cap, "circuit-open %u", c->ep[src]);
-	for (unsigned int d = 0; d < c->nranks; d++)
-		if (d != src)
-			n += (size_t)snprintf(req + n, cap - n, " %u", c->ep[d]);
+	for (unsigned int k = k0; k < k1; k++)
+		n += (size_t)snprintf(req + n, cap - n, " %u",
+				      c->ep[other_rank(src, k)]);
 	snprintf(req + n, cap - n, "\n");
 	err = sock_request(s, req, reply, sizeof(reply));
 	free(req);
 	if (err) {
-		if (!said_open++)
-			fprintf(stderr, "libfabricdev: multicast: icfabd refused the circuit from rank %u (endpoint %u) to the other %u ranks: %s\n",
-				src, c->ep[src], c->nranks - 1,
+		if (!(quiet && err == -ENOSPC) && !said_open++)
+			fprintf(stderr, "libfabricdev: multicast: icfabd refused the circuit from rank %u (endpoint %u) to %u of the other %u ranks: %s\n",
+				src, c->ep[src], k1 - k0, c->nranks - 1,
 				err == -EPROTO && strncmp(reply, "err ", 4) ?
 				"no reply" : reply);
 		return err;
@@ -209,14 +240,31 @@ static int circuit_bind(struct fdev_comm *c, uint32_t id, unsigned int d)
 	return ioctl(fdev_fd(c->dev), ICFAB_IOC_CIRCUIT_RECV, &cr) ? -errno : 0;
 }
 
-int fdev_comm_circuits_open(struct fdev_comm *c)
+/* Open and bind every part of @src's circuits. */
+static int source_open(struct fdev_comm *c, int s, unsigned int src,
+		       int quiet)
 {
-	int timing = fdev_comm_timing_only(c);
-	struct fdev_info info = { 0 };
-	int s, err = 0;
+	unsigned int parts = fdev_mc_parts(c->nranks);
+	int timing = fdev_comm_timing_only(c), err = 0;
 
-	if (c->mc)
-		return 0;
+	for (unsigned int j = 0; j < parts && !err; j++) {
+		uint32_t *id = &c->mc[(size_t)src * parts + j];
+
+		err = circuit_open_one(c, s, src, j, quiet, id);
+		for (unsigned int k = j * FDEV_MC_MAX_DSTS;
+		     !err && !timing && k < (j + 1) * FDEV_MC_MAX_DSTS &&
+		     k < c->nranks - 1; k++)
+			err = circuit_bind(c, *id, other_rank(src, k));
+	}
+	return err;
+}
+
+/* May this communicator hold circuits at all? */
+static int circuits_usable(struct fdev_comm *c)
+{
+	struct fdev_info info = { 0 };
+	int err;
+
 	if (!c->dev)
 		return -EINVAL;
 	/*
@@ -224,36 +272,77 @@ int fdev_comm_circuits_open(struct fdev_comm *c)
 	 * process holding both can: one process driving every rank (local,
 	 * or the proxy's rank 0). Timing-only descriptors need no binding.
 	 */
-	if (!timing && c->nlocal != c->nranks)
+	if (!fdev_comm_timing_only(c) && c->nlocal != c->nranks)
 		return -EOPNOTSUPP;
 	err = fdev_query(c->dev, &info);
 	if (err)
 		return err;
 	if (!(info.features & FDEV_F_CIRCUITS))
 		return -EOPNOTSUPP;
-	if (c->nranks < 2)
-		return -EINVAL;
-	c->mc = calloc(c->nranks, sizeof(*c->mc));
-	if (!c->mc)
+	return c->nranks < 2 ? -EINVAL : 0;
+}
+
+/* Which local sources multicast in @p: their count, marked in @need. */
+static unsigned int plan_sources(const struct fdev_comm *c,
+				 const struct fdev_plan *p, uint8_t *need)
+{
+	unsigned int n = 0;
+
+	for (size_t i = 0; i < p->nx; i++) {
+		uint32_t src = p->x[i].src;
+
+		if (p->x[i].dst == FDEV_PLAN_MCAST && src >= c->first &&
+		    src < c->first + c->nlocal && !need[src]) {
+			need[src] = 1;
+			n++;
+		}
+	}
+	return n;
+}
+
+int fdev_comm_circuits_open(struct fdev_comm *c, const struct fdev_plan *p)
+{
+	unsigned int parts = fdev_mc_parts(c->nranks), nsrc, missing = 0;
+	uint8_t *need;
+	int s, err = 0;
+
+	if (!c->mc) {
+		err = circuits_usable(c);
+		if (err)
+			return err;
+		c->mc = calloc((size_t)c->nranks * parts, sizeof(*c->mc));
+	}
+	need = calloc(c->nranks, 1);
+	if (!c->mc || !need) {
+		free(need);
+		fdev_comm_circuits_close(c);
 		return -ENOMEM;
+	}
+	nsrc = plan_sources(c, p, need);
+	for (unsigned int r = 0; r < c->nranks; r++)
+		missing += need[r] && !c->mc[(size_t)r * parts];
+	if (!missing) {
+		free(need);
+		return 0;
+	}
 	s = sock_connect();
 	if (s < 0) {
 		if (!said_open++)
 			fprintf(stderr, "libfabricdev: multicast: its circuits are opened through icfabd, not reachable at %s (ICFABD_SOCKET): %s\n",
 				sock_path(), strerror(-s));
-		free(c->mc);
-		c->mc = NULL;
+		free(need);
+		fdev_comm_circuits_close(c);
 		return s;
 	}
-	for (unsigned int l = 0; l < c->nlocal && !err; l++) {
-		unsigned int src = c->first + l;
-
-		err = circuit_open_one(c, s, src, &c->mc[src]);
-		for (unsigned int d = 0; !err && !timing && d < c->nranks; d++)
-			if (d != src)
-				err = circuit_bind(c, c->mc[src], d);
-	}
+	/* Other sources' colours first: the routers may not hold both. */
+	for (unsigned int r = 0; r < c->nranks; r++)
+		if (!need[r])
+			source_close(c, s, r);
+	for (unsigned int r = 0; r < c->nranks && !err; r++)
+		if (need[r] && !c->mc[(size_t)r * parts])
+			err = source_open(c, s, r, nsrc > 1);
 	close(s);
+	free(need);
 	if (err)
 		fdev_comm_circuits_close(c);
 	return err;

@@ -344,6 +344,33 @@ static int step_room(struct step_descs *sd)
 	return 0;
 }
 
+/*
+ * sd->d[sd->nd], prepared for a multicast from @src, over each of the
+ * source's circuits: one copy per part of its destinations.
+ */
+static int mcast_parts(struct fdev_comm *c, uint32_t src,
+		       struct step_descs *sd)
+{
+	unsigned int parts = fdev_mc_parts(c->nranks);
+	const uint32_t *ids = c->mc ? c->mc + (size_t)src * parts : NULL;
+
+	for (unsigned int j = 0; j < parts; j++) {
+		if (!ids || !ids[j])
+			return -ENOLINK;	/* its circuit is not open */
+		if (j) {
+			int err = step_room(sd);
+
+			if (err)
+				return err;
+			sd->d[sd->nd] = sd->d[sd->nd - 1];
+			sd->d[sd->nd].user_tag = sd->nd;
+		}
+		sd->d[sd->nd].circuit = ids[j];
+		sd->dst[sd->nd++] = FDEV_PLAN_MCAST;
+	}
+	return 0;
+}
+
 /* The descriptors of the local ranks' transfers in step @s, from *@xi on. */
 static int build_step(struct fdev_comm *c, const struct fdev_plan *p,
 		      uint32_t s, size_t *xi, struct step_descs *sd)
@@ -391,9 +418,12 @@ static int build_step(struct fdev_comm *c, const struct fdev_plan *p,
 						len, sd->nd);
 			}
 			/* Every destination bound its workspace at 0. */
-			if (mcast)
-				d->circuit = c->mc[x->src];
-			sd->dst[sd->nd++] = x->dst;
+			if (mcast) {
+				err = mcast_parts(c, x->src, sd);
+				if (err)
+					return err;
+			} else
+				sd->dst[sd->nd++] = x->dst;
 			off += len;
 		} while (off < x->len);
 	}
@@ -489,7 +519,7 @@ int fdev_plan_run(struct fdev_comm *c, const struct fdev_plan *p)
 	if (p->mcast_ranks && c->notify)
 		return -EOPNOTSUPP;
 	if (p->mcast_ranks) {
-		err = fdev_comm_circuits_open(c);
+		err = fdev_comm_circuits_open(c, p);
 		if (err)
 			return err;
 	}

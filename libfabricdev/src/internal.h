@@ -174,11 +174,15 @@ struct fdev_comm {
 	struct fdev_comm *px;		/* rank 0 only */
 	int px_fd;			/* the others: rank 0's device file */
 	/*
-	 * Multicast circuits (circuit.c): [nranks] id of the circuit from
-	 * each local rank to every other rank, 0 for the others; NULL until
-	 * the first multicast plan needs them.
+	 * Multicast circuits (circuit.c): [nranks * fdev_mc_parts()] ids of
+	 * the circuits from each local rank to every other rank (part j:
+	 * the j-th FDEV_MC_MAX_DSTS of them), 0 where none is open; NULL
+	 * until the first multicast plan needs them. Only the sources of
+	 * the plan running hold theirs once colours run short.
 	 */
 	uint32_t *mc;
+	/* Sources per multicast wave that fit the colours (moe_mc.c); 0: all. */
+	unsigned int mc_wave;
 	/*
 	 * The trace (trace.c): the public call running (@op_depth deep,
 	 * nested calls are part of it), the caller's label, and the fabric
@@ -267,8 +271,22 @@ int fdev_notify_barrier(struct fdev_comm *c);
  */
 int fdev_notify_idle(struct fdev_comm *c);
 int fdev_notify_resume(struct fdev_comm *c);
-/* Open the local sources' multicast circuits once; close them all. */
-int fdev_comm_circuits_open(struct fdev_comm *c);
+/*
+ * Destinations of one circuit (ICFAB_CIRCUIT_MAX_DSTS: a circuit's
+ * netlink message fits one dump skb); a source with more other ranks
+ * holds one circuit per part of them.
+ */
+#define FDEV_MC_MAX_DSTS	256U
+static inline unsigned int fdev_mc_parts(unsigned int nranks)
+{
+	return nranks > 1 ? (nranks - 2) / FDEV_MC_MAX_DSTS + 1 : 1;
+}
+/*
+ * Hold the circuits of every source that multicasts in @p (closing other
+ * sources' first); close them all. -ENOSPC: they do not fit the routers'
+ * colours at once, and nothing is left open.
+ */
+int fdev_comm_circuits_open(struct fdev_comm *c, const struct fdev_plan *p);
 void fdev_comm_circuits_close(struct fdev_comm *c);
 /* Run @p on rank 0's context for everyone (proxy communicators). */
 int fdev_proxy_run(struct fdev_comm *c, const struct fdev_plan *p);

@@ -124,9 +124,9 @@ static int mc_unicast(const struct fdev_comm *c)
 	return c->multi && !c->proxy;
 }
 
-/* The slabs, one multicast per source (or a copy per destination). */
-static int mc_send(struct fdev_comm *c, struct fdev_moe_handle *h,
-		   const struct fdev_moe_in *in, uint64_t *t_ps)
+/* Sources [@s0, @s1)'s slabs, one multicast each (or a copy per destination). */
+static int mc_send_wave(struct fdev_comm *c, struct fdev_moe_handle *h,
+			unsigned int s0, unsigned int s1, uint64_t *t_ps)
 {
 	unsigned int n = h->nranks;
 	struct fdev_plan p;
@@ -134,7 +134,7 @@ static int mc_send(struct fdev_comm *c, struct fdev_moe_handle *h,
 
 	fdev_plan_init(&p);
 	fdev_plan_need(&p, mc_slab_off(h, n));
-	for (unsigned int s = 0; s < n; s++)
+	for (unsigned int s = s0; s < s1; s++)
 		if (!h->mc_tokens[s])
 			continue;
 		else if (!mc_unicast(c))
@@ -150,12 +150,52 @@ static int mc_send(struct fdev_comm *c, struct fdev_moe_handle *h,
 	err = fdev_plan_finish(&p);
 	if (!err && !h->timing && p.ws_need > c->ws_bytes)
 		err = -EMSGSIZE;
-	if (!err && !h->timing)
-		mc_pack(c, h, in);
-	if (!err)
+	if (!err && p.nx) {
 		err = fdev_plan_run(c, &p);
+		if (!err)
+			*t_ps += c->last_ps;
+	}
 	fdev_plan_free(&p);
-	*t_ps = c->last_ps;
+	return err;
+}
+
+/*
+ * The slabs, in waves of sources whose circuits the routers' colours
+ * hold at once: every source when they fit (one plan, as before), else
+ * half as many, and so on, each wave after the last. Each router holds
+ * one colour per circuit crossing it, and on a leaf/spine every source's
+ * tree crosses the leaves of all its destinations: 64 colours hold at
+ * most 64 sources' trees at a leaf. A wave the colours refuse sent
+ * nothing (circuits open before anything is submitted), so it is tried
+ * again with fewer sources; the wave size found is kept for the next
+ * call. Waves run one after the other, so their times add.
+ */
+static int mc_send(struct fdev_comm *c, struct fdev_moe_handle *h,
+		   const struct fdev_moe_in *in, uint64_t *t_ps)
+{
+	unsigned int n = h->nranks, w = c->mc_wave ? c->mc_wave : n;
+	int err = 0;
+
+	*t_ps = 0;
+	if (!h->timing && mc_slab_off(h, n) > c->ws_bytes)
+		return -EMSGSIZE;
+	if (!h->timing)
+		mc_pack(c, h, in);
+	if (mc_unicast(c))
+		return mc_send_wave(c, h, 0, n, t_ps);
+	for (unsigned int s0 = 0; s0 < n && !err;) {
+		unsigned int s1 = s0 + w < n ? s0 + w : n;
+
+		err = mc_send_wave(c, h, s0, s1, t_ps);
+		if (err == -ENOSPC && w > 1) {
+			w = (w + 1) / 2;
+			err = 0;
+			continue;
+		}
+		s0 = s1;
+	}
+	if (!err)
+		c->mc_wave = w < n ? w : 0;
 	return err;
 }
 
@@ -207,7 +247,8 @@ static int mc_receive(struct fdev_comm *c, struct fdev_moe_handle *h,
 	int err;
 
 	h->st.dispatch_bytes += h->mc_tokens[d] * h->rec_size *
-				(mc_unicast(c) ? h->nranks - 1 : 1);
+				(mc_unicast(c) ? h->nranks - 1 :
+				 fdev_mc_parts(h->nranks));
 	err = moe_take_recv_counts(h, mr, d);
 	if (err || h->timing)
 		return err;

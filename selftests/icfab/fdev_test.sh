@@ -436,6 +436,24 @@ sys.exit(0 if got_tp == want_tp and got_mc == want_mc and got_mc < got_tp else 1
 PY
 	check "no circuit is left after the bench" no_circuit
 	check "icfabd stops" stop_daemon
+	# 3 colours at the one switch hold 3 sources' trees, not 8: the
+	# dispatch goes in waves of sources (2 at a time), each wave's
+	# circuits opened after the last wave's are closed.
+	sed 's/switch: {colors: 24}/switch: {colors: 3}/' "$tmp/dgx-colors.yaml" > "$tmp/dgx-3.yaml"
+	check "dgx-h100 with 3 colours per switch applied" \
+		sh -c "'$icfabd' --apply '$tmp/dgx-3.yaml' > /dev/null"
+	"$icfabd" --foreground --config "$tmp/dgx-3.yaml" --socket "$sock" \
+		> "$tmp/icfabd3.log" 2>&1 &
+	dpid=$!
+	check "icfabd serves circuits over dgx-h100 with 3 colours per switch" \
+		wait_for "$tmp/icfabd3.log" serving 60
+	check "multicast in waves of sources (3 colours for 8 sources) equals throughput element by element" \
+		sh -c "timeout 300 '$unit' --device --multicast > '$tmp/unitmc3' 2>&1; rc=\$?
+			grep -c '^ok' '$tmp/unitmc3' | sed 's/^/# passed: /'; grep '^not ok' '$tmp/unitmc3'
+			grep -c 'circuit [0-9]*: .* color 2,' '$tmp/icfabd3.log' | sed 's/^/# circuits given colour 2: /'
+			! grep -q ' color [3-9][0-9]*,' '$tmp/icfabd3.log' && exit \$rc"
+	check "no circuit is left after the waves" no_circuit
+	check "icfabd stops again" stop_daemon
 	unset ICFABD_SOCKET
 	check "without icfabd, a multicast dispatch fails and says where it looked" \
 		sh -c "ICFABD_SOCKET='$tmp/none.sock' timeout 120 '$bench' -n 8 -t 16 -H 7168 -e 256 -k 8 -m mc -b 450 > /dev/null 2> '$tmp/mcerr'

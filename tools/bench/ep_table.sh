@@ -27,6 +27,12 @@
 # slab memory (Slab in /proc/meminfo, sampled every 100 ms) above what it
 # was before the run.
 #
+# mc (multicast) needs circuits: for it the preset is applied again with
+# MC_COLORS colour-table entries per switch (default 64, the module's
+# most; the presets have none) and icfabd serves circuits on a socket in
+# a temporary directory for the run. On tpu-v4-pod (no switches) every
+# multicast is refused, and the row says why.
+#
 # MOE_BENCH names another moe_bench binary (one built from an earlier
 # tree, for before/after figures in one run); FDEV_HIER_CHUNKS reaches
 # it (docs/LIBFABRICDEV.md, "Pipelined hierarchical mode").
@@ -37,6 +43,7 @@ icfabctl=$top/build/bin/icfabctl
 bench=${MOE_BENCH:-$top/build/bin/moe_bench}
 PRESETS=ualink-pod,tpu-v4-pod
 MODES=tp,ll,hier
+MC_COLORS=${MC_COLORS:-64}
 RANKS=8,16,32,64,128,256,512,1024
 while getopts p:m:r: opt; do
 	case $opt in
@@ -54,7 +61,8 @@ out=$(mktemp)
 smp=$(mktemp)
 dir=$(mktemp -d)
 spid=
-trap '[ -n "$spid" ] && kill "$spid" 2>/dev/null; rm -rf "$out" "$out.err" "$smp" "$dir"' EXIT
+dpid=
+trap '[ -n "$spid" ] && kill "$spid" 2>/dev/null; [ -n "$dpid" ] && kill "$dpid" 2>/dev/null; rm -rf "$out" "$out.err" "$smp" "$dir"' EXIT
 
 slab_kb() {
 	sed -n 's/^Slab: *\([0-9]*\) kB/\1/p' /proc/meminfo
@@ -72,6 +80,36 @@ apply() {
 	"$icfabctl" fabric set 0 segment-size "$SEG" > /dev/null || exit 1
 }
 
+# serve PRESET: the preset with MC_COLORS colours per switch applied, and
+# icfabd serving its circuits at $dir/icfabd.sock (ICFABD_SOCKET).
+serve() {
+	"$icfabd" --dump --yaml --preset "$1" |
+		sed "/^defaults:/a\\  switch: {colors: $MC_COLORS}" > "$dir/$1-mc.yaml"
+	"$icfabd" --apply "$dir/$1-mc.yaml" > /dev/null || exit 1
+	"$icfabctl" fabric set 0 segment-size "$SEG" > /dev/null || exit 1
+	rm -f "$dir/icfabd.sock"
+	"$icfabd" --foreground --config "$dir/$1-mc.yaml" \
+		--socket "$dir/icfabd.sock" > "$dir/icfabd.log" 2>&1 &
+	dpid=$!
+	i=0
+	until grep -q serving "$dir/icfabd.log"; do
+		i=$((i + 1))
+		if [ $i -gt 600 ]; then
+			echo "icfabd did not serve $1: $(cat "$dir/icfabd.log")" >&2
+			exit 1
+		fi
+		sleep 0.1
+	done
+	export ICFABD_SOCKET="$dir/icfabd.sock"
+}
+
+unserve() {
+	kill "$dpid"
+	wait "$dpid" 2> /dev/null
+	dpid=
+	unset ICFABD_SOCKET
+}
+
 rc=0
 for preset in $(echo "$PRESETS" | tr , ' '); do
 	case $preset in
@@ -85,6 +123,7 @@ for preset in $(echo "$PRESETS" | tr , ' '); do
 			g=
 			[ "$mode" = hier ] && g="-g 8 -B $bw"
 			[ "$preset" = h800-pod ] && bw=160 g="-g 8 -B 50"
+			[ "$mode" = mc ] && serve "$preset"
 			base=$(slab_kb)
 			echo "$base" > "$smp"
 			(while :; do slab_kb >> "$smp"; sleep 0.1; done) &
@@ -97,6 +136,7 @@ for preset in $(echo "$PRESETS" | tr , ' '); do
 			kill "$spid"
 			wait "$spid" 2> /dev/null
 			spid=
+			[ "$mode" = mc ] && unserve
 			if [ $st != 0 ]; then
 				echo "moe_bench failed: $preset EP$n $mode: $(grep -v '^#' "$out.err")" >&2
 				rc=1

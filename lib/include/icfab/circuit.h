@@ -16,13 +16,17 @@
  * Paths. A circuit follows the routed path, i.e. it walks the topology's
  * destination tables (topo_route()) hop by hop from the source to the
  * destination, so a circuit crosses exactly the links ordinary traffic
- * between the same endpoints would. A multicast tree is the union of the
- * routed paths from the source to each leaf, each link kept once; the
- * routers where paths part are the ones that copy. Destination-based
- * tables can in principle make two of those paths part and meet again,
- * which is a DAG, not a tree (the meeting node would get the payload
- * twice); such a request is refused (-EINVAL). DOR on a mesh or torus
- * never does that.
+ * between the same endpoints would. A multicast tree is built leaf by
+ * leaf, in request order: each leaf's routed path is grafted onto the
+ * tree at the last node of the path that the tree already reaches, each
+ * link kept once; the routers where branches part are the ones that copy.
+ * Destination tables that spread destinations over several spines (any
+ * leaf/spine or fat tree) make the routes to two leaves part and meet
+ * again; grafted, the later leaf joins the branch that reaches the
+ * meeting node first, so no node gets the payload twice. The module
+ * builds a circuit's data tree the same way (kmod/circuit.c), so the
+ * routers that hold the color are the ones its WRITEs cross. DOR on a
+ * mesh or torus never parts and meets again.
  *
  * Colors. The color is the lowest index free at every router of the path
  * or tree. When there is none the request fails with -ENOSPC and
@@ -97,8 +101,8 @@ void circuit_table_free(struct circuit_table *ct);
  * the circuit id (>= 0) or -errno with err->msg set:
  *	-ENOENT		a node id that does not exist
  *	-EINVAL		source or leaf not an endpoint, dst or a leaf equal to
- *			the source, no leaves, a leaf given twice, paths that
- *			rejoin, a topology without routes
+ *			the source, no leaves, a leaf given twice, a topology
+ *			without routes
  *	-EHOSTUNREACH	no route from the source to a destination
  *	-ENETDOWN	the route crosses a DOWN link
  *	-ELOOP		the route tables loop
