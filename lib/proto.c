@@ -306,7 +306,7 @@ static const struct {
 	{ ENETDOWN, "ENETDOWN" }, { EHOSTUNREACH, "EHOSTUNREACH" },
 	{ ESTALE, "ESTALE" }, { EINTR, "EINTR" }, { EAGAIN, "EAGAIN" },
 	{ EMSGSIZE, "EMSGSIZE" }, { EUSERS, "EUSERS" },
-	{ ETIMEDOUT, "ETIMEDOUT" },
+	{ ETIMEDOUT, "ETIMEDOUT" }, { EDQUOT, "EDQUOT" },
 };
 
 const char *proto_errname(int err)

@@ -44,7 +44,11 @@ static const struct {
 	{ "EHOSTUNREACH", EHOSTUNREACH }, { "ENETDOWN", ENETDOWN },
 	{ "ELOOP", ELOOP }, { "EOPNOTSUPP", EOPNOTSUPP }, { "E2BIG", E2BIG },
 	{ "EBADMSG", EBADMSG }, { "EACCES", EACCES }, { "EPERM", EPERM },
-	{ "EBUSY", EBUSY }, { "ENOMEM", ENOMEM },
+	{ "EBUSY", EBUSY }, { "ENOMEM", ENOMEM }, { "EDQUOT", EDQUOT },
+	{ "EUSERS", EUSERS }, { "ETIMEDOUT", ETIMEDOUT }, { "EAGAIN", EAGAIN },
+	{ "EMSGSIZE", EMSGSIZE }, { "ESTALE", ESTALE }, { "ERANGE", ERANGE },
+	{ "EEXIST", EEXIST }, { "ENODEV", ENODEV }, { "EIO", EIO },
+	{ "ESRCH", ESRCH }, { "EINTR", EINTR }, { "EPROTO", EPROTO },
 };
 
 /* One line, without its '\n'; -EPROTO when it does not fit or is cut. */
