@@ -83,6 +83,16 @@ void fdev_plan_need(struct fdev_plan *p, uint64_t bytes);
  */
 int fdev_plan_interleave(struct fdev_plan *p, uint64_t piece,
 			 uint64_t max_pieces);
+/*
+ * The same, with a lead per pair of ranks: @lead[src * @nlead + dst]
+ * rounds (0 for a pair outside the table). In each step, the pieces of a
+ * transfer whose lead is smaller than the step's largest go that many
+ * rounds later: pairs with more lead start and finish that much earlier
+ * (fdev_route_leads()). NULL: fdev_plan_interleave().
+ */
+int fdev_plan_interleave_lead(struct fdev_plan *p, uint64_t piece,
+			      uint64_t max_pieces, const uint16_t *lead,
+			      uint32_t nlead);
 
 /*
  * Before fdev_plan_interleave(): a step whose transfers, in pieces of
