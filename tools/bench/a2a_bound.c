@@ -24,6 +24,8 @@
  *		libfabricdev's steps are (one process driving every rank)
  *   -D DMA	DMA engines per endpoint instead of the topology's
  *   -C		every link cut-through
+ *   -v		also, on stderr: when the links' last segments left and
+ *		how long they stood idle before (print_link_ends())
  *
  * The bound is the busiest link: over all links, the bytes the routes put
  * on it over its bandwidth (the engine's own byte counters after the
@@ -37,7 +39,7 @@
  *   n bytes order chunks steps dma emulated_us bound_us bound/emulated
  *   bound_lat_us bound_lat/emulated
  *
- *	a2a_bound [-b BYTES] [-o rotate|longest|lead] [-c CHUNKS] [-s STEPS] [-D DMA] [-C] FILE
+ *	a2a_bound [-b BYTES] [-o rotate|longest|lead] [-c CHUNKS] [-s STEPS] [-D DMA] [-C] [-v] FILE
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -58,6 +60,7 @@ struct run {
 	uint32_t *order;		/* [n][n - 1]: destinations, by post */
 	uint16_t *delay;		/* [n][n - 1]: rounds behind, by post */
 	uint16_t most;			/* the largest delay */
+	int verbose;			/* -v: the links' ends */
 	uint64_t bytes, chunks, steps;
 	uint64_t finish_ps;		/* the last completion */
 	uint64_t failed;
@@ -65,7 +68,7 @@ struct run {
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: a2a_bound [-b BYTES] [-o rotate|longest|lead] [-c CHUNKS] [-s STEPS] [-D DMA] [-C] FILE\n");
+	fprintf(stderr, "usage: a2a_bound [-b BYTES] [-o rotate|longest|lead] [-c CHUNKS] [-s STEPS] [-D DMA] [-C] [-v] FILE\n");
 	exit(2);
 }
 
@@ -156,6 +159,33 @@ static int on_complete(void *arg, icfab_u32 xfer_id,
 }
 
 /*
+ * -v: when the links' last segments left, and how long each link stood
+ * idle before its last one (that time minus its busy time), the least
+ * and the most over the links that carried anything: a link that idles
+ * while others work ends late by as much.
+ */
+static void print_link_ends(const struct icfab_engine_storage *st,
+			    const struct icfab_mtopo *m)
+{
+	double out_lo = -1, out_hi = 0, idle_lo = -1, idle_hi = 0;
+
+	for (uint32_t l = 0; l < m->links_cap; l++) {
+		const struct icfab_engine_link *k = &st->links[l];
+		double out = k->next_free_ps / 1e6;
+		double idle = (k->next_free_ps - k->busy_ps) / 1e6;
+
+		if (!k->bytes)
+			continue;
+		out_lo = out_lo < 0 || out < out_lo ? out : out_lo;
+		out_hi = out > out_hi ? out : out_hi;
+		idle_lo = idle_lo < 0 || idle < idle_lo ? idle : idle_lo;
+		idle_hi = idle > idle_hi ? idle : idle_hi;
+	}
+	fprintf(stderr, "links: last segment out %.3f..%.3f us, idle before it %.3f..%.3f us\n",
+		out_lo, out_hi, idle_lo, idle_hi);
+}
+
+/*
  * Submit everything at 0, run to the end; the busiest link's time, and
  * the largest of busy time plus latency over the links.
  */
@@ -225,6 +255,8 @@ static int run(struct run *r, struct icfab_mtopo *m, double *bound_ps,
 		*bound_ps = ps > *bound_ps ? ps : *bound_ps;
 		*bound_lat_ps = lat > *bound_lat_ps ? lat : *bound_lat_ps;
 	}
+	if (r->verbose)
+		print_link_ends(&st, m);
 	host_storage_free(&st);
 	return 0;
 }
@@ -241,7 +273,7 @@ int main(int argc, char **argv)
 	double bound, bound_lat;
 	char *end;
 
-	while ((opt = getopt(argc, argv, "b:o:c:s:D:Ch")) != -1) {
+	while ((opt = getopt(argc, argv, "b:o:c:s:D:Cvh")) != -1) {
 		switch (opt) {
 		case 'b':
 			if (icfab_parse_bytes(optarg, &r.bytes) || !r.bytes)
@@ -270,6 +302,7 @@ int main(int argc, char **argv)
 				usage();
 			break;
 		case 'C': cut_through = 1; break;
+		case 'v': r.verbose = 1; break;
 		default: usage();
 		}
 	}
