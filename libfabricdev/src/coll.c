@@ -706,7 +706,8 @@ int fdev_comm_interleave(struct fdev_comm *c, struct fdev_plan *p)
 	 * to measure the plain order beside it.
 	 */
 	return fdev_plan_interleave_lead(p, k * seg, FDEV_INTERLEAVE_PIECES,
-					 fdev_comm_leads(c), c->nranks);
+					 p->keep_order ? NULL : fdev_comm_leads(c),
+					 c->nranks);
 }
 
 /*
