@@ -1313,6 +1313,7 @@ void fdev_comm_destroy(struct fdev_comm *c)
 	fdev_zc_free(c);
 	free(c->early);
 	free(c->cycles);
+	free(c->lead);
 	free(c->ep);
 	free(c->rkey);
 	free(c->queue);

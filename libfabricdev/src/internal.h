@@ -154,6 +154,13 @@ struct fdev_comm {
 	 * for one that owns its context.
 	 */
 	struct fdev_comm *parent;
+	/*
+	 * Route leads (routes.c, lead.c): [nranks][nranks] rounds by which
+	 * an interleaved all-to-all posts a pair's pieces ahead; NULL
+	 * where the routes could not be read. Read at the first use.
+	 */
+	uint16_t *lead;
+	int lead_tried;
 	struct fdev *dev;
 	uint32_t *ep;			/* [nranks] endpoint of each rank */
 	uint32_t *queue;		/* [nlocal] */
@@ -225,7 +232,9 @@ int fdev_op_end(struct fdev_comm *c, int err);
 /* Run a plan on the communicator (coll.c). */
 int fdev_plan_run(struct fdev_comm *c, const struct fdev_plan *p);
 /* FDEV_INTERLEAVE: cut a direct all-to-all plan piece-major (coll.c). */
-int fdev_comm_interleave(const struct fdev_comm *c, struct fdev_plan *p);
+int fdev_comm_interleave(struct fdev_comm *c, struct fdev_plan *p);
+/* The communicator's route leads, read at the first call, or NULL. */
+const uint16_t *fdev_comm_leads(struct fdev_comm *c);
 /* Local data staging into / out of the workspace of local rank @l. */
 void *fdev_ws_addr(struct fdev_comm *c, unsigned int l, uint64_t off);
 int fdev_comm_timing_only(const struct fdev_comm *c);

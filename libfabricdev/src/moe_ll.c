@@ -210,6 +210,7 @@ static int moe_dispatch_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
 	/* Every rank sends every rank its counts. */
 	memset(senders, 1, h->nranks);
 	p.senders = senders;
+	p.keep_order = 1;
 	for (unsigned int l = 0; !err && l < h->nlocal; l++)
 		err = ll_plan_rank(c, h, in, l, &p);
 	fdev_plan_need(&p, need);
@@ -380,6 +381,7 @@ static int moe_combine_ll(struct fdev_comm *c, struct fdev_moe_handle *h,
 	if (!senders)
 		return -ENOMEM;
 	p.senders = senders;
+	p.keep_order = 1;
 	fdev_plan_need(&p, lc.staged + slots * lc.crow);
 	err = ll_combine_plan(h, lc.crow, lc.staged, &p);
 	/*

@@ -194,28 +194,47 @@ static uint64_t step_pieces(const struct fdev_plan *p, size_t b, size_t e,
 	return total;
 }
 
+/* How many rounds after the step's first transfer @x's first piece goes. */
+static uint64_t xfer_delay(const struct fdev_xfer *x, const uint16_t *lead,
+			   uint32_t nlead, uint16_t most)
+{
+	if (!lead || x->src >= nlead || x->dst >= nlead)
+		return most;
+	return most - lead[(size_t)x->src * nlead + x->dst];
+}
+
 /*
  * Step [@b, @e), its transfers cut at @xpiece, into @out, piece-major (a
- * counting sort by piece).
+ * counting sort by round): piece r of a transfer goes in round r, plus
+ * the rounds by which @lead puts it behind the step's longest lead.
  */
 static int step_interleave(const struct fdev_plan *p, size_t b, size_t e,
-			   const uint64_t *xpiece, struct fdev_xfer *out)
+			   const uint64_t *xpiece, const uint16_t *lead,
+			   uint32_t nlead, struct fdev_xfer *out)
 {
 	uint64_t rounds = 0, *start;
+	uint16_t most = 0;
 
+	for (size_t i = b; lead && i < e; i++)
+		if (p->x[i].src < nlead && p->x[i].dst < nlead &&
+		    lead[(size_t)p->x[i].src * nlead + p->x[i].dst] > most)
+			most = lead[(size_t)p->x[i].src * nlead + p->x[i].dst];
 	for (size_t i = b; i < e; i++) {
-		uint64_t np = pieces_of(&p->x[i], xpiece[i]);
+		uint64_t np = pieces_of(&p->x[i], xpiece[i]) +
+			      xfer_delay(&p->x[i], lead, nlead, most);
 
 		rounds = np > rounds ? np : rounds;
 	}
 	start = calloc(rounds + 1, sizeof(*start));
 	if (!start)
 		return -ENOMEM;
-	/* start[r]: pieces of round r and after, then where round r begins. */
-	for (size_t i = b; i < e; i++)
-		start[pieces_of(&p->x[i], xpiece[i]) - 1]++;
-	for (uint64_t r = rounds - 1; r-- > 0;)
-		start[r] += start[r + 1];
+	/* start[r]: pieces in round r, then where round r begins. */
+	for (size_t i = b; i < e; i++) {
+		uint64_t d = xfer_delay(&p->x[i], lead, nlead, most);
+
+		for (uint64_t r = 0; r < pieces_of(&p->x[i], xpiece[i]); r++)
+			start[d + r]++;
+	}
 	for (uint64_t r = 0, at = 0; r < rounds; r++) {
 		uint64_t n = start[r];
 
@@ -225,9 +244,10 @@ static int step_interleave(const struct fdev_plan *p, size_t b, size_t e,
 	for (size_t i = b; i < e; i++) {
 		const struct fdev_xfer *x = &p->x[i];
 		uint64_t piece = xpiece[i], np = pieces_of(x, piece);
+		uint64_t d = xfer_delay(x, lead, nlead, most);
 
 		for (uint64_t r = 0; r < np; r++) {
-			struct fdev_xfer *o = &out[start[r]++];
+			struct fdev_xfer *o = &out[start[d + r]++];
 
 			*o = *x;
 			if (x->dst == FDEV_PLAN_MCAST)
@@ -254,6 +274,13 @@ static uint32_t plan_nsrc(const struct fdev_plan *p)
 
 int fdev_plan_interleave(struct fdev_plan *p, uint64_t piece,
 			 uint64_t max_pieces)
+{
+	return fdev_plan_interleave_lead(p, piece, max_pieces, NULL, 0);
+}
+
+int fdev_plan_interleave_lead(struct fdev_plan *p, uint64_t piece,
+			      uint64_t max_pieces, const uint16_t *lead,
+			      uint32_t nlead)
 {
 	uint64_t *ps = NULL, *count = NULL, *xpiece = NULL, total = 0, at = 0;
 	struct fdev_xfer *out = NULL;
@@ -285,7 +312,7 @@ int fdev_plan_interleave(struct fdev_plan *p, uint64_t piece,
 
 		for (e = b; e < p->nx && p->x[e].step == p->x[b].step; e++)
 			n += pieces_of(&p->x[e], xpiece[e]);
-		err = step_interleave(p, b, e, xpiece, out + at);
+		err = step_interleave(p, b, e, xpiece, lead, nlead, out + at);
 		if (err)
 			goto out;
 		at += n;

@@ -602,6 +602,83 @@ static void test_split_steps(void)
 }
 
 /*
+ * fdev_plan_interleave_lead(): a direct all-to-all of 4 ranks, 3 pieces
+ * per pair, where the pairs into rank 3 lead by 2 rounds. Every byte goes
+ * once, as without leads; each source's pieces to rank 3 all go before
+ * any second piece to the others, its pieces to the others still go
+ * piece-major in the plan's order, and the plan on the host leaves every
+ * rank's output as the plan without leads does.
+ */
+static void test_interleave_lead(void)
+{
+	const unsigned int n = 4;
+	const uint64_t bytes = 3 * 4096;
+	uint16_t lead[16] = { 0 };
+	struct fdev_coll_layout lo;
+	struct fdev_plan plain, led;
+	uint8_t *ws[2][4] = { { NULL } };
+	int err, fine = 1, same = 1;
+
+	for (unsigned int s = 0; s < n; s++)
+		lead[s * n + 3] = 2;
+	fdev_plan_init(&plain);
+	fdev_plan_init(&led);
+	err = fdev_plan_all_to_all(&plain, n, bytes, FDEV_ALGO_DIRECT, 0, &lo);
+	if (!err)
+		err = fdev_plan_all_to_all(&led, n, bytes, FDEV_ALGO_DIRECT, 0, &lo);
+	if (!err)
+		err = fdev_plan_interleave(&plain, 4096, 4096);
+	if (!err)
+		err = fdev_plan_interleave_lead(&led, 4096, 4096, lead, n);
+	ok(!err && led.nx == plain.nx && led.nx == n * (n - 1) * 3,
+	   "interleave lead: as many pieces as without (%d)", err);
+	for (unsigned int s = 0; !err && s < n; s++) {
+		unsigned int to3 = 0, other = 0, at = 0;
+		uint64_t last_round = 0;
+
+		for (size_t i = 0; i < led.nx; i++) {
+			const struct fdev_xfer *x = &led.x[i];
+			uint64_t round = x->src_off % bytes / 4096;
+
+			if (x->src != s)
+				continue;
+			at++;
+			if (x->dst == 3 && s != 3) {
+				/* Rank 3's three, before any second piece. */
+				fine &= at <= 5 && round == to3++;
+				continue;
+			}
+			fine &= round >= last_round;
+			last_round = round;
+			other++;
+		}
+		fine &= (s == 3 || to3 == 3) && other == (s == 3 ? 9 : 6);
+	}
+	ok(fine, "interleave lead: the leading pair's pieces first, the others piece-major");
+	for (unsigned int k = 0; k < 2; k++)
+		for (unsigned int r = 0; r < n; r++) {
+			ws[k][r] = calloc(1, plain.ws_need);
+			for (uint64_t b = 0; ws[k][r] && b < n * bytes; b++)
+				ws[k][r][b] = (uint8_t)(r * 131 + b * 7);
+		}
+	for (unsigned int r = 0; r < n; r++)
+		same &= ws[0][r] && ws[1][r];
+	if (same && !err) {
+		same = !fdev_plan_exec_host(&plain, ws[0]) &&
+		       !fdev_plan_exec_host(&led, ws[1]);
+		for (unsigned int r = 0; same && r < n; r++)
+			same = !memcmp(ws[0][r] + lo.recv_off, ws[1][r] + lo.recv_off,
+				       n * bytes);
+	}
+	ok(same && !err, "interleave lead: every rank gets what it gets without leads");
+	for (unsigned int k = 0; k < 2; k++)
+		for (unsigned int r = 0; r < n; r++)
+			free(ws[k][r]);
+	fdev_plan_free(&plain);
+	fdev_plan_free(&led);
+}
+
+/*
  * fdev_plan_interleave(): the same bytes land where they did, each
  * source's pieces go piece-major, and a source's pieces per step stay
  * within the cap. Then FDEV_INTERLEAVE on a communicator's all-to-all:
@@ -648,6 +725,7 @@ static void test_interleave(void)
 	ok(fdev_plan_interleave(&p, 4096, 0) == -EINVAL, "interleave: a cap of 0 is -EINVAL");
 	fdev_plan_free(&p);
 
+	test_interleave_lead();
 	test_split_steps();
 
 	in = calloc((size_t)n * n * cnt, 4);

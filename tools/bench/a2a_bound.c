@@ -13,6 +13,9 @@
  *   -o rotate	round k, endpoint i sends to i + k (libfabricdev's order)
  *   -o longest	each endpoint sends to its farthest destinations first
  *		(most hops on its routes), rotated among equals
+ *   -o lead	rotate, and each pair's chunks go as many rounds ahead as
+ *		its route's lead (libfabricdev/src/lead.c, the library's
+ *		order when it can read the routes)
  *   -c CHUNKS	each pair's BYTES go as CHUNKS transfers, chunk-major:
  *		every destination's first chunk, then every second one...
  *   -s STEPS	each pair's BYTES go in STEPS steps of BYTES / STEPS
@@ -21,6 +24,8 @@
  *		libfabricdev's steps are (one process driving every rank)
  *   -D DMA	DMA engines per endpoint instead of the topology's
  *   -C		every link cut-through
+ *   -v		also, on stderr: when the links' last segments left and
+ *		how long they stood idle before (print_link_ends())
  *
  * The bound is the busiest link: over all links, the bytes the routes put
  * on it over its bandwidth (the engine's own byte counters after the
@@ -34,7 +39,7 @@
  *   n bytes order chunks steps dma emulated_us bound_us bound/emulated
  *   bound_lat_us bound_lat/emulated
  *
- *	a2a_bound [-b BYTES] [-o rotate|longest] [-c CHUNKS] [-s STEPS] [-D DMA] [-C] FILE
+ *	a2a_bound [-b BYTES] [-o rotate|longest|lead] [-c CHUNKS] [-s STEPS] [-D DMA] [-C] [-v] FILE
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -47,11 +52,15 @@
 
 #include <icfab/parse.h>
 #include "host_model.h"
+#include "lead.h"
 
 struct run {
 	const struct topo *t;
 	uint32_t n, *ep;		/* endpoints: node ids */
 	uint32_t *order;		/* [n][n - 1]: destinations, by post */
+	uint16_t *delay;		/* [n][n - 1]: rounds behind, by post */
+	uint16_t most;			/* the largest delay */
+	int verbose;			/* -v: the links' ends */
 	uint64_t bytes, chunks, steps;
 	uint64_t finish_ps;		/* the last completion */
 	uint64_t failed;
@@ -59,7 +68,7 @@ struct run {
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: a2a_bound [-b BYTES] [-o rotate|longest] [-c CHUNKS] [-s STEPS] [-D DMA] [-C] FILE\n");
+	fprintf(stderr, "usage: a2a_bound [-b BYTES] [-o rotate|longest|lead] [-c CHUNKS] [-s STEPS] [-D DMA] [-C] [-v] FILE\n");
 	exit(2);
 }
 
@@ -78,6 +87,29 @@ static uint32_t route_hops(const struct topo *t, uint32_t src, uint32_t dst)
 		hops++;
 	}
 	return u == dst ? hops : UINT32_MAX;
+}
+
+/* r->delay: each pair's rounds behind the largest lead (lead.c). */
+static int make_delay(struct run *r)
+{
+	uint32_t n = r->n;
+	uint16_t *lead = calloc((size_t)n * n, sizeof(*lead));
+	int err;
+
+	if (!lead)
+		return -ENOMEM;
+	err = fdev_route_leads(r->t, r->ep, n, lead);
+	for (size_t q = 0; !err && q < (size_t)n * n; q++)
+		r->most = lead[q] > r->most ? lead[q] : r->most;
+	for (uint32_t i = 0; !err && i < n; i++)
+		for (uint32_t k = 0; k + 1 < n; k++) {
+			uint32_t d = r->order[(size_t)i * (n - 1) + k];
+
+			r->delay[(size_t)i * (n - 1) + k] = r->most -
+				lead[(size_t)i * n + d];
+		}
+	free(lead);
+	return err;
 }
 
 /* Fill r->order: rotated, or farthest first with rotation among equals. */
@@ -127,6 +159,33 @@ static int on_complete(void *arg, icfab_u32 xfer_id,
 }
 
 /*
+ * -v: when the links' last segments left, and how long each link stood
+ * idle before its last one (that time minus its busy time), the least
+ * and the most over the links that carried anything: a link that idles
+ * while others work ends late by as much.
+ */
+static void print_link_ends(const struct icfab_engine_storage *st,
+			    const struct icfab_mtopo *m)
+{
+	double out_lo = -1, out_hi = 0, idle_lo = -1, idle_hi = 0;
+
+	for (uint32_t l = 0; l < m->links_cap; l++) {
+		const struct icfab_engine_link *k = &st->links[l];
+		double out = k->next_free_ps / 1e6;
+		double idle = (k->next_free_ps - k->busy_ps) / 1e6;
+
+		if (!k->bytes)
+			continue;
+		out_lo = out_lo < 0 || out < out_lo ? out : out_lo;
+		out_hi = out > out_hi ? out : out_hi;
+		idle_lo = idle_lo < 0 || idle < idle_lo ? idle : idle_lo;
+		idle_hi = idle > idle_hi ? idle : idle_hi;
+	}
+	fprintf(stderr, "links: last segment out %.3f..%.3f us, idle before it %.3f..%.3f us\n",
+		out_lo, out_hi, idle_lo, idle_hi);
+}
+
+/*
  * Submit everything at 0, run to the end; the busiest link's time, and
  * the largest of busy time plus latency over the links.
  */
@@ -156,19 +215,22 @@ static int run(struct run *r, struct icfab_mtopo *m, double *bound_ps,
 		uint64_t bytes = s + 1 < r->steps ? step : last;
 		uint64_t piece = bytes / r->chunks, at = r->finish_ps;
 
-		for (uint64_t c = 0; c < r->chunks; c++) {
-			/* The last chunk takes what does not divide. */
-			uint64_t len = c + 1 < r->chunks ? piece :
-				       bytes - piece * c;
-
+		/* Round q: each pair's chunk q - its delay, if it has one. */
+		for (uint64_t q = 0; q < r->chunks + r->most; q++)
 			for (uint32_t k = 0; k + 1 < r->n; k++)
 				for (uint32_t i = 0; i < r->n; i++) {
-					uint32_t d = r->order[(size_t)i * (r->n - 1) + k];
+					size_t at_k = (size_t)i * (r->n - 1) + k;
+					uint32_t d = r->order[at_k];
+					uint64_t c = q - r->delay[at_k], len;
 					/* Above every key of the steps before. */
 					icfab_u64 key = s << 52 | (icfab_u64)i << 40 |
-							c << 20 | k;
+							q << 20 | k;
 					icfab_u32 id;
 
+					if (q < r->delay[at_k] || c >= r->chunks)
+						continue;
+					/* The last chunk takes what does not divide. */
+					len = c + 1 < r->chunks ? piece : bytes - piece * c;
 					if (icfab_engine_submit(&e, r->ep[i], r->ep[d],
 								len, at, key, &id))
 						return -EINVAL;
@@ -176,7 +238,6 @@ static int run(struct run *r, struct icfab_mtopo *m, double *bound_ps,
 					icfab_engine_set_spray_offset(&e, id,
 						s * step + piece * c);
 				}
-		}
 		if (icfab_engine_run_until(&e, ICFAB_ENGINE_NEVER, on_complete,
 					   r) < 0)
 			return -EINVAL;
@@ -194,6 +255,8 @@ static int run(struct run *r, struct icfab_mtopo *m, double *bound_ps,
 		*bound_ps = ps > *bound_ps ? ps : *bound_ps;
 		*bound_lat_ps = lat > *bound_lat_ps ? lat : *bound_lat_ps;
 	}
+	if (r->verbose)
+		print_link_ends(&st, m);
 	host_storage_free(&st);
 	return 0;
 }
@@ -203,23 +266,25 @@ int main(int argc, char **argv)
 	struct run r = { .bytes = 256 * 1024, .chunks = 1, .steps = 1 };
 	unsigned long dma = 0;
 	icfab_u8 cut_through = 0;
-	int longest = 0, opt, err;
+	int longest = 0, lead = 0, opt, err;
 	struct icfab_mtopo *m;
 	struct topo_err terr;
 	struct topo *t;
 	double bound, bound_lat;
 	char *end;
 
-	while ((opt = getopt(argc, argv, "b:o:c:s:D:Ch")) != -1) {
+	while ((opt = getopt(argc, argv, "b:o:c:s:D:Cvh")) != -1) {
 		switch (opt) {
 		case 'b':
 			if (icfab_parse_bytes(optarg, &r.bytes) || !r.bytes)
 				usage();
 			break;
 		case 'o':
-			if (strcmp(optarg, "rotate") && strcmp(optarg, "longest"))
+			if (strcmp(optarg, "rotate") && strcmp(optarg, "longest") &&
+			    strcmp(optarg, "lead"))
 				usage();
 			longest = !strcmp(optarg, "longest");
+			lead = !strcmp(optarg, "lead");
 			break;
 		case 'c':
 			r.chunks = strtoull(optarg, &end, 0);
@@ -237,6 +302,7 @@ int main(int argc, char **argv)
 				usage();
 			break;
 		case 'C': cut_through = 1; break;
+		case 'v': r.verbose = 1; break;
 		default: usage();
 		}
 	}
@@ -266,10 +332,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	r.order = calloc((size_t)r.n * (r.n - 1), sizeof(*r.order));
+	r.delay = calloc((size_t)r.n * (r.n - 1), sizeof(*r.delay));
 	m = host_mtopo(t, cut_through);
-	if (!r.order || !m)
+	if (!r.order || !r.delay || !m)
 		return 1;
 	err = make_order(&r, longest);
+	if (!err && lead)
+		err = make_delay(&r);
 	if (!err)
 		err = run(&r, m, &bound, &bound_lat);
 	if (err) {
@@ -277,7 +346,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("%u %" PRIu64 " %s %" PRIu64 " %" PRIu64 " %u %.3f %.3f %.3f %.3f %.3f\n",
-	       r.n, r.bytes, longest ? "longest" : "rotate", r.chunks, r.steps,
+	       r.n, r.bytes, longest ? "longest" : lead ? "lead" : "rotate",
+	       r.chunks, r.steps,
 	       t->nodes[r.ep[0]].dma_engines ? t->nodes[r.ep[0]].dma_engines : 1,
 	       r.finish_ps / 1e6, bound / 1e6, bound / (double)r.finish_ps,
 	       bound_lat / 1e6, bound_lat / (double)r.finish_ps);
