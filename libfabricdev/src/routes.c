@@ -15,6 +15,8 @@
 #include "internal.h"
 #include "lead.h"
 
+#define FDEV_LEADS_MAX_RANKS	256
+
 /* The leads over the committed routes into @lead, or -errno. */
 static int read_leads(struct fdev_comm *c, uint16_t *lead)
 {
@@ -50,7 +52,15 @@ const uint16_t *fdev_comm_leads(struct fdev_comm *c)
 	if (c->lead_tried)
 		return c->lead;
 	c->lead_tried = 1;
-	if (!c->dev || getenv("FDEV_NO_LEADS"))
+	/*
+	 * Every process of a communicator reads the whole fabric and walks
+	 * n^2 routes: beyond 256 ranks (1024 processes each reading a
+	 * 4096-chip torus's tables) that costs more than the leads give,
+	 * so no communicator that large has leads, however many processes
+	 * drive it: the same plan, the same times, either way.
+	 */
+	if (!c->dev || c->nranks > FDEV_LEADS_MAX_RANKS ||
+	    getenv("FDEV_NO_LEADS"))
 		return NULL;
 	lead = calloc((size_t)c->nranks * c->nranks, sizeof(*lead));
 	if (lead && read_leads(c, lead)) {
