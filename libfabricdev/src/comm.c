@@ -781,10 +781,13 @@ static int data_mode(const char *path, unsigned int flags)
  * the last operation): its context must not hold the engine back
  * meanwhile, or a peer that still needs the engine past its clock never
  * gets there. So a thread of its own sits in a receiver's WAIT, which
- * does not hold it; the WAIT ends every FDEV_IDLE_POLL_MS (the module
- * then moves the clock to the engine's, never past the latest clock of
- * any rank: every transfer has finished by its sender's and its
- * receiver's clock) and starts again, until fdev_notify_resume().
+ * does not hold it, until fdev_notify_resume() ends it with
+ * ICFAB_IOC_WAIT_END (the module then moves the clock to the engine's,
+ * never past the latest clock of any rank: every transfer has finished
+ * by its sender's and its receiver's clock). An older module has no
+ * WAIT_END: the WAIT then ends every FDEV_IDLE_POLL_MS and starts again
+ * until the thread is told to stop, and resuming waits for that end
+ * (every operation waited for it, up to a timer tick or two).
  */
 #define FDEV_IDLE_POLL_MS	5
 
@@ -818,9 +821,17 @@ static void *idle_main(void *arg)
 {
 	struct fdev_comm *c = arg;
 
-	while (!__atomic_load_n(&c->idle_stop, __ATOMIC_ACQUIRE)) {
-		int err = fdev_idle_wait(c->dev, FDEV_IDLE_POLL_MS);
+	for (;;) {
+		int end = __atomic_load_n(&c->idle_end, __ATOMIC_ACQUIRE), err;
 
+		if (!end && __atomic_load_n(&c->idle_stop, __ATOMIC_ACQUIRE))
+			break;
+		/* Ended by fdev_idle_end(); the bound is only a fallback. */
+		err = fdev_idle_wait(c->dev, end ? 1000 : FDEV_IDLE_POLL_MS);
+		if (err == -ECANCELED) {
+			c->idle_ended = 1;
+			break;
+		}
 		if (err && err != -ETIMEDOUT && err != -EINTR) {
 			c->idle_err = err;
 			break;
@@ -840,6 +851,8 @@ int fdev_notify_idle(struct fdev_comm *c)
 	o->idle_ps = fdev_clock(o->dev);
 	o->idle_stop = 0;
 	o->idle_err = 0;
+	o->idle_end = !!(o->dev->features & ICFAB_F_WAIT_END);
+	o->idle_ended = 0;
 	/* Signals are the caller's threads' business, not the idler's. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
@@ -857,7 +870,13 @@ static void idle_stop(struct fdev_comm *c)
 	if (!c->idle_on)
 		return;
 	__atomic_store_n(&c->idle_stop, 1, __ATOMIC_RELEASE);
+	if (c->idle_end && fdev_idle_end(c->dev))
+		/* It polls idle_stop again. */
+		__atomic_store_n(&c->idle_end, 0, __ATOMIC_RELEASE);
 	pthread_join(c->idle_thread, NULL);
+	/* A thread that left on an error left the end to our next WAIT. */
+	if (c->idle_end && !c->idle_ended)
+		fdev_sync_clock(c->dev);
 	c->idle_on = 0;
 }
 
