@@ -124,6 +124,8 @@ static long icfab_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return icfab_ioctl_cq_setup(ctx, uarg);
 	case ICFAB_IOC_CQ_WAIT:
 		return icfab_ioctl_cq_wait(ctx, uarg);
+	case ICFAB_IOC_WAIT_END:
+		return icfab_ioctl_wait_end(ctx);
 	case ICFAB_IOC_REGION_ALLOC:
 		return icfab_ioctl_region_alloc(ctx, uarg);
 	case ICFAB_IOC_REGION_FREE: {

@@ -1843,7 +1843,8 @@ static bool icfab_ctx_in_wait(const struct icfab_ctx *ctx)
 
 static bool icfab_wait_done(struct icfab_ctx *ctx)
 {
-	return !READ_ONCE(ctx->waiting) && !READ_ONCE(ctx->catchup);
+	return (!READ_ONCE(ctx->waiting) && !READ_ONCE(ctx->catchup)) ||
+	       READ_ONCE(ctx->wait_end);
 }
 
 /*
@@ -1876,6 +1877,11 @@ static long __icfab_wait_sleep(struct icfab_ctx *ctx, u32 min, bool cq,
 	if (icfab_ctx_in_wait(ctx))
 		/* Another thread, or io_uring, waits already. */
 		return -EBUSY;
+	if (ctx->wait_end) {
+		/* ICFAB_IOC_WAIT_END came before this WAIT: it ends it. */
+		WRITE_ONCE(ctx->wait_end, false);
+		return -ECANCELED;
+	}
 	ctx->cq_wait = cq;
 	if (__icfab_wait_have(ctx) + ctx->nr_inflight < min &&
 	    (!ctx->nr_recvqs || ctx->dead)) {
@@ -1914,7 +1920,7 @@ static long __icfab_wait_sleep(struct icfab_ctx *ctx, u32 min, bool cq,
 		mutex_lock(&fabric->lock);
 		if (!ctx->waiting && !ctx->catchup)
 			break;
-		if (left <= 0) {
+		if (left <= 0 || ctx->wait_end) {
 			/* It holds the engine again, no earlier than now. */
 			__icfab_catchup_end(ctx);
 			ctx->waiting = false;
@@ -1922,6 +1928,10 @@ static long __icfab_wait_sleep(struct icfab_ctx *ctx, u32 min, bool cq,
 					    fabric->data->engine.now_ps);
 			ctx->in_wait = false;
 			ctx->cq_wait = false;
+			if (ctx->wait_end) {
+				WRITE_ONCE(ctx->wait_end, false);
+				return -ECANCELED;
+			}
 			return left ? -EINTR : -ETIMEDOUT;
 		}
 	}
@@ -2043,6 +2053,24 @@ long icfab_ioctl_cq_wait(struct icfab_ctx *ctx, void __user *uarg)
 		return ret;
 	if (copy_to_user(uarg, &w, sizeof(w)))
 		return -EFAULT;
+	return 0;
+}
+
+/*
+ * ICFAB_IOC_WAIT_END: end the WAIT under way (another thread's) as its
+ * timeout would, or the next one at once. Only its own loop, under the
+ * lock, acts on ->wait_end, so a WAIT woken here but already done
+ * leaves it for the next.
+ */
+long icfab_ioctl_wait_end(struct icfab_ctx *ctx)
+{
+	struct icfab_fabric *fabric = ctx->fabric;
+
+	mutex_lock(&fabric->lock);
+	WRITE_ONCE(ctx->wait_end, true);
+	if (ctx->in_wait)
+		wake_up(&ctx->wq);
+	mutex_unlock(&fabric->lock);
 	return 0;
 }
 

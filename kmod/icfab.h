@@ -95,7 +95,8 @@
 					 ICFAB_F_CIRCUIT_OWNER | \
 					 ICFAB_F_CTX_ADMIN | \
 					 ICFAB_F_ROUTE_SETS | ICFAB_F_CQ_RING | \
-					 ICFAB_F_TIMING_OFFSETS)
+					 ICFAB_F_TIMING_OFFSETS | \
+					 ICFAB_F_WAIT_END)
 
 /* Data path (kmod/data.c). Endpoints per context: every one a fabric has. */
 #define ICFAB_MAX_ATTACH		ICFAB_MAX_ENDPOINTS
@@ -342,6 +343,8 @@ struct icfab_ctx {
 					 * or not: no other WAIT may start */
 	bool catchup;			/* a receiver's WAIT in step 1: holds
 					 * the engine until it reaches clock_ps */
+	bool wait_end;			/* ICFAB_IOC_WAIT_END came: the WAIT
+					 * under way, or the next, ends */
 	u32 wait_min;			/* completions WAIT needs */
 	u32 nr_recvqs;			/* receive queues: a receiver if not 0 */
 	/*
@@ -380,6 +383,7 @@ long icfab_ioctl_submit(struct icfab_ctx *ctx, void __user *uarg);
 long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg);
 long icfab_ioctl_cq_setup(struct icfab_ctx *ctx, void __user *uarg);
 long icfab_ioctl_cq_wait(struct icfab_ctx *ctx, void __user *uarg);
+long icfab_ioctl_wait_end(struct icfab_ctx *ctx);
 long icfab_submit_descs(struct icfab_ctx *ctx,
 			const struct icfab_desc __user *udescs, u32 nr,
 			u32 flags);

@@ -759,6 +759,33 @@ static int all_to_all(struct fdev_comm *c, const void *send, void *recv,
 	return run_coll_zc(c, &p, err, &lo, send, recv, NULL, NULL, RUN_ZC);
 }
 
+/*
+ * Timing only, no bytes move, so the count exchange of an all-to-all-v
+ * tells a rank nothing of what other processes' ranks send: a process
+ * that drives one rank of independent processes passes its row through
+ * the job's file instead (fdev_host_row(), as the MoE counts do), and
+ * the plan runs as it would with the counts in it, so every rank builds
+ * the whole matrix, as one process driving every rank does.
+ */
+static int counts_by_host(struct fdev_comm *c)
+{
+	return fdev_comm_timing_only(c) && c->multi && c->nlocal == 1 &&
+	       c->nranks > 1 && fdev_host_row(c, c->first, c->nranks * 8);
+}
+
+/* After the exchange: every rank's row into @m [n][n]; zeros for a rank that failed. */
+static void counts_from_host(struct fdev_comm *c, uint64_t *m)
+{
+	size_t n = c->nranks;
+
+	for (unsigned int s = 0; s < n; s++) {
+		if (fdev_rank_failed(c, s))
+			memset(m + s * n, 0, n * 8);
+		else
+			memcpy(m + s * n, fdev_host_row(c, s, n * 8), n * 8);
+	}
+}
+
 static int all_to_all_v(struct fdev_comm *c, const void *send,
 			const uint64_t *send_counts, void *recv,
 			uint64_t *recv_counts, enum fdev_dtype dt,
@@ -787,6 +814,7 @@ static int all_to_all_v(struct fdev_comm *c, const void *send,
 		struct fdev_plan g;
 		uint64_t *rows = calloc(c->nlocal * n, sizeof(*rows));
 		uint64_t *all = calloc(c->nlocal * n * n, sizeof(*all));
+		int host = counts_by_host(c);
 
 		if (!rows || !all) {
 			free(rows);
@@ -796,21 +824,24 @@ static int all_to_all_v(struct fdev_comm *c, const void *send,
 		}
 		for (size_t i = 0; i < c->nlocal * n; i++)
 			rows[i] = send_counts[i] * es;
+		if (host)
+			memcpy(fdev_host_row(c, c->first, n * 8), rows, n * 8);
 		fdev_comm_plan_init(c, &g);
 		err = fdev_plan_all_gather(&g, c->nranks, n * 8, FDEV_ALGO_DIRECT,
 					   &glo);
 		err = run_coll_zc(c, &g, err, &glo, rows, all, NULL, NULL,
 				  RUN_INTERNAL);
-		if (!err) {
-			if (fdev_comm_timing_only(c)) {
-				/* No bytes moved: what the caller knows must do. */
-				for (size_t l = 0; l < c->nlocal; l++)
-					memcpy(m + (c->first + l) * n,
-					       rows + l * n, n * 8);
-			} else {
-				memcpy(m, all, n * n * 8);
-			}
-		}
+		if (!err && host)
+			counts_from_host(c, m);
+		else if (!err && fdev_comm_timing_only(c))
+			/* No bytes moved: what the caller knows must do. */
+			for (size_t l = 0; l < c->nlocal; l++)
+				memcpy(m + (c->first + l) * n, rows + l * n,
+				       n * 8);
+		else if (!err)
+			memcpy(m, all, n * n * 8);
+		if (host)
+			fdev_host_rows_done(c);
 		free(rows);
 		free(all);
 	}

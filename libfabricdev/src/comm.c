@@ -83,6 +83,8 @@ struct shm_hdr {
 	_Atomic int32_t px_err;		/* proxy: rank 0's result of a run */
 	_Atomic uint32_t unlinked;	/* its name is gone (or going) */
 	_Atomic uint32_t pad;
+	/* mono_ms() of the job's last look for dead ranks (dead_look_turn()) */
+	_Atomic uint64_t dead_look_ms;
 	_Atomic uint64_t failed[FDEV_FAILED_WORDS];
 	_Atomic uint64_t mapped[FDEV_FAILED_WORDS];	/* by rank */
 	/* By rank: it destroyed its communicator, it comes to no barrier. */
@@ -338,17 +340,36 @@ static int pid_dead(int32_t pid)
 	return dead;
 }
 
+/* The job looks for dead ranks at most once per this many ms. */
+#define DEAD_LOOK_MS	800
+
+/*
+ * Whether the caller is the one to look for dead ranks now: the first
+ * to ask once DEAD_LOOK_MS have passed since the job's last look.
+ */
+static int dead_look_turn(struct shm_hdr *h)
+{
+	uint64_t now = mono_ms(), last = atomic_load(&h->dead_look_ms);
+
+	return now - last >= DEAD_LOOK_MS &&
+	       atomic_compare_exchange_strong(&h->dead_look_ms, &last, now);
+}
+
 /*
  * Every live rank's value, the largest into *@val. A rank posts its
  * sequence and scans the slots once; whoever finds everyone there on
  * that first scan (the last to come always does) wakes the rest, who
- * scan once more. Only a wait of 800 ms that timed out looks for dead
- * ranks (a kill() and a /proc read per missing live rank), after 750 ms
- * of waiting in all (50, 100, 200, 400 ms first): at 1024 ranks, a
- * wake per arrival with everyone rescanning, and asking after every
- * missing pid each time, was n^3 work per barrier, and even one look
- * per 50 ms per waiter is n^2 /proc reads per slow meeting. A rank
- * that left (destroyed its communicator) is seen at once.
+ * scan once more. Dead ranks (a kill() and a /proc read per missing
+ * live rank) are looked for only by a waiter whose wait timed out after
+ * 750 ms of waiting in all (50, 100, 200, 400 ms first, then 800 ms at
+ * a time), and only if the job has not looked in the last DEAD_LOOK_MS
+ * (dead_look_turn()): at 1024 ranks, a wake per arrival with everyone
+ * rescanning, and asking after every missing pid each time, was n^3
+ * work per barrier, and a look per waiter every 800 ms was still n^2
+ * kill()s and /proc reads per 800 ms of a slow meeting; now it is n. A
+ * rank found dead is marked failed for all, and whoever then finds
+ * nobody else missing wakes the rest. A rank that left (destroyed its
+ * communicator) is seen at once.
  */
 static int shm_barrier(struct fdev_comm *c, uint64_t *val)
 {
@@ -409,7 +430,7 @@ static int shm_barrier(struct fdev_comm *c, uint64_t *val)
 		if (futex(&h->bump, FUTEX_WAIT, b, &ts) && errno == ETIMEDOUT) {
 			/* A dead rank is looked for after 750 ms of waiting. */
 			may_wake = 1;
-			look_dead = wait_ms >= 400;
+			look_dead = wait_ms >= 400 && dead_look_turn(h);
 			wait_ms = wait_ms < 800 ? wait_ms * 2 : wait_ms;
 		} else {
 			may_wake = look_dead = 0;
@@ -781,10 +802,13 @@ static int data_mode(const char *path, unsigned int flags)
  * the last operation): its context must not hold the engine back
  * meanwhile, or a peer that still needs the engine past its clock never
  * gets there. So a thread of its own sits in a receiver's WAIT, which
- * does not hold it; the WAIT ends every FDEV_IDLE_POLL_MS (the module
- * then moves the clock to the engine's, never past the latest clock of
- * any rank: every transfer has finished by its sender's and its
- * receiver's clock) and starts again, until fdev_notify_resume().
+ * does not hold it, until fdev_notify_resume() ends it with
+ * ICFAB_IOC_WAIT_END (the module then moves the clock to the engine's,
+ * never past the latest clock of any rank: every transfer has finished
+ * by its sender's and its receiver's clock). An older module has no
+ * WAIT_END: the WAIT then ends every FDEV_IDLE_POLL_MS and starts again
+ * until the thread is told to stop, and resuming waits for that end
+ * (every operation waited for it, up to a timer tick or two).
  */
 #define FDEV_IDLE_POLL_MS	5
 
@@ -818,9 +842,17 @@ static void *idle_main(void *arg)
 {
 	struct fdev_comm *c = arg;
 
-	while (!__atomic_load_n(&c->idle_stop, __ATOMIC_ACQUIRE)) {
-		int err = fdev_idle_wait(c->dev, FDEV_IDLE_POLL_MS);
+	for (;;) {
+		int end = __atomic_load_n(&c->idle_end, __ATOMIC_ACQUIRE), err;
 
+		if (!end && __atomic_load_n(&c->idle_stop, __ATOMIC_ACQUIRE))
+			break;
+		/* Ended by fdev_idle_end(); the bound is only a fallback. */
+		err = fdev_idle_wait(c->dev, end ? 1000 : FDEV_IDLE_POLL_MS);
+		if (err == -ECANCELED) {
+			c->idle_ended = 1;
+			break;
+		}
 		if (err && err != -ETIMEDOUT && err != -EINTR) {
 			c->idle_err = err;
 			break;
@@ -840,6 +872,8 @@ int fdev_notify_idle(struct fdev_comm *c)
 	o->idle_ps = fdev_clock(o->dev);
 	o->idle_stop = 0;
 	o->idle_err = 0;
+	o->idle_end = !!(o->dev->features & ICFAB_F_WAIT_END);
+	o->idle_ended = 0;
 	/* Signals are the caller's threads' business, not the idler's. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
@@ -857,7 +891,13 @@ static void idle_stop(struct fdev_comm *c)
 	if (!c->idle_on)
 		return;
 	__atomic_store_n(&c->idle_stop, 1, __ATOMIC_RELEASE);
+	if (c->idle_end && fdev_idle_end(c->dev))
+		/* It polls idle_stop again. */
+		__atomic_store_n(&c->idle_end, 0, __ATOMIC_RELEASE);
 	pthread_join(c->idle_thread, NULL);
+	/* A thread that left on an error left the end to our next WAIT. */
+	if (c->idle_end && !c->idle_ended)
+		fdev_sync_clock(c->dev);
 	c->idle_on = 0;
 }
 

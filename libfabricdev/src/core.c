@@ -668,6 +668,17 @@ int fdev_idle_wait(struct fdev *dev, unsigned int timeout_ms)
 	return ioctl_wait(dev, 1, timeout_ms);
 }
 
+/*
+ * Make the fdev_idle_wait() under way in another thread return
+ * -ECANCELED at once (ICFAB_IOC_WAIT_END), or the next one if none is.
+ */
+int fdev_idle_end(struct fdev *dev)
+{
+	if (!(dev->features & ICFAB_F_WAIT_END))
+		return -EOPNOTSUPP;
+	return ioctl(dev->fd, ICFAB_IOC_WAIT_END) ? -errno : 0;
+}
+
 /* Read the context's clock from the module (a WAIT for nothing). */
 int fdev_sync_clock(struct fdev *dev)
 {

@@ -89,6 +89,8 @@ static inline int fdev_cqe_received(const struct fdev *dev,
 int fdev_reap_tag(struct fdev *dev, uint64_t tag, struct fdev_cqe *out);
 /* A receiver's WAIT for one completion, bounded; the module's clock. */
 int fdev_idle_wait(struct fdev *dev, unsigned int timeout_ms);
+/* End another thread's fdev_idle_wait() (-ECANCELED), or the next one. */
+int fdev_idle_end(struct fdev *dev);
 int fdev_sync_clock(struct fdev *dev);
 
 struct fdev_shm;
@@ -143,10 +145,12 @@ struct fdev_comm {
 	 * Notify: between operations the rank is idle (comm.c): a thread
 	 * of its own sits in a receiver's WAIT, so its context does not
 	 * hold the engine back while the process waits on the host.
-	 * @idle_ps is its clock when it went idle.
+	 * @idle_ps is its clock when it went idle. With ICFAB_F_WAIT_END
+	 * (@idle_end) the thread leaves when its WAIT is ended
+	 * (@idle_ended); otherwise it polls @idle_stop.
 	 */
 	pthread_t idle_thread;
-	int idle_on, idle_stop, idle_err;
+	int idle_on, idle_stop, idle_err, idle_end, idle_ended;
 	uint64_t idle_ps;
 	/*
 	 * A sub-communicator (fdev_comm_init_sub()): the communicator whose

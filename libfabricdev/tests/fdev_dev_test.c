@@ -348,9 +348,44 @@ static int algo_of(const char *s)
 	return -1;
 }
 
+/*
+ * Timing only: an all-to-all-v where rank s sends rank d
+ * @bytes * ((s * 3 + d) % 5) / 2 bytes (none for some pairs), each
+ * process giving its local ranks' rows.
+ */
+static int run_a2av(struct fdev_comm *c, int algo, uint64_t bytes)
+{
+	int n = fdev_comm_size(c), first, count, err;
+	uint64_t *sc, *rc;
+
+	fdev_comm_local(c, &first, &count);
+	sc = calloc((size_t)count * n, sizeof(*sc));
+	rc = calloc((size_t)count * n, sizeof(*rc));
+	if (!sc || !rc) {
+		free(sc);
+		free(rc);
+		return -ENOMEM;
+	}
+	for (int l = 0; l < count; l++)
+		for (int d = 0; d < n; d++)
+			sc[l * n + d] = bytes * (((first + l) * 3 + d) % 5) / 2;
+	err = fdev_all_to_all_v(c, NULL, sc, NULL, rc, FDEV_U8, algo);
+	/* What each local rank got from each: the senders' rows. */
+	for (int l = 0; !err && l < count; l++)
+		for (int s = 0; s < n; s++)
+			if (rc[l * n + s] != bytes * ((s * 3 + first + l) % 5) / 2)
+				err = -EBADMSG;
+	free(sc);
+	free(rc);
+	return err;
+}
+
 static int run_op(struct fdev_comm *c, const char *op, int algo, uint64_t bytes)
 {
 	int n = fdev_comm_size(c);
+
+	if (!strcmp(op, "alltoallv"))
+		return run_a2av(c, algo, bytes);
 
 	if (!strcmp(op, "allreduce"))
 		return fdev_all_reduce(c, NULL, NULL, bytes / 4, FDEV_F32, algo);

@@ -9,6 +9,10 @@
 # moe_host_counts()):
 #  - an all-to-all by 8 processes takes, on every one of them, exactly
 #    the one-process time;
+#  - an all-to-all-v with unequal counts (some pairs none) by 8
+#    processes: each learns what every rank sends it (fdev_dev_test
+#    checks its receive counts) and takes the one-process time, give or
+#    take 2 ps, for the same reason as the MoE modes below;
 #  - the throughput and low-latency MoE dispatch and combine by 8
 #    processes: the latest rank's times are the one-process run's (a
 #    combine that learnt only its own sources' counts sent nothing: 0),
@@ -63,6 +67,18 @@ a2a() {
 	[ -n "$one" ] && [ "$v" = "$one " ]
 }
 check "all-to-all by 8 processes: the one-process time on every one" a2a
+
+a2av() {	# every process's time = the one-process time, +-2 ps
+	one=$("$t" coll alltoallv direct 8 4096 | sed -n 's/.*"time_ps":\([0-9]*\).*/\1/p')
+	procs a2av "$t" mp alltoallv direct 4096 2 || return 1
+	v=$(sed -n 's/.*"time_ps":\([0-9]*\),"last_ps":\([0-9]*\).*/\1 \2/p' "$tmp"/a2av.[0-7] |
+		tr ' ' '\n' | sort -u | tr '\n' ' ')
+	echo "# one process: $one ps; 8 processes: $v"
+	[ -n "$one" ] && [ -n "$v" ] && echo "$one $v" | awk '
+		function abs(x) { return x < 0 ? -x : x }
+		{ for (i = 2; i <= NF; i++) if (abs($i - $1) > 2) exit 1 }'
+}
+check "all-to-all-v by 8 processes, unequal counts: every one learns every row, the one-process time (+-2 ps)" a2av
 
 moe() {		# moe NAME MOE_BENCH_ARGS...: latest rank's times = one process's, +-2 ps
 	name=$1

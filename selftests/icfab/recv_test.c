@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -368,6 +369,62 @@ TEST_F(rx, info_announces_recv_notify)
 	ASSERT_EQ(0, ioctl(self->fd, ICFAB_IOC_INFO, &in));
 	EXPECT_TRUE(in.features & ICFAB_F_RECV_NOTIFY);
 	EXPECT_TRUE(ICFAB_F_ALL & ICFAB_F_RECV_NOTIFY);
+}
+
+/* A receiver's WAIT in a thread of its own, as libfabricdev's idler. */
+struct idle_wait {
+	int fd;
+	int err;	/* the WAIT's errno, 0 if it returned 0 */
+};
+
+static void *idle_wait_main(void *arg)
+{
+	struct idle_wait *iw = arg;
+	struct icfab_cqe c[1];
+	struct icfab_wait w = { .cqes = (uintptr_t)c, .max = 1, .min = 1,
+				.timeout_ms = 20000 };
+
+	iw->err = ioctl(iw->fd, ICFAB_IOC_WAIT, &w) ? errno : 0;
+	return NULL;
+}
+
+TEST_F(rx, wait_end_ends_the_wait_under_way_or_the_next)
+{
+	struct icfab_wait w = { .max = 0, .min = 0, .timeout_ms = 50 };
+	struct idle_wait iw = { .fd = self->fd, .err = -1 };
+	struct icfab_info in;
+	pthread_t t;
+
+	memset(&in, 0, sizeof(in));
+	ASSERT_EQ(0, ioctl(self->fd, ICFAB_IOC_INFO, &in));
+	if (!(in.features & ICFAB_F_WAIT_END))
+		SKIP(return, "no ICFAB_F_WAIT_END");
+	ASSERT_EQ(0, ctx_attach(self->fd, RX_EP));
+	ASSERT_LE(0, recv_queue(self->fd, RX_EP, 4));
+
+	/* Two ends before a WAIT: it ends at once, and only it. */
+	EXPECT_EQ(0, ioctl(self->fd, ICFAB_IOC_WAIT_END));
+	EXPECT_EQ(0, ioctl(self->fd, ICFAB_IOC_WAIT_END));
+	EXPECT_EQ(-1, ioctl(self->fd, ICFAB_IOC_WAIT, &w));
+	EXPECT_EQ(ECANCELED, errno);
+	w.min = w.max = 1;
+	w.cqes = (uintptr_t)&(struct icfab_cqe){ 0 };
+	EXPECT_EQ(-1, ioctl(self->fd, ICFAB_IOC_WAIT, &w));
+	EXPECT_EQ(ETIMEDOUT, errno);
+
+	/*
+	 * Another thread's WAIT for a completion that never comes ends
+	 * with -ECANCELED, whether the end comes while it sleeps or just
+	 * before it started; not after its 20 s.
+	 */
+	ASSERT_EQ(0, pthread_create(&t, NULL, idle_wait_main, &iw));
+	usleep(100000);
+	EXPECT_EQ(0, ioctl(self->fd, ICFAB_IOC_WAIT_END));
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(ECANCELED, iw.err);
+	/* Nothing is left pending: the context WAITs as before. */
+	memset(&w, 0, sizeof(w));
+	EXPECT_EQ(0, ioctl(self->fd, ICFAB_IOC_WAIT, &w));
 }
 
 TEST_F(rx, receive_queue_rules)

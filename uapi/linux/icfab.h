@@ -258,6 +258,18 @@
  */
 #define ICFAB_F_TIMING_OFFSETS	(1ULL << 18)
 
+/*
+ * ICFAB_F_WAIT_END
+ *	ICFAB_IOC_WAIT_END ends the context's ICFAB_IOC_WAIT or
+ *	ICFAB_IOC_CQ_WAIT under way, from another thread, as its timeout
+ *	would; with none under way, the next one ends at once (see
+ *	ICFAB_IOC_WAIT_END below). For a thread that sits in a receiver's
+ *	WAIT only so that its context does not hold the engine back, and
+ *	must give the context back to its process without polling.
+ *	Preconditions: ICFAB_F_QUEUES.
+ */
+#define ICFAB_F_WAIT_END	(1ULL << 19)
+
 /* Every feature this header knows about. */
 #define ICFAB_F_ALL		(ICFAB_F_NETLINK | ICFAB_F_QUEUES | \
 				 ICFAB_F_MEMORY | ICFAB_F_URING_CMD | \
@@ -270,7 +282,7 @@
 				 ICFAB_F_MEMORY_TIERS | \
 				 ICFAB_F_CIRCUIT_OWNER | ICFAB_F_CTX_ADMIN | \
 				 ICFAB_F_ROUTE_SETS | ICFAB_F_CQ_RING | \
-				 ICFAB_F_TIMING_OFFSETS)
+				 ICFAB_F_TIMING_OFFSETS | ICFAB_F_WAIT_END)
 
 /*
  * Time modes (icfab_info.time_mode, ICFAB_A_FABRIC_TIME_MODE).
@@ -693,6 +705,16 @@ struct icfab_wait {
 };
 
 /*
+ * ICFAB_IOC_WAIT_END (ICFAB_F_WAIT_END, no argument): the ICFAB_IOC_WAIT
+ * or ICFAB_IOC_CQ_WAIT under way on this context, another thread's,
+ * ends as if its @timeout_ms had passed, but returns -ECANCELED: the
+ * context holds the engine again from the engine's time, and what came
+ * stays to be reaped. With none under way, the context's next one
+ * returns -ECANCELED at once and changes nothing; two calls before it
+ * count as one. Always returns 0. The io_uring WAIT is not ended.
+ */
+
+/*
  * Completion ring (ICFAB_F_CQ_RING).
  *
  * ICFAB_IOC_CQ_SETUP, once per context (-EBUSY after): a ring of
@@ -789,6 +811,7 @@ struct icfab_cq_wait {
 				      struct icfab_cq_setup)
 #define ICFAB_IOC_CQ_WAIT	_IOWR(ICFAB_IOC_MAGIC, 0x0c, \
 				      struct icfab_cq_wait)
+#define ICFAB_IOC_WAIT_END	_IO(ICFAB_IOC_MAGIC, 0x0d)
 
 /*
  * io_uring passthrough (ICFAB_F_URING_CMD): IORING_OP_URING_CMD with
