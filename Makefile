@@ -31,7 +31,8 @@ DEB_PACKAGES := build-essential pkg-config kmod cpio xz-utils python3 \
 	qemu-system-x86 qemu-system-common busybox-static \
 	libnl-3-dev libnl-genl-3-dev liburing-dev libbpf-dev bpftool \
 	clang libclang-rt-14-dev llvm sparse linux-source-6.1 libyaml-dev \
-	python3-numpy python3-matplotlib python3-torch libtorch-dev pybind11-dev
+	python3-numpy python3-matplotlib python3-torch libtorch-dev pybind11-dev \
+	mount
 
 CC ?= gcc
 WARN := -Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes
