@@ -52,6 +52,7 @@
 
 #include <linux/icfab.h>
 
+#include "cost.h"
 #include "internal.h"
 #include "rings.h"
 
@@ -1354,6 +1355,7 @@ void fdev_comm_destroy(struct fdev_comm *c)
 	free(c->early);
 	free(c->cycles);
 	free(c->lead);
+	fdev_paths_free(c->paths);
 	free(c->ep);
 	free(c->rkey);
 	free(c->queue);

@@ -94,6 +94,7 @@ int fdev_idle_end(struct fdev *dev);
 int fdev_sync_clock(struct fdev *dev);
 
 struct fdev_shm;
+struct fdev_paths;
 
 /*
  * Zero copy (zc.c): where a rank's send ([0]) and recv ([1]) areas of
@@ -164,7 +165,12 @@ struct fdev_comm {
 	 * where the routes could not be read. Read at the first use.
 	 */
 	uint16_t *lead;
-	int lead_tried;
+	/*
+	 * The routes between ranks and their links' costs (cost.c, read
+	 * with the leads), for "auto"; NULL where they could not be read.
+	 */
+	struct fdev_paths *paths;
+	int fabric_tried;
 	struct fdev *dev;
 	uint32_t *ep;			/* [nranks] endpoint of each rank */
 	uint32_t *queue;		/* [nlocal] */
@@ -239,6 +245,8 @@ int fdev_plan_run(struct fdev_comm *c, const struct fdev_plan *p);
 int fdev_comm_interleave(struct fdev_comm *c, struct fdev_plan *p);
 /* The communicator's route leads, read at the first call, or NULL. */
 const uint16_t *fdev_comm_leads(struct fdev_comm *c);
+/* Its paths for "auto" (cost.h), read with the leads, or NULL. */
+const struct fdev_paths *fdev_comm_paths(struct fdev_comm *c);
 /* Local data staging into / out of the workspace of local rank @l. */
 void *fdev_ws_addr(struct fdev_comm *c, unsigned int l, uint64_t off);
 int fdev_comm_timing_only(const struct fdev_comm *c);

@@ -14,6 +14,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <icfab/topo.h>
+
+#include "cost.h"
 #include "fabricdev.h"
 #include "fabricdev_test.h"
 #include "moe.h"
@@ -1875,6 +1878,125 @@ static void test_closed_forms(void)
 	   "direct all-to-all closed form");
 }
 
+/*
+ * Eight endpoints at 100 GB/s: around one switch (@star), or in a
+ * cycle, each to the next and back; @lat_ps per link, 4 KiB segments.
+ */
+static struct topo *cost_topo(int star, uint64_t lat_ps)
+{
+	struct topo_link_spec l = { .bandwidth = 100000000000ULL,
+				    .latency_ps = lat_ps };
+	struct topo *t = topo_new();
+	struct topo_defaults d;
+	struct topo_src src = { 0 };
+	struct topo_err err;
+	char name[16];
+	int bad = !t;
+
+	topo_defaults_init(&d);
+	for (unsigned int i = 0; !bad && i < 8; i++) {
+		snprintf(name, sizeof(name), "e%u", i);
+		bad = topo_add_node(t, name, ICFAB_NODE_ENDPOINT, &d, &src,
+				    &err) < 0;
+	}
+	if (!bad && star)
+		bad = topo_add_node(t, "sw", ICFAB_NODE_SWITCH, &d, &src,
+				    &err) < 0;
+	for (unsigned int i = 0; !bad && i < 8; i++)
+		bad = topo_connect(t, i, star ? 8 : (i + 1) % 8, &l, &src,
+				   &err) < 0;
+	if (!bad) {
+		t->segment_size = 4096;
+		bad = topo_route(t, &err) < 0;
+	}
+	if (bad && t) {
+		topo_free(t);
+		t = NULL;
+	}
+	return t;
+}
+
+static uint64_t ar_cost(const struct fdev_paths *m, int algo, uint64_t bytes)
+{
+	struct fdev_coll_layout lo;
+	struct fdev_plan p;
+	uint64_t c = 0;
+
+	fdev_plan_init(&p);
+	if (!fdev_plan_all_reduce(&p, 8, bytes / 4, FDEV_F32, algo, 4, &lo))
+		c = fdev_plan_cost_ps(m, &p);
+	fdev_plan_free(&p);
+	return c;
+}
+
+/*
+ * cost.c, what "auto" chooses by: a transfer alone costs its route's
+ * latencies, its bytes over the link and a segment per hop after the
+ * first; links a step shares add up, steps follow each other. Then the
+ * all-reduce on a switch (direct: one step each way, where the ring
+ * takes 14) and on a cycle, where the ring's neighbour hops win for
+ * large messages on short links and direct's single round trip wins
+ * when every hop is long.
+ */
+static void test_cost(void)
+{
+	static const uint32_t ep[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+	struct topo *star = cost_topo(1, 100000), *cyc = cost_topo(0, 10000);
+	struct topo *slow = cost_topo(0, 100000000);
+	struct fdev_paths *ms = NULL, *mc = NULL, *ml = NULL;
+	struct fdev_plan p;
+	uint64_t one, two, ring, direct;
+
+	ok(star && cyc && slow &&
+	   !fdev_paths_build(star, ep, 8, &ms) &&
+	   !fdev_paths_build(cyc, ep, 8, &mc) &&
+	   !fdev_paths_build(slow, ep, 8, &ml), "cost: paths over the routes");
+	if (!ms || !mc || !ml)
+		goto out;
+	fdev_plan_init(&p);
+	fdev_plan_xfer(&p, 0, 0, 1, 0, 0, 1 << 20);
+	fdev_plan_finish(&p);
+	one = fdev_plan_cost_ps(ms, &p);
+	fdev_plan_xfer(&p, 0, 2, 1, 0, 0, 1 << 20);
+	fdev_plan_xfer(&p, 1, 3, 4, 0, 0, 1 << 20);
+	fdev_plan_finish(&p);
+	two = fdev_plan_cost_ps(ms, &p);
+	fdev_plan_free(&p);
+	/* 2 x 100 ns, 1 MiB at 10 ps a byte, one 4 KiB segment more */
+	ok(one == 200000 + 10485760 + 40960,
+	   "cost: one transfer over two hops %" PRIu64 " ps", one);
+	ok(two == 2 * 10485760 + (one - 10485760) + one,
+	   "cost: two into one link take twice as long, the next step after (%" PRIu64 " ps)",
+	   two);
+	ring = ar_cost(ms, FDEV_ALGO_RING, 1 << 20);
+	direct = ar_cost(ms, FDEV_ALGO_DIRECT, 1 << 20);
+	ok(direct && direct < ring,
+	   "cost: one switch, all-reduce 1 MiB: direct %" PRIu64 " < ring %" PRIu64,
+	   direct, ring);
+	ring = ar_cost(mc, FDEV_ALGO_RING, 16 << 20);
+	direct = ar_cost(mc, FDEV_ALGO_DIRECT, 16 << 20);
+	ok(ring && ring < direct,
+	   "cost: a cycle of 10 ns links, all-reduce 16 MiB: ring %" PRIu64 " < direct %" PRIu64,
+	   ring, direct);
+	ring = ar_cost(ml, FDEV_ALGO_RING, 16 << 20);
+	direct = ar_cost(ml, FDEV_ALGO_DIRECT, 16 << 20);
+	ok(direct && direct < ring,
+	   "cost: a cycle of 100 us links: direct %" PRIu64 " < ring %" PRIu64,
+	   direct, ring);
+	fdev_plan_init(&p);
+	fdev_plan_mcast(&p, 0, 0, 8, 0, 0, 4096);
+	fdev_plan_finish(&p);
+	ok(fdev_plan_cost_ps(ms, &p) == UINT64_MAX, "cost: a multicast has none");
+	fdev_plan_free(&p);
+out:
+	fdev_paths_free(ms);
+	fdev_paths_free(mc);
+	fdev_paths_free(ml);
+	topo_free(star);
+	topo_free(cyc);
+	topo_free(slow);
+}
+
 int main(int argc, char **argv)
 {
 	/* Line by line, so a run killed by a timeout still shows how far it got. */
@@ -1904,5 +2026,6 @@ int main(int argc, char **argv)
 	test_many_ranks();
 	test_zc();
 	test_closed_forms();
+	test_cost();
 	return done();
 }

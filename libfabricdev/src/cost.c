@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * What a plan costs on the fabric's links, for "auto" (coll.c): an
+ * estimate from the routes and the links' bandwidths and latencies, not
+ * a run. Each step of a plan starts when the one before it has ended,
+ * so a plan costs the sum of its steps; a step costs what its busiest
+ * link needs to carry the step's bytes over it (every transfer loads
+ * every link of its route), plus the largest fixed cost of one of its
+ * routes: the links' latencies and message overheads, and a segment's
+ * store-and-forward at every hop after the first. That is the fabric's
+ * own arithmetic for one transfer alone on its route, and a link shared
+ * by k transfers takes k times as long; what it leaves out (DMA engines,
+ * how a step's transfers overlap unevenly) every algorithm shares, so
+ * the estimate ranks algorithms more reliably than it times them.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include <icfab/topo.h>
+
+#include "cost.h"
+#include "plan.h"
+
+void fdev_paths_free(struct fdev_paths *m)
+{
+	if (!m)
+		return;
+	free(m->ps_per_byte);
+	free(m->fixed_ps);
+	free(m->off);
+	free(m->link);
+	free(m);
+}
+
+static int link_cost(const struct topo_link *l, double *ps_per_byte,
+		     uint64_t *fixed_ps)
+{
+	double bw = (double)l->bandwidth;
+
+	if (!l->bandwidth)
+		return -ELOOP;
+	if (l->eff_permille)
+		bw = bw * l->eff_permille / 1000;
+	if (l->state == ICFAB_LINK_DEGRADED && l->bw_permille)
+		bw = bw * l->bw_permille / 1000;
+	*ps_per_byte = 1e12 / bw;
+	*fixed_ps = l->latency_ps + l->msg_overhead_ps;
+	return 0;
+}
+
+/* Append node @src's route to node @dst to m->link at @len. */
+static int add_path(const struct topo *t, struct fdev_paths *m, uint32_t src,
+		    uint32_t dst, size_t *len, size_t *cap)
+{
+	uint32_t u = src, hops = 0;
+
+	if (src >= t->nr_nodes || dst >= t->nr_nodes)
+		return -ELOOP;
+	while (u != dst) {
+		uint16_t port = t->routes[(size_t)u * t->nr_nodes + dst];
+		int l = topo_port_link(t, u, port);
+
+		if (l < 0)
+			return port == ICFAB_ROUTE_NONE ? -ELOOP : -ENOENT;
+		if (hops++ > t->nr_links ||
+		    t->links[l].state == ICFAB_LINK_DOWN)
+			return -ELOOP;
+		if (*len == *cap) {
+			size_t c = *cap ? 2 * *cap : 1024;
+			uint32_t *v = realloc(m->link, c * sizeof(*v));
+
+			if (!v)
+				return -ENOMEM;
+			m->link = v;
+			*cap = c;
+		}
+		m->link[(*len)++] = (uint32_t)l;
+		u = t->links[l].dst_node;
+	}
+	return 0;
+}
+
+int fdev_paths_build(const struct topo *t, const uint32_t *ep, uint32_t n,
+		     struct fdev_paths **out)
+{
+	struct fdev_paths *m;
+	size_t len = 0, cap = 0;
+	int err = -ENOMEM;
+
+	*out = NULL;
+	if (!t->routes)
+		return -ENOENT;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->n = n;
+	m->nr_links = t->nr_links;
+	m->seg = t->segment_size;
+	m->ps_per_byte = calloc(t->nr_links + 1, sizeof(*m->ps_per_byte));
+	m->fixed_ps = calloc(t->nr_links + 1, sizeof(*m->fixed_ps));
+	m->off = calloc((size_t)n * n + 1, sizeof(*m->off));
+	if (!m->ps_per_byte || !m->fixed_ps || !m->off)
+		goto fail;
+	for (uint32_t l = 0; l < t->nr_links; l++) {
+		/* a route over a link that is down fails in add_path() */
+		if (t->links[l].state == ICFAB_LINK_DOWN)
+			continue;
+		err = link_cost(&t->links[l], &m->ps_per_byte[l],
+				&m->fixed_ps[l]);
+		if (err)
+			goto fail;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		for (uint32_t j = 0; j < n; j++) {
+			m->off[(size_t)i * n + j] = (uint32_t)len;
+			err = i == j ? 0 : add_path(t, m, ep[i], ep[j], &len,
+						    &cap);
+			if (err)
+				goto fail;
+			if (len > UINT32_MAX) {
+				err = -ENOMEM;
+				goto fail;
+			}
+		}
+	m->off[(size_t)n * n] = (uint32_t)len;
+	*out = m;
+	return 0;
+fail:
+	fdev_paths_free(m);
+	return err;
+}
+
+/* The step's cost, and its links' loads back to zero. */
+static double step_end(double *load, const struct fdev_paths *m,
+		       uint32_t *touched, size_t *nt, double fixed)
+{
+	double busiest = 0;
+
+	for (size_t i = 0; i < *nt; i++) {
+		double v = load[touched[i]] * m->ps_per_byte[touched[i]];
+
+		if (v > busiest)
+			busiest = v;
+		load[touched[i]] = 0;
+	}
+	*nt = 0;
+	return busiest + fixed;
+}
+
+uint64_t fdev_plan_cost_ps(const struct fdev_paths *m,
+			   const struct fdev_plan *p)
+{
+	double *load = calloc(m->nr_links + 1, sizeof(*load));
+	uint32_t *touched = calloc(m->nr_links + 1, sizeof(*touched));
+	double total = 0, fixed = 0;
+	uint64_t ret = UINT64_MAX;
+	size_t nt = 0;
+
+	if (!load || !touched)
+		goto out;
+	for (size_t i = 0; i < p->nx; i++) {
+		const struct fdev_xfer *x = &p->x[i];
+		size_t q = (size_t)x->src * m->n + x->dst;
+		double f = 0, slowest = 0;
+		uint32_t a, b;
+
+		if (x->src >= m->n || x->dst >= m->n)
+			goto out;	/* multicast, or not this communicator's */
+		if (i && x->step != p->x[i - 1].step) {
+			total += step_end(load, m, touched, &nt, fixed);
+			fixed = 0;
+		}
+		a = m->off[q];
+		b = m->off[q + 1];
+		for (uint32_t k = a; k < b; k++) {
+			uint32_t l = m->link[k];
+
+			if (!load[l])
+				touched[nt++] = l;
+			/* a zero-length transfer still holds its route */
+			load[l] += x->len ? (double)x->len : 1e-9;
+			f += (double)m->fixed_ps[l];
+			if (m->ps_per_byte[l] > slowest)
+				slowest = m->ps_per_byte[l];
+		}
+		if (b - a > 1)
+			f += (double)(b - a - 1) * slowest *
+			     (double)(x->len < m->seg ? x->len : m->seg);
+		if (f > fixed)
+			fixed = f;
+	}
+	total += step_end(load, m, touched, &nt, fixed);
+	ret = total >= 1.8e19 ? UINT64_MAX - 1 : (uint64_t)total;
+out:
+	free(load);
+	free(touched);
+	return ret;
+}
