@@ -291,11 +291,17 @@ enum fdev_algo {
 	FDEV_ALGO_DIRECT = 3, FDEV_ALGO_HIER = 4,
 	/*
 	 * All-reduce, reduce-scatter, all-gather over edge-disjoint rings
-	 * of the cables fdev_comm_set_links() gave; "auto" takes it when
-	 * there are any. -EOPNOTSUPP without them.
+	 * of the cables fdev_comm_set_links() gave. -EOPNOTSUPP without
+	 * them.
 	 */
 	FDEV_ALGO_RINGS = 5,
 };
+
+/*
+ * What the communicator's last collective ran: "auto" chooses by the
+ * cost of each algorithm's plan on the fabric's routes (fdev_coll(3)).
+ */
+enum fdev_algo fdev_comm_last_algo(const struct fdev_comm *c);
 
 /*
  * Buffers hold the data of this process's local ranks back to back

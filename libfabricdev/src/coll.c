@@ -14,8 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost.h"
 #include "internal.h"
 #include "rings.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 void fdev_comm_plan_init(const struct fdev_comm *c, struct fdev_plan *p)
 {
@@ -742,6 +745,127 @@ static int check(struct fdev_comm *c, enum fdev_dtype dt)
 	return any_failed(c);
 }
 
+enum coll_op { COLL_AR, COLL_RS, COLL_AG, COLL_A2A, COLL_BC };
+
+/*
+ * @op's plan with @algo: FDEV_ALGO_RINGS over the communicator's rings
+ * (and auto too, where it has some), the others by the plan builders.
+ */
+static int coll_plan(const struct fdev_comm *c, struct fdev_plan *p,
+		     enum coll_op op, size_t count, enum fdev_dtype dt,
+		     unsigned int root, enum fdev_algo algo,
+		     struct fdev_coll_layout *lo)
+{
+	uint64_t bytes = count * fdev_dtype_size(dt);
+	unsigned int n = c->nranks;
+	int rings = op <= COLL_AG && rings_algo(c, &algo);
+
+	switch (op) {
+	case COLL_AR:
+		return rings ? fdev_plan_rings_all_reduce(p, n, count, dt,
+							  c->cycles, c->nrings, lo) :
+		       fdev_plan_all_reduce(p, n, count, dt, algo,
+					    c->node_size, lo);
+	case COLL_RS:
+		return rings ? fdev_plan_rings_reduce_scatter(p, n, count, dt,
+							      c->cycles, c->nrings, lo) :
+		       fdev_plan_reduce_scatter(p, n, count, dt, algo, lo);
+	case COLL_AG:
+		return rings ? fdev_plan_rings_all_gather(p, n, bytes,
+							  c->cycles, c->nrings, lo) :
+		       fdev_plan_all_gather(p, n, bytes, algo, lo);
+	case COLL_A2A:
+		return fdev_plan_all_to_all(p, n, bytes, algo, c->node_size,
+					    lo);
+	case COLL_BC:
+		return fdev_plan_broadcast(p, n, bytes, root, algo, lo);
+	}
+	return -EINVAL;
+}
+
+/* What auto runs without a cost: fdev_coll(3)'s rule. */
+static enum fdev_algo auto_rule(const struct fdev_comm *c, enum coll_op op)
+{
+	switch (op) {
+	case COLL_A2A:
+		return FDEV_ALGO_DIRECT;
+	case COLL_BC:
+		return FDEV_ALGO_TREE;
+	default:
+		return c->nrings >= 2 ? FDEV_ALGO_RINGS : FDEV_ALGO_RING;
+	}
+}
+
+/*
+ * "auto": the algorithm whose plan costs least on this fabric's routes
+ * and links (cost.c), among those the operation and the communicator
+ * have (and, with memory, whose workspace fits). Every process of a
+ * communicator reads the same fabric and builds the same plans, so all
+ * choose alike. The rule's choice is costed first and kept on a tie;
+ * the rule decides alone where the fabric could not be read (no
+ * device, more than 256 ranks, multipath routes) or FDEV_AUTO=rule is
+ * in the environment. Remembered per (op, bytes, root).
+ */
+static enum fdev_algo choose(struct fdev_comm *c, enum coll_op op,
+			     size_t count, enum fdev_dtype dt,
+			     unsigned int root, enum fdev_algo algo)
+{
+	static const enum fdev_algo cand[] = {
+		FDEV_ALGO_RINGS, FDEV_ALGO_RING, FDEV_ALGO_DIRECT,
+		FDEV_ALGO_TREE, FDEV_ALGO_HIER,
+	};
+	enum fdev_algo rule = auto_rule(c, op), best = rule;
+	uint64_t bytes = count * fdev_dtype_size(dt), best_cost = UINT64_MAX;
+	const struct fdev_paths *m;
+	const char *env;
+
+	c->last_algo = algo == FDEV_ALGO_AUTO ? rule : algo;
+	if (algo != FDEV_ALGO_AUTO)
+		return algo;
+	env = getenv("FDEV_AUTO");
+	if (env && !strcmp(env, "rule"))
+		return FDEV_ALGO_AUTO;
+	m = fdev_comm_paths(c);
+	if (!m)
+		return FDEV_ALGO_AUTO;
+	for (unsigned int i = 0; i < ARRAY_SIZE(c->auto_memo); i++) {
+		const struct fdev_auto_memo *e = &c->auto_memo[i];
+
+		if (e->algo && e->op == op && e->bytes == bytes &&
+		    e->root == root) {
+			c->last_algo = e->algo;
+			return e->algo;
+		}
+	}
+	for (int i = -1; i < (int)ARRAY_SIZE(cand); i++) {
+		enum fdev_algo a = i < 0 ? rule : cand[i];
+		struct fdev_coll_layout lo;
+		struct fdev_plan p;
+		uint64_t cost;
+		int err;
+
+		if ((i >= 0 && a == rule) ||
+		    (a == FDEV_ALGO_RINGS && c->nrings < 2))
+			continue;
+		/* Every rank's transfers, whichever ranks this process runs. */
+		fdev_plan_init(&p);
+		err = coll_plan(c, &p, op, count, dt, root, a, &lo);
+		if (!err && !fdev_comm_timing_only(c) && p.ws_need > c->ws_bytes)
+			err = -EMSGSIZE;
+		cost = err ? UINT64_MAX : fdev_plan_cost_ps(m, &p);
+		fdev_plan_free(&p);
+		if (cost < best_cost) {
+			best_cost = cost;
+			best = a;
+		}
+	}
+	c->auto_memo[c->auto_next] = (struct fdev_auto_memo){
+		.bytes = bytes, .op = op, .root = root, .algo = best };
+	c->auto_next = (c->auto_next + 1) % ARRAY_SIZE(c->auto_memo);
+	c->last_algo = best;
+	return best;
+}
+
 static int all_to_all(struct fdev_comm *c, const void *send, void *recv,
 		      size_t count, enum fdev_dtype dt, enum fdev_algo algo)
 {
@@ -751,9 +875,9 @@ static int all_to_all(struct fdev_comm *c, const void *send, void *recv,
 
 	if (err)
 		return err;
+	algo = choose(c, COLL_A2A, count, dt, 0, algo);
 	fdev_comm_plan_init(c, &p);
-	err = fdev_plan_all_to_all(&p, c->nranks, count * fdev_dtype_size(dt),
-				   algo, c->node_size, &lo);
+	err = coll_plan(c, &p, COLL_A2A, count, dt, 0, algo, &lo);
 	if (!err && (algo == FDEV_ALGO_AUTO || algo == FDEV_ALGO_DIRECT))
 		err = fdev_comm_interleave(c, &p);
 	return run_coll_zc(c, &p, err, &lo, send, recv, NULL, NULL, RUN_ZC);
@@ -864,6 +988,7 @@ static int all_to_all_v(struct fdev_comm *c, const void *send,
 				tot[l] += m[(c->first + l) * n + s];
 				tot[c->nlocal + l] += m[s * n + c->first + l];
 			}
+		c->last_algo = algo == FDEV_ALGO_AUTO ? FDEV_ALGO_DIRECT : algo;
 		fdev_comm_plan_init(c, &p);
 		err = fdev_plan_all_to_all_v(&p, c->nranks, m, algo, &lo);
 		if (!err && algo != FDEV_ALGO_RING)
@@ -891,13 +1016,9 @@ static int all_reduce(struct fdev_comm *c, const void *send, void *recv,
 
 	if (err)
 		return err;
+	algo = choose(c, COLL_AR, count, dt, 0, algo);
 	fdev_comm_plan_init(c, &p);
-	if (rings_algo(c, &algo))
-		err = fdev_plan_rings_all_reduce(&p, c->nranks, count, dt,
-						 c->cycles, c->nrings, &lo);
-	else
-		err = fdev_plan_all_reduce(&p, c->nranks, count, dt, algo,
-					   c->node_size, &lo);
+	err = coll_plan(c, &p, COLL_AR, count, dt, 0, algo, &lo);
 	return run_coll_zc(c, &p, err, &lo, send, recv, NULL, NULL,
 			   RUN_ZC | RUN_ALIAS);
 }
@@ -911,13 +1032,9 @@ static int reduce_scatter(struct fdev_comm *c, const void *send,
 
 	if (err)
 		return err;
+	algo = choose(c, COLL_RS, count, dt, 0, algo);
 	fdev_comm_plan_init(c, &p);
-	if (rings_algo(c, &algo))
-		err = fdev_plan_rings_reduce_scatter(&p, c->nranks, count, dt,
-						     c->cycles, c->nrings, &lo);
-	else
-		err = fdev_plan_reduce_scatter(&p, c->nranks, count, dt, algo,
-					       &lo);
+	err = coll_plan(c, &p, COLL_RS, count, dt, 0, algo, &lo);
 	return run_coll_zc(c, &p, err, &lo, send, recv, NULL, NULL, RUN_ZC);
 }
 
@@ -930,15 +1047,9 @@ static int all_gather(struct fdev_comm *c, const void *send, void *recv,
 
 	if (err)
 		return err;
+	algo = choose(c, COLL_AG, count, dt, 0, algo);
 	fdev_comm_plan_init(c, &p);
-	if (rings_algo(c, &algo))
-		err = fdev_plan_rings_all_gather(&p, c->nranks,
-						 count * fdev_dtype_size(dt),
-						 c->cycles, c->nrings, &lo);
-	else
-		err = fdev_plan_all_gather(&p, c->nranks,
-					   count * fdev_dtype_size(dt), algo,
-					   &lo);
+	err = coll_plan(c, &p, COLL_AG, count, dt, 0, algo, &lo);
 	return run_coll_zc(c, &p, err, &lo, send, recv, NULL, NULL, RUN_ZC);
 }
 
@@ -954,15 +1065,21 @@ static int broadcast(struct fdev_comm *c, const void *send, void *recv,
 		return err;
 	if (root < 0 || (unsigned int)root >= c->nranks)
 		return -EINVAL;
+	algo = choose(c, COLL_BC, count, dt, (unsigned int)root, algo);
 	fdev_comm_plan_init(c, &p);
-	err = fdev_plan_broadcast(&p, c->nranks, count * fdev_dtype_size(dt),
-				  (unsigned int)root, algo, &lo);
+	err = coll_plan(c, &p, COLL_BC, count, dt, (unsigned int)root, algo,
+			&lo);
 	/*
 	 * Only the root's send buffer is read; others may pass recv. Send
 	 * may be recv (in place): the root's copy onto itself is skipped.
 	 */
 	return run_coll_zc(c, &p, err, &lo, send ? send : recv, recv, NULL,
 			   NULL, RUN_ZC | RUN_ALIAS);
+}
+
+enum fdev_algo fdev_comm_last_algo(const struct fdev_comm *c)
+{
+	return c ? c->last_algo : FDEV_ALGO_AUTO;
 }
 
 /* The public calls: each one operation in the trace (trace.c). */

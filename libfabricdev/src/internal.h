@@ -171,6 +171,17 @@ struct fdev_comm {
 	 */
 	struct fdev_paths *paths;
 	int fabric_tried;
+	/*
+	 * What "auto" chose lately (coll.c): by operation, bytes and root,
+	 * so that a training loop's same collective is costed once.
+	 */
+	struct fdev_auto_memo {
+		uint64_t bytes;
+		uint32_t op, root;
+		int algo;
+	} auto_memo[8];
+	unsigned int auto_next;
+	enum fdev_algo last_algo;	/* what the last collective ran */
 	struct fdev *dev;
 	uint32_t *ep;			/* [nranks] endpoint of each rank */
 	uint32_t *queue;		/* [nlocal] */

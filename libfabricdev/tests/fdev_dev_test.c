@@ -338,14 +338,21 @@ static int test_cap(unsigned int n, unsigned int cap)
 	return done();
 }
 
+static const char *const algo_names[] = {
+	"auto", "ring", "tree", "direct", "hier", "rings",
+};
+
 static int algo_of(const char *s)
 {
-	const char *names[] = { "auto", "ring", "tree", "direct", "hier" };
-
 	for (int i = 0; i < 5; i++)
-		if (!strcmp(s, names[i]))
+		if (!strcmp(s, algo_names[i]))
 			return i;
 	return -1;
+}
+
+static const char *algo_name(enum fdev_algo a)
+{
+	return (unsigned int)a < 6 ? algo_names[a] : "?";
 }
 
 /*
@@ -868,9 +875,10 @@ static int rings_cmd(int argc, char **argv)
 	       !err && !bad ? "ok" : "not ok", op, argv[6], n, nr, err, bad);
 	/* every rank sends (n-1) blocks per phase, n of them per all-reduce */
 	sent = (uint64_t)n * (n - 1) * cnt * 4 * (ar ? 2 : 1);
-	printf("{\"op\":\"%s\",\"algo\":\"%s\",\"ranks\":%u,\"rings\":%d,"
-	       "\"time_ps\":%" PRIu64 ",\"sent_bytes\":%" PRIu64 "}\n", op,
-	       argv[6], n, nr, fdev_comm_last_ps(c), sent);
+	printf("{\"op\":\"%s\",\"algo\":\"%s\",\"ran\":\"%s\",\"ranks\":%u,"
+	       "\"rings\":%d,\"time_ps\":%" PRIu64 ",\"sent_bytes\":%" PRIu64 "}\n",
+	       op, argv[6], algo_name(fdev_comm_last_algo(c)), n, nr,
+	       fdev_comm_last_ps(c), sent);
 	fdev_comm_destroy(c);
 	free(x);
 	free(y);
@@ -898,8 +906,9 @@ int main(int argc, char **argv)
 			fprintf(stderr, "fdev_dev_test: %s\n", strerror(-err));
 			return 1;
 		}
-		printf("{\"op\":\"%s\",\"algo\":\"%s\",\"ranks\":%u,\"bytes\":%" PRIu64
-		       ",\"time_ps\":%" PRIu64 "}\n", argv[2], argv[3], n, bytes,
+		printf("{\"op\":\"%s\",\"algo\":\"%s\",\"ran\":\"%s\",\"ranks\":%u,"
+		       "\"bytes\":%" PRIu64 ",\"time_ps\":%" PRIu64 "}\n", argv[2],
+		       argv[3], algo_name(fdev_comm_last_algo(c)), n, bytes,
 		       fdev_comm_last_ps(c));
 		fdev_comm_destroy(c);
 		return 0;

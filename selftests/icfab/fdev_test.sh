@@ -44,11 +44,13 @@
 #    throughput's element by element (one process driving 8 ranks, and 4
 #    independent processes, through the proxy), the sources' links carry each leaving token
 #    once (timing only, 8 ranks), and no circuit is left afterwards;
+#  - "auto" runs the fastest of the algorithms on dgx-h100 (8 ranks,
+#    1 MiB, every collective);
 #  - rings (FDEV_ALGO_RINGS, and auto given the cables) on SuperMesh Bi,
 #    Alter and the plain 4x4 mesh, 16 ranks: all-reduce, reduce-scatter
 #    and all-gather element by element (device memory), every byte once
 #    on the senders' ports, the router-to-router cables and the
-#    receivers' ports (icfabctl stats);
+#    receivers' ports (icfabctl stats); auto no slower than the rings;
 #  - processes without a proxy, repeating to the picosecond:
 #    notify_test.sh.
 
@@ -166,6 +168,20 @@ def t(a):
     return json.loads(subprocess.check_output(['$t', 'coll', 'allreduce', a, '8', '8388608'], stderr=subprocess.DEVNULL))['time_ps']
 print('# ring %d ps, tree %d ps, direct %d ps' % (t('ring'), t('tree'), t('direct')))
 sys.exit(0 if t('tree') > t('ring') else 1)"
+# "auto" costs every algorithm's plan on the fabric's routes and runs
+# the cheapest (fdev_coll(3)): on one switch, 1 MiB, that is the fastest
+# one here (the rule's ring is 3x slower than direct for the all-reduce).
+for op in allreduce reducescatter allgather alltoall broadcast; do
+	check "auto $op of 1 MiB runs the fastest algorithm" python3 -c "
+import json, subprocess, sys
+def run(a):
+    out = subprocess.run(['$t', 'coll', '$op', a, '8', '1048576', '4'], capture_output=True, text=True)
+    return json.loads(out.stdout) if out.returncode == 0 else None
+times = {a: r['time_ps'] for a in ('ring', 'tree', 'direct', 'hier') for r in [run(a)] if r}
+auto = run('auto')
+print('# $op: auto ran %s, %d ps; %s' % (auto['ran'], auto['time_ps'], ', '.join('%s %d' % kv for kv in sorted(times.items()))))
+sys.exit(0 if auto['ran'] in times and auto['time_ps'] == times[auto['ran']] == min(times.values()) else 1)"
+done
 
 # Independently started processes: 8 of them, one rank each.
 mp() {	# mp JOB OP ALGO BYTES REPEAT
@@ -328,6 +344,16 @@ ringrun() {	# ringrun NAME OP ALGO: stats reset, the run, the stats
 	timeout 300 "$t" rings "$tmp/$rtopo.links" 16 $rcnt $2 $3 $rdata > "$tmp/r.$1" 2> "$tmp/r.$1.err" &&
 	"$icfabctl" -j stats > "$tmp/rs.$1"
 }
+ringauto() {	# ringauto OP: auto no slower than the rings; their bytes if it ran them
+	python3 - "$tmp/r.$rtopo.$1.auto" "$tmp/r.$rtopo.$1.rings" <<'PY' || return 1
+import json, sys
+a, r = (json.loads([l for l in open(f) if l.startswith("{")][0]) for f in sys.argv[1:3])
+print("# auto ran %s: %d ps, rings %d ps" % (a["ran"], a["time_ps"], r["time_ps"]))
+sys.exit(0 if a["time_ps"] <= r["time_ps"] else 1)
+PY
+	grep -q '"ran":"rings"' "$tmp/r.$rtopo.$1.auto" || return 0
+	ringbytes "$rtopo.$1.auto"
+}
 ringbytes() {	# ringbytes NAME: every byte once per hop class
 	python3 - "$tmp/$rtopo.json" "$tmp/r.$1" "$tmp/rs.$1" <<'PY'
 import json, sys
@@ -369,8 +395,11 @@ YAML
 		for algo in rings auto; do
 			check "$rtopo: $op $algo over the rings${rdata:+ (timing only)}" ringrun $rtopo.$op.$algo $op $algo
 			sed 's/^/# /' "$tmp/r.$rtopo.$op.$algo"
-			check "$rtopo: $op $algo: every byte once up, across, down" ringbytes $rtopo.$op.$algo
 		done
+		check "$rtopo: $op rings: every byte once up, across, down" ringbytes $rtopo.$op.rings
+		# auto runs the rings where they cost least, else something
+		# faster still (at $rcnt elements, direct's single step)
+		check "$rtopo: $op auto: no slower than the rings, their bytes if it ran them" ringauto $op
 	done
 done
 check "dgx-h100 applied after the rings" sh -c "'$icfabd' --apply --preset dgx-h100 > /dev/null"

@@ -26,10 +26,10 @@
  * topology cannot run (rings without a ring through every rank over
  * LINKS), prints its JSON line with "error" (-errno) and "errname"
  * instead of a time, and is left out of the table; any other error ends
- * the run. An auto line says, in "auto_is", which algorithm auto runs by
- * libfabricdev's rule (fdev_coll(3)): rings for all-reduce,
- * reduce-scatter and all-gather when fdev_comm_set_links() found rings,
- * else ring; direct for the all-to-all; tree for the broadcast. SIZES
+ * the run. An auto line says, in "auto_is", which algorithm auto ran
+ * (fdev_comm_last_algo(): the plan that costs least on the fabric's
+ * routes, fdev_coll(3); FDEV_AUTO=rule in the environment for the rule
+ * instead). SIZES
  * default 64,1024,16384 KiB. Ranks 0..RANKS-1 are endpoints
  * 0..RANKS-1. LINKS: the cables between ranks, "a b" per line, for
  * fdev_comm_set_links() (rings, and what auto chooses). -g: ranks per
@@ -154,24 +154,19 @@ static void table(unsigned int n, uint64_t bw)
 	}
 }
 
-/* What auto runs for @op, by libfabricdev's rule (the header says it). */
-static const char *auto_is(enum op op, int nrings)
+/* The name of what the communicator's last collective ran. */
+static const char *ran(const struct fdev_comm *c)
 {
-	switch (op) {
-	case OP_AR:
-	case OP_RS:
-	case OP_AG:
-		return nrings >= 2 ? "rings" : "ring";
-	case OP_A2A:
-		return "direct";
-	default:
-		return "tree";
-	}
+	enum fdev_algo a = fdev_comm_last_algo(c);
+
+	for (unsigned int i = 0; i < NR_ALGOS; i++)
+		if (algos[i].algo == a)
+			return algos[i].name;
+	return "?";
 }
 
 static int bench(struct fdev_comm *c, unsigned int n, uint64_t S,
-		 uint64_t bw, unsigned int ops, unsigned int algo_mask,
-		 int nrings)
+		 uint64_t bw, unsigned int ops, unsigned int algo_mask)
 {
 	for (unsigned int o = 0; o < NR_OPS; o++)
 		for (unsigned int a = 0; a < NR_ALGOS; a++) {
@@ -209,7 +204,7 @@ static int bench(struct fdev_comm *c, unsigned int n, uint64_t S,
 			       (unsigned long long)S, (unsigned long long)ps,
 			       bound, bound / ps);
 			if (algos[a].algo == FDEV_ALGO_AUTO)
-				printf(", \"auto_is\": \"%s\"", auto_is(o, nrings));
+				printf(", \"auto_is\": \"%s\"", ran(c));
 			printf("}\n");
 			fflush(stdout);
 			if (nrows < sizeof(rows) / sizeof(rows[0]))
@@ -250,7 +245,7 @@ int main(int argc, char **argv)
 	unsigned int n = 0, ops = (1U << NR_OPS) - 1;
 	/* hier only when asked for: it needs nodes (-g) to mean anything */
 	unsigned int algo_mask = ((1U << NR_ALGOS) - 1) & ~(1U << (NR_ALGOS - 1));
-	int nrings = 0, g = 0;
+	int g = 0;
 	char sizes[128] = "64,1024,16384", *tok, *save = NULL;
 	struct fdev_comm *c = NULL;
 	uint64_t bw = 0;
@@ -296,7 +291,6 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		printf("# %s: %d rings\n", links, err);
-		nrings = err;
 		err = 0;
 	}
 	if (g) {
@@ -319,7 +313,7 @@ int main(int argc, char **argv)
 			err = -EINVAL;
 			break;
 		}
-		err = bench(c, n, S, bw, ops, algo_mask, nrings);
+		err = bench(c, n, S, bw, ops, algo_mask);
 	}
 	fdev_comm_destroy(c);
 	if (!err)
