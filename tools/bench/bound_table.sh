@@ -7,7 +7,12 @@
 # Run it in the test VM:
 #
 #	tools/vm/run -k 6.12 --no-debug -t 2400 --out DIR -- \
-#		tools/bench/bound_table.sh [-p PRESETS] [-T TOKENS] [-o DIR [-n]]
+#		tools/bench/bound_table.sh [-A] [-p PRESETS] [-T TOKENS] [-o DIR [-n]]
+#
+# With -A, collectives only, and coll_bench once more with FDEV_AUTO=rule
+# (auto by libfabricdev's fixed rule, no costing): the report adds what
+# auto runs by cost against the rule and the fastest algorithm, side by
+# side from the same run (fdev_coll(3), "AUTO").
 #
 # and print the table again, from what a run left in DIR, anywhere (-n
 # leaves it to that: the bounds of tpu-v4-pod's 4096 chips take a while
@@ -54,14 +59,16 @@ T=256
 DIR=
 REPORT=
 TABLE=1
-while getopts p:T:o:r:n opt; do
+AUTO=
+while getopts Ap:T:o:r:n opt; do
 	case $opt in
+	A) AUTO=1 ;;
 	p) PRESETS=$OPTARG ;;
 	T) T=$OPTARG ;;
 	o) DIR=$OPTARG ;;
 	r) REPORT=$OPTARG ;;
 	n) TABLE= ;;
-	*) echo "usage: bound_table.sh [-p PRESETS] [-T TOKENS] [-o DIR [-n]] | -r DIR" >&2
+	*) echo "usage: bound_table.sh [-A] [-p PRESETS] [-T TOKENS] [-o DIR [-n]] | -r DIR" >&2
 	   exit 2 ;;
 	esac
 done
@@ -145,6 +152,32 @@ for m in meta:
             by.append(why)
         print("%s %10.1f %10.1f %5.3f%s %10.1f %10.1f %5.3f%s  %s" % (
             (head,) + tuple(out) + ("; ".join(by),)))
+auto = [m for m in meta if os.path.exists(os.path.join(d, m["preset"] + ".rule.jsonl"))]
+if auto:
+    print()
+    print("auto by cost against auto by the rule (FDEV_AUTO=rule) and the"
+          " fastest algorithm (us); rule/cost: the speedup")
+    print("%-15s %3s %-4s %8s %-18s %-18s %-18s %9s" % ("preset", "N", "op", "S",
+          "rule", "cost", "fastest", "rule/cost"))
+for m in auto:
+    p, n = m["preset"], m["ranks"]
+    rows = [json.loads(l) for l in open(os.path.join(d, p + ".coll.jsonl"))
+            if l.startswith("{") and "time_ps" in l]
+    rule = {(r["op"], r["bytes_per_rank"]): r for r in
+            (json.loads(l) for l in open(os.path.join(d, p + ".rule.jsonl"))
+             if l.startswith("{") and "time_ps" in l)}
+    for r in rows:
+        if r["algo"] != "auto":
+            continue
+        k = (r["op"], r["bytes_per_rank"])
+        fast = min((x["time_ps"], x["algo"]) for x in rows
+                   if (x["op"], x["bytes_per_rank"]) == k and x["algo"] != "auto")
+        ru = rule.get(k)
+        cell = lambda a, t: "%-7s %10.3f" % (a, t / 1e6)
+        print("%-15s %3d %-4s %4d KiB %-18s %-18s %-18s %9s" % (p, n, r["op"],
+              k[1] // 1024, cell(ru["auto_is"], ru["time_ps"]) if ru else "-",
+              cell(r["auto_is"], r["time_ps"]), cell(fast[1], fast[0]),
+              "%.2fx" % (ru["time_ps"] / r["time_ps"]) if ru else "-"))
 PY
 }
 
@@ -228,6 +261,13 @@ PY
 		2> "$DIR/$p.coll.err" || { rc=1; cat "$DIR/$p.coll.err" >&2; }
 	t1=$(date +%s)
 	echo "   collectives: $((t1 - t0)) s"
+	if [ -n "$AUTO" ]; then
+		# shellcheck disable=SC2086
+		FDEV_AUTO=rule "$coll" -n "$n" -b "$bw" -S "$(size "$p")" \
+			-L "$DIR/$p.links" $g -a auto > "$DIR/$p.rule.jsonl" \
+			2>> "$DIR/$p.coll.err" || rc=1
+		continue
+	fi
 
 	# MoE, at 64 KiB segments
 	"$icfabctl" fabric set 0 segment-size 65536 > /dev/null || { rc=1; continue; }
