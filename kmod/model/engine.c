@@ -135,6 +135,7 @@ int icfab_engine_init(struct icfab_engine *e, const struct icfab_mtopo *topo,
 		.links = s->links, .eps = s->eps, .dma_free = s->dma_free,
 		.xfers = s->xfers, .events = s->events,
 		.xfers_cap = s->xfers_cap, .events_cap = s->events_cap,
+		.epoch = 1,
 	};
 	ev_queue_reset(e);
 	for (i = 0; i < topo->links_cap; i++)
@@ -910,7 +911,9 @@ static int link_hold_fails(const struct icfab_mlink *l, icfab_u64 now)
 /*
  * ps to serialise @len bytes on link @lid at its effective bandwidth.
  * The cache holds only what the serialisation time depends on and is
- * checked against the topology at every use; holds are not in it.
+ * checked against the topology at its first use in each run_until()
+ * call (the topology changes only between engine calls); holds are not
+ * in it.
  */
 static ENGINE_HOT icfab_u64 link_ser_ps(struct icfab_engine *e, icfab_u32 lid,
 					icfab_u64 len)
@@ -918,6 +921,9 @@ static ENGINE_HOT icfab_u64 link_ser_ps(struct icfab_engine *e, icfab_u32 lid,
 	const struct icfab_mlink *l = &e->topo->links[lid];
 	struct icfab_engine_link *ls = &e->links[lid];
 
+	if (ls->cache_epoch == e->epoch)
+		goto checked;
+	ls->cache_epoch = e->epoch;
 	if (!ls->cache_valid || ls->cache_bandwidth != l->bandwidth ||
 	    ls->cache_state != l->state || ls->cache_permille != l->permille ||
 	    ls->cache_eff_permille != l->eff_permille) {
@@ -939,6 +945,7 @@ static ENGINE_HOT icfab_u64 link_ser_ps(struct icfab_engine *e, icfab_u32 lid,
 		ls->cache_part_len = 0;
 		ls->cache_valid = 1;
 	}
+checked:
 	if (len == e->segment_size)
 		return ls->cache_full_ps;
 	if (len != ls->cache_part_len) {
@@ -1824,6 +1831,8 @@ int icfab_engine_run_until(struct icfab_engine *e, icfab_u64 horizon_ps,
 	struct ev ev;
 	int ret;
 
+	/* The topology may have changed since the last call. */
+	e->epoch++;
 	while (e->nr_events) {
 		/* Where the next is, decided once for the peek and the pop. */
 		int src = ev_next_src(e);
