@@ -1785,6 +1785,17 @@ static int ev_process(struct icfab_engine *e, const struct ev *ev,
 		err = xfer_start(e, ev->xfer, ev->time_ps);
 		break;
 	case XFER_RUNNING:
+		/* The usual event: a segment of a routed transfer. */
+		if (ev->seg < x->nr_segs && !x->tree) {
+			err = seg_serve(e, ev->xfer, ev->seg, ev->hop,
+					ev->node, ev->time_ps, ev->tail_ps,
+					ev->turn);
+			if (err)
+				return err;
+			if (x->events)
+				return 0;
+			goto done;
+		}
 		/*
 		 * The transfer's own: hop 1 is the last arrival; segment
 		 * nr_segs + 1 a release that carries it (release_lands()).
@@ -1798,13 +1809,9 @@ static int ev_process(struct icfab_engine *e, const struct ev *ev,
 				err = arrival_carried(e, ev->xfer, ev->time_ps,
 						      w);
 		}
-		else if (x->tree)
+		else
 			err = tree_serve(e, ev->xfer, ev->seg, ev->hop,
 					 ev->node, ev->time_ps, ev->tail_ps);
-		else
-			err = seg_serve(e, ev->xfer, ev->seg, ev->hop,
-					ev->node, ev->time_ps, ev->tail_ps,
-					ev->turn);
 		break;
 	default:
 		return -ICFAB_ENGINE_EINVAL;	/* event for a free slot */
@@ -1812,6 +1819,7 @@ static int ev_process(struct icfab_engine *e, const struct ev *ev,
 	if (err)
 		return err;
 	if (x->state == XFER_RUNNING && !x->events) {
+done:
 		/*
 		 * A partition sees only its own events: the transfer is
 		 * done where its last arrival is, once every segment has
@@ -1850,8 +1858,9 @@ int icfab_engine_run_until(struct icfab_engine *e, icfab_u64 horizon_ps,
 		 * with a smaller key than the one just processed, so keep the
 		 * largest, which is what a submission must sort after.
 		 */
-		if (!e->processed || ev.time_ps > e->last_ps ||
-		    (ev.time_ps == e->last_ps && ev.key > e->last_key)) {
+		if (ev.time_ps > e->last_ps ||
+		    (ev.time_ps == e->last_ps &&
+		     (ev.key > e->last_key || !e->processed))) {
 			e->last_ps = ev.time_ps;
 			e->last_key = ev.key;
 			e->processed = 1;
