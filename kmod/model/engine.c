@@ -363,7 +363,7 @@ static ENGINE_HOT int chain_empty(const struct icfab_engine *e, int c)
 static ENGINE_HOT int ev_next_src(const struct icfab_engine *e)
 {
 	const struct icfab_engine_evkey *best = ICFAB_NULL;
-	int src = EV_HEAP, c;
+	int src = EV_HEAP;
 
 	if (e->has_front)
 		return EV_FRONT;
@@ -374,12 +374,15 @@ static ENGINE_HOT int ev_next_src(const struct icfab_engine *e)
 		best = &ev_keys(e)[e->run_hi - 1];
 		src = EV_RUN;
 	}
-	for (c = 0; c < 2; c++)
-		if (!chain_empty(e, c) &&
-		    (!best || ev_before(e, &e->chain[c].head, best))) {
-			best = &e->chain[c].head;
-			src = EV_CHAIN0 + c;
-		}
+	/* The two chains, written out: a loop of two stays a loop. */
+	if (!chain_empty(e, 0) &&
+	    (!best || ev_before(e, &e->chain[0].head, best))) {
+		best = &e->chain[0].head;
+		src = EV_CHAIN0;
+	}
+	if (!chain_empty(e, 1) &&
+	    (!best || ev_before(e, &e->chain[1].head, best)))
+		src = EV_CHAIN1;
 	return src;
 }
 
