@@ -55,9 +55,10 @@ enum {
 
 static ENGINE_HOT icfab_u64 sat_add(icfab_u64 a, icfab_u64 b)
 {
-	icfab_u64 c = a + b;
+	icfab_u64 c;
 
-	return c < a ? ~0ULL : c;
+	/* The carry flag, not a compare: a few per segment-hop. */
+	return __builtin_add_overflow(a, b, &c) ? ~0ULL : c;
 }
 
 static icfab_u32 node_dma_engines(const struct icfab_mnode *n)
