@@ -1596,11 +1596,15 @@ static icfab_u32 tier_link(const struct icfab_mtopo *t, icfab_u32 lid)
  * Segment @seg of routed transfer @id is ready at @now at @node, its hop
  * @hop, with its last byte there at @tail and its remaining spray turn
  * @turn (x->spray + @seg at the source): send it on by the route in
- * force now.
+ * force now. @tiers: whether the transfer may cross tier ports (a
+ * constant at each call, so that a plain transfer's path has none of
+ * their tests).
  */
-static ENGINE_HOT int seg_serve(struct icfab_engine *e, icfab_u32 id,
-				icfab_u32 seg, icfab_u32 hop, icfab_u32 node,
-				icfab_u64 now, icfab_u64 tail, icfab_u32 turn)
+static ENGINE_HOT int seg_serve_at(struct icfab_engine *e, icfab_u32 id,
+				   icfab_u32 seg, icfab_u32 hop,
+				   icfab_u32 node, icfab_u64 now,
+				   icfab_u64 tail, icfab_u32 turn,
+				   const int tiers)
 {
 	struct icfab_engine_xfer *x = &e->xfers[id];
 	const struct icfab_mtopo *t = e->topo;
@@ -1617,10 +1621,10 @@ static ENGINE_HOT int seg_serve(struct icfab_engine *e, icfab_u32 id,
 	 * A tiered transfer reads through its source's tier port first and
 	 * writes through its destination's last: 1 and 2 in @tier.
 	 */
-	if (x->tier_hops && hop == 0 && x->tier_in != ICFAB_MODEL_NO_LINK) {
+	if (tiers && hop == 0 && x->tier_in != ICFAB_MODEL_NO_LINK) {
 		tier = 1;
 		rlid = tier_link(t, x->tier_in);
-	} else if (x->tier_hops && node == x->dst &&
+	} else if (tiers && node == x->dst &&
 		   x->tier_out != ICFAB_MODEL_NO_LINK) {
 		tier = 2;
 		rlid = tier_link(t, x->tier_out);
@@ -1631,8 +1635,8 @@ static ENGINE_HOT int seg_serve(struct icfab_engine *e, icfab_u32 id,
 	 * The route broke while in flight (it was checked at submit; the
 	 * hop bound catches a loop made since).
 	 */
-	if (rlid == ICFAB_MODEL_NO_LINK || hop >= t->nr_nodes + x->tier_hops ||
-	    hop >= HOP_MAX)
+	if (rlid == ICFAB_MODEL_NO_LINK ||
+	    hop >= t->nr_nodes + (tiers ? x->tier_hops : 0) || hop >= HOP_MAX)
 		return seg_lost(e, id, hop, now, -ICFAB_ENGINE_EHOSTUNREACH);
 	l = &t->links[rlid];
 	lid = rlid;
@@ -1657,7 +1661,7 @@ static ENGINE_HOT int seg_serve(struct icfab_engine *e, icfab_u32 id,
 			next = next_ready(e, x, seg + 1, head, done);
 		if (seg + 1 == x->nr_segs && !tier && !e->heap_only &&
 		    x->undelivered == 1 &&
-		    x->tier_out == ICFAB_MODEL_NO_LINK &&
+		    (!tiers || x->tier_out == ICFAB_MODEL_NO_LINK) &&
 		    t->links[lid].dst == x->dst &&
 		    sat_add(done, t->links[lid].latency_ps) == next &&
 		    x->arrive_ps <= next)
@@ -1670,9 +1674,28 @@ static ENGINE_HOT int seg_serve(struct icfab_engine *e, icfab_u32 id,
 	/* Out of the source's tier, the segment is at the source. */
 	to = tier == 1 ? x->src : l->dst;
 	if (tier == 2 ||
-	    (to == x->dst && x->tier_out == ICFAB_MODEL_NO_LINK))
+	    (to == x->dst && (!tiers || x->tier_out == ICFAB_MODEL_NO_LINK)))
 		return seg_delivered(e, id, sat_add(done, l->latency_ps));
 	return seg_forward(e, id, l, to, head, done, seg, hop, turn);
+}
+
+/* seg_serve_at() for a transfer through tier ports, out of line. */
+static __attribute__((__noinline__)) int
+seg_serve_tiered(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
+		 icfab_u32 hop, icfab_u32 node, icfab_u64 now, icfab_u64 tail,
+		 icfab_u32 turn)
+{
+	return seg_serve_at(e, id, seg, hop, node, now, tail, turn, 1);
+}
+
+static ENGINE_HOT int seg_serve(struct icfab_engine *e, icfab_u32 id,
+				icfab_u32 seg, icfab_u32 hop, icfab_u32 node,
+				icfab_u64 now, icfab_u64 tail, icfab_u32 turn)
+{
+	if (e->xfers[id].tier_hops)
+		return seg_serve_tiered(e, id, seg, hop, node, now, tail,
+					turn);
+	return seg_serve_at(e, id, seg, hop, node, now, tail, turn, 0);
 }
 
 /*
