@@ -55,9 +55,10 @@ enum {
 
 static ENGINE_HOT icfab_u64 sat_add(icfab_u64 a, icfab_u64 b)
 {
-	icfab_u64 c = a + b;
+	icfab_u64 c;
 
-	return c < a ? ~0ULL : c;
+	/* The carry flag, not a compare: a few per segment-hop. */
+	return __builtin_add_overflow(a, b, &c) ? ~0ULL : c;
 }
 
 static icfab_u32 node_dma_engines(const struct icfab_mnode *n)
@@ -135,6 +136,7 @@ int icfab_engine_init(struct icfab_engine *e, const struct icfab_mtopo *topo,
 		.links = s->links, .eps = s->eps, .dma_free = s->dma_free,
 		.xfers = s->xfers, .events = s->events,
 		.xfers_cap = s->xfers_cap, .events_cap = s->events_cap,
+		.epoch = 1,
 	};
 	ev_queue_reset(e);
 	for (i = 0; i < topo->links_cap; i++)
@@ -362,7 +364,7 @@ static ENGINE_HOT int chain_empty(const struct icfab_engine *e, int c)
 static ENGINE_HOT int ev_next_src(const struct icfab_engine *e)
 {
 	const struct icfab_engine_evkey *best = ICFAB_NULL;
-	int src = EV_HEAP, c;
+	int src = EV_HEAP;
 
 	if (e->has_front)
 		return EV_FRONT;
@@ -373,12 +375,15 @@ static ENGINE_HOT int ev_next_src(const struct icfab_engine *e)
 		best = &ev_keys(e)[e->run_hi - 1];
 		src = EV_RUN;
 	}
-	for (c = 0; c < 2; c++)
-		if (!chain_empty(e, c) &&
-		    (!best || ev_before(e, &e->chain[c].head, best))) {
-			best = &e->chain[c].head;
-			src = EV_CHAIN0 + c;
-		}
+	/* The two chains, written out: a loop of two stays a loop. */
+	if (!chain_empty(e, 0) &&
+	    (!best || ev_before(e, &e->chain[0].head, best))) {
+		best = &e->chain[0].head;
+		src = EV_CHAIN0;
+	}
+	if (!chain_empty(e, 1) &&
+	    (!best || ev_before(e, &e->chain[1].head, best)))
+		src = EV_CHAIN1;
 	return src;
 }
 
@@ -910,7 +915,9 @@ static int link_hold_fails(const struct icfab_mlink *l, icfab_u64 now)
 /*
  * ps to serialise @len bytes on link @lid at its effective bandwidth.
  * The cache holds only what the serialisation time depends on and is
- * checked against the topology at every use; holds are not in it.
+ * checked against the topology at its first use in each run_until()
+ * call (the topology changes only between engine calls); holds are not
+ * in it.
  */
 static ENGINE_HOT icfab_u64 link_ser_ps(struct icfab_engine *e, icfab_u32 lid,
 					icfab_u64 len)
@@ -918,6 +925,9 @@ static ENGINE_HOT icfab_u64 link_ser_ps(struct icfab_engine *e, icfab_u32 lid,
 	const struct icfab_mlink *l = &e->topo->links[lid];
 	struct icfab_engine_link *ls = &e->links[lid];
 
+	if (ls->cache_epoch == e->epoch)
+		goto checked;
+	ls->cache_epoch = e->epoch;
 	if (!ls->cache_valid || ls->cache_bandwidth != l->bandwidth ||
 	    ls->cache_state != l->state || ls->cache_permille != l->permille ||
 	    ls->cache_eff_permille != l->eff_permille) {
@@ -939,6 +949,7 @@ static ENGINE_HOT icfab_u64 link_ser_ps(struct icfab_engine *e, icfab_u32 lid,
 		ls->cache_part_len = 0;
 		ls->cache_valid = 1;
 	}
+checked:
 	if (len == e->segment_size)
 		return ls->cache_full_ps;
 	if (len != ls->cache_part_len) {
@@ -1585,11 +1596,15 @@ static icfab_u32 tier_link(const struct icfab_mtopo *t, icfab_u32 lid)
  * Segment @seg of routed transfer @id is ready at @now at @node, its hop
  * @hop, with its last byte there at @tail and its remaining spray turn
  * @turn (x->spray + @seg at the source): send it on by the route in
- * force now.
+ * force now. @tiers: whether the transfer may cross tier ports (a
+ * constant at each call, so that a plain transfer's path has none of
+ * their tests).
  */
-static ENGINE_HOT int seg_serve(struct icfab_engine *e, icfab_u32 id,
-				icfab_u32 seg, icfab_u32 hop, icfab_u32 node,
-				icfab_u64 now, icfab_u64 tail, icfab_u32 turn)
+static ENGINE_HOT int seg_serve_at(struct icfab_engine *e, icfab_u32 id,
+				   icfab_u32 seg, icfab_u32 hop,
+				   icfab_u32 node, icfab_u64 now,
+				   icfab_u64 tail, icfab_u32 turn,
+				   const int tiers)
 {
 	struct icfab_engine_xfer *x = &e->xfers[id];
 	const struct icfab_mtopo *t = e->topo;
@@ -1606,10 +1621,10 @@ static ENGINE_HOT int seg_serve(struct icfab_engine *e, icfab_u32 id,
 	 * A tiered transfer reads through its source's tier port first and
 	 * writes through its destination's last: 1 and 2 in @tier.
 	 */
-	if (x->tier_hops && hop == 0 && x->tier_in != ICFAB_MODEL_NO_LINK) {
+	if (tiers && hop == 0 && x->tier_in != ICFAB_MODEL_NO_LINK) {
 		tier = 1;
 		rlid = tier_link(t, x->tier_in);
-	} else if (x->tier_hops && node == x->dst &&
+	} else if (tiers && node == x->dst &&
 		   x->tier_out != ICFAB_MODEL_NO_LINK) {
 		tier = 2;
 		rlid = tier_link(t, x->tier_out);
@@ -1620,8 +1635,8 @@ static ENGINE_HOT int seg_serve(struct icfab_engine *e, icfab_u32 id,
 	 * The route broke while in flight (it was checked at submit; the
 	 * hop bound catches a loop made since).
 	 */
-	if (rlid == ICFAB_MODEL_NO_LINK || hop >= t->nr_nodes + x->tier_hops ||
-	    hop >= HOP_MAX)
+	if (rlid == ICFAB_MODEL_NO_LINK ||
+	    hop >= t->nr_nodes + (tiers ? x->tier_hops : 0) || hop >= HOP_MAX)
 		return seg_lost(e, id, hop, now, -ICFAB_ENGINE_EHOSTUNREACH);
 	l = &t->links[rlid];
 	lid = rlid;
@@ -1646,7 +1661,7 @@ static ENGINE_HOT int seg_serve(struct icfab_engine *e, icfab_u32 id,
 			next = next_ready(e, x, seg + 1, head, done);
 		if (seg + 1 == x->nr_segs && !tier && !e->heap_only &&
 		    x->undelivered == 1 &&
-		    x->tier_out == ICFAB_MODEL_NO_LINK &&
+		    (!tiers || x->tier_out == ICFAB_MODEL_NO_LINK) &&
 		    t->links[lid].dst == x->dst &&
 		    sat_add(done, t->links[lid].latency_ps) == next &&
 		    x->arrive_ps <= next)
@@ -1659,9 +1674,28 @@ static ENGINE_HOT int seg_serve(struct icfab_engine *e, icfab_u32 id,
 	/* Out of the source's tier, the segment is at the source. */
 	to = tier == 1 ? x->src : l->dst;
 	if (tier == 2 ||
-	    (to == x->dst && x->tier_out == ICFAB_MODEL_NO_LINK))
+	    (to == x->dst && (!tiers || x->tier_out == ICFAB_MODEL_NO_LINK)))
 		return seg_delivered(e, id, sat_add(done, l->latency_ps));
 	return seg_forward(e, id, l, to, head, done, seg, hop, turn);
+}
+
+/* seg_serve_at() for a transfer through tier ports, out of line. */
+static __attribute__((__noinline__)) int
+seg_serve_tiered(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
+		 icfab_u32 hop, icfab_u32 node, icfab_u64 now, icfab_u64 tail,
+		 icfab_u32 turn)
+{
+	return seg_serve_at(e, id, seg, hop, node, now, tail, turn, 1);
+}
+
+static ENGINE_HOT int seg_serve(struct icfab_engine *e, icfab_u32 id,
+				icfab_u32 seg, icfab_u32 hop, icfab_u32 node,
+				icfab_u64 now, icfab_u64 tail, icfab_u32 turn)
+{
+	if (e->xfers[id].tier_hops)
+		return seg_serve_tiered(e, id, seg, hop, node, now, tail,
+					turn);
+	return seg_serve_at(e, id, seg, hop, node, now, tail, turn, 0);
 }
 
 /*
@@ -1778,6 +1812,17 @@ static int ev_process(struct icfab_engine *e, const struct ev *ev,
 		err = xfer_start(e, ev->xfer, ev->time_ps);
 		break;
 	case XFER_RUNNING:
+		/* The usual event: a segment of a routed transfer. */
+		if (ev->seg < x->nr_segs && !x->tree) {
+			err = seg_serve(e, ev->xfer, ev->seg, ev->hop,
+					ev->node, ev->time_ps, ev->tail_ps,
+					ev->turn);
+			if (err)
+				return err;
+			if (x->events)
+				return 0;
+			goto done;
+		}
 		/*
 		 * The transfer's own: hop 1 is the last arrival; segment
 		 * nr_segs + 1 a release that carries it (release_lands()).
@@ -1791,13 +1836,9 @@ static int ev_process(struct icfab_engine *e, const struct ev *ev,
 				err = arrival_carried(e, ev->xfer, ev->time_ps,
 						      w);
 		}
-		else if (x->tree)
+		else
 			err = tree_serve(e, ev->xfer, ev->seg, ev->hop,
 					 ev->node, ev->time_ps, ev->tail_ps);
-		else
-			err = seg_serve(e, ev->xfer, ev->seg, ev->hop,
-					ev->node, ev->time_ps, ev->tail_ps,
-					ev->turn);
 		break;
 	default:
 		return -ICFAB_ENGINE_EINVAL;	/* event for a free slot */
@@ -1805,6 +1846,7 @@ static int ev_process(struct icfab_engine *e, const struct ev *ev,
 	if (err)
 		return err;
 	if (x->state == XFER_RUNNING && !x->events) {
+done:
 		/*
 		 * A partition sees only its own events: the transfer is
 		 * done where its last arrival is, once every segment has
@@ -1824,6 +1866,8 @@ int icfab_engine_run_until(struct icfab_engine *e, icfab_u64 horizon_ps,
 	struct ev ev;
 	int ret;
 
+	/* The topology may have changed since the last call. */
+	e->epoch++;
 	while (e->nr_events) {
 		/* Where the next is, decided once for the peek and the pop. */
 		int src = ev_next_src(e);
@@ -1841,8 +1885,9 @@ int icfab_engine_run_until(struct icfab_engine *e, icfab_u64 horizon_ps,
 		 * with a smaller key than the one just processed, so keep the
 		 * largest, which is what a submission must sort after.
 		 */
-		if (!e->processed || ev.time_ps > e->last_ps ||
-		    (ev.time_ps == e->last_ps && ev.key > e->last_key)) {
+		if (ev.time_ps > e->last_ps ||
+		    (ev.time_ps == e->last_ps &&
+		     (ev.key > e->last_key || !e->processed))) {
 			e->last_ps = ev.time_ps;
 			e->last_key = ev.key;
 			e->processed = 1;

@@ -116,6 +116,12 @@ struct icfab_engine_link {
 	icfab_u8 cache_state;
 	icfab_u8 cache_valid;
 	icfab_u16 pad;
+	/*
+	 * The icfab_engine.epoch (a run_until() call) in which the cache
+	 * was last checked against the topology: the topology changes only
+	 * between engine calls, so one check a call is enough.
+	 */
+	icfab_u64 cache_epoch;
 };
 
 /* Per node: its DMA engines and the transfers waiting for one. */
@@ -449,6 +455,11 @@ struct icfab_engine {
 	 */
 	icfab_u32 run_budget;
 	icfab_u32 run_done;
+	/*
+	 * Counts icfab_engine_run_until() calls, from 1: a link's cache
+	 * checked in this one (cache_epoch) is not checked again.
+	 */
+	icfab_u64 epoch;
 	/* The parallel engine's partition this engine is, or NULL. */
 	struct icfab_engine_part *part;
 };

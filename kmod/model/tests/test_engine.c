@@ -529,10 +529,15 @@ static int det_same(const struct harness *a, const struct harness *b,
 		if (a->recs[i].n != 1 || b->recs[i].n != 1 ||
 		    memcmp(&a->recs[i].r, &b->recs[i].r, sizeof(a->recs[i].r)))
 			return 0;
-	for (unsigned int l = 0; l < t->links_cap; l++)
-		if (memcmp(&a->s.links[l], &b->s.links[l],
-			   sizeof(a->s.links[l])))
+	for (unsigned int l = 0; l < t->links_cap; l++) {
+		struct icfab_engine_link la = a->s.links[l];
+		struct icfab_engine_link lb = b->s.links[l];
+
+		/* Which run_until() call last checked the cache: not state. */
+		la.cache_epoch = lb.cache_epoch = 0;
+		if (memcmp(&la, &lb, sizeof(la)))
 			return 0;
+	}
 	return 1;
 }
 
