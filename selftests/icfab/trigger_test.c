@@ -82,6 +82,36 @@ static const struct icfab_cqe *by_tag(const struct icfab_cqe *c,
 	return NULL;
 }
 
+/* CTX_GET dump: the id of the context whose first endpoint is *@arg. */
+struct ctx_find {
+	uint32_t first, id;
+};
+
+static int ctx_find_cb(const struct genl_reply *rp, void *arg)
+{
+	struct ctx_find *f = arg;
+
+	if (rp->tb[ICFAB_A_CTX_ID] && rp->tb[ICFAB_A_CTX_FIRST_ENDPOINT] &&
+	    genl_u32(rp->tb[ICFAB_A_CTX_FIRST_ENDPOINT]) == f->first)
+		f->id = genl_u32(rp->tb[ICFAB_A_CTX_ID]);
+	return 0;
+}
+
+static int ctx_evict_at(struct genl_sock *gs, uint32_t first)
+{
+	struct ctx_find f = { .first = first };
+	struct genl_msg m;
+	int err;
+
+	genl_msg_init(&m, gs->family, ICFAB_CMD_CTX_GET, NLM_F_DUMP);
+	err = genl_request(gs, &m, ctx_find_cb, &f);
+	if (err || !f.id)
+		return err ? err : -ENOENT;
+	genl_msg_init(&m, gs->family, ICFAB_CMD_CTX_EVICT, 0);
+	genl_put_u32(&m, ICFAB_A_CTX_ID, f.id);
+	return genl_request(gs, &m, NULL, NULL);
+}
+
 FIXTURE(trig) {
 	struct genl_sock gs;
 	int fd;
@@ -279,6 +309,32 @@ TEST_F(trig, never_fired_goes_with_the_context)
 	/* Another context may count there now. */
 	ASSERT_EQ(0, ctx_attach(self->fd, RX_EP));
 	EXPECT_LE(0, recv_queue(self->fd, RX_EP, 4));
+}
+
+/*
+ * A context evicted with a TRIGGER held gets it and what waits behind it
+ * back, -ECANCELED: no descriptor goes without a completion.
+ */
+TEST_F(trig, evicted_with_a_trigger_held)
+{
+	struct icfab_cqe c[4];
+	struct icfab_desc d[2];
+	int q, rq;
+
+	ASSERT_EQ(0, ctx_attach(self->fd, RX_EP));
+	q = ctx_queue(self->fd, RX_EP, 4);
+	rq = recv_queue(self->fd, RX_EP, 4);
+	ASSERT_LE(0, q);
+	ASSERT_LE(0, rq);
+	d[0] = trigger(q, 2, 1, 1);
+	d[1] = desc_put(q, OUT_EP, SEG, 2);
+	ASSERT_EQ(2, ctx_submit(self->fd, d, 2));
+	ASSERT_EQ(0, ctx_evict_at(&self->gs, RX_EP));
+	ASSERT_EQ(2, ctx_wait(self->fd, c, 2, 4, 5000, NULL));
+	EXPECT_EQ(1, c[0].user_tag);
+	EXPECT_EQ(-ECANCELED, c[0].status);
+	EXPECT_EQ(2, c[1].user_tag);
+	EXPECT_EQ(-ECANCELED, c[1].status);
 }
 
 /*
