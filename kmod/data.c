@@ -38,6 +38,15 @@
  * submits what follows it no earlier than that. DELAY is not a queue
  * operation (it moves the context's clock) and is never held back.
  *
+ * TRIGGER (ICFAB_F_TRIGGER): a receive queue counts the NOTIFY WRITEs that
+ * land at its endpoint, per imm (q->trig_count), in the completion
+ * callback, in the engine's order. A TRIGGER whose count is not there yet
+ * waits at the head of its queue's backlog like a FENCE, and what follows
+ * it behind it; the NOTIFY that brings the count releases it at that
+ * WRITE's finish, from the same callback (__icfab_trigger_arrived()).
+ * Nothing else changes the engine: a triggered transfer is submitted then,
+ * no earlier than that finish, as one behind a FENCE is at the fence's.
+ *
  * Receive queues (ICFAB_F_RECV_NOTIFY): a WRITE with ICFAB_DESC_F_NOTIFY
  * reserves, at submission, a request of the receiving context on the
  * target endpoint's receive queue (its pending list); when the WRITE
@@ -82,6 +91,9 @@ struct icfab_queue {
 	struct icfab_ctx *ctx;		/* its context */
 	struct list_head pending;	/* of struct icfab_req, reserved by
 					 * NOTIFY WRITEs still in flight */
+	bool trig_held;			/* a TRIGGER of its context may wait
+					 * for trig_count (cleared lazily) */
+	u64 trig_count[ICFAB_TRIGGER_COUNTERS];	/* NOTIFY WRITEs landed, by imm */
 };
 
 /* One submitted descriptor, from submission until its completion is reaped. */
@@ -96,6 +108,7 @@ struct icfab_req {
 	u64 len;			/* bytes */
 	u32 src, dst;			/* node ids */
 	u32 xfer;			/* engine transfer id, while in_engine */
+	u32 trig_imm;			/* TRIGGER: the counter (len: the count) */
 	u8 op;
 	bool in_engine;
 	bool in_backlog;
@@ -661,10 +674,14 @@ static int __icfab_done_add(struct icfab_ctx *ctx, struct icfab_req *req)
 	return __icfab_wait_check(ctx, req->cqe.finish_ps);
 }
 
+static int __icfab_trigger_arrived(struct icfab_data *d,
+				   struct icfab_queue *rq, u32 imm, u64 finish);
+
 /*
  * A NOTIFY WRITE finished (@req's cqe holds its result): its receive
  * completion goes to the receiver, whose WAITs, ioctl and io_uring, both
- * count it. Returns 1 when that woke the receiver.
+ * count it, and whose TRIGGERs it may release. Returns 1 when that woke
+ * the receiver.
  */
 static int __icfab_notify_post(struct icfab_req *req)
 {
@@ -683,7 +700,14 @@ static int __icfab_notify_post(struct icfab_req *req)
 	n->cqe.finish_ps = req->cqe.finish_ps;
 	n->cqe.queued_ps = req->cqe.queued_ps;
 	rctx = n->ctx;
-	woke = __icfab_done_add(rctx, n);
+	/* Landed: counted before anything it releases is submitted. */
+	if (!n->cqe.status)
+		woke = __icfab_trigger_arrived(rctx->fabric->data, n->q,
+					       (u32)n->cqe.user_tag,
+					       n->cqe.finish_ps);
+	else
+		woke = 0;
+	woke |= __icfab_done_add(rctx, n);
 	return woke | __icfab_uring_count(rctx, n->cqe.finish_ps);
 }
 
@@ -893,11 +917,45 @@ static int icfab_xfer_submit(struct icfab_data *d, struct icfab_ctx *ctx,
 }
 
 /*
- * The queue's transfers before its first FENCE have all finished: complete
- * the fence at the latest finish and submit what follows it, up to the
- * next fence that still has to wait. Returns 1 when a context woke.
+ * The receive queue of @ctx on @q's endpoint, whose counters a TRIGGER on
+ * @q waits for, or NULL. The fabric lock is held.
  */
-static int __icfab_queue_drain(struct icfab_data *d, struct icfab_queue *q)
+static struct icfab_queue *__icfab_trigger_rq(struct icfab_data *d,
+					      const struct icfab_queue *q,
+					      const struct icfab_ctx *ctx)
+{
+	struct icfab_queue *rq = xa_load(&d->recvqs, q->endpoint);
+
+	return rq && rq->ctx == ctx ? rq : NULL;
+}
+
+/*
+ * Has TRIGGER @req on @q its count? If not, its receive queue is told that
+ * a TRIGGER waits. The fabric lock is held.
+ */
+static bool __icfab_trigger_ready(struct icfab_data *d, struct icfab_queue *q,
+				  const struct icfab_req *req)
+{
+	struct icfab_queue *rq = __icfab_trigger_rq(d, q, req->ctx);
+
+	if (!rq)
+		return false;
+	if (rq->trig_count[req->trig_imm] >= req->len)
+		return true;
+	rq->trig_held = true;
+	return false;
+}
+
+/*
+ * What heads the queue's backlog may go: a FENCE once the queue's
+ * transfers before it have all finished, completed at the latest finish;
+ * a TRIGGER once its count has come, completed at @now (the instant of
+ * the event that called, the count's last WRITE's finish, or later);
+ * then what follows them, up to the next that still has to wait.
+ * Returns 1 when a context woke.
+ */
+static int __icfab_queue_drain(struct icfab_data *d, struct icfab_queue *q,
+			       u64 now)
 {
 	struct icfab_req *req;
 	int woke = 0, err;
@@ -909,11 +967,20 @@ static int __icfab_queue_drain(struct icfab_data *d, struct icfab_queue *q)
 					       node))) {
 		if (req->op == ICFAB_OP_FENCE && q->outstanding)
 			break;
+		if (req->op == ICFAB_OP_TRIGGER &&
+		    !__icfab_trigger_ready(d, q, req))
+			break;
 		list_del(&req->node);
 		req->in_backlog = false;
 		if (req->op == ICFAB_OP_FENCE) {
 			t = max3(req->cqe.submit_ps, q->max_finish_ps,
 				 q->fence_ps);
+			q->fence_ps = t;
+			woke |= __icfab_req_finish(req, 0, t, t, 0);
+			continue;
+		}
+		if (req->op == ICFAB_OP_TRIGGER) {
+			t = max3(req->cqe.submit_ps, q->fence_ps, now);
 			q->fence_ps = t;
 			woke |= __icfab_req_finish(req, 0, t, t, 0);
 			continue;
@@ -975,7 +1042,47 @@ static int icfab_data_complete(void *arg, u32 xfer_id,
 	woke = __icfab_req_finish(req, status, r->start_ps, r->finish_ps,
 				  r->queued_ps);
 	if (q && !q->outstanding)
-		woke |= __icfab_queue_drain(d, q);
+		woke |= __icfab_queue_drain(d, q, r->finish_ps);
+	return woke;
+}
+
+/*
+ * A NOTIFY WRITE with @imm landed at @finish at receive queue @rq: count
+ * it, and let the queues of @rq's context on its endpoint whose backlog a
+ * TRIGGER for that counter heads go on, in queue order, at @finish.
+ * Returns 1 when a context woke. The fabric lock is held.
+ */
+static int __icfab_trigger_arrived(struct icfab_data *d,
+				   struct icfab_queue *rq, u32 imm, u64 finish)
+{
+	struct icfab_ctx *ctx = rq->ctx;
+	int woke = 0;
+	u32 i;
+
+	lockdep_assert_held(&d->fabric->lock);
+
+	if (imm >= ICFAB_TRIGGER_COUNTERS)
+		return 0;
+	rq->trig_count[imm]++;
+	if (!rq->trig_held)
+		return 0;
+	/* __icfab_trigger_ready() sets it again for any that still waits. */
+	rq->trig_held = false;
+	for (i = 0; i < ctx->queues_cap; i++) {
+		struct icfab_queue *q = ctx->queues[i];
+		struct icfab_req *req;
+
+		if (!q || q->recv || q->endpoint != rq->endpoint)
+			continue;
+		req = list_first_entry_or_null(&q->backlog, struct icfab_req,
+					       node);
+		if (!req || req->op != ICFAB_OP_TRIGGER)
+			continue;
+		if (req->trig_imm == imm)
+			woke |= __icfab_queue_drain(d, q, finish);
+		else
+			rq->trig_held = true;
+	}
 	return woke;
 }
 
@@ -1346,6 +1453,30 @@ err_unlock:
 	return ret;
 }
 
+/*
+ * Does a TRIGGER of @ctx wait for the counters of receive queue @rq? The
+ * fabric lock is held.
+ */
+static bool __icfab_trigger_waits(struct icfab_ctx *ctx,
+				  const struct icfab_queue *rq)
+{
+	struct icfab_req *req;
+	u32 i;
+
+	if (!rq->recv)
+		return false;
+	for (i = 0; i < ctx->queues_cap; i++) {
+		struct icfab_queue *q = ctx->queues[i];
+
+		if (!q || q->recv || q->endpoint != rq->endpoint)
+			continue;
+		list_for_each_entry(req, &q->backlog, node)
+			if (req->op == ICFAB_OP_TRIGGER)
+				return true;
+	}
+	return false;
+}
+
 long icfab_ioctl_queue_destroy(struct icfab_ctx *ctx, void __user *uarg)
 {
 	struct icfab_fabric *fabric = ctx->fabric;
@@ -1364,7 +1495,7 @@ long icfab_ioctl_queue_destroy(struct icfab_ctx *ctx, void __user *uarg)
 	q = icfab_ctx_queue(ctx, qd.queue);
 	if (!q) {
 		ret = -ENOENT;
-	} else if (q->inflight) {
+	} else if (q->inflight || __icfab_trigger_waits(ctx, q)) {
 		ret = -EBUSY;
 	} else {
 		ctx->queues[qd.queue] = NULL;
@@ -1495,7 +1626,8 @@ static int icfab_req_prepare(struct icfab_ctx *ctx,
 	    dd->flags & ~ICFAB_DESC_F_ALL)
 		err = -EINVAL;
 	else if (dd->flags & ICFAB_DESC_F_NOTIFY ?
-		 dd->op != ICFAB_OP_WRITE || dd->circuit : dd->imm)
+		 dd->op != ICFAB_OP_WRITE || dd->circuit :
+		 dd->imm && dd->op != ICFAB_OP_TRIGGER)
 		err = -EINVAL;
 	q = err ? NULL : icfab_ctx_queue(ctx, dd->queue);
 	if (!err && !q)
@@ -1548,6 +1680,15 @@ static int icfab_req_prepare(struct icfab_ctx *ctx,
 		if (dd->peer || dd->flags || dd->region || dd->local_off ||
 		    dd->rkey || dd->remote_off || dd->len)
 			err = -EINVAL;
+		break;
+	case ICFAB_OP_TRIGGER:
+		if (dd->peer || dd->flags || dd->region || dd->local_off ||
+		    dd->rkey || dd->remote_off || !dd->len ||
+		    dd->imm >= ICFAB_TRIGGER_COUNTERS)
+			err = -EINVAL;
+		else if (!__icfab_trigger_rq(ctx->fabric->data, q, ctx))
+			err = -ENOTCONN;
+		req->trig_imm = dd->imm;
 		break;
 	default:
 		err = -EINVAL;
@@ -1627,6 +1768,19 @@ static int icfab_req_start(struct icfab_ctx *ctx, struct icfab_req *req,
 	case ICFAB_OP_FENCE:
 		if (list_empty(&q->backlog) && !q->outstanding) {
 			t = max3(t, q->max_finish_ps, q->fence_ps);
+			q->fence_ps = t;
+			__icfab_req_finish(req, 0, t, t, 0);
+			return 0;
+		}
+		break;
+	case ICFAB_OP_TRIGGER:
+		/*
+		 * A count already there came no later than the engine's
+		 * time, which is the clock's or earlier.
+		 */
+		if (list_empty(&q->backlog) &&
+		    __icfab_trigger_ready(d, q, req)) {
+			t = max3(t, q->fence_ps, d->engine.now_ps);
 			q->fence_ps = t;
 			__icfab_req_finish(req, 0, t, t, 0);
 			return 0;
@@ -2236,7 +2390,7 @@ static void __icfab_req_cancel(struct icfab_data *d, struct icfab_req *req,
 	}
 	__icfab_req_finish(req, -ECANCELED, t, t, 0);
 	if (drain && !q->outstanding)
-		__icfab_queue_drain(d, q);
+		__icfab_queue_drain(d, q, t);
 }
 
 /* The pending io_uring WAIT, if any, completes with -ECANCELED. */

@@ -96,7 +96,7 @@
 					 ICFAB_F_CTX_ADMIN | \
 					 ICFAB_F_ROUTE_SETS | ICFAB_F_CQ_RING | \
 					 ICFAB_F_TIMING_OFFSETS | \
-					 ICFAB_F_WAIT_END)
+					 ICFAB_F_WAIT_END | ICFAB_F_TRIGGER)
 
 /* Data path (kmod/data.c). Endpoints per context: every one a fabric has. */
 #define ICFAB_MAX_ATTACH		ICFAB_MAX_ENDPOINTS

@@ -59,6 +59,7 @@ paced_test		600
 closed_form_test	600
 multicast_test		600
 recv_test		600
+trigger_test		600
 notify_test.sh		1200
 procs_test.sh		300
 ep_test.sh		1200

@@ -433,7 +433,8 @@ static void make_desc(struct icfab_desc *d, int *fdp)
 		d->op = ICFAB_OP_DELAY;
 		break;
 	case 8:
-		d->op = ICFAB_OP_FENCE;
+		/* TRIGGER: held until NOTIFY WRITEs land, or the end */
+		d->op = chance(50) ? ICFAB_OP_FENCE : ICFAB_OP_TRIGGER;
 		break;
 	default:
 		d->op = below(8);
@@ -441,6 +442,9 @@ static void make_desc(struct icfab_desc *d, int *fdp)
 	d->user_tag = rnd();
 	if (d->op == ICFAB_OP_DELAY) {
 		d->len = chance(90) ? below(1000000) : rnd();
+	} else if (d->op == ICFAB_OP_TRIGGER) {
+		d->imm = below(ICFAB_TRIGGER_COUNTERS + 2);
+		d->len = below(4);
 	} else if (d->op == ICFAB_OP_WRITE || d->op == ICFAB_OP_READ) {
 		d->len = pick_len();
 		if (chance(60)) {
@@ -457,7 +461,8 @@ static void make_desc(struct icfab_desc *d, int *fdp)
 		}
 		if (d->op == ICFAB_OP_WRITE && chance(10)) {
 			d->flags |= ICFAB_DESC_F_NOTIFY;
-			d->imm = rnd();
+			/* counted by TRIGGERs below ICFAB_TRIGGER_COUNTERS */
+			d->imm = chance(50) ? below(8) : rnd();
 		}
 		if (chance(5))
 			d->circuit = chance(50) ?

@@ -270,6 +270,17 @@
  */
 #define ICFAB_F_WAIT_END	(1ULL << 19)
 
+/*
+ * ICFAB_F_TRIGGER
+ *	ICFAB_OP_TRIGGER: later descriptors on a queue start only once the
+ *	queue's endpoint has received a number of NOTIFY WRITEs, counted
+ *	per @imm by its receive queue, and at the virtual time the last
+ *	of them landed: a transfer that starts when others land, as a NIC's
+ *	triggered operations do (see "Triggered descriptors" below).
+ *	Preconditions: ICFAB_F_RECV_NOTIFY.
+ */
+#define ICFAB_F_TRIGGER		(1ULL << 20)
+
 /* Every feature this header knows about. */
 #define ICFAB_F_ALL		(ICFAB_F_NETLINK | ICFAB_F_QUEUES | \
 				 ICFAB_F_MEMORY | ICFAB_F_URING_CMD | \
@@ -282,7 +293,8 @@
 				 ICFAB_F_MEMORY_TIERS | \
 				 ICFAB_F_CIRCUIT_OWNER | ICFAB_F_CTX_ADMIN | \
 				 ICFAB_F_ROUTE_SETS | ICFAB_F_CQ_RING | \
-				 ICFAB_F_TIMING_OFFSETS | ICFAB_F_WAIT_END)
+				 ICFAB_F_TIMING_OFFSETS | ICFAB_F_WAIT_END | \
+				 ICFAB_F_TRIGGER)
 
 /*
  * Time modes (icfab_info.time_mode, ICFAB_A_FABRIC_TIME_MODE).
@@ -519,11 +531,12 @@ struct icfab_region_import {
  * skipped.
  *
  * Submission errors of NOTIFY: -EINVAL on anything but a WRITE, with a
- * circuit, or a nonzero @imm without NOTIFY; -ENOTCONN when the target
- * endpoint has no receive queue; -EAGAIN when that receive queue is full
- * (a WAIT of the receiver helps). Whether a receive queue is full
- * depends on when its receiver WAITs: a deterministic program sizes
- * receive queues (or counts credits) so that it never is.
+ * circuit, or a nonzero @imm without NOTIFY (but for ICFAB_OP_TRIGGER);
+ * -ENOTCONN when the target endpoint has no receive queue; -EAGAIN when
+ * that receive queue is full (a WAIT of the receiver helps). Whether a
+ * receive queue is full depends on when its receiver WAITs: a
+ * deterministic program sizes receive queues (or counts credits) so
+ * that it never is.
  */
 #define ICFAB_QUEUE_F_RECV	(1U << 0)
 #define ICFAB_QUEUE_F_ALL	(ICFAB_QUEUE_F_RECV)
@@ -556,6 +569,10 @@ enum icfab_desc_op {
 	ICFAB_OP_FENCE	= 4,		/* later descriptors on this queue start
 					 * after everything before it finished
 					 * (ICFAB_F_MEMORY) */
+	ICFAB_OP_TRIGGER = 5,		/* later descriptors on this queue start
+					 * once its endpoint received @len
+					 * NOTIFY WRITEs with @imm
+					 * (ICFAB_F_TRIGGER) */
 };
 
 /* Time the transfer, move no bytes. */
@@ -598,8 +615,45 @@ struct icfab_desc {
 	__u64 remote_off;		/* bytes into the remote region */
 	__u32 circuit;			/* 0, or a circuit (ICFAB_F_CIRCUITS) */
 	__u32 imm;			/* NOTIFY: to the receiver, in the low
-					 * half of its user_tag; otherwise 0 */
+					 * half of its user_tag; TRIGGER: the
+					 * counter; otherwise 0 */
 };
+
+/*
+ * Triggered descriptors (ICFAB_F_TRIGGER).
+ *
+ * A receive queue (ICFAB_QUEUE_F_RECV) counts the NOTIFY WRITEs that
+ * land at its endpoint with status 0, one counter per @imm below
+ * ICFAB_TRIGGER_COUNTERS, from 0 at its creation; they only grow, and
+ * WRITEs with a larger @imm are not counted. The engine counts a WRITE
+ * when its last byte lands, in its fixed (finish time, key) order.
+ *
+ * ICFAB_OP_TRIGGER on a queue whose endpoint has a receive queue of the
+ * same context: @imm names the counter, @len (1 or more) is the count it
+ * waits for; everything else must be zero. It completes (start_ps =
+ * finish_ps) at the latest of its submission, the queue's earlier FENCEs
+ * and TRIGGERs, and the finish of the WRITE that brought the counter to
+ * @len; descriptors after it on the queue start no earlier (a transfer
+ * whose key sorts before that WRITE's 1 ps later, as any submitted at the
+ * instant of an event already processed), and wait in the queue until it
+ * has completed, as behind a FENCE. It does not wait
+ * for the queue's earlier transfers (a FENCE before it does). So a
+ * context posts a forwarding transfer before its data came: it starts at
+ * the instant the data has landed, which depends, like every time here,
+ * only on what every context submitted at which virtual times. Several
+ * TRIGGERs in a row wait for all their counts.
+ *
+ * A TRIGGER whose count never comes holds its queue: WAIT does not
+ * return -EDEADLK for it, and it and what is behind it complete with
+ * -ECANCELED when the context goes or can submit no more (as behind a
+ * FENCE). The receive queue cannot be destroyed while a TRIGGER of its
+ * context waits for its counters (-EBUSY).
+ *
+ * Errors at submission: -EINVAL (@len 0, @imm not below
+ * ICFAB_TRIGGER_COUNTERS, flags or other fields set), -ENOTCONN (the
+ * queue's endpoint has no receive queue of this context).
+ */
+#define ICFAB_TRIGGER_COUNTERS	64
 
 /*
  * Circuit descriptors (ICFAB_F_CIRCUITS): a WRITE with @circuit nonzero

@@ -37,7 +37,8 @@
 	X(ICFAB_F_ROUTE_SETS, "route-sets")			\
 	X(ICFAB_F_CQ_RING, "cq-ring")				\
 	X(ICFAB_F_TIMING_OFFSETS, "timing-offsets")	\
-	X(ICFAB_F_WAIT_END, "wait-end")
+	X(ICFAB_F_WAIT_END, "wait-end")			\
+	X(ICFAB_F_TRIGGER, "trigger")
 
 /* The name of one feature bit, or NULL for a bit this build does not know. */
 const char *icfab_feature_name(uint64_t bit);
