@@ -503,6 +503,55 @@ static void icfab_req_recycle(struct icfab_ctx *ctx, struct icfab_req *req)
 	kfree(req);
 }
 
+/* Spent requests a context gathers before they go back to its pool. */
+#define ICFAB_SPENT_BATCH	64
+
+/*
+ * @ctx's spent requests back to its pool under one lock; what the pool
+ * has no room for (at most ICFAB_SPENT_BATCH) to the slab. The fabric
+ * lock is held.
+ */
+static void __icfab_spent_flush(struct icfab_ctx *ctx)
+{
+	struct icfab_req *req = ctx->spent, *next;
+	u32 n = ctx->nr_spent;
+
+	lockdep_assert_held(&ctx->fabric->lock);
+	if (!req)
+		return;
+	spin_lock(&ctx->pool_lock);
+	if (ctx->nr_pool + n <= ICFAB_REQ_POOL) {
+		ctx->spent_last->pool_next = ctx->pool;
+		ctx->pool = req;
+		ctx->nr_pool += n;
+		req = NULL;
+	}
+	spin_unlock(&ctx->pool_lock);
+	ctx->spent = NULL;
+	ctx->spent_last = NULL;
+	ctx->nr_spent = 0;
+	for (; req; req = next) {
+		next = req->pool_next;
+		icfab_req_recycle(ctx, req);
+	}
+}
+
+/*
+ * A request whose completion is in the ring: onto @ctx's spent stack,
+ * which goes back to the pool a batch at a time (at the end of a
+ * SUBMIT's chunk, or when it is full). The fabric lock is held.
+ */
+static void __icfab_req_spend(struct icfab_ctx *ctx, struct icfab_req *req)
+{
+	lockdep_assert_held(&ctx->fabric->lock);
+	req->pool_next = ctx->spent;
+	if (!ctx->spent)
+		ctx->spent_last = req;
+	ctx->spent = req;
+	if (++ctx->nr_spent >= ICFAB_SPENT_BATCH)
+		__icfab_spent_flush(ctx);
+}
+
 /* Requests freed between two chances to reschedule. */
 #define ICFAB_FREE_BATCH	1024
 
@@ -757,7 +806,7 @@ static int __icfab_req_finish(struct icfab_req *req, int status, u64 start,
 	 */
 	if (req->to_cq && icfab_cq_post(ctx->cq, &req->cqe)) {
 		q->inflight--;
-		icfab_req_recycle(ctx, req);
+		__icfab_req_spend(ctx, req);
 		return woke | __icfab_wait_check(ctx, finish);
 	}
 	return woke | __icfab_done_add(ctx, req);
@@ -1930,6 +1979,8 @@ long icfab_submit_descs(struct icfab_ctx *ctx,
 			icfab_data_advance(fabric);
 			advance = false;
 		}
+		/* For the next chunk's or SUBMIT's allocation. */
+		__icfab_spent_flush(ctx);
 		mutex_unlock(&fabric->lock);
 		/* What an error left unused; at is past the one it used. */
 		for (; at < nr_fresh; at++)
@@ -2704,6 +2755,11 @@ void icfab_ctx_destroy(struct icfab_ctx *ctx)
 	kvfree(ctx->queues);
 	while ((req = ctx->pool)) {
 		ctx->pool = req->pool_next;
+		kfree(req);
+	}
+	/* Nothing completes into its ring now: req->ctx is NULL. */
+	while ((req = ctx->spent)) {
+		ctx->spent = req->pool_next;
 		kfree(req);
 	}
 	kfree(ctx->batch_buf);

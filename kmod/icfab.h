@@ -371,6 +371,16 @@ struct icfab_ctx {
 	 */
 	struct icfab_cq *cq;
 	bool cq_wait;
+	/*
+	 * Requests whose completions went into the ring, on their way back
+	 * to the pool: under the fabric lock, which posting them holds
+	 * already, and handed to the pool a batch at a time (one pool lock
+	 * per batch, not per descriptor). Via pool_next, spent_last its
+	 * last; NULL when empty.
+	 */
+	struct icfab_req *spent;
+	struct icfab_req *spent_last;
+	u32 nr_spent;
 };
 struct icfab_ctx *icfab_ctx_create(struct icfab_fabric *fabric);
 void icfab_ctx_destroy(struct icfab_ctx *ctx);
