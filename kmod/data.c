@@ -726,20 +726,13 @@ static int __icfab_done_add(struct icfab_ctx *ctx, struct icfab_req *req)
 static int __icfab_trigger_arrived(struct icfab_data *d,
 				   struct icfab_queue *rq, u32 imm, u64 finish);
 
-/*
- * A NOTIFY WRITE finished (@req's cqe holds its result): its receive
- * completion goes to the receiver, whose WAITs, ioctl and io_uring, both
- * count it, and whose TRIGGERs it may release. Returns 1 when that woke
- * the receiver.
- */
-static int __icfab_notify_post(struct icfab_req *req)
+/* __icfab_notify_post() when there is a receive completion. */
+static int __icfab_notify_deliver(struct icfab_req *req)
 {
 	struct icfab_req *n = req->notify;
 	struct icfab_ctx *rctx;
 	int woke;
 
-	if (!n)
-		return 0;
 	req->notify = NULL;
 	n->sender = NULL;
 	list_del(&n->node);
@@ -758,6 +751,18 @@ static int __icfab_notify_post(struct icfab_req *req)
 		woke = 0;
 	woke |= __icfab_done_add(rctx, n);
 	return woke | __icfab_uring_count(rctx, n->cqe.finish_ps);
+}
+
+/*
+ * A NOTIFY WRITE finished (@req's cqe holds its result): its receive
+ * completion goes to the receiver, whose WAITs, ioctl and io_uring, both
+ * count it, and whose TRIGGERs it may release. Returns 1 when that woke
+ * the receiver. Inline: nearly every request has none, and finding that
+ * took a call.
+ */
+static __always_inline int __icfab_notify_post(struct icfab_req *req)
+{
+	return req->notify ? __icfab_notify_deliver(req) : 0;
 }
 
 /*
