@@ -910,7 +910,7 @@ static int icfab_xfer_submit(struct icfab_data *d, struct icfab_ctx *ctx,
 			     u64 at)
 {
 	struct icfab_engine *e = &d->engine;
-	u64 key;
+	u64 key, spray_off;
 	u32 xfer;
 	int err;
 
@@ -958,10 +958,11 @@ static int icfab_xfer_submit(struct icfab_data *d, struct icfab_ctx *ctx,
 	 * "Parallel cables"): pieces of one buffer, each a transfer of its
 	 * own, spread over parallel links as one transfer's segments do.
 	 */
-	if (!req->cx)
-		icfab_engine_set_spray_offset(e, xfer,
-					      req->op == ICFAB_OP_WRITE ?
-					      req->remote_off : req->local_off);
+	spray_off = req->op == ICFAB_OP_WRITE ? req->remote_off :
+						req->local_off;
+	/* Below one segment it is turn 0, which the engine starts with. */
+	if (!req->cx && spray_off >= e->segment_size)
+		icfab_engine_set_spray_offset(e, xfer, spray_off);
 	d->xfer_req[xfer] = req;
 	req->xfer = xfer;
 	req->in_engine = true;
@@ -1747,10 +1748,15 @@ static int icfab_req_prepare(struct icfab_ctx *ctx,
 	default:
 		err = -EINVAL;
 	}
-	/* Waiting cannot make room for what no engine can ever hold. */
+	/*
+	 * Waiting cannot make room for what no engine can ever hold: more
+	 * than ICFAB_MAX_XFER_SEGMENTS segments, which is more bytes than
+	 * that many whole segments (a product that fits in 64 bits, and
+	 * no division per descriptor).
+	 */
+	BUILD_BUG_ON(ICFAB_MAX_XFER_SEGMENTS > U32_MAX);
 	if (!err && (dd->op == ICFAB_OP_WRITE || dd->op == ICFAB_OP_READ) &&
-	    icfab_nr_segments(dd->len, t->segment_size) >
-	    ICFAB_MAX_XFER_SEGMENTS)
+	    dd->len > (u64)ICFAB_MAX_XFER_SEGMENTS * t->segment_size)
 		err = -E2BIG;
 	if (!err && (q->inflight >= q->depth || icfab_ctx_descs_full(ctx)))
 		err = -EAGAIN;
