@@ -1062,7 +1062,9 @@ static int icfab_data_complete(void *arg, u32 xfer_id,
 	int status = r->status;
 	int woke;
 
-	icfab_circuit_xfer_done(d->fabric, xfer_id);
+	/* Only a fabric that has had a circuit's tree has the table. */
+	if (d->fabric->tree_xfers)
+		icfab_circuit_xfer_done(d->fabric, xfer_id);
 	/* NULL: an io_uring command cancelled while in the engine. */
 	if (!req)
 		return 0;
