@@ -1777,8 +1777,9 @@ static int icfab_req_prepare(struct icfab_ctx *ctx,
  * Returns 0, or -errno with the request freed and nothing changed. The
  * fabric lock is held.
  */
-static int icfab_req_start(struct icfab_ctx *ctx, struct icfab_req *req,
-			   bool *advance)
+static __always_inline int icfab_req_start(struct icfab_ctx *ctx,
+					    struct icfab_req *req,
+					    bool *advance)
 {
 	struct icfab_data *d = ctx->fabric->data;
 	struct icfab_queue *q = req->q;
