@@ -1669,9 +1669,9 @@ static bool icfab_ctx_descs_full(const struct icfab_ctx *ctx)
  * used up either way: freed on error. One path for the ioctl and
  * io_uring; the fabric lock is held.
  */
-static int icfab_req_prepare(struct icfab_ctx *ctx,
-			     const struct icfab_desc *dd,
-			     struct icfab_req *req)
+static __always_inline int icfab_req_prepare(struct icfab_ctx *ctx,
+					      const struct icfab_desc *dd,
+					      struct icfab_req *req)
 {
 	const struct icfab_topo *t = ctx->fabric->active;
 	struct icfab_queue *q;
