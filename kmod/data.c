@@ -905,9 +905,10 @@ static u32 icfab_req_tier(const struct icfab_req *req, bool from)
 }
 
 /* Put a transfer into the engine, starting no earlier than @at. */
-static int icfab_xfer_submit(struct icfab_data *d, struct icfab_ctx *ctx,
-			     struct icfab_queue *q, struct icfab_req *req,
-			     u64 at)
+static __always_inline int icfab_xfer_submit(struct icfab_data *d,
+					      struct icfab_ctx *ctx,
+					      struct icfab_queue *q,
+					      struct icfab_req *req, u64 at)
 {
 	struct icfab_engine *e = &d->engine;
 	u64 key, spray_off;
