@@ -13,15 +13,6 @@
 
 #include "icfab.h"
 
-struct icfab_cq {
-	struct icfab_cq_ring *ring;	/* vmalloc_user(), mapped by userspace */
-	struct icfab_cqe *cqes;		/* in the same allocation */
-	size_t size;			/* bytes, whole pages */
-	u32 mask;			/* entries - 1 */
-	u32 tail;			/* ours; the shared one is a copy */
-	u32 overflow;			/* ours likewise */
-};
-
 /* Where the entries start: the header, rounded up to a cache line. */
 static size_t icfab_cq_cqes_off(void)
 {
@@ -68,39 +59,6 @@ void icfab_cq_layout(const struct icfab_cq *cq, struct icfab_cq_setup *s)
 	s->mmap_offset = ICFAB_CQ_MMAP_OFFSET;
 	s->mmap_size = cq->size;
 	s->cqes_off = icfab_cq_cqes_off();
-}
-
-/*
- * Entries written and not yet consumed. Userspace's head is only read:
- * one further than the ring holds behind our tail (garbage, or a head
- * moved past the tail) makes the ring full, never more than full.
- */
-u32 icfab_cq_ready(const struct icfab_cq *cq)
-{
-	/* Pairs with userspace's store-release: it is done with them. */
-	u32 head = smp_load_acquire(&cq->ring->head);
-	u32 used = cq->tail - head;
-
-	return min(used, cq->mask + 1);
-}
-
-/*
- * Post @cqe at the tail. False when the ring is full: the caller keeps
- * the completion (on the WAIT list) and it is counted as an overflow.
- * Callers serialise (the fabric lock).
- */
-bool icfab_cq_post(struct icfab_cq *cq, const struct icfab_cqe *cqe)
-{
-	if (icfab_cq_ready(cq) > cq->mask) {
-		cq->overflow++;
-		WRITE_ONCE(cq->ring->overflow, cq->overflow);
-		return false;
-	}
-	cq->cqes[cq->tail & cq->mask] = *cqe;
-	cq->tail++;
-	/* The entry before the tail that publishes it. */
-	smp_store_release(&cq->ring->tail, cq->tail);
-	return true;
 }
 
 /* A mapping holds the file, so the context and its ring; see nr_vmas. */

@@ -503,6 +503,55 @@ static void icfab_req_recycle(struct icfab_ctx *ctx, struct icfab_req *req)
 	kfree(req);
 }
 
+/* Spent requests a context gathers before they go back to its pool. */
+#define ICFAB_SPENT_BATCH	64
+
+/*
+ * @ctx's spent requests back to its pool under one lock; what the pool
+ * has no room for (at most ICFAB_SPENT_BATCH) to the slab. The fabric
+ * lock is held.
+ */
+static void __icfab_spent_flush(struct icfab_ctx *ctx)
+{
+	struct icfab_req *req = ctx->spent, *next;
+	u32 n = ctx->nr_spent;
+
+	lockdep_assert_held(&ctx->fabric->lock);
+	if (!req)
+		return;
+	spin_lock(&ctx->pool_lock);
+	if (ctx->nr_pool + n <= ICFAB_REQ_POOL) {
+		ctx->spent_last->pool_next = ctx->pool;
+		ctx->pool = req;
+		ctx->nr_pool += n;
+		req = NULL;
+	}
+	spin_unlock(&ctx->pool_lock);
+	ctx->spent = NULL;
+	ctx->spent_last = NULL;
+	ctx->nr_spent = 0;
+	for (; req; req = next) {
+		next = req->pool_next;
+		icfab_req_recycle(ctx, req);
+	}
+}
+
+/*
+ * A request whose completion is in the ring: onto @ctx's spent stack,
+ * which goes back to the pool a batch at a time (at the end of a
+ * SUBMIT's chunk, or when it is full). The fabric lock is held.
+ */
+static void __icfab_req_spend(struct icfab_ctx *ctx, struct icfab_req *req)
+{
+	lockdep_assert_held(&ctx->fabric->lock);
+	req->pool_next = ctx->spent;
+	if (!ctx->spent)
+		ctx->spent_last = req;
+	ctx->spent = req;
+	if (++ctx->nr_spent >= ICFAB_SPENT_BATCH)
+		__icfab_spent_flush(ctx);
+}
+
 /* Requests freed between two chances to reschedule. */
 #define ICFAB_FREE_BATCH	1024
 
@@ -677,20 +726,13 @@ static int __icfab_done_add(struct icfab_ctx *ctx, struct icfab_req *req)
 static int __icfab_trigger_arrived(struct icfab_data *d,
 				   struct icfab_queue *rq, u32 imm, u64 finish);
 
-/*
- * A NOTIFY WRITE finished (@req's cqe holds its result): its receive
- * completion goes to the receiver, whose WAITs, ioctl and io_uring, both
- * count it, and whose TRIGGERs it may release. Returns 1 when that woke
- * the receiver.
- */
-static int __icfab_notify_post(struct icfab_req *req)
+/* __icfab_notify_post() when there is a receive completion. */
+static int __icfab_notify_deliver(struct icfab_req *req)
 {
 	struct icfab_req *n = req->notify;
 	struct icfab_ctx *rctx;
 	int woke;
 
-	if (!n)
-		return 0;
 	req->notify = NULL;
 	n->sender = NULL;
 	list_del(&n->node);
@@ -709,6 +751,18 @@ static int __icfab_notify_post(struct icfab_req *req)
 		woke = 0;
 	woke |= __icfab_done_add(rctx, n);
 	return woke | __icfab_uring_count(rctx, n->cqe.finish_ps);
+}
+
+/*
+ * A NOTIFY WRITE finished (@req's cqe holds its result): its receive
+ * completion goes to the receiver, whose WAITs, ioctl and io_uring, both
+ * count it, and whose TRIGGERs it may release. Returns 1 when that woke
+ * the receiver. Inline: nearly every request has none, and finding that
+ * took a call.
+ */
+static __always_inline int __icfab_notify_post(struct icfab_req *req)
+{
+	return req->notify ? __icfab_notify_deliver(req) : 0;
 }
 
 /*
@@ -757,7 +811,7 @@ static int __icfab_req_finish(struct icfab_req *req, int status, u64 start,
 	 */
 	if (req->to_cq && icfab_cq_post(ctx->cq, &req->cqe)) {
 		q->inflight--;
-		icfab_req_recycle(ctx, req);
+		__icfab_req_spend(ctx, req);
 		return woke | __icfab_wait_check(ctx, finish);
 	}
 	return woke | __icfab_done_add(ctx, req);
@@ -851,12 +905,13 @@ static u32 icfab_req_tier(const struct icfab_req *req, bool from)
 }
 
 /* Put a transfer into the engine, starting no earlier than @at. */
-static int icfab_xfer_submit(struct icfab_data *d, struct icfab_ctx *ctx,
-			     struct icfab_queue *q, struct icfab_req *req,
-			     u64 at)
+static __always_inline int icfab_xfer_submit(struct icfab_data *d,
+					      struct icfab_ctx *ctx,
+					      struct icfab_queue *q,
+					      struct icfab_req *req, u64 at)
 {
 	struct icfab_engine *e = &d->engine;
-	u64 key;
+	u64 key, spray_off;
 	u32 xfer;
 	int err;
 
@@ -904,10 +959,11 @@ static int icfab_xfer_submit(struct icfab_data *d, struct icfab_ctx *ctx,
 	 * "Parallel cables"): pieces of one buffer, each a transfer of its
 	 * own, spread over parallel links as one transfer's segments do.
 	 */
-	if (!req->cx)
-		icfab_engine_set_spray_offset(e, xfer,
-					      req->op == ICFAB_OP_WRITE ?
-					      req->remote_off : req->local_off);
+	spray_off = req->op == ICFAB_OP_WRITE ? req->remote_off :
+						req->local_off;
+	/* Below one segment it is turn 0, which the engine starts with. */
+	if (!req->cx && spray_off >= e->segment_size)
+		icfab_engine_set_spray_offset(e, xfer, spray_off);
 	d->xfer_req[xfer] = req;
 	req->xfer = xfer;
 	req->in_engine = true;
@@ -1007,7 +1063,9 @@ static int icfab_data_complete(void *arg, u32 xfer_id,
 	int status = r->status;
 	int woke;
 
-	icfab_circuit_xfer_done(d->fabric, xfer_id);
+	/* Only a fabric that has had a circuit's tree has the table. */
+	if (d->fabric->tree_xfers)
+		icfab_circuit_xfer_done(d->fabric, xfer_id);
 	/* NULL: an io_uring command cancelled while in the engine. */
 	if (!req)
 		return 0;
@@ -1612,9 +1670,9 @@ static bool icfab_ctx_descs_full(const struct icfab_ctx *ctx)
  * used up either way: freed on error. One path for the ioctl and
  * io_uring; the fabric lock is held.
  */
-static int icfab_req_prepare(struct icfab_ctx *ctx,
-			     const struct icfab_desc *dd,
-			     struct icfab_req *req)
+static __always_inline int icfab_req_prepare(struct icfab_ctx *ctx,
+					      const struct icfab_desc *dd,
+					      struct icfab_req *req)
 {
 	const struct icfab_topo *t = ctx->fabric->active;
 	struct icfab_queue *q;
@@ -1693,10 +1751,15 @@ static int icfab_req_prepare(struct icfab_ctx *ctx,
 	default:
 		err = -EINVAL;
 	}
-	/* Waiting cannot make room for what no engine can ever hold. */
+	/*
+	 * Waiting cannot make room for what no engine can ever hold: more
+	 * than ICFAB_MAX_XFER_SEGMENTS segments, which is more bytes than
+	 * that many whole segments (a product that fits in 64 bits, and
+	 * no division per descriptor).
+	 */
+	BUILD_BUG_ON(ICFAB_MAX_XFER_SEGMENTS > U32_MAX);
 	if (!err && (dd->op == ICFAB_OP_WRITE || dd->op == ICFAB_OP_READ) &&
-	    icfab_nr_segments(dd->len, t->segment_size) >
-	    ICFAB_MAX_XFER_SEGMENTS)
+	    dd->len > (u64)ICFAB_MAX_XFER_SEGMENTS * t->segment_size)
 		err = -E2BIG;
 	if (!err && (q->inflight >= q->depth || icfab_ctx_descs_full(ctx)))
 		err = -EAGAIN;
@@ -1715,8 +1778,9 @@ static int icfab_req_prepare(struct icfab_ctx *ctx,
  * Returns 0, or -errno with the request freed and nothing changed. The
  * fabric lock is held.
  */
-static int icfab_req_start(struct icfab_ctx *ctx, struct icfab_req *req,
-			   bool *advance)
+static __always_inline int icfab_req_start(struct icfab_ctx *ctx,
+					    struct icfab_req *req,
+					    bool *advance)
 {
 	struct icfab_data *d = ctx->fabric->data;
 	struct icfab_queue *q = req->q;
@@ -1930,6 +1994,8 @@ long icfab_submit_descs(struct icfab_ctx *ctx,
 			icfab_data_advance(fabric);
 			advance = false;
 		}
+		/* For the next chunk's or SUBMIT's allocation. */
+		__icfab_spent_flush(ctx);
 		mutex_unlock(&fabric->lock);
 		/* What an error left unused; at is past the one it used. */
 		for (; at < nr_fresh; at++)
@@ -2704,6 +2770,11 @@ void icfab_ctx_destroy(struct icfab_ctx *ctx)
 	kvfree(ctx->queues);
 	while ((req = ctx->pool)) {
 		ctx->pool = req->pool_next;
+		kfree(req);
+	}
+	/* Nothing completes into its ring now: req->ctx is NULL. */
+	while ((req = ctx->spent)) {
+		ctx->spent = req->pool_next;
 		kfree(req);
 	}
 	kfree(ctx->batch_buf);

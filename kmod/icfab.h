@@ -371,6 +371,16 @@ struct icfab_ctx {
 	 */
 	struct icfab_cq *cq;
 	bool cq_wait;
+	/*
+	 * Requests whose completions went into the ring, on their way back
+	 * to the pool: under the fabric lock, which posting them holds
+	 * already, and handed to the pool a batch at a time (one pool lock
+	 * per batch, not per descriptor). Via pool_next, spent_last its
+	 * last; NULL when empty.
+	 */
+	struct icfab_req *spent;
+	struct icfab_req *spent_last;
+	u32 nr_spent;
 };
 struct icfab_ctx *icfab_ctx_create(struct icfab_fabric *fabric);
 void icfab_ctx_destroy(struct icfab_ctx *ctx);
@@ -410,8 +420,53 @@ struct icfab_cq;
 struct icfab_cq *icfab_cq_create(u32 *entries);
 void icfab_cq_destroy(struct icfab_cq *cq);
 void icfab_cq_layout(const struct icfab_cq *cq, struct icfab_cq_setup *s);
-u32 icfab_cq_ready(const struct icfab_cq *cq);
-bool icfab_cq_post(struct icfab_cq *cq, const struct icfab_cqe *cqe);
+/*
+ * The ring itself, here rather than in cq.c so that posting a completion,
+ * once per descriptor, is inline in data.c.
+ */
+struct icfab_cq {
+	struct icfab_cq_ring *ring;	/* vmalloc_user(), mapped by userspace */
+	struct icfab_cqe *cqes;		/* in the same allocation */
+	size_t size;			/* bytes, whole pages */
+	u32 mask;			/* entries - 1 */
+	u32 tail;			/* ours; the shared one is a copy */
+	u32 overflow;			/* ours likewise */
+};
+
+/*
+ * Entries written and not yet consumed. Userspace's head is only read:
+ * one further than the ring holds behind our tail (garbage, or a head
+ * moved past the tail) makes the ring full, never more than full.
+ */
+static inline u32 icfab_cq_ready(const struct icfab_cq *cq)
+{
+	/* Pairs with userspace's store-release: it is done with them. */
+	u32 head = smp_load_acquire(&cq->ring->head);
+	u32 used = cq->tail - head;
+
+	return min(used, cq->mask + 1);
+}
+
+/*
+ * Post @cqe at the tail. False when the ring is full: the caller keeps
+ * the completion (on the WAIT list) and it is counted as an overflow.
+ * Callers serialise (the fabric lock).
+ */
+static inline bool icfab_cq_post(struct icfab_cq *cq,
+				 const struct icfab_cqe *cqe)
+{
+	if (icfab_cq_ready(cq) > cq->mask) {
+		cq->overflow++;
+		WRITE_ONCE(cq->ring->overflow, cq->overflow);
+		return false;
+	}
+	cq->cqes[cq->tail & cq->mask] = *cqe;
+	cq->tail++;
+	/* The entry before the tail that publishes it. */
+	smp_store_release(&cq->ring->tail, cq->tail);
+	return true;
+}
+
 int icfab_cq_mmap(struct icfab_cq *cq, struct icfab_ctx *ctx,
 		  struct vm_area_struct *vma);
 
