@@ -464,6 +464,29 @@ print("# source links: tp %d bytes (want %d), mc %d bytes (want %d), mc/tp %.3f;
 sys.exit(0 if got_tp == want_tp and got_mc == want_mc and got_mc < got_tp else 1)
 PY
 	check "no circuit is left after the bench" no_circuit
+	# A user other than root holds at most max_uid_circuits circuits,
+	# icfabd's opened in the requester's name: past 3, EDQUOT, and the
+	# dispatch goes in waves of sources (2 at a time) as when the
+	# colours run out, so it takes longer than root's in one wave (it
+	# failed with EDQUOT).
+	uidcap() {
+		p=/sys/module/icfab/parameters/max_uid_circuits
+		a="-n 8 -t 16 -H 7168 -e 256 -k 8 -m mc -b 450"
+		timeout 300 "$bench" $a > "$tmp/uidcap0" || return 1
+		was=$(cat $p) && echo 3 > $p || return 1
+		setpriv --reuid=65534 --regid=65534 --groups icfab \
+			env ICFABD_SOCKET="$sock" timeout 300 "$(for_nobody "$bench")" \
+			$a > "$tmp/uidcap" 2> "$tmp/uidcap.err"
+		rc=$?
+		echo "$was" > $p
+		sed 's/^/# /' "$tmp/uidcap.err"
+		d0=$(sed -n 's/.*"dispatch_ps":\([0-9]*\).*/\1/p' "$tmp/uidcap0")
+		d=$(sed -n 's/.*"dispatch_ps":\([0-9]*\).*/\1/p' "$tmp/uidcap")
+		echo "# dispatch: root $d0 ps, user 65534 past the cap ${d:-none} ps"
+		[ $rc = 0 ] && [ -n "$d0" ] && [ -n "$d" ] && [ "$d" -gt "$d0" ]
+	}
+	check "user 65534 with max_uid_circuits 3: a multicast dispatch of 8 sources goes in waves" uidcap
+	check "no circuit is left after the waves past the user's cap" no_circuit
 	check "icfabd stops" stop_daemon
 	# 3 colours at the one switch hold 3 sources' trees, not 8: the
 	# dispatch goes in waves of sources (2 at a time), each wave's
