@@ -196,8 +196,10 @@ static unsigned int other_rank(unsigned int src, unsigned int k)
 
 /*
  * Circuit @part from @src to the ranks of that part: its id, or -errno.
- * -ENOSPC (the colours are taken) is said only when @quiet is not set:
- * the caller can still try fewer sources at once.
+ * -ENOSPC (the colours are taken) and -EDQUOT (the requester's user
+ * holds as many circuits as the module's max_uid_circuits allows) are
+ * said only when @quiet is not set: the caller can still try fewer
+ * sources at once.
  */
 static int circuit_open_one(struct fdev_comm *c, int s, unsigned int src,
 			    unsigned int part, int quiet, uint32_t *id)
@@ -220,7 +222,8 @@ static int circuit_open_one(struct fdev_comm *c, int s, unsigned int src,
 	err = sock_request(s, req, reply, sizeof(reply));
 	free(req);
 	if (err) {
-		if (!(quiet && err == -ENOSPC) && !said_open++)
+		if (!(quiet && (err == -ENOSPC || err == -EDQUOT)) &&
+		    !said_open++)
 			fprintf(stderr, "libfabricdev: multicast: icfabd refused the circuit from rank %u (endpoint %u) to %u of the other %u ranks: %s\n",
 				src, c->ep[src], k1 - k0, c->nranks - 1,
 				err == -EPROTO && strncmp(reply, "err ", 4) ?

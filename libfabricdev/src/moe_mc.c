@@ -165,10 +165,13 @@ static int mc_send_wave(struct fdev_comm *c, struct fdev_moe_handle *h,
  * half as many, and so on, each wave after the last. Each router holds
  * one colour per circuit crossing it, and on a leaf/spine every source's
  * tree crosses the leaves of all its destinations: 64 colours hold at
- * most 64 sources' trees at a leaf. A wave the colours refuse sent
- * nothing (circuits open before anything is submitted), so it is tried
- * again with fewer sources; the wave size found is kept for the next
- * call. Waves run one after the other, so their times add.
+ * most 64 sources' trees at a leaf. The module also caps the circuits
+ * of a user other than root (max_uid_circuits; icfabd opens them in
+ * the requester's name): past it, -EDQUOT, which fewer sources at once
+ * fit in the same way. A wave refused either way sent nothing (circuits
+ * open before anything is submitted), so it is tried again with fewer
+ * sources; the wave size found is kept for the next call. Waves run one
+ * after the other, so their times add.
  */
 static int mc_send(struct fdev_comm *c, struct fdev_moe_handle *h,
 		   const struct fdev_moe_in *in, uint64_t *t_ps)
@@ -187,7 +190,7 @@ static int mc_send(struct fdev_comm *c, struct fdev_moe_handle *h,
 		unsigned int s1 = s0 + w < n ? s0 + w : n;
 
 		err = mc_send_wave(c, h, s0, s1, t_ps);
-		if (err == -ENOSPC && w > 1) {
+		if ((err == -ENOSPC || err == -EDQUOT) && w > 1) {
 			w = (w + 1) / 2;
 			err = 0;
 			continue;

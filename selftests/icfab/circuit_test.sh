@@ -58,8 +58,10 @@ hold() {
 	# Simple commands, so that $! is icfabctl's pid (setpriv and env exec).
 	if [ "$1" = --as-nobody ]; then
 		shift
+		[ -n "$icfabctl_nobody" ] ||
+			icfabctl_nobody=$(for_nobody "$icfabctl") || return 1
 		setpriv --reuid=65534 --regid=65534 --groups icfab \
-			env ICFABD_SOCKET="$sock" "$icfabctl" circuit open "$@" \
+			env ICFABD_SOCKET="$sock" "$icfabctl_nobody" circuit open "$@" \
 			> "$tmp/$name.out" 2> "$tmp/$name.err" &
 	else
 		ICFABD_SOCKET=$sock "$icfabctl" circuit open "$@" \

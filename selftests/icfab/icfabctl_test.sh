@@ -15,7 +15,7 @@ trap 'kill $mon 2>/dev/null; rm -rf "$tmp"' EXIT
 n=0
 failed=0
 
-. "$(dirname "$0")/lib.sh"	# check
+. "$(dirname "$0")/lib.sh"	# check, for_nobody
 
 json() {	# json FILE EXPR: evaluate a Python expression on FILE's JSON
 	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2"
@@ -55,7 +55,7 @@ check "unknown keyword: usage error (exit 2), nothing sent" \
 	sh -c "'$ctl' fabric set segment-sise 8192 2>/dev/null; test \$? -eq 2"
 
 check "unprivileged fabric set: refused" \
-	sh -c "setpriv --reuid=65534 --regid=65534 --clear-groups '$ctl' fabric set segment-size 4096 2>&1 | grep -q 'Operation not permitted'"
+	sh -c "setpriv --reuid=65534 --regid=65534 --clear-groups '$(for_nobody "$ctl")' fabric set segment-size 4096 2>&1 | grep -q 'Operation not permitted'"
 
 "$ctl" fabric set segment-size 4096 dilation 1
 sleep 1

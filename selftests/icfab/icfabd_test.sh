@@ -103,7 +103,7 @@ check "broken file: module unchanged" \
 	test "$same" -eq 0 -a "$gen" = "$g1" -a "$nodes" = 64
 
 setpriv --reuid=65534 --regid=65534 --clear-groups \
-	"$icfabd" --apply --preset dgx-h100 > "$tmp/out" 2> "$tmp/err"
+	"$(for_nobody "$icfabd")" --apply --preset dgx-h100 > "$tmp/out" 2> "$tmp/err"
 rc=$?
 sed 's/^/# /' "$tmp/err"
 check "unprivileged apply: exit 1" test $rc -eq 1

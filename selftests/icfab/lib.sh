@@ -4,8 +4,8 @@
 # sourcing script sets n=0 failed=0); and for those that drive icfabd,
 # icfabctl as root and as user 65534 over the daemon's socket, waiting
 # for a log line, stopping the daemon, the fabric's generation: those
-# set icfabd, icfabctl, sock (the socket) and dpid (the daemon's pid, or
-# empty). The sourcing script's own definitions, made after sourcing,
+# set icfabd, icfabctl, sock (the socket), tmp (their temporary
+# directory, removed at exit) and dpid (the daemon's pid, or empty). The sourcing script's own definitions, made after sourcing,
 # win. A test that changes the fabric's segment size puts it back when
 # it exits (segment_size, below): the C fixtures that run later build
 # their topologies at whatever size the fabric has, and their closed
@@ -27,9 +27,21 @@ ctl() {		# icfabctl as root, through $sock
 	ICFABD_SOCKET=$sock "$icfabctl" "$@"
 }
 
+# for_nobody PROG: print the path of a copy of PROG that user 65534 can
+# run: in $tmp/nobody (made mode 755, and $tmp too), removed with $tmp.
+# The tree's own binaries may sit under a directory other users cannot
+# enter (a clone in root's 0700 home), so the tests never run them as
+# another user directly.
+for_nobody() {
+	mkdir -p "$tmp/nobody" && chmod 755 "$tmp" "$tmp/nobody" &&
+		cp "$1" "$tmp/nobody/" && chmod 755 "$tmp/nobody/${1##*/}" &&
+		echo "$tmp/nobody/${1##*/}"
+}
+
 nobody() {	# icfabctl as user 65534, a member of icfab, through $sock
+	[ -n "$icfabctl_nobody" ] || icfabctl_nobody=$(for_nobody "$icfabctl")
 	setpriv --reuid=65534 --regid=65534 --groups icfab \
-		env ICFABD_SOCKET="$sock" "$icfabctl" "$@"
+		env ICFABD_SOCKET="$sock" "$icfabctl_nobody" "$@"
 }
 
 wait_for() {	# wait_for FILE PATTERN SECONDS
