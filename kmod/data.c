@@ -2560,8 +2560,9 @@ u32 icfab_ctx_state(const struct icfab_ctx *ctx)
 /*
  * CTX_EVICT: attached context @id ends as its owner's exit would end it,
  * but for its transfers already in the engine: they complete with
- * -ECANCELED and land nothing (icfab_data_complete()). Returns 0, -ENOENT when no attached context has that id, or -EALREADY
- * when it has ended already; neither error changes anything.
+ * -ECANCELED and land nothing (icfab_data_complete()). Returns 0, -ENOENT
+ * when no attached context has that id, or -EALREADY when it has ended
+ * already; neither error changes anything.
  */
 int icfab_ctx_evict(struct icfab_fabric *fabric, u32 id)
 {
