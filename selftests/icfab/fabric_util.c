@@ -299,6 +299,21 @@ int ctx_queue(int fd, uint32_t ep, uint32_t depth)
 	return ioctl(fd, ICFAB_IOC_QUEUE_CREATE, &qc) ? -errno : (int)qc.queue;
 }
 
+int ctx_recv_queue(int fd, uint32_t ep, uint32_t depth)
+{
+	struct icfab_queue_create qc = { .endpoint = ep, .depth = depth,
+					 .flags = ICFAB_QUEUE_F_RECV };
+
+	return ioctl(fd, ICFAB_IOC_QUEUE_CREATE, &qc) ? -errno : (int)qc.queue;
+}
+
+int ctx_queue_destroy(int fd, uint32_t q)
+{
+	struct icfab_queue_destroy qd = { .queue = q };
+
+	return ioctl(fd, ICFAB_IOC_QUEUE_DESTROY, &qd) ? -errno : 0;
+}
+
 int ctx_submit(int fd, struct icfab_desc *d, unsigned int n)
 {
 	struct icfab_submit s = { .descs = (uintptr_t)d, .nr = n };
@@ -331,6 +346,16 @@ struct icfab_desc desc_put(uint32_t q, uint32_t peer, uint64_t len,
 	return (struct icfab_desc){ .op = ICFAB_OP_WRITE, .queue = q,
 		.peer = peer, .len = len, .user_tag = tag,
 		.flags = ICFAB_DESC_F_TIMING_ONLY };
+}
+
+struct icfab_desc desc_notify_put(uint32_t q, uint32_t peer, uint64_t len,
+				  uint64_t tag, uint32_t imm)
+{
+	struct icfab_desc d = desc_put(q, peer, len, tag);
+
+	d.flags |= ICFAB_DESC_F_NOTIFY;
+	d.imm = imm;
+	return d;
 }
 
 int ctx_wait(int fd, struct icfab_cqe *c, unsigned int min, unsigned int max,

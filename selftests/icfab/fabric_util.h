@@ -69,6 +69,9 @@ struct icfab_cqe;
 /* A timing-only WRITE of @len bytes from queue @q to endpoint @peer. */
 struct icfab_desc desc_put(uint32_t q, uint32_t peer, uint64_t len,
 			   uint64_t tag);
+/* desc_put() with ICFAB_DESC_F_NOTIFY and @imm. */
+struct icfab_desc desc_notify_put(uint32_t q, uint32_t peer, uint64_t len,
+				  uint64_t tag, uint32_t imm);
 /*
  * ICFAB_IOC_WAIT for @min..@max completions (@timeout_ms 0: none). The
  * number written to @c, or -errno; the context's clock after it in
@@ -80,6 +83,9 @@ int ctx_wait(int fd, struct icfab_cqe *c, unsigned int min, unsigned int max,
 int ctx_attach(int fd, uint32_t ep);
 /* The new queue's id. */
 int ctx_queue(int fd, uint32_t ep, uint32_t depth);
+/* The new receive queue's id (ICFAB_QUEUE_F_RECV). */
+int ctx_recv_queue(int fd, uint32_t ep, uint32_t depth);
+int ctx_queue_destroy(int fd, uint32_t q);
 /* The number of descriptors accepted. */
 int ctx_submit(int fd, struct icfab_desc *d, unsigned int n);
 int ctx_region_free(int fd, uint32_t region);

@@ -36,21 +36,6 @@
 #define IMM0		100		/* imm of the first WRITE */
 #define MAX_WAITS	64
 
-static int recv_queue(int fd, uint32_t ep, uint32_t depth)
-{
-	struct icfab_queue_create qc = { .endpoint = ep, .depth = depth,
-					 .flags = ICFAB_QUEUE_F_RECV };
-
-	return ioctl(fd, ICFAB_IOC_QUEUE_CREATE, &qc) ? -errno : (int)qc.queue;
-}
-
-static int queue_destroy(int fd, uint32_t q)
-{
-	struct icfab_queue_destroy qd = { .queue = q };
-
-	return ioctl(fd, ICFAB_IOC_QUEUE_DESTROY, &qd) ? -errno : 0;
-}
-
 /* A region of @size on @ep, mapped at *@map, exported for WRITE. */
 static int region(int fd, uint32_t ep, uint64_t size, uint32_t *handle,
 		  uint64_t *key, unsigned char **map)
@@ -71,16 +56,6 @@ static int region(int fd, uint32_t ep, uint64_t size, uint32_t *handle,
 		return -errno;
 	*key = re.key;
 	return 0;
-}
-
-static struct icfab_desc notify_put(uint32_t q, uint32_t peer, uint64_t len,
-				    uint64_t tag, uint32_t imm)
-{
-	struct icfab_desc d = desc_put(q, peer, len, tag);
-
-	d.flags |= ICFAB_DESC_F_NOTIFY;
-	d.imm = imm;
-	return d;
 }
 
 static struct icfab_desc delay(uint32_t q, uint64_t ps)
@@ -131,7 +106,7 @@ static int receiver(struct trace *t, int key_w, int go_r, bool uring)
 	if (fd < 0 || ctx_attach(fd, RX_EP))
 		return 1;
 	q = ctx_queue(fd, RX_EP, 16);
-	rq = recv_queue(fd, RX_EP, NMSG);
+	rq = ctx_recv_queue(fd, RX_EP, NMSG);
 	if (q < 0 || rq < 0 || region(fd, RX_EP, RSIZE, &handle, &key, &map))
 		return 2;
 	t->rq = rq;
@@ -400,7 +375,7 @@ TEST_F(rx, wait_end_ends_the_wait_under_way_or_the_next)
 	if (!(in.features & ICFAB_F_WAIT_END))
 		SKIP(return, "no ICFAB_F_WAIT_END");
 	ASSERT_EQ(0, ctx_attach(self->fd, RX_EP));
-	ASSERT_LE(0, recv_queue(self->fd, RX_EP, 4));
+	ASSERT_LE(0, ctx_recv_queue(self->fd, RX_EP, 4));
 
 	/* Two ends before a WAIT: it ends at once, and only it. */
 	EXPECT_EQ(0, ioctl(self->fd, ICFAB_IOC_WAIT_END));
@@ -434,12 +409,12 @@ TEST_F(rx, receive_queue_rules)
 	struct icfab_desc d;
 	int fd2, rq, q;
 
-	EXPECT_EQ(-ENOENT, recv_queue(self->fd, RX_EP, 4));	/* not attached */
+	EXPECT_EQ(-ENOENT, ctx_recv_queue(self->fd, RX_EP, 4));	/* not attached */
 	ASSERT_EQ(0, ctx_attach(self->fd, RX_EP));
 	EXPECT_EQ(-1, ioctl(self->fd, ICFAB_IOC_QUEUE_CREATE, &qc));
 	EXPECT_EQ(EINVAL, errno);
-	EXPECT_EQ(-EINVAL, recv_queue(self->fd, RX_EP, 0));
-	rq = recv_queue(self->fd, RX_EP, 4);
+	EXPECT_EQ(-EINVAL, ctx_recv_queue(self->fd, RX_EP, 0));
+	rq = ctx_recv_queue(self->fd, RX_EP, 4);
 	ASSERT_LE(0, rq);
 	/* One per endpoint per fabric: not twice, nor from another context. */
 	qc.flags = ICFAB_QUEUE_F_RECV;
@@ -448,17 +423,17 @@ TEST_F(rx, receive_queue_rules)
 	fd2 = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd2);
 	ASSERT_EQ(0, ctx_attach(fd2, RX_EP));
-	EXPECT_EQ(-EBUSY, recv_queue(fd2, RX_EP, 4));
+	EXPECT_EQ(-EBUSY, ctx_recv_queue(fd2, RX_EP, 4));
 	/* A receive queue takes no descriptors. */
 	d = desc_put(rq, 1, SEG, 0);
 	EXPECT_EQ(-EINVAL, ctx_submit(self->fd, &d, 1));
 	/* Once destroyed, another context may have one there. */
-	EXPECT_EQ(0, queue_destroy(self->fd, rq));
-	q = recv_queue(fd2, RX_EP, 4);
+	EXPECT_EQ(0, ctx_queue_destroy(self->fd, rq));
+	q = ctx_recv_queue(fd2, RX_EP, 4);
 	EXPECT_LE(0, q);
 	close(fd2);
 	/* ... and when that context went, so did its receive queue. */
-	EXPECT_LE(0, recv_queue(self->fd, RX_EP, 4));
+	EXPECT_LE(0, ctx_recv_queue(self->fd, RX_EP, 4));
 }
 
 TEST_F(rx, notify_errors)
@@ -471,7 +446,7 @@ TEST_F(rx, notify_errors)
 	ASSERT_LE(0, q);
 
 	/* Nobody receives at RX_EP yet. */
-	d = notify_put(q, RX_EP, SEG, 0, 1);
+	d = desc_notify_put(q, RX_EP, SEG, 0, 1);
 	EXPECT_EQ(-1, ioctl(self->fd, ICFAB_IOC_SUBMIT,
 			    &(struct icfab_submit){ .descs = (uintptr_t)&d,
 						    .nr = 1 }));
@@ -480,11 +455,11 @@ TEST_F(rx, notify_errors)
 	fd2 = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd2);
 	ASSERT_EQ(0, ctx_attach(fd2, RX_EP));
-	rq = recv_queue(fd2, RX_EP, 2);
+	rq = ctx_recv_queue(fd2, RX_EP, 2);
 	ASSERT_LE(0, rq);
 
 	/* NOTIFY only on a WRITE, never with a circuit. */
-	d = notify_put(q, RX_EP, SEG, 0, 0);
+	d = desc_notify_put(q, RX_EP, SEG, 0, 0);
 	d.op = ICFAB_OP_READ;
 	EXPECT_EQ(-EINVAL, ctx_submit(self->fd, &d, 1));
 	d = delay(q, 1000);
@@ -493,7 +468,7 @@ TEST_F(rx, notify_errors)
 	d = (struct icfab_desc){ .op = ICFAB_OP_FENCE, .queue = q,
 				 .flags = ICFAB_DESC_F_NOTIFY };
 	EXPECT_EQ(-EINVAL, ctx_submit(self->fd, &d, 1));
-	d = notify_put(q, RX_EP, SEG, 0, 0);
+	d = desc_notify_put(q, RX_EP, SEG, 0, 0);
 	d.circuit = 1;
 	EXPECT_EQ(-EINVAL, ctx_submit(self->fd, &d, 1));
 	/* imm without NOTIFY. */
@@ -504,16 +479,16 @@ TEST_F(rx, notify_errors)
 						    .nr = 1 }));
 	EXPECT_EQ(EINVAL, errno);
 	/* NOTIFY to an endpoint without a receive queue. */
-	d = notify_put(q, 2, SEG, 0, 0);
+	d = desc_notify_put(q, 2, SEG, 0, 0);
 	EXPECT_EQ(-ENOTCONN, ctx_submit(self->fd, &d, 1));
 
 	/* Depth 2: the third waits for the receiver to reap. */
-	d = notify_put(q, RX_EP, SEG, 0, 0);
+	d = desc_notify_put(q, RX_EP, SEG, 0, 0);
 	EXPECT_EQ(1, ctx_submit(self->fd, &d, 1));
 	EXPECT_EQ(1, ctx_submit(self->fd, &d, 1));
 	EXPECT_EQ(-EAGAIN, ctx_submit(self->fd, &d, 1));
 	/* A receive queue that holds completions is busy. */
-	EXPECT_EQ(-EBUSY, queue_destroy(fd2, rq));
+	EXPECT_EQ(-EBUSY, ctx_queue_destroy(fd2, rq));
 	close(fd2);
 	/* Its context went: nobody receives there any more. */
 	EXPECT_EQ(-ENOTCONN, ctx_submit(self->fd, &d, 1));
@@ -532,14 +507,14 @@ TEST_F(rx, one_process_two_contexts)
 	fd2 = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd2);
 	ASSERT_EQ(0, ctx_attach(fd2, RX_EP));
-	rq = recv_queue(fd2, RX_EP, 4);
+	rq = ctx_recv_queue(fd2, RX_EP, 4);
 	ASSERT_LE(0, rq);
 
 	/*
 	 * One thread drives both: the sender computes far ahead, so that
 	 * only the receiver's clock holds the engine back until it waits.
 	 */
-	d = notify_put(q, RX_EP, 4 * SEG, 77, 0xabcd);
+	d = desc_notify_put(q, RX_EP, 4 * SEG, 77, 0xabcd);
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
 	d = delay(q, 1000000000);
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
@@ -562,7 +537,7 @@ TEST_F(rx, one_process_two_contexts)
 	/* Nothing more comes: the receiver times out, it is no deadlock. */
 	EXPECT_EQ(-ETIMEDOUT, ctx_wait(fd2, r, 1, 4, 50, NULL));
 	/* Reaped: the receive queue is idle again. */
-	EXPECT_EQ(0, queue_destroy(fd2, rq));
+	EXPECT_EQ(0, ctx_queue_destroy(fd2, rq));
 	close(fd2);
 }
 
@@ -575,14 +550,14 @@ TEST_F(rx, notify_to_self_then_close)
 	ASSERT_EQ(0, ctx_attach(self->fd, TX_EP));
 	ASSERT_EQ(0, ctx_attach(self->fd, RX_EP));
 	q = ctx_queue(self->fd, TX_EP, 8);
-	rq = recv_queue(self->fd, RX_EP, 8);
+	rq = ctx_recv_queue(self->fd, RX_EP, 8);
 	ASSERT_LE(0, q);
 	ASSERT_LE(0, rq);
-	d = notify_put(q, RX_EP, 64 * SEG, 0, 1);
+	d = desc_notify_put(q, RX_EP, 64 * SEG, 0, 1);
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
 	d = (struct icfab_desc){ .op = ICFAB_OP_FENCE, .queue = q };
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
-	d = notify_put(q, RX_EP, 64 * SEG, 0, 2);
+	d = desc_notify_put(q, RX_EP, 64 * SEG, 0, 2);
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
 	/* Closed with one in the engine and one behind the FENCE. */
 }
@@ -640,7 +615,7 @@ TEST_F(rx, killed_sender)
 	char c;
 
 	ASSERT_EQ(0, ctx_attach(self->fd, RX_EP));
-	rq = recv_queue(self->fd, RX_EP, 4);
+	rq = ctx_recv_queue(self->fd, RX_EP, 4);
 	ASSERT_LE(0, rq);
 	ASSERT_EQ(0, pipe(p));
 	tx = fork();
@@ -652,9 +627,9 @@ TEST_F(rx, killed_sender)
 		if (fd < 0 || ctx_attach(fd, TX_EP))
 			_exit(1);
 		q = ctx_queue(fd, TX_EP, 8);
-		d[0] = notify_put(q, RX_EP, 32 * SEG, 0, 1);
+		d[0] = desc_notify_put(q, RX_EP, 32 * SEG, 0, 1);
 		d[1] = (struct icfab_desc){ .op = ICFAB_OP_FENCE, .queue = q };
-		d[2] = notify_put(q, RX_EP, 32 * SEG, 0, 2);
+		d[2] = desc_notify_put(q, RX_EP, 32 * SEG, 0, 2);
 		if (ctx_submit(fd, d, 3) != 3)
 			_exit(2);
 		/* It holds the engine at 0: nothing finishes until it dies. */
@@ -675,7 +650,7 @@ TEST_F(rx, killed_sender)
 	EXPECT_EQ(((uint64_t)TX_EP << 32) | 1, r[1].user_tag);
 	EXPECT_EQ(0, r[1].status);
 	EXPECT_EQ(ring_uncontended(32 * SEG, 4), r[1].finish_ps - r[1].start_ps);
-	EXPECT_EQ(0, queue_destroy(self->fd, rq));
+	EXPECT_EQ(0, ctx_queue_destroy(self->fd, rq));
 	close(p[0]);
 	close(p[1]);
 }
@@ -705,7 +680,7 @@ TEST_F(rx, killed_receiver)
 			int fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
 
 			if (fd < 0 || ctx_attach(fd, RX_EP) ||
-			    recv_queue(fd, RX_EP, 8) < 0 ||
+			    ctx_recv_queue(fd, RX_EP, 8) < 0 ||
 			    write(p[1], "x", 1) != 1)
 				_exit(1);
 			if (round)
@@ -715,7 +690,7 @@ TEST_F(rx, killed_receiver)
 			_exit(2);
 		}
 		ASSERT_EQ(1, read(p[0], &ch, 1));
-		d = notify_put(q, RX_EP, 16 * SEG, round, 3);
+		d = desc_notify_put(q, RX_EP, 16 * SEG, round, 3);
 		ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
 		ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
 		if (round) {

@@ -30,31 +30,6 @@
 #define NCHUNK		3		/* chunks in the two-process run */
 #define GAP_PS		5000000ULL	/* the sender computes between chunks */
 
-static int recv_queue(int fd, uint32_t ep, uint32_t depth)
-{
-	struct icfab_queue_create qc = { .endpoint = ep, .depth = depth,
-					 .flags = ICFAB_QUEUE_F_RECV };
-
-	return ioctl(fd, ICFAB_IOC_QUEUE_CREATE, &qc) ? -errno : (int)qc.queue;
-}
-
-static int queue_destroy(int fd, uint32_t q)
-{
-	struct icfab_queue_destroy qd = { .queue = q };
-
-	return ioctl(fd, ICFAB_IOC_QUEUE_DESTROY, &qd) ? -errno : 0;
-}
-
-static struct icfab_desc notify_put(uint32_t q, uint32_t peer, uint64_t len,
-				    uint64_t tag, uint32_t imm)
-{
-	struct icfab_desc d = desc_put(q, peer, len, tag);
-
-	d.flags |= ICFAB_DESC_F_NOTIFY;
-	d.imm = imm;
-	return d;
-}
-
 static struct icfab_desc trigger(uint32_t q, uint32_t imm, uint64_t count,
 				 uint64_t tag)
 {
@@ -154,11 +129,11 @@ TEST_F(trig, errors)
 	fd2 = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd2);
 	ASSERT_EQ(0, ctx_attach(fd2, RX_EP));
-	rq = recv_queue(fd2, RX_EP, 4);
+	rq = ctx_recv_queue(fd2, RX_EP, 4);
 	ASSERT_LE(0, rq);
 	EXPECT_EQ(-ENOTCONN, ctx_submit(self->fd, &d, 1));
 	close(fd2);
-	rq = recv_queue(self->fd, RX_EP, 4);
+	rq = ctx_recv_queue(self->fd, RX_EP, 4);
 	ASSERT_LE(0, rq);
 
 	/* Malformed. */
@@ -187,8 +162,8 @@ TEST_F(trig, errors)
 	d = trigger(rq, 1, 1, 0);
 	EXPECT_EQ(-EINVAL, ctx_submit(self->fd, &d, 1));
 	/* Nothing was taken: the queues are idle. */
-	EXPECT_EQ(0, queue_destroy(self->fd, q));
-	EXPECT_EQ(0, queue_destroy(self->fd, rq));
+	EXPECT_EQ(0, ctx_queue_destroy(self->fd, q));
+	EXPECT_EQ(0, ctx_queue_destroy(self->fd, rq));
 }
 
 /*
@@ -208,7 +183,7 @@ TEST_F(trig, forward_starts_when_the_data_lands)
 	ASSERT_EQ(0, ctx_attach(self->fd, RX_EP));
 	qt = ctx_queue(self->fd, TX_EP, 8);
 	qf = ctx_queue(self->fd, RX_EP, 8);
-	rq = recv_queue(self->fd, RX_EP, 8);
+	rq = ctx_recv_queue(self->fd, RX_EP, 8);
 	ASSERT_LE(0, qt);
 	ASSERT_LE(0, qf);
 	ASSERT_LE(0, rq);
@@ -217,9 +192,9 @@ TEST_F(trig, forward_starts_when_the_data_lands)
 	d[1] = trigger(qf, 5, 1, 50);
 	d[2] = desc_put(qf, OUT_EP, 2 * SEG, 99);
 	ASSERT_EQ(3, ctx_submit(self->fd, d, 3));
-	d[0] = notify_put(qt, RX_EP, SEG, 5, 5);
-	d[1] = notify_put(qt, RX_EP, 4 * SEG, 31, 3);
-	d[2] = notify_put(qt, RX_EP, 2 * SEG, 32, 3);
+	d[0] = desc_notify_put(qt, RX_EP, SEG, 5, 5);
+	d[1] = desc_notify_put(qt, RX_EP, 4 * SEG, 31, 3);
+	d[2] = desc_notify_put(qt, RX_EP, 2 * SEG, 32, 3);
 	ASSERT_EQ(3, ctx_submit(self->fd, d, 3));
 	/* 3 TRIGGERs and WRITEs of its own, 3 sent, 3 received. */
 	n = ctx_wait(self->fd, c, 9, 16, 5000, &clock);
@@ -264,7 +239,7 @@ TEST_F(trig, forward_starts_when_the_data_lands)
 	d[1] = trigger(qf, 3, 3, 34);
 	d[2] = desc_put(qf, OUT_EP, SEG, 101);
 	ASSERT_EQ(3, ctx_submit(self->fd, d, 3));
-	d[0] = notify_put(qt, RX_EP, SEG, 35, 3);
+	d[0] = desc_notify_put(qt, RX_EP, SEG, 35, 3);
 	ASSERT_EQ(1, ctx_submit(self->fd, d, 1));
 	n = ctx_wait(self->fd, c, 5, 16, 5000, NULL);
 	ASSERT_EQ(5, n);
@@ -274,7 +249,7 @@ TEST_F(trig, forward_starts_when_the_data_lands)
 	ASSERT_TRUE(t3 && w3a && after);
 	EXPECT_EQ(w3a->finish_ps, t3->finish_ps);
 	EXPECT_LE(t3->finish_ps, after->start_ps);
-	EXPECT_EQ(0, queue_destroy(self->fd, rq));
+	EXPECT_EQ(0, ctx_queue_destroy(self->fd, rq));
 }
 
 /*
@@ -293,22 +268,22 @@ TEST_F(trig, never_fired_goes_with_the_context)
 	ASSERT_LE(0, fd2);
 	ASSERT_EQ(0, ctx_attach(fd2, RX_EP));
 	q = ctx_queue(fd2, RX_EP, 4);
-	rq = recv_queue(fd2, RX_EP, 4);
+	rq = ctx_recv_queue(fd2, RX_EP, 4);
 	ASSERT_LE(0, q);
 	ASSERT_LE(0, rq);
 	d[0] = trigger(q, 7, 1, 1);
 	d[1] = desc_put(q, OUT_EP, SEG, 2);
 	ASSERT_EQ(2, ctx_submit(fd2, d, 2));
 	EXPECT_EQ(-ETIMEDOUT, ctx_wait(fd2, c, 1, 4, 100, NULL));
-	EXPECT_EQ(-EBUSY, queue_destroy(fd2, rq));
-	EXPECT_EQ(-EBUSY, queue_destroy(fd2, q));
+	EXPECT_EQ(-EBUSY, ctx_queue_destroy(fd2, rq));
+	EXPECT_EQ(-EBUSY, ctx_queue_destroy(fd2, q));
 	/* The queue holds them: depth 4, 2 held, 2 more fit, not 3. */
 	ASSERT_EQ(2, ctx_submit(fd2, d, 2));
 	EXPECT_EQ(-EAGAIN, ctx_submit(fd2, d, 1));
 	close(fd2);
 	/* Another context may count there now. */
 	ASSERT_EQ(0, ctx_attach(self->fd, RX_EP));
-	EXPECT_LE(0, recv_queue(self->fd, RX_EP, 4));
+	EXPECT_LE(0, ctx_recv_queue(self->fd, RX_EP, 4));
 }
 
 /*
@@ -323,7 +298,7 @@ TEST_F(trig, evicted_with_a_trigger_held)
 
 	ASSERT_EQ(0, ctx_attach(self->fd, RX_EP));
 	q = ctx_queue(self->fd, RX_EP, 4);
-	rq = recv_queue(self->fd, RX_EP, 4);
+	rq = ctx_recv_queue(self->fd, RX_EP, 4);
 	ASSERT_LE(0, q);
 	ASSERT_LE(0, rq);
 	d[0] = trigger(q, 2, 1, 1);
@@ -354,7 +329,7 @@ static int pair_rank(int p, int ready, int go, struct icfab_cqe *out)
 		return 1;
 	q = ctx_queue(fd, p ? TX_EP : RX_EP, 2 * NCHUNK);
 	if (!p)
-		rq = recv_queue(fd, RX_EP, NCHUNK);
+		rq = ctx_recv_queue(fd, RX_EP, NCHUNK);
 	if (q < 0 || rq < 0)
 		return 2;
 	if (!p) {
@@ -371,7 +346,7 @@ static int pair_rank(int p, int ready, int go, struct icfab_cqe *out)
 		;
 	if (p) {
 		for (unsigned int j = 0; j < NCHUNK; j++) {
-			d[0] = notify_put(q, RX_EP, (4 - j) * SEG, j, j + 1);
+			d[0] = desc_notify_put(q, RX_EP, (4 - j) * SEG, j, j + 1);
 			d[1] = (struct icfab_desc){ .op = ICFAB_OP_DELAY,
 						    .queue = q,
 						    .len = GAP_PS,
