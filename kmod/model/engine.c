@@ -1120,9 +1120,14 @@ static ENGINE_HOT int sub_next(struct icfab_engine *e, icfab_u32 id)
 	return ev_push(e, n, e->xfers[n].submit_ps, 0, 0, x->src);
 }
 
-/* Admit @sp, or fail with -ENOSPC and change nothing. */
-static int xfer_new(struct icfab_engine *e, const struct xfer_spec *sp,
-		    icfab_u32 *xfer_id)
+/*
+ * Admit @sp, or fail with -ENOSPC and change nothing. Inlined into each
+ * submission, so that the spec its caller fills is never stored: once
+ * per transfer, but the WRITE of one segment is little else.
+ */
+static ENGINE_HOT int xfer_new(struct icfab_engine *e,
+			       const struct xfer_spec *sp,
+			       icfab_u32 *xfer_id)
 {
 	struct icfab_engine_xfer *x;
 	icfab_u64 need;
@@ -1204,23 +1209,42 @@ static int tier_arg_ok(const struct icfab_mtopo *t, icfab_u32 lid)
 		icfab_mlink_is_tier(&t->links[lid]));
 }
 
-int icfab_engine_submit_tiered(struct icfab_engine *e, icfab_u32 src,
-			       icfab_u32 src_tier, icfab_u32 dst,
-			       icfab_u32 dst_tier, icfab_u64 bytes,
-			       icfab_u64 submit_ps, icfab_u64 key,
-			       icfab_u32 *xfer_id)
+/*
+ * Segments of @bytes: icfab_nr_segments() without its division for a
+ * transfer of at most one segment, which most descriptors are.
+ */
+static ENGINE_HOT icfab_u64 nr_segs_of(icfab_u64 bytes, icfab_u32 seg_size)
+{
+	if (bytes <= seg_size)
+		return bytes != 0;
+	return icfab_nr_segments(bytes, seg_size);
+}
+
+/*
+ * icfab_engine_submit_tiered()'s body. @tiers: whether either side may
+ * be a tier port, a constant at each call, so that a submission of
+ * plain memory (every one through icfab_engine_submit(), most through
+ * the module) has none of their tests.
+ */
+static ENGINE_HOT int submit_routed(struct icfab_engine *e, icfab_u32 src,
+				    icfab_u32 src_tier, icfab_u32 dst,
+				    icfab_u32 dst_tier, icfab_u64 bytes,
+				    icfab_u64 submit_ps, icfab_u64 key,
+				    icfab_u32 *xfer_id, const int tiers)
 {
 	const struct icfab_mtopo *t = e->topo;
 	struct xfer_spec sp = {
 		.key = key, .bytes = bytes, .submit_ps = submit_ps,
 		.src = src, .dst = dst, .nr_leaves = 1,
-		.tier_in = src_tier, .tier_out = dst_tier,
-		.tier_hops = (src_tier != ICFAB_MODEL_NO_LINK) +
-			     (dst_tier != ICFAB_MODEL_NO_LINK),
+		.tier_in = tiers ? src_tier : ICFAB_MODEL_NO_LINK,
+		.tier_out = tiers ? dst_tier : ICFAB_MODEL_NO_LINK,
+		.tier_hops = tiers ? (src_tier != ICFAB_MODEL_NO_LINK) +
+				     (dst_tier != ICFAB_MODEL_NO_LINK) : 0,
 	};
 
 	if (!is_endpoint(t, src) || !is_endpoint(t, dst) ||
-	    !tier_arg_ok(t, src_tier) || !tier_arg_ok(t, dst_tier))
+	    (tiers && (!tier_arg_ok(t, src_tier) ||
+		       !tier_arg_ok(t, dst_tier))))
 		return -ICFAB_ENGINE_EINVAL;
 	if (!submit_time_ok(e, submit_ps, key))
 		return -ICFAB_ENGINE_ERANGE;
@@ -1236,18 +1260,31 @@ int icfab_engine_submit_tiered(struct icfab_engine *e, icfab_u32 src,
 	 */
 	if (!sp.status && (sp.hops || sp.tier_hops)) {
 		sp.hops += sp.tier_hops;
-		sp.nr_segs = icfab_nr_segments(bytes, e->segment_size);
+		sp.nr_segs = nr_segs_of(bytes, e->segment_size);
 	}
 	return xfer_new(e, &sp, xfer_id);
+}
+
+int icfab_engine_submit_tiered(struct icfab_engine *e, icfab_u32 src,
+			       icfab_u32 src_tier, icfab_u32 dst,
+			       icfab_u32 dst_tier, icfab_u64 bytes,
+			       icfab_u64 submit_ps, icfab_u64 key,
+			       icfab_u32 *xfer_id)
+{
+	if (src_tier == ICFAB_MODEL_NO_LINK && dst_tier == ICFAB_MODEL_NO_LINK)
+		return submit_routed(e, src, src_tier, dst, dst_tier, bytes,
+				     submit_ps, key, xfer_id, 0);
+	return submit_routed(e, src, src_tier, dst, dst_tier, bytes,
+			     submit_ps, key, xfer_id, 1);
 }
 
 int icfab_engine_submit(struct icfab_engine *e, icfab_u32 src, icfab_u32 dst,
 			icfab_u64 bytes, icfab_u64 submit_ps, icfab_u64 key,
 			icfab_u32 *xfer_id)
 {
-	return icfab_engine_submit_tiered(e, src, ICFAB_MODEL_NO_LINK, dst,
-					  ICFAB_MODEL_NO_LINK, bytes,
-					  submit_ps, key, xfer_id);
+	return submit_routed(e, src, ICFAB_MODEL_NO_LINK, dst,
+			     ICFAB_MODEL_NO_LINK, bytes, submit_ps, key,
+			     xfer_id, 0);
 }
 
 void icfab_engine_set_spray_offset(struct icfab_engine *e, icfab_u32 xfer_id,
