@@ -101,7 +101,7 @@
 /* Data path (kmod/data.c). Endpoints per context: every one a fabric has. */
 #define ICFAB_MAX_ATTACH		ICFAB_MAX_ENDPOINTS
 #define ICFAB_ENGINE_XFERS		16384		/* transfers in flight */
-/* The transfer table grows, doubling, up to this (112 bytes each). */
+/* The transfer table grows, doubling, up to this (128 bytes each). */
 #define ICFAB_ENGINE_XFERS_MAX		(2 * 1024 * 1024)
 #define ICFAB_ENGINE_EVENTS		(256 * 1024)	/* pending segment events */
 /* Events the engine processes under the fabric lock at a time (data.c). */

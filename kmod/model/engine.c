@@ -884,15 +884,39 @@ static ENGINE_HOT icfab_u32 par_pick(const struct icfab_mtopo *t,
 	return oid;
 }
 
-/* Links from @src to @dst, or 0 when the walk fails or loops. */
-static icfab_u32 route_hops(const struct icfab_mtopo *t, icfab_u32 src,
-			    icfab_u32 dst)
+/*
+ * Links from @src to @dst, or 0 when the walk fails or loops. The links
+ * of its first hops go to @p0 and @p1 (ICFAB_ENGINE_PATH of them; two
+ * words, not an array, so that the submission's spec stays in
+ * registers), as long as the tables name a port (a next-hop set chooses
+ * per segment): *@path_len of them.
+ */
+_Static_assert(ICFAB_ENGINE_PATH == 2, "route_walk() keeps two links");
+
+static ENGINE_HOT icfab_u32 route_walk(const struct icfab_mtopo *t,
+				       icfab_u32 src, icfab_u32 dst,
+				       icfab_u32 *p0, icfab_u32 *p1,
+				       icfab_u32 *path_len)
 {
-	icfab_u32 node = src, hops = 0;
+	icfab_u32 node = src, hops = 0, cached = 0;
 
 	while (node != dst) {
-		icfab_u32 lid = route_link(t, node, dst);
+		icfab_u16 entry = icfab_topo_route_entry(t, node, dst);
+		icfab_u32 lid;
 
+		/* route_link(), with the entry it looks up kept. */
+		if (entry < ICFAB_MODEL_SET_BASE) {
+			lid = port_link(t, &t->nodes[node], entry);
+			if (cached == hops && hops < ICFAB_ENGINE_PATH) {
+				if (hops)
+					*p1 = lid;
+				else
+					*p0 = lid;
+				cached++;
+			}
+		} else {
+			lid = route_link(t, node, dst);
+		}
 		/* Validation rules out loops; bound the walk regardless. */
 		if (lid == ICFAB_MODEL_NO_LINK || hops >= t->nr_nodes ||
 		    hops >= HOP_MAX)
@@ -900,7 +924,28 @@ static icfab_u32 route_hops(const struct icfab_mtopo *t, icfab_u32 src,
 		node = t->links[lid].dst;
 		hops++;
 	}
+	*path_len = cached;
 	return hops;
+}
+
+/*
+ * The link the route names at hop @hop of routed transfer @x, which is
+ * at @node: route_choose()'s answer, from @x's cache when it holds that
+ * hop (a port, not a set: the turn is not touched).
+ */
+static ENGINE_HOT icfab_u32 route_next(const struct icfab_mtopo *t,
+				       icfab_u32 node, icfab_u32 hop,
+				       const struct icfab_engine_xfer *x,
+				       icfab_u32 *turn, int *spray)
+{
+	if (hop < x->path_len) {
+		icfab_u32 lid = x->path[hop];
+
+		/* At the node the walk reached, the port it found. */
+		if (t->links[lid].src == node)
+			return link_usable(t, lid) ? lid : ICFAB_MODEL_NO_LINK;
+	}
+	return route_choose(t, node, x->dst, x, turn, spray);
 }
 
 /*
@@ -1044,6 +1089,8 @@ struct xfer_spec {
 	icfab_u32 tier_in, tier_out;	/* link ids, or ICFAB_MODEL_NO_LINK */
 	icfab_u32 tier_hops;
 	int status;
+	icfab_u32 path_len;		/* struct icfab_engine_xfer.path */
+	icfab_u32 path0, path1;
 };
 
 /*
@@ -1120,9 +1167,14 @@ static ENGINE_HOT int sub_next(struct icfab_engine *e, icfab_u32 id)
 	return ev_push(e, n, e->xfers[n].submit_ps, 0, 0, x->src);
 }
 
-/* Admit @sp, or fail with -ENOSPC and change nothing. */
-static int xfer_new(struct icfab_engine *e, const struct xfer_spec *sp,
-		    icfab_u32 *xfer_id)
+/*
+ * Admit @sp, or fail with -ENOSPC and change nothing. Inlined into each
+ * submission, so that the spec its caller fills is never stored: once
+ * per transfer, but the WRITE of one segment is little else.
+ */
+static ENGINE_HOT int xfer_new(struct icfab_engine *e,
+			       const struct xfer_spec *sp,
+			       icfab_u32 *xfer_id)
 {
 	struct icfab_engine_xfer *x;
 	icfab_u64 need;
@@ -1171,6 +1223,9 @@ static int xfer_new(struct icfab_engine *e, const struct xfer_spec *sp,
 	x->tree = sp->tree;
 	x->undelivered = sp->nr_segs * sp->nr_leaves;
 	x->arrive_ps = 0;
+	x->path_len = sp->path_len;
+	x->path[0] = sp->path0;
+	x->path[1] = sp->path1;
 	e->events_reserved += need;
 	e->nr_xfers++;
 	/* Another partition's source: its events come here by messages. */
@@ -1204,31 +1259,54 @@ static int tier_arg_ok(const struct icfab_mtopo *t, icfab_u32 lid)
 		icfab_mlink_is_tier(&t->links[lid]));
 }
 
-int icfab_engine_submit_tiered(struct icfab_engine *e, icfab_u32 src,
-			       icfab_u32 src_tier, icfab_u32 dst,
-			       icfab_u32 dst_tier, icfab_u64 bytes,
-			       icfab_u64 submit_ps, icfab_u64 key,
-			       icfab_u32 *xfer_id)
+/*
+ * Segments of @bytes: icfab_nr_segments() without its division for a
+ * transfer of at most one segment, which most descriptors are.
+ */
+static ENGINE_HOT icfab_u64 nr_segs_of(icfab_u64 bytes, icfab_u32 seg_size)
+{
+	if (bytes <= seg_size)
+		return bytes != 0;
+	return icfab_nr_segments(bytes, seg_size);
+}
+
+/*
+ * icfab_engine_submit_tiered()'s body. @tiers: whether either side may
+ * be a tier port, a constant at each call, so that a submission of
+ * plain memory (every one through icfab_engine_submit(), most through
+ * the module) has none of their tests.
+ */
+static ENGINE_HOT int submit_routed(struct icfab_engine *e, icfab_u32 src,
+				    icfab_u32 src_tier, icfab_u32 dst,
+				    icfab_u32 dst_tier, icfab_u64 bytes,
+				    icfab_u64 submit_ps, icfab_u64 key,
+				    icfab_u32 *xfer_id, const int tiers)
 {
 	const struct icfab_mtopo *t = e->topo;
 	struct xfer_spec sp = {
 		.key = key, .bytes = bytes, .submit_ps = submit_ps,
 		.src = src, .dst = dst, .nr_leaves = 1,
-		.tier_in = src_tier, .tier_out = dst_tier,
-		.tier_hops = (src_tier != ICFAB_MODEL_NO_LINK) +
-			     (dst_tier != ICFAB_MODEL_NO_LINK),
+		.tier_in = tiers ? src_tier : ICFAB_MODEL_NO_LINK,
+		.tier_out = tiers ? dst_tier : ICFAB_MODEL_NO_LINK,
+		.tier_hops = tiers ? (src_tier != ICFAB_MODEL_NO_LINK) +
+				     (dst_tier != ICFAB_MODEL_NO_LINK) : 0,
 	};
 
 	if (!is_endpoint(t, src) || !is_endpoint(t, dst) ||
-	    !tier_arg_ok(t, src_tier) || !tier_arg_ok(t, dst_tier))
+	    (tiers && (!tier_arg_ok(t, src_tier) ||
+		       !tier_arg_ok(t, dst_tier))))
 		return -ICFAB_ENGINE_EINVAL;
 	if (!submit_time_ok(e, submit_ps, key))
 		return -ICFAB_ENGINE_ERANGE;
 
 	if (src != dst) {
-		sp.hops = route_hops(t, src, dst);
+		sp.hops = route_walk(t, src, dst, &sp.path0, &sp.path1,
+				     &sp.path_len);
 		if (!sp.hops)
 			sp.status = -ICFAB_ENGINE_EHOSTUNREACH;
+		/* Its hops are numbered from its tier port, if any. */
+		if (tiers && sp.tier_in != ICFAB_MODEL_NO_LINK)
+			sp.path_len = 0;
 	}
 	/*
 	 * Unroutable, empty and local transfers only need their start; a
@@ -1236,18 +1314,31 @@ int icfab_engine_submit_tiered(struct icfab_engine *e, icfab_u32 src,
 	 */
 	if (!sp.status && (sp.hops || sp.tier_hops)) {
 		sp.hops += sp.tier_hops;
-		sp.nr_segs = icfab_nr_segments(bytes, e->segment_size);
+		sp.nr_segs = nr_segs_of(bytes, e->segment_size);
 	}
 	return xfer_new(e, &sp, xfer_id);
+}
+
+int icfab_engine_submit_tiered(struct icfab_engine *e, icfab_u32 src,
+			       icfab_u32 src_tier, icfab_u32 dst,
+			       icfab_u32 dst_tier, icfab_u64 bytes,
+			       icfab_u64 submit_ps, icfab_u64 key,
+			       icfab_u32 *xfer_id)
+{
+	if (src_tier == ICFAB_MODEL_NO_LINK && dst_tier == ICFAB_MODEL_NO_LINK)
+		return submit_routed(e, src, src_tier, dst, dst_tier, bytes,
+				     submit_ps, key, xfer_id, 0);
+	return submit_routed(e, src, src_tier, dst, dst_tier, bytes,
+			     submit_ps, key, xfer_id, 1);
 }
 
 int icfab_engine_submit(struct icfab_engine *e, icfab_u32 src, icfab_u32 dst,
 			icfab_u64 bytes, icfab_u64 submit_ps, icfab_u64 key,
 			icfab_u32 *xfer_id)
 {
-	return icfab_engine_submit_tiered(e, src, ICFAB_MODEL_NO_LINK, dst,
-					  ICFAB_MODEL_NO_LINK, bytes,
-					  submit_ps, key, xfer_id);
+	return submit_routed(e, src, ICFAB_MODEL_NO_LINK, dst,
+			     ICFAB_MODEL_NO_LINK, bytes, submit_ps, key,
+			     xfer_id, 0);
 }
 
 void icfab_engine_set_spray_offset(struct icfab_engine *e, icfab_u32 xfer_id,
@@ -1629,7 +1720,7 @@ static ENGINE_HOT int seg_serve_at(struct icfab_engine *e, icfab_u32 id,
 		tier = 2;
 		rlid = tier_link(t, x->tier_out);
 	} else {
-		rlid = route_choose(t, node, x->dst, x, &turn, &spray);
+		rlid = route_next(t, node, hop, x, &turn, &spray);
 	}
 	/*
 	 * The route broke while in flight (it was checked at submit; the
@@ -1963,6 +2054,8 @@ int icfab_engine_retopo(struct icfab_engine *e,
 	for (i = 0; i < e->xfers_cap; i++) {
 		struct icfab_engine_xfer *x = &e->xfers[i];
 
+		/* The routes may be others: look them up from now on. */
+		x->path_len = 0;
 		if (x->state == XFER_FREE || !x->tree || x->status ||
 		    !x->undelivered)
 			continue;

@@ -145,6 +145,13 @@ struct icfab_engine_ep {
 	icfab_u32 depth;		/* links from the tree's source */
 };
 
+/*
+ * Links of a transfer's route it keeps (struct icfab_engine_xfer.path):
+ * an endpoint's injection link and the next, the whole route through
+ * one switch; 128 bytes a transfer with them.
+ */
+#define ICFAB_ENGINE_PATH		2
+
 /* Engine-private; the caller only provides the storage. */
 struct icfab_engine_xfer {
 	icfab_u64 key;
@@ -176,6 +183,14 @@ struct icfab_engine_xfer {
 	 */
 	icfab_u32 spray;
 	/*
+	 * The route cached (a plain routed transfer): path[h] is the link
+	 * the routing tables name at its hop h < path_len, as the walk at
+	 * submission found it, up to its first next-hop set. The tables
+	 * change only with icfab_engine_retopo(), which empties every
+	 * transfer's cache; a link's state is checked at every use.
+	 */
+	icfab_u32 path_len;
+	/*
 	 * (segment, leaf) arrivals not decided yet, and the latest decided.
 	 * Arrivals get no event of their own: the one that brings
 	 * @undelivered to zero schedules a single event at @arrive_ps, so
@@ -184,6 +199,7 @@ struct icfab_engine_xfer {
 	 */
 	icfab_u64 undelivered;
 	icfab_u64 arrive_ps;		/* ps */
+	icfab_u32 path[ICFAB_ENGINE_PATH];	/* link ids */
 };
 
 /*

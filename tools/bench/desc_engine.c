@@ -17,6 +17,10 @@
  *
  *	valgrind --tool=callgrind --toggle-collect=icfab_engine_run_until \
  *	    --toggle-collect=icfab_engine_submit build/bench/desc_engine 2000
+ *
+ * usage: desc_engine [BATCHES [PER_BATCH]]: PER_BATCH (1 to 32, 32 by
+ * default) transfers a batch; 1 times one transfer on an idle fabric,
+ * each submitted and run to its completion alone.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -58,6 +62,7 @@ static int on_complete(void *arg, icfab_u32 id,
 int main(int argc, char **argv)
 {
 	long batches = argc > 1 ? atol(argv[1]) : 2000;
+	int per = argc > 2 ? atoi(argv[2]) : BATCH;
 	static icfab_u32 port_out[2][1], port_in[2][1];
 	static icfab_u16 routes[2][2] = { { ICFAB_MODEL_NO_PORT, 0 },
 					  { 0, ICFAB_MODEL_NO_PORT } };
@@ -69,6 +74,11 @@ int main(int argc, char **argv)
 	struct run r = { 0xcbf29ce484222325ULL, 0 };
 	uint64_t seq = 0;
 
+	if (per < 1 || per > BATCH) {
+		fprintf(stderr, "usage: desc_engine [BATCHES [PER_BATCH]], "
+			"PER_BATCH 1 to %d\n", BATCH);
+		return 2;
+	}
 	for (int i = 0; i < 2; i++) {
 		nodes[i].present = 1;
 		nodes[i].kind = ICFAB_MODEL_ENDPOINT;
@@ -105,7 +115,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (long b = 0; b < batches; b++) {
-		for (int i = 0; i < BATCH; i++) {
+		for (int i = 0; i < per; i++) {
 			icfab_u32 id;
 
 			if (icfab_engine_submit(&e, 0, 1, LEN, e.now_ps, ++seq,
@@ -115,7 +125,7 @@ int main(int argc, char **argv)
 			}
 		}
 		if (icfab_engine_run_until(&e, ICFAB_ENGINE_NEVER, on_complete,
-					   &r) || r.done != (unsigned long)(b + 1) * BATCH) {
+					   &r) || r.done != (unsigned long)(b + 1) * per) {
 			fprintf(stderr, "desc_engine: run failed\n");
 			return 1;
 		}
