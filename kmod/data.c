@@ -109,13 +109,6 @@ struct icfab_req {
 	u32 src, dst;			/* node ids */
 	u32 xfer;			/* engine transfer id, while in_engine */
 	u32 trig_imm;			/* TRIGGER: the counter (len: the count) */
-	/*
-	 * What icfab_req_check() found, before taking the fabric lock: the
-	 * error of the checks that come before the queue lookup, and that
-	 * of those after it, for icfab_req_prepare() to report in order.
-	 */
-	s32 check_early;
-	s32 check_late;
 	u8 op;
 	bool in_engine;
 	bool in_backlog;
@@ -1584,11 +1577,7 @@ static bool icfab_range_ok(u64 off, u64 len, u64 size)
 	return !check_add_overflow(off, len, &end) && end <= size;
 }
 
-/*
- * The byte-moving part of WRITE and READ, with the local region that
- * icfab_req_check() looked up (a reference, or NULL); the remote one is
- * found by its key, which the fabric lock protects, held.
- */
+/* The byte-moving part of WRITE and READ; the fabric lock is held. */
 static int icfab_desc_check_memory(struct icfab_ctx *ctx,
 				   const struct icfab_desc *dd,
 				   struct icfab_queue *q, struct icfab_req *req)
@@ -1598,6 +1587,7 @@ static int icfab_desc_check_memory(struct icfab_ctx *ctx,
 
 	lockdep_assert_held(&ctx->fabric->lock);
 
+	req->local = icfab_region_get_local(&ctx->regions, dd->region);
 	if (!req->local)
 		return -EBADF;
 	if (icfab_region_endpoint(req->local) != q->endpoint)
@@ -1674,58 +1664,69 @@ static bool icfab_ctx_descs_full(const struct icfab_ctx *ctx)
 }
 
 /*
- * The part of a descriptor's check that needs no lock: what the
- * descriptor alone says, and a reference to its local region (the
- * context's handle table has its own lock). Run on @req, fresh from
- * icfab_req_alloc(), before the fabric lock is taken, so that contexts
- * submitting side by side do not serialise on it for this part. What it
- * finds goes into @req (check_early, check_late), for
- * icfab_req_prepare() to report in the order the checks have always
- * had; nothing is refused here. A request it filled that is not
- * prepared gives its region back with icfab_req_put_regions().
+ * Check one descriptor and turn @req, fresh from icfab_req_alloc() (done
+ * before locking: with slub_debug an allocation costs more than the rest
+ * of a DELAY's path), into a request holding what it needs. @req is
+ * used up either way: freed on error. One path for the ioctl and
+ * io_uring; the fabric lock is held.
  */
-static __always_inline void icfab_req_check(struct icfab_ctx *ctx,
-					     const struct icfab_desc *dd,
-					     struct icfab_req *req)
+static __always_inline int icfab_req_prepare(struct icfab_ctx *ctx,
+					      const struct icfab_desc *dd,
+					      struct icfab_req *req)
 {
+	const struct icfab_topo *t = ctx->fabric->active;
+	struct icfab_queue *q;
 	int err = 0;
 
+	lockdep_assert_held(&ctx->fabric->lock);
 	req->ctx = ctx;
+	if (dd->pad || (dd->circuit && dd->op != ICFAB_OP_WRITE) ||
+	    dd->flags & ~ICFAB_DESC_F_ALL)
+		err = -EINVAL;
+	else if (dd->flags & ICFAB_DESC_F_NOTIFY ?
+		 dd->op != ICFAB_OP_WRITE || dd->circuit :
+		 dd->imm && dd->op != ICFAB_OP_TRIGGER)
+		err = -EINVAL;
+	q = err ? NULL : icfab_ctx_queue(ctx, dd->queue);
+	if (!err && !q)
+		err = -ENOENT;
+	if (!err && q->recv)
+		err = -EINVAL;
+	if (err) {
+		icfab_req_free(req);
+		return err;
+	}
+
+	req->q = q;
 	req->op = dd->op;
 	req->len = dd->len;
 	req->cqe.user_tag = dd->user_tag;
 	req->cqe.queue = dd->queue;
-	if (dd->pad || (dd->circuit && dd->op != ICFAB_OP_WRITE) ||
-	    dd->flags & ~ICFAB_DESC_F_ALL ||
-	    (dd->flags & ICFAB_DESC_F_NOTIFY ?
-	     dd->op != ICFAB_OP_WRITE || dd->circuit :
-	     dd->imm && dd->op != ICFAB_OP_TRIGGER)) {
-		/* Before the queue is even looked up. */
-		req->check_early = -EINVAL;
-		return;
-	}
 
 	switch (dd->op) {
 	case ICFAB_OP_WRITE:
 	case ICFAB_OP_READ:
 		if (dd->circuit) {
-			/* Circuits are the fabric lock's: all of it there. */
+			err = icfab_circuit_desc_check(ctx, dd, q->endpoint,
+						       &req->local, &req->cx);
 			req->local_off = dd->local_off;
+			req->src = q->endpoint;
 		} else if (dd->flags & ICFAB_DESC_F_TIMING_ONLY) {
 			/*
 			 * The offsets move nothing: they only say where the
 			 * bytes would land, for spraying (ICFAB_F_TIMING_OFFSETS).
-			 * The peer is checked against the topology under the
-			 * lock.
 			 */
-			if (dd->region || dd->rkey)
+			if (!icfab_is_endpoint(t, dd->peer) || dd->region ||
+			    dd->rkey)
 				err = -EINVAL;
 			req->local_off = dd->local_off;
 			req->remote_off = dd->remote_off;
+			req->src = dd->op == ICFAB_OP_WRITE ? q->endpoint :
+							      dd->peer;
+			req->dst = dd->op == ICFAB_OP_WRITE ? dd->peer :
+							      q->endpoint;
 		} else {
-			/* NULL: -EBADF, once the queue is known to be there. */
-			req->local = icfab_region_get_local(&ctx->regions,
-							    dd->region);
+			err = icfab_desc_check_memory(ctx, dd, q, req);
 		}
 		break;
 	case ICFAB_OP_DELAY:
@@ -1743,59 +1744,12 @@ static __always_inline void icfab_req_check(struct icfab_ctx *ctx,
 		    dd->rkey || dd->remote_off || !dd->len ||
 		    dd->imm >= ICFAB_TRIGGER_COUNTERS)
 			err = -EINVAL;
+		else if (!__icfab_trigger_rq(ctx->fabric->data, q, ctx))
+			err = -ENOTCONN;
 		req->trig_imm = dd->imm;
 		break;
 	default:
 		err = -EINVAL;
-	}
-	req->check_late = err;
-}
-
-/*
- * The rest of the check, which needs the fabric's state: turn @req,
- * through icfab_req_check() already, into a request holding what it
- * needs. @req is used up either way: freed on error. One path for the
- * ioctl and io_uring; the fabric lock is held.
- */
-static __always_inline int icfab_req_prepare(struct icfab_ctx *ctx,
-					      const struct icfab_desc *dd,
-					      struct icfab_req *req)
-{
-	const struct icfab_topo *t = ctx->fabric->active;
-	struct icfab_queue *q;
-	int err = req->check_early;
-
-	lockdep_assert_held(&ctx->fabric->lock);
-	q = err ? NULL : icfab_ctx_queue(ctx, dd->queue);
-	if (!err && !q)
-		err = -ENOENT;
-	if (!err && q->recv)
-		err = -EINVAL;
-	if (err) {
-		icfab_req_free(req);
-		return err;
-	}
-
-	req->q = q;
-	err = req->check_late;
-	if (!err && (dd->op == ICFAB_OP_WRITE || dd->op == ICFAB_OP_READ)) {
-		if (dd->circuit) {
-			err = icfab_circuit_desc_check(ctx, dd, q->endpoint,
-						       &req->local, &req->cx);
-			req->src = q->endpoint;
-		} else if (dd->flags & ICFAB_DESC_F_TIMING_ONLY) {
-			if (!icfab_is_endpoint(t, dd->peer))
-				err = -EINVAL;
-			req->src = dd->op == ICFAB_OP_WRITE ? q->endpoint :
-							      dd->peer;
-			req->dst = dd->op == ICFAB_OP_WRITE ? dd->peer :
-							      q->endpoint;
-		} else {
-			err = icfab_desc_check_memory(ctx, dd, q, req);
-		}
-	} else if (!err && dd->op == ICFAB_OP_TRIGGER &&
-		   !__icfab_trigger_rq(ctx->fabric->data, q, ctx)) {
-		err = -ENOTCONN;
 	}
 	/*
 	 * Waiting cannot make room for what no engine can ever hold: more
@@ -2001,14 +1955,6 @@ long icfab_submit_descs(struct icfab_ctx *ctx,
 		have = want - DIV_ROUND_UP(left, sizeof(*chunk));
 		/* Their requests too: allocating is the slow part. */
 		nr_fresh = icfab_req_alloc_many(ctx, fresh, have);
-		/*
-		 * And what their checks can find without the lock: other
-		 * contexts' submissions go on meanwhile.
-		 */
-		for (at = 0; at < nr_fresh; at++) {
-			fresh[at]->to_cq = to_cq;
-			icfab_req_check(ctx, &chunk[at], fresh[at]);
-		}
 
 		mutex_lock(&fabric->lock);
 		if (!ctx->nr_eps)
@@ -2027,6 +1973,7 @@ long icfab_submit_descs(struct icfab_ctx *ctx,
 				err = -ENOMEM;
 				break;
 			}
+			req->to_cq = to_cq;
 			err = icfab_req_prepare(ctx, &chunk[at], req);
 			if (!err)
 				err = icfab_req_start(ctx, req, &advance);
@@ -2050,14 +1997,9 @@ long icfab_submit_descs(struct icfab_ctx *ctx,
 		/* For the next chunk's or SUBMIT's allocation. */
 		__icfab_spent_flush(ctx);
 		mutex_unlock(&fabric->lock);
-		/*
-		 * What an error left unused, with the region its check
-		 * took; at is past the one it used.
-		 */
-		for (; at < nr_fresh; at++) {
-			icfab_req_put_regions(fresh[at]);
+		/* What an error left unused; at is past the one it used. */
+		for (; at < nr_fresh; at++)
 			icfab_req_recycle(ctx, fresh[at]);
-		}
 		if (err) {
 			ret = i ? i : err;
 			break;
@@ -2403,7 +2345,6 @@ int icfab_uring_submit(struct icfab_ctx *ctx, const struct icfab_desc *dd,
 
 	if (!req)
 		return -ENOMEM;
-	icfab_req_check(ctx, dd, req);
 	mutex_lock(&fabric->lock);
 	err = -ENOENT;
 	if (!ctx->nr_eps)
@@ -2430,7 +2371,6 @@ out_unlock:
 
 out_unused:
 	mutex_unlock(&fabric->lock);
-	icfab_req_put_regions(req);
 	icfab_req_recycle(ctx, req);
 	return err;
 }

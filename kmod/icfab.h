@@ -8,13 +8,9 @@
  *	genl_mutex			netlink core, around every doit/dumpit
  *	  icfab_fabric.lock		mutex: configuration, data path, circuits,
  *					stats, region keys; the engine runs under it
- *					(not for a descriptor's own checks,
- *					icfab_req_check(): ARCHITECTURE.md,
- *					"The data path and the fabric lock")
  *	    mmap_lock			user copies under fabric->lock may fault
  *	      xa_lock(ctx->regions)	handle -> region (region.c); also taken
- *					under mmap_lock alone, by ->mmap(),
- *					and alone by icfab_req_check()
+ *					under mmap_lock alone, by ->mmap()
  *	    icfab_ctx.pool_lock		spinlock: a context's spare requests
  *	    xa_lock(data->recvqs)	receive queues by endpoint (data.c)
  *	    xa_lock(fabric->circuits)	circuits by id (circuit.c)

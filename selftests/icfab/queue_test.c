@@ -453,8 +453,8 @@ TEST_F(dp, virtual_time_is_deterministic_across_processes)
 }
 
 /*
- * Two contexts submitting at once (their SUBMITs' checks run side by
- * side, outside the fabric lock, since the lock was split): batches of
+ * Two contexts submitting at once, which must come out as if they had
+ * not, however the fabric lock is split (ARCHITECTURE.md): batches of
  * CONC_BATCH descriptors, more than one SUBMIT chunk each, timing-only
  * WRITEs through the shared link 1 -> 2 with a DELAY every tenth, each
  * batch reaped by one WAIT. With *conc_late = p + 1, rank p sleeps
