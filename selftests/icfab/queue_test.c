@@ -452,4 +452,121 @@ TEST_F(dp, virtual_time_is_deterministic_across_processes)
 	munmap(b, 4096);
 }
 
+/*
+ * Two contexts submitting at once, which must come out as if they had
+ * not, however the fabric lock is split (ARCHITECTURE.md): batches of
+ * CONC_BATCH descriptors, more than one SUBMIT chunk each, timing-only
+ * WRITEs through the shared link 1 -> 2 with a DELAY every tenth, each
+ * batch reaped by one WAIT. With *conc_late = p + 1, rank p sleeps
+ * before each SUBMIT, so that the other's is long done: the two submit
+ * one after the other, in one order or the other, instead of at once.
+ * (Taking turns by a token cannot be done: a rank that waits for its
+ * turn outside WAIT holds the engine back at its clock, and the other
+ * may need the engine past it to finish the batch it waits for.)
+ */
+#define CONC_BATCHES	4
+#define CONC_BATCH	100
+#define CONC_PER_RANK	(CONC_BATCHES * CONC_BATCH)
+
+static int *conc_late;		/* shared: 0, or 1 + the late rank */
+
+static struct icfab_desc conc_desc(int p, uint32_t q, int b, int i)
+{
+	uint64_t tag = (uint64_t)b * CONC_BATCH + i;
+
+	if (i % 10 == 9)
+		return (struct icfab_desc){ .op = ICFAB_OP_DELAY, .queue = q,
+			.len = 1000 * (i + 1) * (p + 1), .user_tag = tag };
+	return desc_put(q, 2, (1 + i % 5) * SEG + 17 * p, tag);
+}
+
+static int conc_rank(int p, int ready, int go, struct icfab_cqe *out)
+{
+	int fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	struct icfab_desc d[CONC_BATCH];
+	int late = *conc_late == p + 1;
+	char byte;
+	int q;
+
+	if (fd < 0 || ctx_attach(fd, p))
+		return 1;
+	if (write(ready, "r", 1) != 1 || read(go, &byte, 1) != 0)
+		return 4;
+	q = ctx_queue(fd, p, CONC_BATCH);
+	if (q < 0)
+		return 5;
+	for (int b = 0; b < CONC_BATCHES; b++) {
+		for (int i = 0; i < CONC_BATCH; i++)
+			d[i] = conc_desc(p, q, b, i);
+		if (late)
+			usleep(50000);
+		if (ctx_submit(fd, d, CONC_BATCH) != CONC_BATCH)
+			return 2;
+		if (ctx_wait(fd, &out[b * CONC_BATCH], CONC_BATCH, CONC_BATCH,
+			     0, NULL) != CONC_BATCH)
+			return 3;
+	}
+	return 0;
+}
+
+TEST_F(dp, concurrent_submissions_match_serial_ones)
+{
+	size_t size = 2 * CONC_PER_RANK * sizeof(struct icfab_cqe);
+	struct icfab_cqe *runs[4];
+	uint64_t queued = 0;
+
+	conc_late = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, conc_late);
+	for (int r = 0; r < 4; r++) {
+		runs[r] = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		ASSERT_NE(MAP_FAILED, runs[r]);
+		memset(runs[r], 0, size);
+	}
+	/* One after the other, each way round; then at once, twice. */
+	*conc_late = 1;
+	run_rank_pair(conc_rank, runs[0], CONC_PER_RANK, 0);
+	*conc_late = 2;
+	run_rank_pair(conc_rank, runs[1], CONC_PER_RANK, 0);
+	*conc_late = 0;
+	run_rank_pair(conc_rank, runs[2], CONC_PER_RANK, 0);
+	run_rank_pair(conc_rank, runs[3], CONC_PER_RANK, 1);
+
+	for (int i = 0; i < 2 * CONC_PER_RANK; i++) {
+		const struct icfab_cqe *c = &runs[0][i];
+		int p = i / CONC_PER_RANK;
+
+		ASSERT_EQ(0, c->status) TH_LOG("rank %d", p);
+		queued += c->queued_ps;
+		if (c->user_tag % 10 == 9)
+			EXPECT_EQ(1000 * (c->user_tag % CONC_BATCH + 1) *
+				  (p + 1), c->finish_ps - c->start_ps);
+		for (int r = 1; r < 4; r++) {
+			const struct icfab_cqe *o = &runs[r][i];
+
+			ASSERT_EQ(0, o->status) TH_LOG("run %d rank %d", r, p);
+			EXPECT_EQ(c->user_tag, o->user_tag);
+			EXPECT_EQ(c->submit_ps, o->submit_ps);
+			EXPECT_EQ(c->start_ps, o->start_ps);
+			EXPECT_EQ(c->finish_ps, o->finish_ps);
+			EXPECT_EQ(c->queued_ps, o->queued_ps);
+		}
+	}
+	/* Every descriptor once: tags 0..CONC_PER_RANK - 1 per rank. */
+	for (int p = 0; p < 2; p++) {
+		uint64_t sum = 0;
+
+		for (int k = 0; k < CONC_PER_RANK; k++)
+			sum += runs[0][p * CONC_PER_RANK + k].user_tag;
+		EXPECT_EQ((uint64_t)CONC_PER_RANK * (CONC_PER_RANK - 1) / 2,
+			  sum);
+	}
+	/* They did contend for the link, so the order mattered. */
+	EXPECT_GT(queued, 0);
+	for (int r = 0; r < 4; r++)
+		munmap(runs[r], size);
+	munmap(conc_late, 4096);
+}
+
 TEST_HARNESS_MAIN
