@@ -568,16 +568,19 @@ out:
 
 /*
  * Gated plans: step 0 goes at once; a later step s goes when every piece
- * of the transfers that feed it (@feeds[i] == s for the transfer added
- * i-th; FDEV_PLAN_NO_GATE for none) has landed, after @ready(c, s, @arg)
+ * of the transfers that feed it has landed (@feeds[i], for the transfer
+ * added i-th: up to two steps it feeds, one in each 32-bit half,
+ * FDEV_PLAN_NO_GATE where none), after @ready(c, s, @arg)
  * (the host's work on what landed, e.g. packing what a step forwards),
  * for steps 1 to @nsteps - 1 (or the plan's last), with transfers or not.
  * One context drives every rank, so WAIT returns the earliest
  * completions and moves the clock to their finish: a step is posted at
  * the instant its last input landed, whatever the host's speed, and the
  * steps overlap each other and step 0 as their inputs allow. A step fed
- * by nothing goes right after step 0. Each step's actions run right
- * after it is posted (their sources must be there by then).
+ * by nothing goes right after step 0; a step may feed any other but
+ * step 0 and itself, and none may wait, through others, for itself.
+ * Each step's actions run right after it is posted (their sources must
+ * be there by then).
  */
 int fdev_plan_gated_ok(const struct fdev_comm *c)
 {
@@ -598,7 +601,7 @@ static uint64_t gated_pieces(const struct fdev_comm *c,
 
 /* Post step @s (its transfers from @xi on), tagged with what they feed. */
 static int gated_post(struct fdev_comm *c, const struct fdev_plan *p,
-		      uint32_t s, size_t xi, const uint32_t *feeds,
+		      uint32_t s, size_t xi, const uint64_t *feeds,
 		      struct step_descs *sd, uint64_t *outstanding)
 {
 	int timing = fdev_comm_timing_only(c), err;
@@ -632,12 +635,13 @@ static int gated_post(struct fdev_comm *c, const struct fdev_plan *p,
 }
 
 int fdev_plan_run_gated(struct fdev_comm *c, const struct fdev_plan *p,
-			uint32_t nsteps, const uint32_t *feeds,
+			uint32_t nsteps, const uint64_t *feeds,
 			int (*ready)(struct fdev_comm *c, uint32_t step,
 				     void *arg),
 			void *arg)
 {
-	uint32_t ns = nsteps > p->nsteps ? nsteps : p->nsteps, nready = 0, ri = 0, *gate, *readyq;
+	uint32_t ns = nsteps > p->nsteps ? nsteps : p->nsteps;
+	uint32_t nready = 0, ri = 0, *gate, *readyq;
 	int timing = fdev_comm_timing_only(c), err = 0;
 	struct step_descs sd = { 0 };
 	uint64_t t0, outstanding = 0;
@@ -664,15 +668,18 @@ int fdev_plan_run_gated(struct fdev_comm *c, const struct fdev_plan *p,
 		first[s] = i;
 	}
 	for (size_t i = 0; i < p->nx; i++) {
-		uint32_t f = feeds[p->x[i].pad];
+		for (int half = 0; half < 2; half++) {
+			uint32_t f = (uint32_t)(feeds[p->x[i].pad] >> (32 * half));
 
-		if (f == FDEV_PLAN_NO_GATE)
-			continue;
-		if (f <= p->x[i].step || f >= ns) {
-			err = -EINVAL;
-			goto out;
+			if (f == FDEV_PLAN_NO_GATE)
+				continue;
+			/* No step waits for itself, nor is step 0 waited. */
+			if (!f || f == p->x[i].step || f >= ns) {
+				err = -EINVAL;
+				goto out;
+			}
+			gate[f] += (uint32_t)gated_pieces(c, &p->x[i]);
 		}
-		gate[f] += (uint32_t)gated_pieces(c, &p->x[i]);
 	}
 	t0 = fdev_clock(c->dev);
 	err = gated_post(c, p, 0, first[0], feeds, &sd, &outstanding);
@@ -701,13 +708,16 @@ int fdev_plan_run_gated(struct fdev_comm *c, const struct fdev_plan *p,
 			break;
 		}
 		for (int i = 0; i < n; i++) {
-			uint64_t f = cqe[i].user_tag;
-
 			outstanding--;
 			if (cqe[i].status && !err)
 				err = cqe[i].status;
-			if (f < ns && gate[f] && !--gate[f])
-				readyq[nready++] = (uint32_t)f;
+			for (int half = 0; half < 2; half++) {
+				uint32_t f = (uint32_t)(cqe[i].user_tag >>
+							(32 * half));
+
+				if (f < ns && gate[f] && !--gate[f])
+					readyq[nready++] = f;
+			}
 		}
 	}
 	c->last_ps = fdev_clock(c->dev) - t0;

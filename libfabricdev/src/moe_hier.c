@@ -469,7 +469,7 @@ static int hier_counts(struct fdev_comm *c, struct fdev_moe_handle *h,
 struct hier_plan {
 	struct fdev_plan p;		/* first: the plan_*() take it */
 	int gated;
-	uint32_t *feeds;		/* gated: by transfer, what it feeds */
+	uint64_t *feeds;		/* gated: by transfer, what it feeds */
 	size_t nf, capf;
 	int err;
 };
@@ -486,12 +486,40 @@ static uint32_t hier_group(const struct fdev_moe_handle *h, unsigned int peer,
 }
 
 /*
- * A transfer, in step 0 of a stepped plan or in step @gstep of a gated
- * one, where it feeds step @feed (FDEV_PLAN_NO_GATE: none).
+ * Gated: rank @s sends its chunk @j (j > 0) once its chunk j - 1 is out,
+ * so that its queue holds one chunk ahead of what it forwards or sends
+ * back, which would otherwise wait for a DMA engine behind every chunk.
+ * Chunk 0 goes in step 0.
  */
-static void hier_xfer(struct fdev_plan *p, uint32_t gstep, uint32_t feed,
-		      uint32_t src, uint32_t dst, uint64_t src_off,
-		      uint64_t dst_off, uint64_t len)
+static uint32_t hier_send_step(const struct fdev_moe_handle *h,
+			       unsigned int s, unsigned int j)
+{
+	if (!j)
+		return 0;
+	return 1 + (h->nranks + s) * h->chunks + j;
+}
+
+/* What chunk @j's sends from @s feed: the step of its next chunk. */
+static uint32_t hier_send_pace(const struct fdev_moe_handle *h,
+			       unsigned int s, unsigned int j)
+{
+	return j + 1 < h->chunks ? hier_send_step(h, s, j + 1) :
+				   FDEV_PLAN_NO_GATE;
+}
+
+/* Gated steps: step 0, then each peer's chunks, then each sender's. */
+static uint32_t hier_gated_steps(const struct fdev_moe_handle *h)
+{
+	return 1 + 2 * h->nranks * h->chunks;
+}
+
+/*
+ * A transfer, in step 0 of a stepped plan or in step @gstep of a gated
+ * one, where it feeds steps @feed and @pace (FDEV_PLAN_NO_GATE: none).
+ */
+static void hier_xfer2(struct fdev_plan *p, uint32_t gstep, uint32_t feed,
+		       uint32_t pace, uint32_t src, uint32_t dst,
+		       uint64_t src_off, uint64_t dst_off, uint64_t len)
 {
 	struct hier_plan *hp = hier_plan_of(p);
 	size_t before = p->nx;
@@ -502,7 +530,7 @@ static void hier_xfer(struct fdev_plan *p, uint32_t gstep, uint32_t feed,
 		return;
 	if (hp->nf == hp->capf) {
 		size_t cap = hp->capf ? 2 * hp->capf : 256;
-		uint32_t *f = realloc(hp->feeds, cap * sizeof(*f));
+		uint64_t *f = realloc(hp->feeds, cap * sizeof(*f));
 
 		if (!f) {
 			hp->err = -ENOMEM;
@@ -511,7 +539,15 @@ static void hier_xfer(struct fdev_plan *p, uint32_t gstep, uint32_t feed,
 		hp->feeds = f;
 		hp->capf = cap;
 	}
-	hp->feeds[hp->nf++] = feed;
+	hp->feeds[hp->nf++] = feed | (uint64_t)pace << 32;
+}
+
+static void hier_xfer(struct fdev_plan *p, uint32_t gstep, uint32_t feed,
+		      uint32_t src, uint32_t dst, uint64_t src_off,
+		      uint64_t dst_off, uint64_t len)
+{
+	hier_xfer2(p, gstep, feed, FDEV_PLAN_NO_GATE, src, dst, src_off,
+		   dst_off, len);
 }
 
 static void hier_plan_init(struct hier_plan *hp, int gated)
@@ -536,14 +572,16 @@ static int hier_plan_check(const struct hier_plan *hp)
 }
 
 /*
- * Gated where one context drives every rank, unless FDEV_HIER_GATED=0
- * (the stepped schedule, e.g. to compare).
+ * Gated where one context drives every rank and FDEV_HIER_GATED is 1
+ * (HIER_GATED_DEFAULT when unset); 0 is the stepped schedule.
  */
+#define HIER_GATED_DEFAULT	1
 static int hier_gated(struct fdev_comm *c)
 {
 	const char *e = getenv("FDEV_HIER_GATED");
+	int on = e ? !strcmp(e, "1") : HIER_GATED_DEFAULT;
 
-	return fdev_plan_gated_ok(c) && !(e && !strcmp(e, "0"));
+	return on && fdev_plan_gated_ok(c);
 }
 
 /* What a gated step's host work needs. */
@@ -573,7 +611,8 @@ static int hier_gate_ready(struct fdev_comm *c, uint32_t step, void *arg)
 	unsigned int l = peer - h->first;
 	int err = 0;
 
-	if (h->timing || !moe_is_local(h, peer))
+	/* A sender's next chunk: nothing for the host to do. */
+	if (h->timing || peer >= h->nranks || !moe_is_local(h, peer))
 		return 0;
 	if (!ga->crow)
 		return hier_forward_rank(c, h, ga->rg, l, j);
@@ -594,7 +633,7 @@ static int hier_run_gated(struct fdev_comm *c, struct hier_plan *hp,
 	if (!err)
 		err = fdev_plan_finish(&hp->p);
 	if (!err) {
-		err = fdev_plan_run_gated(c, &hp->p, 1 + h->nranks * h->chunks,
+		err = fdev_plan_run_gated(c, &hp->p, hier_gated_steps(h),
 					  hp->feeds, hier_gate_ready, ga);
 		*t_ps = c->last_ps;
 	}
@@ -622,7 +661,8 @@ static void plan_direct_step(struct fdev_moe_handle *h,
 	if (cnt && d == s)
 		fdev_plan_act(p, 0, s, FDEV_ACT_COPY, FDEV_U8, dst, src, cnt * rec);
 	if (cnt && d != s) {
-		hier_xfer(p, 0, FDEV_PLAN_NO_GATE, s, d, src, dst, cnt * rec);
+		hier_xfer2(p, hier_send_step(h, s, j), FDEV_PLAN_NO_GATE,
+			   hier_send_pace(h, s, j), s, d, src, dst, cnt * rec);
 		if (moe_is_local(h, s))
 			h->st.dispatch_bytes += cnt * rec;
 	}
@@ -644,7 +684,8 @@ static void plan_scaleout_step(struct fdev_moe_handle *h,
 
 	if (!cnt)
 		return;
-	hier_xfer(p, 0, hier_group(h, peer, j), s, peer,
+	hier_xfer2(p, hier_send_step(h, s, j), hier_group(h, peer, j),
+		   hier_send_pace(h, s, j), s, peer,
 		  (rg->send + off_direct_send(h, s, node_first(h, ns + 1)) +
 		   off_scaleout_send(h, s, N) + at) * rec,
 		  (rg->scaleout_in + off_scaleout_recv(h, peer, s) + at) * rec,
@@ -966,8 +1007,9 @@ static void plan_to_peers(struct fdev_moe_handle *h,
 					      src, cnt * crow);
 				continue;
 			}
-			hier_xfer(p, 0, hier_group(h, to, j), d, to, src, dst,
-				  cnt * crow);
+			hier_xfer2(p, hier_send_step(h, d, j),
+				   hier_group(h, to, j), hier_send_pace(h, d, j),
+				   d, to, src, dst, cnt * crow);
 			if (moe_is_local(h, d))
 				h->st.combine_bytes += cnt * crow;
 		}
@@ -1044,8 +1086,9 @@ static void plan_direct_back(struct fdev_moe_handle *h,
 					      src, cnt * crow);
 				continue;
 			}
-			hier_xfer(p, 0, FDEV_PLAN_NO_GATE, d, s, src, dst,
-				  cnt * crow);
+			hier_xfer2(p, hier_send_step(h, d, j), FDEV_PLAN_NO_GATE,
+				   hier_send_pace(h, d, j), d, s, src, dst,
+				   cnt * crow);
 			if (moe_is_local(h, d))
 				h->st.combine_bytes += cnt * crow;
 		}
