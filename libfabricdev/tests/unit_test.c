@@ -1432,17 +1432,23 @@ static void test_moe_hier_chunks(const char *name, unsigned int n,
 		 * schedule must give the same outputs and bytes.
 		 */
 		if (dev_mode) {
-			struct hier_run stepped;
+			struct hier_run stepped, gated;
 
 			setenv("FDEV_HIER_GATED", "0", 1);
 			hier_run(c, &cfg, in, n, chunks, &stepped);
+			setenv("FDEV_HIER_GATED", "1", 1);
+			hier_run(c, &cfg, in, n, chunks, &gated);
 			unsetenv("FDEV_HIER_GATED");
-			ok(!stepped.err && !hier_diff(&stepped, &many, &cfg, in, n) &&
-			   stepped.st.dispatch_bytes == many.st.dispatch_bytes &&
-			   stepped.st.combine_bytes == many.st.combine_bytes,
-			   "%s: gated as its chunks land, as stepped: outputs bit for bit, the same bytes (%d)",
-			   name, stepped.err);
+			ok(!stepped.err && !gated.err &&
+			   !hier_diff(&stepped, &one, &cfg, in, n) &&
+			   !hier_diff(&gated, &one, &cfg, in, n) &&
+			   stepped.st.dispatch_bytes == gated.st.dispatch_bytes &&
+			   stepped.st.combine_bytes == gated.st.combine_bytes &&
+			   gated.st.dispatch_bytes == one.st.dispatch_bytes,
+			   "%s: gated as its chunks land, as stepped: outputs bit for bit, the same bytes (%d, %d)",
+			   name, gated.err, stepped.err);
 			hier_run_free(&stepped, n);
+			hier_run_free(&gated, n);
 		}
 		/* The handle keeps its chunks: reused under another setting. */
 		setenv("FDEV_HIER_CHUNKS", "1", 1);
