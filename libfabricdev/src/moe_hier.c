@@ -16,6 +16,11 @@
  * it forwards from the records of the chunk it received. With C = 1 that
  * is the unpipelined schedule: the scale-out step, then the forwarding.
  *
+ * Gated (FDEV_HIER_GATED=1, where one context drives every rank): one
+ * plan, each peer's work on a chunk posted when that chunk has landed
+ * at it, each rank's sends paced by its own earlier chunks (struct
+ * hier_plan).
+ *
  * Combine reverses it: partials to the forwarding peer (or directly to a
  * source in the same node), which sums them per token, then one row per
  * (token, node) back over scale-out. Step j sends chunk j's partials to
@@ -486,25 +491,34 @@ static uint32_t hier_group(const struct fdev_moe_handle *h, unsigned int peer,
 }
 
 /*
- * Gated: rank @s sends its chunk @j (j > 0) once its chunk j - 1 is out,
- * so that its queue holds one chunk ahead of what it forwards or sends
- * back, which would otherwise wait for a DMA engine behind every chunk.
- * Chunk 0 goes in step 0.
+ * Gated: rank @s sends its chunk @j once its chunk j - A is out (A =
+ * h->ahead, chunks before A in step 0), so that its queue holds A
+ * chunks ahead of what it forwards or sends back, which would otherwise
+ * wait for a DMA engine behind every chunk.
  */
 static uint32_t hier_send_step(const struct fdev_moe_handle *h,
 			       unsigned int s, unsigned int j)
 {
-	if (!j)
+	if (j < h->ahead)
 		return 0;
 	return 1 + (h->nranks + s) * h->chunks + j;
 }
 
-/* What chunk @j's sends from @s feed: the step of its next chunk. */
+/* What chunk @j's sends from @s feed: the step of chunk j + A. */
 static uint32_t hier_send_pace(const struct fdev_moe_handle *h,
 			       unsigned int s, unsigned int j)
 {
-	return j + 1 < h->chunks ? hier_send_step(h, s, j + 1) :
-				   FDEV_PLAN_NO_GATE;
+	return j + h->ahead < h->chunks ? hier_send_step(h, s, j + h->ahead) :
+					  FDEV_PLAN_NO_GATE;
+}
+
+/* FDEV_HIER_AHEAD (1 to 64), else @dflt. */
+static unsigned int hier_ahead(unsigned int dflt)
+{
+	const char *e = getenv("FDEV_HIER_AHEAD");
+	int a = e ? atoi(e) : 0;
+
+	return a >= 1 && a <= 64 ? (unsigned int)a : dflt;
 }
 
 /* Gated steps: step 0, then each peer's chunks, then each sender's. */
@@ -573,9 +587,15 @@ static int hier_plan_check(const struct hier_plan *hp)
 
 /*
  * Gated where one context drives every rank and FDEV_HIER_GATED is 1
- * (HIER_GATED_DEFAULT when unset); 0 is the stepped schedule.
+ * (HIER_GATED_DEFAULT when unset); 0 is the stepped schedule. Off by
+ * default: on h800-pod (docs/LIBFABRICDEV.md, "Gated hierarchical
+ * mode") it gains at EP 64 with 128 tokens but loses dispatch at EP 32
+ * and combine at EP 64 with 1024 tokens. Chunks a rank's sends run
+ * ahead (FDEV_HIER_AHEAD): the best of 1, 2 and 4 there, per side.
  */
-#define HIER_GATED_DEFAULT	1
+#define HIER_GATED_DEFAULT	0
+#define HIER_AHEAD_DISPATCH	2
+#define HIER_AHEAD_COMBINE	1
 static int hier_gated(struct fdev_comm *c)
 {
 	const char *e = getenv("FDEV_HIER_GATED");
@@ -955,6 +975,7 @@ static int moe_dispatch_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 		struct hier_gate_arg ga = { .h = h, .rg = &rg };
 		struct hier_plan hp;
 
+		h->ahead = hier_ahead(HIER_AHEAD_DISPATCH);
 		hier_plan_init(&hp, 1);
 		fdev_plan_need(&hp.p, rg.end * h->rec_size);
 		for (unsigned int j = 0; j < h->chunks; j++)
@@ -1086,9 +1107,8 @@ static void plan_direct_back(struct fdev_moe_handle *h,
 					      src, cnt * crow);
 				continue;
 			}
-			hier_xfer2(p, hier_send_step(h, d, j), FDEV_PLAN_NO_GATE,
-				   hier_send_pace(h, d, j), d, s, src, dst,
-				   cnt * crow);
+			hier_xfer(p, hier_group(h, d, j), FDEV_PLAN_NO_GATE, d, s,
+				  src, dst, cnt * crow);
 			if (moe_is_local(h, d))
 				h->st.combine_bytes += cnt * crow;
 		}
@@ -1215,15 +1235,20 @@ static int moe_combine_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 					    .crow = hc.crow };
 		struct hier_plan hp;
 
+		h->ahead = hier_ahead(HIER_AHEAD_COMBINE);
 		hier_plan_init(&hp, 1);
 		fdev_plan_need(&hp.p, hc.rg.cend * hc.crow);
-		/* The node's own partials go back beside the peers' sums. */
+		/*
+		 * The node's own partials of chunk j go back from d once d's
+		 * sums of chunk j go, after them (scale-out first, as the
+		 * stepped schedule posts them).
+		 */
 		for (unsigned int j = 0; j < h->chunks; j++)
 			plan_to_peers(h, &hc.rg, hc.crow, j, &hp.p);
 		for (unsigned int j = 0; j < h->chunks; j++)
-			plan_direct_back(h, &hc.rg, hc.crow, j, &hp.p);
-		for (unsigned int j = 0; j < h->chunks; j++)
 			plan_scaleout_back(h, &hc.rg, hc.crow, j, &hp.p);
+		for (unsigned int j = 0; j < h->chunks; j++)
+			plan_direct_back(h, &hc.rg, hc.crow, j, &hp.p);
 		err = hier_run_gated(c, &hp, &ga, &t_steps);
 		hier_plan_free(&hp);
 	}

@@ -23,8 +23,8 @@
 #  - MoE dispatch/combine, timing only, throughput and low latency; the
 #    hierarchical variant on h800-pod, 16 ranks in two nodes of 8, side
 #    by side with throughput (it must send fewer bytes over scale-out
-#    and finish sooner); on four nodes, gated as its chunks land, every
-#    link carries the bytes of the stepped schedule (FDEV_HIER_GATED=0);
+#    and finish sooner); on four nodes, gated as its chunks land
+#    (FDEV_HIER_GATED=1), every link carries the stepped schedule's bytes;
 #  - data (when the module has ICFAB_F_MEMORY): collectives and
 #    dispatch/combine element by element (throughput, low latency and
 #    hierarchical: skewed routing, -1 slots, T = 0 on some ranks, H not a
@@ -271,11 +271,11 @@ sys.exit(0 if h['dispatch_bound_ps'] < t['dispatch_bound_ps'] and
 check "the hierarchical dispatch repeats to the picosecond" sh -c "
 	'$bench' -n 16 -g 8 -t 256 -H 7168 -e 256 -k 8 -m hier -b 160 -B 50 | cmp -s - '$tmp/hier'"
 # Four nodes, four chunks: the peers' steps go as their chunks land
-# (gated); every link carries the bytes of the stepped schedule
-# (FDEV_HIER_GATED=0), count exchange and both directions included.
+# (FDEV_HIER_GATED=1); every link carries the bytes of the stepped
+# schedule (the default), count exchange and both directions included.
 check "hierarchical gated as chunks land: every link's bytes those of the stepped schedule" sh -c "
 	'$icfabctl' stats reset > /dev/null &&
-	'$bench' -n 32 -g 8 -t 128 -H 7168 -e 256 -k 8 -m hier -b 160 -B 50 > '$tmp/hg' &&
+	FDEV_HIER_GATED=1 '$bench' -n 32 -g 8 -t 128 -H 7168 -e 256 -k 8 -m hier -b 160 -B 50 > '$tmp/hg' &&
 	'$icfabctl' -j stats > '$tmp/hg.stats' && '$icfabctl' stats reset > /dev/null &&
 	FDEV_HIER_GATED=0 '$bench' -n 32 -g 8 -t 128 -H 7168 -e 256 -k 8 -m hier -b 160 -B 50 > '$tmp/hs' &&
 	'$icfabctl' -j stats > '$tmp/hs.stats' &&
