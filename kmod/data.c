@@ -46,6 +46,9 @@
  * WRITE's finish, from the same callback (__icfab_trigger_arrived()).
  * Nothing else changes the engine: a triggered transfer is submitted then,
  * no earlier than that finish, as one behind a FENCE is at the fence's.
+ * A TRIGGER whose count is already there at submission completes no
+ * earlier than the finish of the WRITE that brought it, found among the
+ * receive completions not yet reaped (__icfab_trigger_step_ps()).
  *
  * Receive queues (ICFAB_F_RECV_NOTIFY): a WRITE with ICFAB_DESC_F_NOTIFY
  * reserves, at submission, a request of the receiving context on the
@@ -1003,6 +1006,44 @@ static bool __icfab_trigger_ready(struct icfab_data *d, struct icfab_queue *q,
 }
 
 /*
+ * When did the NOTIFY WRITE land that brought the counter of TRIGGER @req
+ * on @q to its count, which is already there? Only a time after @clock,
+ * the submitting context's clock, matters; 0 for one no later. Not how
+ * far the engine happens to have run: while the receiver WAITs the
+ * engine may process arrivals in its future, and stop anywhere after
+ * them.
+ *
+ * Every arrival after @clock is still on the context's done list: a
+ * reaped completion moved the clock to its finish at least. The done
+ * list keeps the engine's order, in which the counter counted, and
+ * reaping takes its head; so the arrivals after @clock are the tail of
+ * the counter's, the last of them its count. Walking back from the tail
+ * finds the @len-th among them, or reaches @clock first. The fabric lock
+ * is held.
+ */
+static u64 __icfab_trigger_step_ps(struct icfab_data *d,
+				   const struct icfab_queue *q,
+				   const struct icfab_req *req, u64 clock)
+{
+	struct icfab_queue *rq = __icfab_trigger_rq(d, q, req->ctx);
+	struct icfab_req *pos;
+	u64 step;
+
+	step = rq->trig_count[req->trig_imm];
+	list_for_each_entry_reverse(pos, &req->ctx->done, node) {
+		if (pos->cqe.finish_ps <= clock)
+			break;
+		if (pos->q != rq || pos->cqe.status ||
+		    (u32)pos->cqe.user_tag != req->trig_imm)
+			continue;
+		if (step == req->len)
+			return pos->cqe.finish_ps;
+		step--;
+	}
+	return 0;
+}
+
+/*
  * What heads the queue's backlog may go: a FENCE once the queue's
  * transfers before it have all finished, completed at the latest finish;
  * a TRIGGER once its count has come, completed at @now (the instant of
@@ -1839,12 +1880,13 @@ static __always_inline int icfab_req_start(struct icfab_ctx *ctx,
 		break;
 	case ICFAB_OP_TRIGGER:
 		/*
-		 * A count already there came no later than the engine's
-		 * time, which is the clock's or earlier.
+		 * A count already there: at the finish of the WRITE that
+		 * brought it, if that lies after the clock.
 		 */
 		if (list_empty(&q->backlog) &&
 		    __icfab_trigger_ready(d, q, req)) {
-			t = max3(t, q->fence_ps, d->engine.now_ps);
+			t = max3(t, q->fence_ps,
+				 __icfab_trigger_step_ps(d, q, req, t));
 			q->fence_ps = t;
 			__icfab_req_finish(req, 0, t, t, 0);
 			return 0;

@@ -566,6 +566,173 @@ out:
 	return err;
 }
 
+/*
+ * Gated plans: step 0 goes at once; a later step s goes when every piece
+ * of the transfers that feed it has landed (@feeds[i], for the transfer
+ * added i-th: up to two steps it feeds, one in each 32-bit half,
+ * FDEV_PLAN_NO_GATE where none), after @ready(c, s, @arg)
+ * (the host's work on what landed, e.g. packing what a step forwards),
+ * for steps 1 to @nsteps - 1 (or the plan's last), with transfers or not.
+ * One context drives every rank, so WAIT returns the earliest
+ * completions and moves the clock to their finish: a step is posted at
+ * the instant its last input landed, whatever the host's speed, and the
+ * steps overlap each other and step 0 as their inputs allow. A step fed
+ * by nothing goes right after step 0; a step may feed any other but
+ * step 0 and itself, and none may wait, through others, for itself.
+ * Each step's actions run right after it is posted (their sources must
+ * be there by then).
+ */
+int fdev_plan_gated_ok(const struct fdev_comm *c)
+{
+	return c->dev && !c->proxy && !c->multi && !c->notify;
+}
+
+/* The pieces build_step() cuts @x into, 0 for one it leaves out. */
+static uint64_t gated_pieces(const struct fdev_comm *c,
+			     const struct fdev_xfer *x)
+{
+	uint64_t chunk = max_chunk(c);
+
+	if (!is_local(c, x->src) || fdev_rank_failed(c, x->src) ||
+	    fdev_rank_failed(c, x->dst))
+		return 0;
+	return (x->len + chunk - 1) / chunk;
+}
+
+/* Post step @s (its transfers from @xi on), tagged with what they feed. */
+static int gated_post(struct fdev_comm *c, const struct fdev_plan *p,
+		      uint32_t s, size_t xi, const uint64_t *feeds,
+		      struct step_descs *sd, uint64_t *outstanding)
+{
+	int timing = fdev_comm_timing_only(c), err;
+	unsigned int di = 0;
+	size_t x0 = xi;
+	int ret;
+
+	err = build_step(c, p, s, &xi, sd);
+	if (err)
+		return err;
+	for (; x0 < xi; x0++) {
+		uint64_t n = gated_pieces(c, &p->x[x0]);
+
+		for (uint64_t k = 0; k < n && di < sd->nd; k++)
+			sd->d[di++].user_tag = feeds[p->x[x0].pad];
+	}
+	if (di != sd->nd)
+		return -EPROTO;
+	ret = sd->nd ? fdev_post(c->dev, sd->d, sd->nd) : 0;
+	if (ret > 0)
+		*outstanding += (unsigned int)ret;
+	if (ret < 0)
+		return ret;
+	if ((unsigned int)ret < sd->nd)
+		return -EIO;
+	for (unsigned int l = 0; !timing && !err && l < c->nlocal; l++)
+		err = c->zc_lo ?
+		      fdev_plan_apply_map(p, s, c->first + l, &c->zc_loc[l].m) :
+		      fdev_plan_apply(p, s, c->first + l, c->ws[l].addr);
+	return err;
+}
+
+int fdev_plan_run_gated(struct fdev_comm *c, const struct fdev_plan *p,
+			uint32_t nsteps, const uint64_t *feeds,
+			int (*ready)(struct fdev_comm *c, uint32_t step,
+				     void *arg),
+			void *arg)
+{
+	uint32_t ns = nsteps > p->nsteps ? nsteps : p->nsteps;
+	uint32_t nready = 0, ri = 0, *gate, *readyq;
+	int timing = fdev_comm_timing_only(c), err = 0;
+	struct step_descs sd = { 0 };
+	uint64_t t0, outstanding = 0;
+	struct fdev_cqe cqe[64];
+	size_t *first;
+
+	if (!fdev_plan_gated_ok(c) || p->mcast_ranks)
+		return -EOPNOTSUPP;
+	if (p->ws_need > c->ws_bytes && !timing)
+		return -EMSGSIZE;
+	sd.cap = p->nx + 16;
+	sd.d = malloc(sd.cap * sizeof(*sd.d));
+	sd.dst = malloc(sd.cap * sizeof(*sd.dst));
+	gate = calloc(ns + 1, sizeof(*gate));
+	readyq = calloc(ns + 1, sizeof(*readyq));
+	first = calloc(ns + 1, sizeof(*first));
+	if (!sd.d || !sd.dst || !gate || !readyq || !first) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0, s = 0; s <= ns; s++) {
+		while (i < p->nx && p->x[i].step < s)
+			i++;
+		first[s] = i;
+	}
+	for (size_t i = 0; i < p->nx; i++) {
+		for (int half = 0; half < 2; half++) {
+			uint32_t f = (uint32_t)(feeds[p->x[i].pad] >> (32 * half));
+
+			if (f == FDEV_PLAN_NO_GATE)
+				continue;
+			/* No step waits for itself, nor is step 0 waited. */
+			if (!f || f == p->x[i].step || f >= ns) {
+				err = -EINVAL;
+				goto out;
+			}
+			gate[f] += (uint32_t)gated_pieces(c, &p->x[i]);
+		}
+	}
+	t0 = fdev_clock(c->dev);
+	err = gated_post(c, p, 0, first[0], feeds, &sd, &outstanding);
+	for (uint32_t s = 1; s < ns; s++)
+		if (!gate[s])
+			readyq[nready++] = s;
+	for (;;) {
+		int n;
+
+		while (!err && ri < nready) {
+			uint32_t s = readyq[ri++];
+
+			if (ready)
+				err = ready(c, s, arg);
+			if (!err)
+				err = gated_post(c, p, s, first[s], feeds, &sd,
+						 &outstanding);
+		}
+		/* After an error, only what is in flight is reaped. */
+		if (!outstanding)
+			break;
+		n = fdev_wait(c->dev, cqe, 1, 64, 0);
+		if (n < 0) {
+			if (!err)
+				err = n;
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			outstanding--;
+			if (cqe[i].status && !err)
+				err = cqe[i].status;
+			for (int half = 0; half < 2; half++) {
+				uint32_t f = (uint32_t)(cqe[i].user_tag >>
+							(32 * half));
+
+				if (f < ns && gate[f] && !--gate[f])
+					readyq[nready++] = f;
+			}
+		}
+	}
+	c->last_ps = fdev_clock(c->dev) - t0;
+	fdev_op_span(c, t0, t0 + c->last_ps);
+	if (!err && ri < ns - 1)
+		err = -EPROTO;	/* a step whose inputs never all landed */
+out:
+	free(sd.d);
+	free(sd.dst);
+	free(gate);
+	free(readyq);
+	free(first);
+	return err;
+}
+
 static int any_failed(const struct fdev_comm *c)
 {
 	for (unsigned int w = 0; w < FDEV_FAILED_WORDS; w++)

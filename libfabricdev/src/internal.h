@@ -252,6 +252,20 @@ void fdev_op_span(struct fdev_comm *c, uint64_t t0, uint64_t t1);
 int fdev_op_end(struct fdev_comm *c, int err);
 /* Run a plan on the communicator (coll.c). */
 int fdev_plan_run(struct fdev_comm *c, const struct fdev_plan *p);
+/*
+ * Run a gated plan (coll.c): step 0 at once, step s once everything that
+ * feeds it (@feeds, by the order the transfers were added: up to two
+ * steps each, one per 32-bit half) has landed,
+ * after @ready. Only where one context drives every rank
+ * (fdev_plan_gated_ok()); -EOPNOTSUPP otherwise.
+ */
+#define FDEV_PLAN_NO_GATE	UINT32_MAX
+int fdev_plan_gated_ok(const struct fdev_comm *c);
+int fdev_plan_run_gated(struct fdev_comm *c, const struct fdev_plan *p,
+			uint32_t nsteps, const uint64_t *feeds,
+			int (*ready)(struct fdev_comm *c, uint32_t step,
+				     void *arg),
+			void *arg);
 /* FDEV_INTERLEAVE: cut a direct all-to-all plan piece-major (coll.c). */
 int fdev_comm_interleave(struct fdev_comm *c, struct fdev_plan *p);
 /* The communicator's route leads, read at the first call, or NULL. */

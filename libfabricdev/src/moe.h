@@ -68,6 +68,8 @@ struct fdev_moe_handle {
 	 * node_tokens per chunk, [chunks][n][n] and [chunks][n][nodes].
 	 */
 	unsigned int chunks;
+	/* hier, gated: chunks a rank's sends run ahead (hier_send_step()) */
+	unsigned int ahead;
 	uint64_t *chunk_pair, *chunk_node;
 	struct moe_rank *ranks;		/* [nlocal] */
 	/*

@@ -16,6 +16,11 @@
  * it forwards from the records of the chunk it received. With C = 1 that
  * is the unpipelined schedule: the scale-out step, then the forwarding.
  *
+ * Gated (FDEV_HIER_GATED=1, where one context drives every rank): one
+ * plan, each peer's work on a chunk posted when that chunk has landed
+ * at it, each rank's sends paced by its own earlier chunks (struct
+ * hier_plan).
+ *
  * Combine reverses it: partials to the forwarding peer (or directly to a
  * source in the same node), which sums them per token, then one row per
  * (token, node) back over scale-out. Step j sends chunk j's partials to
@@ -453,6 +458,209 @@ static int hier_counts(struct fdev_comm *c, struct fdev_moe_handle *h,
 }
 
 /* ------------------------------------------------------------------ */
+/* Plans, stepped or gated                                             */
+
+/*
+ * A plan of C + 1 steps (one chunk's sends beside the last chunk's
+ * forwarding, each a plan of its own) or, where one context drives every
+ * rank (fdev_plan_gated_ok()), one gated plan for everything: step 0
+ * sends every chunk, and step hier_group(peer, j) is peer's work on chunk
+ * j (forwarding, or sending back the sums), which goes when the last
+ * transfer into peer of chunk j has landed (fdev_plan_run_gated()). The
+ * peers' host work (packing, summing) happens then, on the data that
+ * landed; the steps overlap the scale-out and each other as the
+ * arrivals allow, as DeepEP's chunks stream through its buffers.
+ */
+struct hier_plan {
+	struct fdev_plan p;		/* first: the plan_*() take it */
+	int gated;
+	uint64_t *feeds;		/* gated: by transfer, what it feeds */
+	size_t nf, capf;
+	int err;
+};
+
+static struct hier_plan *hier_plan_of(struct fdev_plan *p)
+{
+	return (struct hier_plan *)p;
+}
+
+static uint32_t hier_group(const struct fdev_moe_handle *h, unsigned int peer,
+			   unsigned int j)
+{
+	return 1 + peer * h->chunks + j;
+}
+
+/*
+ * Gated: rank @s sends its chunk @j once its chunk j - A is out (A =
+ * h->ahead, chunks before A in step 0), so that its queue holds A
+ * chunks ahead of what it forwards or sends back, which would otherwise
+ * wait for a DMA engine behind every chunk.
+ */
+static uint32_t hier_send_step(const struct fdev_moe_handle *h,
+			       unsigned int s, unsigned int j)
+{
+	if (j < h->ahead)
+		return 0;
+	return 1 + (h->nranks + s) * h->chunks + j;
+}
+
+/* What chunk @j's sends from @s feed: the step of chunk j + A. */
+static uint32_t hier_send_pace(const struct fdev_moe_handle *h,
+			       unsigned int s, unsigned int j)
+{
+	return j + h->ahead < h->chunks ? hier_send_step(h, s, j + h->ahead) :
+					  FDEV_PLAN_NO_GATE;
+}
+
+/* FDEV_HIER_AHEAD (1 to 64), else @dflt. */
+static unsigned int hier_ahead(unsigned int dflt)
+{
+	const char *e = getenv("FDEV_HIER_AHEAD");
+	int a = e ? atoi(e) : 0;
+
+	return a >= 1 && a <= 64 ? (unsigned int)a : dflt;
+}
+
+/* Gated steps: step 0, then each peer's chunks, then each sender's. */
+static uint32_t hier_gated_steps(const struct fdev_moe_handle *h)
+{
+	return 1 + 2 * h->nranks * h->chunks;
+}
+
+/*
+ * A transfer, in step 0 of a stepped plan or in step @gstep of a gated
+ * one, where it feeds steps @feed and @pace (FDEV_PLAN_NO_GATE: none).
+ */
+static void hier_xfer2(struct fdev_plan *p, uint32_t gstep, uint32_t feed,
+		       uint32_t pace, uint32_t src, uint32_t dst,
+		       uint64_t src_off, uint64_t dst_off, uint64_t len)
+{
+	struct hier_plan *hp = hier_plan_of(p);
+	size_t before = p->nx;
+
+	fdev_plan_xfer(p, hp->gated ? gstep : 0, src, dst, src_off, dst_off,
+		       len);
+	if (!hp->gated || p->nx == before)
+		return;
+	if (hp->nf == hp->capf) {
+		size_t cap = hp->capf ? 2 * hp->capf : 256;
+		uint64_t *f = realloc(hp->feeds, cap * sizeof(*f));
+
+		if (!f) {
+			hp->err = -ENOMEM;
+			return;
+		}
+		hp->feeds = f;
+		hp->capf = cap;
+	}
+	hp->feeds[hp->nf++] = feed | (uint64_t)pace << 32;
+}
+
+static void hier_xfer(struct fdev_plan *p, uint32_t gstep, uint32_t feed,
+		      uint32_t src, uint32_t dst, uint64_t src_off,
+		      uint64_t dst_off, uint64_t len)
+{
+	hier_xfer2(p, gstep, feed, FDEV_PLAN_NO_GATE, src, dst, src_off,
+		   dst_off, len);
+}
+
+static void hier_plan_init(struct hier_plan *hp, int gated)
+{
+	memset(hp, 0, sizeof(*hp));
+	fdev_plan_init(&hp->p);
+	hp->gated = gated;
+}
+
+static void hier_plan_free(struct hier_plan *hp)
+{
+	fdev_plan_free(&hp->p);
+	free(hp->feeds);
+}
+
+/* Gated: a plan's transfers, in the order added, each with its feed. */
+static int hier_plan_check(const struct hier_plan *hp)
+{
+	if (hp->err)
+		return hp->err;
+	return hp->gated && hp->nf != hp->p.nx ? -EPROTO : 0;
+}
+
+/*
+ * Gated where one context drives every rank and FDEV_HIER_GATED is 1
+ * (HIER_GATED_DEFAULT when unset); 0 is the stepped schedule. Off by
+ * default: on h800-pod (docs/LIBFABRICDEV.md, "Gated hierarchical
+ * mode") it gains at EP 64 with 128 tokens but loses dispatch at EP 32
+ * and combine at EP 64 with 1024 tokens. Chunks a rank's sends run
+ * ahead (FDEV_HIER_AHEAD): the best of 1, 2 and 4 there, per side.
+ */
+#define HIER_GATED_DEFAULT	0
+#define HIER_AHEAD_DISPATCH	2
+#define HIER_AHEAD_COMBINE	1
+static int hier_gated(struct fdev_comm *c)
+{
+	const char *e = getenv("FDEV_HIER_GATED");
+	int on = e ? !strcmp(e, "1") : HIER_GATED_DEFAULT;
+
+	return on && fdev_plan_gated_ok(c);
+}
+
+/* What a gated step's host work needs. */
+struct hier_gate_arg {
+	struct fdev_moe_handle *h;
+	const struct hier_regions *rg;
+	uint64_t crow;			/* combine: bytes of a row; dispatch: 0 */
+};
+
+static int sum_at_peer(struct fdev_comm *c, struct fdev_moe_handle *h,
+		       const struct hier_regions *rg, unsigned int l,
+		       unsigned int s, unsigned int j, uint64_t crow);
+static int hier_forward_rank(struct fdev_comm *c, struct fdev_moe_handle *h,
+			     const struct hier_regions *rg, unsigned int l,
+			     unsigned int j);
+
+/*
+ * Gated step @step, peer's chunk j: everything of chunk j has landed at
+ * the peer; pack what it forwards (dispatch) or sum what it sends back
+ * (combine).
+ */
+static int hier_gate_ready(struct fdev_comm *c, uint32_t step, void *arg)
+{
+	const struct hier_gate_arg *ga = arg;
+	struct fdev_moe_handle *h = ga->h;
+	unsigned int peer = (step - 1) / h->chunks, j = (step - 1) % h->chunks;
+	unsigned int l = peer - h->first;
+	int err = 0;
+
+	/* A sender's next chunk: nothing for the host to do. */
+	if (h->timing || peer >= h->nranks || !moe_is_local(h, peer))
+		return 0;
+	if (!ga->crow)
+		return hier_forward_rank(c, h, ga->rg, l, j);
+	for (unsigned int s = 0; !err && s < h->nranks; s++)
+		if (forwards_for(h, peer, s))
+			err = sum_at_peer(c, h, ga->rg, l, s, j, ga->crow);
+	return err;
+}
+
+/* Run gated plan @hp with @ga; *@t_ps: its time. */
+static int hier_run_gated(struct fdev_comm *c, struct hier_plan *hp,
+			  struct hier_gate_arg *ga, uint64_t *t_ps)
+{
+	struct fdev_moe_handle *h = ga->h;
+	int err = hier_plan_check(hp);
+
+	*t_ps = 0;
+	if (!err)
+		err = fdev_plan_finish(&hp->p);
+	if (!err) {
+		err = fdev_plan_run_gated(c, &hp->p, hier_gated_steps(h),
+					  hp->feeds, hier_gate_ready, ga);
+		*t_ps = c->last_ps;
+	}
+	return err;
+}
+
+/* ------------------------------------------------------------------ */
 /* Dispatch: scale-out and direct scale-up                             */
 
 /*
@@ -473,7 +681,8 @@ static void plan_direct_step(struct fdev_moe_handle *h,
 	if (cnt && d == s)
 		fdev_plan_act(p, 0, s, FDEV_ACT_COPY, FDEV_U8, dst, src, cnt * rec);
 	if (cnt && d != s) {
-		fdev_plan_xfer(p, 0, s, d, src, dst, cnt * rec);
+		hier_xfer2(p, hier_send_step(h, s, j), FDEV_PLAN_NO_GATE,
+			   hier_send_pace(h, s, j), s, d, src, dst, cnt * rec);
 		if (moe_is_local(h, s))
 			h->st.dispatch_bytes += cnt * rec;
 	}
@@ -495,11 +704,12 @@ static void plan_scaleout_step(struct fdev_moe_handle *h,
 
 	if (!cnt)
 		return;
-	fdev_plan_xfer(p, 0, s, peer,
-		       (rg->send + off_direct_send(h, s, node_first(h, ns + 1)) +
-			off_scaleout_send(h, s, N) + at) * rec,
-		       (rg->scaleout_in + off_scaleout_recv(h, peer, s) + at) * rec,
-		       cnt * rec);
+	hier_xfer2(p, hier_send_step(h, s, j), hier_group(h, peer, j),
+		   hier_send_pace(h, s, j), s, peer,
+		  (rg->send + off_direct_send(h, s, node_first(h, ns + 1)) +
+		   off_scaleout_send(h, s, N) + at) * rec,
+		  (rg->scaleout_in + off_scaleout_recv(h, peer, s) + at) * rec,
+		  cnt * rec);
 	if (moe_is_local(h, s))
 		h->st.dispatch_bytes += cnt * rec;
 }
@@ -651,11 +861,12 @@ static void plan_forward(struct fdev_moe_handle *h,
 
 			if (b == a)
 				continue;
-			fdev_plan_xfer(p, 0, peer, d,
-				       (rg->fwd_out + fwd_out_chunk(h, peer, j) + a) * rec,
-				       (rg->fwd_in + fwd_in_chunk(h, d, j) +
-					off_forwarded_recv(h, pair, d, peer, 0)) * rec,
-				       (b - a) * rec);
+			hier_xfer(p, hier_group(h, peer, j), FDEV_PLAN_NO_GATE,
+				  peer, d,
+				  (rg->fwd_out + fwd_out_chunk(h, peer, j) + a) * rec,
+				  (rg->fwd_in + fwd_in_chunk(h, d, j) +
+				   off_forwarded_recv(h, pair, d, peer, 0)) * rec,
+				  (b - a) * rec);
 			if (moe_is_local(h, peer))
 				h->st.dispatch_bytes += (b - a) * rec;
 		}
@@ -670,7 +881,8 @@ static int hier_dispatch_step(struct fdev_comm *c, struct fdev_moe_handle *h,
 			      const struct hier_regions *rg, unsigned int j,
 			      uint64_t *t_ps)
 {
-	struct fdev_plan p;
+	struct hier_plan hp;
+	struct fdev_plan *p = &hp.p;
 	int err = 0;
 
 	*t_ps = 0;
@@ -678,18 +890,18 @@ static int hier_dispatch_step(struct fdev_comm *c, struct fdev_moe_handle *h,
 		err = hier_forward_rank(c, h, rg, l, j - 1);
 	if (err)
 		return err;
-	fdev_plan_init(&p);
-	fdev_plan_need(&p, rg->end * h->rec_size);
+	hier_plan_init(&hp, 0);
+	fdev_plan_need(p, rg->end * h->rec_size);
 	if (j < h->chunks)
-		plan_send(h, rg, j, &p);
+		plan_send(h, rg, j, p);
 	if (j)
-		plan_forward(h, rg, j - 1, &p);
-	err = fdev_plan_finish(&p);
-	if (!err && (p.nx || p.na)) {
-		err = fdev_plan_run(c, &p);
+		plan_forward(h, rg, j - 1, p);
+	err = fdev_plan_finish(p);
+	if (!err && (p->nx || p->na)) {
+		err = fdev_plan_run(c, p);
 		*t_ps = c->last_ps;
 	}
-	fdev_plan_free(&p);
+	hier_plan_free(&hp);
 	return err;
 }
 
@@ -759,7 +971,21 @@ static int moe_dispatch_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 		hier_pack(c, h, in, &rg);
 	for (unsigned int l = 0; !err && l < h->nlocal; l++)
 		err = hier_forward_alloc(h, l);
-	for (unsigned int j = 0; !err && j <= h->chunks; j++) {
+	if (!err && hier_gated(c)) {
+		struct hier_gate_arg ga = { .h = h, .rg = &rg };
+		struct hier_plan hp;
+
+		h->ahead = hier_ahead(HIER_AHEAD_DISPATCH);
+		hier_plan_init(&hp, 1);
+		fdev_plan_need(&hp.p, rg.end * h->rec_size);
+		for (unsigned int j = 0; j < h->chunks; j++)
+			plan_send(h, &rg, j, &hp.p);
+		for (unsigned int j = 0; j < h->chunks; j++)
+			plan_forward(h, &rg, j, &hp.p);
+		err = hier_run_gated(c, &hp, &ga, &t_steps);
+		hier_plan_free(&hp);
+	}
+	for (unsigned int j = 0; !err && !hier_gated(c) && j <= h->chunks; j++) {
 		uint64_t t;
 
 		err = hier_dispatch_step(c, h, &rg, j, &t);
@@ -802,7 +1028,9 @@ static void plan_to_peers(struct fdev_moe_handle *h,
 					      src, cnt * crow);
 				continue;
 			}
-			fdev_plan_xfer(p, 0, d, to, src, dst, cnt * crow);
+			hier_xfer2(p, hier_send_step(h, d, j),
+				   hier_group(h, to, j), hier_send_pace(h, d, j),
+				   d, to, src, dst, cnt * crow);
 			if (moe_is_local(h, d))
 				h->st.combine_bytes += cnt * crow;
 		}
@@ -879,7 +1107,8 @@ static void plan_direct_back(struct fdev_moe_handle *h,
 					      src, cnt * crow);
 				continue;
 			}
-			fdev_plan_xfer(p, 0, d, s, src, dst, cnt * crow);
+			hier_xfer(p, hier_group(h, d, j), FDEV_PLAN_NO_GATE, d, s,
+				  src, dst, cnt * crow);
 			if (moe_is_local(h, d))
 				h->st.combine_bytes += cnt * crow;
 		}
@@ -903,10 +1132,11 @@ static void plan_scaleout_back(struct fdev_moe_handle *h,
 			if (!cnt)
 				continue;
 			at = pfx_node(h, j, s, np);
-			fdev_plan_xfer(p, 0, peer, s,
-				       (rg->summed + off_scaleout_recv(h, peer, s) + at) * crow,
-				       (rg->scaleout_back + off_scaleout_send(h, s, np) + at) * crow,
-				       cnt * crow);
+			hier_xfer(p, hier_group(h, peer, j), FDEV_PLAN_NO_GATE,
+				  peer, s,
+				  (rg->summed + off_scaleout_recv(h, peer, s) + at) * crow,
+				  (rg->scaleout_back + off_scaleout_send(h, s, np) + at) * crow,
+				  cnt * crow);
 			if (moe_is_local(h, peer))
 				h->st.combine_bytes += cnt * crow;
 		}
@@ -958,7 +1188,8 @@ static int hier_combine_step(struct fdev_comm *c, struct fdev_moe_handle *h,
 			     const struct hier_combine *hc, unsigned int j,
 			     uint64_t *t_ps)
 {
-	struct fdev_plan p;
+	struct hier_plan hp;
+	struct fdev_plan *p = &hp.p;
 	int err = 0;
 
 	*t_ps = 0;
@@ -966,23 +1197,23 @@ static int hier_combine_step(struct fdev_comm *c, struct fdev_moe_handle *h,
 		err = hier_sum_at_peers(c, h, &hc->rg, j - 1, hc->crow);
 	if (err)
 		return err;
-	fdev_plan_init(&p);
-	fdev_plan_need(&p, hc->rg.cend * hc->crow);
+	hier_plan_init(&hp, 0);
+	fdev_plan_need(p, hc->rg.cend * hc->crow);
 	/*
 	 * Scale-out first: a transfer holds a DMA engine until it is out,
 	 * and the scale-up ones posted before it would hold it back.
 	 */
 	if (j) {
-		plan_scaleout_back(h, &hc->rg, hc->crow, j - 1, &p);
-		plan_direct_back(h, &hc->rg, hc->crow, j - 1, &p);
+		plan_scaleout_back(h, &hc->rg, hc->crow, j - 1, p);
+		plan_direct_back(h, &hc->rg, hc->crow, j - 1, p);
 	}
 	if (j < h->chunks)
-		plan_to_peers(h, &hc->rg, hc->crow, j, &p);
-	err = fdev_plan_finish(&p);
-	if (!err && (p.nx || p.na))
-		err = fdev_plan_run(c, &p);
-	*t_ps = p.nx ? c->last_ps : 0;
-	fdev_plan_free(&p);
+		plan_to_peers(h, &hc->rg, hc->crow, j, p);
+	err = fdev_plan_finish(p);
+	if (!err && (p->nx || p->na))
+		err = fdev_plan_run(c, p);
+	*t_ps = p->nx ? c->last_ps : 0;
+	hier_plan_free(&hp);
 	return err;
 }
 
@@ -999,7 +1230,29 @@ static int moe_combine_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 		return -EMSGSIZE;
 	if (!h->timing)
 		moe_partials(c, h, y, hc.rg.partials * hc.crow, hc.crow);
-	for (unsigned int j = 0; !err && j <= h->chunks; j++) {
+	if (hier_gated(c)) {
+		struct hier_gate_arg ga = { .h = h, .rg = &hc.rg,
+					    .crow = hc.crow };
+		struct hier_plan hp;
+
+		h->ahead = hier_ahead(HIER_AHEAD_COMBINE);
+		hier_plan_init(&hp, 1);
+		fdev_plan_need(&hp.p, hc.rg.cend * hc.crow);
+		/*
+		 * The node's own partials of chunk j go back from d once d's
+		 * sums of chunk j go, after them (scale-out first, as the
+		 * stepped schedule posts them).
+		 */
+		for (unsigned int j = 0; j < h->chunks; j++)
+			plan_to_peers(h, &hc.rg, hc.crow, j, &hp.p);
+		for (unsigned int j = 0; j < h->chunks; j++)
+			plan_scaleout_back(h, &hc.rg, hc.crow, j, &hp.p);
+		for (unsigned int j = 0; j < h->chunks; j++)
+			plan_direct_back(h, &hc.rg, hc.crow, j, &hp.p);
+		err = hier_run_gated(c, &hp, &ga, &t_steps);
+		hier_plan_free(&hp);
+	}
+	for (unsigned int j = 0; !err && !hier_gated(c) && j <= h->chunks; j++) {
 		uint64_t t;
 
 		err = hier_combine_step(c, h, &hc, j, &t);

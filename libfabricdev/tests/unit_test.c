@@ -1426,6 +1426,30 @@ static void test_moe_hier_chunks(const char *name, unsigned int n,
 		   ", combine %" PRIu64 "/%" PRIu64 ")", name,
 		   one.st.dispatch_bytes, many.st.dispatch_bytes,
 		   one.st.combine_bytes, many.st.combine_bytes);
+		/*
+		 * On the device, one context drives every rank: the peers'
+		 * steps go as their chunks land (gated). The stepped
+		 * schedule must give the same outputs and bytes.
+		 */
+		if (dev_mode) {
+			struct hier_run stepped, gated;
+
+			setenv("FDEV_HIER_GATED", "0", 1);
+			hier_run(c, &cfg, in, n, chunks, &stepped);
+			setenv("FDEV_HIER_GATED", "1", 1);
+			hier_run(c, &cfg, in, n, chunks, &gated);
+			unsetenv("FDEV_HIER_GATED");
+			ok(!stepped.err && !gated.err &&
+			   !hier_diff(&stepped, &one, &cfg, in, n) &&
+			   !hier_diff(&gated, &one, &cfg, in, n) &&
+			   stepped.st.dispatch_bytes == gated.st.dispatch_bytes &&
+			   stepped.st.combine_bytes == gated.st.combine_bytes &&
+			   gated.st.dispatch_bytes == one.st.dispatch_bytes,
+			   "%s: gated as its chunks land, as stepped: outputs bit for bit, the same bytes (%d, %d)",
+			   name, gated.err, stepped.err);
+			hier_run_free(&stepped, n);
+			hier_run_free(&gated, n);
+		}
 		/* The handle keeps its chunks: reused under another setting. */
 		setenv("FDEV_HIER_CHUNKS", "1", 1);
 		err = fdev_moe_dispatch(c, &cfg, in, many.h, &again);

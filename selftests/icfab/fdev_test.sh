@@ -23,7 +23,8 @@
 #  - MoE dispatch/combine, timing only, throughput and low latency; the
 #    hierarchical variant on h800-pod, 16 ranks in two nodes of 8, side
 #    by side with throughput (it must send fewer bytes over scale-out
-#    and finish sooner);
+#    and finish sooner); on four nodes, gated as its chunks land
+#    (FDEV_HIER_GATED=1), every link carries the stepped schedule's bytes;
 #  - data (when the module has ICFAB_F_MEMORY): collectives and
 #    dispatch/combine element by element (throughput, low latency and
 #    hierarchical: skewed routing, -1 slots, T = 0 on some ranks, H not a
@@ -269,6 +270,28 @@ sys.exit(0 if h['dispatch_bound_ps'] < t['dispatch_bound_ps'] and
          h['dispatch_ps'] < t['dispatch_ps'] and h['combine_ps'] < t['combine_ps'] else 1)"
 check "the hierarchical dispatch repeats to the picosecond" sh -c "
 	'$bench' -n 16 -g 8 -t 256 -H 7168 -e 256 -k 8 -m hier -b 160 -B 50 | cmp -s - '$tmp/hier'"
+# Four nodes, four chunks: the peers' steps go as their chunks land
+# (FDEV_HIER_GATED=1); every link carries the bytes of the stepped
+# schedule (the default), count exchange and both directions included.
+check "hierarchical gated as chunks land: every link's bytes those of the stepped schedule" sh -c "
+	'$icfabctl' stats reset > /dev/null &&
+	FDEV_HIER_GATED=1 '$bench' -n 32 -g 8 -t 128 -H 7168 -e 256 -k 8 -m hier -b 160 -B 50 > '$tmp/hg' &&
+	'$icfabctl' -j stats > '$tmp/hg.stats' && '$icfabctl' stats reset > /dev/null &&
+	FDEV_HIER_GATED=0 '$bench' -n 32 -g 8 -t 128 -H 7168 -e 256 -k 8 -m hier -b 160 -B 50 > '$tmp/hs' &&
+	'$icfabctl' -j stats > '$tmp/hs.stats' &&
+	python3 -c '
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+ga, gs = (json.load(open(f)) for f in sys.argv[3:5])
+la = {l[\"id\"]: l[\"bytes\"] for l in a[\"links\"]}
+lb = {l[\"id\"]: l[\"bytes\"] for l in b[\"links\"]}
+print(\"# %d links, %.1f MB; gated dispatch %.1f / combine %.1f us, stepped %.1f / %.1f us\" % (
+    len(la), sum(la.values()) / 1e6, ga[\"dispatch_ps\"] / 1e6, ga[\"combine_ps\"] / 1e6,
+    gs[\"dispatch_ps\"] / 1e6, gs[\"combine_ps\"] / 1e6))
+sys.exit(0 if la == lb and sum(la.values()) > 0 and
+         ga[\"dispatch_bytes_per_rank\"] == gs[\"dispatch_bytes_per_rank\"] and
+         ga[\"combine_bytes_per_rank\"] == gs[\"combine_bytes_per_rank\"] else 1)
+' '$tmp/hg.stats' '$tmp/hs.stats' '$tmp/hg' '$tmp/hs'"
 check "dgx-h100 applied again" sh -c "'$icfabd' --apply --preset dgx-h100 > /dev/null"
 
 # Data: element by element, when the module moves bytes.

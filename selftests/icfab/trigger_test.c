@@ -11,10 +11,13 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <linux/icfab.h>
@@ -417,6 +420,115 @@ TEST(pair_is_deterministic)
 	EXPECT_EQ(0, memcmp(out, out + 2 * PER_RANK,
 			    2 * PER_RANK * sizeof(*out)));
 	munmap(out, 4 * PER_RANK * sizeof(*out));
+	fabric_close(&gs);
+}
+
+/*
+ * A count already there when the TRIGGER is submitted, brought by
+ * arrivals in the submitter's future: one thread WAITs (so the context
+ * holds nothing back and the engine runs through every arrival), another
+ * submits the TRIGGER at the old clock. It completes at the landing of
+ * the WRITE that made the count, not wherever the engine happened to
+ * stop; the same with a CPU hog beside it.
+ */
+#define AHEAD_N		3	/* imm-6 WRITEs landing ahead */
+#define AHEAD_WANT	(2 * AHEAD_N + 1)
+
+struct ahead_wait {
+	int fd, n;
+	struct icfab_cqe c[16];
+};
+
+static void *ahead_waiter(void *arg)
+{
+	struct ahead_wait *w = arg;
+
+	/* Their sends, their receive completions, and the TRIGGER. */
+	w->n = ctx_wait(w->fd, w->c, AHEAD_WANT, 16, 10000, NULL);
+	return NULL;
+}
+
+static void ahead_run(struct __test_metadata *_metadata, int fd,
+		      struct icfab_cqe *out)
+{
+	const struct icfab_cqe *t, *w2, *w3;
+	struct icfab_desc d[AHEAD_N];
+	struct ahead_wait w = { .fd = fd };
+	pthread_t th;
+	int qt, qf, rq;
+
+	ASSERT_EQ(0, ctx_attach(fd, TX_EP));
+	ASSERT_EQ(0, ctx_attach(fd, RX_EP));
+	qt = ctx_queue(fd, TX_EP, 8);
+	qf = ctx_queue(fd, RX_EP, 8);
+	rq = ctx_recv_queue(fd, RX_EP, 8);
+	ASSERT_LE(0, qt);
+	ASSERT_LE(0, qf);
+	ASSERT_LE(0, rq);
+	for (unsigned int j = 0; j < AHEAD_N; j++)
+		d[j] = desc_notify_put(qt, RX_EP, (1 + 2 * j) * SEG, 60 + j, 6);
+	ASSERT_EQ(AHEAD_N, ctx_submit(fd, d, AHEAD_N));
+	ASSERT_EQ(0, pthread_create(&th, NULL, ahead_waiter, &w));
+	/*
+	 * Let the WAIT start and the engine count them all. Were the
+	 * TRIGGER earlier, it would wait for the count: the same time.
+	 */
+	usleep(300 * 1000);
+	d[0] = trigger(qf, 6, 2, 66);
+	ASSERT_EQ(1, ctx_submit(fd, d, 1));
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	ASSERT_EQ(AHEAD_WANT, w.n);
+	t = by_tag(w.c, w.n, 66);
+	w2 = by_tag(w.c, w.n, 61);
+	w3 = by_tag(w.c, w.n, 62);
+	ASSERT_TRUE(t && w2 && w3);
+	EXPECT_EQ(0, t->status);
+	/* The second landing made the count, the third came later. */
+	EXPECT_LT(w2->finish_ps, w3->finish_ps);
+	EXPECT_EQ(w2->finish_ps, t->start_ps);
+	EXPECT_EQ(w2->finish_ps, t->finish_ps);
+	EXPECT_EQ(0, t->submit_ps);
+	memcpy(out, w.c, sizeof(w.c));
+	EXPECT_EQ(0, ctx_queue_destroy(fd, qf));
+	EXPECT_EQ(0, ctx_queue_destroy(fd, qt));
+	EXPECT_EQ(0, ctx_queue_destroy(fd, rq));
+}
+
+TEST(count_reached_ahead_of_the_clock)
+{
+	struct icfab_cqe out[2][16];
+	struct genl_sock gs;
+	int fd;
+
+	fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	if (!has_trigger(fd)) {
+		close(fd);
+		SKIP(return, "no ICFAB_F_TRIGGER");
+	}
+	close(fd);
+	ASSERT_EQ(0, ring_fabric_open(&gs, 8));
+	memset(out, 0, sizeof(out));
+	for (int hog = 0; hog < 2; hog++) {
+		pid_t pid = 0;
+
+		if (hog) {
+			pid = fork();
+			if (pid == 0)
+				for (;;)
+					;
+			ASSERT_LT(0, pid);
+		}
+		fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+		ASSERT_LE(0, fd);
+		ahead_run(_metadata, fd, out[hog]);
+		close(fd);
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
+	}
+	EXPECT_EQ(0, memcmp(out[0], out[1], sizeof(out[0])));
 	fabric_close(&gs);
 }
 
