@@ -764,7 +764,7 @@ int fdev_proxy_run(struct fdev_comm *c, const struct fdev_plan *p)
 	return err ? err : atomic_load(&c->shm->h->px_err);
 }
 
-enum { DATA_PLAIN, DATA_PROXY, DATA_NOTIFY };
+enum { DATA_PLAIN, DATA_PROXY, DATA_NOTIFY, DATA_IDLE_MEET };
 
 /*
  * Device memory, not free-running, virtual time: a rank must learn when
@@ -772,6 +772,11 @@ enum { DATA_PLAIN, DATA_PROXY, DATA_NOTIFY };
  * completions in the module, each rank's own context waits for them
  * (DATA_NOTIFY), and its barriers are NOTIFY WRITEs. Without them, or
  * with FDEV_PROXY=1, rank 0's proxy runs everything (DATA_PROXY).
+ *
+ * Timing only, virtual time: between steps the ranks meet on the host
+ * (fdev_shm_barrier()). With receive queues and ICFAB_IOC_WAIT_END the
+ * context stays, idle in a receiver's WAIT across the meeting
+ * (DATA_IDLE_MEET); otherwise it leaves the fabric and attaches again.
  */
 static int data_mode(const char *path, unsigned int flags)
 {
@@ -779,7 +784,7 @@ static int data_mode(const char *path, unsigned int flags)
 	const char *px = getenv("FDEV_PROXY");
 	int fd, virt;
 
-	if (flags & (FDEV_COMM_TIMING_ONLY | FDEV_COMM_FREE_RUN))
+	if (flags & FDEV_COMM_FREE_RUN)
 		return DATA_PLAIN;
 	if (!path)
 		path = getenv("FDEV_DEVICE");
@@ -787,10 +792,14 @@ static int data_mode(const char *path, unsigned int flags)
 	if (fd < 0)
 		return DATA_PLAIN;
 	virt = !ioctl(fd, ICFAB_IOC_INFO, &info) &&
-	       info.time_mode == ICFAB_TIME_VIRTUAL &&
-	       info.features & ICFAB_F_MEMORY;
+	       info.time_mode == ICFAB_TIME_VIRTUAL;
 	close(fd);
-	if (!virt)
+	if (virt && flags & FDEV_COMM_TIMING_ONLY)
+		return (info.features & ICFAB_F_RECV_NOTIFY) &&
+		       (info.features & ICFAB_F_WAIT_END) ?
+		       DATA_IDLE_MEET : DATA_PLAIN;
+	if (!virt || flags & FDEV_COMM_TIMING_ONLY ||
+	    !(info.features & ICFAB_F_MEMORY))
 		return DATA_PLAIN;
 	if ((px && !strcmp(px, "1")) || !(info.features & ICFAB_F_RECV_NOTIFY))
 		return DATA_PROXY;
@@ -862,14 +871,12 @@ static void *idle_main(void *arg)
 	return NULL;
 }
 
-int fdev_notify_idle(struct fdev_comm *c)
+/* @o's context goes idle: its idle thread sits in a receiver's WAIT. */
+static int idle_start(struct fdev_comm *o)
 {
-	struct fdev_comm *o = ctx_owner(c);
 	sigset_t all, old;
 	int err;
 
-	if (!c->notify || o->idle_on || !o->dev)
-		return 0;
 	o->idle_ps = fdev_clock(o->dev);
 	o->idle_stop = 0;
 	o->idle_err = 0;
@@ -885,6 +892,15 @@ int fdev_notify_idle(struct fdev_comm *c)
 		publish_idle(o, 0);
 	}
 	return err;
+}
+
+int fdev_notify_idle(struct fdev_comm *c)
+{
+	struct fdev_comm *o = ctx_owner(c);
+
+	if (!c->notify || o->idle_on || !o->dev)
+		return 0;
+	return idle_start(o);
 }
 
 static void idle_stop(struct fdev_comm *c)
@@ -1008,6 +1024,12 @@ int fdev_notify_resume(struct fdev_comm *c)
  * step, a few pieces each (the module's queue depth caps it).
  */
 #define NOTIFY_RECV_DEPTH	4096
+
+/*
+ * A timing-only rank's receive queue: no WRITE notifies it, its idle
+ * thread only waits there.
+ */
+#define IDLE_MEET_RECV_DEPTH	1
 
 /*
  * The endpoint rank @rank drives: the @rank-th of the fabric's @n
@@ -1182,6 +1204,20 @@ int fdev_comm_init(const char *path, const char *job, int rank, int size,
 	/* Attach before the rendezvous: nobody starts before all hold time. */
 	if (mode == DATA_NOTIFY) {
 		err = notify_open(c, path);
+	} else if (mode == DATA_IDLE_MEET) {
+		c->idle_meet = 1;
+		err = fdev_open(path, comm_open_flags(c) | FDEV_OPEN_NO_URING,
+				&c->dev);
+		if (!err)
+			err = comm_attach(c);
+		if (!err)
+			err = fdev_recv_queue_create(c->dev, c->ep[c->first],
+						     IDLE_MEET_RECV_DEPTH);
+		/* Another receiver there (FDEV_ENDPOINT): leave and attach again. */
+		if (err == -EBUSY) {
+			c->idle_meet = 0;
+			err = 0;
+		}
 	} else {
 		err = fdev_open(path, comm_open_flags(c), &c->dev);
 		if (!err)
@@ -1452,13 +1488,46 @@ uint64_t fdev_comm_last_ps(const struct fdev_comm *c)
 /*
  * The barrier of independent processes. In virtual time a context that
  * sits in a barrier with nothing in flight holds the engine back, so a
- * peer still waiting for its transfers would never see them finish. A
- * timing-only communicator therefore leaves the fabric across the
- * barrier: it closes its context, meets the others, opens and attaches
- * again, meets them again (so nobody runs ahead of a late attacher) and
- * moves its clock to the latest one. Data communicators cannot (their
- * regions live in the context); see fdev_comm(3).
+ * peer still waiting for its transfers would never see them finish.
+ * A timing-only communicator with a receive queue (DATA_IDLE_MEET)
+ * stays on the fabric: its idle thread sits in a receiver's WAIT, which
+ * does not hold the engine back, while it meets the others; then, as
+ * fdev_notify_resume() does, it ends the WAIT (its clock goes to the
+ * engine's, never past the latest rank's), moves its clock to the
+ * latest one (*val) and meets them again, so that nobody submits before
+ * every rank holds the engine back at that time. Without receive queues
+ * it leaves the fabric across the barrier: it closes its context, meets
+ * the others, opens and attaches again, meets them again (so nobody runs
+ * ahead of a late attacher) and moves its clock to the latest one. Data
+ * communicators cannot (their regions live in the context); see
+ * fdev_comm(3).
  */
+static int idle_meet(struct fdev_comm *c, uint64_t *val)
+{
+	uint64_t dummy = 0;
+	int err, err2;
+
+	err = idle_start(c);
+	if (err)
+		return err;
+	err = shm_barrier(c, val);
+	publish_idle(c, 1);
+	idle_stop(c);
+	if (err && err != -EPIPE)
+		return err;
+	if (c->idle_err)
+		return c->idle_err;
+	err2 = fdev_sync_clock(c->dev);
+	if (!err2)
+		err2 = fdev_advance_to(c->dev, c->queue[0], *val);
+	if (!err2) {
+		err2 = shm_barrier(c, &dummy);
+		if (err2 == -EPIPE)
+			err = -EPIPE, err2 = 0;
+	}
+	return err2 ? err2 : err;
+}
+
 int fdev_shm_barrier(struct fdev_comm *c, uint64_t *val)
 {
 	int err, err2;
@@ -1467,6 +1536,8 @@ int fdev_shm_barrier(struct fdev_comm *c, uint64_t *val)
 		return 0;
 	if (!fdev_comm_timing_only(c) || c->flags & FDEV_COMM_FREE_RUN)
 		return shm_barrier(c, val);
+	if (c->idle_meet)
+		return idle_meet(c, val);
 	fdev_close(c->dev);
 	c->dev = NULL;
 	err = shm_barrier(c, val);

@@ -154,6 +154,14 @@ struct fdev_comm {
 	int idle_on, idle_stop, idle_err, idle_end, idle_ended;
 	uint64_t idle_ps;
 	/*
+	 * Timing only, independent processes, virtual time: the context
+	 * has a receive queue that nobody notifies, only so that its idle
+	 * thread can sit in a receiver's WAIT while the process meets the
+	 * others on the host (fdev_shm_barrier()), instead of leaving the
+	 * fabric and attaching again.
+	 */
+	int idle_meet;
+	/*
 	 * A sub-communicator (fdev_comm_init_sub()): the communicator whose
 	 * context, queue, receive queue and idle thread it shares; NULL
 	 * for one that owns its context.

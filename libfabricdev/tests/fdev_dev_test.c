@@ -356,11 +356,24 @@ static const char *algo_name(enum fdev_algo a)
 }
 
 /*
- * Timing only: an all-to-all-v where rank s sends rank d
- * @bytes * ((s * 3 + d) % 5) / 2 bytes (none for some pairs), each
- * process giving its local ranks' rows.
+ * The skewed all-to-all-v's pairs: rank 0 sends the last rank 64 times
+ * @bytes, every other rank its next one byte, the rest nothing. Across
+ * processes, every rank but the last two is done with its transfers long
+ * before rank 0 and the last rank are with theirs.
  */
-static int run_a2av(struct fdev_comm *c, int algo, uint64_t bytes)
+static uint64_t skew_bytes(int n, int s, int d, uint64_t bytes)
+{
+	if (!s && d == n - 1)
+		return 64 * bytes;
+	return d == s + 1;
+}
+
+/*
+ * Timing only: an all-to-all-v where rank s sends rank d
+ * @bytes * ((s * 3 + d) % 5) / 2 bytes (none for some pairs), or with
+ * @skew skew_bytes(), each process giving its local ranks' rows.
+ */
+static int run_a2av(struct fdev_comm *c, int algo, uint64_t bytes, int skew)
 {
 	int n = fdev_comm_size(c), first, count, err;
 	uint64_t *sc, *rc;
@@ -375,12 +388,15 @@ static int run_a2av(struct fdev_comm *c, int algo, uint64_t bytes)
 	}
 	for (int l = 0; l < count; l++)
 		for (int d = 0; d < n; d++)
-			sc[l * n + d] = bytes * (((first + l) * 3 + d) % 5) / 2;
+			sc[l * n + d] = skew ? skew_bytes(n, first + l, d, bytes) :
+				bytes * (((first + l) * 3 + d) % 5) / 2;
 	err = fdev_all_to_all_v(c, NULL, sc, NULL, rc, FDEV_U8, algo);
 	/* What each local rank got from each: the senders' rows. */
 	for (int l = 0; !err && l < count; l++)
 		for (int s = 0; s < n; s++)
-			if (rc[l * n + s] != bytes * ((s * 3 + first + l) % 5) / 2)
+			if (rc[l * n + s] != (skew ?
+			    skew_bytes(n, s, first + l, bytes) :
+			    bytes * ((s * 3 + first + l) % 5) / 2))
 				err = -EBADMSG;
 	free(sc);
 	free(rc);
@@ -392,7 +408,9 @@ static int run_op(struct fdev_comm *c, const char *op, int algo, uint64_t bytes)
 	int n = fdev_comm_size(c);
 
 	if (!strcmp(op, "alltoallv"))
-		return run_a2av(c, algo, bytes);
+		return run_a2av(c, algo, bytes, 0);
+	if (!strcmp(op, "alltoallvskew"))
+		return run_a2av(c, algo, bytes, 1);
 
 	if (!strcmp(op, "allreduce"))
 		return fdev_all_reduce(c, NULL, NULL, bytes / 4, FDEV_F32, algo);
@@ -894,7 +912,9 @@ int main(int argc, char **argv)
 		return test_api();
 	if (argc >= 6 && !strcmp(argv[1], "coll")) {
 		unsigned int n = (unsigned int)atoi(argv[4]);
-		uint64_t bytes = strtoull(argv[5], NULL, 0);
+		uint64_t bytes = strtoull(argv[5], NULL, 0), t0;
+		const char *r = getenv("FDEV_COLL_REPEAT");
+		int rep = r ? atoi(r) : 1;
 
 		algo = algo_of(argv[3]);
 		err = fdev_comm_init_local(NULL, n, NULL, 0, FDEV_COMM_TIMING_ONLY, &c);
@@ -902,14 +922,20 @@ int main(int argc, char **argv)
 			err = fdev_comm_set_node_size(c, atoi(argv[6]));
 		if (!err)
 			err = run_op(c, argv[2], algo, bytes);
+		t0 = fdev_comm_last_ps(c);
+		/* FDEV_COLL_REPEAT=N: N operations, one after the other. */
+		for (int i = 1; !err && i < rep; i++)
+			err = run_op(c, argv[2], algo, bytes);
 		if (err) {
 			fprintf(stderr, "fdev_dev_test: %s\n", strerror(-err));
 			return 1;
 		}
 		printf("{\"op\":\"%s\",\"algo\":\"%s\",\"ran\":\"%s\",\"ranks\":%u,"
-		       "\"bytes\":%" PRIu64 ",\"time_ps\":%" PRIu64 "}\n", argv[2],
-		       argv[3], algo_name(fdev_comm_last_algo(c)), n, bytes,
-		       fdev_comm_last_ps(c));
+		       "\"bytes\":%" PRIu64 ",\"time_ps\":%" PRIu64, argv[2],
+		       argv[3], algo_name(fdev_comm_last_algo(c)), n, bytes, t0);
+		if (rep > 1)
+			printf(",\"last_ps\":%" PRIu64, fdev_comm_last_ps(c));
+		printf("}\n");
 		fdev_comm_destroy(c);
 		return 0;
 	}
@@ -1028,6 +1054,6 @@ int main(int argc, char **argv)
 		free(y);
 		return err || bad;
 	}
-	fprintf(stderr, "usage: fdev_dev_test api | coll OP ALGO N BYTES [NODE] | mp OP ALGO BYTES [REPEAT]\n");
+	fprintf(stderr, "usage: fdev_dev_test api | coll OP ALGO N BYTES [NODE] (FDEV_COLL_REPEAT=N) | mp OP ALGO BYTES [REPEAT]\n");
 	return 2;
 }

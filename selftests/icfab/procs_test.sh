@@ -7,12 +7,17 @@
 # accelerators). No bytes move, so what other processes' ranks send a
 # rank reaches it through the host rendezvous (libfabricdev/src/moe.c,
 # moe_host_counts()):
-#  - an all-to-all by 8 processes takes, on every one of them, exactly
-#    the one-process time;
+#  - two all-to-alls by 8 processes take, on every one of them, exactly
+#    the times of two by one process (the second 1 ps more than the
+#    first: where an operation starts moves its time by a ps or two);
 #  - an all-to-all-v with unequal counts (some pairs none) by 8
 #    processes: each learns what every rank sends it (fdev_dev_test
 #    checks its receive counts) and takes the one-process time, give or
 #    take 2 ps, for the same reason as the MoE modes below;
+#  - the same skewed (rank 0 sends the last rank 256 KiB, every other
+#    rank its next one byte): most ranks reach each step's meeting long
+#    before rank 0's transfer ends, and must not hold the engine back
+#    there meanwhile, or rank 0 never sees it end;
 #  - the throughput and low-latency MoE dispatch and combine by 8
 #    processes: the latest rank's times are the one-process run's (a
 #    combine that learnt only its own sources' counts sent nothing: 0),
@@ -58,15 +63,16 @@ procs() {	# procs NAME CMD...: 8 processes of CMD, rank r's stdout in NAME.r
 	return $rc
 }
 
-a2a() {
-	one=$("$t" coll alltoall direct 8 4096 | sed -n 's/.*"time_ps":\([0-9]*\).*/\1/p')
+a2a() {		# first and second operation: one process's, on every process
+	one=$(FDEV_COLL_REPEAT=2 "$t" coll alltoall direct 8 4096 |
+		sed -n 's/.*"time_ps":\([0-9]*\),"last_ps":\([0-9]*\).*/\1 \2/p')
 	procs a2a "$t" mp alltoall direct 4096 2 || return 1
 	v=$(sed -n 's/.*"time_ps":\([0-9]*\),"last_ps":\([0-9]*\).*/\1 \2/p' "$tmp"/a2a.[0-7] |
-		tr ' ' '\n' | sort -u | tr '\n' ' ')
+		sort -u | tr '\n' ' ')
 	echo "# one process: $one ps; 8 processes: $v"
 	[ -n "$one" ] && [ "$v" = "$one " ]
 }
-check "all-to-all by 8 processes: the one-process time on every one" a2a
+check "all-to-all twice by 8 processes: the one-process times on every one" a2a
 
 a2av() {	# every process's time = the one-process time, +-2 ps
 	one=$("$t" coll alltoallv direct 8 4096 | sed -n 's/.*"time_ps":\([0-9]*\).*/\1/p')
@@ -79,6 +85,18 @@ a2av() {	# every process's time = the one-process time, +-2 ps
 		{ for (i = 2; i <= NF; i++) if (abs($i - $1) > 2) exit 1 }'
 }
 check "all-to-all-v by 8 processes, unequal counts: every one learns every row, the one-process time (+-2 ps)" a2av
+
+a2avskew() {	# every process's time = the one-process time, +-2 ps
+	one=$("$t" coll alltoallvskew direct 8 4096 | sed -n 's/.*"time_ps":\([0-9]*\).*/\1/p')
+	procs a2avskew "$t" mp alltoallvskew direct 4096 2 || return 1
+	v=$(sed -n 's/.*"time_ps":\([0-9]*\),"last_ps":\([0-9]*\).*/\1 \2/p' "$tmp"/a2avskew.[0-7] |
+		tr ' ' '\n' | sort -u | tr '\n' ' ')
+	echo "# one process: $one ps; 8 processes: $v"
+	[ -n "$one" ] && [ -n "$v" ] && echo "$one $v" | awk '
+		function abs(x) { return x < 0 ? -x : x }
+		{ for (i = 2; i <= NF; i++) if (abs($i - $1) > 2) exit 1 }'
+}
+check "skewed all-to-all-v by 8 processes (rank 0's transfers end long after most ranks' meet): no hang, the one-process time (+-2 ps)" a2avskew
 
 moe() {		# moe NAME MOE_BENCH_ARGS...: latest rank's times = one process's, +-2 ps
 	name=$1
