@@ -74,29 +74,22 @@ a2a() {		# first and second operation: one process's, on every process
 }
 check "all-to-all twice by 8 processes: the one-process times on every one" a2a
 
-a2av() {	# every process's time = the one-process time, +-2 ps
-	one=$("$t" coll alltoallv direct 8 4096 | sed -n 's/.*"time_ps":\([0-9]*\).*/\1/p')
-	procs a2av "$t" mp alltoallv direct 4096 2 || return 1
-	v=$(sed -n 's/.*"time_ps":\([0-9]*\),"last_ps":\([0-9]*\).*/\1 \2/p' "$tmp"/a2av.[0-7] |
+# all-to-all-v OP (alltoallv, alltoallvskew) by 8 processes: every
+# process's time = the one-process time, +-2 ps
+a2av() {
+	op=$1
+	one=$("$t" coll "$op" direct 8 4096 | sed -n 's/.*"time_ps":\([0-9]*\).*/\1/p')
+	procs "$op" "$t" mp "$op" direct 4096 2 || return 1
+	v=$(sed -n 's/.*"time_ps":\([0-9]*\),"last_ps":\([0-9]*\).*/\1 \2/p' "$tmp/$op".[0-7] |
 		tr ' ' '\n' | sort -u | tr '\n' ' ')
 	echo "# one process: $one ps; 8 processes: $v"
 	[ -n "$one" ] && [ -n "$v" ] && echo "$one $v" | awk '
 		function abs(x) { return x < 0 ? -x : x }
 		{ for (i = 2; i <= NF; i++) if (abs($i - $1) > 2) exit 1 }'
 }
-check "all-to-all-v by 8 processes, unequal counts: every one learns every row, the one-process time (+-2 ps)" a2av
+check "all-to-all-v by 8 processes, unequal counts: every one learns every row, the one-process time (+-2 ps)" a2av alltoallv
 
-a2avskew() {	# every process's time = the one-process time, +-2 ps
-	one=$("$t" coll alltoallvskew direct 8 4096 | sed -n 's/.*"time_ps":\([0-9]*\).*/\1/p')
-	procs a2avskew "$t" mp alltoallvskew direct 4096 2 || return 1
-	v=$(sed -n 's/.*"time_ps":\([0-9]*\),"last_ps":\([0-9]*\).*/\1 \2/p' "$tmp"/a2avskew.[0-7] |
-		tr ' ' '\n' | sort -u | tr '\n' ' ')
-	echo "# one process: $one ps; 8 processes: $v"
-	[ -n "$one" ] && [ -n "$v" ] && echo "$one $v" | awk '
-		function abs(x) { return x < 0 ? -x : x }
-		{ for (i = 2; i <= NF; i++) if (abs($i - $1) > 2) exit 1 }'
-}
-check "skewed all-to-all-v by 8 processes (rank 0's transfers end long after most ranks' meet): no hang, the one-process time (+-2 ps)" a2avskew
+check "skewed all-to-all-v by 8 processes (rank 0's transfers end long after most ranks' meet): no hang, the one-process time (+-2 ps)" a2av alltoallvskew
 
 moe() {		# moe NAME MOE_BENCH_ARGS...: latest rank's times = one process's, +-2 ps
 	name=$1
