@@ -50,6 +50,18 @@ static bool has_trigger(int fd)
 	       in.features & ICFAB_F_TRIGGER;
 }
 
+/* Whether the loaded module has TRIGGERs: 1 or 0, -1 without the device. */
+static int module_has_trigger(void)
+{
+	int fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		return -1;
+	ret = has_trigger(fd);
+	close(fd);
+	return ret;
+}
+
 /* The completion with @tag among @n, or NULL. */
 static const struct icfab_cqe *by_tag(const struct icfab_cqe *c,
 				      unsigned int n, uint64_t tag)
@@ -402,15 +414,12 @@ TEST(pair_is_deterministic)
 {
 	struct genl_sock gs;
 	struct icfab_cqe *out;
-	int fd;
+	int trig;
 
-	fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, fd);
-	if (!has_trigger(fd)) {
-		close(fd);
+	trig = module_has_trigger();
+	ASSERT_LE(0, trig);
+	if (!trig)
 		SKIP(return, "no ICFAB_F_TRIGGER");
-	}
-	close(fd);
 	ASSERT_EQ(0, ring_fabric_open(&gs, 8));
 	out = mmap(NULL, 4 * PER_RANK * sizeof(*out), PROT_READ | PROT_WRITE,
 		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -498,15 +507,12 @@ TEST(count_reached_ahead_of_the_clock)
 {
 	struct icfab_cqe out[2][16];
 	struct genl_sock gs;
-	int fd;
+	int fd, trig;
 
-	fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, fd);
-	if (!has_trigger(fd)) {
-		close(fd);
+	trig = module_has_trigger();
+	ASSERT_LE(0, trig);
+	if (!trig)
 		SKIP(return, "no ICFAB_F_TRIGGER");
-	}
-	close(fd);
 	ASSERT_EQ(0, ring_fabric_open(&gs, 8));
 	memset(out, 0, sizeof(out));
 	for (int hog = 0; hog < 2; hog++) {
