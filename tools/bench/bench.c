@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 
 #include <linux/icfab.h>
 #include <linux/icfab_genl.h>
@@ -112,4 +114,41 @@ int bench_two_endpoints(struct genl_sock *gs, uint32_t seg)
 	if (!err && seg)
 		err = set_segment_size(gs, seg);
 	return err ? err : cmd(gs, ICFAB_CMD_FABRIC_COMMIT);
+}
+
+int bench_cq_map(int fd, uint32_t entries, struct bench_cq *r)
+{
+	struct icfab_cq_setup cs = { .entries = entries };
+	void *p;
+
+	if (ioctl(fd, ICFAB_IOC_CQ_SETUP, &cs))
+		return -1;
+	p = mmap(NULL, cs.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		 cs.mmap_offset);
+	if (p == MAP_FAILED)
+		return -1;
+	r->cq = p;
+	r->cqes = (struct icfab_cqe *)((char *)p + cs.cqes_off);
+	return 0;
+}
+
+int bench_cq_reap(int fd, struct bench_cq *r, unsigned int n)
+{
+	uint32_t head = r->cq->head;
+	uint32_t tail = __atomic_load_n(&r->cq->tail, __ATOMIC_ACQUIRE);
+	int bad = 0;
+
+	if (tail - head < n) {
+		struct icfab_cq_wait w = { .min = n };
+
+		if (ioctl(fd, ICFAB_IOC_CQ_WAIT, &w) || r->cq->overflow)
+			return -1;
+		tail = __atomic_load_n(&r->cq->tail, __ATOMIC_ACQUIRE);
+		if (tail - head < n)
+			return -1;
+	}
+	for (uint32_t end = head + n; head != end; head++)
+		bad |= r->cqes[head & r->cq->mask].status;
+	__atomic_store_n(&r->cq->head, head, __ATOMIC_RELEASE);
+	return bad ? -1 : 0;
 }

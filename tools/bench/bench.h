@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * What the data-path benchmarks (desc_cost, copy_bw) share: the clock,
- * the median and the fabric they run on.
+ * What the data-path benchmarks (desc_cost, copy_bw, ctx_scale) share:
+ * the clock, the median, the fabric they run on and the completion ring.
  */
 #ifndef ICFAB_BENCH_H
 #define ICFAB_BENCH_H
 
 #include <stdint.h>
+
+#include <linux/icfab.h>
 
 #include "genl.h"
 
@@ -39,5 +41,20 @@ int bench_start(const char *prog, double **samples, double *best, int nr,
 
 /* Sets fabric 0's segment size and commits it. */
 int bench_segment_size(struct genl_sock *gs, uint32_t seg);
+
+/* A context's completion ring, mapped. */
+struct bench_cq {
+	struct icfab_cq_ring *cq;
+	struct icfab_cqe *cqes;
+};
+
+/* Sets up @fd's completion ring of @entries and maps it: 0 or -1 (errno). */
+int bench_cq_map(int fd, uint32_t entries, struct bench_cq *r);
+
+/*
+ * Reaps @n completions from @r: polls it, and sleeps in CQ_WAIT only when
+ * it has fewer. -1 on an error, an overflow or a failed completion.
+ */
+int bench_cq_reap(int fd, struct bench_cq *r, unsigned int n);
 
 #endif

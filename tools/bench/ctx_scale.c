@@ -48,49 +48,6 @@
 #define LEN	64		/* bytes */
 #define MAX_REPS 64
 
-struct ring {
-	struct icfab_cq_ring *cq;
-	struct icfab_cqe *cqes;
-};
-
-static int ring_map(int fd, struct ring *r)
-{
-	struct icfab_cq_setup cs = { .entries = 2 * BATCH };
-	void *p;
-
-	if (ioctl(fd, ICFAB_IOC_CQ_SETUP, &cs))
-		return -1;
-	p = mmap(NULL, cs.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		 cs.mmap_offset);
-	if (p == MAP_FAILED)
-		return -1;
-	r->cq = p;
-	r->cqes = (struct icfab_cqe *)((char *)p + cs.cqes_off);
-	return 0;
-}
-
-/* @n completions from the ring, as desc_cost's cq_reap(). */
-static int ring_reap(int fd, struct ring *r, unsigned int n)
-{
-	uint32_t head = r->cq->head;
-	uint32_t tail = __atomic_load_n(&r->cq->tail, __ATOMIC_ACQUIRE);
-	int bad = 0;
-
-	if (tail - head < n) {
-		struct icfab_cq_wait w = { .min = n };
-
-		if (ioctl(fd, ICFAB_IOC_CQ_WAIT, &w) || r->cq->overflow)
-			return -1;
-		tail = __atomic_load_n(&r->cq->tail, __ATOMIC_ACQUIRE);
-		if (tail - head < n)
-			return -1;
-	}
-	for (uint32_t end = head + n; head != end; head++)
-		bad |= r->cqes[head & r->cq->mask].status;
-	__atomic_store_n(&r->cq->head, head, __ATOMIC_RELEASE);
-	return bad ? -1 : 0;
-}
-
 /*
  * Rank @p: attach, set up, say so on @ready, wait for @go to end, then
  * the rounds. Exit status 0 or where it failed.
@@ -103,11 +60,12 @@ static int rank(int p, int write_op, int rounds, int ready, int go)
 	struct icfab_desc d[BATCH];
 	struct icfab_submit s = { .descs = (uintptr_t)d, .nr = BATCH,
 				  .flags = ICFAB_SUBMIT_F_CQ };
-	struct ring r;
+	struct bench_cq r;
 	char byte;
 
 	if (fd < 0 || ioctl(fd, ICFAB_IOC_ATTACH, &a) ||
-	    ioctl(fd, ICFAB_IOC_QUEUE_CREATE, &qc) || ring_map(fd, &r))
+	    ioctl(fd, ICFAB_IOC_QUEUE_CREATE, &qc) ||
+	    bench_cq_map(fd, 2 * BATCH, &r))
 		return 1;
 	for (int i = 0; i < BATCH; i++)
 		d[i] = write_op ?
@@ -120,7 +78,7 @@ static int rank(int p, int write_op, int rounds, int ready, int go)
 		return 2;
 	for (int k = 0; k < rounds; k++)
 		if (ioctl(fd, ICFAB_IOC_SUBMIT, &s) != BATCH ||
-		    ring_reap(fd, &r, BATCH))
+		    bench_cq_reap(fd, &r, BATCH))
 			return 3;
 	close(fd);
 	return 0;

@@ -126,49 +126,7 @@ static double run_ioctl(int fd, uint32_t q, int rounds, int delay)
 }
 
 /* The completion ring, mapped. */
-static struct icfab_cq_ring *cq;
-static struct icfab_cqe *cq_cqes;
-
-static int cq_map(int fd)
-{
-	struct icfab_cq_setup cs = { .entries = 2 * BATCH };
-	void *p;
-
-	if (ioctl(fd, ICFAB_IOC_CQ_SETUP, &cs))
-		return -1;
-	p = mmap(NULL, cs.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		 cs.mmap_offset);
-	if (p == MAP_FAILED)
-		return -1;
-	cq = p;
-	cq_cqes = (struct icfab_cqe *)((char *)p + cs.cqes_off);
-	return 0;
-}
-
-/*
- * Reap @n completions from the ring: poll it, and sleep in CQ_WAIT only
- * when it has fewer. -1 on an error or a failed completion.
- */
-static int cq_reap(int fd, unsigned int n)
-{
-	uint32_t head = cq->head;
-	uint32_t tail = __atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE);
-	int bad = 0;
-
-	if (tail - head < n) {
-		struct icfab_cq_wait w = { .min = n };
-
-		if (ioctl(fd, ICFAB_IOC_CQ_WAIT, &w) || cq->overflow)
-			return -1;
-		tail = __atomic_load_n(&cq->tail, __ATOMIC_ACQUIRE);
-		if (tail - head < n)
-			return -1;
-	}
-	for (uint32_t end = head + n; head != end; head++)
-		bad |= cq_cqes[head & cq->mask].status;
-	__atomic_store_n(&cq->head, head, __ATOMIC_RELEASE);
-	return bad ? -1 : 0;
-}
+static struct bench_cq cq;
 
 static double run_uring_batch(struct io_uring *ring, int fd, uint32_t q,
 			      int rounds, int delay)
@@ -190,7 +148,7 @@ static double run_uring_batch(struct io_uring *ring, int fd, uint32_t q,
 		if (cqe->res != BATCH)
 			return -1;
 		io_uring_cqe_seen(ring, cqe);
-		if (cq_reap(fd, BATCH))
+		if (bench_cq_reap(fd, &cq, BATCH))
 			return -1;
 	}
 	return (bench_now_ns() - t0) / ((double)rounds * BATCH);
@@ -208,7 +166,7 @@ static double run_ioctl_cq(int fd, uint32_t q, int rounds, int delay)
 	t0 = bench_now_ns();
 	for (int r = 0; r < rounds; r++)
 		if (ioctl(fd, ICFAB_IOC_SUBMIT, &s) != BATCH ||
-		    cq_reap(fd, BATCH))
+		    bench_cq_reap(fd, &cq, BATCH))
 			return -1;
 	return (bench_now_ns() - t0) / ((double)rounds * BATCH);
 }
@@ -293,7 +251,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "desc_cost: io_uring: %s\n", strerror(-err));
 		return 1;
 	}
-	if (cq_map(fd)) {
+	if (bench_cq_map(fd, 2 * BATCH, &cq)) {
 		fprintf(stderr, "desc_cost: no completion ring (%s): "
 			"its rows are left out\n", strerror(errno));
 		m_nr_run = M_URING_B;
