@@ -898,25 +898,37 @@ static ENGINE_HOT icfab_u32 route_walk(const struct icfab_mtopo *t,
 				       icfab_u32 *p0, icfab_u32 *p1,
 				       icfab_u32 *path_len)
 {
-	icfab_u32 node = src, hops = 0, cached = 0;
+	icfab_u32 node = src, hops = 0, cached = 0, lid;
+	icfab_u16 entry;
 
-	while (node != dst) {
-		icfab_u16 entry = icfab_topo_route_entry(t, node, dst);
-		icfab_u32 lid;
-
-		/* route_link(), with the entry it looks up kept. */
+	/*
+	 * The hops it keeps, written out: as a loop, the test of which
+	 * one to keep and the stores behind it came at every hop.
+	 */
+	if (node != dst) {
+		entry = icfab_topo_route_entry(t, node, dst);
 		if (entry < ICFAB_MODEL_SET_BASE) {
 			lid = port_link(t, &t->nodes[node], entry);
-			if (cached == hops && hops < ICFAB_ENGINE_PATH) {
-				if (hops)
-					*p1 = lid;
-				else
-					*p0 = lid;
-				cached++;
+			if (lid == ICFAB_MODEL_NO_LINK || !t->nr_nodes)
+				return 0;
+			*p0 = lid;
+			cached = hops = 1;
+			node = t->links[lid].dst;
+			entry = node != dst ?
+				icfab_topo_route_entry(t, node, dst) :
+				ICFAB_MODEL_SET_BASE;
+			if (entry < ICFAB_MODEL_SET_BASE) {
+				lid = port_link(t, &t->nodes[node], entry);
+				if (lid == ICFAB_MODEL_NO_LINK || t->nr_nodes <= 1)
+					return 0;
+				*p1 = lid;
+				cached = hops = 2;
+				node = t->links[lid].dst;
 			}
-		} else {
-			lid = route_link(t, node, dst);
 		}
+	}
+	while (node != dst) {
+		lid = route_link(t, node, dst);
 		/* Validation rules out loops; bound the walk regardless. */
 		if (lid == ICFAB_MODEL_NO_LINK || hops >= t->nr_nodes ||
 		    hops >= HOP_MAX)
