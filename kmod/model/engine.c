@@ -1131,29 +1131,31 @@ static icfab_u64 xfer_events_reserved(const struct icfab_engine_xfer *x)
  * before then, so the order is the same, and a burst of submissions
  * keeps one pending event per source, not one per transfer.
  */
-static int sub_enqueue(struct icfab_engine *e, icfab_u32 id)
+static ENGINE_HOT int sub_enqueue(struct icfab_engine *e, icfab_u32 id)
 {
 	struct icfab_engine_xfer *x = &e->xfers[id];
 	struct icfab_engine_ep *ep = &e->eps[x->src];
 	const struct icfab_engine_xfer *t;
 
-	if (e->heap_only)
-		return ev_push(e, id, x->submit_ps, 0, 0, x->src);
-	if (ep->sub_tail == ICFAB_ENGINE_NO_XFER) {
+	/* One push below, not one per case: this is inlined into each submission. */
+	if (e->heap_only) {
+		/* Every event in the heap: no list. */
+	} else if (ep->sub_tail == ICFAB_ENGINE_NO_XFER) {
 		ep->sub_head = id;
 		ep->sub_tail = id;
-		return ev_push(e, id, x->submit_ps, 0, 0, x->src);
+	} else {
+		t = &e->xfers[ep->sub_tail];
+		if (x->submit_ps > t->submit_ps ||
+		    (x->submit_ps == t->submit_ps && x->key > t->key)) {
+			e->xfers[ep->sub_tail].next = id;
+			ep->sub_tail = id;
+			e->nr_deferred++;
+			if (e->nr_events + e->nr_deferred > e->max_events)
+				e->max_events = e->nr_events + e->nr_deferred;
+			return 0;
+		}
 	}
-	t = &e->xfers[ep->sub_tail];
-	if (x->submit_ps < t->submit_ps ||
-	    (x->submit_ps == t->submit_ps && x->key <= t->key))
-		return ev_push(e, id, x->submit_ps, 0, 0, x->src);
-	e->xfers[ep->sub_tail].next = id;
-	ep->sub_tail = id;
-	e->nr_deferred++;
-	if (e->nr_events + e->nr_deferred > e->max_events)
-		e->max_events = e->nr_events + e->nr_deferred;
-	return 0;
+	return ev_push(e, id, x->submit_ps, 0, 0, x->src);
 }
 
 /*
