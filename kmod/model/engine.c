@@ -898,25 +898,37 @@ static ENGINE_HOT icfab_u32 route_walk(const struct icfab_mtopo *t,
 				       icfab_u32 *p0, icfab_u32 *p1,
 				       icfab_u32 *path_len)
 {
-	icfab_u32 node = src, hops = 0, cached = 0;
+	icfab_u32 node = src, hops = 0, cached = 0, lid;
+	icfab_u16 entry;
 
-	while (node != dst) {
-		icfab_u16 entry = icfab_topo_route_entry(t, node, dst);
-		icfab_u32 lid;
-
-		/* route_link(), with the entry it looks up kept. */
+	/*
+	 * The hops it keeps, written out: as a loop, the test of which
+	 * one to keep and the stores behind it came at every hop.
+	 */
+	if (node != dst) {
+		entry = icfab_topo_route_entry(t, node, dst);
 		if (entry < ICFAB_MODEL_SET_BASE) {
 			lid = port_link(t, &t->nodes[node], entry);
-			if (cached == hops && hops < ICFAB_ENGINE_PATH) {
-				if (hops)
-					*p1 = lid;
-				else
-					*p0 = lid;
-				cached++;
+			if (lid == ICFAB_MODEL_NO_LINK || !t->nr_nodes)
+				return 0;
+			*p0 = lid;
+			cached = hops = 1;
+			node = t->links[lid].dst;
+			entry = node != dst ?
+				icfab_topo_route_entry(t, node, dst) :
+				ICFAB_MODEL_SET_BASE;
+			if (entry < ICFAB_MODEL_SET_BASE) {
+				lid = port_link(t, &t->nodes[node], entry);
+				if (lid == ICFAB_MODEL_NO_LINK || t->nr_nodes <= 1)
+					return 0;
+				*p1 = lid;
+				cached = hops = 2;
+				node = t->links[lid].dst;
 			}
-		} else {
-			lid = route_link(t, node, dst);
 		}
+	}
+	while (node != dst) {
+		lid = route_link(t, node, dst);
 		/* Validation rules out loops; bound the walk regardless. */
 		if (lid == ICFAB_MODEL_NO_LINK || hops >= t->nr_nodes ||
 		    hops >= HOP_MAX)
@@ -1119,29 +1131,31 @@ static icfab_u64 xfer_events_reserved(const struct icfab_engine_xfer *x)
  * before then, so the order is the same, and a burst of submissions
  * keeps one pending event per source, not one per transfer.
  */
-static int sub_enqueue(struct icfab_engine *e, icfab_u32 id)
+static ENGINE_HOT int sub_enqueue(struct icfab_engine *e, icfab_u32 id)
 {
 	struct icfab_engine_xfer *x = &e->xfers[id];
 	struct icfab_engine_ep *ep = &e->eps[x->src];
 	const struct icfab_engine_xfer *t;
 
-	if (e->heap_only)
-		return ev_push(e, id, x->submit_ps, 0, 0, x->src);
-	if (ep->sub_tail == ICFAB_ENGINE_NO_XFER) {
+	/* One push below, not one per case: this is inlined into each submission. */
+	if (e->heap_only) {
+		/* Every event in the heap: no list. */
+	} else if (ep->sub_tail == ICFAB_ENGINE_NO_XFER) {
 		ep->sub_head = id;
 		ep->sub_tail = id;
-		return ev_push(e, id, x->submit_ps, 0, 0, x->src);
+	} else {
+		t = &e->xfers[ep->sub_tail];
+		if (x->submit_ps > t->submit_ps ||
+		    (x->submit_ps == t->submit_ps && x->key > t->key)) {
+			e->xfers[ep->sub_tail].next = id;
+			ep->sub_tail = id;
+			e->nr_deferred++;
+			if (e->nr_events + e->nr_deferred > e->max_events)
+				e->max_events = e->nr_events + e->nr_deferred;
+			return 0;
+		}
 	}
-	t = &e->xfers[ep->sub_tail];
-	if (x->submit_ps < t->submit_ps ||
-	    (x->submit_ps == t->submit_ps && x->key <= t->key))
-		return ev_push(e, id, x->submit_ps, 0, 0, x->src);
-	e->xfers[ep->sub_tail].next = id;
-	ep->sub_tail = id;
-	e->nr_deferred++;
-	if (e->nr_events + e->nr_deferred > e->max_events)
-		e->max_events = e->nr_events + e->nr_deferred;
-	return 0;
+	return ev_push(e, id, x->submit_ps, 0, 0, x->src);
 }
 
 /*
@@ -1885,6 +1899,107 @@ static int xfer_start(struct icfab_engine *e, icfab_u32 id, icfab_u64 now)
 	return seg_serve(e, id, 0, 0, x->src, now, now, 0);
 }
 
+/*
+ * Event (@time_ps, @key) has been processed: keep the largest, which is
+ * what a submission must sort after (a handed-over DMA engine can push
+ * an event of this instant with a smaller key than the one just
+ * processed).
+ */
+static ENGINE_HOT void ev_processed(struct icfab_engine *e, icfab_u64 time_ps,
+				    icfab_u64 key)
+{
+	if (time_ps > e->last_ps ||
+	    (time_ps == e->last_ps && (key > e->last_key || !e->processed))) {
+		e->last_ps = time_ps;
+		e->last_key = key;
+		e->processed = 1;
+	}
+}
+
+/* Whether (@time_ps, @key, segment 0) sorts strictly before @h in (time, key, seg). */
+static ENGINE_HOT int key0_before(icfab_u64 time_ps, icfab_u64 key,
+				  const struct icfab_engine_evkey *h)
+{
+	if (time_ps != h->time_ps)
+		return time_ps < h->time_ps;
+	if (key != h->key)
+		return key < h->key;
+	return h->seg != 0;
+}
+
+/*
+ * Whether an event (@time_ps, @key, segment 0) of the instant being
+ * processed would be the next one out: no front, and it sorts strictly
+ * before the heads of the heap, the run and the chains in (time, key,
+ * seg). A tie with one of them says no, without reading bodies.
+ * Written out, as ev_next_src() is.
+ */
+static ENGINE_HOT int ev_next_is(const struct icfab_engine *e,
+				 icfab_u64 time_ps, icfab_u64 key)
+{
+	if (e->has_front)
+		return 0;
+	if (e->nr_heap && !key0_before(time_ps, key, &ev_keys(e)[0]))
+		return 0;
+	if (e->run_lo != e->run_hi &&
+	    !key0_before(time_ps, key, &ev_keys(e)[e->run_hi - 1]))
+		return 0;
+	if (!chain_empty(e, 0) &&
+	    !key0_before(time_ps, key, &e->chain[0].head))
+		return 0;
+	return chain_empty(e, 1) ||
+	       key0_before(time_ps, key, &e->chain[1].head);
+}
+
+/*
+ * The plain release of transfer @ev->xfer's DMA engine (segment nr_segs,
+ * hop 0), which keeps other events pending. When the engine goes to a
+ * waiter whose start event would be the next one processed anyway, the
+ * start runs here instead: the same work, in the same place in the
+ * order of events, without the event (its push, its pop, a turn of the
+ * loop). The pending count it would have had comes back to where it
+ * was before the release was popped, so max_events is unchanged; a run
+ * budget counts it as the event it stands for.
+ */
+static ENGINE_HOT int release_inline(const struct icfab_engine *e,
+				     const struct icfab_engine_xfer *x,
+				     const struct ev *ev)
+{
+	icfab_u32 w = e->eps[x->src].wait_head;
+
+	return w != ICFAB_ENGINE_NO_XFER && x->events && !e->heap_only &&
+	       !e->part && (!e->run_budget || e->run_done != e->run_budget) &&
+	       ev_next_is(e, ev->time_ps, e->xfers[w].key);
+}
+
+/* The release of release_inline()'s case: the waiter starts here. */
+static ENGINE_HOT int release_run(struct icfab_engine *e, const struct ev *ev,
+				  icfab_engine_complete_fn complete,
+				  void *arg)
+{
+	struct icfab_engine_xfer *x = &e->xfers[ev->xfer], *wx;
+	struct icfab_engine_ep *ep = &e->eps[x->src];
+	icfab_u32 w = ep->wait_head;
+	int err;
+
+	wx = &e->xfers[w];
+	ep->wait_head = wx->next;
+	if (ep->wait_head == ICFAB_ENGINE_NO_XFER)
+		ep->wait_tail = ICFAB_ENGINE_NO_XFER;
+	wx->next = ICFAB_ENGINE_NO_XFER;
+	wx->dma = x->dma;
+	if (e->run_budget)
+		e->run_done++;
+	ev_processed(e, ev->time_ps, wx->key);
+	err = xfer_start(e, w, ev->time_ps);
+	if (err)
+		return err;
+	if (wx->state == XFER_RUNNING && !wx->events)
+		return xfer_complete(e, w, wx->status, ev->time_ps, complete,
+				     arg) ? 1 : 0;
+	return 0;
+}
+
 /* <0 on an engine bug, 1 when the completion callback asked to stop. */
 static int ev_process(struct icfab_engine *e, const struct ev *ev,
 		      icfab_engine_complete_fn complete, void *arg)
@@ -1920,6 +2035,10 @@ static int ev_process(struct icfab_engine *e, const struct ev *ev,
 		 */
 		if (ev->seg >= x->nr_segs) {
 			icfab_u32 w = e->eps[x->src].wait_head;
+
+			if (w != ICFAB_ENGINE_NO_XFER && !ev->hop &&
+			    ev->seg == x->nr_segs && release_inline(e, x, ev))
+				return release_run(e, ev, complete, arg);
 
 			err = ev->hop ? 0 :
 			      dma_release(e, ev->xfer, ev->time_ps);
@@ -1971,18 +2090,7 @@ int icfab_engine_run_until(struct icfab_engine *e, icfab_u64 horizon_ps,
 			return ICFAB_ENGINE_YIELD;
 		}
 		ev_pop(e, src, &ev);
-		/*
-		 * A handed-over DMA engine can push an event of this instant
-		 * with a smaller key than the one just processed, so keep the
-		 * largest, which is what a submission must sort after.
-		 */
-		if (ev.time_ps > e->last_ps ||
-		    (ev.time_ps == e->last_ps &&
-		     (ev.key > e->last_key || !e->processed))) {
-			e->last_ps = ev.time_ps;
-			e->last_key = ev.key;
-			e->processed = 1;
-		}
+		ev_processed(e, ev.time_ps, ev.key);
 		if (ev.time_ps > e->now_ps)
 			e->now_ps = ev.time_ps;
 		ret = ev_process(e, &ev, complete, arg);
