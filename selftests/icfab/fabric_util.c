@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #define _GNU_SOURCE		/* setresuid(), setresgid() */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -390,6 +391,23 @@ int as_user(uid_t uid, int (*fn)(void *), void *arg)
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
 		return 202;
 	return WEXITSTATUS(status);
+}
+
+int pair_rank_attach(int p, int ready, int go)
+{
+	int fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	char byte;
+
+	if (fd < 0 || ctx_attach(fd, p)) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (write(ready, "r", 1) != 1 || read(go, &byte, 1) != 0) {
+		close(fd);
+		return -4;
+	}
+	return fd;
 }
 
 void run_rank_pair(pair_rank_fn rank, struct icfab_cqe *out,

@@ -110,5 +110,11 @@ int as_user(uid_t uid, int (*fn)(void *), void *arg);
 typedef int (*pair_rank_fn)(int p, int ready, int go, struct icfab_cqe *out);
 void run_rank_pair(pair_rank_fn rank, struct icfab_cqe *out,
 		   unsigned int per_rank, int hog);
+/*
+ * The usual start of a @rank of run_rank_pair(): a context on
+ * /dev/icfab0 attached to endpoint @p, then ready, then wait for go.
+ * The context's fd, or -1 (open or attach failed) or -4 (the pipes).
+ */
+int pair_rank_attach(int p, int ready, int go);
 
 #endif
