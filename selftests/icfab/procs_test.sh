@@ -9,7 +9,9 @@
 # moe_host_counts()):
 #  - two all-to-alls by 8 processes take, on every one of them, exactly
 #    the times of two by one process (the second 1 ps more than the
-#    first: where an operation starts moves its time by a ps or two);
+#    first: it starts at the instant of the first's last event, where
+#    the module starts a submission whose key sorts before that event's
+#    1 ps later; docs/LIBFABRICDEV.md, "Still open");
 #  - an all-to-all-v with unequal counts (some pairs none) by 8
 #    processes: each learns what every rank sends it (fdev_dev_test
 #    checks its receive counts) and takes the one-process time, give or
@@ -21,9 +23,11 @@
 #  - the throughput and low-latency MoE dispatch and combine by 8
 #    processes: the latest rank's times are the one-process run's (a
 #    combine that learnt only its own sources' counts sent nothing: 0),
-#    give or take 2 ps: an operation's time in the engine moves by a ps
-#    or two with the absolute time it starts at, which differs between
-#    the two runs (open, docs/LIBFABRICDEV.md "One process per rank");
+#    give or take 2 ps: the module starts a submission at the instant
+#    of the last event it processed 1 ps later when its key sorts before
+#    that event's, and a rank's keys differ between one context and a
+#    process per rank (docs/LIBFABRICDEV.md "One process per rank",
+#    "Still open");
 #  - the same with one token per rank and one expert per rank, so that
 #    some ranks get no token: a low-latency combine with nothing to send
 #    still meets the others (it had no step, skipped the meeting, and
