@@ -919,6 +919,39 @@ static void idle_stop(struct fdev_comm *c)
 }
 
 /*
+ * The end of a meeting of idle ranks (fdev_notify_resume(), idle_meet()):
+ * @err is the meeting's result, @v the latest clock it found. The
+ * context of @o (which @c uses) holds the engine again: its idle thread
+ * stops (ending its WAIT moves the clock to the engine's, never past
+ * the latest rank's), the clock moves on to @v, and the ranks meet
+ * again, so that nobody submits before every rank holds the engine back
+ * at that time. -EPIPE when either meeting found a rank dead (it is
+ * excluded; the rest went on), another error as it came.
+ */
+static int idle_rejoin(struct fdev_comm *c, struct fdev_comm *o, int err,
+		       uint64_t v)
+{
+	uint64_t dummy = 0;
+	int err2;
+
+	publish_idle(o, 1);
+	idle_stop(o);
+	if (err && err != -EPIPE)
+		return err;
+	if (o->idle_err)
+		return o->idle_err;
+	err2 = fdev_sync_clock(c->dev);
+	if (!err2)
+		err2 = fdev_advance_to(c->dev, c->queue[0], v);
+	if (!err2) {
+		err2 = shm_barrier(c, &dummy);
+		if (err2 == -EPIPE)
+			err = -EPIPE, err2 = 0;
+	}
+	return err2 ? err2 : err;
+}
+
+/*
  * The start of an operation of a sub-communicator: its ranks' clocks may
  * be behind others of the parent's job, and while they were idle the
  * engine may have run on to those others' clocks (an idle context's
@@ -982,7 +1015,7 @@ int fdev_notify_resume(struct fdev_comm *c)
 {
 	struct fdev_comm *o = ctx_owner(c);
 	struct shm_slot *slot;
-	uint64_t v, dummy = 0;
+	uint64_t v;
 	int err;
 
 	if (!c->notify || !o->idle_on)
@@ -1005,17 +1038,7 @@ int fdev_notify_resume(struct fdev_comm *c)
 	if (c->zc_lo)
 		for (unsigned int r = 0; r < c->nranks; r++)
 			c->zc[r] = slot[r].zc;
-	publish_idle(o, 1);
-	idle_stop(o);
-	if (err && err != -EPIPE)
-		return err;
-	if (o->idle_err)
-		return o->idle_err;
-	err = fdev_sync_clock(c->dev);
-	if (!err)
-		err = fdev_advance_to(c->dev, c->queue[0], v);
-	if (!err)
-		err = shm_barrier(c, &dummy);
+	err = idle_rejoin(c, o, err, v);
 	return err == -EPIPE ? 0 : err;
 }
 
@@ -1504,28 +1527,13 @@ uint64_t fdev_comm_last_ps(const struct fdev_comm *c)
  */
 static int idle_meet(struct fdev_comm *c, uint64_t *val)
 {
-	uint64_t dummy = 0;
-	int err, err2;
+	int err;
 
 	err = idle_start(c);
 	if (err)
 		return err;
 	err = shm_barrier(c, val);
-	publish_idle(c, 1);
-	idle_stop(c);
-	if (err && err != -EPIPE)
-		return err;
-	if (c->idle_err)
-		return c->idle_err;
-	err2 = fdev_sync_clock(c->dev);
-	if (!err2)
-		err2 = fdev_advance_to(c->dev, c->queue[0], *val);
-	if (!err2) {
-		err2 = shm_barrier(c, &dummy);
-		if (err2 == -EPIPE)
-			err = -EPIPE, err2 = 0;
-	}
-	return err2 ? err2 : err;
+	return idle_rejoin(c, c, err, *val);
 }
 
 int fdev_shm_barrier(struct fdev_comm *c, uint64_t *val)

@@ -971,6 +971,49 @@ int main(int argc, char **argv)
 		fdev_comm_destroy(c);
 		return err ? 1 : 4;
 	}
+	if (argc >= 3 && !strcmp(argv[1], "mpidle")) {
+		/*
+		 * Rank 0 is to be killed (SIGKILL, by the caller) while its
+		 * idle thread sits in the receive queue's WAIT of a
+		 * kept-context meeting: after an all-to-all it says
+		 * "meeting pid PID" and meets the others (a barrier, with
+		 * nothing in flight), who wait on the host until the file
+		 * @argv[2] exists and then run a second all-to-all. It must
+		 * fail with -EPIPE, rank 0 excluded; then a barrier without it
+		 * passes: exit 4. Rank 0 exits 3 if its meeting ever ends.
+		 */
+		int rank;
+
+		err = fdev_comm_init(NULL, NULL, -1, -1, 0, FDEV_COMM_TIMING_ONLY, &c);
+		if (err) {
+			fprintf(stderr, "fdev_dev_test: comm: %s\n", strerror(-err));
+			return 1;
+		}
+		fdev_comm_local(c, &rank, NULL);
+		err = fdev_all_to_all(c, NULL, NULL, 4096, FDEV_U8, FDEV_ALGO_DIRECT);
+		if (err) {
+			fprintf(stderr, "fdev_dev_test: rank %d: first: %s\n",
+				rank, strerror(-err));
+			return 1;
+		}
+		if (!rank) {
+			printf("meeting pid %d\n", (int)getpid());
+			fflush(stdout);
+			err = fdev_comm_barrier(c);
+			fprintf(stderr, "fdev_dev_test: rank 0 left its meeting: %d\n", err);
+			return 3;
+		}
+		while (access(argv[2], F_OK))
+			usleep(20000);
+		err = fdev_all_to_all(c, NULL, NULL, 4096, FDEV_U8, FDEV_ALGO_DIRECT);
+		fprintf(stderr, "fdev_dev_test: rank %d: second: %s\n", rank,
+			strerror(-err));
+		if (err != -EPIPE || !(fdev_comm_failed(c, 0) & 1))
+			return 1;
+		err = fdev_comm_barrier(c);
+		fdev_comm_destroy(c);
+		return err ? 1 : 4;
+	}
 	if (argc >= 5 && !strcmp(argv[1], "mp")) {
 		uint64_t bytes = strtoull(argv[4], NULL, 0), t[8], w[3];
 		int rep = argc > 5 ? atoi(argv[5]) : 1, rank;
@@ -1054,6 +1097,6 @@ int main(int argc, char **argv)
 		free(y);
 		return err || bad;
 	}
-	fprintf(stderr, "usage: fdev_dev_test api | coll OP ALGO N BYTES [NODE] (FDEV_COLL_REPEAT=N) | mp OP ALGO BYTES [REPEAT]\n");
+	fprintf(stderr, "usage: fdev_dev_test api | coll OP ALGO N BYTES [NODE] (FDEV_COLL_REPEAT=N) | mp OP ALGO BYTES [REPEAT] | mpidle GOFILE\n");
 	return 2;
 }

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 #define _GNU_SOURCE		/* setresuid(), setresgid() */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -392,12 +394,61 @@ int as_user(uid_t uid, int (*fn)(void *), void *arg)
 	return WEXITSTATUS(status);
 }
 
+int pair_rank_attach(int p, int ready, int go)
+{
+	int fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	char byte;
+
+	if (fd < 0 || ctx_attach(fd, p)) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (write(ready, "r", 1) != 1 || read(go, &byte, 1) != 0) {
+		close(fd);
+		return -4;
+	}
+	return fd;
+}
+
+/*
+ * Wait until both ranks of run_rank_pair() have written to @ready (0),
+ * or one has exited before it did (-1; reaped, its status in @status[p],
+ * @done[p] set). A plain read would wait for ever then: the other rank,
+ * ready, holds the write end open while it waits for go.
+ */
+static int pair_wait_ready(int ready, const pid_t *pids, int *status,
+			   int *done)
+{
+	unsigned int nready = 0;
+	char byte;
+
+	while (nready < 2) {
+		struct pollfd pfd = { .fd = ready, .events = POLLIN };
+		int n = poll(&pfd, 1, 100);
+
+		if (n > 0) {
+			if (read(ready, &byte, 1) != 1)
+				return -1;
+			nready++;
+			continue;
+		}
+		if (n < 0 && errno != EINTR)
+			return -1;
+		for (int p = 0; p < 2; p++)
+			if (waitpid(pids[p], &status[p], WNOHANG) == pids[p]) {
+				done[p] = 1;
+				return -1;
+			}
+	}
+	return 0;
+}
+
 void run_rank_pair(pair_rank_fn rank, struct icfab_cqe *out,
 		   unsigned int per_rank, int hog)
 {
 	pid_t pids[3] = { 0, 0, 0 };
-	int ready[2], go[2];
-	char byte;
+	int ready[2], go[2], status[2] = { 0, 0 }, done[2] = { 0, 0 };
 
 	/*
 	 * Both attach before either starts: a context that has not attached
@@ -427,17 +478,18 @@ void run_rank_pair(pair_rank_fn rank, struct icfab_cqe *out,
 	}
 	close(ready[1]);
 	close(go[0]);
-	for (int p = 0; p < 2; p++)
-		if (read(ready[0], &byte, 1) != 1)
-			break;
+	/* A rank that failed before it was ready: the other does not start. */
+	if (pair_wait_ready(ready[0], pids, status, done))
+		for (int p = 0; p < 2; p++)
+			if (!done[p])
+				kill(pids[p], SIGKILL);
 	close(go[1]);		/* everyone reads EOF: go */
 	close(ready[0]);
 	for (int p = 0; p < 2; p++) {
-		int status;
-
-		waitpid(pids[p], &status, 0);
-		if (!WIFEXITED(status) || WEXITSTATUS(status))
-			out[p * per_rank].status = -1000 - WEXITSTATUS(status);
+		if (!done[p])
+			waitpid(pids[p], &status[p], 0);
+		if (!WIFEXITED(status[p]) || WEXITSTATUS(status[p]))
+			out[p * per_rank].status = -1000 - WEXITSTATUS(status[p]);
 	}
 	if (hog) {
 		kill(pids[2], SIGKILL);

@@ -105,10 +105,18 @@ int as_user(uid_t uid, int (*fn)(void *), void *arg);
  * once it is set up, then reads @go, which ends (EOF) when both are:
  * then they start together. With @hog, a third child spins beside them.
  * A rank that does not return 0 leaves -1000 - its return in
- * out[p * @per_rank].status.
+ * out[p * @per_rank].status. A rank that exits before it is ready fails
+ * the pair: the other is killed (-1000 in its first status) instead of
+ * waiting for go for ever.
  */
 typedef int (*pair_rank_fn)(int p, int ready, int go, struct icfab_cqe *out);
 void run_rank_pair(pair_rank_fn rank, struct icfab_cqe *out,
 		   unsigned int per_rank, int hog);
+/*
+ * The usual start of a @rank of run_rank_pair(): a context on
+ * /dev/icfab0 attached to endpoint @p, then ready, then wait for go.
+ * The context's fd, or -1 (open or attach failed) or -4 (the pipes).
+ */
+int pair_rank_attach(int p, int ready, int go);
 
 #endif

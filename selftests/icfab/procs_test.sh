@@ -9,7 +9,9 @@
 # moe_host_counts()):
 #  - two all-to-alls by 8 processes take, on every one of them, exactly
 #    the times of two by one process (the second 1 ps more than the
-#    first: where an operation starts moves its time by a ps or two);
+#    first: it starts at the instant of the first's last event, where
+#    the module starts a submission whose key sorts before that event's
+#    1 ps later; docs/LIBFABRICDEV.md, "Still open");
 #  - an all-to-all-v with unequal counts (some pairs none) by 8
 #    processes: each learns what every rank sends it (fdev_dev_test
 #    checks its receive counts) and takes the one-process time, give or
@@ -21,9 +23,11 @@
 #  - the throughput and low-latency MoE dispatch and combine by 8
 #    processes: the latest rank's times are the one-process run's (a
 #    combine that learnt only its own sources' counts sent nothing: 0),
-#    give or take 2 ps: an operation's time in the engine moves by a ps
-#    or two with the absolute time it starts at, which differs between
-#    the two runs (open, docs/LIBFABRICDEV.md "One process per rank");
+#    give or take 2 ps: the module starts a submission at the instant
+#    of the last event it processed 1 ps later when its key sorts before
+#    that event's, and a rank's keys differ between one context and a
+#    process per rank (docs/LIBFABRICDEV.md "One process per rank",
+#    "Still open");
 #  - the same with one token per rank and one expert per rank, so that
 #    some ranks get no token: a low-latency combine with nothing to send
 #    still meets the others (it had no step, skipped the meeting, and
@@ -32,11 +36,17 @@
 #    waiting for it in a meeting it will never come to, fails at once
 #    and says so (it waited to its timeout: a rank that left looked like
 #    one not yet started).
-# Every process has FDEV_TIMEOUT_MS=20000 (the last: 120000) and 60 s (30):
-# an error, not a hang.
+#  - of 3 processes, rank 0 is killed (SIGKILL) while its idle thread
+#    sits in the receive queue's WAIT of a kept-context meeting, between
+#    two all-to-alls: the others fail with EPIPE, not at their timeout,
+#    then meet without it; no /dev/shm file and no context is left
+#    (ICFAB_IDLE_KILL_RUNS=N runs it N times, default 1).
+# Every process has FDEV_TIMEOUT_MS=20000 (the left one: 120000) and 60 s
+# (30): an error, not a hang.
 
 top=${ICFAB_TOP:-$(cd "$(dirname "$0")/../../.." 2>/dev/null && pwd)}
 icfabd=$top/build/bin/icfabd
+icfabctl=$top/build/bin/icfabctl
 t=$top/build/libfabricdev/tests/fdev_dev_test
 bench=$top/build/bin/moe_bench
 tmp=$(mktemp -d)
@@ -123,6 +133,53 @@ left() {
 	[ $rc = 1 ] && grep -q "left before this barrier" "$tmp/left.0"
 }
 check "a rank that left: the one still waiting for it fails at once, not at its timeout" left
+
+# fdev_dev_test mpidle: rank 0 meets after an all-to-all (a barrier,
+# nothing in flight: its idle thread in the receive queue's WAIT) and is
+# killed there; ranks 1 and 2 wait on the host until it is dead, then
+# run a second all-to-all. They complete the meeting rank 0 had posted,
+# miss it in the one after (idle_rejoin()), find it dead there and fail
+# with EPIPE, then a barrier without it passes (exit 4). Rank 0 must
+# have had its idle thread (2 threads) when it was killed, and died of
+# the kill (137), not of timeout's at 60 s. Without the look for dead
+# ranks the others would fail at FDEV_TIMEOUT_MS (ETIMEDOUT, exit 1).
+idle_kill() {
+	go=$tmp/idlego
+	rm -f "$go" "$tmp"/idle.?
+	for r in 0 1 2; do
+		FDEV_JOB=pr$$idle FDEV_RANK=$r FDEV_SIZE=3 FDEV_TIMEOUT_MS=20000 \
+			timeout -s KILL 60 "$t" mpidle "$go" > "$tmp/idle.$r" 2>&1 &
+		eval p$r=$!
+	done
+	i=0
+	while ! grep -q '^meeting pid' "$tmp/idle.0" && [ $i -lt 600 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	sleep 0.3	# from the line to its meeting: no system call that waits
+	v=$(sed -n 's/^meeting pid //p' "$tmp/idle.0")
+	th=$(sed -n 's/^Threads:[[:space:]]*//p' "/proc/$v/status" 2>/dev/null)
+	[ -n "$v" ] && kill -9 "$v"
+	wait "$p0" 2>/dev/null	# not the shell's "Killed" in the TAP
+	r0=$?
+	touch "$go"
+	wait "$p1"
+	r1=$?
+	wait "$p2"
+	r2=$?
+	echo "# rank 0: $th threads when killed; exits $r0 $r1 $r2"
+	grep -h 'second\|excluded\|left its' "$tmp"/idle.? | sort -u | sed 's/^/# /'
+	[ "$th" = 2 ] && [ $r0 = 137 ] && [ $r1 = 4 ] && [ $r2 = 4 ] &&
+	grep -q 'rank 1: second: Broken pipe' "$tmp/idle.1" &&
+	grep -q 'rank 2: second: Broken pipe' "$tmp/idle.2" &&
+	cat "$tmp/idle.1" "$tmp/idle.2" | grep -q 'rank 0 .* died; excluded' &&
+	! ls /dev/shm/fdev-*-pr$$idle 2>/dev/null &&
+	"$icfabctl" ctx list | grep -qx 'no contexts attached'
+}
+runs=${ICFAB_IDLE_KILL_RUNS:-1}
+for k in $(seq "$runs"); do
+	check "a rank killed (SIGKILL) in a kept-context meeting's idle WAIT: the others get EPIPE and go on, no file or context left (run $k of $runs)" idle_kill
+done
 
 echo "1..$n"
 exit $failed

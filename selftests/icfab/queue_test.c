@@ -402,15 +402,12 @@ TEST_F(dp, free_running_contexts_never_hold_the_engine)
  */
 static int queue_rank(int p, int ready, int go, struct icfab_cqe *out)
 {
-	int fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	int fd = pair_rank_attach(p, ready, go);
 	struct icfab_desc d[8];
-	char byte;
 	int q;
 
-	if (fd < 0 || ctx_attach(fd, p))
-		return 1;
-	if (write(ready, "r", 1) != 1 || read(go, &byte, 1) != 0)
-		return 4;
+	if (fd < 0)
+		return -fd;
 	q = ctx_queue(fd, p, 8);
 	for (int i = 0; i < 8; i++)
 		d[i] = desc_put(q, 2, (3 + i) * SEG + 17 * p, i);
@@ -482,16 +479,13 @@ static struct icfab_desc conc_desc(int p, uint32_t q, int b, int i)
 
 static int conc_rank(int p, int ready, int go, struct icfab_cqe *out)
 {
-	int fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	int fd = pair_rank_attach(p, ready, go);
 	struct icfab_desc d[CONC_BATCH];
 	int late = *conc_late == p + 1;
-	char byte;
 	int q;
 
-	if (fd < 0 || ctx_attach(fd, p))
-		return 1;
-	if (write(ready, "r", 1) != 1 || read(go, &byte, 1) != 0)
-		return 4;
+	if (fd < 0)
+		return -fd;
 	q = ctx_queue(fd, p, CONC_BATCH);
 	if (q < 0)
 		return 5;
