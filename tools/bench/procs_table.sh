@@ -16,7 +16,8 @@
 # pair of the all-to-all (default 4096), TOKENS per rank (default 16),
 # H = 7168, top-8 of max(256, EP) experts, the fabric's segment size
 # SEGMENT (default 64 KiB). FDEV_TIMEOUT_MS reaches the processes
-# (default 1800000).
+# (default 1800000). FDEV_DEV_TEST names another fdev_dev_test (static:
+# another build's library) for the all-to-all rows, both runs.
 #
 # Per rank count: a direct all-to-all (fdev_dev_test mp, twice in a row)
 # and each MoE mode's dispatch and combine (moe_bench -P: every process
@@ -35,7 +36,7 @@
 # or any time differs.
 
 . "$(dirname "$0")/lib.sh"
-t=$top/build/libfabricdev/tests/fdev_dev_test
+t=${FDEV_DEV_TEST:-$top/build/libfabricdev/tests/fdev_dev_test}
 bench=$top/build/bin/moe_bench
 PRESET=ualink-pod RANKS=64,256,1024 MODES=tp,ll BYTES=4096
 bench_opts "p=PRESET r=RANKS m=MODES b=BYTES" \
