@@ -684,6 +684,48 @@ static void test_route_sets(void)
 	topo_free(plain);
 }
 
+/*
+ * A topology read back from the module has routes but no port index:
+ * topo_port_index() builds it, and topo_port_link() answers as the walk
+ * over every link did, for every port of ualink-pod (1056 nodes).
+ */
+static void test_port_index(void)
+{
+	struct topo_err err;
+	struct topo *t = NULL;
+	unsigned int diff = 0, ports = 0, found = 0;
+	int *walk = NULL;
+	uint32_t u, p, k;
+
+	if (topo_load_preset("ualink-pod", &t, &err) || topo_route(t, &err)) {
+		ok(0, "ualink-pod loads and routes");
+		topo_free(t);
+		return;
+	}
+	for (u = 0; u < t->nr_nodes; u++)
+		ports += t->nodes[u].nr_ports;
+	walk = calloc(ports + 1, sizeof(*walk));
+	free(t->port_base);
+	free(t->port_out);
+	t->port_base = t->port_out = NULL;
+	for (u = 0, k = 0; walk && u < t->nr_nodes; u++)
+		for (p = 0; p < t->nodes[u].nr_ports; p++, k++) {
+			walk[k] = topo_port_link(t, u, p);
+			found += walk[k] >= 0;
+		}
+	ok(walk && !topo_port_index(t) && t->port_out && t->port_base,
+	   "topo_port_index() builds the index of a topology that has none");
+	for (u = 0, k = 0; walk && u < t->nr_nodes; u++)
+		for (p = 0; p < t->nodes[u].nr_ports; p++, k++)
+			diff += topo_port_link(t, u, p) != walk[k];
+	ok(walk && !diff && found == t->nr_links &&
+	   topo_port_link(t, 0, t->nodes[0].nr_ports) == -ENOENT,
+	   "ualink-pod: every one of %u ports (%u sending) leads to the same link with the index as by the walk (%u differ)",
+	   ports, found, diff);
+	free(walk);
+	topo_free(t);
+}
+
 int main(void)
 {
 	test_distances();
@@ -693,6 +735,7 @@ int main(void)
 	test_updown_no_transit();
 	test_ecmp();
 	test_route_sets();
+	test_port_index();
 	test_timing();
 	return done();
 }

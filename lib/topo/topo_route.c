@@ -916,6 +916,30 @@ uint16_t topo_route_port(const struct topo *t, uint32_t src, uint32_t dst)
 	return t->routes[(size_t)src * t->nr_nodes + dst];
 }
 
+/*
+ * Give @t the (node, port) -> link index topo_route() builds, where it
+ * has none (a topology read back from the module): topo_port_link() is
+ * then one lookup, not a walk over every link. Walking a route per pair
+ * of n endpoints took n^2 * hops such walks. 0 or -ENOMEM (no index:
+ * topo_port_link() still answers, by walking).
+ */
+int topo_port_index(struct topo *t)
+{
+	struct topo_ports ports;
+	int ret;
+
+	if (t->port_out)
+		return 0;
+	ret = topo_ports_build(t, &ports, NULL, NULL);
+	if (ret)
+		return ret;
+	free(ports.in);
+	free(t->port_base);
+	t->port_base = ports.base;
+	t->port_out = ports.out;
+	return 0;
+}
+
 /* The link leaving node by port, or -ENOENT. */
 int topo_port_link(const struct topo *t, uint32_t node, uint32_t port)
 {

@@ -83,7 +83,13 @@ struct shm_hdr {
 	_Atomic uint32_t opened;	/* ranks that mapped it, each once */
 	_Atomic int32_t px_err;		/* proxy: rank 0's result of a run */
 	_Atomic uint32_t unlinked;	/* its name is gone (or going) */
-	_Atomic uint32_t pad;
+	/*
+	 * Futex word: a rank went idle (publish_idle()), for sub_floor().
+	 * Not bump, which every rank in a barrier sleeps on: each rank of
+	 * a large job going idle woke all of those, and each of them read
+	 * every slot again.
+	 */
+	_Atomic uint32_t idle_bump;
 	/* mono_ms() of the job's last look for dead ranks (dead_look_turn()) */
 	_Atomic uint64_t dead_look_ms;
 	_Atomic uint64_t failed[FDEV_FAILED_WORDS];
@@ -843,8 +849,8 @@ static void publish_idle(struct fdev_comm *o, int busy)
 		atomic_store(&sl->idle_ps, o->idle_ps);
 	atomic_store(&sl->busy, (uint32_t)busy);
 	if (!busy) {
-		atomic_fetch_add(&o->shm->h->bump, 1);
-		futex(&o->shm->h->bump, FUTEX_WAKE, INT32_MAX, NULL);
+		atomic_fetch_add(&o->shm->h->idle_bump, 1);
+		futex(&o->shm->h->idle_bump, FUTEX_WAKE, INT32_MAX, NULL);
 	}
 }
 
@@ -972,7 +978,7 @@ static int sub_floor(struct fdev_comm *c, uint64_t *v)
 	uint64_t deadline = mono_ms() + c->timeout_ms;
 
 	for (;;) {
-		uint32_t b = atomic_load(&h->bump);
+		uint32_t b = atomic_load(&h->idle_bump);
 		struct timespec ts = { 0, 50 * 1000000 };
 		uint64_t floor = *v;
 		int busy = 0;
@@ -997,7 +1003,7 @@ static int sub_floor(struct fdev_comm *c, uint64_t *v)
 		}
 		if (mono_ms() > deadline)
 			return -ETIMEDOUT;
-		futex(&h->bump, FUTEX_WAIT, b, &ts);
+		futex(&h->idle_bump, FUTEX_WAIT, b, &ts);
 	}
 }
 

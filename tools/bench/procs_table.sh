@@ -16,7 +16,8 @@
 # pair of the all-to-all (default 4096), TOKENS per rank (default 16),
 # H = 7168, top-8 of max(256, EP) experts, the fabric's segment size
 # SEGMENT (default 64 KiB). FDEV_TIMEOUT_MS reaches the processes
-# (default 1800000).
+# (default 1800000). FDEV_DEV_TEST names another fdev_dev_test (static:
+# another build's library) for the all-to-all rows, both runs.
 #
 # Per rank count: a direct all-to-all (fdev_dev_test mp, twice in a row)
 # and each MoE mode's dispatch and combine (moe_bench -P: every process
@@ -29,11 +30,13 @@
 # above its value before, for the processes' run. After the table, for
 # each all-to-all run, the longest any process took from its start to
 # the end of the rendezvous (fdev_comm_init()) and then for the two
-# operations (on stderr at once too). Exits 1 if any run fails or any
-# time differs.
+# operations, and the context switches the whole guest made during the
+# processes' run (ctxt in /proc/stat: every sleep and wakeup of a process
+# in a meeting is one; on stderr at once too). Exits 1 if any run fails
+# or any time differs.
 
 . "$(dirname "$0")/lib.sh"
-t=$top/build/libfabricdev/tests/fdev_dev_test
+t=${FDEV_DEV_TEST:-$top/build/libfabricdev/tests/fdev_dev_test}
 bench=$top/build/bin/moe_bench
 PRESET=ualink-pod RANKS=64,256,1024 MODES=tp,ll BYTES=4096
 bench_opts "p=PRESET r=RANKS m=MODES b=BYTES" \
@@ -51,12 +54,18 @@ cp "$t" "$bench" "$dir/" || exit 1
 t=$dir/$(basename "$t")
 bench=$dir/$(basename "$bench")
 
+# ctxt: context switches since boot, every CPU (/proc/stat).
+ctxt() {
+	sed -n 's/^ctxt //p' /proc/stat
+}
+
 now_ms() {
 	echo $(($(date +%s%N) / 1000000))
 }
 
 # procs N OUT CMD...: N processes of CMD, rank r's stdout in OUT.r;
-# sets wall (ms) and peak (slab KiB above the start); fails if any does.
+# sets wall (ms), peak (slab KiB above the start) and csw (context
+# switches meanwhile); fails if any does.
 procs() {
 	np=$1 o=$2
 	shift 2
@@ -65,6 +74,7 @@ procs() {
 	(while :; do slab_kb >> "$dir/smp"; sleep 0.1; done) &
 	spid=$!
 	job=pt$$-$(basename "$o")
+	csw=$(ctxt)
 	t0=$(now_ms)
 	r=0 pids=
 	while [ $r -lt "$np" ]; do
@@ -76,6 +86,7 @@ procs() {
 	prc=0
 	for p in $pids; do wait "$p" || prc=1; done
 	wall=$(($(now_ms) - t0))
+	csw=$(($(ctxt) - csw))
 	kill "$spid"
 	wait "$spid" 2> /dev/null
 	spid=
@@ -126,8 +137,8 @@ for n in $(echo "$RANKS" | tr , ' '); do
 			"$(cat "$dir/a2a$n".[0-9]* | sed -n 's/.*"time_ps":\([0-9]*\),"last_ps":\([0-9]*\).*/\1 \2/p' | tr '\n' ' ')" \
 			"$wall" "$peak"
 		sed -n 's/.*"init_ms":\([0-9]*\),"ops_ms":\([0-9]*\).*/\1 \2/p' "$dir/a2a$n".[0-9]* |
-			awk -v n="$n" '{ i = $1 > i ? $1 : i; o = $2 > o ? $2 : o }
-			END { printf "EP %d, all-to-all by %d processes: rendezvous up to %.1f s, the two operations up to %.1f s\n", n, n, i / 1000, o / 1000 }' |
+			awk -v n="$n" -v csw="$csw" '{ i = $1 > i ? $1 : i; o = $2 > o ? $2 : o }
+			END { printf "EP %d, all-to-all by %d processes: rendezvous up to %.1f s, the two operations up to %.1f s, %.0f context switches\n", n, n, i / 1000, o / 1000, csw }' |
 			tee -a "$dir/notes" >&2
 	else
 		echo "$n processes, all-to-all: failed" >&2

@@ -393,6 +393,7 @@ int topo_load_preset(const char *name, struct topo **tp, struct topo_err *err);
 int topo_route(struct topo *t, struct topo_err *err);
 uint16_t topo_route_port(const struct topo *t, uint32_t src, uint32_t dst);
 int topo_port_link(const struct topo *t, uint32_t node, uint32_t port);
+int topo_port_index(struct topo *t);
 int topo_route_hops(const struct topo *t, uint32_t src, uint32_t dst);
 /*
  * Next-hop sets: drop them; the entry @src sends towards @dst with
