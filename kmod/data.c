@@ -769,6 +769,45 @@ static __always_inline int __icfab_notify_post(struct icfab_req *req)
 }
 
 /*
+ * The second half of __icfab_req_finish(), for a request of @ctx whose
+ * result is in its cqe and that holds nothing (no region, no circuit, no
+ * receive completion): to its io_uring command, into the ring, or onto
+ * the done list. Returns 1 when that woke @ctx. Inline: a DELAY, which
+ * never holds anything, ends here straight from its submission. The
+ * fabric lock is held.
+ */
+static __always_inline int __icfab_req_post(struct icfab_ctx *ctx,
+					    struct icfab_req *req, int status,
+					    u64 finish)
+{
+	struct icfab_queue *q = req->q;
+
+	if (req->ucmd) {
+		list_del(&req->unode);
+		q->inflight--;
+		ctx->u_inflight--;
+		/* Only what the task work writes out (no cqe_addr: nothing). */
+		if (req->ures.cqe_addr)
+			req->ures.cqe = req->cqe;
+		/* The task work frees it; nothing else refers to it now. */
+		__icfab_uring_post(req->ucmd, &req->ures, status, finish);
+		return __icfab_uring_count(ctx, finish);
+	}
+
+	ctx->nr_inflight--;
+	/*
+	 * Into the ring, reaped there and then; a full ring leaves it to
+	 * the done list (counted as an overflow), so none is lost.
+	 */
+	if (req->to_cq && icfab_cq_post(ctx->cq, &req->cqe)) {
+		q->inflight--;
+		__icfab_req_spend(ctx, req);
+		return __icfab_wait_check(ctx, finish);
+	}
+	return __icfab_done_add(ctx, req);
+}
+
+/*
  * A descriptor is complete: record its result and give it to whoever
  * waits for it, and its receive completion to its receiver. Returns 1
  * when that woke a context, which then holds the engine back again from
@@ -778,7 +817,6 @@ static int __icfab_req_finish(struct icfab_req *req, int status, u64 start,
 			      u64 finish, u64 queued)
 {
 	struct icfab_ctx *ctx = req->ctx;
-	struct icfab_queue *q = req->q;
 	int woke;
 
 	req->cqe.status = status;
@@ -794,30 +832,7 @@ static int __icfab_req_finish(struct icfab_req *req, int status, u64 start,
 		icfab_req_free(req);
 		return woke;
 	}
-
-	if (req->ucmd) {
-		list_del(&req->unode);
-		q->inflight--;
-		ctx->u_inflight--;
-		/* Only what the task work writes out (no cqe_addr: nothing). */
-		if (req->ures.cqe_addr)
-			req->ures.cqe = req->cqe;
-		/* The task work frees it; nothing else refers to it now. */
-		__icfab_uring_post(req->ucmd, &req->ures, status, finish);
-		return woke | __icfab_uring_count(ctx, finish);
-	}
-
-	ctx->nr_inflight--;
-	/*
-	 * Into the ring, reaped there and then; a full ring leaves it to
-	 * the done list (counted as an overflow), so none is lost.
-	 */
-	if (req->to_cq && icfab_cq_post(ctx->cq, &req->cqe)) {
-		q->inflight--;
-		__icfab_req_spend(ctx, req);
-		return woke | __icfab_wait_check(ctx, finish);
-	}
-	return woke | __icfab_done_add(ctx, req);
+	return woke | __icfab_req_post(ctx, req, status, finish);
 }
 
 /*
@@ -1867,7 +1882,16 @@ static __always_inline int icfab_req_start(struct icfab_ctx *ctx,
 			finish = ICFAB_ENGINE_NEVER - 1;
 		ctx->clock_ps = finish;
 		*advance = true;
-		__icfab_req_finish(req, 0, t, finish, 0);
+		/*
+		 * __icfab_req_finish() without what a DELAY never has
+		 * (icfab_req_prepare() gives it no region, circuit or
+		 * NOTIFY) and with its context there.
+		 */
+		req->cqe.status = 0;
+		req->cqe.start_ps = t;
+		req->cqe.finish_ps = finish;
+		req->cqe.queued_ps = 0;
+		__icfab_req_post(ctx, req, 0, finish);
 		return 0;
 	}
 	case ICFAB_OP_FENCE:
