@@ -712,7 +712,8 @@ static int __icfab_wait_check(struct icfab_ctx *ctx, u64 finish)
  * wakes if this is the one it needed. Returns 1 when it woke, holding the
  * engine back again from this instant.
  */
-static int __icfab_done_add(struct icfab_ctx *ctx, struct icfab_req *req)
+static __always_inline int __icfab_done_add(struct icfab_ctx *ctx,
+					    struct icfab_req *req)
 {
 	struct icfab_req *pos;
 
