@@ -693,16 +693,25 @@ static u32 __icfab_wait_have(const struct icfab_ctx *ctx)
  * wakes if this is the one it needed. Returns 1 when it woke, holding
  * the engine back again from this instant. The fabric lock is held.
  */
-static int __icfab_wait_check(struct icfab_ctx *ctx, u64 finish)
+static int __icfab_wait_wake(struct icfab_ctx *ctx, u64 finish)
 {
-	if (ctx->waiting && !ctx->uwait &&
-	    __icfab_wait_have(ctx) >= ctx->wait_min) {
+	if (!ctx->uwait && __icfab_wait_have(ctx) >= ctx->wait_min) {
 		ctx->clock_ps = max(ctx->clock_ps, finish);
 		WRITE_ONCE(ctx->waiting, false);
 		wake_up(&ctx->wq);
 		return 1;
 	}
 	return 0;
+}
+
+/*
+ * Inline, the test of what nearly every completion finds: no WAIT under
+ * way (a SUBMIT's own DELAYs and ring completions come while it runs).
+ */
+static __always_inline int __icfab_wait_check(struct icfab_ctx *ctx,
+					      u64 finish)
+{
+	return ctx->waiting ? __icfab_wait_wake(ctx, finish) : 0;
 }
 
 /*
