@@ -693,10 +693,9 @@ static u32 __icfab_wait_have(const struct icfab_ctx *ctx)
  * wakes if this is the one it needed. Returns 1 when it woke, holding
  * the engine back again from this instant. The fabric lock is held.
  */
-static int __icfab_wait_check(struct icfab_ctx *ctx, u64 finish)
+static int __icfab_wait_wake(struct icfab_ctx *ctx, u64 finish)
 {
-	if (ctx->waiting && !ctx->uwait &&
-	    __icfab_wait_have(ctx) >= ctx->wait_min) {
+	if (!ctx->uwait && __icfab_wait_have(ctx) >= ctx->wait_min) {
 		ctx->clock_ps = max(ctx->clock_ps, finish);
 		WRITE_ONCE(ctx->waiting, false);
 		wake_up(&ctx->wq);
@@ -706,13 +705,24 @@ static int __icfab_wait_check(struct icfab_ctx *ctx, u64 finish)
 }
 
 /*
+ * Inline, the test of what nearly every completion finds: no WAIT under
+ * way (a SUBMIT's own DELAYs and ring completions come while it runs).
+ */
+static __always_inline int __icfab_wait_check(struct icfab_ctx *ctx,
+					      u64 finish)
+{
+	return ctx->waiting ? __icfab_wait_wake(ctx, finish) : 0;
+}
+
+/*
  * A completion for ICFAB_IOC_WAIT: into the done list in finish-time
  * order, after those that finish at the same instant (the engine hands
  * them over in its own order, so a tie keeps it), and the context's WAIT
  * wakes if this is the one it needed. Returns 1 when it woke, holding the
  * engine back again from this instant.
  */
-static int __icfab_done_add(struct icfab_ctx *ctx, struct icfab_req *req)
+static __always_inline int __icfab_done_add(struct icfab_ctx *ctx,
+					    struct icfab_req *req)
 {
 	struct icfab_req *pos;
 
@@ -769,6 +779,45 @@ static __always_inline int __icfab_notify_post(struct icfab_req *req)
 }
 
 /*
+ * The second half of __icfab_req_finish(), for a request of @ctx whose
+ * result is in its cqe and that holds nothing (no region, no circuit, no
+ * receive completion): to its io_uring command, into the ring, or onto
+ * the done list. Returns 1 when that woke @ctx. Inline: a DELAY, which
+ * never holds anything, ends here straight from its submission. The
+ * fabric lock is held.
+ */
+static __always_inline int __icfab_req_post(struct icfab_ctx *ctx,
+					    struct icfab_req *req, int status,
+					    u64 finish)
+{
+	struct icfab_queue *q = req->q;
+
+	if (req->ucmd) {
+		list_del(&req->unode);
+		q->inflight--;
+		ctx->u_inflight--;
+		/* Only what the task work writes out (no cqe_addr: nothing). */
+		if (req->ures.cqe_addr)
+			req->ures.cqe = req->cqe;
+		/* The task work frees it; nothing else refers to it now. */
+		__icfab_uring_post(req->ucmd, &req->ures, status, finish);
+		return __icfab_uring_count(ctx, finish);
+	}
+
+	ctx->nr_inflight--;
+	/*
+	 * Into the ring, reaped there and then; a full ring leaves it to
+	 * the done list (counted as an overflow), so none is lost.
+	 */
+	if (req->to_cq && icfab_cq_post(ctx->cq, &req->cqe)) {
+		q->inflight--;
+		__icfab_req_spend(ctx, req);
+		return __icfab_wait_check(ctx, finish);
+	}
+	return __icfab_done_add(ctx, req);
+}
+
+/*
  * A descriptor is complete: record its result and give it to whoever
  * waits for it, and its receive completion to its receiver. Returns 1
  * when that woke a context, which then holds the engine back again from
@@ -778,7 +827,6 @@ static int __icfab_req_finish(struct icfab_req *req, int status, u64 start,
 			      u64 finish, u64 queued)
 {
 	struct icfab_ctx *ctx = req->ctx;
-	struct icfab_queue *q = req->q;
 	int woke;
 
 	req->cqe.status = status;
@@ -794,30 +842,7 @@ static int __icfab_req_finish(struct icfab_req *req, int status, u64 start,
 		icfab_req_free(req);
 		return woke;
 	}
-
-	if (req->ucmd) {
-		list_del(&req->unode);
-		q->inflight--;
-		ctx->u_inflight--;
-		/* Only what the task work writes out (no cqe_addr: nothing). */
-		if (req->ures.cqe_addr)
-			req->ures.cqe = req->cqe;
-		/* The task work frees it; nothing else refers to it now. */
-		__icfab_uring_post(req->ucmd, &req->ures, status, finish);
-		return woke | __icfab_uring_count(ctx, finish);
-	}
-
-	ctx->nr_inflight--;
-	/*
-	 * Into the ring, reaped there and then; a full ring leaves it to
-	 * the done list (counted as an overflow), so none is lost.
-	 */
-	if (req->to_cq && icfab_cq_post(ctx->cq, &req->cqe)) {
-		q->inflight--;
-		__icfab_req_spend(ctx, req);
-		return woke | __icfab_wait_check(ctx, finish);
-	}
-	return woke | __icfab_done_add(ctx, req);
+	return woke | __icfab_req_post(ctx, req, status, finish);
 }
 
 /*
@@ -1867,7 +1892,16 @@ static __always_inline int icfab_req_start(struct icfab_ctx *ctx,
 			finish = ICFAB_ENGINE_NEVER - 1;
 		ctx->clock_ps = finish;
 		*advance = true;
-		__icfab_req_finish(req, 0, t, finish, 0);
+		/*
+		 * __icfab_req_finish() without what a DELAY never has
+		 * (icfab_req_prepare() gives it no region, circuit or
+		 * NOTIFY) and with its context there.
+		 */
+		req->cqe.status = 0;
+		req->cqe.start_ps = t;
+		req->cqe.finish_ps = finish;
+		req->cqe.queued_ps = 0;
+		__icfab_req_post(ctx, req, 0, finish);
 		return 0;
 	}
 	case ICFAB_OP_FENCE:
@@ -1948,6 +1982,46 @@ struct icfab_batch_buf {
 };
 
 /*
+ * @n descriptors from @udescs into @descs, a word at a time; returns how
+ * many were copied whole before a fault (0 for a bad range). What
+ * copy_from_user() of the array would give, without a string copy per
+ * chunk: a descriptor is eight words, and `rep movsb` is a step per byte
+ * under TCG's instruction count (the issue's measure; on hardware it
+ * costs about what eight moves do at this size); and without the
+ * hardened-usercopy checks, which have nothing to check on an array on
+ * the stack or in the context's buffer of its own type.
+ */
+static u32 icfab_descs_from_user(struct icfab_desc *descs,
+				 const struct icfab_desc __user *udescs, u32 n)
+{
+	u32 i;
+
+	/* Unrolled: as a loop it counted as many instructions as rep movsb. */
+	BUILD_BUG_ON(sizeof(*descs) != 8 * sizeof(u64));
+	if (!user_access_begin(udescs, array_size(n, sizeof(*udescs))))
+		return 0;
+	for (i = 0; i < n; i++) {
+		const u64 __user *from = (const u64 __user *)&udescs[i];
+		u64 *to = (u64 *)&descs[i];
+
+		unsafe_get_user(to[0], &from[0], fault);
+		unsafe_get_user(to[1], &from[1], fault);
+		unsafe_get_user(to[2], &from[2], fault);
+		unsafe_get_user(to[3], &from[3], fault);
+		unsafe_get_user(to[4], &from[4], fault);
+		unsafe_get_user(to[5], &from[5], fault);
+		unsafe_get_user(to[6], &from[6], fault);
+		unsafe_get_user(to[7], &from[7], fault);
+	}
+	user_access_end();
+	return n;
+
+fault:
+	user_access_end();
+	return i;
+}
+
+/*
  * Validate and submit @nr descriptors from @udescs in order: the body of
  * ICFAB_IOC_SUBMIT and of ICFAB_UCMD_SUBMIT_BATCH. Returns the number
  * accepted, or -errno when the first one failed (see ICFAB_IOC_SUBMIT).
@@ -1983,7 +2057,6 @@ long icfab_submit_descs(struct icfab_ctx *ctx,
 
 	while (i < nr || !i) {
 		u32 want = min_t(u32, nr - i, size);
-		unsigned long left = 0;
 		int err = 0;
 
 		/*
@@ -1991,10 +2064,7 @@ long icfab_submit_descs(struct icfab_ctx *ctx,
 		 * the copy is what is checked and used. What precedes a
 		 * fault is submitted, as one by one.
 		 */
-		if (want)
-			left = copy_from_user(chunk, &udescs[i],
-					      array_size(want, sizeof(*chunk)));
-		have = want - DIV_ROUND_UP(left, sizeof(*chunk));
+		have = icfab_descs_from_user(chunk, &udescs[i], want);
 		/* Their requests too: allocating is the slow part. */
 		nr_fresh = icfab_req_alloc_many(ctx, fresh, have);
 
@@ -2202,16 +2272,51 @@ static long __icfab_wait_sleep(struct icfab_ctx *ctx, u32 min, bool cq,
 	return 0;
 }
 
+/* Completions copied out between two chances to reschedule. */
+#define ICFAB_CQE_RUN	1024
+
+/*
+ * The completions of the @n requests on @reqs to @ucqes, in order, a word
+ * at a time (as icfab_descs_from_user(), and with no copy onto the stack
+ * first); 0 or -EFAULT, with any number of them written.
+ */
+static int icfab_cqes_to_user(struct icfab_cqe __user *ucqes,
+			      struct list_head *reqs, u32 n)
+{
+	struct icfab_req *req = list_first_entry(reqs, struct icfab_req, node);
+	u32 done = 0, end;
+
+	while (done < n) {
+		end = done + min_t(u32, n - done, ICFAB_CQE_RUN);
+		if (!user_access_begin(&ucqes[done],
+				       array_size(end - done, sizeof(*ucqes))))
+			return -EFAULT;
+		for (; done < end; done++) {
+			unsafe_copy_to_user((char __user *)&ucqes[done],
+					    (const char *)&req->cqe,
+					    sizeof(req->cqe), fault);
+			req = list_next_entry(req, node);
+		}
+		user_access_end();
+		if (done < n)
+			cond_resched();
+	}
+	return 0;
+
+fault:
+	user_access_end();
+	return -EFAULT;
+}
+
 long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
 {
 	struct icfab_fabric *fabric = ctx->fabric;
-	struct icfab_cqe chunk[ICFAB_COPY_CHUNK];
 	struct icfab_cqe __user *ucqes;
 	struct icfab_req *req, *last;
 	LIST_HEAD(reaped);
 	struct icfab_wait w;
 	long ret = 0;
-	u32 n = 0, have = 0;
+	u32 n = 0;
 
 	if (copy_from_user(&w, uarg, sizeof(w)))
 		return -EFAULT;
@@ -2249,21 +2354,8 @@ long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
 	ctx->nr_done -= n;
 	mutex_unlock(&fabric->lock);
 
-	list_for_each_entry(req, &reaped, node) {
-		chunk[have++] = req->cqe;
-		if (have == ICFAB_COPY_CHUNK || list_is_last(&req->node,
-							     &reaped)) {
-			if (copy_to_user(&ucqes[w.nr], chunk,
-					 array_size(have, sizeof(*chunk)))) {
-				ret = -EFAULT;
-				break;
-			}
-			w.nr += have;
-			have = 0;
-			if (!(w.nr % (ICFAB_COPY_CHUNK * 128)))
-				cond_resched();
-		}
-	}
+	ret = icfab_cqes_to_user(ucqes, &reaped, n);
+	w.nr = n;
 
 	mutex_lock(&fabric->lock);
 	if (ret) {

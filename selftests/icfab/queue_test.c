@@ -281,6 +281,60 @@ TEST_F(dp, malformed_descriptors_are_refused)
 	EXPECT_EQ(-EDEADLK, ctx_wait(self->fd, NULL, 1, 1, 0, NULL));
 }
 
+/*
+ * Descriptors that run into an inaccessible page: those wholly before it
+ * are submitted, and the SUBMIT says how many (a short batch, copied
+ * through the stack, and a long one, through the context's buffer). A
+ * WAIT into a read-only buffer fails and loses nothing: the next one has
+ * them all, in order.
+ */
+TEST_F(dp, faults_submit_what_precedes_and_lose_no_completion)
+{
+	static const unsigned int whole[] = { 3, 11 }, ask[] = { 6, 20 };
+	const size_t pg = 4096;
+	struct icfab_desc *d;
+	struct icfab_cqe c[16], *ro;
+	char *p;
+	int q;
+
+	ASSERT_EQ(0, ctx_attach(self->fd, 0));
+	q = ctx_queue(self->fd, 0, 32);
+	ASSERT_LE(0, q);
+	p = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	/* Not munmap(): the next mmap() would fill the hole. */
+	ASSERT_EQ(0, mprotect(p + pg, pg, PROT_NONE));
+	ro = mmap(NULL, pg, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, ro);
+
+	for (int k = 0; k < 2; k++) {
+		/* The next one after @whole straddles the boundary. */
+		d = (struct icfab_desc *)(p + pg - whole[k] * sizeof(*d) -
+					  sizeof(*d) / 2);
+		for (unsigned int i = 0; i <= whole[k]; i++) {
+			struct icfab_desc x = desc_put(q, 1, 64, 100 * k + i);
+
+			memcpy((char *)&d[i], &x,
+			       i < whole[k] ? sizeof(x) : sizeof(x) / 2);
+		}
+		EXPECT_EQ((int)whole[k], ctx_submit(self->fd, d, ask[k]));
+		EXPECT_EQ(-EFAULT, ctx_wait(self->fd, ro, whole[k], whole[k],
+					    0, NULL));
+		memset(c, 0, sizeof(c));
+		ASSERT_EQ((int)whole[k],
+			  ctx_wait(self->fd, c, whole[k], 16, 0, NULL));
+		for (unsigned int i = 0; i < whole[k]; i++) {
+			EXPECT_EQ(0, c[i].status);
+			EXPECT_EQ(100 * k + i, c[i].user_tag);
+		}
+	}
+	/* Nothing beyond them was taken. */
+	EXPECT_EQ(-EDEADLK, ctx_wait(self->fd, c, 1, 1, 0, NULL));
+	munmap(ro, pg);
+	munmap(p, 2 * pg);
+}
+
 TEST_F(dp, no_route_completes_with_ehostunreach)
 {
 	struct icfab_desc d;
