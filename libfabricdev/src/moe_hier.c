@@ -273,10 +273,34 @@ static unsigned int hier_chunks(const struct fdev_moe_handle *h)
 	return c;
 }
 
-/* Chunk @j of a source's @T tokens starts at this token. */
-static uint64_t chunk_first(uint64_t T, unsigned int C, unsigned int j)
+/*
+ * FDEV_HIER_TAPER R (1 to 100, percent): chunk j weighs R^j, so the
+ * chunks shrink by R percent each; 100 (unset) cuts them equal. Every
+ * process must see the same value; a handle keeps it.
+ */
+static unsigned int hier_taper(void)
 {
-	return T * j / C;
+	const char *e = getenv("FDEV_HIER_TAPER");
+	long r = e ? strtol(e, NULL, 10) : 100;
+
+	return r >= 1 && r <= 100 ? (unsigned int)r : 100;
+}
+
+/* Chunk @j of a source's @T tokens starts at this token. */
+static uint64_t chunk_first(const struct fdev_moe_handle *h, uint64_t T,
+			    unsigned int j)
+{
+	unsigned int C = h->chunks;
+	double w = 1, sum = 0, before = 0;
+
+	if (h->taper >= 100 || j == 0 || j >= C)
+		return T * j / C;
+	for (unsigned int i = 0; i < C; i++, w *= h->taper / 100.0) {
+		if (i < j)
+			before += w;
+		sum += w;
+	}
+	return (uint64_t)(T * before / sum);
 }
 
 /* Chunk @j's tokens per pair, [n][n]. */
@@ -369,8 +393,8 @@ static int hier_local_row(struct fdev_moe_handle *h, unsigned int l,
 	for (unsigned int j = 0; j < C; j++) {
 		uint64_t *r = row + (size_t)j * (n + nn);
 
-		for (uint64_t t = chunk_first(mr->tokens, C, j);
-		     t < chunk_first(mr->tokens, C, j + 1); t++) {
+		for (uint64_t t = chunk_first(h, mr->tokens, j);
+		     t < chunk_first(h, mr->tokens, j + 1); t++) {
 			for (unsigned int d = 0; d < n; d++)
 				r[d] += moe_token_on_rank(h, mr->topk_idx + t * k, d);
 			for (unsigned int N = 0; N < nn; N++)
@@ -512,12 +536,19 @@ static uint32_t hier_send_pace(const struct fdev_moe_handle *h,
 					  FDEV_PLAN_NO_GATE;
 }
 
-/* FDEV_HIER_AHEAD (1 to 64), else @dflt. */
-static unsigned int hier_ahead(unsigned int dflt)
+/*
+ * FDEV_HIER_AHEAD: A for both sides, or "D,C" for dispatch and combine
+ * (each 1 to 64); else @dflt. @combine picks the side.
+ */
+static unsigned int hier_ahead(unsigned int dflt, int combine)
 {
-	const char *e = getenv("FDEV_HIER_AHEAD");
-	int a = e ? atoi(e) : 0;
+	const char *e = getenv("FDEV_HIER_AHEAD"), *comma;
+	int a;
 
+	if (!e)
+		return dflt;
+	comma = strchr(e, ',');
+	a = atoi(combine && comma ? comma + 1 : e);
 	return a >= 1 && a <= 64 ? (unsigned int)a : dflt;
 }
 
@@ -961,6 +992,7 @@ static int moe_dispatch_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 			return -ENOLINK;
 	/* A reused handle's counts are per its chunks. */
 	h->chunks = reuse ? reuse->chunks : hier_chunks(h);
+	h->taper = reuse ? reuse->taper : hier_taper();
 	err = hier_counts(c, h, reuse, &t_counts);
 	if (err)
 		return err;
@@ -975,7 +1007,7 @@ static int moe_dispatch_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 		struct hier_gate_arg ga = { .h = h, .rg = &rg };
 		struct hier_plan hp;
 
-		h->ahead = hier_ahead(HIER_AHEAD_DISPATCH);
+		h->ahead = hier_ahead(HIER_AHEAD_DISPATCH, 0);
 		hier_plan_init(&hp, 1);
 		fdev_plan_need(&hp.p, rg.end * h->rec_size);
 		for (unsigned int j = 0; j < h->chunks; j++)
@@ -1003,11 +1035,12 @@ static int moe_dispatch_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 /*
  * Chunk @j's partials of remote sources to their peer in this node;
  * those of the node's own sources go straight back later, beside the
- * scale-out (as dispatch overlaps them the other way).
+ * scale-out (as dispatch overlaps them the other way). @q: the chunk's
+ * place in the combine's order (comb_chunk()), which paces a gated plan.
  */
 static void plan_to_peers(struct fdev_moe_handle *h,
 			  const struct hier_regions *rg, uint64_t crow,
-			  unsigned int j, struct fdev_plan *p)
+			  unsigned int j, unsigned int q, struct fdev_plan *p)
 {
 	unsigned int n = h->nranks, g = h->node_size;
 
@@ -1028,8 +1061,8 @@ static void plan_to_peers(struct fdev_moe_handle *h,
 					      src, cnt * crow);
 				continue;
 			}
-			hier_xfer2(p, hier_send_step(h, d, j),
-				   hier_group(h, to, j), hier_send_pace(h, d, j),
+			hier_xfer2(p, hier_send_step(h, d, q),
+				   hier_group(h, to, j), hier_send_pace(h, d, q),
 				   d, to, src, dst, cnt * crow);
 			if (moe_is_local(h, d))
 				h->st.combine_bytes += cnt * crow;
@@ -1179,6 +1212,17 @@ static const struct moe_combine_steps hier_combine_steps = {
 };
 
 /*
+ * The chunk combine takes @q-th: with FDEV_HIER_CREV=1 the last first
+ * (where the chunks shrink, the small ones then fill the pipeline).
+ */
+static unsigned int comb_chunk(const struct fdev_moe_handle *h, unsigned int q)
+{
+	const char *e = getenv("FDEV_HIER_CREV");
+
+	return e && !strcmp(e, "1") ? h->chunks - 1 - q : q;
+}
+
+/*
  * Combine step @j of C + 1: chunk j's partials to the peers (j < C),
  * while chunk j - 1's sums, which the peers make first, cross scale-out
  * and the node's own partials of that chunk go straight back. *@t_ps:
@@ -1194,7 +1238,8 @@ static int hier_combine_step(struct fdev_comm *c, struct fdev_moe_handle *h,
 
 	*t_ps = 0;
 	if (j && !h->timing)
-		err = hier_sum_at_peers(c, h, &hc->rg, j - 1, hc->crow);
+		err = hier_sum_at_peers(c, h, &hc->rg, comb_chunk(h, j - 1),
+					hc->crow);
 	if (err)
 		return err;
 	hier_plan_init(&hp, 0);
@@ -1204,11 +1249,11 @@ static int hier_combine_step(struct fdev_comm *c, struct fdev_moe_handle *h,
 	 * and the scale-up ones posted before it would hold it back.
 	 */
 	if (j) {
-		plan_scaleout_back(h, &hc->rg, hc->crow, j - 1, p);
-		plan_direct_back(h, &hc->rg, hc->crow, j - 1, p);
+		plan_scaleout_back(h, &hc->rg, hc->crow, comb_chunk(h, j - 1), p);
+		plan_direct_back(h, &hc->rg, hc->crow, comb_chunk(h, j - 1), p);
 	}
 	if (j < h->chunks)
-		plan_to_peers(h, &hc->rg, hc->crow, j, p);
+		plan_to_peers(h, &hc->rg, hc->crow, comb_chunk(h, j), j, p);
 	err = fdev_plan_finish(p);
 	if (!err && (p->nx || p->na))
 		err = fdev_plan_run(c, p);
@@ -1235,7 +1280,7 @@ static int moe_combine_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 					    .crow = hc.crow };
 		struct hier_plan hp;
 
-		h->ahead = hier_ahead(HIER_AHEAD_COMBINE);
+		h->ahead = hier_ahead(HIER_AHEAD_COMBINE, 1);
 		hier_plan_init(&hp, 1);
 		fdev_plan_need(&hp.p, hc.rg.cend * hc.crow);
 		/*
@@ -1243,12 +1288,15 @@ static int moe_combine_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 		 * sums of chunk j go, after them (scale-out first, as the
 		 * stepped schedule posts them).
 		 */
-		for (unsigned int j = 0; j < h->chunks; j++)
-			plan_to_peers(h, &hc.rg, hc.crow, j, &hp.p);
-		for (unsigned int j = 0; j < h->chunks; j++)
-			plan_scaleout_back(h, &hc.rg, hc.crow, j, &hp.p);
-		for (unsigned int j = 0; j < h->chunks; j++)
-			plan_direct_back(h, &hc.rg, hc.crow, j, &hp.p);
+		for (unsigned int q = 0; q < h->chunks; q++)
+			plan_to_peers(h, &hc.rg, hc.crow, comb_chunk(h, q), q,
+				      &hp.p);
+		for (unsigned int q = 0; q < h->chunks; q++)
+			plan_scaleout_back(h, &hc.rg, hc.crow, comb_chunk(h, q),
+					   &hp.p);
+		for (unsigned int q = 0; q < h->chunks; q++)
+			plan_direct_back(h, &hc.rg, hc.crow, comb_chunk(h, q),
+					 &hp.p);
 		err = hier_run_gated(c, &hp, &ga, &t_steps);
 		hier_plan_free(&hp);
 	}

@@ -1450,6 +1450,28 @@ static void test_moe_hier_chunks(const char *name, unsigned int n,
 			hier_run_free(&stepped, n);
 			hier_run_free(&gated, n);
 		}
+		/*
+		 * Chunks that shrink (FDEV_HIER_TAPER), combined last chunk
+		 * first (FDEV_HIER_CREV), stepped and, on the device, gated:
+		 * the chunks' bounds move, the outputs and bytes must not.
+		 */
+		for (int gated = 0; gated <= dev_mode; gated++) {
+			struct hier_run tap;
+
+			setenv("FDEV_HIER_TAPER", "70", 1);
+			setenv("FDEV_HIER_CREV", "1", 1);
+			setenv("FDEV_HIER_GATED", gated ? "1" : "0", 1);
+			hier_run(c, &cfg, in, n, chunks, &tap);
+			unsetenv("FDEV_HIER_TAPER");
+			unsetenv("FDEV_HIER_CREV");
+			unsetenv("FDEV_HIER_GATED");
+			ok(!tap.err && !hier_diff(&tap, &one, &cfg, in, n) &&
+			   tap.st.dispatch_bytes == one.st.dispatch_bytes &&
+			   tap.st.combine_bytes == one.st.combine_bytes,
+			   "%s: chunks shrinking by 70%%, combined last first (%s): outputs bit for bit, the same bytes (%d)",
+			   name, gated ? "gated" : "stepped", tap.err);
+			hier_run_free(&tap, n);
+		}
 		/* The handle keeps its chunks: reused under another setting. */
 		setenv("FDEV_HIER_CHUNKS", "1", 1);
 		err = fdev_moe_dispatch(c, &cfg, in, many.h, &again);

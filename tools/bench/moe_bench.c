@@ -6,7 +6,7 @@
  *
  *	moe_bench [-n RANKS] [-t TOKENS] [-H HIDDEN] [-e EXPERTS] [-k TOPK]
  *		  [-d bf16|fp8] [-m tp|ll|hier|mc] [-g RANKS_PER_NODE] [-b GBPS]
- *		  [-B GBPS] [-c XxYxZ:GBPS] [-s SEED] [-x] [-M FILE] [-P]
+ *		  [-B GBPS] [-c XxYxZ:GBPS] [-s SEED] [-x] [-r] [-M FILE] [-P]
  *
  * Routing is uniform random top-k (seeded, so runs are repeatable). It
  * prints the emulated dispatch and combine times, the bytes sent per
@@ -44,6 +44,12 @@
  *
  * -x: dispatch only, no combine (for reading the links' byte counters
  * of one dispatch: icfabctl -j stats).
+ *
+ * -r: then dispatch once more, reusing the first dispatch's handle (the
+ * same routing, so no count exchange), and print its time as
+ * dispatch_reuse_ps: the records alone, against the same bound (a
+ * dispatch's time includes its count exchange; the bound counts only the
+ * records).
  *
  * -M FILE: the bytes the bound counts, source rank by destination rank,
  * written to FILE as JSON {"dispatch": [[...]], "combine": [[...]]}
@@ -114,7 +120,8 @@ static void torus_cross(double (*cross)[2], const unsigned int *dims, unsigned i
 int main(int argc, char **argv)
 {
 	unsigned int n = 8, T = 4096, H = 7168, E = 256, k = 8, mode = 0, g = 0;
-	int dispatch_only = 0, procs = 0, rank = 0;
+	int dispatch_only = 0, procs = 0, rank = 0, reuse = 0;
+	uint64_t reuse_ps = 0;
 	const char *mfile = NULL;
 	double inj = 0, inter = 0, torus_bw = 0;
 	double rdma[2] = { 0 };		/* scale-out bytes per rank: d, c */
@@ -127,7 +134,7 @@ int main(int argc, char **argv)
 	struct fdev_moe_in *in, mine;
 	struct fdev_moe_config cfg;
 
-	while ((opt = getopt(argc, argv, "n:t:H:e:k:d:m:b:B:c:g:s:xM:P")) != -1) {
+	while ((opt = getopt(argc, argv, "n:t:H:e:k:d:m:b:B:c:g:s:xrM:P")) != -1) {
 		switch (opt) {
 		case 'n': n = (unsigned int)atoi(optarg); break;
 		case 't': T = (unsigned int)atoi(optarg); break;
@@ -152,10 +159,11 @@ int main(int argc, char **argv)
 		case 'g': g = (unsigned int)atoi(optarg); break;
 		case 's': seed = strtoull(optarg, NULL, 0) | 1; break;
 		case 'x': dispatch_only = 1; break;
+		case 'r': reuse = 1; break;
 		case 'M': mfile = optarg; break;
 		case 'P': procs = 1; break;
 		default:
-			fprintf(stderr, "usage: moe_bench [-n R] [-t T] [-H H] [-e E] [-k K] [-d bf16|fp8] [-m tp|ll|hier|mc] [-g RANKS_PER_NODE] [-b GBPS] [-B GBPS] [-c XxYxZ:GBPS] [-s SEED] [-x] [-M FILE] [-P]\n");
+			fprintf(stderr, "usage: moe_bench [-n R] [-t T] [-H H] [-e E] [-k K] [-d bf16|fp8] [-m tp|ll|hier|mc] [-g RANKS_PER_NODE] [-b GBPS] [-B GBPS] [-c XxYxZ:GBPS] [-s SEED] [-x] [-r] [-M FILE] [-P]\n");
 			return 2;
 		}
 	}
@@ -229,6 +237,19 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	fdev_moe_stats(h, &st);
+	if (reuse) {
+		struct fdev_moe_handle *h2 = NULL;
+		struct fdev_moe_stats st2;
+
+		err = fdev_moe_dispatch(c, &cfg, procs ? &mine : in, h, &h2);
+		if (err) {
+			fprintf(stderr, "moe_bench: -r: %s\n", strerror(-err));
+			return 1;
+		}
+		fdev_moe_stats(h2, &st2);
+		reuse_ps = st2.dispatch_ps;
+		fdev_moe_handle_free(h2);
+	}
 	if (procs) {
 		printf("{\"rank\":%d,\"ranks\":%u,\"tokens\":%u,\"mode\":\"%s\","
 		       "\"dispatch_ps\":%" PRIu64 ",\"combine_ps\":%" PRIu64 "}\n",
@@ -437,6 +458,11 @@ int main(int argc, char **argv)
 			       st.reserved[0], st.reserved[1],
 			       st.reserved[0] / 1e12 / dsec,
 			       csec > 0 ? st.reserved[1] / 1e12 / csec : 0);
+		if (reuse)
+			printf(",\"dispatch_reuse_ps\":%" PRIu64, reuse_ps);
+		if (reuse && inj > 0)
+			printf(",\"dispatch_reuse_vs_bound\":%.3f",
+			       reuse_ps ? st.reserved[0] / (double)reuse_ps : 0);
 		/* Over several nodes: scale-out bytes per rank over the time. */
 		if (g < n)
 			printf(",\"dispatch_rdma_gbps\":%.2f,\"combine_rdma_gbps\":%.2f",

@@ -36,7 +36,11 @@
 # bound to the emulated time. The bound takes each rank's scale-up and
 # scale-out ports (in parallel) as the bottleneck; for the torus it also
 # takes the bisection (moe_bench -c: the bytes that cross each halving
-# cut, summed pair by pair; the larger bound is used). The hierarchical rows
+# cut, summed pair by pair; the larger bound is used). d/route and
+# c/route: against the larger of that and tools/bench/bounds.py's bound
+# on the bytes the mode moves (moe_bench -M), whose terms include the
+# busiest link on the fabric's own routes (the max-channel-load bound);
+# not for mc. The hierarchical rows
 # also give their time against the throughput row of the same case
 # ("vs tp", < 1 is faster), measured in the same run.
 
@@ -69,6 +73,24 @@ src = {l["id"] for l in topo["links"] if l["src"] in eps}
 print(sum(l["bytes"] for l in st["links"] if l["id"] in src))' "$1" "$2"
 }
 
+# bounds.py's bound on the bytes a mode moves (ports, cuts, the busiest
+# link on the fabric's routes), as JSON fields, dispatch and combine.
+route_bound() {	# route_bound ROUTES_JSON MATRIX_JSON RANKS
+	python3 -B - "$top/tools/bench/bounds.py" "$@" <<'PY'
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("bounds", sys.argv[1])
+B = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(B)
+f = B.load(sys.argv[2], int(sys.argv[4]))
+m, cuts, out = json.load(open(sys.argv[3])), B.cuts_of(f), []
+for ph in ("dispatch", "combine"):
+    t, why = B.best(B.matrix_terms(f, m[ph], cuts))
+    out.append('"%s_route_bound_ps":%d,"%s_route_bound_by":"%s",' %
+               (ph, round(t * 1e12), ph, why.replace('"', "'")))
+print("".join(out))
+PY
+}
+
 run() {	# run NAME PRESET|FILE TOKENS MULTINODE COLOURS ARGS...
 	name=$1 preset=$2 tokens=$3 multi=$4 colours=$5
 	shift 5
@@ -84,18 +106,31 @@ run() {	# run NAME PRESET|FILE TOKENS MULTINODE COLOURS ARGS...
 		"$icfabd" --apply --preset "$preset" > /dev/null || exit 1
 	fi
 	"$icfabctl" fabric set 0 segment-size "$SEG" > /dev/null || exit 1
+	if [ -f "$preset" ]; then
+		"$icfabd" --dump --routes --json "$preset" > "$dir/routes.json"
+	else
+		"$icfabd" --dump --routes --json --preset "$preset" > "$dir/routes.json"
+	fi || exit 1
 	for mode in tp ll hier mc; do
 		want "$MODES" $mode || continue
 		[ $mode = hier ] && [ "$multi" = 0 ] && continue
 		[ $mode = mc ] && [ "$colours" = 0 ] && continue
-		r=$("$bench" -t "$tokens" -H 7168 -e 256 -k 8 -m $mode "$@" 2>"$out.err") || {
+		m=
+		[ $mode = mc ] || m="-M $dir/m.json"
+		rm -f "$dir/m.json"
+		# shellcheck disable=SC2086
+		r=$("$bench" -t "$tokens" -H 7168 -e 256 -k 8 -m $mode $m "$@" 2>"$out.err") || {
 			echo "moe_bench failed: $name $mode: $(grep -v '^#' "$out.err")" >&2; continue; }
 		extra=
+		if [ -f "$dir/m.json" ]; then
+			extra=$(route_bound "$dir/routes.json" "$dir/m.json" "$(echo "$r" |
+				sed 's/.*"ranks":\([0-9]*\).*/\1/')") || exit 1
+		fi
 		if [ "$colours" = 1 ]; then
 			"$icfabctl" stats reset > /dev/null &&
 			"$bench" -t "$tokens" -H 7168 -e 256 -k 8 -m $mode -x "$@" > /dev/null 2>&1 &&
 			"$icfabctl" -j stats > "$dir/stats.json" &&
-			extra="\"src_link_bytes\":$(src_bytes "$dir/stats.json" "$dir/topo.json"),"
+			extra="$extra\"src_link_bytes\":$(src_bytes "$dir/stats.json" "$dir/topo.json"),"
 		fi
 		echo "{\"case\":\"$name\",$extra$(echo "$r" | cut -c2-)" | tee -a "$out"
 	done
@@ -125,9 +160,9 @@ python3 - "$out" "$T" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 T = int(sys.argv[2])
-print("%-10s %-4s %6s %12s %12s %10s %10s %8s %8s %10s %7s" % ("case", "mode",
-      "tokens", "dispatch us", "combine us", "disp GB/s", "comb GB/s",
-      "d/bound", "c/bound", "src MB", "vs tp"))
+print("%-10s %-4s %6s %12s %12s %10s %10s %8s %8s %8s %8s %10s %7s" % ("case",
+      "mode", "tokens", "dispatch us", "combine us", "disp GB/s", "comb GB/s",
+      "d/bound", "c/bound", "d/route", "c/route", "src MB", "vs tp"))
 tp = {r["case"]: r for r in rows if r["mode"] == "tp"}
 for r in rows:
     d, c = r["dispatch_bound_ps"], r["combine_bound_ps"]
@@ -140,10 +175,14 @@ for r in rows:
         vs = "%.3f/%.3f" % (r["dispatch_ps"] / t["dispatch_ps"],
                             r["src_link_bytes"] / t["src_link_bytes"])
     src = "%10.1f" % (r["src_link_bytes"] / 1e6) if "src_link_bytes" in r else "%10s" % "-"
-    print("%-10s %-4s %6d %12.1f %12.1f %10.1f %10.1f %8.3f %8.3f %s %s" % (
+    rt = ["%8s" % "-"] * 2
+    if "dispatch_route_bound_ps" in r:
+        rt = ["%8.3f" % (max(r[ph + "_bound_ps"], r[ph + "_route_bound_ps"]) /
+                         r[ph + "_ps"]) for ph in ("dispatch", "combine")]
+    print("%-10s %-4s %6d %12.1f %12.1f %10.1f %10.1f %8.3f %8.3f %s %s %s %s" % (
         r["case"], r["mode"], r["tokens"], r["dispatch_ps"] / 1e6,
         r["combine_ps"] / 1e6, r["dispatch_gbps"], r["combine_gbps"],
-        d / r["dispatch_ps"], c / r["combine_ps"], src, vs))
+        d / r["dispatch_ps"], c / r["combine_ps"], rt[0], rt[1], src, vs))
 print("vs tp: hier dispatch/combine time; mc dispatch time/source-link bytes")
 for name in sorted({r["case"] for r in rows if r["tokens"] != T}):
     print("note: %s ran %d tokens per rank instead of %d (VM time budget)"
