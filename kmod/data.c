@@ -778,6 +778,17 @@ static __always_inline int __icfab_notify_post(struct icfab_req *req)
 	return req->notify ? __icfab_notify_deliver(req) : 0;
 }
 
+/* A request's result, into the completion it will be given. */
+static __always_inline void icfab_req_result(struct icfab_req *req,
+					     int status, u64 start,
+					     u64 finish, u64 queued)
+{
+	req->cqe.status = status;
+	req->cqe.start_ps = start;
+	req->cqe.finish_ps = finish;
+	req->cqe.queued_ps = queued;
+}
+
 /*
  * The second half of __icfab_req_finish(), for a request of @ctx whose
  * result is in its cqe and that holds nothing (no region, no circuit, no
@@ -829,10 +840,7 @@ static int __icfab_req_finish(struct icfab_req *req, int status, u64 start,
 	struct icfab_ctx *ctx = req->ctx;
 	int woke;
 
-	req->cqe.status = status;
-	req->cqe.start_ps = start;
-	req->cqe.finish_ps = finish;
-	req->cqe.queued_ps = queued;
+	icfab_req_result(req, status, start, finish, queued);
 	icfab_req_put_regions(req);
 	/* Its bytes have landed, whoever is left to be told. */
 	woke = __icfab_notify_post(req);
@@ -1897,10 +1905,7 @@ static __always_inline int icfab_req_start(struct icfab_ctx *ctx,
 		 * (icfab_req_prepare() gives it no region, circuit or
 		 * NOTIFY) and with its context there.
 		 */
-		req->cqe.status = 0;
-		req->cqe.start_ps = t;
-		req->cqe.finish_ps = finish;
-		req->cqe.queued_ps = 0;
+		icfab_req_result(req, 0, t, finish, 0);
 		__icfab_req_post(ctx, req, 0, finish);
 		return 0;
 	}
