@@ -877,9 +877,48 @@ static void *idle_main(void *arg)
 	return NULL;
 }
 
+/*
+ * The idle thread's stack, the communicator's from its first meeting to
+ * fdev_comm_destroy(): a thread is made and joined at every meeting (a
+ * timing-only rank of independent processes meets once per step), and
+ * glibc hands a stack of its own cache back to the kernel
+ * (MADV_DONTNEED) when the thread ends, all but the top, so every
+ * meeting faulted the WAIT's 16 KiB of completions in again, each page
+ * zeroed, and flushed the TLBs of the process's CPUs. A stack we give
+ * (pthread_attr_setstack()) is left as it is. The lowest page is a
+ * guard.
+ */
+#define FDEV_IDLE_STACK		(1UL << 20)
+
+static int idle_attr(struct fdev_comm *o, pthread_attr_t *attr)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	int err;
+
+	if (!o->idle_stack) {
+		void *p = mmap(NULL, FDEV_IDLE_STACK, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+
+		if (p == MAP_FAILED)
+			return -errno;
+		if (mprotect(p, (size_t)pg, PROT_NONE)) {
+			err = -errno;
+			munmap(p, FDEV_IDLE_STACK);
+			return err;
+		}
+		o->idle_stack = p;
+	}
+	err = -pthread_attr_init(attr);
+	if (!err)
+		err = -pthread_attr_setstack(attr, (char *)o->idle_stack + pg,
+					     FDEV_IDLE_STACK - (size_t)pg);
+	return err;
+}
+
 /* @o's context goes idle: its idle thread sits in a receiver's WAIT. */
 static int idle_start(struct fdev_comm *o)
 {
+	pthread_attr_t attr;
 	sigset_t all, old;
 	int err;
 
@@ -888,11 +927,15 @@ static int idle_start(struct fdev_comm *o)
 	o->idle_err = 0;
 	o->idle_end = !!(o->dev->features & ICFAB_F_WAIT_END);
 	o->idle_ended = 0;
+	err = idle_attr(o, &attr);
+	if (err)
+		return err;
 	/* Signals are the caller's threads' business, not the idler's. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	err = -pthread_create(&o->idle_thread, NULL, idle_main, o);
+	err = -pthread_create(&o->idle_thread, &attr, idle_main, o);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
 	if (!err) {
 		o->idle_on = 1;
 		publish_idle(o, 0);
@@ -1373,6 +1416,8 @@ void fdev_comm_destroy(struct fdev_comm *c)
 	if (!c)
 		return;
 	idle_stop(c);
+	if (c->idle_stack)
+		munmap(c->idle_stack, FDEV_IDLE_STACK);
 	if (c->proxy) {
 		/* Nobody may use rank 0's context after it is gone. */
 		if (c->shm) {

@@ -151,6 +151,7 @@ struct fdev_comm {
 	 * (@idle_ended); otherwise it polls @idle_stop.
 	 */
 	pthread_t idle_thread;
+	void *idle_stack;		/* its stack, mapped at the first start */
 	int idle_on, idle_stop, idle_err, idle_end, idle_ended;
 	uint64_t idle_ps;
 	/*

@@ -30,10 +30,11 @@
 # above its value before, for the processes' run. After the table, for
 # each all-to-all run, the longest any process took from its start to
 # the end of the rendezvous (fdev_comm_init()) and then for the two
-# operations, and the context switches the whole guest made during the
-# processes' run (ctxt in /proc/stat: every sleep and wakeup of a process
-# in a meeting is one; on stderr at once too). Exits 1 if any run fails
-# or any time differs.
+# operations, the operations' time summed over the processes, the
+# context switches the whole guest made during the processes' run (ctxt
+# in /proc/stat: every sleep and wakeup of a process in a meeting is
+# one) and the guest's busy CPU time meanwhile (both CPUs); on stderr at
+# once too. Exits 1 if any run fails or any time differs.
 
 . "$(dirname "$0")/lib.sh"
 t=${FDEV_DEV_TEST:-$top/build/libfabricdev/tests/fdev_dev_test}
@@ -49,37 +50,70 @@ spid=
 trap '[ -n "$spid" ] && kill "$spid" 2>/dev/null; rm -rf "$dir" /dev/shm/fdev-*-pt$$*' EXIT
 # The processes start from copies in $dir: in the test VM the tree is
 # the host's through virtiofs, where a start took 0.25 to 0.62 s, from
-# a copy 0.22 s (docs/LIBFABRICDEV.md, "One process per rank").
+# a copy 0.22 s (docs/LIBFABRICDEV.md, "One process per rank"). Their
+# dynamic loader and shared libraries are copied too, and the loader
+# runs them: the VM's virtiofs (cache=auto) drops a file's page cache
+# whenever anyone opens it, so each start (and each sed or sleep of
+# this script) took libc and ld.so away from every running process,
+# which faulted them in again, each page zeroed: 45% of the guest's
+# CPU at 320 processes, every process's file pages refetched (same
+# section, "1024 processes"). $dir lives in the VM's memory.
 cp "$t" "$bench" "$dir/" || exit 1
 t=$dir/$(basename "$t")
 bench=$dir/$(basename "$bench")
+# SLEEP: sleep(1), started like the processes.
+SLEEP=sleep
+ld=$(ldd "$t" 2> /dev/null | sed -n 's/^[[:space:]]*\(\/[^ ]*ld-linux[^ ]*\) .*/\1/p' | head -1)
+if [ -n "$ld" ] && mkdir "$dir/lib" && cp /bin/sleep "$dir/" &&
+   cp -L "$ld" $( (ldd "$t"; ldd "$bench"; ldd /bin/sleep) |
+		 sed -n 's/.*=> \(\/[^ ]*\) .*/\1/p' | sort -u) "$dir/lib/"; then
+	ld="$dir/lib/$(basename "$ld") --library-path $dir/lib"
+	SLEEP="$ld $dir/sleep"
+else
+	ld=
+fi
 
 # ctxt: context switches since boot, every CPU (/proc/stat).
 ctxt() {
 	sed -n 's/^ctxt //p' /proc/stat
 }
 
+# busy: the guest's busy CPU time since boot, every CPU, in ticks
+# (USER_HZ: user, nice, system, irq, softirq in /proc/stat).
+busy() {
+	awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8; exit }' /proc/stat
+}
+
 now_ms() {
 	echo $(($(date +%s%N) / 1000000))
 }
 
+# slab_now: slab_kb without a process of its own.
+slab_now() {
+	while read -r k v u; do
+		[ "$k" = Slab: ] && echo "$v" && return
+	done < /proc/meminfo
+}
+
 # procs N OUT CMD...: N processes of CMD, rank r's stdout in OUT.r;
-# sets wall (ms), peak (slab KiB above the start) and csw (context
-# switches meanwhile); fails if any does.
+# sets wall (ms), peak (slab KiB above the start), csw (context
+# switches meanwhile) and cpu (busy CPU ticks meanwhile); fails if any
+# does.
 procs() {
 	np=$1 o=$2
 	shift 2
-	base=$(slab_kb)
+	base=$(slab_now)
 	echo "$base" > "$dir/smp"
-	(while :; do slab_kb >> "$dir/smp"; sleep 0.1; done) &
+	(while :; do slab_now >> "$dir/smp"; $SLEEP 0.1; done) &
 	spid=$!
 	job=pt$$-$(basename "$o")
 	csw=$(ctxt)
+	cpu=$(busy)
 	t0=$(now_ms)
 	r=0 pids=
 	while [ $r -lt "$np" ]; do
 		FDEV_JOB=$job FDEV_RANK=$r FDEV_SIZE=$np FDEV_TIMEOUT_MS=${FDEV_TIMEOUT_MS:-1800000} \
-			"$@" > "$o.$r" 2> "$o.e$r" &
+			$ld "$@" > "$o.$r" 2> "$o.e$r" &
 		pids="$pids $!"
 		r=$((r + 1))
 	done
@@ -87,6 +121,7 @@ procs() {
 	for p in $pids; do wait "$p" || prc=1; done
 	wall=$(($(now_ms) - t0))
 	csw=$(($(ctxt) - csw))
+	cpu=$(($(busy) - cpu))
 	kill "$spid"
 	wait "$spid" 2> /dev/null
 	spid=
@@ -137,8 +172,9 @@ for n in $(echo "$RANKS" | tr , ' '); do
 			"$(cat "$dir/a2a$n".[0-9]* | sed -n 's/.*"time_ps":\([0-9]*\),"last_ps":\([0-9]*\).*/\1 \2/p' | tr '\n' ' ')" \
 			"$wall" "$peak"
 		sed -n 's/.*"init_ms":\([0-9]*\),"ops_ms":\([0-9]*\).*/\1 \2/p' "$dir/a2a$n".[0-9]* |
-			awk -v n="$n" -v csw="$csw" '{ i = $1 > i ? $1 : i; o = $2 > o ? $2 : o }
-			END { printf "EP %d, all-to-all by %d processes: rendezvous up to %.1f s, the two operations up to %.1f s, %.0f context switches\n", n, n, i / 1000, o / 1000, csw }' |
+			awk -v n="$n" -v csw="$csw" -v cpu="$cpu" -v hz="$(getconf CLK_TCK)" '
+			{ i = $1 > i ? $1 : i; o = $2 > o ? $2 : o; s += $2 }
+			END { printf "EP %d, all-to-all by %d processes: rendezvous up to %.1f s, the two operations up to %.1f s (%.0f s summed over the processes), %.0f context switches, %.1f s of busy guest CPU\n", n, n, i / 1000, o / 1000, s / 1000, csw, cpu / hz }' |
 			tee -a "$dir/notes" >&2
 	else
 		echo "$n processes, all-to-all: failed" >&2
