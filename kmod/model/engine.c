@@ -941,23 +941,20 @@ static ENGINE_HOT icfab_u32 route_walk(const struct icfab_mtopo *t,
 }
 
 /*
- * The link the route names at hop @hop of routed transfer @x, which is
- * at @node: route_choose()'s answer, from @x's cache when it holds that
- * hop (a port, not a set: the turn is not touched).
+ * The link routed transfer @x keeps for its hop @hop, if it is at the
+ * node the walk at submission reached there (a port, not a set: the
+ * turn is not touched), else ICFAB_MODEL_NO_LINK. The walk found it
+ * usable in this topology, so its id is in range and it joins real
+ * nodes until icfab_engine_retopo(), which empties the cache; only its
+ * presence and state may have changed since, and the caller checks them.
  */
-static ENGINE_HOT icfab_u32 route_next(const struct icfab_mtopo *t,
+static ENGINE_HOT icfab_u32 route_kept(const struct icfab_mtopo *t,
 				       icfab_u32 node, icfab_u32 hop,
-				       const struct icfab_engine_xfer *x,
-				       icfab_u32 *turn, int *spray)
+				       const struct icfab_engine_xfer *x)
 {
-	if (hop < x->path_len) {
-		icfab_u32 lid = x->path[hop];
-
-		/* At the node the walk reached, the port it found. */
-		if (t->links[lid].src == node)
-			return link_usable(t, lid) ? lid : ICFAB_MODEL_NO_LINK;
-	}
-	return route_choose(t, node, x->dst, x, turn, spray);
+	if (hop < x->path_len && t->links[x->path[hop]].src == node)
+		return x->path[hop];
+	return ICFAB_MODEL_NO_LINK;
 }
 
 /*
@@ -1734,7 +1731,16 @@ static ENGINE_HOT int seg_serve_at(struct icfab_engine *e, icfab_u32 id,
 		tier = 2;
 		rlid = tier_link(t, x->tier_out);
 	} else {
-		rlid = route_next(t, node, hop, x, &turn, &spray);
+		rlid = route_kept(t, node, hop, x);
+		if (rlid != ICFAB_MODEL_NO_LINK) {
+			/* A kept hop is below the bound: no loop to catch. */
+			l = &t->links[rlid];
+			if (!l->present || l->state == ICFAB_MODEL_LINK_DOWN)
+				return seg_lost(e, id, hop, now,
+						-ICFAB_ENGINE_EHOSTUNREACH);
+			goto routed;
+		}
+		rlid = route_choose(t, node, x->dst, x, &turn, &spray);
 	}
 	/*
 	 * The route broke while in flight (it was checked at submit; the
@@ -1744,6 +1750,7 @@ static ENGINE_HOT int seg_serve_at(struct icfab_engine *e, icfab_u32 id,
 	    hop >= t->nr_nodes + (tiers ? x->tier_hops : 0) || hop >= HOP_MAX)
 		return seg_lost(e, id, hop, now, -ICFAB_ENGINE_EHOSTUNREACH);
 	l = &t->links[rlid];
+routed:
 	lid = rlid;
 	if (l->nr_par > 1)
 		lid = par_pick(t, rlid, par_turn(l->multipath, x, turn));
