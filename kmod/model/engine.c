@@ -461,15 +461,13 @@ static ENGINE_HOT void chain_append(struct icfab_engine *e, int c,
 	e->chain[c].tail = *k;
 }
 
-/* Take chain @c's head into @k; the next member becomes whole. */
-static ENGINE_HOT void chain_pop(struct icfab_engine *e, int c,
-				 struct icfab_engine_evkey *k)
+/* Chain @c's head has been taken: the next member becomes whole. */
+static ENGINE_HOT void chain_advance(struct icfab_engine *e, int c)
 {
 	icfab_u32 n = e->chain[c].next;
 	struct icfab_engine_evbody *b;
 	const struct icfab_engine_xfer *x;
 
-	*k = e->chain[c].head;
 	if (n == ICFAB_ENGINE_NO_XFER) {
 		e->chain[c].head.body = ICFAB_ENGINE_NO_XFER;
 		return;
@@ -640,39 +638,52 @@ static ENGINE_HOT int arrival_carried(struct icfab_engine *e, icfab_u32 id,
 	return 0;
 }
 
+/*
+ * Event @k, just taken off the queue, whole into @top; its body goes
+ * back to the free list. Read where it lies, not staged in a copy.
+ */
+static ENGINE_HOT void ev_take(struct icfab_engine *e,
+			       const struct icfab_engine_evkey *k,
+			       struct ev *top)
+{
+	icfab_u32 body = k->body;
+	struct icfab_engine_evbody *b = &ev_bodies(e)[body];
+
+	top->time_ps = k->time_ps;
+	top->key = k->key;
+	top->seg = k->seg;
+	top->tail_ps = b->tail_ps;
+	top->xfer = b->xfer;
+	top->node = b->node;
+	top->hop = b->hop;
+	top->turn = b->turn;
+	b->xfer = e->free_body;
+	e->free_body = body;
+}
+
 /* Pop the next event, from @src (ev_next_src()'s answer). */
 static ENGINE_HOT void ev_pop(struct icfab_engine *e, int src,
 			      struct ev *top)
 {
-	struct icfab_engine_evbody *b;
 	struct icfab_engine_evkey k;
 
+	e->nr_events--;
 	if (src == EV_FRONT) {
-		k = e->front;
 		e->has_front = 0;
+		ev_take(e, &e->front, top);
 	} else if (src >= EV_CHAIN0) {
-		chain_pop(e, src - EV_CHAIN0, &k);
+		ev_take(e, &e->chain[src - EV_CHAIN0].head, top);
+		chain_advance(e, src - EV_CHAIN0);
 	} else if (src == EV_RUN) {
-		k = ev_keys(e)[--e->run_hi];
+		ev_take(e, &ev_keys(e)[--e->run_hi], top);
 		if (e->run_hi == e->run_lo) {
 			e->run_lo = e->events_cap;
 			e->run_hi = e->events_cap;
 		}
 	} else {
 		ev_heap_pop(e, &k);
+		ev_take(e, &k, top);
 	}
-	e->nr_events--;
-	b = &ev_bodies(e)[k.body];
-	top->time_ps = k.time_ps;
-	top->tail_ps = b->tail_ps;
-	top->key = k.key;
-	top->seg = k.seg;
-	top->xfer = b->xfer;
-	top->node = b->node;
-	top->hop = b->hop;
-	top->turn = b->turn;
-	b->xfer = e->free_body;
-	e->free_body = k.body;
 }
 
 /*
