@@ -977,6 +977,37 @@ static int link_hold_fails(const struct icfab_mlink *l, icfab_u64 now)
 	return l->hold_fail && l->up_at_ps > now;
 }
 
+_Static_assert(__builtin_offsetof(struct icfab_mlink, present) == 0 &&
+	       __builtin_offsetof(struct icfab_mlink, state) == 1 &&
+	       __builtin_offsetof(struct icfab_mlink, permille) == 2,
+	       "link_ser_ps() reads present, state and permille as a word");
+
+/*
+ * Fill link @l's serialisation cache @ls, whose @head (the link's first
+ * four bytes), bandwidth or efficiency changed: out of line, since it
+ * runs once a link and topology change, not once a departure.
+ */
+static __attribute__((__noinline__)) void
+link_ser_fill(const struct icfab_engine *e, const struct icfab_mlink *l,
+	      struct icfab_engine_link *ls, icfab_u32 head)
+{
+	icfab_u64 bw = l->bandwidth;
+
+	if (l->state == ICFAB_MODEL_LINK_DEGRADED)
+		bw = icfab_mul_div_floor(bw, l->permille, 1000);
+	/* Calibration: only a share of what is left carries payload. */
+	if (l->eff_permille && l->eff_permille < 1000)
+		bw = icfab_mul_div_floor(bw, l->eff_permille, 1000);
+	/* A zero bandwidth is "never done", not a division by 0. */
+	ls->cache_eff_bw = bw ? bw : 1;
+	ls->cache_full_ps = icfab_serialize_ps(e->segment_size,
+					       ls->cache_eff_bw);
+	ls->cache_bandwidth = l->bandwidth;
+	ls->cache_head = head;
+	ls->cache_eff_permille = l->eff_permille;
+	ls->cache_part_len = 0;
+}
+
 /*
  * ps to serialise @len bytes on link @lid at its effective bandwidth.
  * The cache holds only what the serialisation time depends on and is
@@ -989,31 +1020,20 @@ static ENGINE_HOT icfab_u64 link_ser_ps(struct icfab_engine *e, icfab_u32 lid,
 {
 	const struct icfab_mlink *l = &e->topo->links[lid];
 	struct icfab_engine_link *ls = &e->links[lid];
+	icfab_u32 head;
 
 	if (ls->cache_epoch == e->epoch)
 		goto checked;
 	ls->cache_epoch = e->epoch;
-	if (!ls->cache_valid || ls->cache_bandwidth != l->bandwidth ||
-	    ls->cache_state != l->state || ls->cache_permille != l->permille ||
-	    ls->cache_eff_permille != l->eff_permille) {
-		icfab_u64 bw = l->bandwidth;
-
-		if (l->state == ICFAB_MODEL_LINK_DEGRADED)
-			bw = icfab_mul_div_floor(bw, l->permille, 1000);
-		/* Calibration: only a share of what is left carries payload. */
-		if (l->eff_permille && l->eff_permille < 1000)
-			bw = icfab_mul_div_floor(bw, l->eff_permille, 1000);
-		/* A zero bandwidth is "never done", not a division by 0. */
-		ls->cache_eff_bw = bw ? bw : 1;
-		ls->cache_full_ps = icfab_serialize_ps(e->segment_size,
-						       ls->cache_eff_bw);
-		ls->cache_bandwidth = l->bandwidth;
-		ls->cache_state = l->state;
-		ls->cache_permille = l->permille;
-		ls->cache_eff_permille = (icfab_u16)l->eff_permille;
-		ls->cache_part_len = 0;
-		ls->cache_valid = 1;
-	}
+	/*
+	 * Present, state and permille in one compare. Every link that gets
+	 * here is present (its segment's route or tree checked it), so a
+	 * cache_head of 0 never matches.
+	 */
+	__builtin_memcpy(&head, l, sizeof(head));
+	if (ls->cache_head != head || ls->cache_bandwidth != l->bandwidth ||
+	    ls->cache_eff_permille != l->eff_permille)
+		link_ser_fill(e, l, ls, head);
 checked:
 	if (len == e->segment_size)
 		return ls->cache_full_ps;
@@ -2191,7 +2211,7 @@ int icfab_engine_retopo(struct icfab_engine *e,
 	e->topo = topo;
 	/* The cache compares values, but say plainly that it is stale. */
 	for (i = 0; i < topo->links_cap; i++)
-		e->links[i].cache_valid = 0;
+		e->links[i].cache_head = 0;
 	return 0;
 }
 
