@@ -1946,9 +1946,16 @@ static int xfer_start(struct icfab_engine *e, icfab_u32 id, icfab_u64 now)
 static ENGINE_HOT void ev_processed(struct icfab_engine *e, icfab_u64 time_ps,
 				    icfab_u64 key)
 {
-	if (time_ps > e->last_ps ||
-	    (time_ps == e->last_ps && (key > e->last_key || !e->processed))) {
+	/*
+	 * Events come out at nondecreasing times (none is pending before
+	 * now_ps, which is no earlier than last_ps), so another time is a
+	 * later one.
+	 */
+	if (time_ps != e->last_ps) {
 		e->last_ps = time_ps;
+		e->last_key = key;
+		e->processed = 1;
+	} else if (key > e->last_key || !e->processed) {
 		e->last_key = key;
 		e->processed = 1;
 	}
