@@ -952,20 +952,18 @@ static ENGINE_HOT icfab_u32 route_walk(const struct icfab_mtopo *t,
 }
 
 /*
- * The link routed transfer @x keeps for its hop @hop, if it is at the
- * node the walk at submission reached there (a port, not a set: the
- * turn is not touched), else ICFAB_MODEL_NO_LINK. The walk found it
- * usable in this topology, so its id is in range and it joins real
- * nodes until icfab_engine_retopo(), which empties the cache; only its
- * presence and state may have changed since, and the caller checks them.
+ * Whether routed transfer @x keeps the link for its hop @hop at @node:
+ * the walk at submission reached @node there (a port, not a set: the
+ * turn is not touched). The walk found x->path[@hop] usable in this
+ * topology, so its id is in range and it joins real nodes until
+ * icfab_engine_retopo(), which empties the cache; only its presence and
+ * state may have changed since, and the caller checks them.
  */
-static ENGINE_HOT icfab_u32 route_kept(const struct icfab_mtopo *t,
-				       icfab_u32 node, icfab_u32 hop,
-				       const struct icfab_engine_xfer *x)
+static ENGINE_HOT int route_kept(const struct icfab_mtopo *t, icfab_u32 node,
+				 icfab_u32 hop,
+				 const struct icfab_engine_xfer *x)
 {
-	if (hop < x->path_len && t->links[x->path[hop]].src == node)
-		return x->path[hop];
-	return ICFAB_MODEL_NO_LINK;
+	return hop < x->path_len && t->links[x->path[hop]].src == node;
 }
 
 /*
@@ -1762,9 +1760,9 @@ static ENGINE_HOT int seg_serve_at(struct icfab_engine *e, icfab_u32 id,
 		tier = 2;
 		rlid = tier_link(t, x->tier_out);
 	} else {
-		rlid = route_kept(t, node, hop, x);
-		if (rlid != ICFAB_MODEL_NO_LINK) {
+		if (route_kept(t, node, hop, x)) {
 			/* A kept hop is below the bound: no loop to catch. */
+			rlid = x->path[hop];
 			l = &t->links[rlid];
 			if (!l->present || l->state == ICFAB_MODEL_LINK_DOWN)
 				return seg_lost(e, id, hop, now,
