@@ -2051,6 +2051,16 @@ static int ev_process(struct icfab_engine *e, const struct ev *ev,
 	int err;
 
 	x->events--;
+	/* The usual event, tested first: a segment of a routed transfer. */
+	if (x->state == XFER_RUNNING && ev->seg < x->nr_segs && !x->tree) {
+		err = seg_serve(e, ev->xfer, ev->seg, ev->hop, ev->node,
+				ev->time_ps, ev->tail_ps, ev->turn);
+		if (err)
+			return err;
+		if (x->events)
+			return 0;
+		goto done;
+	}
 	switch (x->state) {
 	case XFER_PENDING:
 		err = sub_next(e, ev->xfer);
@@ -2061,17 +2071,6 @@ static int ev_process(struct icfab_engine *e, const struct ev *ev,
 		err = xfer_start(e, ev->xfer, ev->time_ps);
 		break;
 	case XFER_RUNNING:
-		/* The usual event: a segment of a routed transfer. */
-		if (ev->seg < x->nr_segs && !x->tree) {
-			err = seg_serve(e, ev->xfer, ev->seg, ev->hop,
-					ev->node, ev->time_ps, ev->tail_ps,
-					ev->turn);
-			if (err)
-				return err;
-			if (x->events)
-				return 0;
-			goto done;
-		}
 		/*
 		 * The transfer's own: hop 1 is the last arrival; segment
 		 * nr_segs + 1 a release that carries it (release_lands()).
