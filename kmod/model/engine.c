@@ -72,6 +72,18 @@ static int is_endpoint(const struct icfab_mtopo *t, icfab_u32 node)
 	       t->nodes[node].kind == ICFAB_MODEL_ENDPOINT;
 }
 
+/*
+ * is_endpoint() from the engine's own table, for every submission:
+ * eps[].nr_dma is nonzero exactly for the present endpoints, as init
+ * found them and icfab_engine_retopo() keeps them (the same nodes, kinds
+ * and DMA engine counts); nr_nodes is no more than nodes_cap.
+ */
+static inline __attribute__((__always_inline__)) int
+ep_present(const struct icfab_engine *e, icfab_u32 node)
+{
+	return node < e->topo->nr_nodes && e->eps[node].nr_dma;
+}
+
 icfab_u32 icfab_engine_dma_needed(const struct icfab_mtopo *topo)
 {
 	icfab_u64 total = 0;
@@ -1332,7 +1344,7 @@ static ENGINE_HOT int submit_routed(struct icfab_engine *e, icfab_u32 src,
 				     (dst_tier != ICFAB_MODEL_NO_LINK) : 0,
 	};
 
-	if (!is_endpoint(t, src) || !is_endpoint(t, dst) ||
+	if (!ep_present(e, src) || !ep_present(e, dst) ||
 	    (tiers && (!tier_arg_ok(t, src_tier) ||
 		       !tier_arg_ok(t, dst_tier))))
 		return -ICFAB_ENGINE_EINVAL;
