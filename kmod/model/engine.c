@@ -1756,7 +1756,7 @@ static ENGINE_HOT int seg_serve_at(struct icfab_engine *e, icfab_u32 id,
 	icfab_u32 lid, rlid, to;
 	int err, tier = 0, spray = 0;
 
-	if (x->status)
+	if (__builtin_expect(x->status != 0, 0))
 		return seg_lost(e, id, hop, now, x->status);
 	if (hop == 0)
 		turn = x->spray + seg;
