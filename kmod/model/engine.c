@@ -511,14 +511,18 @@ static ENGINE_HOT int ev_push_tail(struct icfab_engine *e, icfab_u32 id,
 	struct icfab_engine_evkey k;
 	int to_run;
 
-	if (e->nr_events >= e->events_cap)
-		return -ICFAB_ENGINE_ENOSPC;
-	/* Fewer bodies than events_cap are in use: one is free. */
+	/*
+	 * Every pending event in the front, the heap, the run or a chain
+	 * holds one body, so nr_events is the bodies in use: with one on
+	 * the free list there is room, and only a new one is checked.
+	 */
 	if (e->free_body != ICFAB_ENGINE_NO_XFER) {
 		k.body = e->free_body;
 		e->free_body = ev_bodies(e)[k.body].xfer;
-	} else {
+	} else if (e->bodies_hi < e->events_cap) {
 		k.body = e->bodies_hi++;
+	} else {
+		return -ICFAB_ENGINE_ENOSPC;
 	}
 	k.time_ps = time_ps;
 	k.key = e->xfers[id].key;
