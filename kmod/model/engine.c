@@ -372,29 +372,37 @@ static ENGINE_HOT int chain_empty(const struct icfab_engine *e, int c)
 	return e->chain[c].head.body == ICFAB_ENGINE_NO_XFER;
 }
 
-/* There is a next event: where, of the front, the heap, run and chains. */
+/*
+ * There is a next event: where, of the front, the heap, run and chains.
+ * "None yet" is a negative @src, not a NULL @best: the compiler follows
+ * the one through the tests below, but not that &keys[i] is not NULL.
+ * (With nothing pending it stays negative, which ev_head() and ev_pop()
+ * read as the heap, as before.)
+ */
 static ENGINE_HOT int ev_next_src(const struct icfab_engine *e)
 {
 	const struct icfab_engine_evkey *best = ICFAB_NULL;
-	int src = EV_HEAP;
+	int src = -1;
 
 	if (e->has_front)
 		return EV_FRONT;
-	if (e->nr_heap)
+	if (e->nr_heap) {
 		best = &ev_keys(e)[0];
+		src = EV_HEAP;
+	}
 	if (e->run_lo != e->run_hi &&
-	    (!best || ev_before(e, &ev_keys(e)[e->run_hi - 1], best))) {
+	    (src < 0 || ev_before(e, &ev_keys(e)[e->run_hi - 1], best))) {
 		best = &ev_keys(e)[e->run_hi - 1];
 		src = EV_RUN;
 	}
 	/* The two chains, written out: a loop of two stays a loop. */
 	if (!chain_empty(e, 0) &&
-	    (!best || ev_before(e, &e->chain[0].head, best))) {
+	    (src < 0 || ev_before(e, &e->chain[0].head, best))) {
 		best = &e->chain[0].head;
 		src = EV_CHAIN0;
 	}
 	if (!chain_empty(e, 1) &&
-	    (!best || ev_before(e, &e->chain[1].head, best)))
+	    (src < 0 || ev_before(e, &e->chain[1].head, best)))
 		src = EV_CHAIN1;
 	return src;
 }
