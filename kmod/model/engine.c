@@ -72,6 +72,18 @@ static int is_endpoint(const struct icfab_mtopo *t, icfab_u32 node)
 	       t->nodes[node].kind == ICFAB_MODEL_ENDPOINT;
 }
 
+/*
+ * is_endpoint() from the engine's own table, for every submission:
+ * eps[].nr_dma is nonzero exactly for the present endpoints, as init
+ * found them and icfab_engine_retopo() keeps them (the same nodes, kinds
+ * and DMA engine counts); nr_nodes is no more than nodes_cap.
+ */
+static inline __attribute__((__always_inline__)) int
+ep_present(const struct icfab_engine *e, icfab_u32 node)
+{
+	return node < e->topo->nr_nodes && e->eps[node].nr_dma;
+}
+
 icfab_u32 icfab_engine_dma_needed(const struct icfab_mtopo *topo)
 {
 	icfab_u64 total = 0;
@@ -360,29 +372,37 @@ static ENGINE_HOT int chain_empty(const struct icfab_engine *e, int c)
 	return e->chain[c].head.body == ICFAB_ENGINE_NO_XFER;
 }
 
-/* There is a next event: where, of the front, the heap, run and chains. */
+/*
+ * There is a next event: where, of the front, the heap, run and chains.
+ * "None yet" is a negative @src, not a NULL @best: the compiler follows
+ * the one through the tests below, but not that &keys[i] is not NULL.
+ * (With nothing pending it stays negative, which ev_head() and ev_pop()
+ * read as the heap, as before.)
+ */
 static ENGINE_HOT int ev_next_src(const struct icfab_engine *e)
 {
 	const struct icfab_engine_evkey *best = ICFAB_NULL;
-	int src = EV_HEAP;
+	int src = -1;
 
 	if (e->has_front)
 		return EV_FRONT;
-	if (e->nr_heap)
+	if (e->nr_heap) {
 		best = &ev_keys(e)[0];
+		src = EV_HEAP;
+	}
 	if (e->run_lo != e->run_hi &&
-	    (!best || ev_before(e, &ev_keys(e)[e->run_hi - 1], best))) {
+	    (src < 0 || ev_before(e, &ev_keys(e)[e->run_hi - 1], best))) {
 		best = &ev_keys(e)[e->run_hi - 1];
 		src = EV_RUN;
 	}
 	/* The two chains, written out: a loop of two stays a loop. */
 	if (!chain_empty(e, 0) &&
-	    (!best || ev_before(e, &e->chain[0].head, best))) {
+	    (src < 0 || ev_before(e, &e->chain[0].head, best))) {
 		best = &e->chain[0].head;
 		src = EV_CHAIN0;
 	}
 	if (!chain_empty(e, 1) &&
-	    (!best || ev_before(e, &e->chain[1].head, best)))
+	    (src < 0 || ev_before(e, &e->chain[1].head, best)))
 		src = EV_CHAIN1;
 	return src;
 }
@@ -461,15 +481,13 @@ static ENGINE_HOT void chain_append(struct icfab_engine *e, int c,
 	e->chain[c].tail = *k;
 }
 
-/* Take chain @c's head into @k; the next member becomes whole. */
-static ENGINE_HOT void chain_pop(struct icfab_engine *e, int c,
-				 struct icfab_engine_evkey *k)
+/* Chain @c's head has been taken: the next member becomes whole. */
+static ENGINE_HOT void chain_advance(struct icfab_engine *e, int c)
 {
 	icfab_u32 n = e->chain[c].next;
 	struct icfab_engine_evbody *b;
 	const struct icfab_engine_xfer *x;
 
-	*k = e->chain[c].head;
 	if (n == ICFAB_ENGINE_NO_XFER) {
 		e->chain[c].head.body = ICFAB_ENGINE_NO_XFER;
 		return;
@@ -501,14 +519,18 @@ static ENGINE_HOT int ev_push_tail(struct icfab_engine *e, icfab_u32 id,
 	struct icfab_engine_evkey k;
 	int to_run;
 
-	if (e->nr_events >= e->events_cap)
-		return -ICFAB_ENGINE_ENOSPC;
-	/* Fewer bodies than events_cap are in use: one is free. */
+	/*
+	 * Every pending event in the front, the heap, the run or a chain
+	 * holds one body, so nr_events is the bodies in use: with one on
+	 * the free list there is room, and only a new one is checked.
+	 */
 	if (e->free_body != ICFAB_ENGINE_NO_XFER) {
 		k.body = e->free_body;
 		e->free_body = ev_bodies(e)[k.body].xfer;
-	} else {
+	} else if (e->bodies_hi < e->events_cap) {
 		k.body = e->bodies_hi++;
+	} else {
+		return -ICFAB_ENGINE_ENOSPC;
 	}
 	k.time_ps = time_ps;
 	k.key = e->xfers[id].key;
@@ -640,39 +662,52 @@ static ENGINE_HOT int arrival_carried(struct icfab_engine *e, icfab_u32 id,
 	return 0;
 }
 
+/*
+ * Event @k, just taken off the queue, whole into @top; its body goes
+ * back to the free list. Read where it lies, not staged in a copy.
+ */
+static ENGINE_HOT void ev_take(struct icfab_engine *e,
+			       const struct icfab_engine_evkey *k,
+			       struct ev *top)
+{
+	icfab_u32 body = k->body;
+	struct icfab_engine_evbody *b = &ev_bodies(e)[body];
+
+	top->time_ps = k->time_ps;
+	top->key = k->key;
+	top->seg = k->seg;
+	top->tail_ps = b->tail_ps;
+	top->xfer = b->xfer;
+	top->node = b->node;
+	top->hop = b->hop;
+	top->turn = b->turn;
+	b->xfer = e->free_body;
+	e->free_body = body;
+}
+
 /* Pop the next event, from @src (ev_next_src()'s answer). */
 static ENGINE_HOT void ev_pop(struct icfab_engine *e, int src,
 			      struct ev *top)
 {
-	struct icfab_engine_evbody *b;
 	struct icfab_engine_evkey k;
 
+	e->nr_events--;
 	if (src == EV_FRONT) {
-		k = e->front;
 		e->has_front = 0;
+		ev_take(e, &e->front, top);
 	} else if (src >= EV_CHAIN0) {
-		chain_pop(e, src - EV_CHAIN0, &k);
+		ev_take(e, &e->chain[src - EV_CHAIN0].head, top);
+		chain_advance(e, src - EV_CHAIN0);
 	} else if (src == EV_RUN) {
-		k = ev_keys(e)[--e->run_hi];
+		ev_take(e, &ev_keys(e)[--e->run_hi], top);
 		if (e->run_hi == e->run_lo) {
 			e->run_lo = e->events_cap;
 			e->run_hi = e->events_cap;
 		}
 	} else {
 		ev_heap_pop(e, &k);
+		ev_take(e, &k, top);
 	}
-	e->nr_events--;
-	b = &ev_bodies(e)[k.body];
-	top->time_ps = k.time_ps;
-	top->tail_ps = b->tail_ps;
-	top->key = k.key;
-	top->seg = k.seg;
-	top->xfer = b->xfer;
-	top->node = b->node;
-	top->hop = b->hop;
-	top->turn = b->turn;
-	b->xfer = e->free_body;
-	e->free_body = k.body;
 }
 
 /*
@@ -941,23 +976,18 @@ static ENGINE_HOT icfab_u32 route_walk(const struct icfab_mtopo *t,
 }
 
 /*
- * The link the route names at hop @hop of routed transfer @x, which is
- * at @node: route_choose()'s answer, from @x's cache when it holds that
- * hop (a port, not a set: the turn is not touched).
+ * Whether routed transfer @x keeps the link for its hop @hop at @node:
+ * the walk at submission reached @node there (a port, not a set: the
+ * turn is not touched). The walk found x->path[@hop] usable in this
+ * topology, so its id is in range and it joins real nodes until
+ * icfab_engine_retopo(), which empties the cache; only its presence and
+ * state may have changed since, and the caller checks them.
  */
-static ENGINE_HOT icfab_u32 route_next(const struct icfab_mtopo *t,
-				       icfab_u32 node, icfab_u32 hop,
-				       const struct icfab_engine_xfer *x,
-				       icfab_u32 *turn, int *spray)
+static ENGINE_HOT int route_kept(const struct icfab_mtopo *t, icfab_u32 node,
+				 icfab_u32 hop,
+				 const struct icfab_engine_xfer *x)
 {
-	if (hop < x->path_len) {
-		icfab_u32 lid = x->path[hop];
-
-		/* At the node the walk reached, the port it found. */
-		if (t->links[lid].src == node)
-			return link_usable(t, lid) ? lid : ICFAB_MODEL_NO_LINK;
-	}
-	return route_choose(t, node, x->dst, x, turn, spray);
+	return hop < x->path_len && t->links[x->path[hop]].src == node;
 }
 
 /*
@@ -967,6 +997,37 @@ static ENGINE_HOT icfab_u32 route_next(const struct icfab_mtopo *t,
 static int link_hold_fails(const struct icfab_mlink *l, icfab_u64 now)
 {
 	return l->hold_fail && l->up_at_ps > now;
+}
+
+_Static_assert(__builtin_offsetof(struct icfab_mlink, present) == 0 &&
+	       __builtin_offsetof(struct icfab_mlink, state) == 1 &&
+	       __builtin_offsetof(struct icfab_mlink, permille) == 2,
+	       "link_ser_ps() reads present, state and permille as a word");
+
+/*
+ * Fill link @l's serialisation cache @ls, whose @head (the link's first
+ * four bytes), bandwidth or efficiency changed: out of line, since it
+ * runs once a link and topology change, not once a departure.
+ */
+static __attribute__((__noinline__)) void
+link_ser_fill(const struct icfab_engine *e, const struct icfab_mlink *l,
+	      struct icfab_engine_link *ls, icfab_u32 head)
+{
+	icfab_u64 bw = l->bandwidth;
+
+	if (l->state == ICFAB_MODEL_LINK_DEGRADED)
+		bw = icfab_mul_div_floor(bw, l->permille, 1000);
+	/* Calibration: only a share of what is left carries payload. */
+	if (l->eff_permille && l->eff_permille < 1000)
+		bw = icfab_mul_div_floor(bw, l->eff_permille, 1000);
+	/* A zero bandwidth is "never done", not a division by 0. */
+	ls->cache_eff_bw = bw ? bw : 1;
+	ls->cache_full_ps = icfab_serialize_ps(e->segment_size,
+					       ls->cache_eff_bw);
+	ls->cache_bandwidth = l->bandwidth;
+	ls->cache_head = head;
+	ls->cache_eff_permille = l->eff_permille;
+	ls->cache_part_len = 0;
 }
 
 /*
@@ -981,31 +1042,20 @@ static ENGINE_HOT icfab_u64 link_ser_ps(struct icfab_engine *e, icfab_u32 lid,
 {
 	const struct icfab_mlink *l = &e->topo->links[lid];
 	struct icfab_engine_link *ls = &e->links[lid];
+	icfab_u32 head;
 
 	if (ls->cache_epoch == e->epoch)
 		goto checked;
 	ls->cache_epoch = e->epoch;
-	if (!ls->cache_valid || ls->cache_bandwidth != l->bandwidth ||
-	    ls->cache_state != l->state || ls->cache_permille != l->permille ||
-	    ls->cache_eff_permille != l->eff_permille) {
-		icfab_u64 bw = l->bandwidth;
-
-		if (l->state == ICFAB_MODEL_LINK_DEGRADED)
-			bw = icfab_mul_div_floor(bw, l->permille, 1000);
-		/* Calibration: only a share of what is left carries payload. */
-		if (l->eff_permille && l->eff_permille < 1000)
-			bw = icfab_mul_div_floor(bw, l->eff_permille, 1000);
-		/* A zero bandwidth is "never done", not a division by 0. */
-		ls->cache_eff_bw = bw ? bw : 1;
-		ls->cache_full_ps = icfab_serialize_ps(e->segment_size,
-						       ls->cache_eff_bw);
-		ls->cache_bandwidth = l->bandwidth;
-		ls->cache_state = l->state;
-		ls->cache_permille = l->permille;
-		ls->cache_eff_permille = (icfab_u16)l->eff_permille;
-		ls->cache_part_len = 0;
-		ls->cache_valid = 1;
-	}
+	/*
+	 * Present, state and permille in one compare. Every link that gets
+	 * here is present (its segment's route or tree checked it), so a
+	 * cache_head of 0 never matches.
+	 */
+	__builtin_memcpy(&head, l, sizeof(head));
+	if (ls->cache_head != head || ls->cache_bandwidth != l->bandwidth ||
+	    ls->cache_eff_permille != l->eff_permille)
+		link_ser_fill(e, l, ls, head);
 checked:
 	if (len == e->segment_size)
 		return ls->cache_full_ps;
@@ -1306,7 +1356,7 @@ static ENGINE_HOT int submit_routed(struct icfab_engine *e, icfab_u32 src,
 				     (dst_tier != ICFAB_MODEL_NO_LINK) : 0,
 	};
 
-	if (!is_endpoint(t, src) || !is_endpoint(t, dst) ||
+	if (!ep_present(e, src) || !ep_present(e, dst) ||
 	    (tiers && (!tier_arg_ok(t, src_tier) ||
 		       !tier_arg_ok(t, dst_tier))))
 		return -ICFAB_ENGINE_EINVAL;
@@ -1718,7 +1768,7 @@ static ENGINE_HOT int seg_serve_at(struct icfab_engine *e, icfab_u32 id,
 	icfab_u32 lid, rlid, to;
 	int err, tier = 0, spray = 0;
 
-	if (x->status)
+	if (__builtin_expect(x->status != 0, 0))
 		return seg_lost(e, id, hop, now, x->status);
 	if (hop == 0)
 		turn = x->spray + seg;
@@ -1734,7 +1784,16 @@ static ENGINE_HOT int seg_serve_at(struct icfab_engine *e, icfab_u32 id,
 		tier = 2;
 		rlid = tier_link(t, x->tier_out);
 	} else {
-		rlid = route_next(t, node, hop, x, &turn, &spray);
+		if (route_kept(t, node, hop, x)) {
+			/* A kept hop is below the bound: no loop to catch. */
+			rlid = x->path[hop];
+			l = &t->links[rlid];
+			if (!l->present || l->state == ICFAB_MODEL_LINK_DOWN)
+				return seg_lost(e, id, hop, now,
+						-ICFAB_ENGINE_EHOSTUNREACH);
+			goto routed;
+		}
+		rlid = route_choose(t, node, x->dst, x, &turn, &spray);
 	}
 	/*
 	 * The route broke while in flight (it was checked at submit; the
@@ -1744,6 +1803,7 @@ static ENGINE_HOT int seg_serve_at(struct icfab_engine *e, icfab_u32 id,
 	    hop >= t->nr_nodes + (tiers ? x->tier_hops : 0) || hop >= HOP_MAX)
 		return seg_lost(e, id, hop, now, -ICFAB_ENGINE_EHOSTUNREACH);
 	l = &t->links[rlid];
+routed:
 	lid = rlid;
 	if (l->nr_par > 1)
 		lid = par_pick(t, rlid, par_turn(l->multipath, x, turn));
@@ -1908,9 +1968,16 @@ static int xfer_start(struct icfab_engine *e, icfab_u32 id, icfab_u64 now)
 static ENGINE_HOT void ev_processed(struct icfab_engine *e, icfab_u64 time_ps,
 				    icfab_u64 key)
 {
-	if (time_ps > e->last_ps ||
-	    (time_ps == e->last_ps && (key > e->last_key || !e->processed))) {
+	/*
+	 * Events come out at nondecreasing times (none is pending before
+	 * now_ps, which is no earlier than last_ps), so another time is a
+	 * later one.
+	 */
+	if (time_ps != e->last_ps) {
 		e->last_ps = time_ps;
+		e->last_key = key;
+		e->processed = 1;
+	} else if (key > e->last_key || !e->processed) {
 		e->last_key = key;
 		e->processed = 1;
 	}
@@ -2008,6 +2075,16 @@ static int ev_process(struct icfab_engine *e, const struct ev *ev,
 	int err;
 
 	x->events--;
+	/* The usual event, tested first: a segment of a routed transfer. */
+	if (x->state == XFER_RUNNING && ev->seg < x->nr_segs && !x->tree) {
+		err = seg_serve(e, ev->xfer, ev->seg, ev->hop, ev->node,
+				ev->time_ps, ev->tail_ps, ev->turn);
+		if (err)
+			return err;
+		if (x->events)
+			return 0;
+		goto done;
+	}
 	switch (x->state) {
 	case XFER_PENDING:
 		err = sub_next(e, ev->xfer);
@@ -2018,17 +2095,6 @@ static int ev_process(struct icfab_engine *e, const struct ev *ev,
 		err = xfer_start(e, ev->xfer, ev->time_ps);
 		break;
 	case XFER_RUNNING:
-		/* The usual event: a segment of a routed transfer. */
-		if (ev->seg < x->nr_segs && !x->tree) {
-			err = seg_serve(e, ev->xfer, ev->seg, ev->hop,
-					ev->node, ev->time_ps, ev->tail_ps,
-					ev->turn);
-			if (err)
-				return err;
-			if (x->events)
-				return 0;
-			goto done;
-		}
 		/*
 		 * The transfer's own: hop 1 is the last arrival; segment
 		 * nr_segs + 1 a release that carries it (release_lands()).
@@ -2173,7 +2239,7 @@ int icfab_engine_retopo(struct icfab_engine *e,
 	e->topo = topo;
 	/* The cache compares values, but say plainly that it is stale. */
 	for (i = 0; i < topo->links_cap; i++)
-		e->links[i].cache_valid = 0;
+		e->links[i].cache_head = 0;
 	return 0;
 }
 

@@ -111,11 +111,12 @@ struct icfab_engine_link {
 	 */
 	icfab_u64 cache_part_len;	/* bytes */
 	icfab_u64 cache_part_ps;	/* ps */
-	icfab_u16 cache_permille;
-	icfab_u16 cache_eff_permille;
-	icfab_u8 cache_state;
-	icfab_u8 cache_valid;
-	icfab_u16 pad;
+	/*
+	 * The link's first four bytes (present, state, permille) as they
+	 * were, compared as one word; 0 (not present): not computed.
+	 */
+	icfab_u32 cache_head;
+	icfab_u32 cache_eff_permille;
 	/*
 	 * The icfab_engine.epoch (a run_until() call) in which the cache
 	 * was last checked against the topology: the topology changes only
