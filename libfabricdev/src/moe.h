@@ -201,4 +201,14 @@ int moe_combine_tp(struct fdev_comm *c, struct fdev_moe_handle *h,
 /* Where throughput's records and partials go, from the whole matrix. */
 int moe_tp_tables_full(struct fdev_comm *c, struct fdev_moe_handle *h);
 
+struct fdev_paths;
+/*
+ * Hierarchical: 1 where, on @m's routes, a rank's scale-out links are
+ * not its scale-up ones and, with every expert as likely, carry the
+ * longer share of a dispatch (moe_hier.c); 0 otherwise, or with no
+ * routes.
+ */
+int moe_hier_outward(const struct fdev_paths *m, unsigned int node_size,
+		     unsigned int k, unsigned int experts);
+
 #endif
