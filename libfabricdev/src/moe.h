@@ -70,6 +70,8 @@ struct fdev_moe_handle {
 	unsigned int chunks;
 	/* hier, gated: chunks a rank's sends run ahead (hier_send_step()) */
 	unsigned int ahead;
+	/* hier, gated dispatch: only the scale-out sends pace (NICPACE) */
+	unsigned int nicpace;
 	unsigned int taper;	/* hier: chunk j weighs taper^j percent */
 	uint64_t *chunk_pair, *chunk_node;
 	struct moe_rank *ranks;		/* [nlocal] */

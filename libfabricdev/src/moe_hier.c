@@ -818,7 +818,9 @@ static void plan_direct_step(struct fdev_moe_handle *h,
 		fdev_plan_act(p, 0, s, FDEV_ACT_COPY, FDEV_U8, dst, src, cnt * rec);
 	if (cnt && d != s) {
 		hier_xfer2(p, hier_send_step(h, s, j), FDEV_PLAN_NO_GATE,
-			   hier_send_pace(h, s, j), s, d, src, dst, cnt * rec);
+			   h->nicpace ? FDEV_PLAN_NO_GATE :
+					hier_send_pace(h, s, j),
+			   s, d, src, dst, cnt * rec);
 		if (moe_is_local(h, s))
 			h->st.dispatch_bytes += cnt * rec;
 	}
@@ -1112,7 +1114,16 @@ static int moe_dispatch_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 		struct hier_gate_arg ga = { .h = h, .rg = &rg };
 		struct hier_plan hp;
 
+		const char *np = getenv("FDEV_HIER_NICPACE");
+
 		h->ahead = hier_ahead(HIER_AHEAD_DISPATCH, 0);
+		/*
+		 * FDEV_HIER_NICPACE=1: a rank's chunk j + A goes once the
+		 * scale-out sends of its chunk j are out, not its direct
+		 * scale-up ones too (off by default; docs/LIBFABRICDEV.md,
+		 * "Shrinking chunks by default ...").
+		 */
+		h->nicpace = np && !strcmp(np, "1");
 		hier_plan_init(&hp, 1);
 		fdev_plan_need(&hp.p, rg.end * h->rec_size);
 		for (unsigned int j = 0; j < h->chunks; j++)

@@ -1449,6 +1449,18 @@ static void test_moe_hier_chunks(const char *name, unsigned int n,
 			   name, gated.err, stepped.err);
 			hier_run_free(&stepped, n);
 			hier_run_free(&gated, n);
+			/* Gated, paced by the scale-out sends alone. */
+			setenv("FDEV_HIER_GATED", "1", 1);
+			setenv("FDEV_HIER_NICPACE", "1", 1);
+			hier_run(c, &cfg, in, n, chunks, &gated);
+			unsetenv("FDEV_HIER_GATED");
+			unsetenv("FDEV_HIER_NICPACE");
+			ok(!gated.err && !hier_diff(&gated, &one, &cfg, in, n) &&
+			   gated.st.dispatch_bytes == one.st.dispatch_bytes &&
+			   gated.st.combine_bytes == one.st.combine_bytes,
+			   "%s: gated, paced by the scale-out sends (FDEV_HIER_NICPACE): outputs bit for bit, the same bytes (%d)",
+			   name, gated.err);
+			hier_run_free(&gated, n);
 		}
 		/*
 		 * Chunks that shrink (FDEV_HIER_TAPER), combined last chunk
