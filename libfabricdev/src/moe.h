@@ -70,6 +70,8 @@ struct fdev_moe_handle {
 	unsigned int chunks;
 	/* hier, gated: chunks a rank's sends run ahead (hier_send_step()) */
 	unsigned int ahead;
+	/* hier, gated dispatch: only the scale-out sends pace (NICPACE) */
+	unsigned int nicpace;
 	unsigned int taper;	/* hier: chunk j weighs taper^j percent */
 	uint64_t *chunk_pair, *chunk_node;
 	struct moe_rank *ranks;		/* [nlocal] */
@@ -200,5 +202,15 @@ int moe_combine_tp(struct fdev_comm *c, struct fdev_moe_handle *h,
 		   const void *const *y, void *const *out);
 /* Where throughput's records and partials go, from the whole matrix. */
 int moe_tp_tables_full(struct fdev_comm *c, struct fdev_moe_handle *h);
+
+struct fdev_paths;
+/*
+ * Hierarchical: 1 where, on @m's routes, a rank's scale-out links are
+ * not its scale-up ones and, with every expert as likely, carry the
+ * longer share of a dispatch (moe_hier.c); 0 otherwise, or with no
+ * routes.
+ */
+int moe_hier_outward(const struct fdev_paths *m, unsigned int node_size,
+		     unsigned int k, unsigned int experts);
 
 #endif

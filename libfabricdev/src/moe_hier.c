@@ -15,6 +15,8 @@
  * forward chunk j - 1 over scale-up; between steps each peer packs what
  * it forwards from the records of the chunk it received. With C = 1 that
  * is the unpipelined schedule: the scale-out step, then the forwarding.
+ * Where the scale-out side is the busier one (moe_hier_outward()) the
+ * chunks shrink (hier_taper()) and combine takes them last first.
  *
  * Gated (FDEV_HIER_GATED=1, where one context drives every rank): one
  * plan, each peer's work on a chunk posted when that chunk has landed
@@ -43,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost.h"
 #include "moe.h"
 
 static unsigned int hier_node(const struct fdev_moe_handle *h, unsigned int r)
@@ -274,16 +277,118 @@ static unsigned int hier_chunks(const struct fdev_moe_handle *h)
 }
 
 /*
+ * P(none of @k distinct experts of @E, each as likely, is among the @own
+ * of a rank or node).
+ */
+static double none_picked(unsigned int E, unsigned int own, unsigned int k)
+{
+	double p = 1;
+
+	for (unsigned int i = 0; i < k && p > 0; i++)
+		p *= E > own + i ? (double)(E - own - i) / (E - i) : 0;
+	return p;
+}
+
+/*
+ * Is the scale-out side the busier one? On @m's routes each rank leaves
+ * for the ranks of its node over links it leaves by for no other node
+ * (else the sides are the same ports: 0), and with every expert as
+ * likely (E / n per rank), per token of a source the busiest rank's
+ *	scale-out: (nodes - 1) * P(a given node is picked)
+ * records over its scale-out links take longer than its
+ *	scale-up: (node_size - 1) * P(a given rank is picked) * nodes
+ * (its own tokens for the other ranks of its node, and those of the
+ * nodes - 1 remote sources it forwards for) over its scale-up links, a
+ * side's bandwidth the sum of its distinct first links'. The topology
+ * and the config alone decide it, so every process decides the same.
+ * h800-pod with 128 tokens: 2.7 records per token over the 50 GB/s NIC
+ * against 6.3 over the 160 GB/s NVLink at EP 32 (yes), 1.0 against 5.6
+ * on two nodes (no).
+ */
+int moe_hier_outward(const struct fdev_paths *m, unsigned int node_size,
+		     unsigned int k, unsigned int experts)
+{
+	double t_up = 0, t_out = 0, up, out;
+	unsigned int n, nn;
+	uint32_t *mark;
+	int shared = 0;
+
+	if (!m || !node_size || m->n % node_size || m->n / node_size < 2 ||
+	    experts % m->n)
+		return 0;
+	n = m->n;
+	nn = n / node_size;
+	up = (node_size - 1) * (1 - none_picked(experts, experts / n, k)) * nn;
+	out = (nn - 1) * (1 - none_picked(experts, experts / nn, k));
+	mark = calloc(m->nr_links ? m->nr_links : 1, sizeof(*mark));
+	if (!mark)
+		return 0;
+	for (unsigned int s = 0; s < n && !shared; s++) {
+		double bw[2] = { 0, 0 };
+
+		/* side 0 (stamp 2s + 1): its node; side 1 (2s + 2): the rest */
+		for (unsigned int side = 0; side < 2 && !shared; side++) {
+			for (unsigned int d = 0; d < n; d++) {
+				uint32_t i = m->off[(size_t)s * n + d], l;
+
+				if (d == s || (d / node_size == s / node_size) == side ||
+				    i == m->off[(size_t)s * n + d + 1])
+					continue;
+				l = m->link[i];
+				if (mark[l] == 2 * s + 2 - side) {
+					shared = 1;
+					break;
+				}
+				if (mark[l] == 2 * s + 1 + side ||
+				    m->ps_per_byte[l] <= 0)
+					continue;
+				mark[l] = 2 * s + 1 + side;
+				bw[side] += 1 / m->ps_per_byte[l];
+			}
+		}
+		if (!shared && (bw[0] <= 0 || bw[1] <= 0))
+			shared = 1;
+		if (shared)
+			break;
+		t_up = up / bw[0] > t_up ? up / bw[0] : t_up;
+		t_out = out / bw[1] > t_out ? out / bw[1] : t_out;
+	}
+	free(mark);
+	return !shared && t_out > t_up;
+}
+
+/*
+ * Chunks shrink where the scale-out side is the busier one, chunk j
+ * weighing HIER_TAPER_DEFAULT^j percent (the dispatch's NIC is its first
+ * stage: the smaller the last chunk, the shorter the forwarding left
+ * after the NIC is done; combine takes them last first, comb_chunk()).
+ * On h800-pod (docs/LIBFABRICDEV.md, "Gated hierarchical mode") 55, 65
+ * and 75 each beat equal chunks at EP 32 and 64; on two nodes, where
+ * NVLink is the busier side, 65 lost 0.8% at 4096 tokens.
+ */
+#define HIER_TAPER_DEFAULT	65
+
+/*
  * FDEV_HIER_TAPER R (1 to 100, percent): chunk j weighs R^j, so the
- * chunks shrink by R percent each; 100 (unset) cuts them equal. Every
+ * chunks shrink by R percent each; 100 cuts them equal. Unset: R =
+ * HIER_TAPER_DEFAULT where moe_hier_outward() says so, else 100. Every
  * process must see the same value; a handle keeps it.
  */
-static unsigned int hier_taper(void)
+static unsigned int hier_taper(struct fdev_comm *c,
+			       const struct fdev_moe_handle *h)
 {
 	const char *e = getenv("FDEV_HIER_TAPER");
-	long r = e ? strtol(e, NULL, 10) : 100;
+	long r;
 
-	return r >= 1 && r <= 100 ? (unsigned int)r : 100;
+	if (e && *e) {
+		r = strtol(e, NULL, 10);
+		return r >= 1 && r <= 100 ? (unsigned int)r : 100;
+	}
+	if (h->chunks < 2 ||
+	    !moe_hier_outward(fdev_comm_paths(c), h->node_size, h->cfg.k,
+			      h->cfg.num_experts))
+		return 100;
+	return HIER_TAPER_DEFAULT;
 }
 
 /* Chunk @j of a source's @T tokens starts at this token. */
@@ -713,7 +818,9 @@ static void plan_direct_step(struct fdev_moe_handle *h,
 		fdev_plan_act(p, 0, s, FDEV_ACT_COPY, FDEV_U8, dst, src, cnt * rec);
 	if (cnt && d != s) {
 		hier_xfer2(p, hier_send_step(h, s, j), FDEV_PLAN_NO_GATE,
-			   hier_send_pace(h, s, j), s, d, src, dst, cnt * rec);
+			   h->nicpace ? FDEV_PLAN_NO_GATE :
+					hier_send_pace(h, s, j),
+			   s, d, src, dst, cnt * rec);
 		if (moe_is_local(h, s))
 			h->st.dispatch_bytes += cnt * rec;
 	}
@@ -992,7 +1099,7 @@ static int moe_dispatch_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 			return -ENOLINK;
 	/* A reused handle's counts are per its chunks. */
 	h->chunks = reuse ? reuse->chunks : hier_chunks(h);
-	h->taper = reuse ? reuse->taper : hier_taper();
+	h->taper = reuse ? reuse->taper : hier_taper(c, h);
 	err = hier_counts(c, h, reuse, &t_counts);
 	if (err)
 		return err;
@@ -1007,7 +1114,16 @@ static int moe_dispatch_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 		struct hier_gate_arg ga = { .h = h, .rg = &rg };
 		struct hier_plan hp;
 
+		const char *np = getenv("FDEV_HIER_NICPACE");
+
 		h->ahead = hier_ahead(HIER_AHEAD_DISPATCH, 0);
+		/*
+		 * FDEV_HIER_NICPACE=1: a rank's chunk j + A goes once the
+		 * scale-out sends of its chunk j are out, not its direct
+		 * scale-up ones too (off by default; docs/LIBFABRICDEV.md,
+		 * "Shrinking chunks by default ...").
+		 */
+		h->nicpace = np && !strcmp(np, "1");
 		hier_plan_init(&hp, 1);
 		fdev_plan_need(&hp.p, rg.end * h->rec_size);
 		for (unsigned int j = 0; j < h->chunks; j++)
@@ -1212,14 +1328,16 @@ static const struct moe_combine_steps hier_combine_steps = {
 };
 
 /*
- * The chunk combine takes @q-th: with FDEV_HIER_CREV=1 the last first
- * (where the chunks shrink, the small ones then fill the pipeline).
+ * The chunk combine takes @q-th: the last first where the chunks shrink
+ * (the small ones then fill the pipeline, the NIC being combine's second
+ * stage), in order where they do not; FDEV_HIER_CREV=1 or 0 says which.
  */
 static unsigned int comb_chunk(const struct fdev_moe_handle *h, unsigned int q)
 {
 	const char *e = getenv("FDEV_HIER_CREV");
+	int rev = e && *e ? !strcmp(e, "1") : h->taper < 100;
 
-	return e && !strcmp(e, "1") ? h->chunks - 1 - q : q;
+	return rev ? h->chunks - 1 - q : q;
 }
 
 /*

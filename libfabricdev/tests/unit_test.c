@@ -1449,6 +1449,18 @@ static void test_moe_hier_chunks(const char *name, unsigned int n,
 			   name, gated.err, stepped.err);
 			hier_run_free(&stepped, n);
 			hier_run_free(&gated, n);
+			/* Gated, paced by the scale-out sends alone. */
+			setenv("FDEV_HIER_GATED", "1", 1);
+			setenv("FDEV_HIER_NICPACE", "1", 1);
+			hier_run(c, &cfg, in, n, chunks, &gated);
+			unsetenv("FDEV_HIER_GATED");
+			unsetenv("FDEV_HIER_NICPACE");
+			ok(!gated.err && !hier_diff(&gated, &one, &cfg, in, n) &&
+			   gated.st.dispatch_bytes == one.st.dispatch_bytes &&
+			   gated.st.combine_bytes == one.st.combine_bytes,
+			   "%s: gated, paced by the scale-out sends (FDEV_HIER_NICPACE): outputs bit for bit, the same bytes (%d)",
+			   name, gated.err);
+			hier_run_free(&gated, n);
 		}
 		/*
 		 * Chunks that shrink (FDEV_HIER_TAPER), combined last chunk
@@ -2043,6 +2055,77 @@ out:
 	topo_free(slow);
 }
 
+/*
+ * moe_hier_outward() on @nodes nodes of 8 endpoints, top-8 of 256
+ * experts. @apart: as h800-pod, each endpoint with a 160 GB/s, 500 ns
+ * link to its node's switch and a 50 GB/s, 2 us one to a network
+ * switch; else as ualink-pod, one 100 GB/s link to its node's switch,
+ * which an 800 GB/s one joins to the network switch. -1 where it cannot
+ * be built, routed or costed.
+ */
+static int outward(unsigned int nodes, int apart)
+{
+	struct topo_link_spec up = { .bandwidth = apart ? 160000000000ULL :
+						      100000000000ULL,
+				     .latency_ps = 500000 };
+	struct topo_link_spec out = { .bandwidth = 50000000000ULL,
+				      .latency_ps = 2000000 };
+	struct topo_link_spec trunk = { .bandwidth = 800000000000ULL,
+					.latency_ps = 500000 };
+	unsigned int n = 8 * nodes, net = n + nodes;
+	struct fdev_paths *m = NULL;
+	struct topo *t = topo_new();
+	struct topo_defaults d;
+	struct topo_src src = { 0 };
+	struct topo_err err;
+	uint32_t ep[64];
+	char name[16];
+	int bad = !t || n > 64, r = -1;
+
+	topo_defaults_init(&d);
+	for (unsigned int i = 0; !bad && i <= net; i++) {
+		snprintf(name, sizeof(name), i < n ? "e%u" : "sw%u", i);
+		bad = topo_add_node(t, name, i < n ? ICFAB_NODE_ENDPOINT :
+				    ICFAB_NODE_SWITCH, &d, &src, &err) < 0;
+	}
+	for (unsigned int i = 0; i < n && i < 64; i++)
+		ep[i] = i;
+	for (unsigned int i = 0; !bad && i < n; i++)
+		bad = topo_connect(t, i, n + i / 8, &up, &src, &err) < 0 ||
+		      (apart && topo_connect(t, i, net, &out, &src, &err) < 0);
+	for (unsigned int N = 0; !bad && !apart && N < nodes; N++)
+		bad = topo_connect(t, n + N, net, &trunk, &src, &err) < 0;
+	if (!bad) {
+		t->segment_size = 4096;
+		bad = topo_route(t, &err) < 0;
+	}
+	if (!bad && !fdev_paths_build(t, ep, n, &m))
+		r = moe_hier_outward(m, 8, 8, 256);
+	fdev_paths_free(m);
+	topo_free(t);
+	return r;
+}
+
+/*
+ * Where the hierarchical chunks shrink by default: h800-pod from 4 nodes
+ * (its NIC the busier side: 2.7 records per token at 50 GB/s against 6.3
+ * at 160 GB/s), not on 2 (1.0 against 5.6); never where a rank reaches
+ * its node and the others over the same ports (ualink-pod's leaf port),
+ * nor without routes.
+ */
+static void test_hier_outward(void)
+{
+	int h16 = outward(2, 1), h32 = outward(4, 1), h64 = outward(8, 1);
+	int u32 = outward(4, 0);
+
+	ok(h32 == 1 && h64 == 1 && h16 == 0,
+	   "moe hier: scale-out the busier side as on h800-pod at 32 and 64 ranks (%d, %d), not at 16 (%d)",
+	   h32, h64, h16);
+	ok(u32 == 0 && !moe_hier_outward(NULL, 8, 8, 256),
+	   "moe hier: not where the sides share a port, as on ualink-pod (%d), nor without routes",
+	   u32);
+}
+
 int main(int argc, char **argv)
 {
 	/* Line by line, so a run killed by a timeout still shows how far it got. */
@@ -2073,5 +2156,6 @@ int main(int argc, char **argv)
 	test_zc();
 	test_closed_forms();
 	test_cost();
+	test_hier_outward();
 	return done();
 }
