@@ -24,8 +24,10 @@
  * with each engine, in both modes.
  *
  * Transfer keys, which break ties at equal times, are built from the
- * context's first endpoint, the queue and its sequence number, so that
- * they do not depend on which process opened the device first.
+ * queue's endpoint, the queue's place among its context's queues on that
+ * endpoint and its sequence number, so that they do not depend on which
+ * process opened the device first, nor on whether one context drives
+ * many endpoints or each has its own (docs/TIMING.md, "Order").
  *
  * Bytes move when a transfer completes: in the engine's completion
  * callback, under the fabric lock, between the two regions the request
@@ -80,6 +82,11 @@
 
 struct icfab_queue {
 	u32 endpoint;			/* node id */
+	/*
+	 * Its place among its context's send queues on @endpoint (the
+	 * lowest free), for transfer keys.
+	 */
+	u32 ep_idx;
 	u32 depth;			/* descriptors in flight, at most */
 	u32 inflight;			/* submitted, completion not yet reaped;
 					 * receive queue: reserved, not reaped */
@@ -952,19 +959,28 @@ static __always_inline int icfab_xfer_submit(struct icfab_data *d,
 	int err;
 
 	/*
-	 * Ordered as (first endpoint, queue, sequence): node ids are below
-	 * 2^13 and queue ids below 2^12 (ICFAB_MAX_NODES, ICFAB_MAX_QUEUES).
+	 * Ordered as (endpoint, place on it, sequence), which names a rank's
+	 * transfer alike whether its context drives one endpoint or many:
+	 * node ids are below 2^13 and queue ids below 2^12 (ICFAB_MAX_NODES,
+	 * ICFAB_MAX_QUEUES), and bit 63 is the engine's.
 	 */
 	BUILD_BUG_ON(ICFAB_MAX_NODES > 1U << 13 || ICFAB_MAX_QUEUES > 1U << 12);
-	key = (u64)ctx->first_ep << 44 | (u64)req->cqe.queue << 32 | q->seq;
+	key = (u64)q->endpoint << 44 | (u64)q->ep_idx << 32 | q->seq;
 	/*
 	 * The engine has decided everything before the last event it
 	 * processed; a submission at that very instant must sort after it.
-	 * When the key would not, it starts one ps later: deterministic,
-	 * since what was processed at that instant is.
+	 * Its first events sort after every event of that instant in flight
+	 * (ICFAB_ENGINE_KEY_LATE), which is all a context woken there by a
+	 * completion can have seen processed: it starts then, in the same
+	 * place in the order however far the engine had got. Only after a
+	 * transfer submitted at that instant with a larger key has started
+	 * (a context woken by one that completes at its start, or whose
+	 * clock moved to the engine's) does it start one ps later:
+	 * deterministic, since what was processed at that instant is.
 	 */
 	at = max(at, e->now_ps);
-	if (e->processed && at == e->last_ps && key <= e->last_key)
+	if (e->processed && at == e->last_ps &&
+	    (key | ICFAB_ENGINE_KEY_LATE) <= e->last_key)
 		at++;
 
 	icfab_data_trace_sync(d);
@@ -1517,11 +1533,33 @@ static struct icfab_queue *icfab_ctx_queue(struct icfab_ctx *ctx, u32 id)
 	return id < ctx->queues_cap ? ctx->queues[id] : NULL;
 }
 
+/*
+ * The lowest place no send queue of @ctx on @endpoint holds, marked in
+ * @used (ICFAB_MAX_QUEUES bits, zeroed): what a new one's transfer keys
+ * carry, so that a context with one queue per endpoint keys them as
+ * contexts of one endpoint each do. Below ICFAB_MAX_QUEUES, since the
+ * context has room for one more queue. The fabric lock is held.
+ */
+static u32 icfab_queue_ep_idx(const struct icfab_ctx *ctx, u32 endpoint,
+			      unsigned long *used)
+{
+	u32 i;
+
+	for (i = 0; i < ctx->queues_cap; i++) {
+		const struct icfab_queue *q = ctx->queues[i];
+
+		if (q && !q->recv && q->endpoint == endpoint)
+			__set_bit(q->ep_idx, used);
+	}
+	return find_first_zero_bit(used, ICFAB_MAX_QUEUES);
+}
+
 long icfab_ioctl_queue_create(struct icfab_ctx *ctx, void __user *uarg)
 {
 	struct icfab_fabric *fabric = ctx->fabric;
 	struct icfab_queue_create qc;
 	struct icfab_queue *q;
+	unsigned long *used;
 	u32 id;
 	long ret;
 
@@ -1533,8 +1571,12 @@ long icfab_ioctl_queue_create(struct icfab_ctx *ctx, void __user *uarg)
 		return -EINVAL;
 
 	q = kzalloc(sizeof(*q), GFP_KERNEL_ACCOUNT);
-	if (!q)
+	used = bitmap_zalloc(ICFAB_MAX_QUEUES, GFP_KERNEL);
+	if (!q || !used) {
+		kfree(q);
+		bitmap_free(used);
 		return -ENOMEM;
+	}
 	q->endpoint = qc.endpoint;
 	q->depth = qc.depth;
 	q->recv = qc.flags & ICFAB_QUEUE_F_RECV;
@@ -1556,6 +1598,8 @@ long icfab_ioctl_queue_create(struct icfab_ctx *ctx, void __user *uarg)
 	if (ret)
 		goto err_unlock;
 	q->id = id;
+	if (!q->recv)
+		q->ep_idx = icfab_queue_ep_idx(ctx, q->endpoint, used);
 	if (q->recv) {
 		/* Attached, so the engine is there. -EBUSY: one already. */
 		ret = xa_insert(&fabric->data->recvqs, q->endpoint, q,
@@ -1577,10 +1621,12 @@ long icfab_ioctl_queue_create(struct icfab_ctx *ctx, void __user *uarg)
 	ctx->queues[id] = q;
 	ctx->nr_recvqs += q->recv;
 	mutex_unlock(&fabric->lock);
+	bitmap_free(used);
 	return 0;
 
 err_unlock:
 	mutex_unlock(&fabric->lock);
+	bitmap_free(used);
 	kfree(q);
 	return ret;
 }

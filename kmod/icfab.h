@@ -321,7 +321,7 @@ struct icfab_ctx {
 	/* Under fabric->lock: */
 	struct list_head attached_node;	/* in fabric->attached */
 	u32 nr_eps;			/* attached endpoints */
-	u32 first_ep;			/* the first one, for transfer keys */
+	u32 first_ep;			/* the first one, in dumps */
 	DECLARE_BITMAP(eps, ICFAB_MAX_NODES);	/* attached, by node id */
 	/*
 	 * By queue id, grown on demand up to ICFAB_MAX_QUEUES: a context

@@ -19,7 +19,7 @@
 
 #include <linux/tracepoint.h>
 
-/* A transfer entered the engine. @key orders ties: ep << 44 | queue << 32 | seq. */
+/* A transfer entered the engine. @key orders ties: ep << 44 | place << 32 | seq. */
 TRACE_EVENT(icfab_submit,
 	TP_PROTO(u32 fabric, u32 xfer, u64 key, u32 src, u32 dst, u64 bytes,
 		 u64 submit_ps, u32 hops),

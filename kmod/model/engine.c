@@ -3,7 +3,9 @@
  * icfab fabric model: the timing engine (see engine.h for the contract).
  *
  * Events are processed in the order of (time, key, segment, hop, node,
- * xfer). Processing a segment's event at a node is what decides its
+ * xfer), where an event's key is its transfer's with ICFAB_ENGINE_KEY_LATE
+ * added at the instant the transfer was submitted (ev_key()): what is in
+ * flight at an instant goes before what is submitted at it. Processing a segment's event at a node is what decides its
  * departure from the link it leaves by, d = max(ready, next_free), so
  * links serve segments in the order they became ready, which is the FIFO
  * of the model; the segment's next event is its arrival at the next node,
@@ -52,6 +54,18 @@ enum {
 
 /* Hop numbers are u16 in events; a walk this long is a loop. */
 #define HOP_MAX		0xffffU
+
+/*
+ * The key an event of @x at @time_ps is ordered by: its transfer's, and
+ * ICFAB_ENGINE_KEY_LATE at the instant it was submitted, so that every
+ * event of a transfer still in flight at that instant sorts before it,
+ * whichever keys they have (engine.h).
+ */
+static ENGINE_HOT icfab_u64 ev_key(const struct icfab_engine_xfer *x,
+				   icfab_u64 time_ps)
+{
+	return x->key | (time_ps == x->submit_ps ? ICFAB_ENGINE_KEY_LATE : 0);
+}
 
 static ENGINE_HOT icfab_u64 sat_add(icfab_u64 a, icfab_u64 b)
 {
@@ -496,7 +510,7 @@ static ENGINE_HOT void chain_advance(struct icfab_engine *e, int c)
 	x = &e->xfers[b->xfer];
 	e->chain[c].next = b->node;
 	e->chain[c].head.time_ps = b->tail_ps;
-	e->chain[c].head.key = x->key;
+	e->chain[c].head.key = ev_key(x, b->tail_ps);
 	e->chain[c].head.seg = b->turn;
 	e->chain[c].head.body = n;
 	b->node = c ? x->dst : x->src;
@@ -533,7 +547,7 @@ static ENGINE_HOT int ev_push_tail(struct icfab_engine *e, icfab_u32 id,
 		return -ICFAB_ENGINE_ENOSPC;
 	}
 	k.time_ps = time_ps;
-	k.key = e->xfers[id].key;
+	k.key = ev_key(&e->xfers[id], time_ps);
 	k.seg = seg;
 	b = &ev_bodies(e)[k.body];
 	b->tail_ps = tail_ps;
@@ -657,7 +671,8 @@ static ENGINE_HOT int arrival_carried(struct icfab_engine *e, icfab_u32 id,
 
 	x->events--;
 	e->nr_deferred--;
-	if (waiter != ICFAB_ENGINE_NO_XFER && e->xfers[waiter].key <= x->key)
+	if (waiter != ICFAB_ENGINE_NO_XFER &&
+	    ev_key(&e->xfers[waiter], time_ps) <= ev_key(x, time_ps))
 		return ev_push_arrival(e, id, time_ps);
 	return 0;
 }
@@ -1157,7 +1172,9 @@ struct xfer_spec {
 
 /*
  * A submission must sort after every event processed, or it could have
- * changed what was already decided.
+ * changed what was already decided. Its first events sort with
+ * ICFAB_ENGINE_KEY_LATE (ev_key()): after every event of its instant but
+ * those of other transfers submitted at it.
  */
 static int submit_time_ok(const struct icfab_engine *e, icfab_u64 submit_ps,
 			  icfab_u64 key)
@@ -1165,7 +1182,8 @@ static int submit_time_ok(const struct icfab_engine *e, icfab_u64 submit_ps,
 	if (submit_ps < e->now_ps)
 		return 0;
 	return !e->processed || submit_ps > e->last_ps ||
-	       (submit_ps == e->last_ps && key > e->last_key);
+	       (submit_ps == e->last_ps &&
+		(key | ICFAB_ENGINE_KEY_LATE) > e->last_key);
 }
 
 static icfab_u64 xfer_events_reserved(const struct icfab_engine_xfer *x)
@@ -1359,6 +1377,8 @@ static ENGINE_HOT int submit_routed(struct icfab_engine *e, icfab_u32 src,
 	if (!ep_present(e, src) || !ep_present(e, dst) ||
 	    (tiers && (!tier_arg_ok(t, src_tier) ||
 		       !tier_arg_ok(t, dst_tier))))
+		return -ICFAB_ENGINE_EINVAL;
+	if (key & ICFAB_ENGINE_KEY_LATE)
 		return -ICFAB_ENGINE_EINVAL;
 	if (!submit_time_ok(e, submit_ps, key))
 		return -ICFAB_ENGINE_ERANGE;
@@ -1555,6 +1575,8 @@ int icfab_engine_submit_tree(struct icfab_engine *e, icfab_u32 src,
 	err = tree_walk(e, src, tree, &ti);
 	if (err)
 		return err;
+	if (key & ICFAB_ENGINE_KEY_LATE)
+		return -ICFAB_ENGINE_EINVAL;
 	if (!submit_time_ok(e, submit_ps, key))
 		return -ICFAB_ENGINE_ERANGE;
 
@@ -2036,7 +2058,7 @@ static ENGINE_HOT int release_inline(const struct icfab_engine *e,
 
 	return w != ICFAB_ENGINE_NO_XFER && x->events && !e->heap_only &&
 	       !e->part && (!e->run_budget || e->run_done != e->run_budget) &&
-	       ev_next_is(e, ev->time_ps, e->xfers[w].key);
+	       ev_next_is(e, ev->time_ps, ev_key(&e->xfers[w], ev->time_ps));
 }
 
 /* The release of release_inline()'s case: the waiter starts here. */
@@ -2057,7 +2079,7 @@ static ENGINE_HOT int release_run(struct icfab_engine *e, const struct ev *ev,
 	wx->dma = x->dma;
 	if (e->run_budget)
 		e->run_done++;
-	ev_processed(e, ev->time_ps, wx->key);
+	ev_processed(e, ev->time_ps, ev_key(wx, ev->time_ps));
 	err = xfer_start(e, w, ev->time_ps);
 	if (err)
 		return err;

@@ -17,6 +17,14 @@
  * transfers in flight; duplicates are ordered by transfer id, which
  * depends on the call pattern.
  *
+ * A transfer's events at the instant it was submitted sort after every
+ * other event of that instant but those of transfers submitted at it too
+ * (ICFAB_ENGINE_KEY_LATE): what is in flight goes first. So a submission
+ * at the instant of the last processed event, which a caller makes when
+ * a completion there woke it, sorts after what was processed whatever
+ * its key, and lands in the same place in the order whether the engine
+ * had processed none, some or all of that instant's events in flight.
+ *
  * Like the rest of the model it neither allocates nor locks: the caller
  * provides every array (struct icfab_engine_storage) and serialises calls.
  *
@@ -52,6 +60,12 @@
 #define ICFAB_ENGINE_ENETDOWN		100
 #define ICFAB_ENGINE_EHOSTUNREACH	113
 #define ICFAB_ENGINE_ECANCELED		125
+
+/*
+ * Bit 63 of the key an event is ordered by: set on a transfer's events at
+ * its submission instant (see above). Submitted keys leave it clear.
+ */
+#define ICFAB_ENGINE_KEY_LATE		(1ULL << 63)
 
 /* A time that is never reached; also "no horizon" for run_until(). */
 #define ICFAB_ENGINE_NEVER		(~0ULL)
@@ -204,7 +218,8 @@ struct icfab_engine_xfer {
 };
 
 /*
- * One pending event, ordered by (time, key, seg, hop, node, xfer). A
+ * One pending event, ordered by (time, key, seg, hop, node, xfer), its key
+ * its transfer's with ICFAB_ENGINE_KEY_LATE at the submission instant. A
  * segment event means "segment @seg is ready at @node, @hop links from
  * the source, to leave by the route's link (a tree: by every tree link
  * leaving @node)". A tree reaches each node once, so @node tells its
@@ -221,7 +236,7 @@ struct icfab_engine_xfer {
  */
 struct icfab_engine_evkey {
 	icfab_u64 time_ps;		/* ps */
-	icfab_u64 key;			/* the transfer's */
+	icfab_u64 key;			/* the transfer's, maybe LATE */
 	icfab_u32 seg;
 	icfab_u32 body;			/* index into the bodies */
 };
@@ -452,8 +467,10 @@ struct icfab_engine {
 	icfab_u64 events_reserved;	/* by the transfers in flight */
 	/*
 	 * Every event before now_ps has been processed. The last processed
-	 * event sorts at (last_ps, last_key) at most; a submission must sort
-	 * after it, or it could have changed what was already decided.
+	 * event sorts at (last_ps, last_key) at most (last_key with
+	 * ICFAB_ENGINE_KEY_LATE when it was of a transfer submitted then); a
+	 * submission, whose first events are LATE, must sort after it, or it
+	 * could have changed what was already decided.
 	 */
 	icfab_u64 now_ps;		/* ps */
 	icfab_u64 last_ps;		/* ps */
@@ -508,12 +525,15 @@ int icfab_engine_init(struct icfab_engine *e, const struct icfab_mtopo *topo,
  * Submit @bytes from endpoint @src to endpoint @dst at fabric time
  * @submit_ps with the tie-breaking @key (say, queue and sequence). The
  * submission must sort after everything processed: @submit_ps >= now_ps,
- * and when @submit_ps is the time of the last processed event, @key above
- * its key; otherwise -ERANGE. A transfer with no route, or over a DOWN
+ * and when @submit_ps is the time of the last processed event, @key with
+ * ICFAB_ENGINE_KEY_LATE above its key: after every event of a transfer
+ * submitted earlier, and after those of transfers submitted at that
+ * instant only with a larger key; otherwise -ERANGE. @key must leave
+ * ICFAB_ENGINE_KEY_LATE clear (-EINVAL). A transfer with no route, or over a DOWN
  * link, is accepted and completes at its start with -EHOSTUNREACH; one of
  * zero bytes or to itself completes at its start with 0. Holds are not
  * looked at here: the segments meet them.
- * Returns 0 and sets *@xfer_id, -EINVAL for a bad endpoint, or -ENOSPC
+ * Returns 0 and sets *@xfer_id, -EINVAL for a bad endpoint or key, or -ENOSPC
  * when the transfer table or the event heap cannot hold it.
  */
 int icfab_engine_submit(struct icfab_engine *e, icfab_u32 src, icfab_u32 dst,

@@ -386,7 +386,7 @@ static int host_pass(struct icfab_engine *e, const struct a2a *a,
 
 			/* After what was processed, as data.c does. */
 			if (e->processed && at == e->last_ps &&
-			    key <= e->last_key)
+			    (key | ICFAB_ENGINE_KEY_LATE) <= e->last_key)
 				at++;
 			err = icfab_engine_submit(e, a->ep[i],
 						  a->ep[(i + r) % a->n],

@@ -287,7 +287,8 @@ int pengine_submit_batch(struct pengine *pe, const struct pengine_sub *subs,
 		    (pe->processed &&
 		     (subs[i].submit_ps < pe->last_ps ||
 		      (subs[i].submit_ps == pe->last_ps &&
-		       subs[i].key <= pe->last_key))))
+		       (subs[i].key | ICFAB_ENGINE_KEY_LATE) <=
+		       pe->last_key))))
 			return -ICFAB_ENGINE_ERANGE;
 	pe->subs = subs;
 	pe->nr_subs = n;
@@ -368,7 +369,8 @@ int pengine_submit(struct pengine *pe, icfab_u32 src, icfab_u32 dst,
 
 	if (submit_ps < pe->now_ps ||
 	    (pe->processed && (submit_ps < pe->last_ps ||
-			       (submit_ps == pe->last_ps && key <= pe->last_key))))
+			       (submit_ps == pe->last_ps &&
+				(key | ICFAB_ENGINE_KEY_LATE) <= pe->last_key))))
 		return -ICFAB_ENGINE_ERANGE;
 	for (p = 0; p < pe->nr; p++) {
 		icfab_u32 id;

@@ -634,9 +634,9 @@ struct icfab_desc {
  * finish_ps) at the latest of its submission, the queue's earlier FENCEs
  * and TRIGGERs, and the finish of the WRITE that brought the counter to
  * @len; descriptors after it on the queue start no earlier (a transfer
- * whose key sorts before that WRITE's 1 ps later, as any submitted at the
- * instant of an event already processed), and wait in the queue until it
- * has completed, as behind a FENCE. It does not wait
+ * submitted at an instant sorts after what is in flight then, that
+ * WRITE's landing included: it starts at that finish), and wait in the
+ * queue until it has completed, as behind a FENCE. It does not wait
  * for the queue's earlier transfers (a FENCE before it does). So a
  * context posts a forwarding transfer before its data came: it starts at
  * the instant the data has landed, which depends, like every time here,

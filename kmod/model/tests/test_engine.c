@@ -726,7 +726,7 @@ static void test_capacity(void)
 	struct icfab_engine e;
 	struct icfab_engine_storage s;
 	icfab_u32 id;
-	int e1, e2, e3, e4, e5;
+	int e1, e2, e3, e4;
 
 	topo_validate(t);
 	h = h_new(t, SEG, 2, 10, 2);
@@ -750,9 +750,7 @@ static void test_capacity(void)
 	   "a full transfer table: -ENOSPC");
 	e4 = icfab_engine_submit(&h->e, 1, 0, 1, h->e.now_ps - 1, 5, &id);
 	run_all(h);
-	e5 = icfab_engine_submit(&h->e, 1, 0, 1, h->e.last_ps, h->e.last_key,
-				 &id);
-	ok(e4 == -ICFAB_ENGINE_ERANGE && e5 == -ICFAB_ENGINE_ERANGE,
+	ok(e4 == -ICFAB_ENGINE_ERANGE,
 	   "a submission before the processed events: -ERANGE");
 	ok(icfab_engine_submit(&h->e, 0, 7, 1, h->e.now_ps, 9, &id) ==
 	   -ICFAB_ENGINE_EINVAL, "an unknown endpoint: -EINVAL");
@@ -985,6 +983,106 @@ static void test_horizon(void)
 	   "run_until(h) leaves events at h for a submission at h with a smaller key");
 	h_free(h);
 	topo_free(t);
+}
+
+/*
+ * A submission at an instant whose events in flight the engine has
+ * processed none, some or all of: its first events sort after them
+ * (ICFAB_ENGINE_KEY_LATE), whatever its key, so it lands in the same
+ * place in the order and gets the same times every way. On star(3, 2),
+ * D (2 -> 3, one segment, key 3) completes at T = 2 (L + S/B); A (1 -> 3,
+ * two segments, key 5, submitted at T - S/B) has its second segment
+ * ready at its injection link at T; B (1 -> 2, one segment, key 1) is
+ * submitted at T. B waits behind A's segment there, S/B, and ends at
+ * T + 3 S/B + 2 L; A is not delayed. E (3 -> 2, key 9) completes at T
+ * too, after A's event there: stopping at E's completion, the engine has
+ * processed the whole instant. Before, a B submitted after the engine
+ * had processed D's completion (key 3 >= 1) was refused.
+ */
+static void test_late(void)
+{
+	const ull T = 2 * (LAT + SER);
+	const ull want_b = T + 3 * SER + 2 * LAT;
+	const ull want_a = T - SER +
+			   icfab_uncontended_ps(2 * SEG, SEG, 2, BW, LAT);
+	static const char *const how[] = {
+		"before the instant", "after the completion there",
+		"after all of it",
+	};
+	int bad = 0, err, e1, e2, e3;
+
+	for (int way = 0; way < 3; way++) {
+		struct icfab_mtopo *t = star(3, 2);
+		struct harness *h;
+		struct rec *a, *b, *d;
+
+		topo_validate(t);
+		h = h_new(t, SEG, 8, 64, 10);
+		submit(h, 2, 3, SEG, 0, 3);
+		submit(h, 3, 2, SEG, 0, 9);
+		submit(h, 1, 3, 2 * SEG, T - SER, 5);
+		if (way) {
+			int k = way == 1 ? 3 : 9;
+
+			h->stop = 1;
+			while (!h->recs[k].n)
+				icfab_engine_run_until(&h->e, ICFAB_ENGINE_NEVER,
+						       on_complete, h);
+			h->stop = 0;
+		} else {
+			icfab_engine_run_until(&h->e, T, on_complete, h);
+		}
+		err = submit(h, 1, 2, SEG, T, 1);
+		run_all(h);
+		a = &h->recs[5];
+		b = &h->recs[1];
+		d = &h->recs[3];
+		if (err || a->n != 1 || b->n != 1 || d->n != 1 ||
+		    d->r.finish_ps != T || a->r.finish_ps != want_a ||
+		    b->r.start_ps != T || b->r.finish_ps != want_b ||
+		    b->r.queued_ps != SER || a->r.queued_ps) {
+			bad++;
+			printf("# %s: err %d, A ends %llu (want %llu), B %llu..%llu queued %llu (want %llu..%llu, %llu), D ends %llu (want %llu)\n",
+			       how[way], err, (ull)a->r.finish_ps, want_a,
+			       (ull)b->r.start_ps, (ull)b->r.finish_ps,
+			       (ull)b->r.queued_ps, T, want_b, SER,
+			       (ull)d->r.finish_ps, T);
+		}
+		h_free(h);
+		topo_free(t);
+	}
+	ok(!bad, "a submission at an instant partly or wholly processed sorts after its events in flight: the same times every way");
+
+	/*
+	 * Among transfers submitted at one instant, keys order as ever: one
+	 * whose key sorts before a processed one's there is refused.
+	 */
+	{
+		struct icfab_mtopo *t = star(3, 2);
+		struct harness *h;
+		icfab_u32 id;
+
+		topo_validate(t);
+		h = h_new(t, SEG, 8, 64, 16);
+		/* No bytes: it completes at its start, and stops the run there. */
+		submit(h, 1, 2, 0, 1000, 7);
+		h->stop = 1;
+		icfab_engine_run_until(&h->e, ICFAB_ENGINE_NEVER, on_complete, h);
+		h->stop = 0;
+		e1 = icfab_engine_submit(&h->e, 2, 1, SEG, 1000, 6, &id);
+		e2 = icfab_engine_submit(&h->e, 2, 1, SEG, 1000, 8, &id);
+		e3 = icfab_engine_submit(&h->e, 2, 1, SEG, 2000,
+					 ICFAB_ENGINE_KEY_LATE | 9, &id);
+		run_all(h);
+		ok(h->recs[7].n == 1 && h->recs[7].r.finish_ps == 1000 &&
+		   e1 == -ICFAB_ENGINE_ERANGE && !e2 &&
+		   e3 == -ICFAB_ENGINE_EINVAL && h->recs[8].n == 1 &&
+		   h->recs[8].r.start_ps == 1000,
+		   "at an instant whose submissions were processed: a smaller key -ERANGE, a larger one starts then; a key with the LATE bit -EINVAL (%d %d %d)",
+		   e1, e2, e3);
+		h_free(h);
+		topo_free(t);
+	}
 }
 
 static void test_empty_and_local(void)
@@ -2615,7 +2713,7 @@ static unsigned int flow_index(ull key, unsigned int p)
 	return (unsigned int)(((key * 0x9e3779b97f4a7c15ULL) >> 32) % p);
 }
 
-/* The module's key (kmod/data.c): first endpoint, queue, sequence. */
+/* The module's key (kmod/data.c): endpoint, place on it, sequence. */
 static ull module_key(ull ep, ull queue, ull seq)
 {
 	return ep << 44 | queue << 32 | seq;
@@ -3440,6 +3538,7 @@ int main(void)
 	test_cancel();
 	test_trace();
 	test_horizon();
+	test_late();
 	test_midflight();
 	test_empty_and_local();
 	test_hold();
