@@ -978,10 +978,7 @@ static __always_inline int icfab_xfer_submit(struct icfab_data *d,
 	 * clock moved to the engine's) does it start one ps later:
 	 * deterministic, since what was processed at that instant is.
 	 */
-	at = max(at, e->now_ps);
-	if (e->processed && at == e->last_ps &&
-	    (key | ICFAB_ENGINE_KEY_LATE) <= e->last_key)
-		at++;
+	at = icfab_engine_submit_at(e, at, key);
 
 	icfab_data_trace_sync(d);
 	do {

@@ -5,8 +5,8 @@
  * Events are processed in the order of (time, key, segment, hop, node,
  * xfer), where an event's key is its transfer's with ICFAB_ENGINE_KEY_LATE
  * added at the instant the transfer was submitted (ev_key()): what is in
- * flight at an instant goes before what is submitted at it. Processing a segment's event at a node is what decides its
- * departure from the link it leaves by, d = max(ready, next_free), so
+ * flight at an instant goes before what is submitted at it. Processing a
+ * segment's event at a node is what decides its departure from the link it leaves by, d = max(ready, next_free), so
  * links serve segments in the order they became ready, which is the FIFO
  * of the model; the segment's next event is its arrival at the next node,
  * d + s/B + L.
@@ -1172,18 +1172,18 @@ struct xfer_spec {
 
 /*
  * A submission must sort after every event processed, or it could have
- * changed what was already decided. Its first events sort with
- * ICFAB_ENGINE_KEY_LATE (ev_key()): after every event of its instant but
- * those of other transfers submitted at it.
+ * changed what was already decided (icfab_engine_submit_at()); its first
+ * events sort with ICFAB_ENGINE_KEY_LATE (ev_key()), which its own @key
+ * must leave clear.
  */
-static int submit_time_ok(const struct icfab_engine *e, icfab_u64 submit_ps,
-			  icfab_u64 key)
+static int submit_order_err(const struct icfab_engine *e,
+			    icfab_u64 submit_ps, icfab_u64 key)
 {
-	if (submit_ps < e->now_ps)
-		return 0;
-	return !e->processed || submit_ps > e->last_ps ||
-	       (submit_ps == e->last_ps &&
-		(key | ICFAB_ENGINE_KEY_LATE) > e->last_key);
+	if (key & ICFAB_ENGINE_KEY_LATE)
+		return -ICFAB_ENGINE_EINVAL;
+	if (icfab_engine_submit_at(e, submit_ps, key) != submit_ps)
+		return -ICFAB_ENGINE_ERANGE;
+	return 0;
 }
 
 static icfab_u64 xfer_events_reserved(const struct icfab_engine_xfer *x)
@@ -1373,15 +1373,15 @@ static ENGINE_HOT int submit_routed(struct icfab_engine *e, icfab_u32 src,
 		.tier_hops = tiers ? (src_tier != ICFAB_MODEL_NO_LINK) +
 				     (dst_tier != ICFAB_MODEL_NO_LINK) : 0,
 	};
+	int err;
 
 	if (!ep_present(e, src) || !ep_present(e, dst) ||
 	    (tiers && (!tier_arg_ok(t, src_tier) ||
 		       !tier_arg_ok(t, dst_tier))))
 		return -ICFAB_ENGINE_EINVAL;
-	if (key & ICFAB_ENGINE_KEY_LATE)
-		return -ICFAB_ENGINE_EINVAL;
-	if (!submit_time_ok(e, submit_ps, key))
-		return -ICFAB_ENGINE_ERANGE;
+	err = submit_order_err(e, submit_ps, key);
+	if (err)
+		return err;
 
 	if (src != dst) {
 		sp.hops = route_walk(t, src, dst, &sp.path0, &sp.path1,
@@ -1575,10 +1575,9 @@ int icfab_engine_submit_tree(struct icfab_engine *e, icfab_u32 src,
 	err = tree_walk(e, src, tree, &ti);
 	if (err)
 		return err;
-	if (key & ICFAB_ENGINE_KEY_LATE)
-		return -ICFAB_ENGINE_EINVAL;
-	if (!submit_time_ok(e, submit_ps, key))
-		return -ICFAB_ENGINE_ERANGE;
+	err = submit_order_err(e, submit_ps, key);
+	if (err)
+		return err;
 
 	sp = (struct xfer_spec){
 		.key = key, .bytes = bytes, .submit_ps = submit_ps,

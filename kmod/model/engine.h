@@ -522,15 +522,31 @@ int icfab_engine_init(struct icfab_engine *e, const struct icfab_mtopo *topo,
 		      const struct icfab_engine_storage *s);
 
 /*
+ * The earliest time, no earlier than @at, at which a transfer with @key
+ * sorts after everything @e has processed: now_ps at least, and when
+ * that is the time of the last processed event, @key with
+ * ICFAB_ENGINE_KEY_LATE above its key (after every event of a transfer
+ * submitted earlier, and after those of transfers submitted at that
+ * instant only with a larger key), else one ps later.
+ */
+static inline icfab_u64 icfab_engine_submit_at(const struct icfab_engine *e,
+					       icfab_u64 at, icfab_u64 key)
+{
+	if (at < e->now_ps)
+		at = e->now_ps;
+	if (e->processed && at == e->last_ps &&
+	    (key | ICFAB_ENGINE_KEY_LATE) <= e->last_key)
+		at++;
+	return at;
+}
+
+/*
  * Submit @bytes from endpoint @src to endpoint @dst at fabric time
  * @submit_ps with the tie-breaking @key (say, queue and sequence). The
- * submission must sort after everything processed: @submit_ps >= now_ps,
- * and when @submit_ps is the time of the last processed event, @key with
- * ICFAB_ENGINE_KEY_LATE above its key: after every event of a transfer
- * submitted earlier, and after those of transfers submitted at that
- * instant only with a larger key; otherwise -ERANGE. @key must leave
- * ICFAB_ENGINE_KEY_LATE clear (-EINVAL). A transfer with no route, or over a DOWN
- * link, is accepted and completes at its start with -EHOSTUNREACH; one of
+ * submission must sort after everything processed: @submit_ps is its own
+ * icfab_engine_submit_at(), otherwise -ERANGE. @key must leave
+ * ICFAB_ENGINE_KEY_LATE clear (-EINVAL). A transfer with no route, or
+ * over a DOWN link, is accepted and completes at its start with -EHOSTUNREACH; one of
  * zero bytes or to itself completes at its start with 0. Holds are not
  * looked at here: the segments meet them.
  * Returns 0 and sets *@xfer_id, -EINVAL for a bad endpoint or key, or -ENOSPC

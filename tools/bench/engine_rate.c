@@ -380,14 +380,11 @@ static int host_pass(struct icfab_engine *e, const struct a2a *a,
 			uint32_t i = (uint32_t)(sent % a->n);
 			uint32_t r = (uint32_t)(sent / a->n) + 1;
 			icfab_u64 key = (icfab_u64)i << 32 | r;
-			icfab_u64 at = e->now_ps;
+			/* After what was processed, as data.c does. */
+			icfab_u64 at = icfab_engine_submit_at(e, e->now_ps,
+							      key);
 			icfab_u32 id;
 			int err;
-
-			/* After what was processed, as data.c does. */
-			if (e->processed && at == e->last_ps &&
-			    (key | ICFAB_ENGINE_KEY_LATE) <= e->last_key)
-				at++;
 			err = icfab_engine_submit(e, a->ep[i],
 						  a->ep[(i + r) % a->n],
 						  a->bytes, at, key, &id);
