@@ -41,9 +41,12 @@ bench_tokens() {
 	BIG=${BIG:-$T}
 }
 
-# slab_kb: the kernel's slab memory now, in KiB (Slab in /proc/meminfo).
+# slab_kb: the kernel's slab memory now, in KiB (Slab in /proc/meminfo),
+# read by the shell itself: a sampler starts no process of its own.
 slab_kb() {
-	sed -n 's/^Slab: *\([0-9]*\) kB/\1/p' /proc/meminfo
+	while read -r k v u; do
+		[ "$k" = Slab: ] && echo "$v" && return
+	done < /proc/meminfo
 }
 
 # icfabd_serve CONFIG DIR: icfabd in the foreground on CONFIG (a topology

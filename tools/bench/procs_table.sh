@@ -52,12 +52,13 @@ trap '[ -n "$spid" ] && kill "$spid" 2>/dev/null; rm -rf "$dir" /dev/shm/fdev-*-
 # the host's through virtiofs, where a start took 0.25 to 0.62 s, from
 # a copy 0.22 s (docs/LIBFABRICDEV.md, "One process per rank"). Their
 # dynamic loader and shared libraries are copied too, and the loader
-# runs them: the VM's virtiofs (cache=auto) drops a file's page cache
-# whenever anyone opens it, so each start (and each sed or sleep of
-# this script) took libc and ld.so away from every running process,
-# which faulted them in again, each page zeroed: 45% of the guest's
-# CPU at 320 processes, every process's file pages refetched (same
-# section, "1024 processes"). $dir lives in the VM's memory.
+# runs them: under virtiofs with cache=auto (the runner's before
+# afdbd89) every open() dropped a file's page cache, so each start (and
+# each sed or sleep of this script) took libc and ld.so away from every
+# running process, which faulted them in again, each page zeroed: 45% of
+# the guest's CPU at 320 processes (same section, "Who zeroed the
+# pages"). The copies, in the VM's memory, keep the figures apart from
+# how the tree is shared.
 cp "$t" "$bench" "$dir/" || exit 1
 t=$dir/$(basename "$t")
 bench=$dir/$(basename "$bench")
@@ -88,13 +89,6 @@ now_ms() {
 	echo $(($(date +%s%N) / 1000000))
 }
 
-# slab_now: slab_kb without a process of its own.
-slab_now() {
-	while read -r k v u; do
-		[ "$k" = Slab: ] && echo "$v" && return
-	done < /proc/meminfo
-}
-
 # procs N OUT CMD...: N processes of CMD, rank r's stdout in OUT.r;
 # sets wall (ms), peak (slab KiB above the start), csw (context
 # switches meanwhile) and cpu (busy CPU ticks meanwhile); fails if any
@@ -102,9 +96,9 @@ slab_now() {
 procs() {
 	np=$1 o=$2
 	shift 2
-	base=$(slab_now)
+	base=$(slab_kb)
 	echo "$base" > "$dir/smp"
-	(while :; do slab_now >> "$dir/smp"; $SLEEP 0.1; done) &
+	(while :; do slab_kb >> "$dir/smp"; $SLEEP 0.1; done) &
 	spid=$!
 	job=pt$$-$(basename "$o")
 	csw=$(ctxt)
