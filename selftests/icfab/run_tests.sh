@@ -3,8 +3,8 @@
 #
 # Run the icfab selftests inside the test VM (tools/vm/run starts it with
 # the module loaded). Each test gets a marker in the kernel log first, and
-# a run that left a kernel warning behind fails even when its own
-# assertions passed.
+# a run that left a kernel warning behind, or the module referenced once
+# its processes were gone, fails even when its own assertions passed.
 #
 # Each test has its own time limit (the list below; `timeout=` in
 # settings for a test named on the command line but not listed). A test
@@ -121,8 +121,28 @@ regroup() {
 	return 0
 }
 
+# The module's reference count ($refs; empty without the module): what
+# userspace holds (open files, mappings, netlink dumps in progress).
+refs() {
+	refs=
+	[ -r /sys/module/icfab/refcnt ] && read -r refs < /sys/module/icfab/refcnt
+	return 0
+}
+
+# Processes that hold the device open or mapped, as "PID COMM; ...".
+holders() {
+	for p in /proc/[0-9]*; do
+		if ls -l "$p/fd" 2>/dev/null | grep -q /dev/icfab ||
+		   grep -q /dev/icfab "$p/maps" 2>/dev/null; then
+			printf '%s %s; ' "${p#/proc/}" "$(cat "$p/comm" 2>/dev/null)"
+		fi
+	done
+}
+
 for t in "$@"; do
 	regroup
+	refs
+	refs0=${refs:-0}
 	limit_of "$t"
 	limit=${ICFAB_SELFTEST_LIMIT:-$limit}
 	marker="icfab-selftest: begin $t $$"
@@ -146,6 +166,27 @@ for t in "$@"; do
 		failed=1
 	else
 		echo "ok - $t left dmesg clean"
+	fi
+
+	# Everything the test started has ended, so its references to the
+	# module must go too. The kernel may drop the last of them after the
+	# process is gone (io_uring rings are torn down by a workqueue, whose
+	# file puts delayed_fput closes later): allow 10 s. A test that leaves
+	# a process or a reference behind would make the runner's rmmod fail
+	# after the whole suite; here it is named.
+	refs
+	n=0
+	while [ -n "$refs" ] && [ "$refs" -gt "$refs0" ] && [ $n -lt 100 ]; do
+		sleep 0.1
+		n=$((n + 1))
+		refs
+	done
+	if [ -n "$refs" ] && [ "$refs" -gt "$refs0" ]; then
+		echo "not ok - $t left the module referenced ($refs, $refs0 before; holders: $(holders))"
+		failed=1
+	else
+		[ $n -gt 0 ] && echo "# $t: the module's count came back after $n x 0.1 s"
+		echo "ok - $t left the module's count as it found it"
 	fi
 	echo "# icfab-selftest: done $t rc=$rc time=$secs"
 done

@@ -179,14 +179,41 @@ else
 fi
 ctl "status $rc"
 
+# Who holds the module: processes with its device open or mapped.
+holders() {
+	for p in /proc/[0-9]*; do
+		if ls -l "$p/fd" 2>/dev/null | grep -q "/dev/$MODNAME" ||
+		   grep -q "/dev/$MODNAME" "$p/maps" 2>/dev/null; then
+			echo "${p#/proc/} $(cat "$p/comm" 2>/dev/null)"
+		fi
+	done
+}
+
 # Health checks. rmmod first: its exit path may itself warn or taint, and
 # that must be seen by the taint and dmesg checks.
+#
+# The last process gone is not always the last reference gone: the
+# kernel may drop a dead process's last file references from its own
+# work (io_uring rings are torn down by a workqueue, and a file put from
+# a kernel thread is closed later by delayed_fput). So rmmod waits up to
+# 10 s for the count to reach 0; a leak or a process left behind keeps
+# it up for longer, and then the count and the holders are named.
 if [ -n "$KO" ]; then
+	i=0
+	while [ -r "/sys/module/$MODNAME/refcnt" ] &&
+	      [ "$(cat "/sys/module/$MODNAME/refcnt")" != 0 ] && [ $i -lt 100 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	[ $i -gt 0 ] && [ $i -lt 100 ] &&
+		msg "note: $MODNAME was still referenced after the command; its count reached 0 after about $((i / 10)).$((i % 10)) s"
 	if inhost rmmod "$MODNAME" > /scratch/rmmod.err 2>&1; then
 		ctl "rmmod ok"
 	else
 		ctl "rmmod fail"
 		while IFS= read -r l; do msg "rmmod $MODNAME: $l"; done < /scratch/rmmod.err
+		msg "rmmod $MODNAME: refcnt $(cat "/sys/module/$MODNAME/refcnt" 2>/dev/null) after 10 s;" \
+			"holders: $(holders | tr '\n' ';')"
 	fi
 else
 	ctl "rmmod skip"
