@@ -2109,21 +2109,22 @@ static ENGINE_HOT int ev_next_is(const struct icfab_engine *e,
  * order of events, without the event (its push, its pop, a turn of the
  * loop). The pending count it would have had comes back to where it
  * was before the release was popped, so max_events is unchanged; a run
- * budget counts it as the event it stands for.
+ * budget counts it as the event it stands for. @wkey: the key of the
+ * waiter's start at this instant (ev_key(): it may have been submitted
+ * then), computed once for this test and release_run()'s record of it.
  */
 static ENGINE_HOT int release_inline(const struct icfab_engine *e,
 				     const struct icfab_engine_xfer *x,
-				     const struct ev *ev)
+				     const struct ev *ev, icfab_u64 wkey)
 {
-	icfab_u32 w = e->eps[x->src].wait_head;
-
-	return w != ICFAB_ENGINE_NO_XFER && x->events && !e->heap_only &&
+	return x->events && !e->heap_only &&
 	       !e->part && (!e->run_budget || e->run_done != e->run_budget) &&
-	       ev_next_is(e, ev->time_ps, ev_key(&e->xfers[w], ev->time_ps));
+	       ev_next_is(e, ev->time_ps, wkey);
 }
 
 /* The release of release_inline()'s case: the waiter starts here. */
 static ENGINE_HOT int release_run(struct icfab_engine *e, const struct ev *ev,
+				  icfab_u64 wkey,
 				  icfab_engine_complete_fn complete,
 				  void *arg)
 {
@@ -2140,7 +2141,7 @@ static ENGINE_HOT int release_run(struct icfab_engine *e, const struct ev *ev,
 	wx->dma = x->dma;
 	if (e->run_budget)
 		e->run_done++;
-	ev_processed(e, ev->time_ps, ev_key(wx, ev->time_ps));
+	ev_processed(e, ev->time_ps, wkey);
 	err = xfer_start(e, w, ev->time_ps);
 	if (err)
 		return err;
@@ -2186,8 +2187,14 @@ static int ev_process(struct icfab_engine *e, const struct ev *ev,
 			icfab_u32 w = e->eps[x->src].wait_head;
 
 			if (w != ICFAB_ENGINE_NO_XFER && !ev->hop &&
-			    ev->seg == x->nr_segs && release_inline(e, x, ev))
-				return release_run(e, ev, complete, arg);
+			    ev->seg == x->nr_segs) {
+				icfab_u64 wkey = ev_key(&e->xfers[w],
+							ev->time_ps);
+
+				if (release_inline(e, x, ev, wkey))
+					return release_run(e, ev, wkey,
+							   complete, arg);
+			}
 
 			err = ev->hop ? 0 :
 			      dma_release(e, ev->xfer, ev->time_ps);
