@@ -67,6 +67,25 @@ static ENGINE_HOT icfab_u64 ev_key(const struct icfab_engine_xfer *x,
 	return x->key | (time_ps == x->submit_ps ? ICFAB_ENGINE_KEY_LATE : 0);
 }
 
+/*
+ * ev_key() of an event of @x that comes after the instant @x was
+ * submitted: no compare. Most do. An event is pushed while one at
+ * now_ps >= submit_ps is processed, and a segment's serialisation takes
+ * 1 ps at least (1 byte or more, rounded up), so what a departure
+ * decides (the segment's next event, the source's next one, the DMA
+ * engine's release, the last arrival) is later than now_ps, except
+ * where the next hop is cut-through with no latency, the source's next
+ * segment is sprayed (ready when this one left), or a time saturated
+ * at ICFAB_ENGINE_NEVER. Those pushes test for it (the event's time
+ * equals the departure's, or the submission's) and go by ev_push_any().
+ * A transfer's first events, a waiter's start and a lost segment's
+ * release may fall on the instant as a rule: ev_push() compares.
+ */
+static ENGINE_HOT icfab_u64 ev_key_after(const struct icfab_engine_xfer *x)
+{
+	return x->key;
+}
+
 static ENGINE_HOT icfab_u64 sat_add(icfab_u64 a, icfab_u64 b)
 {
 	icfab_u64 c;
@@ -510,7 +529,8 @@ static ENGINE_HOT void chain_advance(struct icfab_engine *e, int c)
 	x = &e->xfers[b->xfer];
 	e->chain[c].next = b->node;
 	e->chain[c].head.time_ps = b->tail_ps;
-	e->chain[c].head.key = ev_key(x, b->tail_ps);
+	/* A chain holds only events after their submission instant. */
+	e->chain[c].head.key = ev_key_after(x);
 	e->chain[c].head.seg = b->turn;
 	e->chain[c].head.body = n;
 	b->node = c ? x->dst : x->src;
@@ -520,11 +540,12 @@ static ENGINE_HOT void chain_advance(struct icfab_engine *e, int c)
 /*
  * Cannot fail for lack of room: every push is covered by the submitting
  * transfer's reservation. The check only keeps a bug from writing past
- * the caller's array. @chain: 0, or 1 + the chain that can take the
- * event (hop 0 at @id's source, or hop 1 at its destination; turn 0,
- * its tail at its time).
+ * the caller's array. @key: ev_key() of the event. @chain: 0, or 1 +
+ * the chain that can take the event (hop 0 at @id's source, or hop 1 at
+ * its destination; turn 0, its tail at its time; @key ev_key_after()).
  */
 static ENGINE_HOT int ev_push_tail(struct icfab_engine *e, icfab_u32 id,
+				   icfab_u64 key,
 				   icfab_u64 time_ps, icfab_u64 tail_ps,
 				   icfab_u32 seg, icfab_u32 hop,
 				   icfab_u32 node, icfab_u32 turn, int chain)
@@ -547,7 +568,7 @@ static ENGINE_HOT int ev_push_tail(struct icfab_engine *e, icfab_u32 id,
 		return -ICFAB_ENGINE_ENOSPC;
 	}
 	k.time_ps = time_ps;
-	k.key = ev_key(&e->xfers[id], time_ps);
+	k.key = key;
 	k.seg = seg;
 	b = &ev_bodies(e)[k.body];
 	b->tail_ps = tail_ps;
@@ -603,28 +624,46 @@ static ENGINE_HOT int ev_push(struct icfab_engine *e, icfab_u32 id,
 			      icfab_u64 time_ps, icfab_u32 seg, icfab_u32 hop,
 			      icfab_u32 node)
 {
-	return ev_push_tail(e, id, time_ps, time_ps, seg, hop, node, 0, 0);
+	return ev_push_tail(e, id, ev_key(&e->xfers[id], time_ps), time_ps,
+			    time_ps, seg, hop, node, 0, 0);
+}
+
+/*
+ * An event of @id that may fall on the instant it was submitted, where
+ * the engine's hot paths expect a later one (ev_key_after()): out of
+ * line, with the compare, and never into a chain.
+ */
+static __attribute__((__noinline__)) int
+ev_push_any(struct icfab_engine *e, icfab_u32 id, icfab_u64 time_ps,
+	    icfab_u64 tail_ps, icfab_u32 seg, icfab_u32 hop, icfab_u32 node,
+	    icfab_u32 turn)
+{
+	return ev_push_tail(e, id, ev_key(&e->xfers[id], time_ps), time_ps,
+			    tail_ps, seg, hop, node, turn, 0);
 }
 
 /*
  * The next event the source's injection clocks for @id: its segment
- * @seg (its DMA engine's release when @seg is nr_segs), at the source.
+ * @seg (its DMA engine's release when @seg is nr_segs), at the source,
+ * after the instant @id was submitted.
  */
 static ENGINE_HOT int ev_push_src(struct icfab_engine *e, icfab_u32 id,
 				  icfab_u64 time_ps, icfab_u32 seg)
 {
-	return ev_push_tail(e, id, time_ps, time_ps, seg, 0,
-			    e->xfers[id].src, 0, 1);
+	const struct icfab_engine_xfer *x = &e->xfers[id];
+
+	return ev_push_tail(e, id, ev_key_after(x), time_ps, time_ps, seg, 0,
+			    x->src, 0, 1);
 }
 
-/* @id's last arrival, at its destination. */
+/* @id's last arrival, at its destination, after it was submitted. */
 static ENGINE_HOT int ev_push_arrival(struct icfab_engine *e, icfab_u32 id,
 				      icfab_u64 time_ps)
 {
 	const struct icfab_engine_xfer *x = &e->xfers[id];
 
-	return ev_push_tail(e, id, time_ps, time_ps, x->nr_segs, 1, x->dst,
-			    0, 2);
+	return ev_push_tail(e, id, ev_key_after(x), time_ps, time_ps,
+			    x->nr_segs, 1, x->dst, 0, 2);
 }
 
 /*
@@ -672,7 +711,7 @@ static ENGINE_HOT int arrival_carried(struct icfab_engine *e, icfab_u32 id,
 	x->events--;
 	e->nr_deferred--;
 	if (waiter != ICFAB_ENGINE_NO_XFER &&
-	    ev_key(&e->xfers[waiter], time_ps) <= ev_key(x, time_ps))
+	    ev_key(&e->xfers[waiter], time_ps) <= ev_key_after(x))
 		return ev_push_arrival(e, id, time_ps);
 	return 0;
 }
@@ -1714,6 +1753,10 @@ static ENGINE_HOT int seg_delivered(struct icfab_engine *e, icfab_u32 id,
 		x->arrive_ps = arrive;
 	if (--x->undelivered)
 		return 0;
+	/* Later than now_ps, unless saturated (see ev_key_after()). */
+	if (__builtin_expect(x->arrive_ps == x->submit_ps, 0))
+		return ev_push_any(e, id, x->arrive_ps, x->arrive_ps,
+				   x->nr_segs, 1, x->dst, 0);
 	return ev_push_arrival(e, id, x->arrive_ps);
 }
 
@@ -1734,7 +1777,14 @@ static ENGINE_HOT int seg_forward(struct icfab_engine *e, icfab_u32 id,
 	if (e->part && e->part->of_node[next] != e->part->self)
 		return part_send(e, id, at, tail, seg, hop + 1, next, turn,
 				 next);
-	return ev_push_tail(e, id, at, tail, seg, hop + 1, next, turn, 0);
+	/*
+	 * Later than the departure, and so than the submission, unless it
+	 * came cut-through with no latency or saturated.
+	 */
+	if (__builtin_expect(at == head, 0))
+		return ev_push_any(e, id, at, tail, seg, hop + 1, next, turn);
+	return ev_push_tail(e, id, ev_key_after(&e->xfers[id]), at, tail,
+			    seg, hop + 1, next, turn, 0);
 }
 
 /*
@@ -1845,14 +1895,23 @@ routed:
 		      l->multipath == ICFAB_MODEL_MULTIPATH_SPRAY) ||
 		     spray))
 			next = next_ready(e, x, seg + 1, head, done);
-		if (seg + 1 == x->nr_segs && !tier && !e->heap_only &&
-		    x->undelivered == 1 &&
-		    (!tiers || x->tier_out == ICFAB_MODEL_NO_LINK) &&
-		    t->links[lid].dst == x->dst &&
-		    sat_add(done, t->links[lid].latency_ps) == next &&
-		    x->arrive_ps <= next)
+		/*
+		 * Later than the departure, and so than the submission,
+		 * unless sprayed (the next one's link free when this one
+		 * left) or saturated.
+		 */
+		if (__builtin_expect(next == head, 0))
+			err = ev_push_any(e, id, next, next, seg + 1, 0,
+					  x->src, 0);
+		else if (seg + 1 == x->nr_segs && !tier && !e->heap_only &&
+			 x->undelivered == 1 &&
+			 (!tiers || x->tier_out == ICFAB_MODEL_NO_LINK) &&
+			 t->links[lid].dst == x->dst &&
+			 sat_add(done, t->links[lid].latency_ps) == next &&
+			 x->arrive_ps <= next)
 			return release_lands(e, id, next);
-		err = ev_push_src(e, id, next, seg + 1);
+		else
+			err = ev_push_src(e, id, next, seg + 1);
 		if (err)
 			return err;
 	}
@@ -1960,6 +2019,9 @@ static int tree_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
 		if (err)
 			return err;
 	}
+	if (hop == 0 && last_done == x->submit_ps)
+		return ev_push_any(e, id, last_done, last_done, seg + 1, 0,
+				   x->src, 0);
 	if (hop == 0)
 		return ev_push_src(e, id, last_done, seg + 1);
 	return 0;
@@ -2047,21 +2109,22 @@ static ENGINE_HOT int ev_next_is(const struct icfab_engine *e,
  * order of events, without the event (its push, its pop, a turn of the
  * loop). The pending count it would have had comes back to where it
  * was before the release was popped, so max_events is unchanged; a run
- * budget counts it as the event it stands for.
+ * budget counts it as the event it stands for. @wkey: the key of the
+ * waiter's start at this instant (ev_key(): it may have been submitted
+ * then), computed once for this test and release_run()'s record of it.
  */
 static ENGINE_HOT int release_inline(const struct icfab_engine *e,
 				     const struct icfab_engine_xfer *x,
-				     const struct ev *ev)
+				     const struct ev *ev, icfab_u64 wkey)
 {
-	icfab_u32 w = e->eps[x->src].wait_head;
-
-	return w != ICFAB_ENGINE_NO_XFER && x->events && !e->heap_only &&
+	return x->events && !e->heap_only &&
 	       !e->part && (!e->run_budget || e->run_done != e->run_budget) &&
-	       ev_next_is(e, ev->time_ps, ev_key(&e->xfers[w], ev->time_ps));
+	       ev_next_is(e, ev->time_ps, wkey);
 }
 
 /* The release of release_inline()'s case: the waiter starts here. */
 static ENGINE_HOT int release_run(struct icfab_engine *e, const struct ev *ev,
+				  icfab_u64 wkey,
 				  icfab_engine_complete_fn complete,
 				  void *arg)
 {
@@ -2078,7 +2141,7 @@ static ENGINE_HOT int release_run(struct icfab_engine *e, const struct ev *ev,
 	wx->dma = x->dma;
 	if (e->run_budget)
 		e->run_done++;
-	ev_processed(e, ev->time_ps, ev_key(wx, ev->time_ps));
+	ev_processed(e, ev->time_ps, wkey);
 	err = xfer_start(e, w, ev->time_ps);
 	if (err)
 		return err;
@@ -2124,8 +2187,14 @@ static int ev_process(struct icfab_engine *e, const struct ev *ev,
 			icfab_u32 w = e->eps[x->src].wait_head;
 
 			if (w != ICFAB_ENGINE_NO_XFER && !ev->hop &&
-			    ev->seg == x->nr_segs && release_inline(e, x, ev))
-				return release_run(e, ev, complete, arg);
+			    ev->seg == x->nr_segs) {
+				icfab_u64 wkey = ev_key(&e->xfers[w],
+							ev->time_ps);
+
+				if (release_inline(e, x, ev, wkey))
+					return release_run(e, ev, wkey,
+							   complete, arg);
+			}
 
 			err = ev->hop ? 0 :
 			      dma_release(e, ev->xfer, ev->time_ps);
@@ -2421,9 +2490,8 @@ int icfab_engine_part_import(struct icfab_engine *e,
 		if (m->node == ICFAB_ENGINE_NO_XFER)
 			err = seg_delivered(e, m->xfer, m->time_ps);
 		else
-			err = ev_push_tail(e, m->xfer, m->time_ps, m->tail_ps,
-					   m->seg, m->hop, m->node, m->turn,
-					   0);
+			err = ev_push_any(e, m->xfer, m->time_ps, m->tail_ps,
+					  m->seg, m->hop, m->node, m->turn);
 		if (err)
 			return err;
 	}

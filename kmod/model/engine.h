@@ -431,8 +431,10 @@ struct icfab_engine {
 	 * is a FIFO linked through the bodies and needs no ordering entry
 	 * of its own: such an event is all there at its time and has no
 	 * spray turn, and its node is its transfer's source or
-	 * destination, so a member's body keeps its time in tail_ps, its
-	 * segment in turn and the next member in node. Only the head is
+	 * destination, and it comes after its transfer's submission
+	 * instant, so its key is its transfer's (no LATE), and a member's
+	 * body keeps its time in tail_ps, its segment in turn and the next
+	 * member in node. Only the head is
 	 * whole, with its body restored and the next member in @next;
 	 * @tail orders the chain against what joins: an event sorting
 	 * after it in (time, key, seg) joins. Empty when head.body is

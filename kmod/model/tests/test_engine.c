@@ -2314,6 +2314,71 @@ static void test_ct_hops(void)
 }
 
 /*
+ * Events of a transfer after its first that fall on its submission
+ * instant, which sort LATE like the first (ev_push_any() in engine.c):
+ * over cut-through links with no latency a segment is at the next node
+ * the instant it left, so one message of n segments over h hops takes
+ * T = n S/B, routed and as a path tree; and at ICFAB_ENGINE_NEVER every
+ * time saturates to the submission's, so a transfer submitted there, or
+ * just before it, starts and ends there.
+ */
+static void test_late_at_submit(void)
+{
+	int bad = 0, cases = 0;
+
+	for (unsigned int hops = 1; hops <= 3; hops++)
+	for (unsigned int segs = 1; segs <= 4; segs += 3)
+	for (int never = 0; never < 2; never++) {
+		struct icfab_mtopo *t = chain(hops + 1);
+		const ull at = never ? ICFAB_ENGINE_NEVER : 1000;
+		const ull want = never ? 0 : segs * SER;
+		icfab_u32 path[3];
+		struct icfab_engine_tree tree = { .nr_links = hops,
+						  .links = path };
+		struct harness *h, *ht;
+
+		for (unsigned int l = 0; l < t->nr_links && !never; l++) {
+			t->links[l].cut_through = 1;
+			t->links[l].latency_ps = 0;
+		}
+		topo_validate(t);
+		for (unsigned int l = 0; l < hops; l++)
+			path[l] = 2 * l;
+		h = h_new(t, SEG, 4, 64, 3);
+		ht = h_new(t, SEG, 4, 64, 3);
+		/*
+		 * From the other end: a DMA engine released at NEVER stays
+		 * busy (its free time is DMA_BUSY), so none is shared there.
+		 */
+		if (never)
+			submit(h, hops, 0, segs * SEG, at - 1, 2);
+		submit(h, 0, hops, segs * SEG, at, 1);
+		icfab_engine_tree_check(&ht->e, 0, &tree);
+		submit_tree(ht, 0, &tree, segs * SEG, at, 1);
+		run_all(h);
+		run_all(ht);
+		cases++;
+		if (h->recs[1].n != 1 || h->recs[1].r.status ||
+		    h->recs[1].r.start_ps != at || dur(&h->recs[1]) != want ||
+		    ht->recs[1].n != 1 || ht->recs[1].r.status ||
+		    ht->recs[1].r.start_ps != at ||
+		    dur(&ht->recs[1]) != want ||
+		    (never && (h->recs[2].n != 1 ||
+			       h->recs[2].r.finish_ps != at))) {
+			bad++;
+			printf("# %u hops, %u segments at %llu: %llu, tree %llu, want %llu\n",
+			       hops, segs, at, dur(&h->recs[1]),
+			       dur(&ht->recs[1]), want);
+		}
+		h_free(h);
+		h_free(ht);
+		topo_free(t);
+	}
+	ok(!bad, "events on a transfer's submission instant after its first (%d cases: cut-through with no latency, T = n S/B; times saturated at NEVER)",
+	   cases);
+}
+
+/*
  * k flows of n segments, from endpoints 1..k through the switch to
  * endpoint k + 1, submitted together with keys 1..k. Their heads reach
  * the switch together each S/B, so the ejection link serves them by
@@ -3559,6 +3624,7 @@ int main(void)
 	test_short_segment_cache();
 	test_capacity_free();
 	test_ct_hops();
+	test_late_at_submit();
 	test_ct_shared();
 	test_ct_mixed();
 	test_mp_spray();
