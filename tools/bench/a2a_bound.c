@@ -65,6 +65,7 @@
 
 #include <icfab/parse.h>
 #include "host_model.h"
+#include "cost.h"
 #include "lead.h"
 #include "plan.h"
 
@@ -112,7 +113,13 @@ static uint32_t route_hops(const struct topo *t, uint32_t src, uint32_t dst)
 /* @lead: the leads (lead.c) over the routes between r->ep's endpoints. */
 static int route_leads(const struct run *r, uint16_t *lead)
 {
-	return fdev_route_leads(r->t, r->ep, r->n, lead);
+	struct fdev_paths *paths;
+	int err = fdev_paths_build(r->t, r->ep, r->n, &paths);
+
+	if (!err)
+		err = fdev_route_leads(paths, lead);
+	fdev_paths_free(paths);
+	return err;
 }
 
 /* r->delay: each pair's rounds behind the largest lead (lead.c). */
