@@ -2,7 +2,7 @@
 /*
  * Route leads: how many piece rounds ahead an interleaved all-to-all
  * posts each pair's pieces (fdev_plan_interleave_lead()), from the
- * fabric's routes. It depends on the topology library's struct topo
+ * routes between the ranks (cost.c's paths). It depends on the paths
  * alone, so that tools/bench/a2a_bound computes the same leads from a
  * topology file as libfabricdev does from the module (routes.c).
  *
@@ -11,90 +11,88 @@
  * dimension carry mostly transit, which reaches them hops after it was
  * posted, and the pieces posted last still have hops to go. In plain
  * piece-major order those links start late and finish late. A pair's
- * lead is the mean hop index at which the all-to-all's routes cross its
- * route's first link (how late that link's other traffic comes), plus
- * its route's hops (how long its last piece takes to arrive), rounded
- * up to whole rounds (on tpu-v4-cube the depths are halves, 0 to 2.5;
- * rounding them down gives 0.892 of the bound at 64 KiB per pair, up
- * 0.907): pairs whose first link would otherwise wait start early, and
- * far pairs finish early, while the near ones fill the end. Where every
- * route looks alike (one switch) every lead is the same and the order
- * is the plain one.
+ * lead is how many hops later than its own pieces the all-to-all's
+ * traffic reaches the link where the pair's route first meets other
+ * traffic (the mean hop index at which the routes cross it, less the
+ * pair's own), plus its route's hops (how long its last piece takes to
+ * arrive), rounded up to whole rounds (on tpu-v4-cube the depths are halves, 0
+ * to 2.5; rounding them down gives 0.892 of the bound at 64 KiB per
+ * pair, up 0.907): pairs whose traffic would otherwise come to an idle
+ * link start early, and far pairs finish early, while the near ones
+ * fill the end.
+ *
+ * Where it first meets other traffic, not simply its first link: a
+ * link that carries nothing but first hops, its source's own pairs
+ * (an endpoint's port into a switch or router, a torus link no route
+ * enters from another), delays no one, and the pair meets the others
+ * one link on. Before, the first link decided alone: on ualink-pod's
+ * leaf-spine every first link is such a port, so the pairs were told
+ * apart by their hops alone, and those across leaves led by two rounds
+ * (82 us at 64 KiB pieces) for 200 ns more cable; an uneven exchange
+ * (the MoE dispatch) then ended with its busiest receiving port idle
+ * while the others drained, 0.993 of that port's bound against 0.999.
+ * Now both kinds of pair first meet other traffic at the destination's
+ * port (the spine's links carry every route at the same hop index), a
+ * pair within a leaf one hop after it started and one across leaves
+ * three: with their hops, every lead comes out the same (4 on
+ * ualink-64) and the order is the plain one.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <icfab/topo.h>
-
+#include "cost.h"
 #include "lead.h"
 
-/* Links of node @src's route to node @dst into @path (at most @max). */
-static int route_path(const struct topo *t, uint32_t src, uint32_t dst,
-		      uint32_t *path, uint32_t max)
+/*
+ * Along the route from hop @j on, the first link where other traffic
+ * joins: some route crosses it at another hop index than @j, that is,
+ * its mean hop index is not @j. The last link if none.
+ */
+static uint32_t meeting_hop(const struct fdev_paths *m, size_t q,
+			    const uint64_t *depth_sum, const uint64_t *crossings)
 {
-	uint32_t hops = 0, u = src;
+	uint32_t hops = m->off[q + 1] - m->off[q], j = 0;
 
-	while (u != dst) {
-		uint16_t port;
-		int l;
+	for (; j + 1 < hops; j++) {
+		uint32_t l = m->link[m->off[q] + j];
 
-		if (hops == max || u >= t->nr_nodes || dst >= t->nr_nodes)
-			return -ELOOP;
-		port = t->routes[(size_t)u * t->nr_nodes + dst];
-		/* A set of next hops (multipath) has no one first link. */
-		l = topo_port_link(t, u, port);
-		if (l < 0)
-			return -ENOENT;
-		path[hops++] = (uint32_t)l;
-		u = t->links[l].dst_node;
+		if (depth_sum[l] != (uint64_t)j * crossings[l])
+			break;
 	}
-	return (int)hops;
+	return j;
 }
 
-int fdev_route_leads(const struct topo *t, const uint32_t *ep, uint32_t n,
-		     uint16_t *lead)
+int fdev_route_leads(const struct fdev_paths *m, uint16_t *lead)
 {
-	uint32_t max = t->nr_links + 1, *path, *first, *hops;
-	double *depth_sum, *crossings;
+	size_t pairs = (size_t)m->n * m->n;
+	uint64_t *depth_sum = calloc(m->nr_links + 1, sizeof(*depth_sum));
+	uint64_t *crossings = calloc(m->nr_links + 1, sizeof(*crossings));
 	int err = -ENOMEM;
 
-	if (!t->routes)
-		return -ENOENT;
-	path = calloc(max, sizeof(*path));
-	first = calloc((size_t)n * n, sizeof(*first));
-	hops = calloc((size_t)n * n, sizeof(*hops));
-	depth_sum = calloc(t->nr_links, sizeof(*depth_sum));
-	crossings = calloc(t->nr_links, sizeof(*crossings));
-	if (!path || !first || !hops || !depth_sum || !crossings)
+	if (!depth_sum || !crossings)
 		goto out;
-	for (uint32_t i = 0; i < n; i++)
-		for (uint32_t j = 0; j < n; j++) {
-			int h = i == j ? 0 : route_path(t, ep[i], ep[j], path, max);
-
-			if (h < 0) {
-				err = h;
-				goto out;
-			}
-			hops[(size_t)i * n + j] = (uint32_t)h;
-			first[(size_t)i * n + j] = h ? path[0] : 0;
-			for (int k = 0; k < h; k++) {
-				depth_sum[path[k]] += k;
-				crossings[path[k]] += 1;
-			}
+	for (size_t q = 0; q < pairs; q++)
+		for (uint32_t k = m->off[q]; k < m->off[q + 1]; k++) {
+			depth_sum[m->link[k]] += k - m->off[q];
+			crossings[m->link[k]]++;
 		}
-	for (size_t q = 0; q < (size_t)n * n; q++) {
-		double d = hops[q] ? depth_sum[first[q]] / crossings[first[q]] : 0;
-		double v = ceil(d + hops[q]);
+	memset(lead, 0, pairs * sizeof(*lead));
+	for (size_t q = 0; q < pairs; q++) {
+		uint64_t hops = m->off[q + 1] - m->off[q], j, c, v;
+		uint32_t l;
 
+		if (!hops)
+			continue;
+		j = meeting_hop(m, q, depth_sum, crossings);
+		l = m->link[m->off[q] + j];
+		c = crossings[l];
+		/* ceil(depth_sum / c - j + hops), in integers; j < hops */
+		v = (depth_sum[l] + (hops - j) * c + c - 1) / c;
 		lead[q] = v > UINT16_MAX ? UINT16_MAX : (uint16_t)v;
 	}
 	err = 0;
 out:
-	free(path);
-	free(first);
-	free(hops);
 	free(depth_sum);
 	free(crossings);
 	return err;

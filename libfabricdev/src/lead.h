@@ -5,16 +5,13 @@
 
 #include <stdint.h>
 
-struct topo;
+struct fdev_paths;
 
 /*
- * @lead[i * @n + j]: the lead, in piece rounds, of the pair from the
- * rank at node @ep[i] to the one at @ep[j], over @t's routes (computed,
- * topo_route()). -ENOENT where a route has no single first link
- * (multipath) or there are no routes, -ELOOP where one does not reach
- * its destination, -ENOMEM.
+ * @lead[i * n + j], n = @m->n: the lead, in piece rounds, of the pair
+ * from rank i to rank j of an all-to-all over @m's routes (cost.c).
+ * -ENOMEM.
  */
-int fdev_route_leads(const struct topo *t, const uint32_t *ep, uint32_t n,
-		     uint16_t *lead);
+int fdev_route_leads(const struct fdev_paths *m, uint16_t *lead);
 
 #endif

@@ -48,8 +48,8 @@ static struct topo *read_topo(struct fdev_comm *c)
 
 /*
  * Read the fabric once per communicator, at the first use of either:
- * the leads and the paths (cost.c) are computed from it, and it is
- * freed (a 4096-chip torus's routes are 32 MiB).
+ * the paths (cost.c) are built from it, and the leads from them
+ * (lead.c), and it is freed (a 4096-chip torus's routes are 32 MiB).
  *
  * Every process of a communicator reads the whole fabric and walks n^2
  * routes: beyond 256 ranks (1024 processes each reading a 4096-chip
@@ -70,15 +70,17 @@ static void read_fabric(struct fdev_comm *c)
 	t = read_topo(c);
 	if (!t)
 		return;
+	if (fdev_paths_build(t, c->ep, c->nranks, &c->paths))
+		c->paths = NULL;
+	topo_free(t);
+	if (!c->paths)
+		return;
 	lead = calloc((size_t)c->nranks * c->nranks, sizeof(*lead));
-	if (lead && fdev_route_leads(t, c->ep, c->nranks, lead)) {
+	if (lead && fdev_route_leads(c->paths, lead)) {
 		free(lead);
 		lead = NULL;
 	}
 	c->lead = lead;
-	if (fdev_paths_build(t, c->ep, c->nranks, &c->paths))
-		c->paths = NULL;
-	topo_free(t);
 }
 
 const uint16_t *fdev_comm_leads(struct fdev_comm *c)

@@ -26,6 +26,18 @@
  *   -C		every link cut-through
  *   -v		also, on stderr: when the links' last segments left and
  *		how long they stood idle before (print_link_ends())
+ *   -m FILE:PHASE
+ *		an all-to-all-v instead: the first n endpoints, endpoint i
+ *		sending FILE's [i][j] bytes to j, FILE being moe_bench -M's
+ *		JSON and PHASE dispatch or combine (a MoE exchange's
+ *		records, without its count exchange). The library's own
+ *		plan code cuts it: rotated order, steps of at most 4096
+ *		pieces per source (fdev_plan_split_steps()), pieces of -p
+ *		bytes (default the segment size), each pair's pieces
+ *		behind by its lead with -o lead (fdev_plan_interleave_lead()),
+ *		as libfabricdev's all-to-all-v (coll.c,
+ *		fdev_comm_interleave()). -b, -c, -s and -o longest do not
+ *		apply. BYTES in the output is the largest pair's.
  *
  * The bound is the busiest link: over all links, the bytes the routes put
  * on it over its bandwidth (the engine's own byte counters after the
@@ -39,7 +51,8 @@
  *   n bytes order chunks steps dma emulated_us bound_us bound/emulated
  *   bound_lat_us bound_lat/emulated
  *
- *	a2a_bound [-b BYTES] [-o rotate|longest|lead] [-c CHUNKS] [-s STEPS] [-D DMA] [-C] [-v] FILE
+ *	a2a_bound [-b BYTES] [-o rotate|longest|lead] [-c CHUNKS] [-s STEPS]
+ *		  [-m FILE:PHASE [-p PIECE]] [-D DMA] [-C] [-v] FILE
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -52,7 +65,12 @@
 
 #include <icfab/parse.h>
 #include "host_model.h"
+#include "cost.h"
 #include "lead.h"
+#include "plan.h"
+
+/* coll.c's FDEV_INTERLEAVE_PIECES: a source's pieces in one step. */
+#define LIB_STEP_PIECES	4096
 
 struct run {
 	const struct topo *t;
@@ -64,11 +82,14 @@ struct run {
 	uint64_t bytes, chunks, steps;
 	uint64_t finish_ps;		/* the last completion */
 	uint64_t failed;
+	uint64_t *mat;			/* -m: [n][n] bytes, or NULL */
+	uint64_t piece;			/* -m: bytes per piece */
+	int lead;			/* -o lead */
 };
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: a2a_bound [-b BYTES] [-o rotate|longest|lead] [-c CHUNKS] [-s STEPS] [-D DMA] [-C] [-v] FILE\n");
+	fprintf(stderr, "usage: a2a_bound [-b BYTES] [-o rotate|longest|lead] [-c CHUNKS] [-s STEPS] [-m FILE:PHASE [-p PIECE]] [-D DMA] [-C] [-v] FILE\n");
 	exit(2);
 }
 
@@ -89,6 +110,18 @@ static uint32_t route_hops(const struct topo *t, uint32_t src, uint32_t dst)
 	return u == dst ? hops : UINT32_MAX;
 }
 
+/* @lead: the leads (lead.c) over the routes between r->ep's endpoints. */
+static int route_leads(const struct run *r, uint16_t *lead)
+{
+	struct fdev_paths *paths;
+	int err = fdev_paths_build(r->t, r->ep, r->n, &paths);
+
+	if (!err)
+		err = fdev_route_leads(paths, lead);
+	fdev_paths_free(paths);
+	return err;
+}
+
 /* r->delay: each pair's rounds behind the largest lead (lead.c). */
 static int make_delay(struct run *r)
 {
@@ -98,7 +131,7 @@ static int make_delay(struct run *r)
 
 	if (!lead)
 		return -ENOMEM;
-	err = fdev_route_leads(r->t, r->ep, n, lead);
+	err = route_leads(r, lead);
 	for (size_t q = 0; !err && q < (size_t)n * n; q++)
 		r->most = lead[q] > r->most ? lead[q] : r->most;
 	for (uint32_t i = 0; !err && i < n; i++)
@@ -185,6 +218,10 @@ static void print_link_ends(const struct icfab_engine_storage *st,
 		out_lo, out_hi, idle_lo, idle_hi);
 }
 
+static void link_bounds(const struct icfab_engine_storage *st,
+			const struct icfab_mtopo *m, double *bound_ps,
+			double *bound_lat_ps);
+
 /*
  * Submit everything at 0, run to the end; the busiest link's time, and
  * the largest of busy time plus latency over the links.
@@ -242,19 +279,187 @@ static int run(struct run *r, struct icfab_mtopo *m, double *bound_ps,
 					   r) < 0)
 			return -EINVAL;
 	}
+	link_bounds(&st, m, bound_ps, bound_lat_ps);
+	if (r->verbose)
+		print_link_ends(&st, m);
+	host_storage_free(&st);
+	return 0;
+}
+
+/*
+ * -m: FILE's [n][n] matrix under PHASE ("dispatch" or "combine") into
+ * r->mat and r->n: the numbers of the arrays of arrays after "PHASE":.
+ */
+static int load_matrix(struct run *r, const char *arg)
+{
+	const char *colon = strrchr(arg, ':');
+	char key[64], *text = NULL, *at;
+	size_t cap = 0, len = 0, got;
+	uint32_t rows = 0, depth = 0;
+	uint64_t *mat = NULL;
+	size_t nmat = 0, capmat = 0;
+	FILE *f;
+
+	if (!colon || (size_t)snprintf(key, sizeof(key), "\"%s\"", colon + 1) >=
+	    sizeof(key))
+		return -EINVAL;
+	text = strndup(arg, (size_t)(colon - arg));
+	f = text ? fopen(text, "r") : NULL;
+	free(text);
+	text = NULL;
+	if (!f)
+		return -errno;
+	do {
+		if (len + 4096 + 1 > cap) {
+			char *t = realloc(text, cap = 2 * cap + 4096 + 1);
+
+			if (!t) {
+				free(text);
+				fclose(f);
+				return -ENOMEM;
+			}
+			text = t;
+		}
+		got = fread(text + len, 1, 4096, f);
+		len += got;
+	} while (got);
+	fclose(f);
+	text[len] = 0;
+	at = strstr(text, key);
+	if (!at) {
+		free(text);
+		return -ENOENT;
+	}
+	at = strchr(at + strlen(key), '[');
+	for (; at && *at; at++) {
+		if (*at == '[') {
+			if (++depth == 2)
+				rows++;
+		} else if (*at == ']') {
+			if (!--depth)
+				break;
+		} else if (depth == 2 && *at >= '0' && *at <= '9') {
+			if (nmat == capmat) {
+				uint64_t *t = realloc(mat, (capmat = 2 * capmat + 64) *
+						      sizeof(*mat));
+
+				if (!t)
+					break;
+				mat = t;
+			}
+			mat[nmat++] = strtoull(at, &at, 10);
+			at--;
+		}
+	}
+	free(text);
+	if (!rows || nmat != (size_t)rows * rows) {
+		free(mat);
+		return -EINVAL;
+	}
+	r->mat = mat;
+	r->n = rows;
+	return 0;
+}
+
+/* The busiest link's time, and with its latency, over the links' bytes. */
+static void link_bounds(const struct icfab_engine_storage *st,
+			const struct icfab_mtopo *m, double *bound_ps,
+			double *bound_lat_ps)
+{
 	*bound_ps = 0;
 	*bound_lat_ps = 0;
 	for (uint32_t l = 0; l < m->links_cap; l++) {
 		double ps, lat;
 
-		if (!st.links[l].bytes)
+		if (!st->links[l].bytes)
 			continue;
-		ps = (double)st.links[l].bytes * 1e12 /
+		ps = (double)st->links[l].bytes * 1e12 /
 		     (double)m->links[l].bandwidth;
 		lat = ps + (double)m->links[l].latency_ps;
 		*bound_ps = ps > *bound_ps ? ps : *bound_ps;
 		*bound_lat_ps = lat > *bound_lat_ps ? lat : *bound_lat_ps;
 	}
+}
+
+/*
+ * -m: r->mat as libfabricdev plans an all-to-all-v (coll.c): rotated,
+ * split into steps, interleaved in pieces, by the leads with -o lead.
+ */
+static int plan_matrix(struct run *r, struct fdev_plan *p)
+{
+	uint32_t n = r->n;
+	uint16_t *lead = NULL;
+	int err;
+
+	fdev_plan_init(p);
+	for (uint32_t k = 1; k < n; k++)
+		for (uint32_t i = 0; i < n; i++) {
+			uint32_t d = (i + k) % n;
+			uint64_t len = r->mat[(size_t)i * n + d];
+
+			if (len)
+				fdev_plan_xfer(p, 0, i, d, 0, 0, len);
+		}
+	p->nsteps = 1;
+	err = fdev_plan_finish(p);
+	if (!err)
+		err = fdev_plan_split_steps(p, r->piece, LIB_STEP_PIECES);
+	if (!err && r->lead) {
+		lead = calloc((size_t)n * n, sizeof(*lead));
+		err = lead ? route_leads(r, lead) : -ENOMEM;
+	}
+	if (!err)
+		err = fdev_plan_interleave_lead(p, r->piece, LIB_STEP_PIECES,
+						lead, n);
+	free(lead);
+	return err;
+}
+
+/* -m: the plan's steps in turn, each posted when the one before ended. */
+static int run_plan(struct run *r, struct icfab_mtopo *m,
+		    const struct fdev_plan *p, double *bound_ps,
+		    double *bound_lat_ps)
+{
+	uint64_t xfers = 0, events = 0, most_x = 0, most_ev = 0;
+	struct icfab_engine_storage st;
+	struct icfab_engine e;
+	size_t b, i;
+
+	for (b = 0; b < p->nx; b = i) {
+		xfers = events = 0;
+		for (i = b; i < p->nx && p->x[i].step == p->x[b].step; i++) {
+			xfers++;
+			events += icfab_engine_events_needed(p->x[i].len,
+						r->t->segment_size);
+		}
+		most_x = xfers > most_x ? xfers : most_x;
+		most_ev = events > most_ev ? events : most_ev;
+	}
+	if (most_x > UINT32_MAX || most_ev > UINT32_MAX)
+		return -E2BIG;
+	if (host_storage(&st, m, (icfab_u32)most_x, (icfab_u32)most_ev))
+		return -ENOMEM;
+	if (icfab_engine_init(&e, m, r->t->segment_size, &st))
+		return -EINVAL;
+	for (b = 0; b < p->nx; b = i) {
+		uint64_t at = r->finish_ps;
+
+		for (i = b; i < p->nx && p->x[i].step == p->x[b].step; i++) {
+			const struct fdev_xfer *x = &p->x[i];
+			icfab_u32 id;
+
+			if (icfab_engine_submit(&e, r->ep[x->src], r->ep[x->dst],
+						x->len, at,
+						(icfab_u64)x->step << 40 | (i - b),
+						&id))
+				return -EINVAL;
+			icfab_engine_set_spray_offset(&e, id, x->dst_off);
+		}
+		if (icfab_engine_run_until(&e, ICFAB_ENGINE_NEVER, on_complete,
+					   r) < 0)
+			return -EINVAL;
+	}
+	link_bounds(&st, m, bound_ps, bound_lat_ps);
 	if (r->verbose)
 		print_link_ends(&st, m);
 	host_storage_free(&st);
@@ -267,13 +472,16 @@ int main(int argc, char **argv)
 	unsigned long dma = 0;
 	icfab_u8 cut_through = 0;
 	int longest = 0, lead = 0, opt, err;
+	const char *matrix = NULL;
+	uint32_t eps = 0;
+	struct fdev_plan plan = { 0 };
 	struct icfab_mtopo *m;
 	struct topo_err terr;
 	struct topo *t;
 	double bound, bound_lat;
 	char *end;
 
-	while ((opt = getopt(argc, argv, "b:o:c:s:D:Cvh")) != -1) {
+	while ((opt = getopt(argc, argv, "b:o:c:s:m:p:D:Cvh")) != -1) {
 		switch (opt) {
 		case 'b':
 			if (icfab_parse_bytes(optarg, &r.bytes) || !r.bytes)
@@ -301,6 +509,11 @@ int main(int argc, char **argv)
 			if (*end || !dma || dma > 1024)
 				usage();
 			break;
+		case 'm': matrix = optarg; break;
+		case 'p':
+			if (icfab_parse_bytes(optarg, &r.piece) || !r.piece)
+				usage();
+			break;
 		case 'C': cut_through = 1; break;
 		case 'v': r.verbose = 1; break;
 		default: usage();
@@ -308,6 +521,16 @@ int main(int argc, char **argv)
 	}
 	if (optind + 1 != argc)
 		usage();
+	if (matrix && (longest || r.chunks > 1 || r.steps > 1))
+		usage();
+	if (matrix) {
+		err = load_matrix(&r, matrix);
+		if (err) {
+			fprintf(stderr, "a2a_bound: %s: %s\n", matrix,
+				strerror(-err));
+			return 1;
+		}
+	}
 	if (r.chunks > r.bytes / r.steps) {
 		fprintf(stderr, "a2a_bound: more chunks than bytes in a step\n");
 		return 2;
@@ -323,12 +546,17 @@ int main(int argc, char **argv)
 	for (uint32_t i = 0; i < t->nr_nodes; i++) {
 		if (t->nodes[i].kind != ICFAB_NODE_ENDPOINT)
 			continue;
-		r.ep[r.n++] = i;
+		/* -m: the matrix's ranks are the first endpoints. */
+		if (!r.mat || eps < r.n)
+			r.ep[eps] = i;
+		eps++;
+		if (!r.mat)
+			r.n = eps;
 		if (dma)
 			t->nodes[i].dma_engines = (uint32_t)dma;
 	}
-	if (r.n < 2) {
-		fprintf(stderr, "a2a_bound: needs 2 endpoints or more\n");
+	if (r.n < 2 || eps < r.n) {
+		fprintf(stderr, "a2a_bound: needs 2 endpoints or more (as many as the matrix's ranks)\n");
 		return 1;
 	}
 	r.order = calloc((size_t)r.n * (r.n - 1), sizeof(*r.order));
@@ -336,11 +564,25 @@ int main(int argc, char **argv)
 	m = host_mtopo(t, cut_through);
 	if (!r.order || !r.delay || !m)
 		return 1;
-	err = make_order(&r, longest);
-	if (!err && lead)
-		err = make_delay(&r);
-	if (!err)
-		err = run(&r, m, &bound, &bound_lat);
+	r.lead = lead;
+	if (r.mat) {
+		r.piece = r.piece ? r.piece : t->segment_size;
+		r.bytes = r.chunks = 0;
+		for (size_t q = 0; q < (size_t)r.n * r.n; q++)
+			r.bytes = r.mat[q] > r.bytes ? r.mat[q] : r.bytes;
+		r.chunks = (r.bytes + r.piece - 1) / r.piece;
+		err = plan_matrix(&r, &plan);
+		r.steps = plan.nsteps;
+		if (!err)
+			err = run_plan(&r, m, &plan, &bound, &bound_lat);
+		fdev_plan_free(&plan);
+	} else {
+		err = make_order(&r, longest);
+		if (!err && lead)
+			err = make_delay(&r);
+		if (!err)
+			err = run(&r, m, &bound, &bound_lat);
+	}
 	if (err) {
 		fprintf(stderr, "a2a_bound: %s\n", strerror(-err));
 		return 1;
