@@ -19,6 +19,7 @@
 #include "cost.h"
 #include "fabricdev.h"
 #include "fabricdev_test.h"
+#include "lead.h"
 #include "moe.h"
 #include "rings.h"
 #include "plan.h"
@@ -2124,6 +2125,69 @@ static void test_hier_outward(void)
 	   u32);
 }
 
+/*
+ * Route leads (lead.c) from the presets' own routes: on one switch and on
+ * ualink-pod's leaf-spine every pair meets the others' traffic as early
+ * as its own, so all leads are equal and the order is the plain one
+ * (the rule before 2026-12-06 led pairs across leaves by two rounds and
+ * cost the uneven MoE dispatch 30 us there); on tpu-v4-cube's torus,
+ * where the last dimension's links carry transit, they differ.
+ */
+static int leads_of(const char *preset, uint32_t n, uint16_t *lo,
+		    uint16_t *hi)
+{
+	struct fdev_paths *m = NULL;
+	struct topo_err err;
+	struct topo *t = NULL;
+	uint16_t *lead = NULL;
+	uint32_t *ep = calloc(n, sizeof(*ep));
+	int ret = -ENOMEM;
+
+	if (ep && !topo_load_preset(preset, &t, &err) &&
+	    !topo_route(t, &err)) {
+		uint32_t e = 0;
+
+		for (uint32_t i = 0; i < t->nr_nodes && e < n; i++)
+			if (t->nodes[i].kind == ICFAB_NODE_ENDPOINT)
+				ep[e++] = i;
+		lead = calloc((size_t)n * n, sizeof(*lead));
+		if (lead && !fdev_paths_build(t, ep, n, &m))
+			ret = fdev_route_leads(m, lead);
+	}
+	*lo = UINT16_MAX;
+	*hi = 0;
+	for (size_t k = 0; !ret && k < (size_t)n * n; k++) {
+		if (k / n == k % n)
+			continue;
+		*lo = lead[k] < *lo ? lead[k] : *lo;
+		*hi = lead[k] > *hi ? lead[k] : *hi;
+	}
+	if (m)
+		fdev_paths_free(m);
+	if (t)
+		topo_free(t);
+	free(lead);
+	free(ep);
+	return ret;
+}
+
+static void test_route_leads(void)
+{
+	uint16_t lo, hi;
+	int err;
+
+	err = leads_of("dgx-h100", 8, &lo, &hi);
+	ok(!err && lo == hi, "leads: equal around one switch (%d: %u..%u)",
+	   err, lo, hi);
+	err = leads_of("ualink-pod", 1024, &lo, &hi);
+	ok(!err && lo == hi,
+	   "leads: equal on ualink-pod's leaf-spine, within and across leaves (%d: %u..%u)",
+	   err, lo, hi);
+	err = leads_of("tpu-v4-cube", 64, &lo, &hi);
+	ok(!err && lo < hi, "leads: differ on tpu-v4-cube's torus (%d: %u..%u)",
+	   err, lo, hi);
+}
+
 int main(int argc, char **argv)
 {
 	/* Line by line, so a run killed by a timeout still shows how far it got. */
@@ -2155,5 +2219,6 @@ int main(int argc, char **argv)
 	test_closed_forms();
 	test_cost();
 	test_hier_outward();
+	test_route_leads();
 	return done();
 }
