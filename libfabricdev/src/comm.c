@@ -103,8 +103,19 @@ struct shm_hdr {
 	_Atomic uint32_t eps_n;
 	uint32_t eps_pad;
 	uint32_t eps[1024];
+	/*
+	 * The fabric's routes as routes.c shares them (fdev_job_fabric()):
+	 * FABRIC_NONE until a rank claims the reading, then FABRIC_READING
+	 * by rank fab_reader, then FABRIC_READY with fab_len bytes in the
+	 * fabric area, or FABRIC_OWN (every rank reads its own). Futex word.
+	 */
+	_Atomic uint32_t fab_state;
+	_Atomic uint32_t fab_reader;
+	_Atomic uint64_t fab_len;
 	struct shm_slot slot[];
 };
+
+enum { FABRIC_NONE, FABRIC_READING, FABRIC_READY, FABRIC_OWN };
 
 struct fdev_shm {
 	struct shm_hdr *h;
@@ -116,6 +127,9 @@ struct fdev_shm {
 	uint8_t *xarea;
 	size_t xrow;
 	uint64_t xseq;			/* exchanges so far, the same everywhere */
+	/* The fabric area after it (fdev_job_fabric()), bytes; sparse. */
+	uint8_t *fab;
+	size_t fab_cap;
 };
 
 /*
@@ -267,11 +281,13 @@ static int shm_open_job(struct fdev_comm *c, const char *job, int rank)
 		return -ENOMEM;
 	shm_name(s->name, sizeof(s->name), job);
 	s->len = sizeof(struct shm_hdr) + c->nranks * sizeof(struct shm_slot);
+	s->len = (s->len + 4095) & ~(size_t)4095;
 	if (c->flags & FDEV_COMM_TIMING_ONLY) {
 		s->xrow = xrow_of(c->nranks);
-		s->len = (s->len + 4095) & ~(size_t)4095;
 		s->len += 2 * (size_t)c->nranks * s->xrow;
 	}
+	s->fab_cap = fdev_fabric_share_bytes(c->nranks);
+	s->len += s->fab_cap;
 	s->rank = rank;
 	fd = open(s->name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0 || ftruncate(fd, (off_t)s->len)) {
@@ -312,7 +328,10 @@ static int shm_open_job(struct fdev_comm *c, const char *job, int rank)
 	/* A restarted rank has not left. */
 	atomic_fetch_and(&s->h->left[rank / 64], ~(1ULL << (rank % 64)));
 	if (s->xrow)
-		s->xarea = (uint8_t *)s->h + s->len - 2 * (size_t)c->nranks * s->xrow;
+		s->xarea = (uint8_t *)s->h + s->len - s->fab_cap -
+			   2 * (size_t)c->nranks * s->xrow;
+	if (s->fab_cap)
+		s->fab = (uint8_t *)s->h + s->len - s->fab_cap;
 	c->shm = s;
 	/*
 	 * The last rank to map it removes the name: everyone who will ever
@@ -1464,8 +1483,7 @@ void fdev_comm_destroy(struct fdev_comm *c)
 	fdev_zc_free(c);
 	free(c->early);
 	free(c->cycles);
-	free(c->lead);
-	fdev_paths_free(c->paths);
+	fdev_comm_fabric_free(c);
 	free(c->ep);
 	free(c->rkey);
 	free(c->queue);
@@ -1631,6 +1649,66 @@ void fdev_host_rows_done(struct fdev_comm *c)
 {
 	if (c->shm)
 		c->shm->xseq++;
+}
+
+/*
+ * Wait while rank fab_reader reads the fabric; FABRIC_OWN if it died or
+ * left meanwhile, or after FDEV_TIMEOUT_MS (it may be waiting for us).
+ */
+static uint32_t fabric_wait(struct fdev_comm *c)
+{
+	struct shm_hdr *h = c->shm->h;
+	const char *t = getenv("FDEV_TIMEOUT_MS");
+	uint64_t deadline = mono_ms() + (t && *t ? strtoull(t, NULL, 10) : 300000);
+	uint32_t st;
+
+	while ((st = atomic_load(&h->fab_state)) == FABRIC_READING) {
+		struct timespec ts = { 0, 200 * 1000000 };
+		uint32_t r = atomic_load(&h->fab_reader);
+		int32_t pid = atomic_load(&h->slot[r].pid);
+
+		if ((futex(&h->fab_state, FUTEX_WAIT, FABRIC_READING, &ts) &&
+		     errno == ETIMEDOUT &&
+		     ((atomic_load(&h->left[r / 64]) >> (r % 64) & 1) ||
+		      !pid || pid_dead(pid))) || mono_ms() > deadline) {
+			st = FABRIC_READING;
+			atomic_compare_exchange_strong(&h->fab_state, &st, FABRIC_OWN);
+			futex(&h->fab_state, FUTEX_WAKE, INT32_MAX, NULL);
+		}
+	}
+	return st;
+}
+
+int fdev_job_fabric(struct fdev_comm *c, void **area, size_t *len)
+{
+	struct fdev_shm *s = c->multi ? c->shm : NULL;
+	uint32_t st = FABRIC_NONE;
+
+	if (!s || !s->fab)
+		return -ENOENT;
+	if (atomic_compare_exchange_strong(&s->h->fab_state, &st,
+					   FABRIC_READING)) {
+		atomic_store(&s->h->fab_reader, (uint32_t)s->rank);
+		*area = s->fab;
+		*len = s->fab_cap;
+		return 1;
+	}
+	if (st == FABRIC_READING)
+		st = fabric_wait(c);
+	if (st != FABRIC_READY)
+		return -ENOENT;
+	*area = s->fab;
+	*len = atomic_load(&s->h->fab_len);
+	return 0;
+}
+
+void fdev_job_fabric_done(struct fdev_comm *c, size_t len)
+{
+	struct shm_hdr *h = c->shm->h;
+
+	atomic_store(&h->fab_len, len);
+	atomic_store(&h->fab_state, len ? FABRIC_READY : FABRIC_OWN);
+	futex(&h->fab_state, FUTEX_WAKE, INT32_MAX, NULL);
 }
 
 int fdev_comm_barrier(struct fdev_comm *c)

@@ -180,6 +180,8 @@ struct fdev_comm {
 	 */
 	struct fdev_paths *paths;
 	int fabric_tried;
+	/* lead and paths' arrays are in the job's file (routes.c) */
+	int fabric_shared;
 	/*
 	 * What "auto" chose lately (coll.c): by operation, bytes and root,
 	 * so that a training loop's same collective is costed once.
@@ -281,6 +283,23 @@ int fdev_comm_interleave(struct fdev_comm *c, struct fdev_plan *p);
 const uint16_t *fdev_comm_leads(struct fdev_comm *c);
 /* Its paths for "auto" (cost.h), read with the leads, or NULL. */
 const struct fdev_paths *fdev_comm_paths(struct fdev_comm *c);
+/* Frees them, where they are not in the job's file (fdev_job_fabric()). */
+void fdev_comm_fabric_free(struct fdev_comm *c);
+/*
+ * Bytes of the job's file for the fabric's routes as routes.c shares
+ * them, for a job of @nranks (0: none; past the ranks that have leads).
+ */
+size_t fdev_fabric_share_bytes(unsigned int nranks);
+/*
+ * Independent processes: the fabric read once per job. 1: the caller is
+ * the one to read it, into *@area (*@len bytes at most), and must then
+ * call fdev_job_fabric_done() with the bytes it wrote (0: it could not,
+ * every rank reads its own). 0: another rank has, *@area holds *@len
+ * bytes of it, for as long as the communicator lives. -ENOENT: read your
+ * own (one process, no area, or the reader failed, died or left).
+ */
+int fdev_job_fabric(struct fdev_comm *c, void **area, size_t *len);
+void fdev_job_fabric_done(struct fdev_comm *c, size_t len);
 /* Local data staging into / out of the workspace of local rank @l. */
 void *fdev_ws_addr(struct fdev_comm *c, unsigned int l, uint64_t off);
 int fdev_comm_timing_only(const struct fdev_comm *c);

@@ -9,15 +9,23 @@
 # processes:
 #
 #	tools/vm/run -k 6.12 -m 4G -t 3600 -- tools/bench/procs_table.sh \
-#		[-p PRESET] [-r RANKS] [-m MODES] [-b BYTES] [TOKENS [SEGMENT]]
+#		[-p PRESET] [-r RANKS] [-m MODES] [-b BYTES] [-a 0] \
+#		[TOKENS [SEGMENT]]
 #
-# PRESET (default ualink-pod, 1024 accelerators), RANKS (default
-# 64,256,1024), MODES: the MoE modes (default tp,ll; "" for none), BYTES per
-# pair of the all-to-all (default 4096), TOKENS per rank (default 16),
-# H = 7168, top-8 of max(256, EP) experts, the fabric's segment size
-# SEGMENT (default 64 KiB). FDEV_TIMEOUT_MS reaches the processes
-# (default 1800000). FDEV_DEV_TEST names another fdev_dev_test (static:
-# another build's library) for the all-to-all rows, both runs.
+# PRESET (default ualink-pod, 1024 accelerators; tpu-v4-pod), RANKS
+# (default 64,256,1024), MODES: the MoE modes (default tp,ll; hier, mc;
+# "" for none), BYTES per pair of the all-to-all (default 4096; -a 0
+# leaves the all-to-all out), TOKENS per rank (default 16), H = 7168,
+# top-8 of max(256, EP) experts, hier with nodes of 8, the fabric's
+# segment size SEGMENT (default 64 KiB). mc, as in ep_table.sh: the
+# preset again with MC_COLORS colour-table entries per switch (default
+# 64) and icfabd serving its circuits for the run; a preset without
+# switches (tpu-v4-pod: its chips are joined by cables, its optical
+# switches are circuit switches with no colour table) has no multicast
+# hardware, and mc is not run there: the script says so. FDEV_TIMEOUT_MS
+# reaches the processes (default 1800000). FDEV_DEV_TEST names another
+# fdev_dev_test (static: another build's library) for the all-to-all
+# rows, both runs.
 #
 # Per rank count: a direct all-to-all (fdev_dev_test mp, twice in a row)
 # and each MoE mode's dispatch and combine (moe_bench -P: every process
@@ -34,20 +42,25 @@
 # context switches the whole guest made during the processes' run (ctxt
 # in /proc/stat: every sleep and wakeup of a process in a meeting is
 # one) and the guest's busy CPU time meanwhile (both CPUs); on stderr at
-# once too. Exits 1 if any run fails or any time differs.
+# once too; and for each MoE mode its emulated times against
+# moe_bench's bound (the busiest rank port: 100 GB/s a UALink port,
+# 300 GB/s a TPU v4 chip's six links, as ep_table.sh). Exits 1 if any
+# run fails or any time differs.
 
 . "$(dirname "$0")/lib.sh"
 t=${FDEV_DEV_TEST:-$top/build/libfabricdev/tests/fdev_dev_test}
 bench=$top/build/bin/moe_bench
-PRESET=ualink-pod RANKS=64,256,1024 MODES=tp,ll BYTES=4096
-bench_opts "p=PRESET r=RANKS m=MODES b=BYTES" \
-	"procs_table.sh [-p PRESET] [-r RANKS] [-m MODES] [-b BYTES] [TOKENS [SEGMENT]]" "$@"
+PRESET=ualink-pod RANKS=64,256,1024 MODES=tp,ll BYTES=4096 A2A=1
+MC_COLORS=${MC_COLORS:-64}
+bench_opts "p=PRESET r=RANKS m=MODES b=BYTES a=A2A" \
+	"procs_table.sh [-p PRESET] [-r RANKS] [-m MODES] [-b BYTES] [-a 0] [TOKENS [SEGMENT]]" "$@"
 shift $bench_shift
 T=${1:-16}
 SEG=${2:-65536}
 dir=$(mktemp -d)
 spid=
-trap '[ -n "$spid" ] && kill "$spid" 2>/dev/null; rm -rf "$dir" /dev/shm/fdev-*-pt$$*' EXIT
+dpid=
+trap '[ -n "$spid" ] && kill "$spid" 2>/dev/null; [ -n "$dpid" ] && kill "$dpid" 2>/dev/null; rm -rf "$dir" /dev/shm/fdev-*-pt$$*' EXIT
 # The processes start from copies in $dir: in the test VM the tree is
 # the host's through virtiofs, where a start took 0.25 to 0.62 s, from
 # a copy 0.22 s (docs/LIBFABRICDEV.md, "One process per rank"). Their
@@ -144,9 +157,36 @@ row() {
 		}' || rc=1
 }
 
+# apply [COLOURS]: the preset, with COLOURS colour-table entries per
+# switch if given (the presets have none).
+apply() {
+	"$icfabd" --dump --yaml --preset "$PRESET" > "$dir/fabric.yaml" || exit 1
+	[ -n "${1:-}" ] &&
+		sed -i "/^defaults:/a\\  switch: {colors: $1}" "$dir/fabric.yaml"
+	"$icfabd" --apply "$dir/fabric.yaml" > /dev/null || exit 1
+	"$icfabctl" fabric set 0 segment-size "$SEG" > /dev/null || exit 1
+}
+
+# Multicast needs a switch with a colour table on each source's tree.
+has_switches() {
+	"$icfabd" --dump --yaml --preset "$PRESET" | sed 's/#.*//' | grep -q 'switch'
+}
+
+# unserve: icfabd stopped, the preset without colours again.
+unserve() {
+	kill "$dpid"
+	wait "$dpid" 2> /dev/null
+	dpid=
+	unset ICFABD_SOCKET
+	apply
+}
+
+case $PRESET in
+tpu-v4-pod) bw=300 ;;
+*) bw=100 ;;
+esac
 rc=0
-"$icfabd" --apply --preset "$PRESET" > /dev/null || exit 1
-"$icfabctl" fabric set 0 segment-size "$SEG" > /dev/null || exit 1
+apply
 echo "$PRESET, timing only, all-to-all of $BYTES bytes per pair; MoE $T tokens per rank, H 7168, top-8"
 echo
 echo "| EP | operation | one process: ps | EP processes: ps | same | one process: wall s | processes: wall s | processes: slab peak MiB |"
@@ -155,13 +195,14 @@ for n in $(echo "$RANKS" | tr , ' '); do
 	e=$((n > 256 ? n : 256))
 	t0=$(now_ms)
 	# Twice, as each process runs it: the second starts elsewhere.
-	one=$(FDEV_COLL_REPEAT=2 "$t" coll alltoall direct "$n" "$BYTES" 2> "$dir/one.err" |
-		sed -n 's/.*"time_ps":\([0-9]*\),"last_ps":\([0-9]*\).*/\1 \2/p')
-	w1=$(($(now_ms) - t0))
-	if [ -z "$one" ]; then
+	if [ "$A2A" = 0 ]; then
+		:
+	elif ! one=$(FDEV_COLL_REPEAT=2 "$t" coll alltoall direct "$n" "$BYTES" 2> "$dir/one.err" |
+		sed -n 's/.*"time_ps":\([0-9]*\),"last_ps":\([0-9]*\).*/\1 \2/p') ||
+	     [ -z "$one" ]; then
 		echo "one process, all-to-all, EP $n: $(cat "$dir/one.err")" >&2
 		rc=1
-	elif procs "$n" "$dir/a2a$n" "$t" mp alltoall direct "$BYTES" 2; then
+	elif w1=$(($(now_ms) - t0)) && procs "$n" "$dir/a2a$n" "$t" mp alltoall direct "$BYTES" 2; then
 		row "all-to-all (twice)" "$n" "$one" "$w1" \
 			"$(cat "$dir/a2a$n".[0-9]* | sed -n 's/.*"time_ps":\([0-9]*\),"last_ps":\([0-9]*\).*/\1 \2/p' | tr '\n' ' ')" \
 			"$wall" "$peak"
@@ -175,21 +216,41 @@ for n in $(echo "$RANKS" | tr , ' '); do
 		rc=1
 	fi
 	for mode in $(echo "$MODES" | tr , ' '); do
-		args="-n $n -t $T -H 7168 -e $e -k 8 -m $mode"
+		args="-n $n -t $T -H 7168 -e $e -k 8 -m $mode -b $bw"
+		[ "$mode" = hier ] && args="$args -g 8 -B $bw"
+		if [ "$mode" = mc ]; then
+			if ! has_switches; then
+				echo "EP $n, mc on $PRESET: not run: $PRESET has no multicast hardware (no switch, so no colour table to fork a circuit's tree; the library's multicast needs one)" |
+					tee -a "$dir/notes" >&2
+				continue
+			fi
+			apply "$MC_COLORS"
+			if ! icfabd_serve "$dir/fabric.yaml" "$dir"; then
+				unserve
+				rc=1
+				continue
+			fi
+		fi
 		t0=$(now_ms)
-		one=$("$bench" $args 2> "$dir/one.err" |
-			sed -n 's/.*"dispatch_ps":\([0-9]*\),"combine_ps":\([0-9]*\).*/\1 \2/p')
+		"$bench" $args > "$dir/one.json" 2> "$dir/one.err"
+		one=$(sed -n 's/.*"dispatch_ps":\([0-9]*\),"combine_ps":\([0-9]*\).*/\1 \2/p' "$dir/one.json")
 		w1=$(($(now_ms) - t0))
 		if [ -z "$one" ]; then
 			echo "one process, $mode, EP $n: $(cat "$dir/one.err")" >&2
 			rc=1
-			continue
-		fi
-		if ! procs "$n" "$dir/$mode$n" "$bench" -P $args; then
+		elif ! procs "$n" "$dir/$mode$n" "$bench" -P $args; then
 			echo "$n processes, MoE $mode: failed" >&2
 			rc=1
-			continue
+			one=
 		fi
+		[ "$mode" = mc ] && unserve
+		[ -n "$one" ] || continue
+		tr ',{}' '\n\n\n' < "$dir/one.json" | tr -d '"' | awk -F: -v n="$n" -v mode="$mode" -v w="$wall" -v kb="$peak" '
+			{ v[$1] = $2 }
+			END { printf "EP %d, MoE %s by %d processes: dispatch %.1f us (bound / emulated %.3f), combine %.1f us (%.3f), wall %.1f s, slab peak %.1f MiB\n",
+				n, mode, n, v["dispatch_ps"] / 1e6, v["dispatch_bound_ps"] / v["dispatch_ps"],
+				v["combine_ps"] / 1e6, v["combine_bound_ps"] / v["combine_ps"], w / 1000, kb / 1024 }' |
+			tee -a "$dir/notes" >&2
 		for ph in dispatch combine; do
 			v=$(cat "$dir/$mode$n".[0-9]* |
 				sed -n "s/.*\"${ph}_ps\":\([0-9]*\).*/\1/p" | tr '\n' ' ')
