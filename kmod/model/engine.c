@@ -46,6 +46,19 @@ enum {
 #define DMA_BUSY	(~0ULL)
 
 /*
+ * What a DMA engine idle from @now holds in dma_free[]. Released at
+ * ICFAB_ENGINE_NEVER, it would read as DMA_BUSY, busy for good, and the
+ * next transfer from its endpoint would wait for it and never start (nor
+ * complete): a ps earlier only changes
+ * which of the idle engines a later transfer takes, and they are alike
+ * (the index is seen nowhere else).
+ */
+static icfab_u64 dma_idle_since(icfab_u64 now)
+{
+	return now - (now == DMA_BUSY);
+}
+
+/*
  * For the helpers of the per-event path, called a few times per event:
  * a call there costs more than its body (in a kernel, a return thunk and
  * a stack canary too), and the compiler keeps some out of line.
@@ -1220,7 +1233,9 @@ static int submit_order_err(const struct icfab_engine *e,
 {
 	if (key & ICFAB_ENGINE_KEY_LATE)
 		return -ICFAB_ENGINE_EINVAL;
-	if (icfab_engine_submit_at(e, submit_ps, key) != submit_ps)
+	/* icfab_engine_submit_at() == submit_ps, but not saturated there. */
+	if (submit_ps < e->now_ps ||
+	    icfab_engine_sorts_before(e, submit_ps, key))
 		return -ICFAB_ENGINE_ERANGE;
 	return 0;
 }
@@ -1667,7 +1682,7 @@ static int dma_release(struct icfab_engine *e, icfab_u32 id, icfab_u64 now)
 	icfab_u32 w = ep->wait_head;
 
 	if (w == ICFAB_ENGINE_NO_XFER) {
-		e->dma_free[x->dma] = now;
+		e->dma_free[x->dma] = dma_idle_since(now);
 		return 0;
 	}
 	ep->wait_head = e->xfers[w].next;
@@ -2433,7 +2448,7 @@ void icfab_engine_cancel_all(struct icfab_engine *e,
 		ep->sub_head = ep->sub_tail = ICFAB_ENGINE_NO_XFER;
 		for (d = ep->first_dma; d < ep->first_dma + ep->nr_dma; d++)
 			if (e->dma_free[d] == DMA_BUSY)
-				e->dma_free[d] = e->now_ps;
+				e->dma_free[d] = dma_idle_since(e->now_ps);
 	}
 	for (i = 0; i < e->xfers_cap; i++) {
 		struct icfab_engine_xfer *x = &e->xfers[i];

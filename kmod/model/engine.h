@@ -524,20 +524,34 @@ int icfab_engine_init(struct icfab_engine *e, const struct icfab_mtopo *topo,
 		      const struct icfab_engine_storage *s);
 
 /*
+ * Whether a transfer with @key submitted at @at, no earlier than now_ps,
+ * would sort before the last event @e has processed: at its instant,
+ * @key with ICFAB_ENGINE_KEY_LATE not above that event's key.
+ */
+static inline int icfab_engine_sorts_before(const struct icfab_engine *e,
+					    icfab_u64 at, icfab_u64 key)
+{
+	return e->processed && at == e->last_ps &&
+	       (key | ICFAB_ENGINE_KEY_LATE) <= e->last_key;
+}
+
+/*
  * The earliest time, no earlier than @at, at which a transfer with @key
  * sorts after everything @e has processed: now_ps at least, and when
  * that is the time of the last processed event, @key with
  * ICFAB_ENGINE_KEY_LATE above its key (after every event of a transfer
  * submitted earlier, and after those of transfers submitted at that
- * instant only with a larger key), else one ps later.
+ * instant only with a larger key), else one ps later. At
+ * ICFAB_ENGINE_NEVER there is no later time: it stays there, and
+ * icfab_engine_submit() refuses the transfer (-ERANGE).
  */
 static inline icfab_u64 icfab_engine_submit_at(const struct icfab_engine *e,
 					       icfab_u64 at, icfab_u64 key)
 {
 	if (at < e->now_ps)
 		at = e->now_ps;
-	if (e->processed && at == e->last_ps &&
-	    (key | ICFAB_ENGINE_KEY_LATE) <= e->last_key)
+	if (icfab_engine_sorts_before(e, at, key) &&
+	    at != ICFAB_ENGINE_NEVER)
 		at++;
 	return at;
 }
@@ -546,7 +560,8 @@ static inline icfab_u64 icfab_engine_submit_at(const struct icfab_engine *e,
  * Submit @bytes from endpoint @src to endpoint @dst at fabric time
  * @submit_ps with the tie-breaking @key (say, queue and sequence). The
  * submission must sort after everything processed: @submit_ps is its own
- * icfab_engine_submit_at(), otherwise -ERANGE. @key must leave
+ * icfab_engine_submit_at() and sorts after them, otherwise -ERANGE (so
+ * at ICFAB_ENGINE_NEVER, a @key that sorts before the last event there). @key must leave
  * ICFAB_ENGINE_KEY_LATE clear (-EINVAL). A transfer with no route, or
  * over a DOWN link, is accepted and completes at its start with -EHOSTUNREACH; one of
  * zero bytes or to itself completes at its start with 0. Holds are not

@@ -2346,10 +2346,7 @@ static void test_late_at_submit(void)
 			path[l] = 2 * l;
 		h = h_new(t, SEG, 4, 64, 3);
 		ht = h_new(t, SEG, 4, 64, 3);
-		/*
-		 * From the other end: a DMA engine released at NEVER stays
-		 * busy (its free time is DMA_BUSY), so none is shared there.
-		 */
+		/* From the other end: no DMA engine is shared (test_never). */
 		if (never)
 			submit(h, hops, 0, segs * SEG, at - 1, 2);
 		submit(h, 0, hops, segs * SEG, at, 1);
@@ -2376,6 +2373,57 @@ static void test_late_at_submit(void)
 	}
 	ok(!bad, "events on a transfer's submission instant after its first (%d cases: cut-through with no latency, T = n S/B; times saturated at NEVER)",
 	   cases);
+}
+
+/*
+ * At ICFAB_ENGINE_NEVER, where the module's clocks end (a DELAY saturates
+ * a context's clock just before it, and a completion there moves it on):
+ * a DMA engine released there is idle for the next transfer from its
+ * endpoint, which completes there too; and once a transfer submitted
+ * there has been processed, one whose key sorts before it has no later
+ * instant to start at, so it is refused, at NEVER or at any earlier time
+ * (which used to wrap to 0 and be taken).
+ */
+static void test_never(void)
+{
+	const ull never = ICFAB_ENGINE_NEVER;
+	struct icfab_mtopo *t = chain(3);
+	struct harness *h;
+	icfab_u32 id;
+	ull at;
+	int err0, err1;
+
+	topo_validate(t);
+	h = h_new(t, SEG, 8, 64, 8);
+	submit(h, 0, 1, 64, never - 1, 1);
+	run_all(h);
+	submit(h, 0, 1, 64, never, 2);
+	run_all(h);
+	ok(h->recs[1].n == 1 && h->recs[1].r.finish_ps == never &&
+	   h->recs[2].n == 1 && !h->recs[2].r.status &&
+	   h->recs[2].r.start_ps == never && h->recs[2].r.finish_ps == never &&
+	   icfab_engine_next_ps(&h->e) == never,
+	   "a DMA engine released at NEVER starts the next transfer there (%d, finish %llu)",
+	   h->recs[2].n, (ull)h->recs[2].r.finish_ps);
+
+	/* Key 5 processed at NEVER, with ICFAB_ENGINE_KEY_LATE: 3 is before. */
+	submit(h, 2, 1, 64, never, 5);
+	run_all(h);
+	at = icfab_engine_submit_at(&h->e, never, 3);
+	err0 = icfab_engine_submit(&h->e, 2, 1, 64, never, 3, &id);
+	err1 = icfab_engine_submit(&h->e, 2, 1, 64, 0, 3, &id);
+	/* A key after it still starts there. */
+	if (icfab_engine_submit_at(&h->e, never, 6) == never)
+		submit(h, 2, 1, 64, never, 6);
+	run_all(h);
+	ok(h->recs[5].n == 1 && h->recs[5].r.finish_ps == never &&
+	   at == never && err0 == -ICFAB_ENGINE_ERANGE &&
+	   err1 == -ICFAB_ENGINE_ERANGE && h->recs[3].n == 0 &&
+	   h->recs[6].n == 1 && h->recs[6].r.finish_ps == never,
+	   "at NEVER a key before the last processed one is refused (submit_at %llu, errors %d %d)",
+	   at, err0, err1);
+	h_free(h);
+	topo_free(t);
 }
 
 /*
@@ -3625,6 +3673,7 @@ int main(void)
 	test_capacity_free();
 	test_ct_hops();
 	test_late_at_submit();
+	test_never();
 	test_ct_shared();
 	test_ct_mixed();
 	test_mp_spray();
