@@ -763,6 +763,45 @@ int icfab_engine_part_import(struct icfab_engine *e,
 void icfab_engine_part_retire(struct icfab_engine *e, icfab_u32 id);
 
 /*
+ * A routed transfer's route, walked once for all partitions
+ * (icfab_engine_part_route()) and taken by each (icfab_engine_part_adopt()).
+ */
+struct icfab_engine_route {
+	icfab_u64 nr_segs;		/* 0: completes at its start */
+	icfab_u32 hops;
+	int status;			/* 0 or -EHOSTUNREACH */
+	icfab_u32 path_len, path0, path1;
+	/* Events the transfer reserves (icfab_engine_events_needed()). */
+	icfab_u64 need;
+};
+
+/*
+ * What icfab_engine_submit() would decide about a transfer from @src to
+ * @dst of @bytes before it takes a slot: -EINVAL when an end is not a
+ * present endpoint, else 0 with its route in *@r. Reads only the
+ * topology, so any partition may walk any transfer's route, at once.
+ */
+int icfab_engine_part_route(const struct icfab_engine *e, icfab_u32 src,
+			    icfab_u32 dst, icfab_u64 bytes,
+			    struct icfab_engine_route *r);
+
+/*
+ * Take transfer @id, routed as @r, into partition @e, as
+ * icfab_engine_submit() would have filled its slot, its first event
+ * pushed only in its source's partition. Nothing is checked: the caller
+ * keeps the transfer ids, the reservations and the order of submissions
+ * for all partitions (as the sequential engine would), and a partition
+ * engine that adopts takes no other submission. Its slots are never
+ * retired: a completed transfer's slot is left as it was until adopted
+ * again. Returns 0, or -ENOSPC if the caller's reservations did not
+ * leave the events the transfer needs.
+ */
+int icfab_engine_part_adopt(struct icfab_engine *e, icfab_u32 id,
+			    icfab_u32 src, icfab_u32 dst, icfab_u64 bytes,
+			    icfab_u64 submit_ps, icfab_u64 key,
+			    const struct icfab_engine_route *r);
+
+/*
  * Partition the nodes of @t into @nr_parts (1 to 65535) for the parallel
  * engine: a leaf switch with the endpoints whose first link reaches it,
  * an endpoint with no switch next to it alone, and any other switch
