@@ -198,7 +198,7 @@ static void window_loop(struct pengine *pe, unsigned int p)
 {
 	struct icfab_engine *e = &pe->e[p];
 	icfab_u64 hz = pe->first_hz, t;
-	double c0;
+	double c0, c1, c2;
 	unsigned int w, par, q;
 	int err;
 
@@ -217,12 +217,15 @@ static void window_loop(struct pengine *pe, unsigned int p)
 		err = icfab_engine_run_until(e, hz, NULL, NULL);
 		if (!err)
 			err = mine->err;
+		c1 = thread_cpu();
 		sb_wait(&pe->bar);
+		/* Not the wait at the barrier: a spin is no work. */
+		c2 = thread_cpu();
 		if (!err)
 			err = exchange(pe, p, par);
 		pe->err[2 * p + par] = err;
 		pe->next[2 * p + par] = icfab_engine_next_ps(e);
-		pe->busy[2 * p + par] = thread_cpu() - c0;
+		pe->busy[2 * p + par] = c1 - c0 + thread_cpu() - c2;
 		pe->busy_sum[p] += pe->busy[2 * p + par];
 		if (p == 0) {
 			pe->windows++;
