@@ -346,7 +346,11 @@ struct icfab_engine_tracer {
  * retires the transfers in every partition in that order
  * (icfab_engine_part_retire()) and builds the results
  * (icfab_part_result()), so that transfer ids, completion order and
- * every figure are the sequential engine's.
+ * every figure are the sequential engine's. Or, cheaper, the caller
+ * keeps the ids, free list and reservations itself, as the sequential
+ * engine would, walks each route once (icfab_engine_part_route()) and
+ * has every partition adopt the transfer into the slot it gave
+ * (icfab_engine_part_adopt()); such partitions are never retired.
  *
  * Supported: routed transfers over a topology that does not change
  * while they run. A segment lost to a broken route or a failing hold
