@@ -1304,6 +1304,42 @@ static ENGINE_HOT int sub_next(struct icfab_engine *e, icfab_u32 id)
 }
 
 /*
+ * Fill slot @x from @sp. Member by member, every one of them: a compound
+ * literal is zeroed first (a rep stos) and then copied, once per
+ * transfer.
+ */
+static ENGINE_HOT void xfer_fill(struct icfab_engine_xfer *x,
+				 const struct xfer_spec *sp)
+{
+	x->key = sp->key;
+	x->bytes = sp->bytes;
+	x->submit_ps = sp->submit_ps;
+	x->start_ps = 0;
+	x->queued_ps = 0;
+	x->nr_segs = (icfab_u32)sp->nr_segs;
+	x->src = sp->src;
+	x->dst = sp->dst;
+	x->dma = 0;
+	x->next = ICFAB_ENGINE_NO_XFER;
+	x->events = 0;
+	x->hops = (icfab_u16)sp->hops;
+	x->state = XFER_PENDING;
+	x->tier_hops = (icfab_u8)sp->tier_hops;
+	x->tier_in = sp->tier_in;
+	x->tier_out = sp->tier_out;
+	x->spray = 0;
+	x->status = sp->status;
+	x->nr_leaves = sp->nr_leaves;
+	x->tree_len = sp->tree_len;
+	x->tree = sp->tree;
+	x->undelivered = sp->nr_segs * sp->nr_leaves;
+	x->arrive_ps = 0;
+	x->path_len = sp->path_len;
+	x->path[0] = sp->path0;
+	x->path[1] = sp->path1;
+}
+
+/*
  * Admit @sp, or fail with -ENOSPC and change nothing. Inlined into each
  * submission, so that the spec its caller fills is never stored: once
  * per transfer, but the WRITE of one segment is little else.
@@ -1332,36 +1368,7 @@ static ENGINE_HOT int xfer_new(struct icfab_engine *e,
 	id = e->free_xfer;
 	x = &e->xfers[id];
 	e->free_xfer = x->next;
-	/*
-	 * Member by member, every one of them: a compound literal is zeroed
-	 * first (a rep stos) and then copied, once per transfer.
-	 */
-	x->key = sp->key;
-	x->bytes = sp->bytes;
-	x->submit_ps = sp->submit_ps;
-	x->start_ps = 0;
-	x->queued_ps = 0;
-	x->nr_segs = (icfab_u32)sp->nr_segs;
-	x->src = sp->src;
-	x->dst = sp->dst;
-	x->dma = 0;
-	x->next = ICFAB_ENGINE_NO_XFER;
-	x->events = 0;
-	x->hops = (icfab_u16)sp->hops;
-	x->state = XFER_PENDING;
-	x->tier_hops = (icfab_u8)sp->tier_hops;
-	x->tier_in = sp->tier_in;
-	x->tier_out = sp->tier_out;
-	x->spray = 0;
-	x->status = sp->status;
-	x->nr_leaves = sp->nr_leaves;
-	x->tree_len = sp->tree_len;
-	x->tree = sp->tree;
-	x->undelivered = sp->nr_segs * sp->nr_leaves;
-	x->arrive_ps = 0;
-	x->path_len = sp->path_len;
-	x->path[0] = sp->path0;
-	x->path[1] = sp->path1;
+	xfer_fill(x, sp);
 	e->events_reserved += need;
 	e->nr_xfers++;
 	/* Another partition's source: its events come here by messages. */
@@ -2511,6 +2518,52 @@ int icfab_engine_part_import(struct icfab_engine *e,
 			return err;
 	}
 	return 0;
+}
+
+int icfab_engine_part_route(const struct icfab_engine *e, icfab_u32 src,
+			    icfab_u32 dst, icfab_u64 bytes,
+			    struct icfab_engine_route *r)
+{
+	if (!ep_present(e, src) || !ep_present(e, dst))
+		return -ICFAB_ENGINE_EINVAL;
+	/* submit_routed() without tier ports. */
+	r->hops = 0;
+	r->status = 0;
+	r->path_len = 0;
+	r->path0 = 0;
+	r->path1 = 0;
+	r->nr_segs = 0;
+	if (src != dst) {
+		r->hops = route_walk(e->topo, src, dst, &r->path0, &r->path1,
+				     &r->path_len);
+		if (!r->hops)
+			r->status = -ICFAB_ENGINE_EHOSTUNREACH;
+	}
+	if (!r->status && r->hops)
+		r->nr_segs = nr_segs_of(bytes, e->segment_size);
+	r->need = r->nr_segs + 1;
+	return 0;
+}
+
+int icfab_engine_part_adopt(struct icfab_engine *e, icfab_u32 id,
+			    icfab_u32 src, icfab_u32 dst, icfab_u64 bytes,
+			    icfab_u64 submit_ps, icfab_u64 key,
+			    const struct icfab_engine_route *r)
+{
+	struct xfer_spec sp = {
+		.key = key, .bytes = bytes, .submit_ps = submit_ps,
+		.nr_segs = r->nr_segs, .src = src, .dst = dst,
+		.hops = r->hops, .nr_leaves = 1, .tree = ICFAB_NULL,
+		.tier_in = ICFAB_MODEL_NO_LINK,
+		.tier_out = ICFAB_MODEL_NO_LINK, .status = r->status,
+		.path_len = r->path_len, .path0 = r->path0, .path1 = r->path1,
+	};
+
+	xfer_fill(&e->xfers[id], &sp);
+	/* Another partition's source: its events come here by messages. */
+	if (e->part->of_node[src] != e->part->self)
+		return 0;
+	return sub_enqueue(e, id);
 }
 
 /* Also the sequential engine's retirement of a completed transfer. */

@@ -346,7 +346,11 @@ struct icfab_engine_tracer {
  * retires the transfers in every partition in that order
  * (icfab_engine_part_retire()) and builds the results
  * (icfab_part_result()), so that transfer ids, completion order and
- * every figure are the sequential engine's.
+ * every figure are the sequential engine's. Or, cheaper, the caller
+ * keeps the ids, free list and reservations itself, as the sequential
+ * engine would, walks each route once (icfab_engine_part_route()) and
+ * has every partition adopt the transfer into the slot it gave
+ * (icfab_engine_part_adopt()); such partitions are never retired.
  *
  * Supported: routed transfers over a topology that does not change
  * while they run. A segment lost to a broken route or a failing hold
@@ -761,6 +765,45 @@ int icfab_engine_part_import(struct icfab_engine *e,
 
 /* Retire transfer @id, which some partition completed, in @e. */
 void icfab_engine_part_retire(struct icfab_engine *e, icfab_u32 id);
+
+/*
+ * A routed transfer's route, walked once for all partitions
+ * (icfab_engine_part_route()) and taken by each (icfab_engine_part_adopt()).
+ */
+struct icfab_engine_route {
+	icfab_u64 nr_segs;		/* 0: completes at its start */
+	icfab_u32 hops;
+	int status;			/* 0 or -EHOSTUNREACH */
+	icfab_u32 path_len, path0, path1;
+	/* Events the transfer reserves (icfab_engine_events_needed()). */
+	icfab_u64 need;
+};
+
+/*
+ * What icfab_engine_submit() would decide about a transfer from @src to
+ * @dst of @bytes before it takes a slot: -EINVAL when an end is not a
+ * present endpoint, else 0 with its route in *@r. Reads only the
+ * topology, so any partition may walk any transfer's route, at once.
+ */
+int icfab_engine_part_route(const struct icfab_engine *e, icfab_u32 src,
+			    icfab_u32 dst, icfab_u64 bytes,
+			    struct icfab_engine_route *r);
+
+/*
+ * Take transfer @id, routed as @r, into partition @e, as
+ * icfab_engine_submit() would have filled its slot, its first event
+ * pushed only in its source's partition. Nothing is checked: the caller
+ * keeps the transfer ids, the reservations and the order of submissions
+ * for all partitions (as the sequential engine would), and a partition
+ * engine that adopts takes no other submission. Its slots are never
+ * retired: a completed transfer's slot is left as it was until adopted
+ * again. Returns 0, or -ENOSPC if the caller's reservations did not
+ * leave the events the transfer needs.
+ */
+int icfab_engine_part_adopt(struct icfab_engine *e, icfab_u32 id,
+			    icfab_u32 src, icfab_u32 dst, icfab_u64 bytes,
+			    icfab_u64 submit_ps, icfab_u64 key,
+			    const struct icfab_engine_route *r);
 
 /*
  * Partition the nodes of @t into @nr_parts (1 to 65535) for the parallel

@@ -7,12 +7,22 @@
  * its partition's events before the window's end; whatever it sends
  * another partition is at or after that end, so no partition can miss
  * an event of its window. Then, after a barrier, each imports what was
- * sent to it and retires the window's completions, merged in the order
- * of events, in its copy of the transfers; after a second barrier every
- * thread knows the next window. Thread 0 reports the window's
- * completions while the next one runs: the records, outboxes, next
+ * sent to it; after a second barrier every thread knows the next
+ * window. Thread 0 reports the window's completions, merged in the
+ * order of events, while the next one runs, and retires them in the
+ * transfer table it keeps for all (below): the records, outboxes, next
  * times and errors of a window are kept by its parity, so that the
  * window after it writes the other set.
+ *
+ * The transfer ids, their free list and the events reserved are kept
+ * here, once, as the sequential engine keeps them (free list order and
+ * all), not in step in every partition: a batch of submissions is
+ * routed by the threads in shares (icfab_engine_part_route()), then
+ * thread 0 admits them in order and gives them their ids, then every
+ * partition adopts every admitted transfer into its slot
+ * (icfab_engine_part_adopt(), which pushes its first event in its
+ * source's partition only). Partitions never retire a slot: it is
+ * filled again when its id is given again.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -51,6 +61,15 @@ struct pengine {
 	void *arg;
 	int ret;
 	unsigned int *cursor;		/* thread 0's merge, [nr] */
+	/*
+	 * The sequential engine's transfer table, but for what the
+	 * partitions keep: its free list (from free_head, NO_XFER at the
+	 * end), what each transfer reserved, and the events reserved in all.
+	 */
+	icfab_u32 xfers_cap, events_cap, free_head;
+	icfab_u32 *free_next;		/* [xfers_cap] */
+	icfab_u64 *need;		/* [xfers_cap] */
+	icfab_u64 events_reserved;
 	uint64_t windows, messages;
 	/*
 	 * Thread CPU time, s, each partition spent working (not waiting);
@@ -63,12 +82,17 @@ struct pengine {
 	struct spin_barrier bar;
 	pthread_barrier_t start;	/* workers sleep here between runs */
 	enum { CMD_RUN, CMD_SUBMIT, CMD_QUIT } cmd;
-	/* CMD_SUBMIT's batch, and each partition's answer. */
+	/* CMD_SUBMIT's batch: its routes, what thread 0 admitted. */
 	const struct pengine_sub *subs;
 	size_t nr_subs;
 	icfab_u32 *ids;
-	size_t *taken;			/* [nr] */
-	int *sub_err;			/* [nr] */
+	struct icfab_engine_route *routes;	/* [routes_cap] */
+	int *route_err;				/* [routes_cap] */
+	size_t routes_cap;
+	size_t taken;
+	int sub_err;
+	int *adopt_err;			/* [nr] */
+	double *phase;			/* [3 * p + phase], s */
 	pthread_t *threads;		/* [nr], 0 unused */
 };
 
@@ -146,17 +170,20 @@ static void report(struct pengine *pe, unsigned int par)
 	memset(pe->cursor, 0, pe->nr * sizeof(*pe->cursor));
 	while ((d = merge_next(pe, par, pe->cursor))) {
 		icfab_part_result(pe->ep, pe->nr, pe->of_node, d, &r);
+		/* Retired first, as the sequential engine does. */
+		pe->events_reserved -= pe->need[d->xfer];
+		pe->free_next[d->xfer] = pe->free_head;
+		pe->free_head = d->xfer;
 		if (pe->complete && pe->complete(pe->arg, d->xfer, &r))
 			pe->ret = 1;
 	}
 }
 
-/* Partition @p: import window @par's messages, retire its completions. */
+/* Partition @p: import window @par's messages. */
 static int exchange(struct pengine *pe, unsigned int p, unsigned int par)
 {
 	struct icfab_engine *e = &pe->e[p];
-	const struct icfab_engine_done *d;
-	unsigned int cur[pe->nr], q;
+	unsigned int q;
 	int err;
 
 	for (q = 0; q < pe->nr; q++) {
@@ -164,9 +191,6 @@ static int exchange(struct pengine *pe, unsigned int p, unsigned int par)
 		if (err)
 			return err;
 	}
-	memset(cur, 0, sizeof(cur));
-	while ((d = merge_next(pe, par, cur)))
-		icfab_engine_part_retire(e, d->xfer);
 	return 0;
 }
 
@@ -174,7 +198,7 @@ static void window_loop(struct pengine *pe, unsigned int p)
 {
 	struct icfab_engine *e = &pe->e[p];
 	icfab_u64 hz = pe->first_hz, t;
-	double c0;
+	double c0, c1, c2;
 	unsigned int w, par, q;
 	int err;
 
@@ -193,12 +217,15 @@ static void window_loop(struct pengine *pe, unsigned int p)
 		err = icfab_engine_run_until(e, hz, NULL, NULL);
 		if (!err)
 			err = mine->err;
+		c1 = thread_cpu();
 		sb_wait(&pe->bar);
+		/* Not the wait at the barrier: a spin is no work. */
+		c2 = thread_cpu();
 		if (!err)
 			err = exchange(pe, p, par);
 		pe->err[2 * p + par] = err;
 		pe->next[2 * p + par] = icfab_engine_next_ps(e);
-		pe->busy[2 * p + par] = thread_cpu() - c0;
+		pe->busy[2 * p + par] = c1 - c0 + thread_cpu() - c2;
 		pe->busy_sum[p] += pe->busy[2 * p + par];
 		if (p == 0) {
 			pe->windows++;
@@ -232,30 +259,84 @@ static void window_loop(struct pengine *pe, unsigned int p)
 }
 
 /*
- * Partition @p takes the batch, up to the first refusal; partition 0
- * keeps the ids. The partitions are in step, so all stop at the same.
+ * What the sequential engine would decide about submission @s, routed
+ * as @r (or refused with @route_err) before it: 0 and its id in *@id,
+ * or the refusal. Thread 0's, or the caller's between runs.
+ */
+static int admit(struct pengine *pe, const struct pengine_sub *s,
+		 int route_err, const struct icfab_engine_route *r,
+		 icfab_u32 *id)
+{
+	if (route_err)
+		return route_err;
+	/* submit_order_err(), against the whole engine's clock. */
+	if (s->key & ICFAB_ENGINE_KEY_LATE)
+		return -ICFAB_ENGINE_EINVAL;
+	if (s->submit_ps < pe->now_ps ||
+	    (pe->processed &&
+	     (s->submit_ps < pe->last_ps ||
+	      (s->submit_ps == pe->last_ps &&
+	       (s->key | ICFAB_ENGINE_KEY_LATE) <= pe->last_key))))
+		return -ICFAB_ENGINE_ERANGE;
+	/* xfer_new()'s. */
+	if (r->nr_segs >= pe->events_cap ||
+	    r->need > pe->events_cap - pe->events_reserved ||
+	    pe->free_head == ICFAB_ENGINE_NO_XFER)
+		return -ICFAB_ENGINE_ENOSPC;
+	*id = pe->free_head;
+	pe->free_head = pe->free_next[*id];
+	pe->need[*id] = r->need;
+	pe->events_reserved += r->need;
+	return 0;
+}
+
+/*
+ * Partition @p's part of a batch: route its share, wait for thread 0 to
+ * admit them up to the first refusal, adopt every admitted one.
  */
 static void submit_part(struct pengine *pe, unsigned int p)
 {
-	double c0 = thread_cpu();
-	size_t i;
+	size_t i, lo = pe->nr_subs * p / pe->nr,
+	       hi = pe->nr_subs * (p + 1) / pe->nr;
+	double c0 = thread_cpu(), c1, c2;
 	int err = 0;
 
-	for (i = 0; i < pe->nr_subs; i++) {
+	for (i = lo; i < hi; i++) {
 		const struct pengine_sub *s = &pe->subs[i];
-		icfab_u32 id;
 
-		err = icfab_engine_submit(&pe->e[p], s->src, s->dst, s->bytes,
-					  s->submit_ps, s->key, &id);
-		if (err)
-			break;
-		if (!p)
-			pe->ids[i] = id;
+		pe->route_err[i] = icfab_engine_part_route(&pe->e[p], s->src,
+							   s->dst, s->bytes,
+							   &pe->routes[i]);
 	}
-	pe->taken[p] = i;
-	pe->sub_err[p] = err;
-	pe->busy[2 * p] = thread_cpu() - c0;
-	pe->busy_sum[p] += pe->busy[2 * p];
+	c1 = thread_cpu();
+	pe->phase[3 * p] = c1 - c0;
+	sb_wait(&pe->bar);
+	c1 = thread_cpu();
+	if (!p) {
+		pe->sub_err = 0;
+		for (i = 0; i < pe->nr_subs; i++) {
+			pe->sub_err = admit(pe, &pe->subs[i], pe->route_err[i],
+					    &pe->routes[i], &pe->ids[i]);
+			if (pe->sub_err)
+				break;
+		}
+		pe->taken = i;
+	}
+	c2 = thread_cpu();
+	pe->phase[3 * p + 1] = c2 - c1;
+	sb_wait(&pe->bar);
+	c2 = thread_cpu();
+	for (i = 0; i < pe->taken && !err; i++) {
+		const struct pengine_sub *s = &pe->subs[i];
+
+		err = icfab_engine_part_adopt(&pe->e[p], pe->ids[i], s->src,
+					      s->dst, s->bytes, s->submit_ps,
+					      s->key, &pe->routes[i]);
+	}
+	pe->adopt_err[p] = err;
+	pe->phase[3 * p + 2] = thread_cpu() - c2;
+	pe->busy_sum[p] += pe->phase[3 * p] + pe->phase[3 * p + 1] +
+			   pe->phase[3 * p + 2];
 }
 
 static void *worker(void *arg)
@@ -279,17 +360,22 @@ static void *worker(void *arg)
 int pengine_submit_batch(struct pengine *pe, const struct pengine_sub *subs,
 			 size_t n, icfab_u32 *ids, size_t *taken)
 {
-	unsigned int p;
-	size_t i;
+	unsigned int p, k;
 
-	for (i = 0; i < n; i++)
-		if (subs[i].submit_ps < pe->now_ps ||
-		    (pe->processed &&
-		     (subs[i].submit_ps < pe->last_ps ||
-		      (subs[i].submit_ps == pe->last_ps &&
-		       (subs[i].key | ICFAB_ENGINE_KEY_LATE) <=
-		       pe->last_key))))
-			return -ICFAB_ENGINE_ERANGE;
+	if (n > pe->routes_cap) {
+		struct icfab_engine_route *r;
+		int *re;
+
+		r = realloc(pe->routes, n * sizeof(*r));
+		if (r)
+			pe->routes = r;
+		re = realloc(pe->route_err, n * sizeof(*re));
+		if (re)
+			pe->route_err = re;
+		if (!r || !re)
+			return -ENOMEM;
+		pe->routes_cap = n;
+	}
 	pe->subs = subs;
 	pe->nr_subs = n;
 	pe->ids = ids;
@@ -297,13 +383,20 @@ int pengine_submit_batch(struct pengine *pe, const struct pengine_sub *subs,
 	pthread_barrier_wait(&pe->start);
 	submit_part(pe, 0);
 	pthread_barrier_wait(&pe->start);
-	critical_add(pe, 0);
-	for (p = 1; p < pe->nr; p++)
-		if (pe->taken[p] != pe->taken[0] ||
-		    pe->sub_err[p] != pe->sub_err[0])
+	for (k = 0; k < 3; k++) {
+		double most = 0;
+
+		for (p = 0; p < pe->nr; p++)
+			if (pe->phase[3 * p + k] > most)
+				most = pe->phase[3 * p + k];
+		pe->critical += most;
+	}
+	/* The admission left room for every event: a bug otherwise. */
+	for (p = 0; p < pe->nr; p++)
+		if (pe->adopt_err[p])
 			abort();
-	*taken = pe->taken[0];
-	return pe->sub_err[0];
+	*taken = pe->taken;
+	return pe->sub_err;
 }
 
 int pengine_run_until(struct pengine *pe, icfab_u64 horizon_ps,
@@ -364,27 +457,23 @@ int pengine_submit(struct pengine *pe, icfab_u32 src, icfab_u32 dst,
 		   icfab_u64 bytes, icfab_u64 submit_ps, icfab_u64 key,
 		   icfab_u32 *xfer_id)
 {
+	const struct pengine_sub s = {
+		.src = src, .dst = dst, .bytes = bytes,
+		.submit_ps = submit_ps, .key = key,
+	};
+	struct icfab_engine_route r;
 	unsigned int p;
-	int err = 0;
+	int err;
 
-	if (submit_ps < pe->now_ps ||
-	    (pe->processed && (submit_ps < pe->last_ps ||
-			       (submit_ps == pe->last_ps &&
-				(key | ICFAB_ENGINE_KEY_LATE) <= pe->last_key))))
-		return -ICFAB_ENGINE_ERANGE;
-	for (p = 0; p < pe->nr; p++) {
-		icfab_u32 id;
-		int e = icfab_engine_submit(&pe->e[p], src, dst, bytes,
-					    submit_ps, key, &id);
-
-		/* The partitions are in step: all or none take it. */
-		if (p && (e != err || (!e && id != *xfer_id)))
+	err = icfab_engine_part_route(&pe->e[0], src, dst, bytes, &r);
+	err = admit(pe, &s, err, &r, xfer_id);
+	if (err)
+		return err;
+	for (p = 0; p < pe->nr; p++)
+		if (icfab_engine_part_adopt(&pe->e[p], *xfer_id, src, dst,
+					    bytes, submit_ps, key, &r))
 			abort();
-		err = e;
-		if (!e)
-			*xfer_id = id;
-	}
-	return err;
+	return 0;
 }
 
 void pengine_now(const struct pengine *pe, icfab_u64 *now, icfab_u64 *last_ps,
@@ -473,10 +562,14 @@ void pengine_free(struct pengine *pe)
 	free(pe->next);
 	free(pe->err);
 	free(pe->cursor);
-	free(pe->taken);
 	free(pe->busy);
 	free(pe->busy_sum);
-	free(pe->sub_err);
+	free(pe->adopt_err);
+	free(pe->phase);
+	free(pe->routes);
+	free(pe->route_err);
+	free(pe->free_next);
+	free(pe->need);
 	free(pe->threads);
 	free(pe);
 }
@@ -498,17 +591,25 @@ static int pengine_build(struct pengine *pe, const struct icfab_mtopo *m,
 	pe->next = calloc(2 * pe->nr, sizeof(*pe->next));
 	pe->err = calloc(2 * pe->nr, sizeof(*pe->err));
 	pe->cursor = calloc(pe->nr, sizeof(*pe->cursor));
-	pe->taken = calloc(pe->nr, sizeof(*pe->taken));
 	pe->busy = calloc(2 * pe->nr, sizeof(*pe->busy));
 	pe->busy_sum = calloc(pe->nr, sizeof(*pe->busy_sum));
-	if (!pe->busy || !pe->busy_sum)
-		return -ENOMEM;
-	pe->sub_err = calloc(pe->nr, sizeof(*pe->sub_err));
-	if (!pe->taken || !pe->sub_err || !pe->of_node || !scratch || !pe->e || !pe->ep || !pe->st ||
-	    !pe->part || !pe->next || !pe->err || !pe->cursor) {
+	pe->adopt_err = calloc(pe->nr, sizeof(*pe->adopt_err));
+	pe->phase = calloc(3 * (size_t)pe->nr, sizeof(*pe->phase));
+	pe->free_next = calloc(xfers, sizeof(*pe->free_next));
+	pe->need = calloc(xfers, sizeof(*pe->need));
+	if (!pe->busy || !pe->busy_sum || !pe->adopt_err || !pe->phase ||
+	    !pe->free_next || !pe->need || !pe->of_node || !scratch ||
+	    !pe->e || !pe->ep || !pe->st || !pe->part || !pe->next ||
+	    !pe->err || !pe->cursor) {
 		free(scratch);
 		return -ENOMEM;
 	}
+	/* icfab_engine_init()'s free list: every slot, in order. */
+	pe->xfers_cap = xfers;
+	pe->events_cap = events;
+	for (p = 0; p < xfers; p++)
+		pe->free_next[p] = p + 1 < xfers ? p + 1 : ICFAB_ENGINE_NO_XFER;
+	pe->free_head = xfers ? 0 : ICFAB_ENGINE_NO_XFER;
 	pe->lookahead = icfab_part_plan(m, (icfab_u16)pe->nr, pe->of_node,
 					scratch);
 	free(scratch);

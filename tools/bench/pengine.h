@@ -62,7 +62,10 @@ void pengine_times(const struct pengine *pe, double *critical, double *busy);
 void pengine_now(const struct pengine *pe, icfab_u64 *now, icfab_u64 *last_ps,
 		 icfab_u64 *last_key, int *processed);
 
-/* icfab_engine_submit() on every partition: the same id everywhere. */
+/*
+ * icfab_engine_submit() as the sequential engine would take it (the same
+ * id, the same refusals): routed once, adopted by every partition.
+ */
 int pengine_submit(struct pengine *pe, icfab_u32 src, icfab_u32 dst,
 		   icfab_u64 bytes, icfab_u64 submit_ps, icfab_u64 key,
 		   icfab_u32 *xfer_id);
@@ -76,9 +79,11 @@ struct pengine_sub {
 };
 
 /*
- * pengine_submit() for @n transfers in order, each partition's thread
- * submitting to it: stops at the first refusal. Sets *@taken to the
- * number accepted and @ids[] to their ids; returns 0 or the refusal.
+ * pengine_submit() for @n transfers in order: the threads walk the
+ * routes in shares, thread 0 admits them and gives the ids, and each
+ * thread's partition adopts every admitted one. Stops at the first
+ * refusal. Sets *@taken to the number accepted and @ids[] to their
+ * ids; returns 0, the refusal, or -ENOMEM.
  */
 int pengine_submit_batch(struct pengine *pe, const struct pengine_sub *subs,
 			 size_t n, icfab_u32 *ids, size_t *taken);

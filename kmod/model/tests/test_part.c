@@ -205,6 +205,29 @@ static int submit_all(struct icfab_engine *e)
 	return 0;
 }
 
+/*
+ * submit_all() as tools/bench/pengine.c does it: each route walked once,
+ * the transfer adopted by every partition with the id the sequential
+ * engine gives it (all submitted before any completes: 0, 1, ...).
+ */
+static int adopt_all(struct icfab_engine *e, unsigned int nr)
+{
+	for (unsigned int i = 0; i < NX; i++) {
+		struct icfab_engine_route r;
+
+		if (icfab_engine_part_route(&e[i % nr], work[i].src,
+					    work[i].dst, work[i].bytes, &r))
+			return -1;
+		for (unsigned int p = 0; p < nr; p++)
+			if (icfab_engine_part_adopt(&e[p], i, work[i].src,
+						    work[i].dst, work[i].bytes,
+						    work[i].at, work[i].key,
+						    &r))
+				return -1;
+	}
+	return 0;
+}
+
 static int run_sequential(const struct icfab_mtopo *t, struct outcome *o)
 {
 	struct icfab_engine_storage st;
@@ -228,11 +251,12 @@ static int run_sequential(const struct icfab_mtopo *t, struct outcome *o)
 /*
  * @nr partitions, one window after another: the protocol of
  * tools/bench/pengine.c without threads. @look: the window, 0 for the
- * plan's lookahead. Returns 0 or the first error (-ERANGE: an event
- * came from a partition's past).
+ * plan's lookahead. @adopt: submitted by adopt_all(), and never
+ * retired. Returns 0 or the first error (-ERANGE: an event came from a
+ * partition's past).
  */
 static int run_parts(const struct icfab_mtopo *t, unsigned int nr,
-		     ull look, struct outcome *o, ull *windows)
+		     ull look, int adopt, struct outcome *o, ull *windows)
 {
 	struct icfab_engine_storage st[MAXP];
 	struct icfab_engine e[MAXP], *ep[MAXP];
@@ -262,9 +286,11 @@ static int run_parts(const struct icfab_mtopo *t, unsigned int nr,
 			err = -1;
 		icfab_engine_set_part(&e[p], &part[p]);
 		icfab_engine_set_tracer(&e[p], &xmit_tracer, o);
-		if (!err && submit_all(&e[p]))
+		if (!err && !adopt && submit_all(&e[p]))
 			err = -1;
 	}
+	if (!err && adopt && adopt_all(e, nr))
+		err = -1;
 	while (!err) {
 		ull first = ICFAB_ENGINE_NEVER, hz;
 		unsigned int cur[MAXP] = { 0 };
@@ -303,7 +329,7 @@ static int run_parts(const struct icfab_mtopo *t, unsigned int nr,
 			cur[bq]++;
 			icfab_part_result(ep, nr, of_node, d, &r);
 			record(o, d->xfer, &r);
-			for (unsigned int p = 0; p < nr; p++)
+			for (unsigned int p = 0; p < nr && !adopt; p++)
 				icfab_engine_part_retire(&e[p], d->xfer);
 		}
 	}
@@ -370,12 +396,17 @@ static void test_identical(int spray, int cut)
 		ok(!serr && seq.nr == NX,
 		   "sequential: %u transfers complete (seed %llu)", seq.nr, seed);
 		for (unsigned int nr = 2; nr <= MAXP; nr++) {
-			int err = run_parts(t, nr, 0, &par, &windows);
+			int err = run_parts(t, nr, 0, 0, &par, &windows);
 
 			ok(!err && same(&seq, &par, t->links_cap),
 			   "%u partitions%s%s, seed %llu: every completion (id, start, finish, queued, in order), every link's departures and counters are the sequential engine's (%llu windows, err %d)",
 			   nr, spray ? ", sprayed" : "", cut ? ", cut-through" : "",
 			   seed, windows, err);
+			err = run_parts(t, nr, 0, 1, &par, &windows);
+			ok(!err && same(&seq, &par, t->links_cap),
+			   "%u partitions%s%s, seed %llu, routed once and adopted, never retired: the sequential engine's to the bit (err %d)",
+			   nr, spray ? ", sprayed" : "", cut ? ", cut-through" : "",
+			   seed, err);
 		}
 	}
 	topo_free(t);
@@ -393,11 +424,11 @@ static void test_out_of_order(void)
 
 	validate(t);
 	make_work(16, 42);
-	err = run_parts(t, 2, 4 * LAT, &par, &windows);
+	err = run_parts(t, 2, 4 * LAT, 0, &par, &windows);
 	ok(err == -ICFAB_ENGINE_ERANGE,
 	   "windows of 4 lookaheads: a partition gets an event from its past and the import says -ERANGE (%d)",
 	   err);
-	err = run_parts(t, 2, LAT, &par, &windows);
+	err = run_parts(t, 2, LAT, 0, &par, &windows);
 	ok(!err, "windows of one lookahead: no import refused (%d)", err);
 	topo_free(t);
 }
