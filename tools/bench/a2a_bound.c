@@ -36,8 +36,9 @@
  *		bytes (default the segment size), each pair's pieces
  *		behind by its lead with -o lead (fdev_plan_interleave_lead()),
  *		as libfabricdev's all-to-all-v (coll.c,
- *		fdev_comm_interleave()). -b, -c, -s and -o longest do not
- *		apply. BYTES in the output is the largest pair's.
+ *		fdev_comm_interleave()), posted as the module keys a
+ *		rank's posts (run_plan()). -b, -c, -s and -o longest do
+ *		not apply. BYTES in the output is the largest pair's.
  *
  * The bound is the busiest link: over all links, the bytes the routes put
  * on it over its bandwidth (the engine's own byte counters after the
@@ -423,7 +424,9 @@ static int run_plan(struct run *r, struct icfab_mtopo *m,
 	uint64_t xfers = 0, events = 0, most_x = 0, most_ev = 0;
 	struct icfab_engine_storage st;
 	struct icfab_engine e;
+	uint32_t *seq;			/* [n]: each source's posts so far */
 	size_t b, i;
+	int err = 0;
 
 	for (b = 0; b < p->nx; b = i) {
 		xfers = events = 0;
@@ -437,33 +440,51 @@ static int run_plan(struct run *r, struct icfab_mtopo *m,
 	}
 	if (most_x > UINT32_MAX || most_ev > UINT32_MAX)
 		return -E2BIG;
-	if (host_storage(&st, m, (icfab_u32)most_x, (icfab_u32)most_ev))
+	seq = calloc(r->n, sizeof(*seq));
+	if (!seq || host_storage(&st, m, (icfab_u32)most_x, (icfab_u32)most_ev)) {
+		free(seq);
 		return -ENOMEM;
+	}
 	if (icfab_engine_init(&e, m, r->t->segment_size, &st))
-		return -EINVAL;
-	for (b = 0; b < p->nx; b = i) {
+		err = -EINVAL;
+	for (b = 0; !err && b < p->nx; b = i) {
 		uint64_t at = r->finish_ps;
 
-		for (i = b; i < p->nx && p->x[i].step == p->x[b].step; i++) {
+		for (i = b; !err && i < p->nx && p->x[i].step == p->x[b].step;
+		     i++) {
 			const struct fdev_xfer *x = &p->x[i];
 			icfab_u32 id;
 
+			/*
+			 * The module's key (kmod/data.c, icfab_xfer_submit()):
+			 * endpoint, queue (one per rank), sequence on it, as
+			 * run() orders its own. It decides what goes first at
+			 * one instant; keyed by place in the plan (a round's
+			 * pieces before the next round's, whatever their
+			 * source), ties at the torus's links went another way
+			 * and the MoE matrices with leads came out 10 to 30 us
+			 * off the module's times.
+			 */
 			if (icfab_engine_submit(&e, r->ep[x->src], r->ep[x->dst],
 						x->len, at,
-						(icfab_u64)x->step << 40 | (i - b),
-						&id))
-				return -EINVAL;
-			icfab_engine_set_spray_offset(&e, id, x->dst_off);
+						(icfab_u64)r->ep[x->src] << 44 |
+						seq[x->src]++, &id))
+				err = -EINVAL;
+			else
+				icfab_engine_set_spray_offset(&e, id, x->dst_off);
 		}
-		if (icfab_engine_run_until(&e, ICFAB_ENGINE_NEVER, on_complete,
-					   r) < 0)
-			return -EINVAL;
+		if (!err && icfab_engine_run_until(&e, ICFAB_ENGINE_NEVER,
+						   on_complete, r) < 0)
+			err = -EINVAL;
 	}
-	link_bounds(&st, m, bound_ps, bound_lat_ps);
-	if (r->verbose)
-		print_link_ends(&st, m);
+	if (!err) {
+		link_bounds(&st, m, bound_ps, bound_lat_ps);
+		if (r->verbose)
+			print_link_ends(&st, m);
+	}
 	host_storage_free(&st);
-	return 0;
+	free(seq);
+	return err;
 }
 
 int main(int argc, char **argv)
