@@ -2173,6 +2173,58 @@ static ENGINE_HOT int release_run(struct icfab_engine *e, const struct ev *ev,
 	return 0;
 }
 
+/*
+ * A release that carries its transfer's last arrival (release_lands())
+ * hands the DMA engine to waiter @w whose start, (@now, @wkey, segment
+ * 0), sorts after that arrival: the release, the arrival (transfer @id
+ * completes), then the start, here too when it is the next event after
+ * whatever the completion's callback submitted, as release_run() does
+ * for a plain release; else it is pushed then. While the callback runs,
+ * the start is pending but not pushed: counted in nr_deferred in the
+ * arrival's place, as the push before the arrival would count it, so
+ * max_events is the same; a run budget counts it as the event it
+ * stands for. Out of line: the loop of events is compiled around the
+ * segment's event, which this would crowd.
+ */
+static __attribute__((__noinline__)) int
+carried_run(struct icfab_engine *e, icfab_u32 id, icfab_u64 now,
+	    icfab_u32 w, icfab_u64 wkey, icfab_engine_complete_fn complete,
+	    void *arg)
+{
+	struct icfab_engine_xfer *x = &e->xfers[id];
+	struct icfab_engine_xfer *wx = &e->xfers[w];
+	icfab_u32 src = x->src;
+	struct icfab_engine_ep *ep = &e->eps[src];
+	int err, ret = 0;
+
+	ep->wait_head = wx->next;
+	if (ep->wait_head == ICFAB_ENGINE_NO_XFER)
+		ep->wait_tail = ICFAB_ENGINE_NO_XFER;
+	wx->next = ICFAB_ENGINE_NO_XFER;
+	wx->dma = x->dma;
+	wx->state = XFER_GRANTED;
+	/* The arrival: @x retires, and may be reused by the callback. */
+	if (!--x->events)
+		ret = xfer_complete(e, id, x->status, now, complete, arg) ?
+		      1 : 0;
+	e->nr_deferred--;
+	if (ret || (e->run_budget && e->run_done == e->run_budget) ||
+	    !ev_next_is(e, now, wkey)) {
+		err = ev_push(e, w, now, 0, 0, src);
+		return err ? err : ret;
+	}
+	if (e->run_budget)
+		e->run_done++;
+	ev_processed(e, now, wkey);
+	err = xfer_start(e, w, now);
+	if (err)
+		return err;
+	if (wx->state == XFER_RUNNING && !wx->events)
+		return xfer_complete(e, w, wx->status, now, complete, arg) ?
+		       1 : 0;
+	return 0;
+}
+
 /* <0 on an engine bug, 1 when the completion callback asked to stop. */
 static int ev_process(struct icfab_engine *e, const struct ev *ev,
 		      icfab_engine_complete_fn complete, void *arg)
@@ -2208,14 +2260,21 @@ static int ev_process(struct icfab_engine *e, const struct ev *ev,
 		if (ev->seg >= x->nr_segs) {
 			icfab_u32 w = e->eps[x->src].wait_head;
 
-			if (w != ICFAB_ENGINE_NO_XFER && !ev->hop &&
-			    ev->seg == x->nr_segs) {
+			if (w != ICFAB_ENGINE_NO_XFER && !ev->hop) {
 				icfab_u64 wkey = ev_key(&e->xfers[w],
 							ev->time_ps);
 
-				if (release_inline(e, x, ev, wkey))
-					return release_run(e, ev, wkey,
-							   complete, arg);
+				if (ev->seg == x->nr_segs) {
+					if (release_inline(e, x, ev, wkey))
+						return release_run(e, ev, wkey,
+								   complete,
+								   arg);
+				} else if (wkey > ev_key_after(x) && !e->part) {
+					return carried_run(e, ev->xfer,
+							   ev->time_ps, w,
+							   wkey, complete,
+							   arg);
+				}
 			}
 
 			err = ev->hop ? 0 :

@@ -2104,6 +2104,114 @@ static void test_queue_carried(void)
 }
 
 /*
+ * A release that carries its transfer's last arrival hands the DMA
+ * engine to a waiter that sorts after the arrival: the waiter starts
+ * in the same turn of the loop, after the completion (carried_run() in
+ * engine.c), but only when its start is then the next event. Three
+ * ways it is not, each checked against the plain heap: the completion
+ * asked to stop (the start waits for the next call: nothing of the
+ * waiter's may depart before run_until() returns), a run budget of one
+ * event (the start is an event of its own there), and another
+ * source's release of the same instant with a key between (which goes
+ * first: its completion is logged before the waiter's departure).
+ */
+static unsigned int qlog_count(const struct qlog *l, unsigned int kind)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < l->n; i++)
+		n += l->v[i].kind == kind;
+	return n;
+}
+
+static unsigned int qlog_find(const struct qlog *l, unsigned int kind,
+			      ull key)
+{
+	for (unsigned int i = 0; i < l->n; i++)
+		if (l->v[i].kind == kind && l->v[i].key == key)
+			return i;
+	return ~0U;
+}
+
+static void queue_handover(struct qrun *q, struct icfab_mtopo *t, int mode,
+			   int *early, unsigned int *stops)
+{
+	const ull clk = 5000;
+	int ret;
+
+	for (unsigned int l = 0; l < t->nr_links; l++) {
+		t->links[l].bandwidth = 1ULL << 50;
+		t->links[l].latency_ps = 0;
+	}
+	if (mode == 2) {
+		/* 0 -> 1 and 2 -> 3, keys interleaved: 1, 10 and 2, 20. */
+		submit(q->h, 0, 1, 64, clk, 1);
+		submit(q->h, 0, 1, 64, clk, 10);
+		submit(q->h, 2, 3, 64, clk, 2);
+		submit(q->h, 2, 3, 64, clk, 20);
+		run_all(q->h);
+		return;
+	}
+	for (unsigned int i = 0; i < 8; i++)
+		submit(q->h, 0, 1, 64, clk, i);
+	q->h->stop = mode == 0;
+	q->h->e.run_budget = mode == 1;
+	do {
+		ret = icfab_engine_run_until(&q->h->e, ICFAB_ENGINE_NEVER,
+					     on_complete, q->h);
+		/* Every transfer that departed has completed. */
+		if (ret == 1 && qlog_count(&q->log, 0) != qlog_count(&q->log, 1))
+			(*early)++;
+		if (ret > 0)
+			(*stops)++;
+	} while (ret > 0);
+}
+
+static void test_queue_handover(void)
+{
+	static const char *const how[] = {
+		"stopping at every completion", "a run budget of one event",
+		"another source's release between",
+	};
+
+	for (int mode = 0; mode < 3; mode++) {
+		struct icfab_mtopo *t = chain(4);
+		struct qrun a, b;
+		int early = 0, n = mode == 2 ? 4 : 8;
+		unsigned int stops_a = 0, stops_b = 0;
+
+		topo_validate(t);
+		qrun_new(&a, t, 16, 64, 32, 0);
+		queue_handover(&a, t, mode, &early, &stops_a);
+		qrun_new(&b, t, 16, 64, 32, 1);
+		queue_handover(&b, t, mode, &early, &stops_b);
+		ok(a.h->completions == n && !early && qrun_same(&a, &b, t),
+		   "a carried release's waiter, %s: decides as the plain heap does (%u decisions)",
+		   how[mode], a.log.n);
+		/*
+		 * Stopped at each of the 8 completions, as the heap is; with
+		 * a budget of one, a yield before every event but the first
+		 * of a call: 8 submissions, 8 releases and 7 starts.
+		 */
+		if (mode == 0)
+			ok(stops_a == 8 && stops_b == 8,
+			   "run_until() returns at every completion (%u times)",
+			   stops_a);
+		if (mode == 1)
+			ok(stops_a == 22,
+			   "a run budget of one: a yield before every event but the first (%u)",
+			   stops_a);
+		if (mode == 2)
+			ok(qlog_find(&a.log, 1, 2) < qlog_find(&a.log, 0, 10) &&
+			   qlog_find(&a.log, 1, 1) < qlog_find(&a.log, 1, 2),
+			   "the other release of the instant completes its transfer before the waiter departs");
+		qrun_free(&a);
+		qrun_free(&b);
+		topo_free(t);
+	}
+}
+
+/*
  * Barely enough room: segments decided at a slow link each wait for
  * their arrival at the next node with an event, so the array fills;
  * transfers come and go (a full engine is retried later), so that the
@@ -3666,6 +3774,7 @@ int main(void)
 	test_queue_chain();
 	test_queue_streams();
 	test_queue_carried();
+	test_queue_handover();
 	test_queue_tight();
 	test_queue_batch();
 	test_queue_trees();
