@@ -600,6 +600,7 @@ void fdev_moe_handle_free(struct fdev_moe_handle *h)
 		rank_free(&h->ranks[l]);
 	free(h->ranks);
 	free(h->pair_tokens);
+	free(h->pair_col);
 	free(h->node_tokens);
 	free(h->chunk_pair);
 	free(h->chunk_node);

@@ -60,6 +60,14 @@ struct fdev_moe_handle {
 	unsigned int experts_per_rank;
 	size_t elem_size, rec_size;	/* bytes of an element, of a record */
 	uint64_t *pair_tokens;		/* [n][n] tokens source -> destination */
+	/*
+	 * tp's count exchange: the local ranks' columns of pair_tokens,
+	 * [nlocal][n] (pair_col[d - first][s]), which moe_pair() reads for
+	 * a local d when set. In place, rank d's column would touch a page
+	 * per row of the n^2 matrix (at 1024 ranks 4 MiB of a process's 8
+	 * MiB calloc, for its 8 KiB column), where its own row touches two.
+	 */
+	uint64_t *pair_col;
 	uint64_t *node_tokens;		/* hier: [n][nodes] tokens of s for node N */
 	uint64_t *mc_tokens;		/* multicast: [n] records s multicasts */
 	unsigned int node_size, nr_nodes;	/* hier: ranks per node, nodes */
@@ -98,6 +106,8 @@ static inline uint64_t moe_round8(uint64_t v)
 static inline uint64_t moe_pair(const struct fdev_moe_handle *h,
 				unsigned int s, unsigned int d)
 {
+	if (h->pair_col && d - h->first < h->nlocal)
+		return h->pair_col[(size_t)(d - h->first) * h->nranks + s];
 	return h->pair_tokens[(size_t)s * h->nranks + d];
 }
 

@@ -117,8 +117,8 @@ int moe_tp_tables_full(struct fdev_comm *c, struct fdev_moe_handle *h)
  * (where d's partials for them go back in s's workspace); then each d,
  * now knowing its column, tells each s where s's records land in its
  * workspace, where its own partials come back, and whether its layout
- * fits. No rank sees a count it was not sent: a rank's column of
- * h->pair_tokens and its own row are all it has (and all a rank of
+ * fits. No rank sees a count it was not sent: a rank's column
+ * (h->pair_col) and its own row are all it has (and all a rank of
  * independent processes could have).
  */
 enum { TP_C_CNT, TP_C_POS, TP_C_W };			/* first exchange */
@@ -132,10 +132,12 @@ static int tp_exchange(struct fdev_comm *c, struct fdev_moe_handle *h,
 	uint64_t *out, *in1, *in2;
 	int err = tp_tables_alloc(h, h->first, nl);
 
+	free(h->pair_col);
+	h->pair_col = malloc((size_t)nl * n * 8 + 8);
 	out = malloc((size_t)nl * n * TP_O_W * 8 + 8);
 	in1 = malloc((size_t)nl * n * TP_C_W * 8 + 8);
 	in2 = malloc((size_t)nl * n * TP_O_W * 8 + 8);
-	if (!out || !in1 || !in2)
+	if (!h->pair_col || !out || !in1 || !in2)
 		err = -ENOMEM;
 	for (unsigned int l = 0; !err && l < nl; l++) {
 		const struct moe_rank *mr = &h->ranks[l];
@@ -158,7 +160,7 @@ static int tp_exchange(struct fdev_comm *c, struct fdev_moe_handle *h,
 		unsigned int big;
 
 		for (unsigned int s = 0; s < n; s++) {
-			h->pair_tokens[(size_t)s * n + h->first + l] =
+			h->pair_col[(size_t)l * n + s] =
 				i1[s * TP_C_W + TP_C_CNT];
 			got += i1[s * TP_C_W + TP_C_CNT];
 			sent += mr->send_cnt[s];
@@ -208,7 +210,18 @@ static int tp_reuse_counts(struct fdev_moe_handle *h,
 			return -EINVAL;	/* routing differs */
 	if (tp_tables_alloc(h, reuse->tp_k0, reuse->tp_kn))
 		return -ENOMEM;
-	memcpy(h->pair_tokens, reuse->pair_tokens, (size_t)n * n * 8);
+	if (reuse->pair_col) {	/* the local rows and columns are all it has */
+		free(h->pair_col);
+		h->pair_col = malloc((size_t)h->nlocal * n * 8 + 8);
+		if (!h->pair_col)
+			return -ENOMEM;
+		memcpy(h->pair_col, reuse->pair_col, (size_t)h->nlocal * n * 8);
+		memcpy(h->pair_tokens + (size_t)h->first * n,
+		       reuse->pair_tokens + (size_t)h->first * n,
+		       (size_t)h->nlocal * n * 8);
+	} else {
+		memcpy(h->pair_tokens, reuse->pair_tokens, (size_t)n * n * 8);
+	}
 	memcpy(h->tp_recv_at, reuse->tp_recv_at, tab);
 	memcpy(h->tp_back_at, reuse->tp_back_at, tab);
 	h->tp_big = reuse->tp_big;

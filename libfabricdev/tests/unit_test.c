@@ -822,13 +822,17 @@ static int same_as_tp(struct fdev_comm *c, const struct fdev_moe_config *cfg,
  * peers, never from the whole matrix. What each rank got must be what
  * the routing gives, and the offsets those of the layout worked out
  * from the whole matrix (which only a process holding every rank has).
+ * The columns it learns sit in h->pair_col, not spread over the n^2
+ * matrix (a page of it per row touched at 1024 ranks), and agree with
+ * the rows the local ranks sent.
  */
 static int tp_exchange_bad(struct fdev_comm *c, struct fdev_moe_handle *h,
 			   const struct fdev_moe_in *in, unsigned int n)
 {
 	size_t nn = (size_t)n * n;
 	uint64_t *recv_at = malloc(nn * 8), *back_at = malloc(nn * 8);
-	int bad = !recv_at || !back_at || h->tp_k0 || h->tp_kn != n;
+	int bad = !recv_at || !back_at || h->tp_k0 || h->tp_kn != n ||
+		  !h->pair_col;
 
 	for (unsigned int s = 0; !bad && s < n; s++)
 		for (unsigned int d = 0; d < n; d++) {
@@ -845,6 +849,8 @@ static int tp_exchange_bad(struct fdev_comm *c, struct fdev_moe_handle *h,
 				want += hit;
 			}
 			bad |= moe_pair(h, s, d) != want;
+			bad |= h->pair_col[(size_t)d * n + s] != want ||
+			       h->pair_tokens[(size_t)s * n + d] != want;
 		}
 	if (!bad) {
 		memcpy(recv_at, h->tp_recv_at, nn * 8);

@@ -25,7 +25,7 @@
 # hardware, and mc is not run there: the script says so. FDEV_TIMEOUT_MS
 # reaches the processes (default 1800000). FDEV_DEV_TEST names another
 # fdev_dev_test (static: another build's library) for the all-to-all
-# rows, both runs.
+# rows, both runs; MOE_BENCH another moe_bench for the MoE rows.
 #
 # Per rank count: a direct all-to-all (fdev_dev_test mp, twice in a row)
 # and each MoE mode's dispatch and combine (moe_bench -P: every process
@@ -38,7 +38,9 @@
 # above its value before, for the processes' run. After the table, for
 # each all-to-all run, the longest any process took from its start to
 # the end of the rendezvous (fdev_comm_init()) and then for the two
-# operations, the operations' time summed over the processes, the
+# operations, the operations' time summed over the processes, rank 0's
+# peak of anonymous memory (Anonymous in /proc/PID/smaps_rollup, every
+# 200 ms; its largest anonymous mappings at that peak on stderr), the
 # context switches the whole guest made during the processes' run (ctxt
 # in /proc/stat: every sleep and wakeup of a process in a meeting is
 # one) and the guest's busy CPU time meanwhile (both CPUs); on stderr at
@@ -49,7 +51,7 @@
 
 . "$(dirname "$0")/lib.sh"
 t=${FDEV_DEV_TEST:-$top/build/libfabricdev/tests/fdev_dev_test}
-bench=$top/build/bin/moe_bench
+bench=${MOE_BENCH:-$top/build/bin/moe_bench}
 PRESET=ualink-pod RANKS=64,256,1024 MODES=tp,ll BYTES=4096 A2A=1
 MC_COLORS=${MC_COLORS:-64}
 bench_opts "p=PRESET r=RANKS m=MODES b=BYTES a=A2A" \
@@ -60,7 +62,8 @@ SEG=${2:-65536}
 dir=$(mktemp -d)
 spid=
 dpid=
-trap '[ -n "$spid" ] && kill "$spid" 2>/dev/null; [ -n "$dpid" ] && kill "$dpid" 2>/dev/null; rm -rf "$dir" /dev/shm/fdev-*-pt$$*' EXIT
+apid=
+trap '[ -n "$spid" ] && kill "$spid" 2>/dev/null; [ -n "$apid" ] && kill "$apid" 2>/dev/null; [ -n "$dpid" ] && kill "$dpid" 2>/dev/null; rm -rf "$dir" /dev/shm/fdev-*-pt$$*' EXIT
 # The processes start from copies in $dir: in the test VM the tree is
 # the host's through virtiofs, where a start took 0.25 to 0.62 s, from
 # a copy 0.22 s (docs/LIBFABRICDEV.md, "One process per rank"). Their
@@ -122,6 +125,8 @@ procs() {
 		FDEV_JOB=$job FDEV_RANK=$r FDEV_SIZE=$np FDEV_TIMEOUT_MS=${FDEV_TIMEOUT_MS:-1800000} \
 			$ld "$@" > "$o.$r" 2> "$o.e$r" &
 		pids="$pids $!"
+		[ $r = 0 ] && anon_watch $! &&
+			apid=$!
 		r=$((r + 1))
 	done
 	prc=0
@@ -129,12 +134,37 @@ procs() {
 	wall=$(($(now_ms) - t0))
 	csw=$(($(ctxt) - csw))
 	cpu=$(($(busy) - cpu))
-	kill "$spid"
-	wait "$spid" 2> /dev/null
-	spid=
+	kill "$spid" "$apid"
+	wait "$spid" "$apid" 2> /dev/null
+	spid= apid=
+	anon=$(cat "$dir/anon" 2> /dev/null || echo 0)
+	# Rank 0's largest anonymous mappings at its peak: KiB, size, range.
+	: > "$dir/smaps.top"
+	[ -s "$dir/smaps" ] && awk '
+		/^[0-9a-f]+-[0-9a-f]+ / { m = $1; nm = $6 }
+		/^Size:/ { sz = $2 }
+		/^Anonymous:/ && $2 >= 64 { printf "  anonymous %d KiB of %d KiB at %s %s\n", $2, sz, m, nm }' \
+		"$dir/smaps" | sort -k2,2nr | head -6 > "$dir/smaps.top"
+	rm -f "$dir/anon" "$dir/smaps"
 	peak=$(($(sort -n "$dir/smp" | tail -1) - base))
 	[ $prc = 0 ] || cat "$o".e* | sort | uniq -c | sort -rn | head -5 >&2
 	return $prc
+}
+
+# anon_watch PID: PID's peak of Anonymous (KiB, smaps_rollup) in
+# $dir/anon and its smaps at that peak in $dir/smaps, every 200 ms
+# until killed (the sampler's sleep is started like the processes).
+anon_watch() {
+	(hi=0
+	while :; do
+		a=$(sed -n 's/^Anonymous: *\([0-9]*\) kB/\1/p' "/proc/$1/smaps_rollup" 2> /dev/null)
+		if [ -n "$a" ] && [ "$a" -gt "$hi" ]; then
+			hi=$a
+			echo "$hi" > "$dir/anon"
+			cat "/proc/$1/smaps" > "$dir/smaps" 2> /dev/null
+		fi
+		$SLEEP 0.2
+	done) &
 }
 
 # row OP N ONE_PS ONE_WALL_MS "PROCS_PS..." PROCS_WALL_MS PEAK_KB [latest]:
@@ -207,10 +237,11 @@ for n in $(echo "$RANKS" | tr , ' '); do
 			"$(cat "$dir/a2a$n".[0-9]* | sed -n 's/.*"time_ps":\([0-9]*\),"last_ps":\([0-9]*\).*/\1 \2/p' | tr '\n' ' ')" \
 			"$wall" "$peak"
 		sed -n 's/.*"init_ms":\([0-9]*\),"ops_ms":\([0-9]*\).*/\1 \2/p' "$dir/a2a$n".[0-9]* |
-			awk -v n="$n" -v csw="$csw" -v cpu="$cpu" -v hz="$(getconf CLK_TCK)" '
+			awk -v n="$n" -v csw="$csw" -v cpu="$cpu" -v hz="$(getconf CLK_TCK)" -v anon="$anon" '
 			{ i = $1 > i ? $1 : i; o = $2 > o ? $2 : o; s += $2 }
-			END { printf "EP %d, all-to-all by %d processes: rendezvous up to %.1f s, the two operations up to %.1f s (%.0f s summed over the processes), %.0f context switches, %.1f s of busy guest CPU\n", n, n, i / 1000, o / 1000, s / 1000, csw, cpu / hz }' |
+			END { printf "EP %d, all-to-all by %d processes: rendezvous up to %.1f s, the two operations up to %.1f s (%.0f s summed over the processes), %.0f context switches, %.1f s of busy guest CPU, rank 0 anonymous peak %d KiB\n", n, n, i / 1000, o / 1000, s / 1000, csw, cpu / hz, anon }' |
 			tee -a "$dir/notes" >&2
+		tee -a "$dir/notes" < "$dir/smaps.top" >&2
 	else
 		echo "$n processes, all-to-all: failed" >&2
 		rc=1
@@ -245,12 +276,13 @@ for n in $(echo "$RANKS" | tr , ' '); do
 		fi
 		[ "$mode" = mc ] && unserve
 		[ -n "$one" ] || continue
-		tr ',{}' '\n\n\n' < "$dir/one.json" | tr -d '"' | awk -F: -v n="$n" -v mode="$mode" -v w="$wall" -v kb="$peak" '
+		tr ',{}' '\n\n\n' < "$dir/one.json" | tr -d '"' | awk -F: -v n="$n" -v mode="$mode" -v w="$wall" -v kb="$peak" -v anon="$anon" '
 			{ v[$1] = $2 }
-			END { printf "EP %d, MoE %s by %d processes: dispatch %.1f us (bound / emulated %.3f), combine %.1f us (%.3f), wall %.1f s, slab peak %.1f MiB\n",
+			END { printf "EP %d, MoE %s by %d processes: dispatch %.1f us (bound / emulated %.3f), combine %.1f us (%.3f), wall %.1f s, slab peak %.1f MiB, rank 0 anonymous peak %d KiB\n",
 				n, mode, n, v["dispatch_ps"] / 1e6, v["dispatch_bound_ps"] / v["dispatch_ps"],
-				v["combine_ps"] / 1e6, v["combine_bound_ps"] / v["combine_ps"], w / 1000, kb / 1024 }' |
+				v["combine_ps"] / 1e6, v["combine_bound_ps"] / v["combine_ps"], w / 1000, kb / 1024, anon }' |
 			tee -a "$dir/notes" >&2
+		tee -a "$dir/notes" < "$dir/smaps.top" >&2
 		for ph in dispatch combine; do
 			v=$(cat "$dir/$mode$n".[0-9]* |
 				sed -n "s/.*\"${ph}_ps\":\([0-9]*\).*/\1/p" | tr '\n' ' ')
