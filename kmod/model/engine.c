@@ -1340,6 +1340,28 @@ static ENGINE_HOT void xfer_fill(struct icfab_engine_xfer *x,
 }
 
 /*
+ * Tell the tracer of transfer @id, just filled and queued, with the
+ * @hops its spec counted (the slot keeps 16 bits of them). Out of line
+ * and from the slot, not the spec: with the record built in the
+ * submission, the spec's members stayed live across the fill and the
+ * queueing only for it, and were spilled to the stack and reloaded on
+ * every submission, traced or not.
+ */
+static __attribute__((__noinline__)) void
+xfer_trace_submit(struct icfab_engine *e, icfab_u32 id, icfab_u32 hops)
+{
+	const struct icfab_engine_xfer *x = &e->xfers[id];
+	struct icfab_xfer_result r = {
+		.key = x->key, .bytes = x->bytes, .submit_ps = x->submit_ps,
+		.start_ps = 0, .finish_ps = 0, .queued_ps = 0, .src = x->src,
+		.dst = x->dst, .hops = hops, .status = x->status,
+		.nr_leaves = x->nr_leaves, .pad = 0,
+	};
+
+	e->tracer->submit(e->tracer_arg, id, &r);
+}
+
+/*
  * Admit @sp, or fail with -ENOSPC and change nothing. Inlined into each
  * submission, so that the spec its caller fills is never stored: once
  * per transfer, but the WRITE of one segment is little else.
@@ -1379,18 +1401,8 @@ static ENGINE_HOT int xfer_new(struct icfab_engine *e,
 	if (err)
 		return err;	/* unreachable: reserved above */
 	*xfer_id = id;
-	if (e->tracer && e->tracer->submit) {
-		struct icfab_xfer_result r = {
-			.key = sp->key, .bytes = sp->bytes,
-			.submit_ps = sp->submit_ps, .start_ps = 0,
-			.finish_ps = 0, .queued_ps = 0, .src = sp->src,
-			.dst = sp->dst, .hops = sp->hops,
-			.status = sp->status, .nr_leaves = sp->nr_leaves,
-			.pad = 0,
-		};
-
-		e->tracer->submit(e->tracer_arg, id, &r);
-	}
+	if (e->tracer && e->tracer->submit)
+		xfer_trace_submit(e, id, sp->hops);
 	return 0;
 }
 
