@@ -607,7 +607,13 @@ void fdev_moe_handle_free(struct fdev_moe_handle *h)
 		rank_free(&h->ranks[l]);
 	free(h->ranks);
 	free(h->pair_col);
-	if (h->job_counts) {	/* hier's counts, in the job's table */
+	if (h->job_counts) {	/* hier's or mc's counts, in the job's table */
+		uintptr_t t = (uintptr_t)h->job_counts;
+		uintptr_t nt = (uintptr_t)h->node_tokens;
+
+		/* mc's table has pair_tokens only */
+		if (nt < t || nt >= t + h->job_counts_len)
+			free(h->node_tokens);
 		munmap(h->job_counts, h->job_counts_len);
 	} else {
 		free(h->pair_tokens);

@@ -85,7 +85,8 @@ struct fdev_moe_handle {
 	/*
 	 * hier, independent processes: pair_tokens, node_tokens,
 	 * chunk_pair and chunk_node in one table of the job's
-	 * (fdev_job_table()), @job_counts_len bytes, shared by its ranks.
+	 * (fdev_job_table()), @job_counts_len bytes, shared by its ranks;
+	 * mc: pair_tokens only.
 	 */
 	void *job_counts;
 	size_t job_counts_len;
