@@ -1651,6 +1651,44 @@ void fdev_host_rows_done(struct fdev_comm *c)
 		c->shm->xseq++;
 }
 
+/* The file of the job's table of the current host exchange. */
+static void job_table_name(const struct fdev_comm *c, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s.x%llu", c->shm->name,
+		 (unsigned long long)c->shm->xseq);
+}
+
+void *fdev_job_table(struct fdev_comm *c, size_t bytes)
+{
+	char name[300];
+	void *p;
+	int fd;
+
+	if (!c->multi || !c->shm || !c->shm->xarea || !bytes)
+		return NULL;
+	job_table_name(c, name, sizeof(name));
+	fd = open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return NULL;
+	if (ftruncate(fd, (off_t)bytes)) {
+		close(fd);
+		return NULL;
+	}
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+void fdev_job_table_unlink(struct fdev_comm *c)
+{
+	char name[300];
+
+	if (!c->multi || !c->shm)
+		return;
+	job_table_name(c, name, sizeof(name));
+	unlink(name);
+}
+
 /*
  * Wait while rank fab_reader reads the fabric; FABRIC_OWN if it died or
  * left meanwhile, or after FDEV_TIMEOUT_MS (it may be waiting for us).

@@ -332,6 +332,20 @@ void fdev_comm_plan_init(const struct fdev_comm *c, struct fdev_plan *p);
 void *fdev_host_row(struct fdev_comm *c, unsigned int rank, size_t bytes);
 void fdev_host_rows_done(struct fdev_comm *c);
 /*
+ * Timing-only independent processes: a table of @bytes for the whole
+ * job, in a file of its own named by the current host exchange (the
+ * same in every rank), mapped shared; NULL where there is none (as
+ * fdev_host_row()) or it could not be made. Every rank maps it before
+ * the exchange's meeting and writes only its own part; after it, all
+ * read it in place, and fdev_job_table_unlink() (before
+ * fdev_host_rows_done(), any rank, as often as it likes) removes the
+ * name: every rank has mapped it by then. munmap() frees it. A file
+ * left by an earlier job of the same name is reused; its bytes are
+ * the writers' to clear.
+ */
+void *fdev_job_table(struct fdev_comm *c, size_t bytes);
+void fdev_job_table_unlink(struct fdev_comm *c);
+/*
  * Notify communicators: a barrier of NOTIFY WRITEs through the fabric
  * (coll.c), with no host wait and no timed WAIT, so that every clock
  * move is the workload's.

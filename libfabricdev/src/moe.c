@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "moe.h"
 
@@ -157,7 +158,9 @@ void moe_host_get(struct fdev_comm *c, unsigned int s, size_t off,
  * The count exchange: each local rank's row of @width counts to every
  * rank, over the fabric (a direct all-gather), into @all_rows [n][width].
  * Timing only, nothing moved: only the local rows are filled, or every
- * row through the host (moe_host_counts()).
+ * row through the host (moe_host_counts()); there, @all_rows NULL: the
+ * caller wrote its rows into a job table (fdev_job_table()) of the
+ * current exchange, which the exchange's meeting completes.
  */
 int moe_gather_counts(struct fdev_comm *c, const struct fdev_moe_handle *h,
 		      const uint64_t *local_rows, unsigned int width,
@@ -183,14 +186,18 @@ int moe_gather_counts(struct fdev_comm *c, const struct fdev_moe_handle *h,
 		err = fdev_plan_run(c, &p);
 	*t_ps = c->last_ps;
 	fdev_plan_free(&p);
+	if (err && host && !all_rows)
+		fdev_job_table_unlink(c);
 	if (err && host)
 		fdev_host_rows_done(c);
 	if (err)
 		return err;
 	if (host) {
-		for (unsigned int s = 0; s < h->nranks; s++)
+		for (unsigned int s = 0; all_rows && s < h->nranks; s++)
 			moe_host_get(c, s, 0, all_rows + (size_t)s * width,
 				 row_bytes);
+		if (!all_rows)	/* the caller's rows are in a job table */
+			fdev_job_table_unlink(c);
 		fdev_host_rows_done(c);
 	} else if (h->timing)
 		memcpy(all_rows + (size_t)h->first * width, local_rows,
@@ -599,11 +606,21 @@ void fdev_moe_handle_free(struct fdev_moe_handle *h)
 	for (unsigned int l = 0; h->ranks && l < h->nlocal; l++)
 		rank_free(&h->ranks[l]);
 	free(h->ranks);
-	free(h->pair_tokens);
 	free(h->pair_col);
-	free(h->node_tokens);
-	free(h->chunk_pair);
-	free(h->chunk_node);
+	if (h->job_counts) {	/* hier's or mc's counts, in the job's table */
+		uintptr_t t = (uintptr_t)h->job_counts;
+		uintptr_t nt = (uintptr_t)h->node_tokens;
+
+		/* mc's table has pair_tokens only */
+		if (nt < t || nt >= t + h->job_counts_len)
+			free(h->node_tokens);
+		munmap(h->job_counts, h->job_counts_len);
+	} else {
+		free(h->pair_tokens);
+		free(h->node_tokens);
+		free(h->chunk_pair);
+		free(h->chunk_node);
+	}
 	free(h->mc_tokens);
 	free(h->tp_recv_at);
 	free(h->tp_back_at);

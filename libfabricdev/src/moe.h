@@ -82,6 +82,14 @@ struct fdev_moe_handle {
 	unsigned int nicpace;
 	unsigned int taper;	/* hier: chunk j weighs taper^j percent */
 	uint64_t *chunk_pair, *chunk_node;
+	/*
+	 * hier, independent processes: pair_tokens, node_tokens,
+	 * chunk_pair and chunk_node in one table of the job's
+	 * (fdev_job_table()), @job_counts_len bytes, shared by its ranks;
+	 * mc: pair_tokens only.
+	 */
+	void *job_counts;
+	size_t job_counts_len;
 	struct moe_rank *ranks;		/* [nlocal] */
 	/*
 	 * Throughput (and the combine multicast shares): where records and

@@ -509,15 +509,26 @@ static int hier_local_row(struct fdev_moe_handle *h, unsigned int l,
 	return 0;
 }
 
-/* Rank @r's row @row of the count exchange into the chunks and totals. */
+/*
+ * Rank @r's row @row of the count exchange into the chunks and totals
+ * (with one chunk in a job table, the chunk is the total: the same
+ * words).
+ */
 static void hier_take_row(struct fdev_moe_handle *h, unsigned int r,
 			  const uint64_t *row)
 {
 	unsigned int n = h->nranks, nn = h->nr_nodes;
 
+	memset(h->pair_tokens + (size_t)r * n, 0, n * 8ULL);
+	memset(h->node_tokens + (size_t)r * nn, 0, nn * 8ULL);
 	for (unsigned int j = 0; j < h->chunks; j++) {
 		const uint64_t *cr = row + (size_t)j * (n + nn);
 
+		if (h->chunk_pair == h->pair_tokens) {
+			memcpy(h->pair_tokens + (size_t)r * n, cr, n * 8ULL);
+			memcpy(h->node_tokens + (size_t)r * nn, cr + n, nn * 8ULL);
+			continue;
+		}
 		memcpy(h->chunk_pair + ((size_t)j * n + r) * n, cr, n * 8ULL);
 		memcpy(h->chunk_node + ((size_t)j * n + r) * nn, cr + n, nn * 8ULL);
 		for (unsigned int d = 0; d < n; d++)
@@ -554,6 +565,56 @@ static int hier_reuse_counts(struct fdev_moe_handle *h, const uint64_t *rows,
 }
 
 /*
+ * Independent processes, one rank each (moe_host_counts()): the counts
+ * in one table of the job's rather than a copy per process (at 1024
+ * ranks 8 MiB of pair_tokens, as much again per chunk and the gathered
+ * rows: 27 GiB for the job). Each rank writes its own rows of
+ * pair_tokens, node_tokens and the chunks' (with one chunk, those are
+ * the totals) and, after the exchange, reads every rank's in place.
+ * The exchange itself goes over the fabric as before, timed the same.
+ * 0: the counts are in the table; 1: no table, the caller gathers them.
+ */
+static int hier_job_counts(struct fdev_comm *c, struct fdev_moe_handle *h,
+			   const uint64_t *row, uint64_t *t_ps)
+{
+	unsigned int n = h->nranks, nn = h->nr_nodes, C = h->chunks;
+	size_t pair = (size_t)n * n, node = (size_t)n * nn;
+	size_t words = pair + node + (C > 1 ? C * (pair + node) : 0);
+	uint64_t *t;
+	int err;
+
+	if (getenv("FDEV_MOE_OWN_COUNTS") || !moe_host_counts(c, h))
+		return 1;
+	t = fdev_job_table(c, words * 8);
+	if (!t)
+		return 1;
+	free(h->pair_tokens);
+	free(h->node_tokens);
+	h->job_counts = t;
+	h->job_counts_len = words * 8;
+	h->pair_tokens = t;
+	h->node_tokens = t + pair;
+	h->chunk_pair = C > 1 ? t + pair + node : h->pair_tokens;
+	h->chunk_node = C > 1 ? t + pair + node + C * pair : h->node_tokens;
+	hier_take_row(h, h->first, row);
+	err = moe_gather_counts(c, h, row, C * (n + nn), NULL, t_ps);
+	if (err)
+		return err;
+	/* What a rank that did not take part sent: zeros, as gathered. */
+	for (unsigned int s = 0; s < n; s++) {
+		if (!fdev_rank_failed(c, s))
+			continue;
+		memset(h->pair_tokens + (size_t)s * n, 0, n * 8ULL);
+		memset(h->node_tokens + (size_t)s * nn, 0, nn * 8ULL);
+		for (unsigned int j = 0; C > 1 && j < C; j++) {
+			memset(h->chunk_pair + ((size_t)j * n + s) * n, 0, n * 8ULL);
+			memset(h->chunk_node + ((size_t)j * n + s) * nn, 0, nn * 8ULL);
+		}
+	}
+	return 0;
+}
+
+/*
  * Tokens per rank and per node of every rank, for each chunk and in
  * total: from @reuse, or exchanged.
  */
@@ -566,15 +627,24 @@ static int hier_counts(struct fdev_comm *c, struct fdev_moe_handle *h,
 	int err;
 
 	*t_ps = 0;
-	h->chunk_pair = calloc((size_t)C * n * n, 8);
-	h->chunk_node = calloc((size_t)C * n * nn, 8);
 	rows = calloc((size_t)h->nlocal * width + 1, 8);
-	if (!reuse)
-		all = calloc((size_t)n * width, 8);
-	err = rows && (reuse || all) && h->chunk_pair && h->chunk_node ?
-	      0 : -ENOMEM;
+	err = rows ? 0 : -ENOMEM;
 	for (unsigned int l = 0; !err && l < h->nlocal; l++)
 		err = hier_local_row(h, l, rows + (size_t)l * width);
+	if (!err && !reuse && h->nlocal == 1) {
+		err = hier_job_counts(c, h, rows, t_ps);
+		if (err <= 0) {
+			free(rows);
+			return err;
+		}
+		err = 0;
+	}
+	h->chunk_pair = calloc((size_t)C * n * n, 8);
+	h->chunk_node = calloc((size_t)C * n * nn, 8);
+	if (!reuse)
+		all = calloc((size_t)n * width, 8);
+	if (!err && !((reuse || all) && h->chunk_pair && h->chunk_node))
+		err = -ENOMEM;
 	if (!err && reuse)
 		err = hier_reuse_counts(h, rows, reuse);
 	else if (!err)

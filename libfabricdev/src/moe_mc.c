@@ -64,6 +64,46 @@ static int mc_reuse_counts(struct fdev_moe_handle *h,
 	return 0;
 }
 
+/*
+ * Independent processes, one rank each (moe_host_counts()): the count
+ * matrix in one table of the job's (as hier's, moe_hier.c), each rank
+ * writing its own row and, after the exchange, reading every rank's in
+ * place; the exchange goes over the fabric as before. mc_tokens, n
+ * words, after the matrix, copied out. 0: done; 1: no table.
+ */
+static int mc_job_counts(struct fdev_comm *c, struct fdev_moe_handle *h,
+			 const uint64_t *row, uint64_t *t_ps)
+{
+	unsigned int n = h->nranks;
+	size_t words = (size_t)n * n + n;
+	uint64_t *t;
+	int err;
+
+	if (getenv("FDEV_MOE_OWN_COUNTS") || h->nlocal != 1 ||
+	    !moe_host_counts(c, h))
+		return 1;
+	t = fdev_job_table(c, words * 8);
+	if (!t)
+		return 1;
+	free(h->pair_tokens);
+	h->job_counts = t;
+	h->job_counts_len = words * 8;
+	h->pair_tokens = t;
+	memcpy(t + (size_t)h->first * n, row, n * 8ULL);
+	t[(size_t)n * n + h->first] = row[n];
+	err = moe_gather_counts(c, h, row, n + 1, NULL, t_ps);
+	if (err)
+		return err;
+	for (unsigned int s = 0; s < n; s++) {
+		if (fdev_rank_failed(c, s)) {	/* zeros, as gathered */
+			memset(t + (size_t)s * n, 0, n * 8ULL);
+			t[(size_t)n * n + s] = 0;
+		}
+		h->mc_tokens[s] = t[(size_t)n * n + s];
+	}
+	return 0;
+}
+
 /* The count matrix and mc_tokens: from @reuse, or exchanged. */
 static int mc_counts(struct fdev_comm *c, struct fdev_moe_handle *h,
 		     const struct fdev_moe_handle *reuse, uint64_t *t_ps)
@@ -75,6 +115,18 @@ static int mc_counts(struct fdev_comm *c, struct fdev_moe_handle *h,
 	*t_ps = 0;
 	if (reuse)
 		return mc_reuse_counts(h, reuse);
+	if (h->nlocal == 1) {
+		uint64_t *row = malloc((size_t)width * 8);
+
+		if (!row)
+			return -ENOMEM;
+		memcpy(row, h->ranks[0].send_cnt, n * 8ULL);
+		row[n] = h->mc_tokens[h->first];
+		err = mc_job_counts(c, h, row, t_ps);
+		free(row);
+		if (err <= 0)
+			return err;
+	}
 	rows = calloc((size_t)h->nlocal * width + 1, 8);
 	all = calloc((size_t)n * width, 8);
 	err = rows && all ? 0 : -ENOMEM;
