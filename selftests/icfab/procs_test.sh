@@ -32,6 +32,10 @@
 #    some ranks get no token: a low-latency combine with nothing to send
 #    still meets the others (it had no step, skipped the meeting, and
 #    its peers waited for it until the timeout);
+#  - the hierarchical dispatch and combine by 8 processes, nodes of 4:
+#    each rank's counts go into a table in the job's shared file and
+#    every rank reads the matrix in place (libfabricdev/src/moe_hier.c),
+#    not a copy per process;
 #  - of 2 processes, one runs an all-to-all fewer and leaves: the other,
 #    waiting for it in a meeting it will never come to, fails at once
 #    and says so (it waited to its timeout: a rank that left looked like
@@ -117,6 +121,8 @@ for m in tp ll; do
 	check "$m, 1 token and 1 expert per rank (some ranks get none): the one-process times" \
 		moe "${m}1" -n 8 -t 1 -H 7168 -e 8 -k 1 -m $m
 done
+check "hier dispatch and combine by 8 processes in 2 nodes (counts in the job's table): the one-process times" \
+	moe hier -n 8 -g 4 -B 50 -t 16 -H 7168 -e 256 -k 8 -m hier
 
 left() {
 	FDEV_JOB=pr$$left FDEV_RANK=1 FDEV_SIZE=2 FDEV_TIMEOUT_MS=120000 \
