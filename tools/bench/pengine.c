@@ -62,6 +62,12 @@ struct pengine {
 	int ret;
 	unsigned int *cursor;		/* thread 0's merge, [nr] */
 	/*
+	 * The results of part[i]'s completions, built by the partition that
+	 * completed them at the window's exchange: [i * xfers_cap + k] is
+	 * done[k]'s.
+	 */
+	struct icfab_xfer_result *res;
+	/*
 	 * The sequential engine's transfer table, but for what the
 	 * partitions keep: its free list (from free_head, NO_XFER at the
 	 * end), what each transfer reserved, and the events reserved in all.
@@ -138,11 +144,13 @@ static void sb_wait(struct spin_barrier *b)
 
 /*
  * The next completion of window @par in the order of events, from the
- * partitions' records at @cur; NULL when none is left.
+ * partitions' records at @cur, its partition in *@from; NULL when none
+ * is left.
  */
 static const struct icfab_engine_done *merge_next(const struct pengine *pe,
 						  unsigned int par,
-						  unsigned int *cur)
+						  unsigned int *cur,
+						  unsigned int *from)
 {
 	const struct icfab_engine_done *best = NULL;
 	unsigned int q, bq = 0;
@@ -158,23 +166,51 @@ static const struct icfab_engine_done *merge_next(const struct pengine *pe,
 	}
 	if (best)
 		cur[bq]++;
+	*from = bq;
 	return best;
 }
 
-/* Thread 0: window @par's completions, to the caller, in order. */
+/*
+ * Partition @p, at window @par's exchange: the results of its
+ * completions. Every partition's slot of a transfer completed in the
+ * window is final then (its last departure anywhere was at least a
+ * lookahead before its last arrival, so in an earlier window or in this
+ * partition), and no partition writes it again before it is adopted
+ * again, which is after the run; so the partition that completed it
+ * builds its result while the others import, not thread 0 alone.
+ */
+static void results(struct pengine *pe, unsigned int p, unsigned int par)
+{
+	const struct icfab_engine_part *pp = &pe->part[2 * p + par];
+	struct icfab_xfer_result *r = &pe->res[(size_t)(2 * p + par) *
+					       pe->xfers_cap];
+	icfab_u32 k;
+
+	for (k = 0; k < pp->nr_done; k++)
+		icfab_part_result(pe->ep, pe->nr, pe->of_node, &pp->done[k],
+				  &r[k]);
+}
+
+/*
+ * Thread 0: window @par's completions, to the caller, in order, their
+ * results built by their partitions (results()).
+ */
 static void report(struct pengine *pe, unsigned int par)
 {
 	const struct icfab_engine_done *d;
-	struct icfab_xfer_result r;
+	unsigned int q;
 
 	memset(pe->cursor, 0, pe->nr * sizeof(*pe->cursor));
-	while ((d = merge_next(pe, par, pe->cursor))) {
-		icfab_part_result(pe->ep, pe->nr, pe->of_node, d, &r);
+	while ((d = merge_next(pe, par, pe->cursor, &q))) {
+		const struct icfab_xfer_result *r =
+			&pe->res[(size_t)(2 * q + par) * pe->xfers_cap +
+				 pe->cursor[q] - 1];
+
 		/* Retired first, as the sequential engine does. */
 		pe->events_reserved -= pe->need[d->xfer];
 		pe->free_next[d->xfer] = pe->free_head;
 		pe->free_head = d->xfer;
-		if (pe->complete && pe->complete(pe->arg, d->xfer, &r))
+		if (pe->complete && pe->complete(pe->arg, d->xfer, r))
 			pe->ret = 1;
 	}
 }
@@ -223,6 +259,8 @@ static void window_loop(struct pengine *pe, unsigned int p)
 		c2 = thread_cpu();
 		if (!err)
 			err = exchange(pe, p, par);
+		/* Whatever was completed, as report() will tell it. */
+		results(pe, p, par);
 		pe->err[2 * p + par] = err;
 		pe->next[2 * p + par] = icfab_engine_next_ps(e);
 		pe->busy[2 * p + par] = c1 - c0 + thread_cpu() - c2;
@@ -570,6 +608,7 @@ void pengine_free(struct pengine *pe)
 	free(pe->route_err);
 	free(pe->free_next);
 	free(pe->need);
+	free(pe->res);
 	free(pe->threads);
 	free(pe);
 }
@@ -597,8 +636,9 @@ static int pengine_build(struct pengine *pe, const struct icfab_mtopo *m,
 	pe->phase = calloc(3 * (size_t)pe->nr, sizeof(*pe->phase));
 	pe->free_next = calloc(xfers, sizeof(*pe->free_next));
 	pe->need = calloc(xfers, sizeof(*pe->need));
+	pe->res = calloc(2 * (size_t)pe->nr * xfers, sizeof(*pe->res));
 	if (!pe->busy || !pe->busy_sum || !pe->adopt_err || !pe->phase ||
-	    !pe->free_next || !pe->need || !pe->of_node || !scratch ||
+	    !pe->free_next || !pe->need || !pe->res || !pe->of_node || !scratch ||
 	    !pe->e || !pe->ep || !pe->st || !pe->part || !pe->next ||
 	    !pe->err || !pe->cursor) {
 		free(scratch);
