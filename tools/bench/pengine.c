@@ -7,12 +7,14 @@
  * its partition's events before the window's end; whatever it sends
  * another partition is at or after that end, so no partition can miss
  * an event of its window. Then, after a barrier, each imports what was
- * sent to it; after a second barrier every thread knows the next
- * window. Thread 0 reports the window's completions, merged in the
- * order of events, while the next one runs, and retires them in the
- * transfer table it keeps for all (below): the records, outboxes, next
- * times and errors of a window are kept by its parity, so that the
- * window after it writes the other set.
+ * sent to it and builds the results of the completions it recorded,
+ * and the last partition merges every partition's completions in the
+ * order of events; after a second barrier every thread knows the next
+ * window. Thread 0 reports
+ * them in that order while the next window runs, and retires them in
+ * the transfer table it keeps for all (below): the records, results,
+ * merged order, outboxes, next times and errors of a window are kept by
+ * its parity, so that the window after it writes the other set.
  *
  * The transfer ids, their free list and the events reserved are kept
  * here, once, as the sequential engine keeps them (free list order and
@@ -60,7 +62,23 @@ struct pengine {
 	icfab_engine_complete_fn complete;
 	void *arg;
 	int ret;
-	unsigned int *cursor;		/* thread 0's merge, [nr] */
+	unsigned int *cursor;		/* the merge's, [nr] */
+	/*
+	 * The results of part[i]'s completions, built by the partition that
+	 * completed them at the window's exchange: [i * xfers_cap + k] is
+	 * done[k]'s.
+	 */
+	struct icfab_xfer_result *res;
+	/*
+	 * Window parity @par's completions in the order of events, merged
+	 * by the last partition at the exchange: order[par * xfers_cap + i],
+	 * nr_order[par] of them.
+	 */
+	struct pengine_done {
+		icfab_u32 xfer;
+		const struct icfab_xfer_result *r;
+	} *order;
+	icfab_u32 nr_order[2];
 	/*
 	 * The sequential engine's transfer table, but for what the
 	 * partitions keep: its free list (from free_head, NO_XFER at the
@@ -138,11 +156,13 @@ static void sb_wait(struct spin_barrier *b)
 
 /*
  * The next completion of window @par in the order of events, from the
- * partitions' records at @cur; NULL when none is left.
+ * partitions' records at @cur, its partition in *@from; NULL when none
+ * is left.
  */
 static const struct icfab_engine_done *merge_next(const struct pengine *pe,
 						  unsigned int par,
-						  unsigned int *cur)
+						  unsigned int *cur,
+						  unsigned int *from)
 {
 	const struct icfab_engine_done *best = NULL;
 	unsigned int q, bq = 0;
@@ -158,23 +178,72 @@ static const struct icfab_engine_done *merge_next(const struct pengine *pe,
 	}
 	if (best)
 		cur[bq]++;
+	*from = bq;
 	return best;
 }
 
-/* Thread 0: window @par's completions, to the caller, in order. */
-static void report(struct pengine *pe, unsigned int par)
+/*
+ * Partition @p, at window @par's exchange: the results of its
+ * completions. Every partition's slot of a transfer completed in the
+ * window is final then (its last departure anywhere was at least a
+ * lookahead before its last arrival, so in an earlier window or in this
+ * partition), and no partition writes it again before it is adopted
+ * again, which is after the run; so the partition that completed it
+ * builds its result while the others import, not thread 0 alone.
+ */
+static void results(struct pengine *pe, unsigned int p, unsigned int par)
 {
+	const struct icfab_engine_part *pp = &pe->part[2 * p + par];
+	struct icfab_xfer_result *r = &pe->res[(size_t)(2 * p + par) *
+					       pe->xfers_cap];
+	icfab_u32 k;
+
+	for (k = 0; k < pp->nr_done; k++)
+		icfab_part_result(pe->ep, pe->nr, pe->of_node, &pp->done[k],
+				  &r[k]);
+}
+
+/*
+ * The last partition, at window @par's exchange (every partition's
+ * records are final after the first barrier): its completions merged in
+ * the order of events, for thread 0's report(). Thread 0 carries the
+ * report and the admissions on top of its partition; the merge, the
+ * larger part of the report's own work, goes to another.
+ */
+static void merge(struct pengine *pe, unsigned int par)
+{
+	struct pengine_done *o = &pe->order[(size_t)par * pe->xfers_cap];
 	const struct icfab_engine_done *d;
-	struct icfab_xfer_result r;
+	icfab_u32 n = 0;
+	unsigned int q;
 
 	memset(pe->cursor, 0, pe->nr * sizeof(*pe->cursor));
-	while ((d = merge_next(pe, par, pe->cursor))) {
-		icfab_part_result(pe->ep, pe->nr, pe->of_node, d, &r);
+	while ((d = merge_next(pe, par, pe->cursor, &q))) {
+		o[n].xfer = d->xfer;
+		o[n].r = &pe->res[(size_t)(2 * q + par) * pe->xfers_cap +
+				  pe->cursor[q] - 1];
+		n++;
+	}
+	pe->nr_order[par] = n;
+}
+
+/*
+ * Thread 0: window @par's completions, to the caller, in the order
+ * merge() found, their results built by their partitions (results()).
+ */
+static void report(struct pengine *pe, unsigned int par)
+{
+	const struct pengine_done *o = &pe->order[(size_t)par * pe->xfers_cap];
+	icfab_u32 i, n = pe->nr_order[par];
+
+	for (i = 0; i < n; i++) {
+		icfab_u32 x = o[i].xfer;
+
 		/* Retired first, as the sequential engine does. */
-		pe->events_reserved -= pe->need[d->xfer];
-		pe->free_next[d->xfer] = pe->free_head;
-		pe->free_head = d->xfer;
-		if (pe->complete && pe->complete(pe->arg, d->xfer, &r))
+		pe->events_reserved -= pe->need[x];
+		pe->free_next[x] = pe->free_head;
+		pe->free_head = x;
+		if (pe->complete && pe->complete(pe->arg, x, o[i].r))
 			pe->ret = 1;
 	}
 }
@@ -223,6 +292,10 @@ static void window_loop(struct pengine *pe, unsigned int p)
 		c2 = thread_cpu();
 		if (!err)
 			err = exchange(pe, p, par);
+		/* Whatever was completed, as report() will tell it. */
+		results(pe, p, par);
+		if (p == pe->nr - 1)
+			merge(pe, par);
 		pe->err[2 * p + par] = err;
 		pe->next[2 * p + par] = icfab_engine_next_ps(e);
 		pe->busy[2 * p + par] = c1 - c0 + thread_cpu() - c2;
@@ -570,6 +643,8 @@ void pengine_free(struct pengine *pe)
 	free(pe->route_err);
 	free(pe->free_next);
 	free(pe->need);
+	free(pe->res);
+	free(pe->order);
 	free(pe->threads);
 	free(pe);
 }
@@ -597,8 +672,10 @@ static int pengine_build(struct pengine *pe, const struct icfab_mtopo *m,
 	pe->phase = calloc(3 * (size_t)pe->nr, sizeof(*pe->phase));
 	pe->free_next = calloc(xfers, sizeof(*pe->free_next));
 	pe->need = calloc(xfers, sizeof(*pe->need));
+	pe->res = calloc(2 * (size_t)pe->nr * xfers, sizeof(*pe->res));
+	pe->order = calloc(2 * (size_t)xfers, sizeof(*pe->order));
 	if (!pe->busy || !pe->busy_sum || !pe->adopt_err || !pe->phase ||
-	    !pe->free_next || !pe->need || !pe->of_node || !scratch ||
+	    !pe->free_next || !pe->need || !pe->res || !pe->order || !pe->of_node || !scratch ||
 	    !pe->e || !pe->ep || !pe->st || !pe->part || !pe->next ||
 	    !pe->err || !pe->cursor) {
 		free(scratch);
