@@ -8,7 +8,8 @@
  * netlink message fits a dump's skb), opened through icfabd's socket (text
  * protocol v1, docs/SOCKET.md; ICFABD_SOCKET or /run/icfabd.sock) by the
  * process that submits over it: the one holding the device context, i.e.
- * rank 0 of a proxy communicator, or the process driving local ranks.
+ * rank 0 of a proxy communicator, or the process driving local ranks
+ * (timing-only independent processes: each its own rank's, moe_mc.c).
  * With device memory every destination's workspace is bound at offset 0
  * (ICFAB_IOC_CIRCUIT_RECV), so a WRITE at remote_off lands at remote_off
  * of every other rank's workspace. Opened on the first multicast plan
@@ -277,7 +278,8 @@ static int circuits_usable(struct fdev_comm *c)
 	/*
 	 * Every destination must bind the source's circuit, and only the
 	 * process holding both can: one process driving every rank (local,
-	 * or the proxy's rank 0). Timing-only descriptors need no binding.
+	 * or the proxy's rank 0). Timing-only descriptors need no binding:
+	 * there each process may open its own ranks' circuits.
 	 */
 	if (!fdev_comm_timing_only(c) && c->nlocal != c->nranks)
 		return -EOPNOTSUPP;
@@ -347,7 +349,7 @@ int fdev_comm_circuits_open(struct fdev_comm *c, const struct fdev_plan *p)
 			source_close(c, s, r);
 	for (unsigned int r = 0; r < c->nranks && !err; r++)
 		if (need[r] && !c->mc[(size_t)r * parts])
-			err = source_open(c, s, r, nsrc > 1);
+			err = source_open(c, s, r, nsrc > 1 || c->multi);
 	close(s);
 	free(need);
 	if (err)

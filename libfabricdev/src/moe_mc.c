@@ -164,50 +164,206 @@ static void mc_pack(struct fdev_comm *c, struct fdev_moe_handle *h,
 }
 
 /*
- * Multicast needs one process holding every rank's context: a circuit's
- * owner submits over it, and every destination binds it from its own
- * context. Ranks that each drive their own context (independent
- * processes without the proxy) send the same slab instead to each other
- * rank, one WRITE per destination, into the same place: the records and
- * outputs are the same, the bytes those of n - 1 copies.
+ * Who sends the slabs how. A multicast WRITE names a circuit that its
+ * sending process opened (icfabd opens it in the requester's name), and
+ * with device memory every destination binds it from its own context
+ * (ICFAB_IOC_CIRCUIT_RECV) and learns of the landing only from the
+ * sender: the module refuses ICFAB_DESC_F_NOTIFY on a circuit WRITE
+ * (-EINVAL), so a receiver in another process cannot wait for it. So:
+ *  - one process driving every rank (local, or the proxy's rank 0):
+ *    multicast, every source over its own circuit;
+ *  - timing-only independent processes: multicast too, each process
+ *    over the circuit of its own rank (timing-only descriptors need no
+ *    binding), opened in waves all processes agree on
+ *    (mc_send_procs()): the same transfers as one process, the same
+ *    picoseconds. Up to FDEV_MC_MAX_DSTS + 1 ranks: past that a
+ *    source's tree is several circuits, each to a part of the ranks,
+ *    whose colours could fit or not depending on the order their
+ *    requests reach icfabd (mc_wave_open()); the processes send unicast
+ *    there, as the next;
+ *  - independent processes with device memory (receive completions,
+ *    no proxy): the same slab to each other rank by a unicast WRITE
+ *    with NOTIFY, into the same place: the same records and outputs,
+ *    the bytes of n - 1 copies, other routes (the routing tables', not
+ *    the tree's), so other times.
+ * FDEV_MC_UNICAST=1 sends every communicator's slabs the third way (one
+ * process against the processes of device memory, transfer for
+ * transfer).
  */
-static int mc_unicast(const struct fdev_comm *c)
+static int mc_unicast(struct fdev_comm *c)
 {
-	return c->multi && !c->proxy;
+	const char *u = getenv("FDEV_MC_UNICAST");
+
+	if (u && !strcmp(u, "1"))
+		return 1;
+	if (!c->multi || c->proxy)
+		return 0;
+	/* The waves are agreed through the job's host rows. */
+	return !fdev_comm_timing_only(c) || fdev_mc_parts(c->nranks) > 1 ||
+	       !fdev_host_row(c, c->first, 8);
+}
+
+/* Timing-only independent processes, each multicasting its own slabs. */
+static int mc_procs(struct fdev_comm *c)
+{
+	return c->multi && !c->proxy && !mc_unicast(c);
+}
+
+/* The plan of sources [@s0, @s1)'s slabs, one multicast each (or a copy per destination). */
+static int mc_wave_plan(struct fdev_comm *c, struct fdev_moe_handle *h,
+			unsigned int s0, unsigned int s1, struct fdev_plan *p)
+{
+	unsigned int n = h->nranks;
+	int err;
+
+	fdev_plan_init(p);
+	fdev_plan_need(p, mc_slab_off(h, n));
+	for (unsigned int s = s0; s < s1; s++)
+		if (!h->mc_tokens[s])
+			continue;
+		else if (!mc_unicast(c))
+			fdev_plan_mcast(p, 0, s, n, mc_slab_off(h, s),
+					mc_slab_off(h, s),
+					h->mc_tokens[s] * h->rec_size);
+		else
+			for (unsigned int k = 1; k < n; k++)
+				fdev_plan_xfer(p, 0, s, (s + k) % n,
+					       mc_slab_off(h, s),
+					       mc_slab_off(h, s),
+					       h->mc_tokens[s] * h->rec_size);
+	err = fdev_plan_finish(p);
+	if (!err && !h->timing && p->ws_need > c->ws_bytes)
+		err = -EMSGSIZE;
+	return err;
+}
+
+static int mc_wave_run(struct fdev_comm *c, const struct fdev_plan *p,
+		       uint64_t *t_ps)
+{
+	int err = 0;
+
+	if (p->nx) {
+		err = fdev_plan_run(c, p);
+		if (!err)
+			*t_ps += c->last_ps;
+	}
+	return err;
 }
 
 /* Sources [@s0, @s1)'s slabs, one multicast each (or a copy per destination). */
 static int mc_send_wave(struct fdev_comm *c, struct fdev_moe_handle *h,
 			unsigned int s0, unsigned int s1, uint64_t *t_ps)
 {
-	unsigned int n = h->nranks;
 	struct fdev_plan p;
-	int err;
+	int err = mc_wave_plan(c, h, s0, s1, &p);
 
-	fdev_plan_init(&p);
-	fdev_plan_need(&p, mc_slab_off(h, n));
-	for (unsigned int s = s0; s < s1; s++)
-		if (!h->mc_tokens[s])
-			continue;
-		else if (!mc_unicast(c))
-			fdev_plan_mcast(&p, 0, s, n, mc_slab_off(h, s),
-					mc_slab_off(h, s),
-					h->mc_tokens[s] * h->rec_size);
-		else
-			for (unsigned int k = 1; k < n; k++)
-				fdev_plan_xfer(&p, 0, s, (s + k) % n,
-					       mc_slab_off(h, s),
-					       mc_slab_off(h, s),
-					       h->mc_tokens[s] * h->rec_size);
-	err = fdev_plan_finish(&p);
-	if (!err && !h->timing && p.ws_need > c->ws_bytes)
-		err = -EMSGSIZE;
-	if (!err && p.nx) {
-		err = fdev_plan_run(c, &p);
-		if (!err)
-			*t_ps += c->last_ps;
-	}
+	if (!err)
+		err = mc_wave_run(c, &p, t_ps);
 	fdev_plan_free(&p);
+	return err;
+}
+
+/* Whether this process holds a circuit of one of its ranks. */
+static int mc_holds(const struct fdev_comm *c)
+{
+	unsigned int parts = fdev_mc_parts(c->nranks);
+
+	for (unsigned int l = 0; c->mc && l < c->nlocal; l++)
+		for (unsigned int j = 0; j < parts; j++)
+			if (c->mc[(size_t)(c->first + l) * parts + j])
+				return 1;
+	return 0;
+}
+
+/*
+ * Independent processes, wave [@s0, @s1) with plan @p: every process
+ * opens its own ranks' circuits of the wave, and all learn everyone's
+ * outcome, so that they all go on, or all close and try fewer sources,
+ * or all fail with the same error (the lowest failing rank's). Circuits
+ * of sources outside the wave are closed by everyone before anyone
+ * opens (else a colour still held would refuse a circuit by wall-clock
+ * luck). Whether a wave fits does not depend on the order the processes'
+ * requests reach icfabd: every source's tree (one circuit: at most
+ * FDEV_MC_MAX_DSTS + 1 ranks, mc_unicast()) reaches every rank, so it
+ * crosses every router next to a rank, each of which holds the colours
+ * of every open tree; the lowest colour free there is free everywhere
+ * on the tree, and a wave fits when the routers hold as many trees (or
+ * the user as many circuits) whatever the order. The colours themselves
+ * may differ from one process's: they change no time. The meetings move
+ * no clock: every process's is the latest already, after the counts'
+ * exchange or the last wave. *@busy: -ENOSPC or -EDQUOT when some
+ * process's circuit was refused so (everyone's are closed again).
+ */
+static int mc_wave_open(struct fdev_comm *c, const struct fdev_plan *p,
+			int *busy)
+{
+	int mine = 0, err, worst = 0;
+	unsigned int bad = c->nranks;
+
+	*busy = 0;
+	for (size_t i = 0; i < p->nx; i++)
+		mine |= p->x[i].src >= c->first &&
+			p->x[i].src < c->first + c->nlocal;
+	if (!mine && mc_holds(c))
+		fdev_comm_circuits_close(c);
+	err = fdev_comm_barrier(c);
+	if (err)
+		return err;
+	mine = mine ? fdev_comm_circuits_open(c, p) : 0;
+	for (unsigned int l = 0; l < c->nlocal; l++) {
+		int64_t *row = fdev_host_row(c, c->first + l, 8);
+
+		*row = mine;	/* there: mc_unicast() */
+	}
+	err = fdev_comm_barrier(c);
+	for (unsigned int s = 0; !err && s < c->nranks; s++) {
+		const int64_t *row = fdev_host_row(c, s, 8);
+		int e = row && !fdev_rank_failed(c, s) ? (int)*row : 0;
+
+		if (e == -ENOSPC || e == -EDQUOT)
+			*busy = e;
+		else if (e && bad == c->nranks) {
+			bad = s;
+			worst = e;
+		}
+	}
+	fdev_host_rows_done(c);
+	if (err)
+		return err;
+	if (worst || *busy)
+		fdev_comm_circuits_close(c);
+	return worst;
+}
+
+/* mc_send() for independent processes: the waves agreed by all. */
+static int mc_send_procs(struct fdev_comm *c, struct fdev_moe_handle *h,
+			 uint64_t *t_ps)
+{
+	unsigned int n = h->nranks, w = c->mc_wave ? c->mc_wave : n;
+	int err = 0;
+
+	for (unsigned int s0 = 0; s0 < n && !err;) {
+		unsigned int s1 = s0 + w < n ? s0 + w : n;
+		struct fdev_plan p;
+		int busy = 0;
+
+		err = mc_wave_plan(c, h, s0, s1, &p);
+		if (!err)
+			err = mc_wave_open(c, &p, &busy);
+		if (!err && busy && w > 1) {
+			fdev_plan_free(&p);
+			w = (w + 1) / 2;
+			continue;
+		}
+		if (!err)
+			err = busy;
+		if (!err)
+			err = mc_wave_run(c, &p, t_ps);
+		fdev_plan_free(&p);
+		s0 = s1;
+	}
+	if (!err)
+		c->mc_wave = w < n ? w : 0;
 	return err;
 }
 
@@ -238,6 +394,8 @@ static int mc_send(struct fdev_comm *c, struct fdev_moe_handle *h,
 		mc_pack(c, h, in);
 	if (mc_unicast(c))
 		return mc_send_wave(c, h, 0, n, t_ps);
+	if (mc_procs(c))
+		return mc_send_procs(c, h, t_ps);
 	for (unsigned int s0 = 0; s0 < n && !err;) {
 		unsigned int s1 = s0 + w < n ? s0 + w : n;
 

@@ -73,16 +73,15 @@ static int tp_tables_alloc(struct fdev_moe_handle *h, unsigned int k0,
 }
 
 /*
- * Where every rank's records and partials go, from the whole count
- * matrix: where one context posts every rank's transfers (through rank
- * 0's proxy), and multicast's combine, whose dispatch gathered the
- * matrix anyway.
+ * Where ranks @k0 .. @k0 + @kn - 1's records and partials go, from the
+ * whole count matrix; tp_big over every rank.
  */
-int moe_tp_tables_full(struct fdev_comm *c, struct fdev_moe_handle *h)
+static int tp_tables_rows(struct fdev_comm *c, struct fdev_moe_handle *h,
+			  unsigned int k0, unsigned int kn)
 {
 	unsigned int n = h->nranks;
 	uint64_t crow = tp_crow(h);
-	int err = tp_tables_alloc(h, 0, n);
+	int err = tp_tables_alloc(h, k0, kn);
 
 	if (err)
 		return err;
@@ -97,16 +96,29 @@ int moe_tp_tables_full(struct fdev_comm *c, struct fdev_moe_handle *h)
 		h->tp_big |= tp_too_big(h, sent, got, c->ws_bytes);
 		at = tp_recv_base(h, sent);
 		for (unsigned int s = 0; s < n; s++) {
-			h->tp_recv_at[(size_t)s * n + r] = at;
+			if (s - k0 < kn)
+				h->tp_recv_at[(size_t)(s - k0) * n + r] = at;
 			at += moe_pair(h, s, r) * h->rec_size;
 		}
 		at = tp_back_base(h, got);
 		for (unsigned int d = 0; d < n; d++) {
-			h->tp_back_at[(size_t)d * n + r] = at + pos * crow;
+			if (d - k0 < kn)
+				h->tp_back_at[(size_t)(d - k0) * n + r] =
+					at + pos * crow;
 			pos += moe_pair(h, r, d);
 		}
 	}
 	return 0;
+}
+
+/*
+ * Where every rank's records and partials go, from the whole count
+ * matrix: where one context posts every rank's transfers (through rank
+ * 0's proxy).
+ */
+int moe_tp_tables_full(struct fdev_comm *c, struct fdev_moe_handle *h)
+{
+	return tp_tables_rows(c, h, 0, h->nranks);
 }
 
 /*
@@ -518,9 +530,16 @@ int moe_combine_tp(struct fdev_comm *c, struct fdev_moe_handle *h,
 	int err = 0;
 
 	tc.crow = tp_crow(h);
-	/* Multicast's handles: its dispatch gathered the whole matrix. */
+	/*
+	 * Multicast's handles: its dispatch gathered the whole matrix (for
+	 * independent processes, one table of the job's). The local ranks'
+	 * rows, as throughput's exchange gives them ([nlocal][n] words, not
+	 * [n][n] per process: 8 MiB each at 1024 processes), or every
+	 * rank's where rank 0's proxy posts for all.
+	 */
 	if (!h->tp_back_at)
-		err = moe_tp_tables_full(c, h);
+		err = c->proxy ? moe_tp_tables_full(c, h) :
+		      tp_tables_rows(c, h, h->first, h->nlocal);
 	if (!err && h->tp_big & 2)
 		err = -EMSGSIZE;
 	if (!err) {

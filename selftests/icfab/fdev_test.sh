@@ -463,6 +463,13 @@ if has_feature 0x80; then	# ICFAB_F_CIRCUITS
 	check "4 independent processes: multicast dispatch and combine equal throughput's" \
 		mp4 mcm$$ 16 180 mpmoe mc
 	px=
+	# Each process driving its own rank cannot wait for a circuit
+	# WRITE (no NOTIFY on one): the slabs go unicast, the outputs and
+	# combine (its own rank's rows of the offset tables) are the same.
+	if has_feature 0x100; then	# ICFAB_F_RECV_NOTIFY
+		check "4 independent processes, each driving its own rank: mc's slabs unicast, dispatch and combine equal throughput's" \
+			mp4 mcn$$ 16 180 mpmoe mc
+	fi
 	check "no circuit is left after the independent processes" no_circuit
 	# Timing only, 8 ranks: the bytes each source's link carries.
 	mcbytes() {	# mcbytes MODE: moe_bench JSON + the endpoints' outgoing link bytes

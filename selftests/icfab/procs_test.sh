@@ -36,6 +36,11 @@
 #    each rank's counts go into a table in the job's shared file and
 #    every rank reads the matrix in place (libfabricdev/src/moe_hier.c),
 #    not a copy per process;
+#  - the multicast dispatch and combine by 8 processes, each over the
+#    circuit of its own rank that it opens through icfabd (timing-only
+#    descriptors need no receive binding), twice: the one-process times
+#    (they took unicast WRITEs before, on other routes), also in waves
+#    of sources that the processes agree on (libfabricdev/src/moe_mc.c);
 #  - of 2 processes, one runs an all-to-all fewer and leaves: the other,
 #    waiting for it in a meeting it will never come to, fails at once
 #    and says so (it waited to its timeout: a rank that left looked like
@@ -123,6 +128,38 @@ for m in tp ll; do
 done
 check "hier dispatch and combine by 8 processes in 2 nodes (counts in the job's table): the one-process times" \
 	moe hier -n 8 -g 4 -B 50 -t 16 -H 7168 -e 256 -k 8 -m hier
+
+# mc COLOURS: dgx-h100 with COLOURS colour-table entries per switch and
+# icfabd serving circuits; the multicast dispatch and combine by 8
+# processes, each over its own rank's circuit, twice: the one-process
+# times both times. With 3 colours the 8 sources' trees go in waves of
+# 2, which the processes agree on (8 and 4 at once are refused, by
+# whichever requests come last).
+mc() {
+	c=$1
+	"$icfabd" --dump --yaml --preset dgx-h100 |
+		sed "/^defaults:/a\\  switch: {colors: $c}" > "$tmp/dgx$c.yaml" &&
+	"$icfabd" --apply "$tmp/dgx$c.yaml" > /dev/null || return 1
+	"$icfabd" --foreground --config "$tmp/dgx$c.yaml" --socket "$tmp/d$c.sock" \
+		> "$tmp/icfabd$c.log" 2>&1 &
+	dpid=$!
+	wait_for "$tmp/icfabd$c.log" serving 60 || { stop_daemon; return 1; }
+	export ICFABD_SOCKET=$tmp/d$c.sock
+	mrc=0
+	for k in 1 2; do
+		moe "mc$c$k" -n 8 -t 16 -H 7168 -e 256 -k 8 -m mc || mrc=1
+	done
+	echo "# circuits opened: $(grep -c 'circuit [0-9]*: ' "$tmp/icfabd$c.log"), the highest colour: $(sed -n 's/.* color \([0-9]*\),.*/\1/p' "$tmp/icfabd$c.log" | sort -n | tail -1)"
+	"$icfabctl" circuit list > "$tmp/left$c" 2>&1 || mrc=1
+	grep '^circuit ' "$tmp/left$c" | sed 's/^/# left: /'
+	grep -q '^circuit ' "$tmp/left$c" && mrc=1
+	unset ICFABD_SOCKET
+	stop_daemon
+	return $mrc
+}
+check "mc dispatch and combine by 8 processes, each multicasting its rank's slabs over its own circuit, twice: the one-process times" mc 24
+check "the same in waves of 2 sources (3 colours per switch), agreed by the 8 processes: the one-process times" mc 3
+check "dgx-h100 applied again" sh -c "'$icfabd' --apply --preset dgx-h100 > /dev/null"
 
 left() {
 	FDEV_JOB=pr$$left FDEV_RANK=1 FDEV_SIZE=2 FDEV_TIMEOUT_MS=120000 \

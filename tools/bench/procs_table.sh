@@ -22,7 +22,11 @@
 # 64) and icfabd serving its circuits for the run; a preset without
 # switches (tpu-v4-pod: its chips are joined by cables, its optical
 # switches are circuit switches with no colour table) has no multicast
-# hardware, and mc is not run there: the script says so. FDEV_TIMEOUT_MS
+# hardware, and mc is not run there: the script says so. Up to 257
+# ranks the processes multicast as one process does, each over its own
+# rank's circuit; past that they send unicast, and the one process they
+# are compared with does too (FDEV_MC_UNICAST=1, the row says "mc
+# (unicast)"). FDEV_TIMEOUT_MS
 # reaches the processes (default 1800000). FDEV_DEV_TEST names another
 # fdev_dev_test (static: another build's library) for the all-to-all
 # rows, both runs; MOE_BENCH another moe_bench for the MoE rows.
@@ -262,8 +266,14 @@ for n in $(echo "$RANKS" | tr , ' '); do
 				continue
 			fi
 		fi
+		# mc by processes multicasts up to 257 ranks, as one process
+		# does; past that they send each slab unicast to each rank
+		# (docs/LIBFABRICDEV.md, "Multicast", Where): so does the one
+		# process they are compared with, then (FDEV_MC_UNICAST=1).
+		uni=0 label=$mode
+		[ "$mode" = mc ] && [ "$n" -gt 257 ] && uni=1 label="mc (unicast)"
 		t0=$(now_ms)
-		"$bench" $args > "$dir/one.json" 2> "$dir/one.err"
+		FDEV_MC_UNICAST=$uni "$bench" $args > "$dir/one.json" 2> "$dir/one.err"
 		one=$(sed -n 's/.*"dispatch_ps":\([0-9]*\),"combine_ps":\([0-9]*\).*/\1 \2/p' "$dir/one.json")
 		w1=$(($(now_ms) - t0))
 		if [ -z "$one" ]; then
@@ -287,7 +297,7 @@ for n in $(echo "$RANKS" | tr , ' '); do
 			v=$(cat "$dir/$mode$n".[0-9]* |
 				sed -n "s/.*\"${ph}_ps\":\([0-9]*\).*/\1/p" | tr '\n' ' ')
 			[ $ph = dispatch ] && o=${one% *} || o=${one#* }
-			row "$mode $ph (latest rank)" "$n" "$o" "$w1" "$v" "$wall" "$peak" latest
+			row "$label $ph (latest rank)" "$n" "$o" "$w1" "$v" "$wall" "$peak" latest
 		done
 	done
 done
