@@ -413,8 +413,11 @@ static int icfab_check_run(const struct icfab_check_a2a *a,
 	return c->done == total ? 0 : -EINVAL;
 }
 
+/* threads x batch at most: 64 threads of 4096, 4 of 65536. */
+#define ICFAB_CHECK_SLOTS	(256 * 1024)
+
 static DEFINE_MUTEX(icfab_check_lock);
-static char icfab_check_out[320];
+static char icfab_check_out[512];
 
 /*
  * The check on @fabric's committed topology: @bytes per pair, @batch
@@ -456,6 +459,10 @@ static int icfab_check(struct icfab_fabric *fabric, u64 bytes, u32 batch)
 	err = -EINVAL;
 	events = icfab_engine_events_needed(bytes, t->segment_size) * batch;
 	if (a.n < 2 || events > ICFAB_ENGINE_EVENTS_MAX)
+		goto out;
+	/* Every partition keeps every transfer's result slot, twice. */
+	err = -E2BIG;
+	if ((u64)threads * batch > ICFAB_CHECK_SLOTS)
 		goto out;
 
 	err = icfab_par_storage(&st, m, batch, (u32)events);
