@@ -212,6 +212,8 @@ void icfab_debugfs_init(struct icfab_fabric **fabrics, unsigned int n)
 		dir = debugfs_create_dir(fabrics[i]->name, icfab_debugfs_root);
 		debugfs_create_file("fault", 0200, dir, fabrics[i],
 				    &icfab_fault_fops);
+		debugfs_create_file("engine_check", 0600, dir, fabrics[i],
+				    &icfab_check_fops);
 	}
 }
 

@@ -713,6 +713,8 @@ void icfab_trace_engine_held(struct icfab_fabric *fabric,
 extern u32 icfab_uring_done_delay_ms;	/* ms; test-only, see uring.c */
 extern u32 icfab_wait_wake_delay_ms;	/* ms; test-only, see data.c */
 void icfab_debugfs_init(struct icfab_fabric **fabrics, unsigned int n);
+/* debugfs engine_check: the parallel engine against the sequential (par.c). */
+extern const struct file_operations icfab_check_fops;
 void icfab_debugfs_exit(void);
 
 #endif /* _ICFAB_H */

@@ -472,14 +472,14 @@ static int run_host(const struct topo *t, const struct a2a *a, icfab_u8 cut_thro
 /* The engine a batched pass runs on: the sequential one or the parallel. */
 struct jrun {
 	struct icfab_engine *e;		/* -j 1 */
-	struct pengine *pe;		/* -j 2 or more */
+	struct icfab_pengine *pe;		/* -j 2 or more */
 	const struct icfab_mtopo *m;
 	struct icfab_engine_storage st;
 	uint64_t done, failed;
 	struct ident *ident;
 	uint64_t *link_hash;		/* -I: per link, FNV-1a */
 	uint64_t xmits[64];		/* -I: per partition */
-	struct pengine_sub *subs;	/* a batch, -j 2 or more */
+	struct icfab_pengine_sub *subs;	/* a batch, -j 2 or more */
 	icfab_u32 *ids;
 	void *xmit_args[64];
 };
@@ -530,7 +530,7 @@ static void jnow(const struct jrun *j, icfab_u64 *now, icfab_u64 *last,
 		 icfab_u64 *last_key, int *processed)
 {
 	if (j->pe) {
-		pengine_now(j->pe, now, last, last_key, processed);
+		icfab_pengine_now(j->pe, now, last, last_key, processed);
 		return;
 	}
 	*now = j->e->now_ps;
@@ -554,21 +554,22 @@ static int jpass(struct jrun *j, const struct a2a *a, uint64_t cap)
 		if (processed && now <= last)
 			now = last + 1;
 		if (j->pe) {
-			size_t taken;
+			icfab_u64 taken;
 
 			for (batch = 0; sent + batch < total && batch < cap; batch++) {
 				uint64_t k = sent + batch;
 				uint32_t i = (uint32_t)(k % a->n);
 				uint32_t r = (uint32_t)(k / a->n) + 1;
 
-				j->subs[batch] = (struct pengine_sub){
+				j->subs[batch] = (struct icfab_pengine_sub){
 					.src = a->ep[i], .dst = a->ep[(i + r) % a->n],
 					.bytes = a->bytes, .submit_ps = now,
 					.key = (icfab_u64)i << 32 | r,
 				};
 			}
-			err = pengine_submit_batch(j->pe, j->subs, batch, j->ids,
-						   &taken);
+			err = icfab_pengine_submit_batch(j->pe, j->subs, batch,
+							 j->ids,
+							 &taken);
 			if (err && (err != -ICFAB_ENGINE_ENOSPC || !taken)) {
 				fprintf(stderr, "engine_rate: submit: %d\n", err);
 				return -EINVAL;
@@ -583,7 +584,7 @@ static int jpass(struct jrun *j, const struct a2a *a, uint64_t cap)
 			uint32_t src = a->ep[i], dst = a->ep[(i + r) % a->n];
 			icfab_u32 id;
 
-			err = j->pe ? pengine_submit(j->pe, src, dst, a->bytes,
+			err = j->pe ? icfab_pengine_submit(j->pe, src, dst, a->bytes,
 						     now, key, &id) :
 				      icfab_engine_submit(j->e, src, dst, a->bytes,
 							  now, key, &id);
@@ -596,7 +597,7 @@ static int jpass(struct jrun *j, const struct a2a *a, uint64_t cap)
 			sent++;
 			batch++;
 		}
-		err = j->pe ? pengine_run_until(j->pe, ICFAB_ENGINE_NEVER,
+		err = j->pe ? icfab_pengine_run_until(j->pe, ICFAB_ENGINE_NEVER,
 						jcomplete, j) :
 			      icfab_engine_run_until(j->e, ICFAB_ENGINE_NEVER,
 						     jcomplete, j);
@@ -615,13 +616,13 @@ static int jpass(struct jrun *j, const struct a2a *a, uint64_t cap)
 
 static const struct icfab_engine_link *jlink(const struct jrun *j, uint32_t l)
 {
-	return j->pe ? pengine_link(j->pe, l) : &j->st.links[l];
+	return j->pe ? icfab_pengine_link(j->pe, l) : &j->st.links[l];
 }
 
 /*
  * As run_host(), in batches, on @jobs threads. @stats: windows and
  * messages over all passes, the lookahead; @times, per pass, s: the
- * critical path and the partitions' work (pengine_times()), or the CPU
+ * critical path and the partitions' work (pengine_host_times()), or the CPU
  * time for the sequential engine.
  */
 static int run_host_j(const struct topo *t, const struct a2a *a, icfab_u8 cut_through,
@@ -639,7 +640,7 @@ static int run_host_j(const struct topo *t, const struct a2a *a, icfab_u8 cut_th
 	if (!m || jobs > 64)
 		return -EINVAL;
 	if (jobs > 1) {
-		j.pe = pengine_new(m, t->segment_size, jobs, ENGINE_XFERS,
+		j.pe = pengine_host_new(m, t->segment_size, jobs, ENGINE_XFERS,
 				   ENGINE_EVENTS, &err);
 		if (!j.pe && err != -EDOM)
 			return err;
@@ -670,7 +671,7 @@ static int run_host_j(const struct topo *t, const struct a2a *a, icfab_u8 cut_th
 			j.xmit_args[p] = &xa[p];
 		}
 		if (j.pe)
-			pengine_set_xmit(j.pe, jxmit, j.xmit_args);
+			icfab_pengine_set_xmit(j.pe, jxmit, j.xmit_args);
 		else {
 			static const struct icfab_engine_tracer tr = { .xmit = jxmit };
 
@@ -683,7 +684,7 @@ static int run_host_j(const struct topo *t, const struct a2a *a, icfab_u8 cut_th
 		double w0 = now_s(), c0 = cpu_s(), k0 = 0, b0 = 0, k1, b1;
 
 		if (j.pe)
-			pengine_times(j.pe, &k0, &b0);
+			pengine_host_times(j.pe, &k0, &b0);
 		if (jpass(&j, a, cap))
 			return -EINVAL;
 		if (!passes++) {
@@ -695,7 +696,7 @@ static int run_host_j(const struct topo *t, const struct a2a *a, icfab_u8 cut_th
 		*wall += now_s() - w0;
 		*cpu += cpu_s() - c0;
 		if (j.pe) {
-			pengine_times(j.pe, &k1, &b1);
+			pengine_host_times(j.pe, &k1, &b1);
 			times[0] += k1 - k0;
 			times[1] += b1 - b0;
 		}
@@ -726,9 +727,9 @@ static int run_host_j(const struct topo *t, const struct a2a *a, icfab_u8 cut_th
 	}
 	stats[0] = stats[1] = stats[2] = 0;
 	if (j.pe) {
-		pengine_counts(j.pe, &stats[0], &stats[1]);
-		stats[2] = pengine_lookahead(j.pe);
-		pengine_free(j.pe);
+		icfab_pengine_counts(j.pe, &stats[0], &stats[1]);
+		stats[2] = icfab_pengine_lookahead(j.pe);
+		pengine_host_free(j.pe);
 	} else {
 		host_storage_free(&j.st);
 	}

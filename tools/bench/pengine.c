@@ -1,151 +1,119 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The parallel engine on the host (see pengine.h).
- *
- * A run is a sequence of windows [T, T + lookahead), T the earliest
- * pending event of all partitions. In a window every thread processes
- * its partition's events before the window's end; whatever it sends
- * another partition is at or after that end, so no partition can miss
- * an event of its window. Then, after a barrier, each imports what was
- * sent to it and builds the results of the completions it recorded,
- * and the last partition merges every partition's completions in the
- * order of events; after a second barrier every thread knows the next
- * window. Thread 0 reports
- * them in that order while the next window runs, and retires them in
- * the transfer table it keeps for all (below): the records, results,
- * merged order, outboxes, next times and errors of a window are kept by
- * its parity, so that the window after it writes the other set.
- *
- * The transfer ids, their free list and the events reserved are kept
- * here, once, as the sequential engine keeps them (free list order and
- * all), not in step in every partition: a batch of submissions is
- * routed by the threads in shares (icfab_engine_part_route()), then
- * thread 0 admits them in order and gives them their ids, then every
- * partition adopts every admitted transfer into its slot
- * (icfab_engine_part_adopt(), which pushes its first event in its
- * source's partition only). Partitions never retire a slot: it is
- * filled again when its id is given again.
+ * The parallel engine's shim on the host (kmod/model/pengine.h, struct
+ * icfab_pengine_sys): pthreads, calloc(), the thread's CPU clock. The
+ * workers sleep in a pthread barrier between commands; within one, a
+ * window is tens of microseconds, so they spin, yielding the CPU after
+ * a while, as the other thread may be off its CPU on a shared machine.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 #include "pengine.h"
 #include "host_model.h"
 
-/* A spinning barrier: a window is tens of microseconds. */
-struct spin_barrier {
+struct host_pe {
 	atomic_uint count;
 	atomic_uint gen;
 	unsigned int n;
-};
-
-struct pengine {
+	pthread_barrier_t start;
+	pthread_t threads[ICFAB_PENGINE_MAX];
 	unsigned int nr;
-	icfab_u64 lookahead;		/* ps */
-	icfab_u16 *of_node;
-	struct icfab_engine *e;		/* [nr] */
-	struct icfab_engine **ep;	/* [nr], for icfab_part_result() */
-	struct icfab_engine_storage *st;	/* [nr] */
-	struct icfab_engine_part *part;	/* [2 * p + parity] */
-	/* The sequential engine's clock, between runs. */
-	icfab_u64 now_ps, last_ps, last_key;
-	int processed;
-	/* A run's. */
-	icfab_u64 horizon, first_hz;
-	icfab_u64 *next;		/* [2 * p + parity], ps */
-	int *err;			/* [2 * p + parity] */
-	icfab_engine_complete_fn complete;
-	void *arg;
-	int ret;
-	unsigned int *cursor;		/* the merge's, [nr] */
-	/*
-	 * The results of part[i]'s completions, built by the partition that
-	 * completed them at the window's exchange: [i * xfers_cap + k] is
-	 * done[k]'s.
-	 */
-	struct icfab_xfer_result *res;
-	/*
-	 * Window parity @par's completions in the order of events, merged
-	 * by the last partition at the exchange: order[par * xfers_cap + i],
-	 * nr_order[par] of them.
-	 */
-	struct pengine_done {
-		icfab_u32 xfer;
-		const struct icfab_xfer_result *r;
-	} *order;
-	icfab_u32 nr_order[2];
-	/*
-	 * The sequential engine's transfer table, but for what the
-	 * partitions keep: its free list (from free_head, NO_XFER at the
-	 * end), what each transfer reserved, and the events reserved in all.
-	 */
-	icfab_u32 xfers_cap, events_cap, free_head;
-	icfab_u32 *free_next;		/* [xfers_cap] */
-	icfab_u64 *need;		/* [xfers_cap] */
-	icfab_u64 events_reserved;
-	uint64_t windows, messages;
-	/*
-	 * Thread CPU time, s, each partition spent working (not waiting);
-	 * and over windows and batches, the most any one spent: the wall
-	 * time the run would take on as many idle CPUs.
-	 */
-	double *busy;			/* [2 * p + parity] */
-	double *busy_sum;		/* [p] */
-	double critical;
-	struct spin_barrier bar;
-	pthread_barrier_t start;	/* workers sleep here between runs */
-	enum { CMD_RUN, CMD_SUBMIT, CMD_QUIT } cmd;
-	/* CMD_SUBMIT's batch: its routes, what thread 0 admitted. */
-	const struct pengine_sub *subs;
-	size_t nr_subs;
-	icfab_u32 *ids;
-	struct icfab_engine_route *routes;	/* [routes_cap] */
-	int *route_err;				/* [routes_cap] */
-	size_t routes_cap;
-	size_t taken;
-	int sub_err;
-	int *adopt_err;			/* [nr] */
-	double *phase;			/* [3 * p + phase], s */
-	pthread_t *threads;		/* [nr], 0 unused */
 };
 
-static double thread_cpu(void)
+struct host_worker {
+	struct icfab_pengine *pe;
+	unsigned int p;
+};
+
+static void *host_zalloc(icfab_u64 bytes)
+{
+	return calloc(1, bytes);
+}
+
+static int host_storage_sys(struct icfab_engine_storage *st,
+			    const struct icfab_mtopo *m, icfab_u32 xfers,
+			    icfab_u32 events)
+{
+	return host_storage(st, m, xfers, events) ? -ENOMEM : 0;
+}
+
+static icfab_u64 host_cpu_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+	return (icfab_u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
-/* Thread 0, after a barrier: the slowest partition's work on @slot. */
-static void critical_add(struct pengine *pe, unsigned int par)
+static void *host_worker_fn(void *arg)
 {
-	double most = 0;
-	unsigned int q;
+	struct host_worker w = *(struct host_worker *)arg;
 
-	for (q = 0; q < pe->nr; q++)
-		if (pe->busy[2 * q + par] > most)
-			most = pe->busy[2 * q + par];
-	pe->critical += most;
+	free(arg);
+	icfab_pengine_worker(w.pe, w.p);
+	return NULL;
 }
 
-static void sb_wait(struct spin_barrier *b)
+static void host_stop(struct icfab_pengine *pe)
 {
-	unsigned int gen = atomic_load_explicit(&b->gen, memory_order_acquire);
+	struct host_pe *h = icfab_pengine_priv(pe);
+	unsigned int p;
+
+	for (p = 1; p < h->nr; p++)
+		pthread_join(h->threads[p], NULL);
+	h->nr = 0;
+}
+
+static int host_start(struct icfab_pengine *pe, unsigned int nr)
+{
+	struct host_pe *h = icfab_pengine_priv(pe);
+	unsigned int p;
+
+	h->n = nr;
+	pthread_barrier_init(&h->start, NULL, nr);
+	for (p = 1; p < nr; p++) {
+		struct host_worker *w = malloc(sizeof(*w));
+
+		if (!w)
+			abort();
+		*w = (struct host_worker){ .pe = pe, .p = p };
+		if (pthread_create(&h->threads[p], NULL, host_worker_fn, w))
+			abort();
+	}
+	h->nr = nr;
+	return 0;
+}
+
+static void host_cmd_wait(struct icfab_pengine *pe, unsigned int p)
+{
+	struct host_pe *h = icfab_pengine_priv(pe);
+
+	(void)p;
+	pthread_barrier_wait(&h->start);
+}
+
+/* A spinning barrier: a window is tens of microseconds. */
+static void host_win_wait(struct icfab_pengine *pe, unsigned int p)
+{
+	struct host_pe *h = icfab_pengine_priv(pe);
+	unsigned int gen = atomic_load_explicit(&h->gen, memory_order_acquire);
 	unsigned int spins = 0;
 
-	if (atomic_fetch_add_explicit(&b->count, 1, memory_order_acq_rel) + 1 ==
-	    b->n) {
-		atomic_store_explicit(&b->count, 0, memory_order_relaxed);
-		atomic_fetch_add_explicit(&b->gen, 1, memory_order_release);
+	(void)p;
+	if (atomic_fetch_add_explicit(&h->count, 1, memory_order_acq_rel) + 1 ==
+	    h->n) {
+		atomic_store_explicit(&h->count, 0, memory_order_relaxed);
+		atomic_fetch_add_explicit(&h->gen, 1, memory_order_release);
 		return;
 	}
-	while (atomic_load_explicit(&b->gen, memory_order_acquire) == gen) {
+	while (atomic_load_explicit(&h->gen, memory_order_acquire) == gen) {
 		/* On a shared machine the other thread may be off its CPU. */
 		if (++spins > 2000)
 			sched_yield();
@@ -154,607 +122,55 @@ static void sb_wait(struct spin_barrier *b)
 	}
 }
 
-/*
- * The next completion of window @par in the order of events, from the
- * partitions' records at @cur, its partition in *@from; NULL when none
- * is left.
- */
-static const struct icfab_engine_done *merge_next(const struct pengine *pe,
-						  unsigned int par,
-						  unsigned int *cur,
-						  unsigned int *from)
+static const struct icfab_pengine_sys host_sys = {
+	.zalloc = host_zalloc,
+	.free = free,
+	.storage = host_storage_sys,
+	.storage_free = host_storage_free,
+	.start = host_start,
+	.stop = host_stop,
+	.cmd_wait = host_cmd_wait,
+	.win_wait = host_win_wait,
+	.cpu_ns = host_cpu_ns,
+};
+
+struct icfab_pengine *pengine_host_new(const struct icfab_mtopo *m,
+				       icfab_u32 segment_size, unsigned int nr,
+				       icfab_u32 xfers, icfab_u32 events,
+				       int *err)
 {
-	const struct icfab_engine_done *best = NULL;
-	unsigned int q, bq = 0;
+	struct host_pe *h = calloc(1, sizeof(*h));
+	struct icfab_pengine *pe;
 
-	for (q = 0; q < pe->nr; q++) {
-		const struct icfab_engine_part *pp = &pe->part[2 * q + par];
-
-		if (cur[q] < pp->nr_done &&
-		    (!best || icfab_part_done_before(&pp->done[cur[q]], best))) {
-			best = &pp->done[cur[q]];
-			bq = q;
-		}
+	if (!h) {
+		*err = -ENOMEM;
+		return NULL;
 	}
-	if (best)
-		cur[bq]++;
-	*from = bq;
-	return best;
+	pe = icfab_pengine_new(&host_sys, h, m, segment_size, nr, xfers,
+			       events, err);
+	if (!pe)
+		free(h);
+	return pe;
 }
 
-/*
- * Partition @p, at window @par's exchange: the results of its
- * completions. Every partition's slot of a transfer completed in the
- * window is final then (its last departure anywhere was at least a
- * lookahead before its last arrival, so in an earlier window or in this
- * partition), and no partition writes it again before it is adopted
- * again, which is after the run; so the partition that completed it
- * builds its result while the others import, not thread 0 alone.
- */
-static void results(struct pengine *pe, unsigned int p, unsigned int par)
+void pengine_host_free(struct icfab_pengine *pe)
 {
-	const struct icfab_engine_part *pp = &pe->part[2 * p + par];
-	struct icfab_xfer_result *r = &pe->res[(size_t)(2 * p + par) *
-					       pe->xfers_cap];
-	icfab_u32 k;
-
-	for (k = 0; k < pp->nr_done; k++)
-		icfab_part_result(pe->ep, pe->nr, pe->of_node, &pp->done[k],
-				  &r[k]);
-}
-
-/*
- * The last partition, at window @par's exchange (every partition's
- * records are final after the first barrier): its completions merged in
- * the order of events, for thread 0's report(). Thread 0 carries the
- * report and the admissions on top of its partition; the merge, the
- * larger part of the report's own work, goes to another.
- */
-static void merge(struct pengine *pe, unsigned int par)
-{
-	struct pengine_done *o = &pe->order[(size_t)par * pe->xfers_cap];
-	const struct icfab_engine_done *d;
-	icfab_u32 n = 0;
-	unsigned int q;
-
-	memset(pe->cursor, 0, pe->nr * sizeof(*pe->cursor));
-	while ((d = merge_next(pe, par, pe->cursor, &q))) {
-		o[n].xfer = d->xfer;
-		o[n].r = &pe->res[(size_t)(2 * q + par) * pe->xfers_cap +
-				  pe->cursor[q] - 1];
-		n++;
-	}
-	pe->nr_order[par] = n;
-}
-
-/*
- * Thread 0: window @par's completions, to the caller, in the order
- * merge() found, their results built by their partitions (results()).
- */
-static void report(struct pengine *pe, unsigned int par)
-{
-	const struct pengine_done *o = &pe->order[(size_t)par * pe->xfers_cap];
-	icfab_u32 i, n = pe->nr_order[par];
-
-	for (i = 0; i < n; i++) {
-		icfab_u32 x = o[i].xfer;
-
-		/* Retired first, as the sequential engine does. */
-		pe->events_reserved -= pe->need[x];
-		pe->free_next[x] = pe->free_head;
-		pe->free_head = x;
-		if (pe->complete && pe->complete(pe->arg, x, o[i].r))
-			pe->ret = 1;
-	}
-}
-
-/* Partition @p: import window @par's messages. */
-static int exchange(struct pengine *pe, unsigned int p, unsigned int par)
-{
-	struct icfab_engine *e = &pe->e[p];
-	unsigned int q;
-	int err;
-
-	for (q = 0; q < pe->nr; q++) {
-		err = icfab_engine_part_import(e, &pe->part[2 * q + par]);
-		if (err)
-			return err;
-	}
-	return 0;
-}
-
-static void window_loop(struct pengine *pe, unsigned int p)
-{
-	struct icfab_engine *e = &pe->e[p];
-	icfab_u64 hz = pe->first_hz, t;
-	double c0, c1, c2;
-	unsigned int w, par, q;
-	int err;
-
-	for (w = 0;; w++) {
-		struct icfab_engine_part *mine;
-
-		par = w & 1;
-		mine = &pe->part[2 * p + par];
-		mine->nr_out = 0;
-		mine->nr_done = 0;
-		mine->err = 0;
-		icfab_engine_set_part(e, mine);
-		c0 = thread_cpu();
-		if (p == 0 && w)
-			report(pe, par ^ 1);
-		err = icfab_engine_run_until(e, hz, NULL, NULL);
-		if (!err)
-			err = mine->err;
-		c1 = thread_cpu();
-		sb_wait(&pe->bar);
-		/* Not the wait at the barrier: a spin is no work. */
-		c2 = thread_cpu();
-		if (!err)
-			err = exchange(pe, p, par);
-		/* Whatever was completed, as report() will tell it. */
-		results(pe, p, par);
-		if (p == pe->nr - 1)
-			merge(pe, par);
-		pe->err[2 * p + par] = err;
-		pe->next[2 * p + par] = icfab_engine_next_ps(e);
-		pe->busy[2 * p + par] = c1 - c0 + thread_cpu() - c2;
-		pe->busy_sum[p] += pe->busy[2 * p + par];
-		if (p == 0) {
-			pe->windows++;
-			for (q = 0; q < pe->nr; q++)
-				pe->messages += pe->part[2 * q + par].nr_out;
-		}
-		sb_wait(&pe->bar);
-		if (p == 0)
-			critical_add(pe, par);
-		t = ICFAB_ENGINE_NEVER;
-		err = 0;
-		for (q = 0; q < pe->nr; q++) {
-			if (pe->next[2 * q + par] < t)
-				t = pe->next[2 * q + par];
-			if (pe->err[2 * q + par] && !err)
-				err = pe->err[2 * q + par];
-		}
-		if (err || t == ICFAB_ENGINE_NEVER ||
-		    (pe->horizon != ICFAB_ENGINE_NEVER && t >= pe->horizon))
-			break;
-		hz = t + pe->lookahead < t ? ICFAB_ENGINE_NEVER :
-		     t + pe->lookahead;
-		if (pe->horizon != ICFAB_ENGINE_NEVER && hz > pe->horizon)
-			hz = pe->horizon;
-	}
-	if (p == 0) {
-		report(pe, par);
-		if (err && !pe->ret)
-			pe->ret = err > 0 ? -err : err;
-	}
-}
-
-/*
- * What the sequential engine would decide about submission @s, routed
- * as @r (or refused with @route_err) before it: 0 and its id in *@id,
- * or the refusal. Thread 0's, or the caller's between runs.
- */
-static int admit(struct pengine *pe, const struct pengine_sub *s,
-		 int route_err, const struct icfab_engine_route *r,
-		 icfab_u32 *id)
-{
-	if (route_err)
-		return route_err;
-	/* submit_order_err(), against the whole engine's clock. */
-	if (s->key & ICFAB_ENGINE_KEY_LATE)
-		return -ICFAB_ENGINE_EINVAL;
-	if (s->submit_ps < pe->now_ps ||
-	    (pe->processed &&
-	     (s->submit_ps < pe->last_ps ||
-	      (s->submit_ps == pe->last_ps &&
-	       (s->key | ICFAB_ENGINE_KEY_LATE) <= pe->last_key))))
-		return -ICFAB_ENGINE_ERANGE;
-	/* xfer_new()'s. */
-	if (r->nr_segs >= pe->events_cap ||
-	    r->need > pe->events_cap - pe->events_reserved ||
-	    pe->free_head == ICFAB_ENGINE_NO_XFER)
-		return -ICFAB_ENGINE_ENOSPC;
-	*id = pe->free_head;
-	pe->free_head = pe->free_next[*id];
-	pe->need[*id] = r->need;
-	pe->events_reserved += r->need;
-	return 0;
-}
-
-/*
- * Partition @p's part of a batch: route its share, wait for thread 0 to
- * admit them up to the first refusal, adopt every admitted one.
- */
-static void submit_part(struct pengine *pe, unsigned int p)
-{
-	size_t i, lo = pe->nr_subs * p / pe->nr,
-	       hi = pe->nr_subs * (p + 1) / pe->nr;
-	double c0 = thread_cpu(), c1, c2;
-	int err = 0;
-
-	for (i = lo; i < hi; i++) {
-		const struct pengine_sub *s = &pe->subs[i];
-
-		pe->route_err[i] = icfab_engine_part_route(&pe->e[p], s->src,
-							   s->dst, s->bytes,
-							   &pe->routes[i]);
-	}
-	c1 = thread_cpu();
-	pe->phase[3 * p] = c1 - c0;
-	sb_wait(&pe->bar);
-	c1 = thread_cpu();
-	if (!p) {
-		pe->sub_err = 0;
-		for (i = 0; i < pe->nr_subs; i++) {
-			pe->sub_err = admit(pe, &pe->subs[i], pe->route_err[i],
-					    &pe->routes[i], &pe->ids[i]);
-			if (pe->sub_err)
-				break;
-		}
-		pe->taken = i;
-	}
-	c2 = thread_cpu();
-	pe->phase[3 * p + 1] = c2 - c1;
-	sb_wait(&pe->bar);
-	c2 = thread_cpu();
-	for (i = 0; i < pe->taken && !err; i++) {
-		const struct pengine_sub *s = &pe->subs[i];
-
-		err = icfab_engine_part_adopt(&pe->e[p], pe->ids[i], s->src,
-					      s->dst, s->bytes, s->submit_ps,
-					      s->key, &pe->routes[i]);
-	}
-	pe->adopt_err[p] = err;
-	pe->phase[3 * p + 2] = thread_cpu() - c2;
-	pe->busy_sum[p] += pe->phase[3 * p] + pe->phase[3 * p + 1] +
-			   pe->phase[3 * p + 2];
-}
-
-static void *worker(void *arg)
-{
-	struct pengine *pe = ((void **)arg)[0];
-	unsigned int p = (unsigned int)(uintptr_t)((void **)arg)[1];
-
-	free(arg);
-	for (;;) {
-		pthread_barrier_wait(&pe->start);
-		if (pe->cmd == CMD_QUIT)
-			return NULL;
-		if (pe->cmd == CMD_SUBMIT)
-			submit_part(pe, p);
-		else
-			window_loop(pe, p);
-		pthread_barrier_wait(&pe->start);
-	}
-}
-
-int pengine_submit_batch(struct pengine *pe, const struct pengine_sub *subs,
-			 size_t n, icfab_u32 *ids, size_t *taken)
-{
-	unsigned int p, k;
-
-	if (n > pe->routes_cap) {
-		struct icfab_engine_route *r;
-		int *re;
-
-		r = realloc(pe->routes, n * sizeof(*r));
-		if (r)
-			pe->routes = r;
-		re = realloc(pe->route_err, n * sizeof(*re));
-		if (re)
-			pe->route_err = re;
-		if (!r || !re)
-			return -ENOMEM;
-		pe->routes_cap = n;
-	}
-	pe->subs = subs;
-	pe->nr_subs = n;
-	pe->ids = ids;
-	pe->cmd = CMD_SUBMIT;
-	pthread_barrier_wait(&pe->start);
-	submit_part(pe, 0);
-	pthread_barrier_wait(&pe->start);
-	for (k = 0; k < 3; k++) {
-		double most = 0;
-
-		for (p = 0; p < pe->nr; p++)
-			if (pe->phase[3 * p + k] > most)
-				most = pe->phase[3 * p + k];
-		pe->critical += most;
-	}
-	/* The admission left room for every event: a bug otherwise. */
-	for (p = 0; p < pe->nr; p++)
-		if (pe->adopt_err[p])
-			abort();
-	*taken = pe->taken;
-	return pe->sub_err;
-}
-
-int pengine_run_until(struct pengine *pe, icfab_u64 horizon_ps,
-		      icfab_engine_complete_fn complete, void *arg)
-{
-	icfab_u64 t = ICFAB_ENGINE_NEVER;
-	unsigned int p;
-
-	for (p = 0; p < pe->nr; p++) {
-		icfab_u64 n = icfab_engine_next_ps(&pe->e[p]);
-
-		if (n < t)
-			t = n;
-	}
-	pe->ret = 0;
-	if (t != ICFAB_ENGINE_NEVER &&
-	    (horizon_ps == ICFAB_ENGINE_NEVER || t < horizon_ps)) {
-		pe->horizon = horizon_ps;
-		pe->complete = complete;
-		pe->arg = arg;
-		pe->first_hz = t + pe->lookahead < t ? ICFAB_ENGINE_NEVER :
-			       t + pe->lookahead;
-		if (horizon_ps != ICFAB_ENGINE_NEVER && pe->first_hz > horizon_ps)
-			pe->first_hz = horizon_ps;
-		pe->cmd = CMD_RUN;
-		pthread_barrier_wait(&pe->start);
-		window_loop(pe, 0);
-		pthread_barrier_wait(&pe->start);
-	}
-	/* The clock the sequential engine would show now. */
-	for (p = 0; p < pe->nr; p++) {
-		const struct icfab_engine *e = &pe->e[p];
-
-		if (!e->processed)
-			continue;
-		if (!pe->processed || e->last_ps > pe->last_ps ||
-		    (e->last_ps == pe->last_ps && e->last_key > pe->last_key)) {
-			pe->last_ps = e->last_ps;
-			pe->last_key = e->last_key;
-			pe->processed = 1;
-		}
-	}
-	if (pe->processed && pe->last_ps > pe->now_ps)
-		pe->now_ps = pe->last_ps;
-	if (horizon_ps != ICFAB_ENGINE_NEVER && horizon_ps > pe->now_ps)
-		pe->now_ps = horizon_ps;
-	/*
-	 * A partition has processed everything before its last window's
-	 * end; the engine as a whole, before now_ps. Submissions sort after
-	 * the latter, so every partition must take them.
-	 */
-	for (p = 0; p < pe->nr; p++)
-		pe->e[p].now_ps = pe->now_ps;
-	return pe->ret;
-}
-
-int pengine_submit(struct pengine *pe, icfab_u32 src, icfab_u32 dst,
-		   icfab_u64 bytes, icfab_u64 submit_ps, icfab_u64 key,
-		   icfab_u32 *xfer_id)
-{
-	const struct pengine_sub s = {
-		.src = src, .dst = dst, .bytes = bytes,
-		.submit_ps = submit_ps, .key = key,
-	};
-	struct icfab_engine_route r;
-	unsigned int p;
-	int err;
-
-	err = icfab_engine_part_route(&pe->e[0], src, dst, bytes, &r);
-	err = admit(pe, &s, err, &r, xfer_id);
-	if (err)
-		return err;
-	for (p = 0; p < pe->nr; p++)
-		if (icfab_engine_part_adopt(&pe->e[p], *xfer_id, src, dst,
-					    bytes, submit_ps, key, &r))
-			abort();
-	return 0;
-}
-
-void pengine_now(const struct pengine *pe, icfab_u64 *now, icfab_u64 *last_ps,
-		 icfab_u64 *last_key, int *processed)
-{
-	*now = pe->now_ps;
-	*last_ps = pe->last_ps;
-	*last_key = pe->last_key;
-	*processed = pe->processed;
-}
-
-void pengine_set_xmit(struct pengine *pe,
-		      void (*xmit)(void *, const struct icfab_engine_xmit *),
-		      void *const *args)
-{
-	/* One tracer for all: the argument tells the partitions apart. */
-	static struct icfab_engine_tracer tr;
-	unsigned int p;
-
-	tr.xmit = xmit;
-	for (p = 0; p < pe->nr; p++)
-		icfab_engine_set_tracer(&pe->e[p], xmit ? &tr : NULL,
-					args ? args[p] : NULL);
-}
-
-const struct icfab_engine_link *pengine_link(const struct pengine *pe,
-					     icfab_u32 lid)
-{
-	const struct icfab_mlink *l = &pe->e[0].topo->links[lid];
-	unsigned int p = l->present ? pe->of_node[l->src] : 0;
-
-	return &pe->st[p].links[lid];
-}
-
-icfab_u64 pengine_lookahead(const struct pengine *pe)
-{
-	return pe->lookahead;
-}
-
-const icfab_u16 *pengine_of_node(const struct pengine *pe)
-{
-	return pe->of_node;
-}
-
-void pengine_counts(const struct pengine *pe, uint64_t *windows,
-		    uint64_t *messages)
-{
-	*windows = pe->windows;
-	*messages = pe->messages;
-}
-
-void pengine_times(const struct pengine *pe, double *critical, double *busy)
-{
-	unsigned int p;
-
-	*critical = pe->critical;
-	*busy = 0;
-	for (p = 0; p < pe->nr; p++)
-		*busy += pe->busy_sum[p];
-}
-
-void pengine_free(struct pengine *pe)
-{
-	unsigned int p;
+	struct host_pe *h;
 
 	if (!pe)
 		return;
-	if (pe->threads) {
-		pe->cmd = CMD_QUIT;
-		pthread_barrier_wait(&pe->start);
-		for (p = 1; p < pe->nr; p++)
-			pthread_join(pe->threads[p], NULL);
-		pthread_barrier_destroy(&pe->start);
-	}
-	for (p = 0; pe->st && p < pe->nr; p++)
-		host_storage_free(&pe->st[p]);
-	for (p = 0; pe->part && p < 2 * pe->nr; p++) {
-		free(pe->part[p].out);
-		free(pe->part[p].done);
-	}
-	free(pe->part);
-	free(pe->st);
-	free(pe->e);
-	free(pe->ep);
-	free(pe->of_node);
-	free(pe->next);
-	free(pe->err);
-	free(pe->cursor);
-	free(pe->busy);
-	free(pe->busy_sum);
-	free(pe->adopt_err);
-	free(pe->phase);
-	free(pe->routes);
-	free(pe->route_err);
-	free(pe->free_next);
-	free(pe->need);
-	free(pe->res);
-	free(pe->order);
-	free(pe->threads);
-	free(pe);
+	h = icfab_pengine_priv(pe);
+	icfab_pengine_free(pe);
+	pthread_barrier_destroy(&h->start);
+	free(h);
 }
 
-/* Storage, engines and partitions; no threads yet. */
-static int pengine_build(struct pengine *pe, const struct icfab_mtopo *m,
-			 icfab_u32 segment_size, icfab_u32 xfers,
-			 icfab_u32 events)
+void pengine_host_times(const struct icfab_pengine *pe, double *critical,
+			double *busy)
 {
-	unsigned int p;
-	icfab_u32 *scratch;
+	icfab_u64 c, b;
 
-	pe->of_node = calloc(m->nodes_cap, sizeof(*pe->of_node));
-	scratch = calloc(2 * (size_t)m->nodes_cap, sizeof(*scratch));
-	pe->e = calloc(pe->nr, sizeof(*pe->e));
-	pe->ep = calloc(pe->nr, sizeof(*pe->ep));
-	pe->st = calloc(pe->nr, sizeof(*pe->st));
-	pe->part = calloc(2 * pe->nr, sizeof(*pe->part));
-	pe->next = calloc(2 * pe->nr, sizeof(*pe->next));
-	pe->err = calloc(2 * pe->nr, sizeof(*pe->err));
-	pe->cursor = calloc(pe->nr, sizeof(*pe->cursor));
-	pe->busy = calloc(2 * pe->nr, sizeof(*pe->busy));
-	pe->busy_sum = calloc(pe->nr, sizeof(*pe->busy_sum));
-	pe->adopt_err = calloc(pe->nr, sizeof(*pe->adopt_err));
-	pe->phase = calloc(3 * (size_t)pe->nr, sizeof(*pe->phase));
-	pe->free_next = calloc(xfers, sizeof(*pe->free_next));
-	pe->need = calloc(xfers, sizeof(*pe->need));
-	pe->res = calloc(2 * (size_t)pe->nr * xfers, sizeof(*pe->res));
-	pe->order = calloc(2 * (size_t)xfers, sizeof(*pe->order));
-	if (!pe->busy || !pe->busy_sum || !pe->adopt_err || !pe->phase ||
-	    !pe->free_next || !pe->need || !pe->res || !pe->order || !pe->of_node || !scratch ||
-	    !pe->e || !pe->ep || !pe->st || !pe->part || !pe->next ||
-	    !pe->err || !pe->cursor) {
-		free(scratch);
-		return -ENOMEM;
-	}
-	/* icfab_engine_init()'s free list: every slot, in order. */
-	pe->xfers_cap = xfers;
-	pe->events_cap = events;
-	for (p = 0; p < xfers; p++)
-		pe->free_next[p] = p + 1 < xfers ? p + 1 : ICFAB_ENGINE_NO_XFER;
-	pe->free_head = xfers ? 0 : ICFAB_ENGINE_NO_XFER;
-	pe->lookahead = icfab_part_plan(m, (icfab_u16)pe->nr, pe->of_node,
-					scratch);
-	free(scratch);
-	if (!pe->lookahead)
-		return -EDOM;
-	for (p = 0; p < 2 * pe->nr; p++) {
-		struct icfab_engine_part *pp = &pe->part[p];
-
-		pp->of_node = pe->of_node;
-		pp->self = (icfab_u16)(p / 2);
-		pp->out_cap = events;
-		pp->out = calloc(events, sizeof(*pp->out));
-		pp->done_cap = xfers;
-		pp->done = calloc(xfers, sizeof(*pp->done));
-		if (!pp->out || !pp->done)
-			return -ENOMEM;
-	}
-	for (p = 0; p < pe->nr; p++) {
-		if (host_storage(&pe->st[p], m, xfers, events))
-			return -ENOMEM;
-		if (icfab_engine_init(&pe->e[p], m, segment_size, &pe->st[p]))
-			return -EINVAL;
-		icfab_engine_set_part(&pe->e[p], &pe->part[2 * p]);
-		pe->ep[p] = &pe->e[p];
-	}
-	return 0;
-}
-
-struct pengine *pengine_new(const struct icfab_mtopo *m, icfab_u32 segment_size,
-			    unsigned int nr, icfab_u32 xfers, icfab_u32 events,
-			    int *err)
-{
-	struct pengine *pe;
-	unsigned int p;
-
-	if (nr < 1 || nr > 64) {
-		*err = -EINVAL;
-		return NULL;
-	}
-	pe = calloc(1, sizeof(*pe));
-	if (!pe) {
-		*err = -ENOMEM;
-		return NULL;
-	}
-	pe->nr = nr;
-	pe->bar.n = nr;
-	*err = pengine_build(pe, m, segment_size, xfers, events);
-	if (*err)
-		goto err_free;
-	pe->threads = calloc(nr, sizeof(*pe->threads));
-	if (!pe->threads) {
-		*err = -ENOMEM;
-		goto err_free;
-	}
-	pthread_barrier_init(&pe->start, NULL, nr);
-	for (p = 1; p < nr; p++) {
-		void **a = malloc(2 * sizeof(*a));
-
-		if (!a)
-			abort();
-		a[0] = pe;
-		a[1] = (void *)(uintptr_t)p;
-		if (pthread_create(&pe->threads[p], NULL, worker, a))
-			abort();
-	}
-	return pe;
-
-err_free:
-	pengine_free(pe);
-	return NULL;
+	icfab_pengine_times(pe, &c, &b);
+	*critical = c / 1e9;
+	*busy = b / 1e9;
 }

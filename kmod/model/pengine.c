@@ -1,0 +1,747 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * icfab fabric model: the parallel engine (see pengine.h).
+ *
+ * A run is a sequence of windows [T, T + lookahead), T the earliest
+ * pending event of all partitions. In a window every thread processes
+ * its partition's events before the window's end; whatever it sends
+ * another partition is at or after that end, so no partition can miss
+ * an event of its window. Then, after a barrier, each imports what was
+ * sent to it and builds the results of the completions it recorded,
+ * and the last partition merges every partition's completions in the
+ * order of events; after a second barrier every thread knows the next
+ * window. Thread 0 reports
+ * them in that order while the next window runs, and retires them in
+ * the transfer table it keeps for all (below): the records, results,
+ * merged order, outboxes, next times and errors of a window are kept by
+ * its parity, so that the window after it writes the other set.
+ *
+ * The transfer ids, their free list and the events reserved are kept
+ * here, once, as the sequential engine keeps them (free list order and
+ * all), not in step in every partition: a batch of submissions is
+ * routed by the threads in shares (icfab_engine_part_route()), then
+ * thread 0 admits them in order and gives them their ids, then every
+ * partition adopts every admitted transfer into its slot
+ * (icfab_engine_part_adopt(), which pushes its first event in its
+ * source's partition only). Partitions never retire a slot: it is
+ * filled again when its id is given again.
+ *
+ * Threads, memory and barriers are the shim's (struct icfab_pengine_sys):
+ * this file is the same on the host and in the kernel.
+ */
+#include "pengine.h"
+
+struct pengine_done {
+	icfab_u32 xfer;
+	const struct icfab_xfer_result *r;
+};
+
+enum { CMD_RUN, CMD_SUBMIT, CMD_QUIT };
+
+struct icfab_pengine {
+	const struct icfab_pengine_sys *sys;
+	void *priv;			/* the shim's */
+	unsigned int nr;
+	int started;			/* the shim's threads run */
+	icfab_u64 lookahead;		/* ps */
+	icfab_u16 *of_node;
+	struct icfab_engine *e;		/* [nr] */
+	struct icfab_engine **ep;	/* [nr], for icfab_part_result() */
+	struct icfab_engine_storage *st;	/* [nr] */
+	struct icfab_engine_part *part;	/* [2 * p + parity] */
+	struct icfab_engine_tracer tracer;	/* the xmit one, for all */
+	/* The sequential engine's clock, between runs. */
+	icfab_u64 now_ps, last_ps, last_key;
+	int processed;
+	/* A run's. */
+	icfab_u64 horizon, first_hz;
+	icfab_u64 *next;		/* [2 * p + parity], ps */
+	int *err;			/* [2 * p + parity] */
+	icfab_engine_complete_fn complete;
+	void *arg;
+	int ret;
+	unsigned int *cursor;		/* the merge's, [nr] */
+	/*
+	 * The results of part[i]'s completions, built by the partition that
+	 * completed them at the window's exchange: [i * xfers_cap + k] is
+	 * done[k]'s.
+	 */
+	struct icfab_xfer_result *res;
+	/*
+	 * Window parity @par's completions in the order of events, merged
+	 * by the last partition at the exchange: order[par * xfers_cap + i],
+	 * nr_order[par] of them.
+	 */
+	struct pengine_done *order;
+	icfab_u32 nr_order[2];
+	/*
+	 * The sequential engine's transfer table, but for what the
+	 * partitions keep: its free list (from free_head, NO_XFER at the
+	 * end), what each transfer reserved, and the events reserved in all.
+	 */
+	icfab_u32 xfers_cap, events_cap, free_head;
+	icfab_u32 *free_next;		/* [xfers_cap] */
+	icfab_u64 *need;		/* [xfers_cap] */
+	icfab_u64 events_reserved;
+	icfab_u64 windows, messages;
+	/*
+	 * The shim's cpu_ns() each partition spent working (not waiting);
+	 * and over windows and batches, the most any one spent: the wall
+	 * time the run would take on as many idle CPUs.
+	 */
+	icfab_u64 *busy;		/* [2 * p + parity] */
+	icfab_u64 *busy_sum;		/* [p] */
+	icfab_u64 critical;
+	int cmd;
+	/* CMD_SUBMIT's batch: its routes, what thread 0 admitted. */
+	const struct icfab_pengine_sub *subs;
+	icfab_u64 nr_subs;
+	icfab_u32 *ids;
+	struct icfab_engine_route *routes;	/* [routes_cap] */
+	int *route_err;				/* [routes_cap] */
+	icfab_u64 routes_cap;
+	icfab_u64 taken;
+	int sub_err;
+	int *adopt_err;			/* [nr] */
+	icfab_u64 *phase;		/* [3 * p + phase], ns */
+};
+
+static icfab_u64 pe_cpu(const struct icfab_pengine *pe)
+{
+	return pe->sys->cpu_ns ? pe->sys->cpu_ns() : 0;
+}
+
+static void *pe_zalloc(const struct icfab_pengine *pe, icfab_u64 n,
+		       icfab_u64 size)
+{
+	icfab_u64 bytes;
+
+	if (__builtin_mul_overflow(n, size, &bytes))
+		return ICFAB_NULL;
+	return pe->sys->zalloc(bytes ? bytes : 1);
+}
+
+/* Thread 0, after a barrier: the slowest partition's work on @par. */
+static void critical_add(struct icfab_pengine *pe, unsigned int par)
+{
+	icfab_u64 most = 0;
+	unsigned int q;
+
+	for (q = 0; q < pe->nr; q++)
+		if (pe->busy[2 * q + par] > most)
+			most = pe->busy[2 * q + par];
+	pe->critical += most;
+}
+
+/*
+ * The next completion of window @par in the order of events, from the
+ * partitions' records at @cur, its partition in *@from; NULL when none
+ * is left.
+ */
+static const struct icfab_engine_done *
+merge_next(const struct icfab_pengine *pe, unsigned int par, unsigned int *cur,
+	   unsigned int *from)
+{
+	const struct icfab_engine_done *best = ICFAB_NULL;
+	unsigned int q, bq = 0;
+
+	for (q = 0; q < pe->nr; q++) {
+		const struct icfab_engine_part *pp = &pe->part[2 * q + par];
+
+		if (cur[q] < pp->nr_done &&
+		    (!best || icfab_part_done_before(&pp->done[cur[q]], best))) {
+			best = &pp->done[cur[q]];
+			bq = q;
+		}
+	}
+	if (best)
+		cur[bq]++;
+	*from = bq;
+	return best;
+}
+
+/*
+ * Partition @p, at window @par's exchange: the results of its
+ * completions. Every partition's slot of a transfer completed in the
+ * window is final then (its last departure anywhere was at least a
+ * lookahead before its last arrival, so in an earlier window or in this
+ * partition), and no partition writes it again before it is adopted
+ * again, which is after the run; so the partition that completed it
+ * builds its result while the others import, not thread 0 alone.
+ */
+static void results(struct icfab_pengine *pe, unsigned int p, unsigned int par)
+{
+	const struct icfab_engine_part *pp = &pe->part[2 * p + par];
+	struct icfab_xfer_result *r = &pe->res[(icfab_u64)(2 * p + par) *
+					       pe->xfers_cap];
+	icfab_u32 k;
+
+	for (k = 0; k < pp->nr_done; k++)
+		icfab_part_result(pe->ep, pe->nr, pe->of_node, &pp->done[k],
+				  &r[k]);
+}
+
+/*
+ * The last partition, at window @par's exchange (every partition's
+ * records are final after the first barrier): its completions merged in
+ * the order of events, for thread 0's report(). Thread 0 carries the
+ * report and the admissions on top of its partition; the merge, the
+ * larger part of the report's own work, goes to another.
+ */
+static void merge(struct icfab_pengine *pe, unsigned int par)
+{
+	struct pengine_done *o = &pe->order[(icfab_u64)par * pe->xfers_cap];
+	const struct icfab_engine_done *d;
+	icfab_u32 n = 0;
+	unsigned int q;
+
+	for (q = 0; q < pe->nr; q++)
+		pe->cursor[q] = 0;
+	while ((d = merge_next(pe, par, pe->cursor, &q))) {
+		o[n].xfer = d->xfer;
+		o[n].r = &pe->res[(icfab_u64)(2 * q + par) * pe->xfers_cap +
+				  pe->cursor[q] - 1];
+		n++;
+	}
+	pe->nr_order[par] = n;
+}
+
+/*
+ * Thread 0: window @par's completions, to the caller, in the order
+ * merge() found, their results built by their partitions (results()).
+ */
+static void report(struct icfab_pengine *pe, unsigned int par)
+{
+	const struct pengine_done *o =
+		&pe->order[(icfab_u64)par * pe->xfers_cap];
+	icfab_u32 i, n = pe->nr_order[par];
+
+	for (i = 0; i < n; i++) {
+		icfab_u32 x = o[i].xfer;
+
+		/* Retired first, as the sequential engine does. */
+		pe->events_reserved -= pe->need[x];
+		pe->free_next[x] = pe->free_head;
+		pe->free_head = x;
+		if (pe->complete && pe->complete(pe->arg, x, o[i].r))
+			pe->ret = 1;
+	}
+}
+
+/* Partition @p: import window @par's messages. */
+static int exchange(struct icfab_pengine *pe, unsigned int p, unsigned int par)
+{
+	struct icfab_engine *e = &pe->e[p];
+	unsigned int q;
+	int err;
+
+	for (q = 0; q < pe->nr; q++) {
+		err = icfab_engine_part_import(e, &pe->part[2 * q + par]);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static void window_loop(struct icfab_pengine *pe, unsigned int p)
+{
+	struct icfab_engine *e = &pe->e[p];
+	icfab_u64 hz = pe->first_hz, t, c0, c1, c2;
+	unsigned int w, par = 0, q;
+	int err;
+
+	for (w = 0;; w++) {
+		struct icfab_engine_part *mine;
+
+		par = w & 1;
+		mine = &pe->part[2 * p + par];
+		mine->nr_out = 0;
+		mine->nr_done = 0;
+		mine->err = 0;
+		icfab_engine_set_part(e, mine);
+		c0 = pe_cpu(pe);
+		if (p == 0 && w)
+			report(pe, par ^ 1);
+		err = icfab_engine_run_until(e, hz, ICFAB_NULL, ICFAB_NULL);
+		if (!err)
+			err = mine->err;
+		c1 = pe_cpu(pe);
+		pe->sys->win_wait(pe, p);
+		/* Not the wait at the barrier: a wait is no work. */
+		c2 = pe_cpu(pe);
+		if (!err)
+			err = exchange(pe, p, par);
+		/* Whatever was completed, as report() will tell it. */
+		results(pe, p, par);
+		if (p == pe->nr - 1)
+			merge(pe, par);
+		pe->err[2 * p + par] = err;
+		pe->next[2 * p + par] = icfab_engine_next_ps(e);
+		pe->busy[2 * p + par] = c1 - c0 + pe_cpu(pe) - c2;
+		pe->busy_sum[p] += pe->busy[2 * p + par];
+		if (p == 0) {
+			pe->windows++;
+			for (q = 0; q < pe->nr; q++)
+				pe->messages += pe->part[2 * q + par].nr_out;
+		}
+		pe->sys->win_wait(pe, p);
+		if (p == 0)
+			critical_add(pe, par);
+		t = ICFAB_ENGINE_NEVER;
+		err = 0;
+		for (q = 0; q < pe->nr; q++) {
+			if (pe->next[2 * q + par] < t)
+				t = pe->next[2 * q + par];
+			if (pe->err[2 * q + par] && !err)
+				err = pe->err[2 * q + par];
+		}
+		if (err || t == ICFAB_ENGINE_NEVER ||
+		    (pe->horizon != ICFAB_ENGINE_NEVER && t >= pe->horizon))
+			break;
+		hz = t + pe->lookahead < t ? ICFAB_ENGINE_NEVER :
+		     t + pe->lookahead;
+		if (pe->horizon != ICFAB_ENGINE_NEVER && hz > pe->horizon)
+			hz = pe->horizon;
+	}
+	if (p == 0) {
+		report(pe, par);
+		if (err && !pe->ret)
+			pe->ret = err > 0 ? -err : err;
+	}
+}
+
+/*
+ * What the sequential engine would decide about submission @s, routed
+ * as @r (or refused with @route_err) before it: 0 and its id in *@id,
+ * or the refusal. Thread 0's, or the caller's between runs.
+ */
+static int admit(struct icfab_pengine *pe, const struct icfab_pengine_sub *s,
+		 int route_err, const struct icfab_engine_route *r,
+		 icfab_u32 *id)
+{
+	if (route_err)
+		return route_err;
+	/* submit_order_err(), against the whole engine's clock. */
+	if (s->key & ICFAB_ENGINE_KEY_LATE)
+		return -ICFAB_ENGINE_EINVAL;
+	if (s->submit_ps < pe->now_ps ||
+	    (pe->processed &&
+	     (s->submit_ps < pe->last_ps ||
+	      (s->submit_ps == pe->last_ps &&
+	       (s->key | ICFAB_ENGINE_KEY_LATE) <= pe->last_key))))
+		return -ICFAB_ENGINE_ERANGE;
+	/* xfer_new()'s. */
+	if (r->nr_segs >= pe->events_cap ||
+	    r->need > pe->events_cap - pe->events_reserved ||
+	    pe->free_head == ICFAB_ENGINE_NO_XFER)
+		return -ICFAB_ENGINE_ENOSPC;
+	*id = pe->free_head;
+	pe->free_head = pe->free_next[*id];
+	pe->need[*id] = r->need;
+	pe->events_reserved += r->need;
+	return 0;
+}
+
+/*
+ * Partition @p's part of a batch: route its share, wait for thread 0 to
+ * admit them up to the first refusal, adopt every admitted one.
+ */
+static void submit_part(struct icfab_pengine *pe, unsigned int p)
+{
+	icfab_u64 i, lo = pe->nr_subs * p / pe->nr,
+		  hi = pe->nr_subs * (p + 1) / pe->nr;
+	icfab_u64 c0 = pe_cpu(pe), c1, c2;
+	int err = 0;
+
+	for (i = lo; i < hi; i++) {
+		const struct icfab_pengine_sub *s = &pe->subs[i];
+
+		pe->route_err[i] = icfab_engine_part_route(&pe->e[p], s->src,
+							   s->dst, s->bytes,
+							   &pe->routes[i]);
+	}
+	c1 = pe_cpu(pe);
+	pe->phase[3 * p] = c1 - c0;
+	pe->sys->win_wait(pe, p);
+	c1 = pe_cpu(pe);
+	if (!p) {
+		pe->sub_err = 0;
+		for (i = 0; i < pe->nr_subs; i++) {
+			pe->sub_err = admit(pe, &pe->subs[i], pe->route_err[i],
+					    &pe->routes[i], &pe->ids[i]);
+			if (pe->sub_err)
+				break;
+		}
+		pe->taken = i;
+	}
+	c2 = pe_cpu(pe);
+	pe->phase[3 * p + 1] = c2 - c1;
+	pe->sys->win_wait(pe, p);
+	c2 = pe_cpu(pe);
+	for (i = 0; i < pe->taken && !err; i++) {
+		const struct icfab_pengine_sub *s = &pe->subs[i];
+
+		err = icfab_engine_part_adopt(&pe->e[p], pe->ids[i], s->src,
+					      s->dst, s->bytes, s->submit_ps,
+					      s->key, &pe->routes[i]);
+	}
+	pe->adopt_err[p] = err;
+	pe->phase[3 * p + 2] = pe_cpu(pe) - c2;
+	pe->busy_sum[p] += pe->phase[3 * p] + pe->phase[3 * p + 1] +
+			   pe->phase[3 * p + 2];
+}
+
+void icfab_pengine_worker(struct icfab_pengine *pe, unsigned int p)
+{
+	for (;;) {
+		pe->sys->cmd_wait(pe, p);
+		if (pe->cmd == CMD_QUIT)
+			return;
+		if (pe->cmd == CMD_SUBMIT)
+			submit_part(pe, p);
+		else
+			window_loop(pe, p);
+		pe->sys->cmd_wait(pe, p);
+	}
+}
+
+int icfab_pengine_submit_batch(struct icfab_pengine *pe,
+			       const struct icfab_pengine_sub *subs,
+			       icfab_u64 n, icfab_u32 *ids, icfab_u64 *taken)
+{
+	unsigned int p, k;
+
+	*taken = 0;
+	if (n > pe->routes_cap) {
+		/* Scratch, rewritten by every batch: nothing to keep. */
+		pe->sys->free(pe->routes);
+		pe->sys->free(pe->route_err);
+		pe->routes = pe_zalloc(pe, n, sizeof(*pe->routes));
+		pe->route_err = pe_zalloc(pe, n, sizeof(*pe->route_err));
+		if (!pe->routes || !pe->route_err) {
+			pe->sys->free(pe->routes);
+			pe->sys->free(pe->route_err);
+			pe->routes = ICFAB_NULL;
+			pe->route_err = ICFAB_NULL;
+			pe->routes_cap = 0;
+			return -ICFAB_PENGINE_ENOMEM;
+		}
+		pe->routes_cap = n;
+	}
+	pe->subs = subs;
+	pe->nr_subs = n;
+	pe->ids = ids;
+	pe->cmd = CMD_SUBMIT;
+	pe->sys->cmd_wait(pe, 0);
+	submit_part(pe, 0);
+	pe->sys->cmd_wait(pe, 0);
+	for (k = 0; k < 3; k++) {
+		icfab_u64 most = 0;
+
+		for (p = 0; p < pe->nr; p++)
+			if (pe->phase[3 * p + k] > most)
+				most = pe->phase[3 * p + k];
+		pe->critical += most;
+	}
+	/* The admission left room for every event: a bug otherwise. */
+	for (p = 0; p < pe->nr; p++)
+		if (pe->adopt_err[p])
+			return -ICFAB_ENGINE_EINVAL;
+	*taken = pe->taken;
+	return pe->sub_err;
+}
+
+int icfab_pengine_run_until(struct icfab_pengine *pe, icfab_u64 horizon_ps,
+			    icfab_engine_complete_fn complete, void *arg)
+{
+	icfab_u64 t = ICFAB_ENGINE_NEVER;
+	unsigned int p;
+
+	for (p = 0; p < pe->nr; p++) {
+		icfab_u64 n = icfab_engine_next_ps(&pe->e[p]);
+
+		if (n < t)
+			t = n;
+	}
+	pe->ret = 0;
+	if (t != ICFAB_ENGINE_NEVER &&
+	    (horizon_ps == ICFAB_ENGINE_NEVER || t < horizon_ps)) {
+		pe->horizon = horizon_ps;
+		pe->complete = complete;
+		pe->arg = arg;
+		pe->first_hz = t + pe->lookahead < t ? ICFAB_ENGINE_NEVER :
+			       t + pe->lookahead;
+		if (horizon_ps != ICFAB_ENGINE_NEVER && pe->first_hz > horizon_ps)
+			pe->first_hz = horizon_ps;
+		pe->cmd = CMD_RUN;
+		pe->sys->cmd_wait(pe, 0);
+		window_loop(pe, 0);
+		pe->sys->cmd_wait(pe, 0);
+	}
+	/* The clock the sequential engine would show now. */
+	for (p = 0; p < pe->nr; p++) {
+		const struct icfab_engine *e = &pe->e[p];
+
+		if (!e->processed)
+			continue;
+		if (!pe->processed || e->last_ps > pe->last_ps ||
+		    (e->last_ps == pe->last_ps && e->last_key > pe->last_key)) {
+			pe->last_ps = e->last_ps;
+			pe->last_key = e->last_key;
+			pe->processed = 1;
+		}
+	}
+	if (pe->processed && pe->last_ps > pe->now_ps)
+		pe->now_ps = pe->last_ps;
+	if (horizon_ps != ICFAB_ENGINE_NEVER && horizon_ps > pe->now_ps)
+		pe->now_ps = horizon_ps;
+	/*
+	 * A partition has processed everything before its last window's
+	 * end; the engine as a whole, before now_ps. Submissions sort after
+	 * the latter, so every partition must take them.
+	 */
+	for (p = 0; p < pe->nr; p++)
+		pe->e[p].now_ps = pe->now_ps;
+	return pe->ret;
+}
+
+int icfab_pengine_submit(struct icfab_pengine *pe, icfab_u32 src,
+			 icfab_u32 dst, icfab_u64 bytes, icfab_u64 submit_ps,
+			 icfab_u64 key, icfab_u32 *xfer_id)
+{
+	const struct icfab_pengine_sub s = {
+		.src = src, .dst = dst, .bytes = bytes,
+		.submit_ps = submit_ps, .key = key,
+	};
+	struct icfab_engine_route r;
+	unsigned int p;
+	int err;
+
+	err = icfab_engine_part_route(&pe->e[0], src, dst, bytes, &r);
+	err = admit(pe, &s, err, &r, xfer_id);
+	if (err)
+		return err;
+	for (p = 0; p < pe->nr; p++) {
+		err = icfab_engine_part_adopt(&pe->e[p], *xfer_id, src, dst,
+					      bytes, submit_ps, key, &r);
+		/* The admission left room for every event: a bug otherwise. */
+		if (err)
+			return -ICFAB_ENGINE_EINVAL;
+	}
+	return 0;
+}
+
+void icfab_pengine_now(const struct icfab_pengine *pe, icfab_u64 *now,
+		       icfab_u64 *last_ps, icfab_u64 *last_key,
+		       int *processed)
+{
+	*now = pe->now_ps;
+	*last_ps = pe->last_ps;
+	*last_key = pe->last_key;
+	*processed = pe->processed;
+}
+
+void icfab_pengine_set_xmit(struct icfab_pengine *pe,
+			    void (*xmit)(void *,
+					 const struct icfab_engine_xmit *),
+			    void *const *args)
+{
+	unsigned int p;
+
+	/* One tracer for all: the argument tells the partitions apart. */
+	pe->tracer.xmit = xmit;
+	for (p = 0; p < pe->nr; p++)
+		icfab_engine_set_tracer(&pe->e[p], xmit ? &pe->tracer : ICFAB_NULL,
+					args ? args[p] : ICFAB_NULL);
+}
+
+const struct icfab_engine_link *
+icfab_pengine_link(const struct icfab_pengine *pe, icfab_u32 lid)
+{
+	const struct icfab_mlink *l = &pe->e[0].topo->links[lid];
+	unsigned int p = l->present ? pe->of_node[l->src] : 0;
+
+	return &pe->st[p].links[lid];
+}
+
+icfab_u64 icfab_pengine_lookahead(const struct icfab_pengine *pe)
+{
+	return pe->lookahead;
+}
+
+const icfab_u16 *icfab_pengine_of_node(const struct icfab_pengine *pe)
+{
+	return pe->of_node;
+}
+
+void *icfab_pengine_priv(const struct icfab_pengine *pe)
+{
+	return pe->priv;
+}
+
+unsigned int icfab_pengine_nr(const struct icfab_pengine *pe)
+{
+	return pe->nr;
+}
+
+void icfab_pengine_counts(const struct icfab_pengine *pe, icfab_u64 *windows,
+			  icfab_u64 *messages)
+{
+	*windows = pe->windows;
+	*messages = pe->messages;
+}
+
+void icfab_pengine_times(const struct icfab_pengine *pe, icfab_u64 *critical,
+			 icfab_u64 *busy)
+{
+	unsigned int p;
+
+	*critical = pe->critical;
+	*busy = 0;
+	for (p = 0; p < pe->nr; p++)
+		*busy += pe->busy_sum[p];
+}
+
+void icfab_pengine_free(struct icfab_pengine *pe)
+{
+	const struct icfab_pengine_sys *sys;
+	unsigned int p;
+
+	if (!pe)
+		return;
+	sys = pe->sys;
+	if (pe->started) {
+		pe->cmd = CMD_QUIT;
+		sys->cmd_wait(pe, 0);
+		sys->stop(pe);
+	}
+	for (p = 0; pe->st && p < pe->nr; p++)
+		sys->storage_free(&pe->st[p]);
+	for (p = 0; pe->part && p < 2 * pe->nr; p++) {
+		sys->free(pe->part[p].out);
+		sys->free(pe->part[p].done);
+	}
+	sys->free(pe->part);
+	sys->free(pe->st);
+	sys->free(pe->e);
+	sys->free(pe->ep);
+	sys->free(pe->of_node);
+	sys->free(pe->next);
+	sys->free(pe->err);
+	sys->free(pe->cursor);
+	sys->free(pe->busy);
+	sys->free(pe->busy_sum);
+	sys->free(pe->adopt_err);
+	sys->free(pe->phase);
+	sys->free(pe->routes);
+	sys->free(pe->route_err);
+	sys->free(pe->free_next);
+	sys->free(pe->need);
+	sys->free(pe->res);
+	sys->free(pe->order);
+	sys->free(pe);
+}
+
+/* Storage, engines and partitions; no threads yet. */
+static int pengine_build(struct icfab_pengine *pe, const struct icfab_mtopo *m,
+			 icfab_u32 segment_size, icfab_u32 xfers,
+			 icfab_u32 events)
+{
+	const struct icfab_pengine_sys *sys = pe->sys;
+	unsigned int nr = pe->nr, p;
+	icfab_u32 *scratch;
+
+	pe->of_node = pe_zalloc(pe, m->nodes_cap, sizeof(*pe->of_node));
+	scratch = pe_zalloc(pe, 2 * (icfab_u64)m->nodes_cap, sizeof(*scratch));
+	pe->e = pe_zalloc(pe, nr, sizeof(*pe->e));
+	pe->ep = pe_zalloc(pe, nr, sizeof(*pe->ep));
+	pe->st = pe_zalloc(pe, nr, sizeof(*pe->st));
+	pe->part = pe_zalloc(pe, 2 * nr, sizeof(*pe->part));
+	pe->next = pe_zalloc(pe, 2 * nr, sizeof(*pe->next));
+	pe->err = pe_zalloc(pe, 2 * nr, sizeof(*pe->err));
+	pe->cursor = pe_zalloc(pe, nr, sizeof(*pe->cursor));
+	pe->busy = pe_zalloc(pe, 2 * nr, sizeof(*pe->busy));
+	pe->busy_sum = pe_zalloc(pe, nr, sizeof(*pe->busy_sum));
+	pe->adopt_err = pe_zalloc(pe, nr, sizeof(*pe->adopt_err));
+	pe->phase = pe_zalloc(pe, 3 * nr, sizeof(*pe->phase));
+	pe->free_next = pe_zalloc(pe, xfers, sizeof(*pe->free_next));
+	pe->need = pe_zalloc(pe, xfers, sizeof(*pe->need));
+	pe->res = pe_zalloc(pe, 2 * (icfab_u64)nr * xfers, sizeof(*pe->res));
+	pe->order = pe_zalloc(pe, 2 * (icfab_u64)xfers, sizeof(*pe->order));
+	if (!pe->busy || !pe->busy_sum || !pe->adopt_err || !pe->phase ||
+	    !pe->free_next || !pe->need || !pe->res || !pe->order ||
+	    !pe->of_node || !scratch || !pe->e || !pe->ep || !pe->st ||
+	    !pe->part || !pe->next || !pe->err || !pe->cursor) {
+		sys->free(scratch);
+		return -ICFAB_PENGINE_ENOMEM;
+	}
+	/* icfab_engine_init()'s free list: every slot, in order. */
+	pe->xfers_cap = xfers;
+	pe->events_cap = events;
+	for (p = 0; p < xfers; p++)
+		pe->free_next[p] = p + 1 < xfers ? p + 1 : ICFAB_ENGINE_NO_XFER;
+	pe->free_head = xfers ? 0 : ICFAB_ENGINE_NO_XFER;
+	pe->lookahead = icfab_part_plan(m, (icfab_u16)nr, pe->of_node,
+					scratch);
+	sys->free(scratch);
+	if (!pe->lookahead)
+		return -ICFAB_PENGINE_EDOM;
+	for (p = 0; p < 2 * nr; p++) {
+		struct icfab_engine_part *pp = &pe->part[p];
+
+		pp->of_node = pe->of_node;
+		pp->self = (icfab_u16)(p / 2);
+		pp->out_cap = events;
+		pp->out = pe_zalloc(pe, events, sizeof(*pp->out));
+		pp->done_cap = xfers;
+		pp->done = pe_zalloc(pe, xfers, sizeof(*pp->done));
+		if (!pp->out || !pp->done)
+			return -ICFAB_PENGINE_ENOMEM;
+	}
+	for (p = 0; p < nr; p++) {
+		int err = sys->storage(&pe->st[p], m, xfers, events);
+
+		if (err)
+			return err;
+		if (icfab_engine_init(&pe->e[p], m, segment_size, &pe->st[p]))
+			return -ICFAB_ENGINE_EINVAL;
+		icfab_engine_set_part(&pe->e[p], &pe->part[2 * p]);
+		pe->ep[p] = &pe->e[p];
+	}
+	return 0;
+}
+
+struct icfab_pengine *icfab_pengine_new(const struct icfab_pengine_sys *sys,
+					void *priv,
+					const struct icfab_mtopo *m,
+					icfab_u32 segment_size, unsigned int nr,
+					icfab_u32 xfers, icfab_u32 events,
+					int *err)
+{
+	struct icfab_pengine *pe;
+
+	if (nr < 1 || nr > ICFAB_PENGINE_MAX) {
+		*err = -ICFAB_ENGINE_EINVAL;
+		return ICFAB_NULL;
+	}
+	pe = sys->zalloc(sizeof(*pe));
+	if (!pe) {
+		*err = -ICFAB_PENGINE_ENOMEM;
+		return ICFAB_NULL;
+	}
+	pe->sys = sys;
+	pe->priv = priv;
+	pe->nr = nr;
+	*err = pengine_build(pe, m, segment_size, xfers, events);
+	if (*err)
+		goto err_free;
+	*err = sys->start(pe, nr);
+	if (*err)
+		goto err_free;
+	pe->started = 1;
+	return pe;
+
+err_free:
+	icfab_pengine_free(pe);
+	return ICFAB_NULL;
+}
