@@ -18,8 +18,10 @@
 # once per remote node, then NVLink, which is moe_bench's hierarchical
 # mode). The emulated figure is the same: the busiest rank port's bytes
 # over the emulated time, moe_bench's ratio to its bound times that
-# port's nominal bandwidth (160 GB/s NVLink at EP8, 50 GB/s NIC beyond;
-# the NIC is the busiest port of every hierarchical row here).
+# port's nominal bandwidth (160 GB/s NVLink at EP8, 50 GB/s NIC beyond).
+# The NIC is the busiest port of the hierarchical rows from EP32 on; at
+# EP16 NVLink is, so that row's figure is not the NIC's rate (moe_bench's
+# dispatch_rdma_gbps is; docs/TIMING.md, "Fidelity").
 # Dispatch rows run -d fp8, combine rows -d bf16, 256 experts, uniform
 # random top-8 routing (DeepEP's top-4 groups are not modelled).
 #
