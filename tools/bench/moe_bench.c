@@ -6,7 +6,8 @@
  *
  *	moe_bench [-n RANKS] [-t TOKENS] [-H HIDDEN] [-e EXPERTS] [-k TOPK]
  *		  [-d bf16|fp8] [-m tp|ll|hier|mc] [-g RANKS_PER_NODE] [-b GBPS]
- *		  [-B GBPS] [-c XxYxZ:GBPS] [-s SEED] [-x] [-r] [-M FILE] [-P]
+ *		  [-B GBPS] [-c XxYxZ:GBPS] [-s SEED] [-G GROUPS] [-x] [-r] [-M FILE]
+ *		  [-P] [-R]
  *
  * Routing is uniform random top-k (seeded, so runs are repeatable). It
  * prints the emulated dispatch and combine times, the bytes sent per
@@ -24,7 +25,26 @@
  * its pipeline's chunks (docs/LIBFABRICDEV.md). Over several nodes (any
  * mode) it also prints dispatch_rdma_gbps and combine_rdma_gbps: the
  * scale-out bytes a rank sends, on average, over the emulated time
- * (DeepEP's "RDMA bandwidth").
+ * (the NIC's rate).
+ *
+ * -G GROUPS: DeepEP's group-limited routing instead (deepseek-ai/DeepEP,
+ * tests/test_internode.py, whose default is min(nodes, 4) groups): each
+ * token scores every expert (a seeded draw), each node of -g ranks
+ * (E / nodes experts) takes its best score, and the token's top-k
+ * experts are the k best among the GROUPS best nodes' experts only, so
+ * they lie in at most GROUPS nodes. With GROUPS >= nodes it is uniform
+ * top-k again, drawn another way. Over several nodes (any routing) it
+ * also prints dispatch_deepep_gbps and combine_deepep_gbps, DeepEP's
+ * "RDMA" figure on the emulated times: per token, the distinct nodes
+ * its experts lie in, its own node included (whose copy goes over
+ * NVLink, not the NIC), times DeepEP's bytes per token (hidden x 2 for
+ * BF16; hidden x (1 + 4/128) for FP8 with its scales; no ids or
+ * weights), per rank over the emulated time; combine counts BF16 bytes
+ * the same way. nodes_per_token is that count's mean.
+ *
+ * -R: draw the routing, check it (k distinct experts in range per token;
+ * with -G, in at most GROUPS nodes) and print its counts as JSON, then
+ * exit without opening the device (for host tests).
  *
  * -m mc is the multicast dispatch: a token leaves its source once, over
  * the source's circuit to every other rank (icfabd must serve circuits:
@@ -80,6 +100,54 @@ static uint64_t rng(uint64_t *s)
 	return *s;
 }
 
+/*
+ * One token's k experts into @out, group-limited (-G): a score per
+ * expert, a node's score its best expert's, the @G best nodes kept, and
+ * the k best-scored experts among the kept nodes' (@per experts each).
+ * xorshift never draws 0, so 0 marks "none yet"; ties (equal 64-bit
+ * draws) go to the first found. @score has E entries, @best and @top
+ * nodes; G <= nodes, k <= G x per.
+ */
+static void route_grouped(uint64_t *seed, unsigned int E, unsigned int per,
+			  unsigned int G, unsigned int k, uint64_t *score,
+			  uint64_t *best, unsigned int *top, int64_t *out)
+{
+	unsigned int nodes = E / per, m = 0;
+
+	for (unsigned int e = 0; e < E; e++)
+		score[e] = rng(seed);
+	for (unsigned int N = 0; N < nodes; N++) {
+		best[N] = 0;
+		for (unsigned int e = N * per; e < (N + 1) * per; e++)
+			best[N] = score[e] > best[N] ? score[e] : best[N];
+	}
+	/* top[0..G): the G best nodes, by insertion */
+	for (unsigned int N = 0; N < nodes; N++) {
+		unsigned int i = m < G ? m++ : G;
+
+		if (i == G && best[N] <= best[top[G - 1]])
+			continue;
+		if (i == G)
+			i = G - 1;
+		for (; i > 0 && best[top[i - 1]] < best[N]; i--)
+			top[i] = top[i - 1];
+		top[i] = N;
+	}
+	/* out[0..k): the k best experts of those nodes, by insertion */
+	for (unsigned int j = 0; j < k; j++)
+		out[j] = -1;
+	for (unsigned int q = 0; q < G; q++)
+		for (unsigned int e = top[q] * per; e < (top[q] + 1) * per; e++) {
+			unsigned int i = k - 1;
+
+			if (out[i] >= 0 && score[e] <= score[out[i]])
+				continue;
+			for (; i > 0 && (out[i - 1] < 0 || score[out[i - 1]] < score[e]); i--)
+				out[i] = out[i - 1];
+			out[i] = e;
+		}
+}
+
 /* "XxYxZ:GBPS", one to three dimensions of at least 2 */
 static int parse_torus(const char *s, unsigned int *dims, unsigned int *nd, double *bw)
 {
@@ -120,7 +188,11 @@ static void torus_cross(double (*cross)[2], const unsigned int *dims, unsigned i
 int main(int argc, char **argv)
 {
 	unsigned int n = 8, T = 4096, H = 7168, E = 256, k = 8, mode = 0, g = 0;
-	int dispatch_only = 0, procs = 0, rank = 0, reuse = 0;
+	unsigned int groups = 0, nodes;
+	int dispatch_only = 0, procs = 0, rank = 0, reuse = 0, route_only = 0;
+	uint64_t node_hits = 0;		/* (token, node) pairs, own node too */
+	uint64_t *score = NULL, *best = NULL;
+	unsigned int *top = NULL;
 	uint64_t reuse_ps = 0;
 	const char *mfile = NULL;
 	double inj = 0, inter = 0, torus_bw = 0;
@@ -134,7 +206,7 @@ int main(int argc, char **argv)
 	struct fdev_moe_in *in, mine;
 	struct fdev_moe_config cfg;
 
-	while ((opt = getopt(argc, argv, "n:t:H:e:k:d:m:b:B:c:g:s:xrM:P")) != -1) {
+	while ((opt = getopt(argc, argv, "n:t:H:e:k:d:m:b:B:c:g:s:G:xrM:PR")) != -1) {
 		switch (opt) {
 		case 'n': n = (unsigned int)atoi(optarg); break;
 		case 't': T = (unsigned int)atoi(optarg); break;
@@ -162,8 +234,10 @@ int main(int argc, char **argv)
 		case 'r': reuse = 1; break;
 		case 'M': mfile = optarg; break;
 		case 'P': procs = 1; break;
+		case 'G': groups = (unsigned int)atoi(optarg); break;
+		case 'R': route_only = 1; break;
 		default:
-			fprintf(stderr, "usage: moe_bench [-n R] [-t T] [-H H] [-e E] [-k K] [-d bf16|fp8] [-m tp|ll|hier|mc] [-g RANKS_PER_NODE] [-b GBPS] [-B GBPS] [-c XxYxZ:GBPS] [-s SEED] [-x] [-r] [-M FILE] [-P]\n");
+			fprintf(stderr, "usage: moe_bench [-n R] [-t T] [-H H] [-e E] [-k K] [-d bf16|fp8] [-m tp|ll|hier|mc] [-g RANKS_PER_NODE] [-b GBPS] [-B GBPS] [-c XxYxZ:GBPS] [-s SEED] [-G GROUPS] [-x] [-r] [-M FILE] [-P] [-R]\n");
 			return 2;
 		}
 	}
@@ -181,29 +255,49 @@ int main(int argc, char **argv)
 		fprintf(stderr, "moe_bench: bad shape\n");
 		return 2;
 	}
-	if (procs) {
+	if (route_only) {
+		err = 0;
+	} else if (procs) {
 		err = fdev_comm_init(NULL, NULL, -1, (int)n, 0, FDEV_COMM_TIMING_ONLY, &c);
 		if (!err)
 			fdev_comm_local(c, &rank, NULL);
 	} else {
 		err = fdev_comm_init_local(NULL, n, NULL, 0, FDEV_COMM_TIMING_ONLY, &c);
 	}
-	if (!err && g)
+	if (!err && g && !route_only)
 		err = fdev_comm_set_node_size(c, (int)g);
 	if (err) {
 		fprintf(stderr, "moe_bench: %s\n", strerror(-err));
 		return 1;
+	}
+	nodes = g ? n / g : 1;
+	if (groups > nodes)
+		groups = nodes;
+	if (groups && (nodes < 2 || k > groups * (E / nodes))) {
+		fprintf(stderr, "moe_bench: -G needs -g over several nodes and k <= the groups' experts\n");
+		return 2;
+	}
+	if (groups) {
+		score = malloc((size_t)E * sizeof(*score));
+		best = malloc(nodes * sizeof(*best));
+		top = malloc(nodes * sizeof(*top));
 	}
 	in = calloc(n, sizeof(*in));
 	for (unsigned int r = 0; r < n; r++) {
 		int64_t *idx = malloc((size_t)T * k * 8);
 		float *w = malloc((size_t)T * k * 4);
 
-		for (unsigned int t = 0; t < T; t++)
+		for (unsigned int t = 0; t < T; t++) {
+			if (groups)
+				route_grouped(&seed, E, E / nodes, groups, k, score, best,
+					      top, idx + (size_t)t * k);
 			for (unsigned int j = 0; j < k; j++) {
 				int64_t e;
 				int dup;
 
+				w[t * k + j] = 1.0f / k;
+				if (groups)
+					continue;
 				do {	/* k distinct experts per token */
 					e = (int64_t)(rng(&seed) % E);
 					dup = 0;
@@ -211,14 +305,67 @@ int main(int argc, char **argv)
 						dup |= idx[t * k + q] == e;
 				} while (dup);
 				idx[t * k + j] = e;
-				w[t * k + j] = 1.0f / k;
 			}
+			/* the distinct nodes of its experts, its own included */
+			for (unsigned int N = 0; N < nodes; N++) {
+				int hit = 0;
+
+				for (unsigned int j = 0; j < k; j++)
+					hit |= idx[t * k + j] / (E / nodes) == N;
+				node_hits += hit;
+			}
+		}
 		in[r] = (struct fdev_moe_in){ .tokens = T, .topk_idx = idx, .topk_w = w };
-		if (procs && r != (unsigned int)rank) {	/* drawn, not kept */
+		if (procs && r != (unsigned int)rank && !route_only) {	/* drawn, not kept */
 			free(idx);
 			free(w);
 			in[r].topk_idx = NULL;
 		}
+	}
+	free(score);
+	free(best);
+	free(top);
+	if (route_only) {
+		/* checks: k distinct experts in range, in <= groups nodes */
+		uint64_t bad = 0, *cnt = calloc(E, sizeof(*cnt)), lo = UINT64_MAX, hi = 0;
+		unsigned int most = 0;
+
+		for (unsigned int r = 0; r < n; r++)
+			for (unsigned int t = 0; t < T; t++) {
+				const int64_t *x = in[r].topk_idx + (size_t)t * k;
+				unsigned int used = 0;
+
+				for (unsigned int j = 0; j < k; j++) {
+					int dup = x[j] < 0 || x[j] >= (int64_t)E;
+
+					for (unsigned int q = 0; q < j && !dup; q++)
+						dup = x[q] == x[j];
+					bad += dup;
+					if (!dup)
+						cnt[x[j]]++;
+				}
+				for (unsigned int N = 0; N < nodes; N++) {
+					int hit = 0;
+
+					for (unsigned int j = 0; j < k; j++)
+						hit |= x[j] / (E / nodes) == N;
+					used += hit;
+				}
+				most = used > most ? used : most;
+				bad += groups && used > groups;
+			}
+		for (unsigned int e = 0; e < E; e++) {
+			lo = cnt[e] < lo ? cnt[e] : lo;
+			hi = cnt[e] > hi ? cnt[e] : hi;
+		}
+		printf("{\"ranks\":%u,\"tokens\":%u,\"experts\":%u,\"topk\":%u,"
+		       "\"nodes\":%u,\"groups\":%u,\"bad\":%" PRIu64
+		       ",\"max_nodes_per_token\":%u,\"nodes_per_token\":%.4f,"
+		       "\"expert_min\":%" PRIu64 ",\"expert_max\":%" PRIu64 "}\n",
+		       n, T, E, k, nodes, groups, bad, most,
+		       (double)node_hits / ((double)n * T), lo, hi);
+		free(cnt);
+		return bad ? 1 : 0;
 	}
 	mine = in[rank];
 	memset(&cfg, 0, sizeof(cfg));
@@ -468,6 +615,18 @@ int main(int argc, char **argv)
 			printf(",\"dispatch_rdma_gbps\":%.2f,\"combine_rdma_gbps\":%.2f",
 			       rdma[0] / dsec / 1e9,
 			       csec > 0 ? rdma[1] / csec / 1e9 : 0);
+		if (g < n) {
+			/* DeepEP's count: (token, node) pairs x its bytes */
+			double pairs = (double)node_hits / n;
+			double dbytes = dt == FDEV_FP8_E4M3 ? H + H / 128 * 4.0 : H * 2.0;
+
+			printf(",\"nodes_per_token\":%.4f,\"dispatch_deepep_gbps\":%.2f,"
+			       "\"combine_deepep_gbps\":%.2f",
+			       pairs / T, pairs * dbytes / dsec / 1e9,
+			       csec > 0 ? pairs * H * 2.0 / csec / 1e9 : 0);
+		}
+		if (groups)
+			printf(",\"groups\":%u", groups);
 		printf("}\n");
 	}
 	fdev_moe_handle_free(h);
