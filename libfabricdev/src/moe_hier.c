@@ -119,15 +119,26 @@ static uint64_t off_direct_recv(const struct fdev_moe_handle *h,
 	return o;
 }
 
-/* scaleout_in (and summed) at peer @p: the block of remote source @s. */
+/*
+ * scaleout_in (and summed) at peer @p: the block of remote source @s.
+ * The sources p forwards for are those of the other nodes with p's local
+ * index (forwards_for()), in rank order one per node: only those are
+ * visited, here and in the offsets below, rather than every rank.
+ */
 static uint64_t off_scaleout_recv(const struct fdev_moe_handle *h,
 				  unsigned int p, unsigned int s)
 {
+	unsigned int g = h->node_size, np = hier_node(h, p);
 	uint64_t o = 0;
 
-	for (unsigned int q = 0; q < s; q++)
-		if (forwards_for(h, p, q))
-			o += node_pair(h, q, hier_node(h, p));
+	for (unsigned int M = 0; M < h->nr_nodes; M++) {
+		unsigned int q = M * g + p % g;
+
+		if (q >= s)
+			break;
+		if (M != np)
+			o += node_pair(h, q, np);
+	}
 	return o;
 }
 
@@ -140,15 +151,21 @@ static uint64_t off_forward(const struct fdev_moe_handle *h,
 			    const uint64_t *pair, unsigned int p,
 			    unsigned int d, unsigned int s, int with_self)
 {
-	unsigned int n = h->nranks;
+	unsigned int n = h->nranks, g = h->node_size, np = hier_node(h, p);
 	uint64_t o = 0;
 
-	for (unsigned int q = node_first(h, hier_node(h, p)); q <= d; q++) {
+	for (unsigned int q = node_first(h, np); q <= d; q++) {
 		if (q == p && !with_self)
 			continue;
-		for (unsigned int r = 0; r < n; r++)
-			if (forwards_for(h, p, r) && (q < d || r < s))
+		/* r: the sources p forwards for (forwards_for()), by rank */
+		for (unsigned int M = 0; M < h->nr_nodes; M++) {
+			unsigned int r = M * g + p % g;
+
+			if (q == d && r >= s)
+				break;
+			if (M != np)
 				o += pair[(size_t)r * n + q];
+		}
 	}
 	return o;
 }
@@ -158,15 +175,23 @@ static uint64_t off_forwarded_recv(const struct fdev_moe_handle *h,
 				   const uint64_t *pair, unsigned int d,
 				   unsigned int p, unsigned int s)
 {
-	unsigned int n = h->nranks;
+	unsigned int n = h->nranks, g = h->node_size;
 	uint64_t o = 0;
 
 	for (unsigned int q = node_first(h, hier_node(h, d)); q <= p; q++) {
+		unsigned int nq = hier_node(h, q);
+
 		if (q == d)
 			continue;
-		for (unsigned int r = 0; r < n; r++)
-			if (forwards_for(h, q, r) && (q < p || r < s))
+		/* r: the sources q forwards for (forwards_for()), by rank */
+		for (unsigned int M = 0; M < h->nr_nodes; M++) {
+			unsigned int r = M * g + q % g;
+
+			if (q == p && r >= s)
+				break;
+			if (M != nq)
 				o += pair[(size_t)r * n + d];
+		}
 	}
 	return o;
 }
