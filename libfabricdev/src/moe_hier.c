@@ -219,30 +219,73 @@ static uint64_t max64(uint64_t a, uint64_t b)
 	return a > b ? a : b;
 }
 
-static void hier_regions(const struct fdev_moe_handle *h,
-			 struct hier_regions *rg)
+/*
+ * Each rank's share of each region, the largest of all: one pass over
+ * the count matrix, row by row (a pair's tokens go to the shares they
+ * make up), not a column walk per rank and offset: at 1024 ranks each
+ * of the n independent processes works this out, for dispatch and for
+ * combine. The same sums as the offsets above at each region's end:
+ *	send at s		off_scaleout_send(s, nodes) +
+ *				off_direct_send(s, first of the next node)
+ *	direct_in at d		off_direct_recv(d, first of the next node)
+ *	scaleout_in at p	off_scaleout_recv(p, n)
+ *	fwd_out, at_peer at p	off_forward(p, its node's last, n, 0 / 1)
+ *	fwd_in at d		off_forwarded_recv(d, its node's last, n)
+ *	partials at d		off_partial(d, n)
+ */
+enum { SH_SEND, SH_DIRECT_IN, SH_SCALEOUT_IN, SH_FWD_OUT, SH_AT_PEER,
+       SH_FWD_IN, SH_PARTIALS, SH_NR };
+
+static int hier_regions(const struct fdev_moe_handle *h,
+			struct hier_regions *rg)
 {
+	unsigned int n = h->nranks, g = h->node_size, nn = h->nr_nodes;
+	uint64_t *sh = calloc((size_t)SH_NR * n, 8), *at[SH_NR];
 	uint64_t send = 0, direct_in = 0, scaleout_in = 0, fwd_out = 0;
 	uint64_t fwd_in = 0, partials = 0, at_peer = 0;
 
-	for (unsigned int r = 0; r < h->nranks; r++) {
-		unsigned int next = node_first(h, hier_node(h, r) + 1);
-		uint64_t recv = 0;
+	if (!sh)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < SH_NR; i++)
+		at[i] = sh + (size_t)i * n;
+	for (unsigned int s = 0; s < n; s++) {
+		const uint64_t *row = h->pair_tokens + (size_t)s * n;
+		unsigned int ns = hier_node(h, s);
 
-		send = max64(send, off_scaleout_send(h, r, h->nr_nodes) +
-				   off_direct_send(h, r, next));
-		direct_in = max64(direct_in, off_direct_recv(h, r, next));
-		scaleout_in = max64(scaleout_in, off_scaleout_recv(h, r, h->nranks));
-		fwd_out = max64(fwd_out, off_forward(h, h->pair_tokens, r, next - 1,
-						     h->nranks, 0));
-		at_peer = max64(at_peer, off_forward(h, h->pair_tokens, r, next - 1,
-						     h->nranks, 1));
-		fwd_in = max64(fwd_in, off_forwarded_recv(h, h->pair_tokens, r,
-							  next - 1, h->nranks));
-		for (unsigned int s = 0; s < h->nranks; s++)
-			recv += moe_pair(h, s, r);
-		partials = max64(partials, recv);
+		for (unsigned int d = 0; d < n; d++) {
+			unsigned int nd = d / g, peer = nd * g + s % g;
+			uint64_t v = row[d];
+
+			at[SH_PARTIALS][d] += v;
+			if (nd == ns) {
+				at[SH_SEND][s] += v;
+				at[SH_DIRECT_IN][d] += v;
+				continue;
+			}
+			/* forwarded by peer, unless d is the peer itself */
+			at[SH_AT_PEER][peer] += v;
+			if (d != peer) {
+				at[SH_FWD_OUT][peer] += v;
+				at[SH_FWD_IN][d] += v;
+			}
+		}
+		for (unsigned int M = 0; M < nn; M++) {
+			if (M == ns)
+				continue;
+			at[SH_SEND][s] += node_pair(h, s, M);
+			at[SH_SCALEOUT_IN][M * g + s % g] += node_pair(h, s, M);
+		}
 	}
+	for (unsigned int r = 0; r < n; r++) {
+		send = max64(send, at[SH_SEND][r]);
+		direct_in = max64(direct_in, at[SH_DIRECT_IN][r]);
+		scaleout_in = max64(scaleout_in, at[SH_SCALEOUT_IN][r]);
+		fwd_out = max64(fwd_out, at[SH_FWD_OUT][r]);
+		at_peer = max64(at_peer, at[SH_AT_PEER][r]);
+		fwd_in = max64(fwd_in, at[SH_FWD_IN][r]);
+		partials = max64(partials, at[SH_PARTIALS][r]);
+	}
+	free(sh);
 	rg->send = 0;
 	rg->direct_in = rg->send + send;
 	rg->scaleout_in = rg->direct_in + direct_in;
@@ -259,6 +302,7 @@ static void hier_regions(const struct fdev_moe_handle *h,
 	rg->summed = rg->at_peer + at_peer;
 	rg->scaleout_back = rg->summed + scaleout_in;
 	rg->cend = rg->scaleout_back + send;
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1198,7 +1242,9 @@ static int moe_dispatch_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 	err = hier_counts(c, h, reuse, &t_counts);
 	if (err)
 		return err;
-	hier_regions(h, &rg);
+	err = hier_regions(h, &rg);
+	if (err)
+		return err;
 	if (!h->timing && rg.end * h->rec_size > c->ws_bytes)
 		return -EMSGSIZE;
 	if (!h->timing)
@@ -1483,7 +1529,9 @@ static int moe_combine_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 	int err = 0;
 
 	hc.crow = moe_round8(h->cfg.hidden * fdev_dtype_size(moe_comb_dtype(h)));
-	hier_regions(h, &hc.rg);
+	err = hier_regions(h, &hc.rg);
+	if (err)
+		return err;
 	if (!h->timing && hc.rg.cend * hc.crow > c->ws_bytes)
 		return -EMSGSIZE;
 	if (!h->timing)
