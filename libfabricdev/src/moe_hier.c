@@ -745,6 +745,13 @@ struct hier_plan {
 	uint64_t *feeds;		/* gated: by transfer, what it feeds */
 	size_t nf, capf;
 	int err;
+	/*
+	 * Whether the whole plan, every rank's part, has a transfer (any_x)
+	 * or anything (any) that moves bytes: a process that keeps only its
+	 * rank's part (hier_plan_init()) runs a step, and counts its time,
+	 * exactly where one that keeps every part does, so they all meet.
+	 */
+	int any_x, any;
 };
 
 static struct hier_plan *hier_plan_of(struct fdev_plan *p)
@@ -813,6 +820,8 @@ static void hier_xfer2(struct fdev_plan *p, uint32_t gstep, uint32_t feed,
 	struct hier_plan *hp = hier_plan_of(p);
 	size_t before = p->nx;
 
+	if (len)
+		hp->any_x = hp->any = 1;
 	fdev_plan_xfer(p, hp->gated ? gstep : 0, src, dst, src_off, dst_off,
 		       len);
 	if (!hp->gated || p->nx == before)
@@ -839,10 +848,63 @@ static void hier_xfer(struct fdev_plan *p, uint32_t gstep, uint32_t feed,
 		   dst_off, len);
 }
 
-static void hier_plan_init(struct hier_plan *hp, int gated)
+/* A copy within rank @rank's workspace, in step 0. */
+static void hier_act(struct fdev_plan *p, uint32_t rank, uint64_t dst,
+		     uint64_t src, uint64_t len)
+{
+	if (len)
+		hier_plan_of(p)->any = 1;
+	fdev_plan_act(p, 0, rank, FDEV_ACT_COPY, FDEV_U8, dst, src, len);
+}
+
+/*
+ * Whether @p keeps a transfer between @a and @b (or, @a == @b, a copy
+ * at @a): where it does not, its offsets need not be worked out.
+ */
+static int hier_keeps(const struct fdev_plan *p, uint32_t a, uint32_t b)
+{
+	return fdev_plan_keeps(p, a) || fdev_plan_keeps(p, b);
+}
+
+/*
+ * Whether a left-out entry's length still matters: until the plan has
+ * a transfer, it may be the one that makes every process run the step
+ * (or, a copy, count it as a step with something in it).
+ */
+static int hier_need_len(const struct fdev_plan *p)
+{
+	return !((const struct hier_plan *)p)->any_x;
+}
+
+/*
+ * A left-out entry of @len bytes, from @a to @b (a copy at @a where they
+ * are the same): the plan leaves it out, counting its step, without its
+ * offsets.
+ */
+static void hier_left_out(struct fdev_plan *p, uint32_t a, uint32_t b,
+			  uint64_t len)
+{
+	if (a == b)
+		hier_act(p, a, 0, 0, len);
+	else
+		hier_xfer(p, 0, FDEV_PLAN_NO_GATE, a, b, 0, 0, len);
+}
+
+/*
+ * A stepped plan keeps, in a process of its own ranks (independent
+ * processes, fdev_comm_plan_init()), only what they send, receive or
+ * do: no process then works out every rank's offsets (at 1024 ranks,
+ * each of 1024 processes built the whole job's plans). Those are in the
+ * same order as before, so each rank posts the same descriptors.
+ */
+static void hier_plan_init(struct fdev_comm *c, struct hier_plan *hp,
+			   int gated)
 {
 	memset(hp, 0, sizeof(*hp));
-	fdev_plan_init(&hp->p);
+	if (gated)
+		fdev_plan_init(&hp->p);
+	else
+		fdev_comm_plan_init(c, &hp->p);
 	hp->gated = gated;
 }
 
@@ -948,13 +1010,17 @@ static void plan_direct_step(struct fdev_moe_handle *h,
 {
 	unsigned int g = h->node_size, ns = hier_node(h, s);
 	unsigned int d = node_first(h, ns) + (s % g + kk) % g;
-	uint64_t rec = h->rec_size, cnt = cpair(h, j, s, d);
-	uint64_t at = pfx_pair(h, j, s, d);
-	uint64_t src = (rg->send + off_direct_send(h, s, d) + at) * rec;
-	uint64_t dst = (rg->direct_in + off_direct_recv(h, d, s) + at) * rec;
+	uint64_t rec = h->rec_size, cnt = cpair(h, j, s, d), at, src, dst;
 
+	if (!hier_keeps(p, s, d)) {
+		hier_left_out(p, s, d, cnt);
+		return;
+	}
+	at = pfx_pair(h, j, s, d);
+	src = (rg->send + off_direct_send(h, s, d) + at) * rec;
+	dst = (rg->direct_in + off_direct_recv(h, d, s) + at) * rec;
 	if (cnt && d == s)
-		fdev_plan_act(p, 0, s, FDEV_ACT_COPY, FDEV_U8, dst, src, cnt * rec);
+		hier_act(p, s, dst, src, cnt * rec);
 	if (cnt && d != s) {
 		hier_xfer2(p, hier_send_step(h, s, j), FDEV_PLAN_NO_GATE,
 			   h->nicpace ? FDEV_PLAN_NO_GATE :
@@ -977,10 +1043,15 @@ static void plan_scaleout_step(struct fdev_moe_handle *h,
 	unsigned int g = h->node_size, ns = hier_node(h, s);
 	unsigned int N = (ns + kk) % h->nr_nodes, peer = N * g + s % g;
 	uint64_t rec = h->rec_size, cnt = cnode(h, j, s, N);
-	uint64_t at = pfx_node(h, j, s, N);
+	uint64_t at;
 
 	if (!cnt)
 		return;
+	if (!hier_keeps(p, s, peer)) {
+		hier_left_out(p, s, peer, cnt);
+		return;
+	}
+	at = pfx_node(h, j, s, N);
 	hier_xfer2(p, hier_send_step(h, s, j), hier_group(h, peer, j),
 		   hier_send_pace(h, s, j), s, peer,
 		  (rg->send + off_direct_send(h, s, node_first(h, ns + 1)) +
@@ -1133,10 +1204,16 @@ static void plan_forward(struct fdev_moe_handle *h,
 		for (unsigned int peer = 0; peer < n; peer++) {
 			unsigned int d = node_first(h, hier_node(h, peer)) +
 					 (peer % g + kk) % g;
-			uint64_t a = off_forward(h, pair, peer, d, 0, 0);
-			uint64_t b = off_forward(h, pair, peer, d, n, 0);
+			int keep = hier_keeps(p, peer, d);
+			uint64_t a, b;
 
-			if (b == a)
+			if (!keep && !hier_need_len(p))
+				continue;
+			a = off_forward(h, pair, peer, d, 0, 0);
+			b = off_forward(h, pair, peer, d, n, 0);
+			if (!keep)
+				hier_left_out(p, peer, d, b - a);
+			if (b == a || !keep)
 				continue;
 			hier_xfer(p, hier_group(h, peer, j), FDEV_PLAN_NO_GATE,
 				  peer, d,
@@ -1167,14 +1244,14 @@ static int hier_dispatch_step(struct fdev_comm *c, struct fdev_moe_handle *h,
 		err = hier_forward_rank(c, h, rg, l, j - 1);
 	if (err)
 		return err;
-	hier_plan_init(&hp, 0);
+	hier_plan_init(c, &hp, 0);
 	fdev_plan_need(p, rg->end * h->rec_size);
 	if (j < h->chunks)
 		plan_send(h, rg, j, p);
 	if (j)
 		plan_forward(h, rg, j - 1, p);
 	err = fdev_plan_finish(p);
-	if (!err && (p->nx || p->na)) {
+	if (!err && hp.any) {
 		err = fdev_plan_run(c, p);
 		*t_ps = c->last_ps;
 	}
@@ -1265,7 +1342,7 @@ static int moe_dispatch_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 		 * "Shrinking chunks by default ...").
 		 */
 		h->nicpace = np && !strcmp(np, "1");
-		hier_plan_init(&hp, 1);
+		hier_plan_init(c, &hp, 1);
 		fdev_plan_need(&hp.p, rg.end * h->rec_size);
 		for (unsigned int j = 0; j < h->chunks; j++)
 			plan_send(h, &rg, j, &hp.p);
@@ -1304,18 +1381,25 @@ static void plan_to_peers(struct fdev_moe_handle *h,
 	for (unsigned int kk = 0; kk < n; kk++)
 		for (unsigned int d = 0; d < n; d++) {
 			unsigned int nd = hier_node(h, d), s = (d + kk) % n, to;
-			uint64_t cnt = cpair(h, j, s, d), at, src, dst;
+			uint64_t cnt, at, src, dst;
 
-			if (!cnt || hier_node(h, s) == nd)
+			if (hier_node(h, s) == nd)
 				continue;
 			to = nd * g + s % g;
+			if (!hier_keeps(p, d, to)) {
+				if (hier_need_len(p))
+					hier_left_out(p, d, to, cpair(h, j, s, d));
+				continue;
+			}
+			cnt = cpair(h, j, s, d);
+			if (!cnt)
+				continue;
 			at = pfx_pair(h, j, s, d);
 			src = (rg->partials + off_partial(h, d, s) + at) * crow;
 			dst = (rg->at_peer + off_forward(h, h->pair_tokens, to, d,
 							 s, 1) + at) * crow;
 			if (to == d) {
-				fdev_plan_act(p, 0, d, FDEV_ACT_COPY, FDEV_U8, dst,
-					      src, cnt * crow);
+				hier_act(p, d, dst, src, cnt * crow);
 				continue;
 			}
 			hier_xfer2(p, hier_send_step(h, d, q),
@@ -1380,21 +1464,31 @@ static void plan_direct_back(struct fdev_moe_handle *h,
 			     const struct hier_regions *rg, uint64_t crow,
 			     unsigned int j, struct fdev_plan *p)
 {
-	unsigned int n = h->nranks;
+	unsigned int n = h->nranks, g = h->node_size;
 
 	for (unsigned int kk = 0; kk < n; kk++)
 		for (unsigned int d = 0; d < n; d++) {
 			unsigned int s = (d + kk) % n;
-			uint64_t cnt = cpair(h, j, s, d), at, src, dst;
+			uint64_t cnt, at, src, dst;
 
-			if (!cnt || hier_node(h, s) != hier_node(h, d))
+			/* s = d + kk (mod n) shares d's node only where kk < g or > n - g */
+			if (kk >= g && kk <= n - g)
+				break;
+			if (hier_node(h, s) != hier_node(h, d))
+				continue;
+			if (!hier_keeps(p, d, s)) {
+				if (hier_need_len(p))
+					hier_left_out(p, d, s, cpair(h, j, s, d));
+				continue;
+			}
+			cnt = cpair(h, j, s, d);
+			if (!cnt)
 				continue;
 			at = pfx_pair(h, j, s, d);
 			src = (rg->partials + off_partial(h, d, s) + at) * crow;
 			dst = (rg->direct_back + off_direct_send(h, s, d) + at) * crow;
 			if (s == d) {
-				fdev_plan_act(p, 0, d, FDEV_ACT_COPY, FDEV_U8, dst,
-					      src, cnt * crow);
+				hier_act(p, d, dst, src, cnt * crow);
 				continue;
 			}
 			hier_xfer(p, hier_group(h, d, j), FDEV_PLAN_NO_GATE, d, s,
@@ -1409,15 +1503,21 @@ static void plan_scaleout_back(struct fdev_moe_handle *h,
 			       const struct hier_regions *rg, uint64_t crow,
 			       unsigned int j, struct fdev_plan *p)
 {
-	unsigned int n = h->nranks;
+	unsigned int n = h->nranks, g = h->node_size;
 
-	for (unsigned int kk = 0; kk < n; kk++)
+	/* s = peer + kk (mod n) has peer's local index only where g | kk */
+	for (unsigned int kk = 0; kk < n; kk += g)
 		for (unsigned int peer = 0; peer < n; peer++) {
 			unsigned int s = (peer + kk) % n, np = hier_node(h, peer);
 			uint64_t cnt, at;
 
 			if (!forwards_for(h, peer, s))
 				continue;
+			if (!hier_keeps(p, peer, s)) {
+				if (hier_need_len(p))
+					hier_left_out(p, peer, s, cnode(h, j, s, np));
+				continue;
+			}
 			cnt = cnode(h, j, s, np);
 			if (!cnt)
 				continue;
@@ -1501,7 +1601,7 @@ static int hier_combine_step(struct fdev_comm *c, struct fdev_moe_handle *h,
 					hc->crow);
 	if (err)
 		return err;
-	hier_plan_init(&hp, 0);
+	hier_plan_init(c, &hp, 0);
 	fdev_plan_need(p, hc->rg.cend * hc->crow);
 	/*
 	 * Scale-out first: a transfer holds a DMA engine until it is out,
@@ -1514,9 +1614,9 @@ static int hier_combine_step(struct fdev_comm *c, struct fdev_moe_handle *h,
 	if (j < h->chunks)
 		plan_to_peers(h, &hc->rg, hc->crow, comb_chunk(h, j), j, p);
 	err = fdev_plan_finish(p);
-	if (!err && (p->nx || p->na))
+	if (!err && hp.any)
 		err = fdev_plan_run(c, p);
-	*t_ps = p->nx ? c->last_ps : 0;
+	*t_ps = hp.any_x ? c->last_ps : 0;
 	hier_plan_free(&hp);
 	return err;
 }
@@ -1542,7 +1642,7 @@ static int moe_combine_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 		struct hier_plan hp;
 
 		h->ahead = hier_ahead(HIER_AHEAD_COMBINE, 1);
-		hier_plan_init(&hp, 1);
+		hier_plan_init(c, &hp, 1);
 		fdev_plan_need(&hp.p, hc.rg.cend * hc.crow);
 		/*
 		 * The node's own partials of chunk j go back from d once d's
