@@ -552,6 +552,37 @@ static uint64_t fwd_in_chunk(const struct fdev_moe_handle *h, unsigned int d,
 /* Dispatch: counts                                                    */
 
 /*
+ * A token with experts @idx into @r: 1 for each rank that owns one of
+ * them (r[d]) and each node that does (r[n + N]), once however many it
+ * owns; as moe_token_on_rank() and token_on_node() would count it over
+ * every rank and node, from its k experts alone.
+ */
+static void hier_count_token(const struct fdev_moe_handle *h,
+			     const int64_t *idx, uint64_t *r)
+{
+	unsigned int n = h->nranks, g = h->node_size, k = h->cfg.k;
+
+	for (unsigned int j = 0; j < k; j++) {
+		unsigned int d, first_d = 1, first_N = 1;
+
+		if (idx[j] < 0)
+			continue;
+		d = moe_expert_rank(h, idx[j]);
+		for (unsigned int i = 0; i < j; i++) {
+			unsigned int e;
+
+			if (idx[i] < 0)
+				continue;
+			e = moe_expert_rank(h, idx[i]);
+			first_d &= e != d;
+			first_N &= e / g != d / g;
+		}
+		r[d] += first_d;
+		r[n + d / g] += first_N;
+	}
+}
+
+/*
  * Local rank @l's row: for each chunk, tokens per rank, then tokens per
  * node.
  */
@@ -568,12 +599,8 @@ static int hier_local_row(struct fdev_moe_handle *h, unsigned int l,
 		uint64_t *r = row + (size_t)j * (n + nn);
 
 		for (uint64_t t = chunk_first(h, mr->tokens, j);
-		     t < chunk_first(h, mr->tokens, j + 1); t++) {
-			for (unsigned int d = 0; d < n; d++)
-				r[d] += moe_token_on_rank(h, mr->topk_idx + t * k, d);
-			for (unsigned int N = 0; N < nn; N++)
-				r[n + N] += token_on_node(h, mr->topk_idx + t * k, N);
-		}
+		     t < chunk_first(h, mr->tokens, j + 1); t++)
+			hier_count_token(h, mr->topk_idx + t * k, r);
 	}
 	return 0;
 }
