@@ -119,15 +119,26 @@ static uint64_t off_direct_recv(const struct fdev_moe_handle *h,
 	return o;
 }
 
-/* scaleout_in (and summed) at peer @p: the block of remote source @s. */
+/*
+ * scaleout_in (and summed) at peer @p: the block of remote source @s.
+ * The sources p forwards for are those of the other nodes with p's local
+ * index (forwards_for()), in rank order one per node: only those are
+ * visited, here and in the offsets below, rather than every rank.
+ */
 static uint64_t off_scaleout_recv(const struct fdev_moe_handle *h,
 				  unsigned int p, unsigned int s)
 {
+	unsigned int g = h->node_size, np = hier_node(h, p);
 	uint64_t o = 0;
 
-	for (unsigned int q = 0; q < s; q++)
-		if (forwards_for(h, p, q))
-			o += node_pair(h, q, hier_node(h, p));
+	for (unsigned int M = 0; M < h->nr_nodes; M++) {
+		unsigned int q = M * g + p % g;
+
+		if (q >= s)
+			break;
+		if (M != np)
+			o += node_pair(h, q, np);
+	}
 	return o;
 }
 
@@ -140,15 +151,21 @@ static uint64_t off_forward(const struct fdev_moe_handle *h,
 			    const uint64_t *pair, unsigned int p,
 			    unsigned int d, unsigned int s, int with_self)
 {
-	unsigned int n = h->nranks;
+	unsigned int n = h->nranks, g = h->node_size, np = hier_node(h, p);
 	uint64_t o = 0;
 
-	for (unsigned int q = node_first(h, hier_node(h, p)); q <= d; q++) {
+	for (unsigned int q = node_first(h, np); q <= d; q++) {
 		if (q == p && !with_self)
 			continue;
-		for (unsigned int r = 0; r < n; r++)
-			if (forwards_for(h, p, r) && (q < d || r < s))
+		/* r: the sources p forwards for (forwards_for()), by rank */
+		for (unsigned int M = 0; M < h->nr_nodes; M++) {
+			unsigned int r = M * g + p % g;
+
+			if (q == d && r >= s)
+				break;
+			if (M != np)
 				o += pair[(size_t)r * n + q];
+		}
 	}
 	return o;
 }
@@ -158,15 +175,23 @@ static uint64_t off_forwarded_recv(const struct fdev_moe_handle *h,
 				   const uint64_t *pair, unsigned int d,
 				   unsigned int p, unsigned int s)
 {
-	unsigned int n = h->nranks;
+	unsigned int n = h->nranks, g = h->node_size;
 	uint64_t o = 0;
 
 	for (unsigned int q = node_first(h, hier_node(h, d)); q <= p; q++) {
+		unsigned int nq = hier_node(h, q);
+
 		if (q == d)
 			continue;
-		for (unsigned int r = 0; r < n; r++)
-			if (forwards_for(h, q, r) && (q < p || r < s))
+		/* r: the sources q forwards for (forwards_for()), by rank */
+		for (unsigned int M = 0; M < h->nr_nodes; M++) {
+			unsigned int r = M * g + q % g;
+
+			if (q == p && r >= s)
+				break;
+			if (M != nq)
 				o += pair[(size_t)r * n + d];
+		}
 	}
 	return o;
 }
@@ -194,30 +219,73 @@ static uint64_t max64(uint64_t a, uint64_t b)
 	return a > b ? a : b;
 }
 
-static void hier_regions(const struct fdev_moe_handle *h,
-			 struct hier_regions *rg)
+/*
+ * Each rank's share of each region, the largest of all: one pass over
+ * the count matrix, row by row (a pair's tokens go to the shares they
+ * make up), not a column walk per rank and offset: at 1024 ranks each
+ * of the n independent processes works this out, for dispatch and for
+ * combine. The same sums as the offsets above at each region's end:
+ *	send at s		off_scaleout_send(s, nodes) +
+ *				off_direct_send(s, first of the next node)
+ *	direct_in at d		off_direct_recv(d, first of the next node)
+ *	scaleout_in at p	off_scaleout_recv(p, n)
+ *	fwd_out, at_peer at p	off_forward(p, its node's last, n, 0 / 1)
+ *	fwd_in at d		off_forwarded_recv(d, its node's last, n)
+ *	partials at d		off_partial(d, n)
+ */
+enum { SH_SEND, SH_DIRECT_IN, SH_SCALEOUT_IN, SH_FWD_OUT, SH_AT_PEER,
+       SH_FWD_IN, SH_PARTIALS, SH_NR };
+
+static int hier_regions(const struct fdev_moe_handle *h,
+			struct hier_regions *rg)
 {
+	unsigned int n = h->nranks, g = h->node_size, nn = h->nr_nodes;
+	uint64_t *sh = calloc((size_t)SH_NR * n, 8), *at[SH_NR];
 	uint64_t send = 0, direct_in = 0, scaleout_in = 0, fwd_out = 0;
 	uint64_t fwd_in = 0, partials = 0, at_peer = 0;
 
-	for (unsigned int r = 0; r < h->nranks; r++) {
-		unsigned int next = node_first(h, hier_node(h, r) + 1);
-		uint64_t recv = 0;
+	if (!sh)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < SH_NR; i++)
+		at[i] = sh + (size_t)i * n;
+	for (unsigned int s = 0; s < n; s++) {
+		const uint64_t *row = h->pair_tokens + (size_t)s * n;
+		unsigned int ns = hier_node(h, s);
 
-		send = max64(send, off_scaleout_send(h, r, h->nr_nodes) +
-				   off_direct_send(h, r, next));
-		direct_in = max64(direct_in, off_direct_recv(h, r, next));
-		scaleout_in = max64(scaleout_in, off_scaleout_recv(h, r, h->nranks));
-		fwd_out = max64(fwd_out, off_forward(h, h->pair_tokens, r, next - 1,
-						     h->nranks, 0));
-		at_peer = max64(at_peer, off_forward(h, h->pair_tokens, r, next - 1,
-						     h->nranks, 1));
-		fwd_in = max64(fwd_in, off_forwarded_recv(h, h->pair_tokens, r,
-							  next - 1, h->nranks));
-		for (unsigned int s = 0; s < h->nranks; s++)
-			recv += moe_pair(h, s, r);
-		partials = max64(partials, recv);
+		for (unsigned int d = 0; d < n; d++) {
+			unsigned int nd = d / g, peer = nd * g + s % g;
+			uint64_t v = row[d];
+
+			at[SH_PARTIALS][d] += v;
+			if (nd == ns) {
+				at[SH_SEND][s] += v;
+				at[SH_DIRECT_IN][d] += v;
+				continue;
+			}
+			/* forwarded by peer, unless d is the peer itself */
+			at[SH_AT_PEER][peer] += v;
+			if (d != peer) {
+				at[SH_FWD_OUT][peer] += v;
+				at[SH_FWD_IN][d] += v;
+			}
+		}
+		for (unsigned int M = 0; M < nn; M++) {
+			if (M == ns)
+				continue;
+			at[SH_SEND][s] += node_pair(h, s, M);
+			at[SH_SCALEOUT_IN][M * g + s % g] += node_pair(h, s, M);
+		}
 	}
+	for (unsigned int r = 0; r < n; r++) {
+		send = max64(send, at[SH_SEND][r]);
+		direct_in = max64(direct_in, at[SH_DIRECT_IN][r]);
+		scaleout_in = max64(scaleout_in, at[SH_SCALEOUT_IN][r]);
+		fwd_out = max64(fwd_out, at[SH_FWD_OUT][r]);
+		at_peer = max64(at_peer, at[SH_AT_PEER][r]);
+		fwd_in = max64(fwd_in, at[SH_FWD_IN][r]);
+		partials = max64(partials, at[SH_PARTIALS][r]);
+	}
+	free(sh);
 	rg->send = 0;
 	rg->direct_in = rg->send + send;
 	rg->scaleout_in = rg->direct_in + direct_in;
@@ -234,6 +302,7 @@ static void hier_regions(const struct fdev_moe_handle *h,
 	rg->summed = rg->at_peer + at_peer;
 	rg->scaleout_back = rg->summed + scaleout_in;
 	rg->cend = rg->scaleout_back + send;
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -483,6 +552,37 @@ static uint64_t fwd_in_chunk(const struct fdev_moe_handle *h, unsigned int d,
 /* Dispatch: counts                                                    */
 
 /*
+ * A token with experts @idx into @r: 1 for each rank that owns one of
+ * them (r[d]) and each node that does (r[n + N]), once however many it
+ * owns; as moe_token_on_rank() and token_on_node() would count it over
+ * every rank and node, from its k experts alone.
+ */
+static void hier_count_token(const struct fdev_moe_handle *h,
+			     const int64_t *idx, uint64_t *r)
+{
+	unsigned int n = h->nranks, g = h->node_size, k = h->cfg.k;
+
+	for (unsigned int j = 0; j < k; j++) {
+		unsigned int d, first_d = 1, first_N = 1;
+
+		if (idx[j] < 0)
+			continue;
+		d = moe_expert_rank(h, idx[j]);
+		for (unsigned int i = 0; i < j; i++) {
+			unsigned int e;
+
+			if (idx[i] < 0)
+				continue;
+			e = moe_expert_rank(h, idx[i]);
+			first_d &= e != d;
+			first_N &= e / g != d / g;
+		}
+		r[d] += first_d;
+		r[n + d / g] += first_N;
+	}
+}
+
+/*
  * Local rank @l's row: for each chunk, tokens per rank, then tokens per
  * node.
  */
@@ -499,12 +599,8 @@ static int hier_local_row(struct fdev_moe_handle *h, unsigned int l,
 		uint64_t *r = row + (size_t)j * (n + nn);
 
 		for (uint64_t t = chunk_first(h, mr->tokens, j);
-		     t < chunk_first(h, mr->tokens, j + 1); t++) {
-			for (unsigned int d = 0; d < n; d++)
-				r[d] += moe_token_on_rank(h, mr->topk_idx + t * k, d);
-			for (unsigned int N = 0; N < nn; N++)
-				r[n + N] += token_on_node(h, mr->topk_idx + t * k, N);
-		}
+		     t < chunk_first(h, mr->tokens, j + 1); t++)
+			hier_count_token(h, mr->topk_idx + t * k, r);
 	}
 	return 0;
 }
@@ -676,6 +772,13 @@ struct hier_plan {
 	uint64_t *feeds;		/* gated: by transfer, what it feeds */
 	size_t nf, capf;
 	int err;
+	/*
+	 * Whether the whole plan, every rank's part, has a transfer (any_x)
+	 * or anything (any) that moves bytes: a process that keeps only its
+	 * rank's part (hier_plan_init()) runs a step, and counts its time,
+	 * exactly where one that keeps every part does, so they all meet.
+	 */
+	int any_x, any;
 };
 
 static struct hier_plan *hier_plan_of(struct fdev_plan *p)
@@ -744,6 +847,8 @@ static void hier_xfer2(struct fdev_plan *p, uint32_t gstep, uint32_t feed,
 	struct hier_plan *hp = hier_plan_of(p);
 	size_t before = p->nx;
 
+	if (len)
+		hp->any_x = hp->any = 1;
 	fdev_plan_xfer(p, hp->gated ? gstep : 0, src, dst, src_off, dst_off,
 		       len);
 	if (!hp->gated || p->nx == before)
@@ -770,10 +875,63 @@ static void hier_xfer(struct fdev_plan *p, uint32_t gstep, uint32_t feed,
 		   dst_off, len);
 }
 
-static void hier_plan_init(struct hier_plan *hp, int gated)
+/* A copy within rank @rank's workspace, in step 0. */
+static void hier_act(struct fdev_plan *p, uint32_t rank, uint64_t dst,
+		     uint64_t src, uint64_t len)
+{
+	if (len)
+		hier_plan_of(p)->any = 1;
+	fdev_plan_act(p, 0, rank, FDEV_ACT_COPY, FDEV_U8, dst, src, len);
+}
+
+/*
+ * Whether @p keeps a transfer between @a and @b (or, @a == @b, a copy
+ * at @a): where it does not, its offsets need not be worked out.
+ */
+static int hier_keeps(const struct fdev_plan *p, uint32_t a, uint32_t b)
+{
+	return fdev_plan_keeps(p, a) || fdev_plan_keeps(p, b);
+}
+
+/*
+ * Whether a left-out entry's length still matters: until the plan has
+ * a transfer, it may be the one that makes every process run the step
+ * (or, a copy, count it as a step with something in it).
+ */
+static int hier_need_len(const struct fdev_plan *p)
+{
+	return !((const struct hier_plan *)p)->any_x;
+}
+
+/*
+ * A left-out entry of @len bytes, from @a to @b (a copy at @a where they
+ * are the same): the plan leaves it out, counting its step, without its
+ * offsets.
+ */
+static void hier_left_out(struct fdev_plan *p, uint32_t a, uint32_t b,
+			  uint64_t len)
+{
+	if (a == b)
+		hier_act(p, a, 0, 0, len);
+	else
+		hier_xfer(p, 0, FDEV_PLAN_NO_GATE, a, b, 0, 0, len);
+}
+
+/*
+ * A stepped plan keeps, in a process of its own ranks (independent
+ * processes, fdev_comm_plan_init()), only what they send, receive or
+ * do: no process then works out every rank's offsets (at 1024 ranks,
+ * each of 1024 processes built the whole job's plans). Those are in the
+ * same order as before, so each rank posts the same descriptors.
+ */
+static void hier_plan_init(struct fdev_comm *c, struct hier_plan *hp,
+			   int gated)
 {
 	memset(hp, 0, sizeof(*hp));
-	fdev_plan_init(&hp->p);
+	if (gated)
+		fdev_plan_init(&hp->p);
+	else
+		fdev_comm_plan_init(c, &hp->p);
 	hp->gated = gated;
 }
 
@@ -879,13 +1037,17 @@ static void plan_direct_step(struct fdev_moe_handle *h,
 {
 	unsigned int g = h->node_size, ns = hier_node(h, s);
 	unsigned int d = node_first(h, ns) + (s % g + kk) % g;
-	uint64_t rec = h->rec_size, cnt = cpair(h, j, s, d);
-	uint64_t at = pfx_pair(h, j, s, d);
-	uint64_t src = (rg->send + off_direct_send(h, s, d) + at) * rec;
-	uint64_t dst = (rg->direct_in + off_direct_recv(h, d, s) + at) * rec;
+	uint64_t rec = h->rec_size, cnt = cpair(h, j, s, d), at, src, dst;
 
+	if (!hier_keeps(p, s, d)) {
+		hier_left_out(p, s, d, cnt);
+		return;
+	}
+	at = pfx_pair(h, j, s, d);
+	src = (rg->send + off_direct_send(h, s, d) + at) * rec;
+	dst = (rg->direct_in + off_direct_recv(h, d, s) + at) * rec;
 	if (cnt && d == s)
-		fdev_plan_act(p, 0, s, FDEV_ACT_COPY, FDEV_U8, dst, src, cnt * rec);
+		hier_act(p, s, dst, src, cnt * rec);
 	if (cnt && d != s) {
 		hier_xfer2(p, hier_send_step(h, s, j), FDEV_PLAN_NO_GATE,
 			   h->nicpace ? FDEV_PLAN_NO_GATE :
@@ -908,10 +1070,15 @@ static void plan_scaleout_step(struct fdev_moe_handle *h,
 	unsigned int g = h->node_size, ns = hier_node(h, s);
 	unsigned int N = (ns + kk) % h->nr_nodes, peer = N * g + s % g;
 	uint64_t rec = h->rec_size, cnt = cnode(h, j, s, N);
-	uint64_t at = pfx_node(h, j, s, N);
+	uint64_t at;
 
 	if (!cnt)
 		return;
+	if (!hier_keeps(p, s, peer)) {
+		hier_left_out(p, s, peer, cnt);
+		return;
+	}
+	at = pfx_node(h, j, s, N);
 	hier_xfer2(p, hier_send_step(h, s, j), hier_group(h, peer, j),
 		   hier_send_pace(h, s, j), s, peer,
 		  (rg->send + off_direct_send(h, s, node_first(h, ns + 1)) +
@@ -1064,10 +1231,16 @@ static void plan_forward(struct fdev_moe_handle *h,
 		for (unsigned int peer = 0; peer < n; peer++) {
 			unsigned int d = node_first(h, hier_node(h, peer)) +
 					 (peer % g + kk) % g;
-			uint64_t a = off_forward(h, pair, peer, d, 0, 0);
-			uint64_t b = off_forward(h, pair, peer, d, n, 0);
+			int keep = hier_keeps(p, peer, d);
+			uint64_t a, b;
 
-			if (b == a)
+			if (!keep && !hier_need_len(p))
+				continue;
+			a = off_forward(h, pair, peer, d, 0, 0);
+			b = off_forward(h, pair, peer, d, n, 0);
+			if (!keep)
+				hier_left_out(p, peer, d, b - a);
+			if (b == a || !keep)
 				continue;
 			hier_xfer(p, hier_group(h, peer, j), FDEV_PLAN_NO_GATE,
 				  peer, d,
@@ -1098,14 +1271,14 @@ static int hier_dispatch_step(struct fdev_comm *c, struct fdev_moe_handle *h,
 		err = hier_forward_rank(c, h, rg, l, j - 1);
 	if (err)
 		return err;
-	hier_plan_init(&hp, 0);
+	hier_plan_init(c, &hp, 0);
 	fdev_plan_need(p, rg->end * h->rec_size);
 	if (j < h->chunks)
 		plan_send(h, rg, j, p);
 	if (j)
 		plan_forward(h, rg, j - 1, p);
 	err = fdev_plan_finish(p);
-	if (!err && (p->nx || p->na)) {
+	if (!err && hp.any) {
 		err = fdev_plan_run(c, p);
 		*t_ps = c->last_ps;
 	}
@@ -1173,7 +1346,9 @@ static int moe_dispatch_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 	err = hier_counts(c, h, reuse, &t_counts);
 	if (err)
 		return err;
-	hier_regions(h, &rg);
+	err = hier_regions(h, &rg);
+	if (err)
+		return err;
 	if (!h->timing && rg.end * h->rec_size > c->ws_bytes)
 		return -EMSGSIZE;
 	if (!h->timing)
@@ -1194,7 +1369,7 @@ static int moe_dispatch_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 		 * "Shrinking chunks by default ...").
 		 */
 		h->nicpace = np && !strcmp(np, "1");
-		hier_plan_init(&hp, 1);
+		hier_plan_init(c, &hp, 1);
 		fdev_plan_need(&hp.p, rg.end * h->rec_size);
 		for (unsigned int j = 0; j < h->chunks; j++)
 			plan_send(h, &rg, j, &hp.p);
@@ -1233,18 +1408,25 @@ static void plan_to_peers(struct fdev_moe_handle *h,
 	for (unsigned int kk = 0; kk < n; kk++)
 		for (unsigned int d = 0; d < n; d++) {
 			unsigned int nd = hier_node(h, d), s = (d + kk) % n, to;
-			uint64_t cnt = cpair(h, j, s, d), at, src, dst;
+			uint64_t cnt, at, src, dst;
 
-			if (!cnt || hier_node(h, s) == nd)
+			if (hier_node(h, s) == nd)
 				continue;
 			to = nd * g + s % g;
+			if (!hier_keeps(p, d, to)) {
+				if (hier_need_len(p))
+					hier_left_out(p, d, to, cpair(h, j, s, d));
+				continue;
+			}
+			cnt = cpair(h, j, s, d);
+			if (!cnt)
+				continue;
 			at = pfx_pair(h, j, s, d);
 			src = (rg->partials + off_partial(h, d, s) + at) * crow;
 			dst = (rg->at_peer + off_forward(h, h->pair_tokens, to, d,
 							 s, 1) + at) * crow;
 			if (to == d) {
-				fdev_plan_act(p, 0, d, FDEV_ACT_COPY, FDEV_U8, dst,
-					      src, cnt * crow);
+				hier_act(p, d, dst, src, cnt * crow);
 				continue;
 			}
 			hier_xfer2(p, hier_send_step(h, d, q),
@@ -1309,21 +1491,31 @@ static void plan_direct_back(struct fdev_moe_handle *h,
 			     const struct hier_regions *rg, uint64_t crow,
 			     unsigned int j, struct fdev_plan *p)
 {
-	unsigned int n = h->nranks;
+	unsigned int n = h->nranks, g = h->node_size;
 
 	for (unsigned int kk = 0; kk < n; kk++)
 		for (unsigned int d = 0; d < n; d++) {
 			unsigned int s = (d + kk) % n;
-			uint64_t cnt = cpair(h, j, s, d), at, src, dst;
+			uint64_t cnt, at, src, dst;
 
-			if (!cnt || hier_node(h, s) != hier_node(h, d))
+			/* s = d + kk (mod n) shares d's node only where kk < g or > n - g */
+			if (kk >= g && kk <= n - g)
+				break;
+			if (hier_node(h, s) != hier_node(h, d))
+				continue;
+			if (!hier_keeps(p, d, s)) {
+				if (hier_need_len(p))
+					hier_left_out(p, d, s, cpair(h, j, s, d));
+				continue;
+			}
+			cnt = cpair(h, j, s, d);
+			if (!cnt)
 				continue;
 			at = pfx_pair(h, j, s, d);
 			src = (rg->partials + off_partial(h, d, s) + at) * crow;
 			dst = (rg->direct_back + off_direct_send(h, s, d) + at) * crow;
 			if (s == d) {
-				fdev_plan_act(p, 0, d, FDEV_ACT_COPY, FDEV_U8, dst,
-					      src, cnt * crow);
+				hier_act(p, d, dst, src, cnt * crow);
 				continue;
 			}
 			hier_xfer(p, hier_group(h, d, j), FDEV_PLAN_NO_GATE, d, s,
@@ -1338,15 +1530,21 @@ static void plan_scaleout_back(struct fdev_moe_handle *h,
 			       const struct hier_regions *rg, uint64_t crow,
 			       unsigned int j, struct fdev_plan *p)
 {
-	unsigned int n = h->nranks;
+	unsigned int n = h->nranks, g = h->node_size;
 
-	for (unsigned int kk = 0; kk < n; kk++)
+	/* s = peer + kk (mod n) has peer's local index only where g | kk */
+	for (unsigned int kk = 0; kk < n; kk += g)
 		for (unsigned int peer = 0; peer < n; peer++) {
 			unsigned int s = (peer + kk) % n, np = hier_node(h, peer);
 			uint64_t cnt, at;
 
 			if (!forwards_for(h, peer, s))
 				continue;
+			if (!hier_keeps(p, peer, s)) {
+				if (hier_need_len(p))
+					hier_left_out(p, peer, s, cnode(h, j, s, np));
+				continue;
+			}
 			cnt = cnode(h, j, s, np);
 			if (!cnt)
 				continue;
@@ -1430,7 +1628,7 @@ static int hier_combine_step(struct fdev_comm *c, struct fdev_moe_handle *h,
 					hc->crow);
 	if (err)
 		return err;
-	hier_plan_init(&hp, 0);
+	hier_plan_init(c, &hp, 0);
 	fdev_plan_need(p, hc->rg.cend * hc->crow);
 	/*
 	 * Scale-out first: a transfer holds a DMA engine until it is out,
@@ -1443,9 +1641,9 @@ static int hier_combine_step(struct fdev_comm *c, struct fdev_moe_handle *h,
 	if (j < h->chunks)
 		plan_to_peers(h, &hc->rg, hc->crow, comb_chunk(h, j), j, p);
 	err = fdev_plan_finish(p);
-	if (!err && (p->nx || p->na))
+	if (!err && hp.any)
 		err = fdev_plan_run(c, p);
-	*t_ps = p->nx ? c->last_ps : 0;
+	*t_ps = hp.any_x ? c->last_ps : 0;
 	hier_plan_free(&hp);
 	return err;
 }
@@ -1458,7 +1656,9 @@ static int moe_combine_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 	int err = 0;
 
 	hc.crow = moe_round8(h->cfg.hidden * fdev_dtype_size(moe_comb_dtype(h)));
-	hier_regions(h, &hc.rg);
+	err = hier_regions(h, &hc.rg);
+	if (err)
+		return err;
 	if (!h->timing && hc.rg.cend * hc.crow > c->ws_bytes)
 		return -EMSGSIZE;
 	if (!h->timing)
@@ -1469,7 +1669,7 @@ static int moe_combine_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 		struct hier_plan hp;
 
 		h->ahead = hier_ahead(HIER_AHEAD_COMBINE, 1);
-		hier_plan_init(&hp, 1);
+		hier_plan_init(c, &hp, 1);
 		fdev_plan_need(&hp.p, hc.rg.cend * hc.crow);
 		/*
 		 * The node's own partials of chunk j go back from d once d's

@@ -37,6 +37,11 @@ static int plan_keeps(const struct fdev_plan *p, uint32_t rank)
 			      rank - p->only_first < p->only_n);
 }
 
+int fdev_plan_keeps(const struct fdev_plan *p, uint32_t rank)
+{
+	return plan_keeps(p, rank);
+}
+
 /* An entry left out: its step still counts, as plan_append() would. */
 static void plan_skip(struct fdev_plan *p, uint32_t step, uint64_t len)
 {

@@ -71,6 +71,12 @@ void fdev_plan_free(struct fdev_plan *p);
  * in every process. Call before adding anything.
  */
 void fdev_plan_only(struct fdev_plan *p, uint32_t first, uint32_t n);
+/*
+ * Whether @p keeps what @rank sends, receives or does (always, without
+ * fdev_plan_only()): a builder may skip working out the offsets of a
+ * transfer neither of whose ranks it keeps.
+ */
+int fdev_plan_keeps(const struct fdev_plan *p, uint32_t rank);
 void fdev_plan_xfer(struct fdev_plan *p, uint32_t step, uint32_t src,
 		    uint32_t dst, uint64_t src_off, uint64_t dst_off,
 		    uint64_t len);
