@@ -216,7 +216,16 @@ static int mc_wave_plan(struct fdev_comm *c, struct fdev_moe_handle *h,
 	unsigned int n = h->nranks;
 	int err;
 
-	fdev_plan_init(p);
+	/*
+	 * Unicast by independent processes: n - 1 copies of every source's
+	 * slab, n^2 entries for the job; each process keeps only those its
+	 * ranks send or receive (every rank receives from every source, so
+	 * every process runs the step, as before).
+	 */
+	if (mc_unicast(c))
+		fdev_comm_plan_init(c, p);
+	else
+		fdev_plan_init(p);
 	fdev_plan_need(p, mc_slab_off(h, n));
 	for (unsigned int s = s0; s < s1; s++)
 		if (!h->mc_tokens[s])
