@@ -214,7 +214,7 @@ static int mc_wave_plan(struct fdev_comm *c, struct fdev_moe_handle *h,
 			unsigned int s0, unsigned int s1, struct fdev_plan *p)
 {
 	unsigned int n = h->nranks;
-	int err;
+	int uni = mc_unicast(c), err;
 
 	/*
 	 * Unicast by independent processes: n - 1 copies of every source's
@@ -222,7 +222,7 @@ static int mc_wave_plan(struct fdev_comm *c, struct fdev_moe_handle *h,
 	 * ranks send or receive (every rank receives from every source, so
 	 * every process runs the step, as before).
 	 */
-	if (mc_unicast(c))
+	if (uni)
 		fdev_comm_plan_init(c, p);
 	else
 		fdev_plan_init(p);
@@ -230,7 +230,7 @@ static int mc_wave_plan(struct fdev_comm *c, struct fdev_moe_handle *h,
 	for (unsigned int s = s0; s < s1; s++)
 		if (!h->mc_tokens[s])
 			continue;
-		else if (!mc_unicast(c))
+		else if (!uni)
 			fdev_plan_mcast(p, 0, s, n, mc_slab_off(h, s),
 					mc_slab_off(h, s),
 					h->mc_tokens[s] * h->rec_size);
