@@ -38,6 +38,12 @@ struct pengine_done {
 	const struct icfab_xfer_result *r;
 };
 
+/* A partition's records of a window not merged yet, and their results. */
+struct pengine_merge {
+	const struct icfab_engine_done *d, *end;
+	const struct icfab_xfer_result *r;
+};
+
 enum { CMD_RUN, CMD_SUBMIT, CMD_QUIT };
 
 struct icfab_pengine {
@@ -62,7 +68,7 @@ struct icfab_pengine {
 	icfab_engine_complete_fn complete;
 	void *arg;
 	int ret;
-	unsigned int *cursor;		/* the merge's, [nr] */
+	struct pengine_merge *cursor;	/* the merge's, [nr] */
 	/*
 	 * The results of part[i]'s completions, built by the partition that
 	 * completed them at the window's exchange: [i * xfers_cap + k] is
@@ -141,33 +147,6 @@ static void critical_add(struct icfab_pengine *pe, unsigned int par)
 }
 
 /*
- * The next completion of window @par in the order of events, from the
- * partitions' records at @cur, its partition in *@from; NULL when none
- * is left.
- */
-static const struct icfab_engine_done *
-merge_next(const struct icfab_pengine *pe, unsigned int par, unsigned int *cur,
-	   unsigned int *from)
-{
-	const struct icfab_engine_done *best = ICFAB_NULL;
-	unsigned int q, bq = 0;
-
-	for (q = 0; q < pe->nr; q++) {
-		const struct icfab_engine_part *pp = &pe->part[2 * q + par];
-
-		if (cur[q] < pp->nr_done &&
-		    (!best || icfab_part_done_before(&pp->done[cur[q]], best))) {
-			best = &pp->done[cur[q]];
-			bq = q;
-		}
-	}
-	if (best)
-		cur[bq]++;
-	*from = bq;
-	return best;
-}
-
-/*
  * Partition @p, at window @par's exchange: the results of its
  * completions. Every partition's slot of a transfer completed in the
  * window is final then (its last departure anywhere was at least a
@@ -197,20 +176,40 @@ static void results(struct icfab_pengine *pe, unsigned int p, unsigned int par)
  */
 static void merge(struct icfab_pengine *pe, unsigned int par)
 {
-	struct pengine_done *o = &pe->order[(icfab_u64)par * pe->xfers_cap];
-	const struct icfab_engine_done *d;
-	icfab_u32 n = 0;
-	unsigned int q;
+	struct pengine_done *o0 = &pe->order[(icfab_u64)par * pe->xfers_cap];
+	struct pengine_done *o = o0;
+	struct pengine_merge *m = pe->cursor;
+	unsigned int k = 0, q, i, best;
 
-	for (q = 0; q < pe->nr; q++)
-		pe->cursor[q] = 0;
-	while ((d = merge_next(pe, par, pe->cursor, &q))) {
-		o[n].xfer = d->xfer;
-		o[n].r = &pe->res[(icfab_u64)(2 * q + par) * pe->xfers_cap +
-				  pe->cursor[q] - 1];
-		n++;
+	/* The partitions with records left; their order does not matter. */
+	for (q = 0; q < pe->nr; q++) {
+		const struct icfab_engine_part *pp = &pe->part[2 * q + par];
+
+		if (!pp->nr_done)
+			continue;
+		m[k].d = pp->done;
+		m[k].end = pp->done + pp->nr_done;
+		m[k].r = &pe->res[(icfab_u64)(2 * q + par) * pe->xfers_cap];
+		k++;
 	}
-	pe->nr_order[par] = n;
+	/* The order of events is total (the transfer id last): no ties. */
+	while (k > 1) {
+		best = 0;
+		for (i = 1; i < k; i++)
+			if (icfab_part_done_before(m[i].d, m[best].d))
+				best = i;
+		o->xfer = m[best].d->xfer;
+		o->r = m[best].r;
+		o++;
+		m[best].r++;
+		if (++m[best].d == m[best].end)
+			m[best] = m[--k];
+	}
+	for (; k && m[0].d < m[0].end; m[0].d++, m[0].r++, o++) {
+		o->xfer = m[0].d->xfer;
+		o->r = m[0].r;
+	}
+	pe->nr_order[par] = (icfab_u32)(o - o0);
 }
 
 /*
