@@ -19,9 +19,11 @@
  * The transfer ids, their free list and the events reserved are kept
  * here, once, as the sequential engine keeps them (free list order and
  * all), not in step in every partition: a batch of submissions is
- * routed by the threads in shares (icfab_engine_part_route()), then
- * thread 0 admits them in order and gives them their ids, then every
- * partition adopts every admitted transfer into its slot
+ * routed and checked by the threads in shares (icfab_engine_part_route()),
+ * thread 0 taking as many ids off the free list meanwhile; after a
+ * barrier every thread finds the same admission (how far the batch goes,
+ * the refusal that stops it) from the shares' checks and sums of events,
+ * and every partition adopts every admitted transfer into its slot
  * (icfab_engine_part_adopt(), which pushes its first event in its
  * source's partition only). Partitions never retire a slot: it is
  * filled again when its id is given again.
@@ -33,6 +35,12 @@
 
 struct pengine_done {
 	icfab_u32 xfer;
+	const struct icfab_xfer_result *r;
+};
+
+/* A partition's records of a window not merged yet, and their results. */
+struct pengine_merge {
+	const struct icfab_engine_done *d, *end;
 	const struct icfab_xfer_result *r;
 };
 
@@ -60,7 +68,7 @@ struct icfab_pengine {
 	icfab_engine_complete_fn complete;
 	void *arg;
 	int ret;
-	unsigned int *cursor;		/* the merge's, [nr] */
+	struct pengine_merge *cursor;	/* the merge's, [nr] */
 	/*
 	 * The results of part[i]'s completions, built by the partition that
 	 * completed them at the window's exchange: [i * xfers_cap + k] is
@@ -98,9 +106,14 @@ struct icfab_pengine {
 	icfab_u64 nr_subs;
 	icfab_u32 *ids;
 	struct icfab_engine_route *routes;	/* [routes_cap] */
-	int *route_err;				/* [routes_cap] */
+	/* Events needed from the start of its share on, [routes_cap]. */
+	icfab_u64 *cum;
 	icfab_u64 routes_cap;
-	icfab_u64 taken;
+	/* Each share's first refusal (its end if none) and its errno. */
+	icfab_u64 *share_fail;		/* [nr] */
+	int *share_err;			/* [nr] */
+	icfab_u64 free_ids;		/* ids given, at most nr_subs */
+	icfab_u64 taken, batch_need;
 	int sub_err;
 	int *adopt_err;			/* [nr] */
 	icfab_u64 *phase;		/* [3 * p + phase], ns */
@@ -134,33 +147,6 @@ static void critical_add(struct icfab_pengine *pe, unsigned int par)
 }
 
 /*
- * The next completion of window @par in the order of events, from the
- * partitions' records at @cur, its partition in *@from; NULL when none
- * is left.
- */
-static const struct icfab_engine_done *
-merge_next(const struct icfab_pengine *pe, unsigned int par, unsigned int *cur,
-	   unsigned int *from)
-{
-	const struct icfab_engine_done *best = ICFAB_NULL;
-	unsigned int q, bq = 0;
-
-	for (q = 0; q < pe->nr; q++) {
-		const struct icfab_engine_part *pp = &pe->part[2 * q + par];
-
-		if (cur[q] < pp->nr_done &&
-		    (!best || icfab_part_done_before(&pp->done[cur[q]], best))) {
-			best = &pp->done[cur[q]];
-			bq = q;
-		}
-	}
-	if (best)
-		cur[bq]++;
-	*from = bq;
-	return best;
-}
-
-/*
  * Partition @p, at window @par's exchange: the results of its
  * completions. Every partition's slot of a transfer completed in the
  * window is final then (its last departure anywhere was at least a
@@ -190,20 +176,40 @@ static void results(struct icfab_pengine *pe, unsigned int p, unsigned int par)
  */
 static void merge(struct icfab_pengine *pe, unsigned int par)
 {
-	struct pengine_done *o = &pe->order[(icfab_u64)par * pe->xfers_cap];
-	const struct icfab_engine_done *d;
-	icfab_u32 n = 0;
-	unsigned int q;
+	struct pengine_done *o0 = &pe->order[(icfab_u64)par * pe->xfers_cap];
+	struct pengine_done *o = o0;
+	struct pengine_merge *m = pe->cursor;
+	unsigned int k = 0, q, i, best;
 
-	for (q = 0; q < pe->nr; q++)
-		pe->cursor[q] = 0;
-	while ((d = merge_next(pe, par, pe->cursor, &q))) {
-		o[n].xfer = d->xfer;
-		o[n].r = &pe->res[(icfab_u64)(2 * q + par) * pe->xfers_cap +
-				  pe->cursor[q] - 1];
-		n++;
+	/* The partitions with records left; their order does not matter. */
+	for (q = 0; q < pe->nr; q++) {
+		const struct icfab_engine_part *pp = &pe->part[2 * q + par];
+
+		if (!pp->nr_done)
+			continue;
+		m[k].d = pp->done;
+		m[k].end = pp->done + pp->nr_done;
+		m[k].r = &pe->res[(icfab_u64)(2 * q + par) * pe->xfers_cap];
+		k++;
 	}
-	pe->nr_order[par] = n;
+	/* The order of events is total (the transfer id last): no ties. */
+	while (k > 1) {
+		best = 0;
+		for (i = 1; i < k; i++)
+			if (icfab_part_done_before(m[i].d, m[best].d))
+				best = i;
+		o->xfer = m[best].d->xfer;
+		o->r = m[best].r;
+		o++;
+		m[best].r++;
+		if (++m[best].d == m[best].end)
+			m[best] = m[--k];
+	}
+	for (; k && m[0].d < m[0].end; m[0].d++, m[0].r++, o++) {
+		o->xfer = m[0].d->xfer;
+		o->r = m[0].r;
+	}
+	pe->nr_order[par] = (icfab_u32)(o - o0);
 }
 
 /*
@@ -343,42 +349,146 @@ static int admit(struct icfab_pengine *pe, const struct icfab_pengine_sub *s,
 }
 
 /*
- * Partition @p's part of a batch: route its share, wait for thread 0 to
- * admit them up to the first refusal, adopt every admitted one.
+ * Partition @p's share of a batch, [@lo, @hi): each submission routed and
+ * checked as admit() would check it alone (everything but the room left
+ * by the ones before it, which is the same for all of a batch: the
+ * engine's clock does not move within one), and the events it needs
+ * summed from @lo on, so that the admission of the whole batch is a
+ * search, not a walk (batch_taken()).
+ */
+static void route_share(struct icfab_pengine *pe, unsigned int p,
+			icfab_u64 lo, icfab_u64 hi)
+{
+	icfab_u64 i, sum = 0;
+
+	pe->share_fail[p] = hi;
+	pe->share_err[p] = 0;
+	for (i = lo; i < hi; i++) {
+		const struct icfab_pengine_sub *s = &pe->subs[i];
+		const struct icfab_engine_route *r = &pe->routes[i];
+		int err;
+
+		err = icfab_engine_part_route(&pe->e[p], s->src, s->dst,
+					      s->bytes, &pe->routes[i]);
+		if (!err && (s->key & ICFAB_ENGINE_KEY_LATE))
+			err = -ICFAB_ENGINE_EINVAL;
+		if (!err &&
+		    (s->submit_ps < pe->now_ps ||
+		     (pe->processed &&
+		      (s->submit_ps < pe->last_ps ||
+		       (s->submit_ps == pe->last_ps &&
+			(s->key | ICFAB_ENGINE_KEY_LATE) <= pe->last_key)))))
+			err = -ICFAB_ENGINE_ERANGE;
+		if (!err && r->nr_segs >= pe->events_cap)
+			err = -ICFAB_ENGINE_ENOSPC;
+		if (err) {
+			/* Nothing after the first refusal is taken. */
+			pe->share_fail[p] = i;
+			pe->share_err[p] = err;
+			return;
+		}
+		sum += r->need;
+		pe->cum[i] = sum;
+	}
+}
+
+/*
+ * What admit() would decide for the batch, one submission after the
+ * other, from every share's checks and sums (route_share()) and the
+ * free slots thread 0 counted: how many it takes, the refusal that
+ * stops it (0: none) in *@err, and the events they reserve in *@need.
+ * The same on every thread.
+ */
+static icfab_u64 batch_taken(const struct icfab_pengine *pe, int *err,
+			     icfab_u64 *need)
+{
+	icfab_u64 avail = pe->events_cap - pe->events_reserved, base = 0;
+	icfab_u64 taken = pe->nr_subs;
+	unsigned int q;
+
+	*err = 0;
+	for (q = 0; q < pe->nr; q++) {
+		icfab_u64 lo = pe->nr_subs * q / pe->nr,
+			  hi = pe->nr_subs * (q + 1) / pe->nr,
+			  f = pe->share_fail[q];
+
+		if (f > lo && base + pe->cum[f - 1] > avail) {
+			/* The first that finds no room for its events. */
+			icfab_u64 a = lo, b = f - 1;
+
+			while (a < b) {
+				icfab_u64 m = a + (b - a) / 2;
+
+				if (base + pe->cum[m] > avail)
+					b = m;
+				else
+					a = m + 1;
+			}
+			taken = a;
+			*err = -ICFAB_ENGINE_ENOSPC;
+			break;
+		}
+		if (f < hi) {
+			taken = f;
+			*err = pe->share_err[q];
+			break;
+		}
+		if (hi > lo)
+			base += pe->cum[hi - 1];
+	}
+	/* A refusal for want of a slot comes after every other check. */
+	if (pe->free_ids < taken) {
+		taken = pe->free_ids;
+		*err = -ICFAB_ENGINE_ENOSPC;
+	}
+	/* The events of [0, taken): whole shares, then part of one. */
+	*need = 0;
+	for (q = 0; q < pe->nr; q++) {
+		icfab_u64 lo = pe->nr_subs * q / pe->nr,
+			  hi = pe->nr_subs * (q + 1) / pe->nr;
+
+		if (taken <= lo)
+			break;
+		if (hi > lo)
+			*need += pe->cum[(taken < hi ? taken : hi) - 1];
+	}
+	return taken;
+}
+
+/*
+ * Partition @p's part of a batch: route and check its share (thread 0
+ * also takes the ids the free list would give, as far as it goes);
+ * then, after one barrier, every thread finds the same admission
+ * (batch_taken()) and adopts every admitted transfer, and thread 0
+ * moves the free list and the reservations as admit() would have.
  */
 static void submit_part(struct icfab_pengine *pe, unsigned int p)
 {
 	icfab_u64 i, lo = pe->nr_subs * p / pe->nr,
-		  hi = pe->nr_subs * (p + 1) / pe->nr;
-	icfab_u64 c0 = pe_cpu(pe), c1, c2;
-	int err = 0;
+		  hi = pe->nr_subs * (p + 1) / pe->nr, taken, need;
+	icfab_u64 c0 = pe_cpu(pe), c1;
+	int err = 0, sub_err;
 
-	for (i = lo; i < hi; i++) {
-		const struct icfab_pengine_sub *s = &pe->subs[i];
+	route_share(pe, p, lo, hi);
+	if (!p) {
+		icfab_u32 x = pe->free_head;
 
-		pe->route_err[i] = icfab_engine_part_route(&pe->e[p], s->src,
-							   s->dst, s->bytes,
-							   &pe->routes[i]);
+		for (i = 0; i < pe->nr_subs && x != ICFAB_ENGINE_NO_XFER; i++) {
+			pe->ids[i] = x;
+			x = pe->free_next[x];
+		}
+		pe->free_ids = i;
 	}
 	c1 = pe_cpu(pe);
 	pe->phase[3 * p] = c1 - c0;
+	pe->phase[3 * p + 1] = 0;
 	pe->sys->win_wait(pe, p);
 	c1 = pe_cpu(pe);
-	if (!p) {
-		pe->sub_err = 0;
-		for (i = 0; i < pe->nr_subs; i++) {
-			pe->sub_err = admit(pe, &pe->subs[i], pe->route_err[i],
-					    &pe->routes[i], &pe->ids[i]);
-			if (pe->sub_err)
-				break;
-		}
-		pe->taken = i;
-	}
-	c2 = pe_cpu(pe);
-	pe->phase[3 * p + 1] = c2 - c1;
-	pe->sys->win_wait(pe, p);
-	c2 = pe_cpu(pe);
-	for (i = 0; i < pe->taken && !err; i++) {
+	taken = batch_taken(pe, &sub_err, &need);
+	/* What each admitted transfer reserved, for its retirement. */
+	for (i = lo; i < hi && i < taken; i++)
+		pe->need[pe->ids[i]] = pe->routes[i].need;
+	for (i = 0; i < taken && !err; i++) {
 		const struct icfab_pengine_sub *s = &pe->subs[i];
 
 		err = icfab_engine_part_adopt(&pe->e[p], pe->ids[i], s->src,
@@ -386,9 +496,14 @@ static void submit_part(struct icfab_pengine *pe, unsigned int p)
 					      s->key, &pe->routes[i]);
 	}
 	pe->adopt_err[p] = err;
-	pe->phase[3 * p + 2] = pe_cpu(pe) - c2;
-	pe->busy_sum[p] += pe->phase[3 * p] + pe->phase[3 * p + 1] +
-			   pe->phase[3 * p + 2];
+	if (!p) {
+		/* Applied once every thread has found them. */
+		pe->taken = taken;
+		pe->batch_need = need;
+		pe->sub_err = sub_err;
+	}
+	pe->phase[3 * p + 2] = pe_cpu(pe) - c1;
+	pe->busy_sum[p] += pe->phase[3 * p] + pe->phase[3 * p + 2];
 }
 
 void icfab_pengine_worker(struct icfab_pengine *pe, unsigned int p)
@@ -415,14 +530,14 @@ int icfab_pengine_submit_batch(struct icfab_pengine *pe,
 	if (n > pe->routes_cap) {
 		/* Scratch, rewritten by every batch: nothing to keep. */
 		pe->sys->free(pe->routes);
-		pe->sys->free(pe->route_err);
+		pe->sys->free(pe->cum);
 		pe->routes = pe_zalloc(pe, n, sizeof(*pe->routes));
-		pe->route_err = pe_zalloc(pe, n, sizeof(*pe->route_err));
-		if (!pe->routes || !pe->route_err) {
+		pe->cum = pe_zalloc(pe, n, sizeof(*pe->cum));
+		if (!pe->routes || !pe->cum) {
 			pe->sys->free(pe->routes);
-			pe->sys->free(pe->route_err);
+			pe->sys->free(pe->cum);
 			pe->routes = ICFAB_NULL;
-			pe->route_err = ICFAB_NULL;
+			pe->cum = ICFAB_NULL;
 			pe->routes_cap = 0;
 			return -ICFAB_PENGINE_ENOMEM;
 		}
@@ -435,6 +550,10 @@ int icfab_pengine_submit_batch(struct icfab_pengine *pe,
 	pe->sys->cmd_wait(pe, 0);
 	submit_part(pe, 0);
 	pe->sys->cmd_wait(pe, 0);
+	/* admit()'s bookkeeping for the batch as a whole. */
+	if (pe->taken)
+		pe->free_head = pe->free_next[pe->ids[pe->taken - 1]];
+	pe->events_reserved += pe->batch_need;
 	for (k = 0; k < 3; k++) {
 		icfab_u64 most = 0;
 
@@ -634,7 +753,9 @@ void icfab_pengine_free(struct icfab_pengine *pe)
 	sys->free(pe->adopt_err);
 	sys->free(pe->phase);
 	sys->free(pe->routes);
-	sys->free(pe->route_err);
+	sys->free(pe->cum);
+	sys->free(pe->share_fail);
+	sys->free(pe->share_err);
 	sys->free(pe->free_next);
 	sys->free(pe->need);
 	sys->free(pe->res);
@@ -664,11 +785,14 @@ static int pengine_build(struct icfab_pengine *pe, const struct icfab_mtopo *m,
 	pe->busy_sum = pe_zalloc(pe, nr, sizeof(*pe->busy_sum));
 	pe->adopt_err = pe_zalloc(pe, nr, sizeof(*pe->adopt_err));
 	pe->phase = pe_zalloc(pe, 3 * nr, sizeof(*pe->phase));
+	pe->share_fail = pe_zalloc(pe, nr, sizeof(*pe->share_fail));
+	pe->share_err = pe_zalloc(pe, nr, sizeof(*pe->share_err));
 	pe->free_next = pe_zalloc(pe, xfers, sizeof(*pe->free_next));
 	pe->need = pe_zalloc(pe, xfers, sizeof(*pe->need));
 	pe->res = pe_zalloc(pe, 2 * (icfab_u64)nr * xfers, sizeof(*pe->res));
 	pe->order = pe_zalloc(pe, 2 * (icfab_u64)xfers, sizeof(*pe->order));
 	if (!pe->busy || !pe->busy_sum || !pe->adopt_err || !pe->phase ||
+	    !pe->share_fail || !pe->share_err ||
 	    !pe->free_next || !pe->need || !pe->res || !pe->order ||
 	    !pe->of_node || !scratch || !pe->e || !pe->ep || !pe->st ||
 	    !pe->part || !pe->next || !pe->err || !pe->cursor) {

@@ -130,9 +130,10 @@ struct icfab_pengine_sub {
 };
 
 /*
- * icfab_pengine_submit() for @n transfers in order: the threads walk the
- * routes in shares, thread 0 admits them and gives the ids, and each
- * thread's partition adopts every admitted one. Stops at the first
+ * icfab_pengine_submit() for @n transfers in order: the threads walk and
+ * check the routes in shares, every thread finds the same admission
+ * (ids, the first refusal), and each thread's partition adopts every
+ * admitted one. @ids[] past the ones taken may be written. Stops at the first
  * refusal. Sets *@taken to the number accepted and @ids[] to their
  * ids; returns 0, the refusal, or -ICFAB_PENGINE_ENOMEM.
  */
