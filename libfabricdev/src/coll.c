@@ -511,6 +511,9 @@ int fdev_plan_run(struct fdev_comm *c, const struct fdev_plan *p)
 
 	if (p->ws_need > c->ws_bytes && !timing)
 		return -EMSGSIZE;
+	if (p->feeds)
+		return fdev_plan_run_gated(c, p, p->flow_steps, p->feeds, NULL,
+					   NULL);
 	if (c->proxy)
 		return fdev_proxy_run(c, p);
 	if (!c->dev)
@@ -604,12 +607,19 @@ static int gated_post(struct fdev_comm *c, const struct fdev_plan *p,
 		      uint32_t s, size_t xi, const uint64_t *feeds,
 		      struct step_descs *sd, uint64_t *outstanding)
 {
-	int timing = fdev_comm_timing_only(c), err;
+	int timing = fdev_comm_timing_only(c), err = 0;
 	unsigned int di = 0;
 	size_t x0 = xi;
 	int ret;
 
-	err = build_step(c, p, s, &xi, sd);
+	/* A dataflow plan's reductions, before the forwards of their sums. */
+	for (unsigned int l = 0; p->acts_first && !timing && l < c->nlocal &&
+	     !err; l++)
+		err = c->zc_lo ?
+		      fdev_plan_apply_map(p, s, c->first + l, &c->zc_loc[l].m) :
+		      fdev_plan_apply(p, s, c->first + l, c->ws[l].addr);
+	if (!err)
+		err = build_step(c, p, s, &xi, sd);
 	if (err)
 		return err;
 	for (; x0 < xi; x0++) {
@@ -627,7 +637,8 @@ static int gated_post(struct fdev_comm *c, const struct fdev_plan *p,
 		return ret;
 	if ((unsigned int)ret < sd->nd)
 		return -EIO;
-	for (unsigned int l = 0; !timing && !err && l < c->nlocal; l++)
+	for (unsigned int l = 0; !p->acts_first && !timing && !err &&
+	     l < c->nlocal; l++)
 		err = c->zc_lo ?
 		      fdev_plan_apply_map(p, s, c->first + l, &c->zc_loc[l].m) :
 		      fdev_plan_apply(p, s, c->first + l, c->ws[l].addr);
@@ -915,6 +926,17 @@ static int check(struct fdev_comm *c, enum fdev_dtype dt)
 enum coll_op { COLL_AR, COLL_RS, COLL_AG, COLL_A2A, COLL_BC };
 
 /*
+ * Whether the rings' reduce-scatter and all-gather run as dataflow
+ * (rings.c, fdev_plan_run_gated()): where one context drives every rank,
+ * unless FDEV_RINGS_BSP is in the environment (to measure the steps one
+ * after the other beside it).
+ */
+static int rings_flow(const struct fdev_comm *c)
+{
+	return fdev_plan_gated_ok(c) && !getenv("FDEV_RINGS_BSP");
+}
+
+/*
  * @op's plan with @algo: FDEV_ALGO_RINGS over the communicator's rings
  * (and auto too, where it has some), the others by the plan builders.
  */
@@ -924,6 +946,7 @@ static int coll_plan(const struct fdev_comm *c, struct fdev_plan *p,
 		     struct fdev_coll_layout *lo)
 {
 	uint64_t bytes = count * fdev_dtype_size(dt);
+	uint64_t seg = c->seg ? c->seg : 4096;
 	unsigned int n = c->nranks;
 	int rings = op <= COLL_AG && rings_algo(c, &algo);
 
@@ -935,11 +958,13 @@ static int coll_plan(const struct fdev_comm *c, struct fdev_plan *p,
 					    c->node_size, lo);
 	case COLL_RS:
 		return rings ? fdev_plan_rings_reduce_scatter(p, n, count, dt,
-							      c->cycles, c->nrings, lo) :
+							      c->cycles, c->nrings, lo,
+							      rings_flow(c), seg) :
 		       fdev_plan_reduce_scatter(p, n, count, dt, algo, lo);
 	case COLL_AG:
 		return rings ? fdev_plan_rings_all_gather(p, n, bytes,
-							  c->cycles, c->nrings, lo) :
+							  c->cycles, c->nrings, lo,
+							  rings_flow(c), seg) :
 		       fdev_plan_all_gather(p, n, bytes, algo, lo);
 	case COLL_A2A:
 		return fdev_plan_all_to_all(p, n, bytes, algo, c->node_size,

@@ -147,12 +147,35 @@ static double step_end(double *load, const struct fdev_paths *m,
 	return busiest + fixed;
 }
 
+/* The time the busiest link needs for all of @p's bytes over it. */
+static double plan_busiest(double *load, const struct fdev_paths *m,
+			   const struct fdev_plan *p)
+{
+	double busiest = 0;
+
+	for (size_t i = 0; i < p->nx; i++) {
+		const struct fdev_xfer *x = &p->x[i];
+		size_t q = (size_t)x->src * m->n + x->dst;
+
+		for (uint32_t k = m->off[q]; k < m->off[q + 1]; k++)
+			load[m->link[k]] += (double)x->len;
+	}
+	for (uint32_t l = 0; l < m->nr_links; l++) {
+		double v = load[l] * m->ps_per_byte[l];
+
+		if (v > busiest)
+			busiest = v;
+		load[l] = 0;
+	}
+	return busiest;
+}
+
 uint64_t fdev_plan_cost_ps(const struct fdev_paths *m,
 			   const struct fdev_plan *p)
 {
 	double *load = calloc(m->nr_links + 1, sizeof(*load));
 	uint32_t *touched = calloc(m->nr_links + 1, sizeof(*touched));
-	double total = 0, fixed = 0;
+	double total = 0, fixed = 0, fixed_max = 0;
 	uint64_t ret = UINT64_MAX;
 	size_t nt = 0;
 
@@ -188,8 +211,18 @@ uint64_t fdev_plan_cost_ps(const struct fdev_paths *m,
 			     (double)(x->len < m->seg ? x->len : m->seg);
 		if (f > fixed)
 			fixed = f;
+		if (f + (double)x->len * slowest > fixed_max)
+			fixed_max = f + (double)x->len * slowest;
 	}
 	total += step_end(load, m, touched, &nt, fixed);
+	/*
+	 * A dataflow plan (rings.c): its steps overlap, each piece going
+	 * on as soon as it landed, so it costs its busiest link's whole
+	 * load, plus the largest fixed cost of one piece's step, filling
+	 * the pipeline.
+	 */
+	if (p->feeds)
+		total = plan_busiest(load, m, p) + fixed_max;
 	ret = total >= 1.8e19 ? UINT64_MAX - 1 : (uint64_t)total;
 out:
 	free(load);

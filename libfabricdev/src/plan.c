@@ -2,7 +2,9 @@
 /*
  * Collective schedules (see plan.h). Every builder is BSP: in one step no
  * transfer reads bytes that another transfer of the same step writes, and
- * the receiver's actions run after every transfer of the step landed.
+ * the receiver's actions run after every transfer of the step landed;
+ * but for the dataflow rings (rings.c, plan->feeds), whose steps are
+ * gated on what feeds them and run their actions first.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -21,6 +23,7 @@ void fdev_plan_free(struct fdev_plan *p)
 {
 	free(p->x);
 	free(p->a);
+	free(p->feeds);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -548,9 +551,19 @@ int fdev_plan_exec_host(const struct fdev_plan *p, uint8_t *const *ws)
 {
 	size_t xi = 0;
 
-	for (uint32_t s = 0; s < p->nsteps; s++) {
-		uint32_t maxr = 0;
+	uint32_t maxr = 0;
 
+	for (size_t i = 0; i < p->na; i++)
+		if (p->a[i].rank + 1 > maxr)
+			maxr = p->a[i].rank + 1;
+	for (uint32_t s = 0; s < p->nsteps; s++) {
+		/* A dataflow plan sums what landed before forwarding it. */
+		for (uint32_t r = 0; p->acts_first && r < maxr; r++) {
+			int err = fdev_plan_apply(p, s, r, ws[r]);
+
+			if (err)
+				return err;
+		}
 		for (; xi < p->nx && p->x[xi].step == s; xi++) {
 			const struct fdev_xfer *x = &p->x[xi];
 
@@ -564,10 +577,7 @@ int fdev_plan_exec_host(const struct fdev_plan *p, uint8_t *const *ws)
 			memcpy(ws[x->dst] + x->dst_off, ws[x->src] + x->src_off,
 			       x->len);
 		}
-		for (size_t i = 0; i < p->na; i++)
-			if (p->a[i].rank + 1 > maxr)
-				maxr = p->a[i].rank + 1;
-		for (uint32_t r = 0; r < maxr; r++) {
+		for (uint32_t r = 0; !p->acts_first && r < maxr; r++) {
 			int err = fdev_plan_apply(p, s, r, ws[r]);
 
 			if (err)

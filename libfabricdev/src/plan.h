@@ -60,6 +60,15 @@ struct fdev_plan {
 	 * are left out (their steps still count).
 	 */
 	uint32_t only_first, only_n;
+	/*
+	 * Dataflow plans (rings.c, fdev_plan_run_gated()): @feeds[i] is
+	 * what the transfer added i-th feeds, @flow_steps the gated steps;
+	 * with @acts_first a step's actions run before its transfers are
+	 * posted (a reduction before the forward of its sum). Owned.
+	 */
+	uint64_t *feeds;
+	uint32_t flow_steps;
+	int acts_first;
 };
 
 void fdev_plan_init(struct fdev_plan *p);

@@ -398,6 +398,130 @@ static int rings_run(struct fdev_plan *p, const uint32_t *cyc, unsigned int n,
 	return 0;
 }
 
+/*
+ * Dataflow rings (fdev_plan_run_gated(), one context driving every
+ * rank): the rings' reduce-scatter or all-gather on the same blocks as
+ * rings_run(), each ring's block cut into @q pieces, and each piece
+ * forwarded as soon as it landed, not when the whole step did. Gated
+ * step G(k, j, i, t) is member i of ring j sending piece t of its step k
+ * block; the piece's transfer of step k feeds G(k + 1, j, i + 1, t). A
+ * reduce-scatter's reduction of what landed is that step's action, run
+ * before its forward is posted (acts_first), and step k lands in its own
+ * slot of @tmp, so no piece overwrites one not yet summed. Step 0 is
+ * the callers' copies; a reduce-scatter's last steps (k = n - 1) only
+ * sum and copy the result to @out.
+ */
+#define NO_GATE	UINT32_MAX	/* FDEV_PLAN_NO_GATE */
+
+struct flow {
+	struct fdev_plan *p;
+	unsigned int n, nr, q;
+	size_t nf;
+};
+
+static uint32_t flow_step(const struct flow *f, unsigned int k,
+			  unsigned int j, unsigned int i, unsigned int t)
+{
+	return 1 + (((k * f->nr + j) * f->n + i % f->n) * f->q + t);
+}
+
+static void flow_xfer(struct flow *f, uint32_t step, uint32_t src,
+		      uint32_t dst, uint64_t so, uint64_t dof, uint64_t len,
+		      uint32_t feeds)
+{
+	size_t before = f->p->nx;
+
+	fdev_plan_xfer(f->p, step, src, dst, so, dof, len);
+	if (f->p->nx > before)
+		f->p->feeds[f->nf++] = (uint64_t)NO_GATE << 32 | feeds;
+}
+
+static int flow_run(struct fdev_plan *p, const uint32_t *cyc, unsigned int n,
+		    unsigned int nr, unsigned int q, int phase, uint64_t base,
+		    uint64_t stride, int dt, size_t es, uint64_t tmp,
+		    uint64_t out)
+{
+	uint64_t lmax = piece_len(stride, es, nr, 0);
+	uint64_t slot = up64(lmax + es);
+	uint32_t *mem = malloc(n * sizeof(*mem));
+	struct flow f = { .p = p, .n = n, .nr = nr, .q = q };
+
+	p->feeds = calloc((size_t)nr * n * n * q + 1, sizeof(*p->feeds));
+	if (!mem || !p->feeds) {
+		free(mem);
+		return -ENOMEM;
+	}
+	p->acts_first = 1;
+	p->flow_steps = 1 + (phase == RS ? n : n - 1) * nr * n * q;
+	for (unsigned int j = 0; j < nr; j++) {
+		uint64_t pj = piece_start(stride, es, nr, j);
+		uint64_t lj = piece_len(stride, es, nr, j);
+
+		ring_members(cyc, n, j, mem);
+		for (unsigned int k = 0; k + 1 < n; k++)
+			for (unsigned int i = 0; i < n; i++)
+				for (unsigned int t = 0; t < q; t++) {
+					uint32_t r = phase == RS ?
+						     mem[(i + 2 * n - k - 1) % n] :
+						     mem[(i + n - k) % n];
+					uint32_t dst = mem[(i + 1) % n];
+					uint64_t po = piece_start(lj, es, q, t);
+					uint64_t pl = piece_len(lj, es, q, t);
+					uint64_t off = base + r * stride + pj + po;
+					uint64_t at = tmp + ((uint64_t)j * (n - 1) + k) *
+						      slot + po;
+					uint32_t next = flow_step(&f, k + 1, j, i + 1, t);
+
+					if (phase == AG) {
+						flow_xfer(&f, flow_step(&f, k, j, i, t),
+							  mem[i], dst, off, off, pl,
+							  k + 2 < n ? next :
+							  NO_GATE);
+						continue;
+					}
+					flow_xfer(&f, flow_step(&f, k, j, i, t),
+						  mem[i], dst, off, at, pl, next);
+					fdev_plan_act(p, next, dst, FDEV_ACT_REDUCE, dt,
+						      off, at, pl);
+					if (k + 2 == n)	/* dst's own block, summed */
+						fdev_plan_act(p, next, dst,
+							      FDEV_ACT_COPY, FDEV_U8,
+							      out + pj + po, off, pl);
+				}
+	}
+	if (phase == RS)
+		fdev_plan_need(p, tmp + (uint64_t)nr * (n - 1) * slot);
+	free(mem);
+	return 0;
+}
+
+/*
+ * Pieces per ring block for the dataflow rings, 0 for none: one per
+ * segment up to 4, every piece at least one element; a block of more
+ * than 16 segments goes whole. In coll_bench on supermesh-bi (rs, 16
+ * ranks, tools/bench/README.md): 16 KiB blocks (1 MiB per rank) take
+ * 5.192 us whole, 4.148 in 2 pieces, 4.124 in 4; 256 KiB blocks (16
+ * MiB) 63.072 whole, 63.816 in 2, 64.684 in 4 (BSP: 6.420 and 64.020).
+ * FDEV_RINGS_PIECES=Q in the environment sets it, to measure.
+ */
+static unsigned int flow_pieces(uint64_t stride, size_t es, unsigned int nr,
+				uint64_t seg)
+{
+	uint64_t l = piece_len(stride, es, nr, 0), q;
+	const char *v = getenv("FDEV_RINGS_PIECES");
+
+	if (v && *v)
+		q = strtoull(v, NULL, 10);
+	else
+		q = !seg || l > 16 * seg ? 1 : l / seg;
+	q = q < 1 ? 1 : q > 4 && !(v && *v) ? 4 : q;
+	if (q > 64)
+		q = 64;
+	if (!l || l / es < q)
+		return l / es ? (unsigned int)(l / es) : 0;
+	return (unsigned int)q;
+}
+
 static int rings_ok(unsigned int n, const uint32_t *cyc, unsigned int nr)
 {
 	return n >= 3 && cyc && nr >= 2 ? 0 : -EOPNOTSUPP;
@@ -435,11 +559,13 @@ int fdev_plan_rings_all_reduce(struct fdev_plan *p, unsigned int n,
 int fdev_plan_rings_reduce_scatter(struct fdev_plan *p, unsigned int n,
 				   uint64_t count, int dtype,
 				   const uint32_t *cyc, unsigned int nr,
-				   struct fdev_coll_layout *lo)
+				   struct fdev_coll_layout *lo, int flow,
+				   uint64_t seg)
 {
 	size_t es = fdev_dtype_size(dtype);
 	uint64_t blk = count * es, S = n * blk, A = up64(S);
 	uint64_t R = 2 * A, T = R + up64(blk);
+	unsigned int pieces;
 	uint32_t end;
 	int ret;
 
@@ -453,6 +579,12 @@ int fdev_plan_rings_reduce_scatter(struct fdev_plan *p, unsigned int n,
 	fdev_plan_need(p, T);
 	for (unsigned int r = 0; r < n; r++)
 		fdev_plan_act(p, 0, r, FDEV_ACT_COPY, FDEV_U8, A, 0, S);
+	pieces = flow ? flow_pieces(blk, es, nr, seg) : 0;
+	if (pieces)
+		ret = flow_run(p, cyc, n, nr, pieces, RS, A, blk, dtype, es,
+			       T, R);
+	if (pieces)
+		return ret ? ret : fdev_plan_finish(p);
 	ret = rings_run(p, cyc, n, nr, RS, A, blk, blk, dtype, es, T, &end);
 	if (ret)
 		return ret;
@@ -464,9 +596,11 @@ int fdev_plan_rings_reduce_scatter(struct fdev_plan *p, unsigned int n,
 
 int fdev_plan_rings_all_gather(struct fdev_plan *p, unsigned int n,
 			       uint64_t bytes, const uint32_t *cyc,
-			       unsigned int nr, struct fdev_coll_layout *lo)
+			       unsigned int nr, struct fdev_coll_layout *lo,
+			       int flow, uint64_t seg)
 {
 	uint64_t R = up64(bytes);
+	unsigned int pieces;
 	uint32_t end;
 	int ret = rings_ok(n, cyc, nr);
 
@@ -478,6 +612,12 @@ int fdev_plan_rings_all_gather(struct fdev_plan *p, unsigned int n,
 	for (unsigned int r = 0; r < n; r++)
 		fdev_plan_act(p, 0, r, FDEV_ACT_COPY, FDEV_U8, R + r * bytes, 0,
 			      bytes);
+	pieces = flow ? flow_pieces(bytes, 1, nr, seg) : 0;
+	if (pieces)
+		ret = flow_run(p, cyc, n, nr, pieces, AG, R, bytes, 0, 1, 0,
+			       0);
+	if (pieces)
+		return ret ? ret : fdev_plan_finish(p);
 	ret = rings_run(p, cyc, n, nr, AG, R, bytes, bytes, 0, 1, 0, &end);
 	return ret ? ret : fdev_plan_finish(p);
 }

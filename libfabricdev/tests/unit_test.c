@@ -235,6 +235,121 @@ static void test_plan_only(void)
 	ok(good, "a plan kept to one rank: the whole plan's part of that rank, in order, same steps");
 }
 
+/*
+ * Run dataflow plan @p as fdev_plan_run_gated() may: step 0, then any
+ * step whose feeders all landed, picked at random; each step's actions
+ * before its transfers (acts_first). Returns the steps run, or -1.
+ */
+static long flow_exec(const struct fdev_plan *p, uint8_t *const *ws,
+		      unsigned int n)
+{
+	uint32_t ns = p->flow_steps, *gate = calloc(ns, sizeof(*gate));
+	uint32_t *readyq = calloc(ns, sizeof(*readyq)), nready = 1;
+	size_t *first = calloc(ns + 1, sizeof(*first));
+	long done = 0;
+
+	if (!gate || !readyq || !first || !p->acts_first)
+		goto out;
+	for (size_t i = 0, s = 0; s <= ns; s++) {
+		while (i < p->nx && p->x[i].step < s)
+			i++;
+		first[s] = i;
+	}
+	for (size_t i = 0; i < p->nx; i++) {
+		uint32_t f = (uint32_t)p->feeds[p->x[i].pad];
+
+		if (f != UINT32_MAX && (f <= p->x[i].step || f >= ns))
+			goto out;
+		if (f != UINT32_MAX)
+			gate[f]++;
+	}
+	readyq[0] = 0;
+	for (uint32_t s = 1; s < ns; s++)
+		if (!gate[s])
+			readyq[nready++] = s;
+	while (nready) {
+		/* step 0 first, as the runner posts it */
+		uint32_t k = done ? (uint32_t)(rnd() % nready) : 0, s = readyq[k];
+
+		readyq[k] = readyq[--nready];
+		for (unsigned int r = 0; r < n; r++)
+			if (fdev_plan_apply(p, s, r, ws[r]))
+				goto out;
+		for (size_t i = first[s]; i < first[s + 1]; i++) {
+			const struct fdev_xfer *x = &p->x[i];
+			uint32_t f = (uint32_t)p->feeds[x->pad];
+
+			memcpy(ws[x->dst] + x->dst_off, ws[x->src] + x->src_off,
+			       x->len);
+			if (f != UINT32_MAX && !--gate[f])
+				readyq[nready++] = f;
+		}
+		done++;
+	}
+out:
+	free(gate);
+	free(readyq);
+	free(first);
+	return done;
+}
+
+/* Dataflow rings (rings.c): the sums and gathers, whatever order runs them. */
+static void test_rings_flow(void)
+{
+	uint32_t e[2 * 512], cyc[4 * 64];
+	unsigned int n = 16;
+
+	for (int v = 0; v < 2; v++) {
+		unsigned int nl = grid_links(4, 4, v, e);
+		int k = fdev_rings_find(16, nl, e, 4, cyc);
+
+		for (unsigned int cnt = 1; cnt <= 1100; cnt = cnt * 7 + 3)
+			for (int op = 0; op < 2; op++) {
+				struct fdev_coll_layout lo;
+				struct fdev_plan p;
+				uint8_t *ws[16];
+				long steps = -1;
+				int err, bad = 0;
+
+				fdev_plan_init(&p);
+				err = op ? fdev_plan_rings_all_gather(&p, n, cnt * 4, cyc,
+								      2 * k, &lo, 1, 256) :
+					   fdev_plan_rings_reduce_scatter(&p, n, cnt, FDEV_F32,
+									  cyc, 2 * k, &lo, 1, 256);
+				for (unsigned int r = 0; r < n; r++) {
+					ws[r] = calloc(1, p.ws_need + 64);
+					if (!ws[r])
+						err = -ENOMEM;
+				}
+				for (unsigned int r = 0; !err && r < n; r++) {
+					float *in = (float *)(ws[r] + lo.send_off);
+
+					for (unsigned int i = 0; i < (op ? cnt : n * cnt); i++)
+						in[i] = val(r, i);
+				}
+				if (!err && p.feeds)
+					steps = flow_exec(&p, ws, n);
+				else if (!err)	/* too small to cut: the steps */
+					steps = fdev_plan_exec_host(&p, ws) ? -1 :
+						(long)(p.flow_steps = p.nsteps);
+				for (unsigned int r = 0; !err && r < n; r++) {
+					float *out = (float *)(ws[r] + lo.recv_off);
+
+					for (unsigned int i = 0; i < (op ? n * cnt : cnt); i++)
+						bad += out[i] != (op ? val(i / cnt, i % cnt) :
+								  sum_of_ranks(n, r * cnt + i));
+				}
+				ok(!err && steps == (long)p.flow_steps && !bad,
+				   "dataflow rings %s, %d rings, count %u: %ld of %u steps, %d bad",
+				   op ? "all-gather" : "reduce-scatter", 2 * k, cnt, steps,
+				   p.flow_steps, bad);
+				for (unsigned int r = 0; r < n; r++)
+					free(ws[r]);
+				fdev_plan_free(&p);
+			}
+	}
+}
+
 static void test_rings(void)
 {
 	static const char *const vn[] = { "mesh", "SuperMesh Bi", "SuperMesh Alter" };
@@ -2217,6 +2332,7 @@ int main(int argc, char **argv)
 	test_colls();
 	test_plan_only();
 	test_rings();
+	test_rings_flow();
 	test_interleave();
 	test_moe();
 	test_bad_args();
