@@ -1184,8 +1184,21 @@ static int icfab_data_complete(void *arg, u32 xfer_id,
 		q->outstanding--;
 		q->max_finish_ps = max(q->max_finish_ps, r->finish_ps);
 	}
-	woke = __icfab_req_finish(req, status, r->start_ps, r->finish_ps,
-				  r->queued_ps);
+	/*
+	 * What holds nothing (a timing-only WRITE or READ: no region,
+	 * circuit or NOTIFY) and has its context ends as a DELAY does,
+	 * by the inline second half of __icfab_req_finish(): this is the
+	 * one completion every transfer of the engine comes through.
+	 */
+	if (!req->local && !req->remote && !req->cx && !req->notify &&
+	    req->ctx) {
+		icfab_req_result(req, status, r->start_ps, r->finish_ps,
+				 r->queued_ps);
+		woke = __icfab_req_post(req->ctx, req, status, r->finish_ps);
+	} else {
+		woke = __icfab_req_finish(req, status, r->start_ps,
+					  r->finish_ps, r->queued_ps);
+	}
 	if (q && !q->outstanding)
 		woke |= __icfab_queue_drain(d, q, r->finish_ps);
 	return woke;
