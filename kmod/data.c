@@ -2146,10 +2146,10 @@ static void __icfab_ctx_fast_update(struct icfab_ctx *ctx)
  * left with the rest to them, under the fabric lock. Returns how many it
  * took (*@at moved past them): those moved the clock.
  */
-static u32 icfab_submit_fast(struct icfab_ctx *ctx,
-			     const struct icfab_desc *chunk,
-			     struct icfab_req **fresh, u32 *at, u32 n,
-			     bool to_cq)
+static noinline u32 icfab_submit_fast(struct icfab_ctx *ctx,
+				      const struct icfab_desc *chunk,
+				      struct icfab_req **fresh, u32 *at,
+				      u32 n, bool to_cq)
 {
 	u32 i = *at;
 
