@@ -180,6 +180,7 @@ struct icfab_ctx *icfab_ctx_create(struct icfab_fabric *fabric)
 	atomic_set(&ctx->uring_holds, 0);
 	atomic_set(&ctx->nr_vmas, 0);
 	spin_lock_init(&ctx->pool_lock);
+	spin_lock_init(&ctx->lock);
 	INIT_LIST_HEAD(&ctx->attached_node);
 	INIT_LIST_HEAD(&ctx->done);
 	INIT_LIST_HEAD(&ctx->ureqs);
@@ -394,6 +395,23 @@ err_free:
 	return NULL;
 }
 
+/*
+ * The fabric lock is taken for @ctx (by its own system calls, its kill,
+ * its close): no DELAY path of it may run from here until a SUBMIT sets
+ * ->fast again under the fabric lock; one under way ends first. Cheap
+ * when it is clear already, which only the fabric lock's holder can
+ * change.
+ */
+static void __icfab_ctx_slow(struct icfab_ctx *ctx)
+{
+	lockdep_assert_held(&ctx->fabric->lock);
+	if (!ctx->fast)
+		return;
+	spin_lock(&ctx->lock);
+	WRITE_ONCE(ctx->fast, false);
+	spin_unlock(&ctx->lock);
+}
+
 /* Does @ctx hold the engine back? */
 static bool icfab_ctx_holds(const struct icfab_ctx *ctx)
 {
@@ -411,8 +429,14 @@ static u64 icfab_data_horizon(struct icfab_fabric *fabric)
 
 	lockdep_assert_held(&fabric->lock);
 	list_for_each_entry(ctx, &fabric->attached, attached_node) {
-		if (icfab_ctx_holds(ctx) && ctx->clock_ps < h) {
-			h = ctx->clock_ps;
+		/*
+		 * A DELAY path may move it meanwhile (icfab_submit_fast()),
+		 * forward only, and then runs the engine itself.
+		 */
+		u64 clock = READ_ONCE(ctx->clock_ps);
+
+		if (icfab_ctx_holds(ctx) && clock < h) {
+			h = clock;
 			held = ctx;
 		}
 	}
@@ -437,6 +461,13 @@ static __always_inline void icfab_data_trace_sync(struct icfab_data *d)
 			   trace_icfab_link_xmit_enabled() ||
 			   trace_icfab_complete_enabled() ? d->tracer : NULL;
 }
+
+/*
+ * The fabric lock is held, or @ctx's own on its DELAY path (->fast).
+ */
+#define icfab_assert_ctx_locked(ctx)					\
+	lockdep_assert(lockdep_is_held(&(ctx)->fabric->lock) ||		\
+		       lockdep_is_held(&(ctx)->lock))
 
 /*
  * Timing-only descriptors hold nothing: test here rather than make three
@@ -519,14 +550,14 @@ static void icfab_req_recycle(struct icfab_ctx *ctx, struct icfab_req *req)
 /*
  * @ctx's spent requests back to its pool under one lock; what the pool
  * has no room for (at most ICFAB_SPENT_BATCH) to the slab. The fabric
- * lock is held.
+ * lock is held, or the context's own (->fast).
  */
 static void __icfab_spent_flush(struct icfab_ctx *ctx)
 {
 	struct icfab_req *req = ctx->spent, *next;
 	u32 n = ctx->nr_spent;
 
-	lockdep_assert_held(&ctx->fabric->lock);
+	icfab_assert_ctx_locked(ctx);
 	if (!req)
 		return;
 	spin_lock(&ctx->pool_lock);
@@ -549,11 +580,12 @@ static void __icfab_spent_flush(struct icfab_ctx *ctx)
 /*
  * A request whose completion is in the ring: onto @ctx's spent stack,
  * which goes back to the pool a batch at a time (at the end of a
- * SUBMIT's chunk, or when it is full). The fabric lock is held.
+ * SUBMIT's chunk, or when it is full). The fabric lock is held, or the
+ * context's own (->fast).
  */
 static void __icfab_req_spend(struct icfab_ctx *ctx, struct icfab_req *req)
 {
-	lockdep_assert_held(&ctx->fabric->lock);
+	icfab_assert_ctx_locked(ctx);
 	req->pool_next = ctx->spent;
 	if (!ctx->spent)
 		ctx->spent_last = req;
@@ -733,7 +765,7 @@ static __always_inline int __icfab_done_add(struct icfab_ctx *ctx,
 {
 	struct icfab_req *pos;
 
-	lockdep_assert_held(&ctx->fabric->lock);
+	icfab_assert_ctx_locked(ctx);
 	/* From the tail: nearly every completion is the latest. */
 	list_for_each_entry_reverse(pos, &ctx->done, node)
 		if (pos->cqe.finish_ps <= req->cqe.finish_ps)
@@ -1430,6 +1462,7 @@ long icfab_ioctl_attach(struct icfab_ctx *ctx, void __user *uarg)
 		return -ENOENT;
 
 	mutex_lock(&fabric->lock);
+	__icfab_ctx_slow(ctx);
 	if (ctx->nr_eps &&
 	    ctx->free_run != !!(a.flags & ICFAB_ATTACH_F_FREE_RUN)) {
 		ret = -EINVAL;
@@ -1535,10 +1568,13 @@ static int icfab_ctx_queues_room(struct icfab_ctx *ctx, u32 id)
 	return 0;
 }
 
-/* Queue @id of @ctx, or NULL. The fabric lock is held. */
+/*
+ * Queue @id of @ctx, or NULL. The fabric lock is held, or the context's
+ * own (->fast).
+ */
 static struct icfab_queue *icfab_ctx_queue(struct icfab_ctx *ctx, u32 id)
 {
-	lockdep_assert_held(&ctx->fabric->lock);
+	icfab_assert_ctx_locked(ctx);
 
 	return id < ctx->queues_cap ? ctx->queues[id] : NULL;
 }
@@ -1595,6 +1631,7 @@ long icfab_ioctl_queue_create(struct icfab_ctx *ctx, void __user *uarg)
 	INIT_LIST_HEAD(&q->pending);
 
 	mutex_lock(&fabric->lock);
+	__icfab_ctx_slow(ctx);
 	ret = -ENOENT;
 	if (!icfab_ctx_has_ep(ctx, qc.endpoint))
 		goto err_unlock;
@@ -1680,6 +1717,7 @@ long icfab_ioctl_queue_destroy(struct icfab_ctx *ctx, void __user *uarg)
 		return -ENOENT;
 
 	mutex_lock(&fabric->lock);
+	__icfab_ctx_slow(ctx);
 	q = icfab_ctx_queue(ctx, qd.queue);
 	if (!q) {
 		ret = -ENOENT;
@@ -2083,6 +2121,116 @@ fault:
 }
 
 /*
+ * May @ctx's DELAYs go under its own lock (->fast)? Only when nothing
+ * but its own system calls can touch its completion state: nothing of
+ * it in flight, so nothing of it completes from the engine; no receive
+ * queue, so no receive completion comes; no WAIT of either kind under
+ * way; and a DELAY that moves its clock (neither free-running nor
+ * paced). The fabric lock is held.
+ */
+static bool __icfab_ctx_may_fast(const struct icfab_ctx *ctx)
+{
+	lockdep_assert_held(&ctx->fabric->lock);
+	return ctx->nr_eps && !ctx->dead && !ctx->free_run &&
+	       !ctx->fabric->data->paced && !ctx->nr_inflight &&
+	       !ctx->u_inflight && !ctx->nr_recvqs && !ctx->in_wait &&
+	       !ctx->uwait && !ctx->waiting && !ctx->catchup &&
+	       !ctx->cq_wait;
+}
+
+/* At the end of a SUBMIT's chunk under the fabric lock: ->fast anew. */
+static void __icfab_ctx_fast_update(struct icfab_ctx *ctx)
+{
+	bool fast = __icfab_ctx_may_fast(ctx);
+
+	if (fast == ctx->fast)
+		return;
+	spin_lock(&ctx->lock);
+	WRITE_ONCE(ctx->fast, fast);
+	spin_unlock(&ctx->lock);
+}
+
+/*
+ * The DELAY path, under @ctx's own lock and not the fabric's (->fast):
+ * from @chunk[*@at] on, as long as they are DELAYs that
+ * icfab_req_prepare() and icfab_req_start() would take, each exactly as
+ * they would (the clock, the completion into the ring or onto the done
+ * list); the first that is not, with its error or anything else, is
+ * left with the rest to them, under the fabric lock. Returns how many it
+ * took (*@at moved past them): those moved the clock.
+ */
+static noinline u32 icfab_submit_fast(struct icfab_ctx *ctx,
+				      const struct icfab_desc *chunk,
+				      struct icfab_req **fresh, u32 *at,
+				      u32 n, bool to_cq)
+{
+	u32 i = *at;
+
+	spin_lock(&ctx->lock);
+	if (!ctx->fast || (to_cq && !ctx->cq))
+		goto out;
+	for (; i < n; i++) {
+		const struct icfab_desc *dd = &chunk[i];
+		struct icfab_req *req = fresh[i];
+		struct icfab_queue *q;
+		u64 t, finish;
+
+		if (dd->op != ICFAB_OP_DELAY || dd->pad || dd->circuit ||
+		    dd->flags || dd->imm || dd->peer || dd->region ||
+		    dd->local_off || dd->rkey || dd->remote_off)
+			break;
+		q = icfab_ctx_queue(ctx, dd->queue);
+		if (!q || q->recv || q->inflight >= q->depth ||
+		    icfab_ctx_descs_full(ctx))
+			break;
+		req->ctx = ctx;
+		req->to_cq = to_cq;
+		req->q = q;
+		req->op = dd->op;
+		req->len = dd->len;
+		req->cqe.user_tag = dd->user_tag;
+		req->cqe.queue = dd->queue;
+		q->inflight++;
+		ctx->nr_inflight++;
+		t = ctx->clock_ps;
+		req->cqe.submit_ps = t;
+		if (check_add_overflow(t, req->len, &finish))
+			finish = ICFAB_ENGINE_NEVER - 1;
+		/* Read by others' engine runs (icfab_data_horizon()). */
+		WRITE_ONCE(ctx->clock_ps, finish);
+		icfab_req_result(req, 0, t, finish, 0);
+		/* No WAIT is under way (->fast): nothing to wake. */
+		__icfab_req_post(ctx, req, 0, finish);
+	}
+	__icfab_spent_flush(ctx);
+out:
+	spin_unlock(&ctx->lock);
+	n = i - *at;
+	*at = i;
+	return n;
+}
+
+/*
+ * A DELAY path moved @ctx's clock outside the fabric lock: the safe time
+ * may have moved, and other contexts' WAITs wait on it, so the engine
+ * runs. Not behind the lock's holder, though: when another has it, the
+ * engine's work item runs it after (d->run_work, which takes the lock);
+ * that reads the clock, written before it was queued. @ctx is attached
+ * (->fast), so the engine stays.
+ */
+static void icfab_data_advance_unlocked(struct icfab_ctx *ctx)
+{
+	struct icfab_fabric *fabric = ctx->fabric;
+
+	if (mutex_trylock(&fabric->lock)) {
+		icfab_data_advance(fabric);
+		mutex_unlock(&fabric->lock);
+	} else {
+		queue_work(system_unbound_wq, &fabric->data->run_work);
+	}
+}
+
+/*
  * Validate and submit @nr descriptors from @udescs in order: the body of
  * ICFAB_IOC_SUBMIT and of ICFAB_UCMD_SUBMIT_BATCH. Returns the number
  * accepted, or -errno when the first one failed (see ICFAB_IOC_SUBMIT).
@@ -2129,7 +2277,29 @@ long icfab_submit_descs(struct icfab_ctx *ctx,
 		/* Their requests too: allocating is the slow part. */
 		nr_fresh = icfab_req_alloc_many(ctx, fresh, have);
 
+		at = 0;
+		if (nr_fresh && chunk[0].op == ICFAB_OP_DELAY &&
+		    READ_ONCE(ctx->fast)) {
+			u32 took = icfab_submit_fast(ctx, chunk, fresh, &at,
+						     nr_fresh, to_cq);
+
+			i += took;
+			if (at == have && have == want) {
+				/* All of it: the fabric lock only to run. */
+				if (took)
+					icfab_data_advance_unlocked(ctx);
+				ret = i;
+				if (i == nr || fatal_signal_pending(current))
+					break;
+				cond_resched();
+				continue;
+			}
+			if (took)
+				advance = true;
+		}
+
 		mutex_lock(&fabric->lock);
+		__icfab_ctx_slow(ctx);
 		if (!ctx->nr_eps)
 			err = -ENOENT;
 		else if (ctx->dead)
@@ -2139,7 +2309,7 @@ long icfab_submit_descs(struct icfab_ctx *ctx,
 			err = -ENXIO;
 		else if (want && !have)
 			err = -EFAULT;
-		for (at = 0; !err && at < have; at++) {
+		for (; !err && at < have; at++) {
 			struct icfab_req *req = fresh[at];
 
 			if (at == nr_fresh) {
@@ -2169,6 +2339,7 @@ long icfab_submit_descs(struct icfab_ctx *ctx,
 		}
 		/* For the next chunk's or SUBMIT's allocation. */
 		__icfab_spent_flush(ctx);
+		__icfab_ctx_fast_update(ctx);
 		mutex_unlock(&fabric->lock);
 		/* What an error left unused; at is past the one it used. */
 		for (; at < nr_fresh; at++)
@@ -2311,6 +2482,7 @@ static long __icfab_wait_sleep(struct icfab_ctx *ctx, u32 min, bool cq,
 		if (unlikely(READ_ONCE(icfab_wait_wake_delay_ms)))
 			msleep(READ_ONCE(icfab_wait_wake_delay_ms));
 		mutex_lock(&fabric->lock);
+		__icfab_ctx_slow(ctx);
 		if (!ctx->waiting && !ctx->catchup)
 			break;
 		if (left <= 0 || ctx->wait_end) {
@@ -2388,6 +2560,7 @@ long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
 	ucqes = u64_to_user_ptr(w.cqes);
 
 	mutex_lock(&fabric->lock);
+	__icfab_ctx_slow(ctx);
 	ret = __icfab_wait_sleep(ctx, w.min, false, w.timeout_ms);
 	if (ret)
 		goto out_unlock;
@@ -2419,6 +2592,7 @@ long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
 	w.nr = n;
 
 	mutex_lock(&fabric->lock);
+	__icfab_ctx_slow(ctx);
 	if (ret) {
 		w.nr = 0;
 		__icfab_done_merge(ctx, &reaped, n);
@@ -2456,6 +2630,7 @@ long icfab_ioctl_cq_wait(struct icfab_ctx *ctx, void __user *uarg)
 		return -EINVAL;
 
 	mutex_lock(&fabric->lock);
+	__icfab_ctx_slow(ctx);
 	ret = __icfab_wait_sleep(ctx, w.min, true, w.timeout_ms);
 	if (!ret) {
 		w.ready = ctx->nr_done + icfab_cq_ready(ctx->cq);
@@ -2482,6 +2657,7 @@ long icfab_ioctl_wait_end(struct icfab_ctx *ctx)
 	struct icfab_fabric *fabric = ctx->fabric;
 
 	mutex_lock(&fabric->lock);
+	__icfab_ctx_slow(ctx);
 	WRITE_ONCE(ctx->wait_end, true);
 	if (ctx->in_wait)
 		wake_up(&ctx->wq);
@@ -2508,6 +2684,7 @@ long icfab_ioctl_cq_setup(struct icfab_ctx *ctx, void __user *uarg)
 		return PTR_ERR(cq);
 	icfab_cq_layout(cq, &cs);
 	mutex_lock(&fabric->lock);
+	__icfab_ctx_slow(ctx);
 	if (ctx->cq)
 		ret = -EBUSY;
 	else
@@ -2541,6 +2718,7 @@ int icfab_uring_submit(struct icfab_ctx *ctx, const struct icfab_desc *dd,
 	if (!req)
 		return -ENOMEM;
 	mutex_lock(&fabric->lock);
+	__icfab_ctx_slow(ctx);
 	err = -ENOENT;
 	if (!ctx->nr_eps)
 		goto out_unused;
@@ -2596,6 +2774,7 @@ int icfab_uring_wait(struct icfab_ctx *ctx, u32 min, struct io_uring_cmd *cmd)
 	ures->release = icfab_req_uring_release;
 
 	mutex_lock(&fabric->lock);
+	__icfab_ctx_slow(ctx);
 	if (!ctx->nr_eps)
 		err = -ENOENT;
 	else if (ctx->dead)
@@ -2679,6 +2858,7 @@ void icfab_uring_cancel(struct icfab_ctx *ctx, struct io_uring_cmd *cmd)
 	struct icfab_req *req;
 
 	mutex_lock(&fabric->lock);
+	__icfab_ctx_slow(ctx);
 	if (icfab_uring_posted(cmd))
 		goto out_unlock;
 	if (ctx->uwait == cmd) {
@@ -2706,6 +2886,7 @@ static void __icfab_ctx_kill(struct icfab_ctx *ctx)
 	u32 i;
 
 	lockdep_assert_held(&ctx->fabric->lock);
+	__icfab_ctx_slow(ctx);
 	ctx->dead = true;
 	for (i = 0; i < ctx->queues_cap; i++) {
 		struct icfab_queue *q = ctx->queues[i];
@@ -2818,6 +2999,7 @@ static void icfab_ctx_reach_fn(struct work_struct *work)
 	struct icfab_fabric *fabric = ctx->fabric;
 
 	mutex_lock(&fabric->lock);
+	__icfab_ctx_slow(ctx);
 	if (ctx->nr_eps && !ctx->dead) {
 		if (__icfab_ctx_submitters(ctx, 0) <= 0)
 			__icfab_ctx_kill(ctx);
@@ -2841,6 +3023,7 @@ void icfab_ctx_flush(struct icfab_ctx *ctx, struct file *file)
 	bool exiting = current->flags & PF_EXITING;
 
 	mutex_lock(&fabric->lock);
+	__icfab_ctx_slow(ctx);
 	ctx->file = file;
 	if (ctx->nr_eps && !ctx->dead) {
 		if ((exiting && task_tgid_nr(current) == ctx->owner) ||
@@ -2888,6 +3071,7 @@ void icfab_ctx_destroy(struct icfab_ctx *ctx)
 	lockdep_assert_not_held(&fabric->lock);
 	cancel_delayed_work_sync(&ctx->reach_work);
 	mutex_lock(&fabric->lock);
+	__icfab_ctx_slow(ctx);
 	d = fabric->data;
 	if (ctx->nr_eps) {
 		/*

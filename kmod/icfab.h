@@ -317,6 +317,22 @@ struct icfab_ctx {
 	 * concurrent SUBMITs allocate their own. NULL when none is kept.
 	 */
 	struct icfab_batch_buf *batch_buf;
+	/*
+	 * The DELAY path's own lock (data.c, icfab_submit_fast()). While
+	 * ->fast is set, that path may run under this lock alone, and it
+	 * alone then touches the context's completion state: its clock
+	 * (written; others only read it, WRITE_ONCE/READ_ONCE), its queue
+	 * table and queues' inflight counts, nr_inflight, nr_done and the
+	 * done list, the ring's tail and the spent stack. ->fast is set
+	 * only with fabric->lock and this lock held, when nothing of the
+	 * context can complete from the engine (nothing in flight, no
+	 * receive queue) and no WAIT is under way; anything else that
+	 * takes fabric->lock for the context clears it first, under this
+	 * lock, which waits for a DELAY path under way to finish. Nests
+	 * inside fabric->lock, outside pool_lock.
+	 */
+	spinlock_t lock;
+	bool fast;
 
 	/* Under fabric->lock: */
 	struct list_head attached_node;	/* in fabric->attached */

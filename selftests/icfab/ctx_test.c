@@ -276,6 +276,56 @@ TEST_F(ctx, evicting_a_context_that_never_waits_frees_the_others)
 	EXPECT_EQ(-ECANCELED, ctx_submit(self->b, &d, 1));
 }
 
+/*
+ * B's DELAYs, once it has nothing in flight, go under its own lock and
+ * not the fabric's (data.c, icfab_submit_fast()): the clock they move
+ * still runs the engine, which A's WAIT is held back by, and they come
+ * back as they would under the fabric lock.
+ */
+TEST_F(ctx, delays_off_the_fabric_lock_release_a_wait)
+{
+	struct waiter w = { .fd = self->a, .min = 1 };
+	struct icfab_desc d = desc_put(self->qa, 2, 4 * SEG, 7);
+	struct icfab_desc dl[3] = {
+		{ .op = ICFAB_OP_DELAY, .queue = self->qb, .len = 5,
+		  .user_tag = 1 },
+		{ .op = ICFAB_OP_DELAY, .queue = self->qb, .len = 1000000000000ULL,
+		  .user_tag = 2 },
+		{ .op = ICFAB_OP_DELAY, .queue = self->qb, .len = 7,
+		  .user_tag = 3 },
+	};
+	struct icfab_cqe c[3];
+	struct rows rs;
+	pthread_t t;
+
+	/* The first goes under the fabric lock, and lets the next go. */
+	ASSERT_EQ(1, ctx_submit(self->b, &dl[0], 1));
+	ASSERT_EQ(1, ctx_submit(self->a, &d, 1));
+	ASSERT_EQ(0, pthread_create(&t, NULL, waiter_fn, &w));
+	/* Held at B's clock, 5 ps: A's WAIT cannot be done. */
+	ASSERT_EQ(0, until_waiting(&self->gs, 0));
+	ASSERT_EQ(2, ctx_submit(self->b, &dl[1], 2));
+	pthread_join(t, NULL);
+	ASSERT_EQ(1, w.got);
+	EXPECT_EQ(7, w.c[0].user_tag);
+	EXPECT_EQ(0, w.c[0].status);
+	EXPECT_GT(1000000000005ULL, w.c[0].finish_ps);
+
+	ASSERT_EQ(3, ctx_wait(self->b, c, 3, 3, 1000, NULL));
+	EXPECT_EQ(1, c[0].user_tag);
+	EXPECT_EQ(0, c[0].submit_ps);
+	EXPECT_EQ(5, c[0].finish_ps);
+	EXPECT_EQ(2, c[1].user_tag);
+	EXPECT_EQ(5, c[1].start_ps);
+	EXPECT_EQ(1000000000005ULL, c[1].finish_ps);
+	EXPECT_EQ(3, c[2].user_tag);
+	EXPECT_EQ(1000000000005ULL, c[2].submit_ps);
+	EXPECT_EQ(1000000000012ULL, c[2].finish_ps);
+	ASSERT_EQ(0, ctx_list(&self->gs, &rs));
+	ASSERT_NE(NULL, row_of(&rs, 1));
+	EXPECT_EQ(1000000000012ULL, row_of(&rs, 1)->clock_ps);
+}
+
 TEST_F(ctx, bad_evictions_change_nothing)
 {
 	struct rows rs;
