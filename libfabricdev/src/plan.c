@@ -166,9 +166,20 @@ int fdev_plan_finish(struct fdev_plan *p)
 
 static uint64_t pieces_of(const struct fdev_xfer *x, uint64_t piece)
 {
-	if (x->dst == FDEV_PLAN_MCAST)
+	uint64_t body = x->len - x->head;
+
+	if (x->dst == FDEV_PLAN_MCAST || (x->head && !body))
 		return 1;
-	return (x->len + piece - 1) / piece;
+	return (body + piece - 1) / piece;
+}
+
+/* Where piece @r of @x starts, and (@r + 1: where it ends) its end. */
+static uint64_t piece_at(const struct fdev_xfer *x, uint64_t piece,
+			 uint64_t r)
+{
+	uint64_t at = r ? x->head + r * piece : 0;
+
+	return at < x->len ? at : x->len;
 }
 
 /*
@@ -260,10 +271,10 @@ static int step_interleave(const struct fdev_plan *p, size_t b, size_t e,
 			*o = *x;
 			if (x->dst == FDEV_PLAN_MCAST)
 				continue;
-			o->src_off += r * piece;
-			o->dst_off += r * piece;
-			o->len = x->len - r * piece < piece ? x->len - r * piece :
-				 piece;
+			o->src_off += piece_at(x, piece, r);
+			o->dst_off += piece_at(x, piece, r);
+			o->len = piece_at(x, piece, r + 1) - piece_at(x, piece, r);
+			o->head = 0;
 		}
 	}
 	free(start);
@@ -389,9 +400,10 @@ static int run_of(const struct fdev_xfer *x, uint64_t piece, uint64_t j,
 	o->step = step;
 	if (x->dst == FDEV_PLAN_MCAST)
 		return 1;
-	o->src_off += lo * piece;
-	o->dst_off += lo * piece;
-	o->len = (hi * piece < x->len ? hi * piece : x->len) - lo * piece;
+	o->src_off += piece_at(x, piece, lo);
+	o->dst_off += piece_at(x, piece, lo);
+	o->len = piece_at(x, piece, hi) - piece_at(x, piece, lo);
+	o->head = lo ? 0 : x->head;
 	return 1;
 }
 

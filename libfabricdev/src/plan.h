@@ -22,6 +22,14 @@ enum { FDEV_ACT_COPY = 1, FDEV_ACT_REDUCE = 2 };
 struct fdev_xfer {
 	uint32_t step, src, dst, pad;
 	uint64_t src_off, dst_off, len;	/* bytes in the workspaces */
+	/*
+	 * Bytes that ride with the first piece when the transfer is cut
+	 * (fdev_plan_split_steps(), fdev_plan_interleave()): pieces start
+	 * at 0, @head + piece, @head + 2 piece... An all-to-all-v's count
+	 * ahead of its bytes (coll.c, slots_plan()) costs no descriptor
+	 * of its own. 0 for every other plan.
+	 */
+	uint32_t head, pad2;
 };
 
 struct fdev_act {
