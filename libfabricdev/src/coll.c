@@ -1102,6 +1102,171 @@ static void counts_from_host(struct fdev_comm *c, uint64_t *m)
 	}
 }
 
+/*
+ * All-to-all-v in fixed slots, without a count round: rank s writes its
+ * bytes for d into d's workspace at slot s, its count (8 bytes) right
+ * ahead of them in the same transfer, all in one step; then each
+ * receiver reads the counts at its slots' heads and packs the slots into
+ * the caller's layout. A sender need not know where its bytes land among
+ * the others' (which the two-round algorithm learns from the count
+ * all-gather), so the records start at once: the count round's 6.061 us
+ * sooner on tpu-v4-cube (tools/bench/README.md, "Item 2, all-to-all-v").
+ * The count rides in the pair's first piece (struct fdev_xfer's head):
+ * a descriptor of its own per pair would take a rank past its queue's
+ * depth and cost the step a second fill and drain at 256 KiB per pair.
+ * A pair with nothing to send sends nothing: its receiver set the
+ * slot's count to 0 before the step, and the step's end (the one process
+ * has every rank's completions) says that all that comes has come.
+ *
+ * Workspace, per rank: n slots of 8 + @S bytes, then the rank's send
+ * area, its pairs as count and bytes. @S is fixed by the communicator
+ * alone, workspace / 2n - 8, so that every rank would agree on it
+ * without a word; in timing only (no workspace) it is the largest pair.
+ * The one process that drives every rank sees every count, so it alone
+ * decides whether every pair fits its slot; where one does not, the two
+ * rounds run instead (slots_fit() is false). Processes that each drive
+ * their own ranks would have to agree on that without a round, and
+ * registered regions (zc.c) need each pair's offset in the receiver's
+ * buffer before sending, which only the counts give: both keep the two
+ * rounds, as FDEV_A2AV_TWO_ROUNDS in the environment asks.
+ *
+ * Emulated time: the counts are 8 bytes more in each pair's first
+ * piece, timed as any bytes are; the packing is a host copy, as the
+ * all-to-all's copy from its workspace to the caller's buffer and the
+ * two rounds' are, and takes no fabric time.
+ */
+struct a2av_slots {
+	uint64_t S, send_off;
+};
+
+static int slots_fit(const struct fdev_comm *c, const uint64_t *m,
+		     enum fdev_algo algo, struct a2av_slots *sl)
+{
+	size_t n = c->nranks;
+	uint64_t big = 0;
+
+	if (c->multi || c->notify || c->proxy || c->nreg || n < 2 ||
+	    (algo != FDEV_ALGO_AUTO && algo != FDEV_ALGO_DIRECT) ||
+	    any_failed(c) || getenv("FDEV_A2AV_TWO_ROUNDS"))
+		return 0;
+	for (size_t i = 0; i < n * n; i++)
+		if (i / n != i % n && m[i] > big)
+			big = m[i];
+	if (fdev_comm_timing_only(c))
+		sl->S = (big + 7) & ~7ULL;
+	else if (c->ws_bytes / (2 * n) >= 16)
+		sl->S = (c->ws_bytes / (2 * n) - 8) & ~7ULL;
+	else
+		return 0;
+	sl->send_off = n * (8 + sl->S);
+	/* Every pair fits its slot, so every row its send area. */
+	return big <= sl->S;
+}
+
+/* The one-step plan of slots_fit()'s layout @sl for the matrix @m (bytes). */
+static int slots_plan(const struct fdev_comm *c, struct fdev_plan *p,
+		      const uint64_t *m, const struct a2av_slots *sl)
+{
+	size_t n = c->nranks;
+	uint64_t *before = malloc(n * n * sizeof(*before));
+
+	if (!before)
+		return -ENOMEM;
+	/* Where each pair's count and bytes start in its sender's area. */
+	for (size_t s = 0; s < n; s++)
+		for (size_t d = 0, so = 0; d < n; d++) {
+			before[s * n + d] = so;
+			so += d == s || !m[s * n + d] ? 0 : 8 + m[s * n + d];
+		}
+	fdev_plan_need(p, 2 * n * (8 + sl->S));
+	for (unsigned int k = 1; k < n; k++)
+		for (unsigned int s = 0; s < n; s++) {
+			unsigned int d = (s + k) % n;
+			size_t had = p->nx;
+
+			/* Nothing to send: the slot's count stays the 0 it had. */
+			if (!m[(size_t)s * n + d])
+				continue;
+			fdev_plan_xfer(p, 0, s, d,
+				       sl->send_off + before[(size_t)s * n + d],
+				       s * (8 + sl->S), 8 + m[(size_t)s * n + d]);
+			if (p->nx > had)
+				p->x[had].head = 8;
+		}
+	free(before);
+	return fdev_plan_finish(p);
+}
+
+/*
+ * Run it: stage each local rank's counts and bytes, one step, then pack
+ * what came by the counts at the slots' heads into @recv (each rank's at
+ * @recv_len apart, as the two rounds leave it) and fill @recv_counts.
+ */
+static int slots_run(struct fdev_comm *c, struct fdev_plan *p,
+		     const struct a2av_slots *sl, const uint64_t *m,
+		     const void *send, uint64_t send_len, void *recv,
+		     uint64_t recv_len, uint64_t *recv_counts, size_t es)
+{
+	size_t n = c->nranks;
+	uint64_t staged = 0;
+	int timing = fdev_comm_timing_only(c), err;
+
+	if (!timing && (!send || !recv))
+		return -EFAULT;
+	for (unsigned int l = 0; !timing && l < c->nlocal; l++) {
+		size_t me = c->first + l;
+		const uint8_t *from = (const uint8_t *)send + l * send_len;
+		uint8_t *to = fdev_ws_addr(c, l, sl->send_off);
+
+		for (size_t d = 0; d < n; d++) {
+			uint64_t len = m[me * n + d];
+
+			if (d != me && len) {
+				memcpy(to, &len, 8);
+				memcpy(to + 8, from, len);
+				to += 8 + len;
+				staged += len;
+			}
+			from += len;
+		}
+		/* A slot nobody writes says 0 when the step is over. */
+		for (size_t s = 0; s < n; s++)
+			memset(fdev_ws_addr(c, l, s * (8 + sl->S)), 0, 8);
+	}
+	err = fdev_plan_run(c, p);
+	for (unsigned int l = 0; !err && l < c->nlocal; l++) {
+		size_t me = c->first + l;
+		uint64_t at = 0, mine = 0;
+
+		for (size_t j = 0; j < me; j++)
+			mine += m[me * n + j];
+		for (size_t s = 0; s < n && !err; s++) {
+			uint64_t got = m[s * n + me];
+			const uint8_t *from;
+
+			if (s != me && !timing)
+				memcpy(&got, fdev_ws_addr(c, l, s * (8 + sl->S)), 8);
+			/* A count that does not fit its slot: not a sender's. */
+			if (got > sl->S || got % es || at + got > recv_len) {
+				err = -EPROTO;
+				break;
+			}
+			recv_counts[l * n + s] = got / es;
+			if (timing)
+				continue;
+			from = s == me ? (const uint8_t *)send + l * send_len + mine :
+			       (const uint8_t *)fdev_ws_addr(c, l, s * (8 + sl->S)) + 8;
+			memcpy((uint8_t *)recv + l * recv_len + at, from, got);
+			at += got;
+			staged += got;
+		}
+	}
+	if (!err)
+		c->bytes_staged += staged;
+	fdev_plan_free(p);
+	return err;
+}
+
 static int all_to_all_v(struct fdev_comm *c, const void *send,
 			const uint64_t *send_counts, void *recv,
 			uint64_t *recv_counts, enum fdev_dtype dt,
@@ -1121,6 +1286,42 @@ static int all_to_all_v(struct fdev_comm *c, const void *send,
 	m = calloc(n * n, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
+	/* One process, every rank's row here: the slots, if they fit. */
+	if (!c->multi && c->nlocal == n) {
+		struct a2av_slots sl;
+		uint64_t smax = 0, rmax = 0;
+
+		for (size_t i = 0; i < n * n; i++)
+			m[i] = send_counts[i] * es;
+		for (size_t r = 0; r < n; r++) {
+			uint64_t s = 0, q = 0;
+
+			for (size_t j = 0; j < n; j++) {
+				s += m[r * n + j];
+				q += m[j * n + r];
+			}
+			smax = s > smax ? s : smax;
+			rmax = q > rmax ? q : rmax;
+		}
+		c->a2av_slots = slots_fit(c, m, algo, &sl);
+		if (c->a2av_slots) {
+			c->last_algo = algo == FDEV_ALGO_AUTO ? FDEV_ALGO_DIRECT :
+				       algo;
+			fdev_comm_plan_init(c, &p);
+			err = slots_plan(c, &p, m, &sl);
+			if (!err)
+				err = fdev_comm_interleave(c, &p);
+			if (err)
+				fdev_plan_free(&p);
+			else
+				err = slots_run(c, &p, &sl, m, send, smax, recv,
+						rmax, recv_counts, es);
+			free(m);
+			return err;
+		}
+		memset(m, 0, n * n * sizeof(*m));
+	} else
+		c->a2av_slots = 0;
 	/*
 	 * The count exchange: every rank's row goes to every rank (an
 	 * all-gather of n words), so each sender knows where its bytes go.
@@ -1305,6 +1506,11 @@ int fdev_all_to_all_v(struct fdev_comm *c, const void *send,
 	fdev_op_begin(c, "all_to_all_v");
 	return fdev_op_end(c, all_to_all_v(c, send, send_counts, recv,
 					   recv_counts, dt, algo));
+}
+
+int __fdev_comm_a2av_slots(const struct fdev_comm *c)
+{
+	return c->a2av_slots;
 }
 
 int fdev_all_reduce(struct fdev_comm *c, const void *send, void *recv,

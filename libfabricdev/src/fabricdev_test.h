@@ -21,6 +21,9 @@ extern "C" {
 int __fdev_comm_init_host(unsigned int nranks, uint64_t ws_bytes,
 			  struct fdev_comm **out);
 
+/* 1 if the last all-to-all-v went in fixed slots (coll.c), 0 in two rounds. */
+int __fdev_comm_a2av_slots(const struct fdev_comm *c);
+
 /*
  * Post without ever blocking. Stops before the first descriptor whose
  * queue is full (depth descriptors not yet reaped by poll/wait); that one

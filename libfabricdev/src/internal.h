@@ -201,6 +201,7 @@ struct fdev_comm {
 	uint64_t *rkey;			/* [nranks] workspace keys */
 	uint64_t failed[FDEV_FAILED_WORDS];	/* excluded ranks (bitmap) */
 	uint64_t last_ps;
+	int a2av_slots;			/* the last all-to-all-v went in slots */
 	struct fdev_shm *shm;
 	char path[64];
 	/*

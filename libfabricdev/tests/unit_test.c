@@ -645,6 +645,125 @@ static void test_colls(void)
 }
 
 /* Dense reference: out[t] = sum_j w_tj * f_e(x_t) with f_e(x) = (e+1) x + e/8. */
+
+/*
+ * A transfer's head (plan.h): 8 bytes that ride with the first piece.
+ * 8 + 10000 bytes in pieces of 4096 are 3 pieces (4104, 4096, 1808),
+ * not 4, cut into steps of at most 2 pieces and interleaved; a head
+ * alone is one piece. Every byte once, in order.
+ */
+static void test_plan_head(void)
+{
+	struct fdev_plan p;
+	uint64_t want[2] = { 8 + 10000, 8 }, next[2] = { 0, 0 };
+	unsigned int np[2] = { 0, 0 }, first_ok = 0, bad = 0;
+	int err;
+
+	fdev_plan_init(&p);
+	fdev_plan_xfer(&p, 0, 0, 1, 0, 0, want[0]);
+	fdev_plan_xfer(&p, 0, 0, 2, 1 << 20, 1 << 20, want[1]);
+	p.x[0].head = p.x[1].head = 8;
+	err = fdev_plan_finish(&p);
+	if (!err)
+		err = fdev_plan_split_steps(&p, 4096, 2);
+	if (!err)
+		err = fdev_plan_interleave(&p, 4096, 2);
+	for (size_t i = 0; !err && i < p.nx; i++) {
+		unsigned int t = p.x[i].dst - 1;
+		uint64_t base = t ? 1 << 20 : 0;
+
+		bad += p.x[i].src_off != base + next[t] ||
+		       p.x[i].dst_off != base + next[t];
+		if (t == 0 && next[0] == 0)
+			first_ok = p.x[i].len == 4104;
+		next[t] += p.x[i].len;
+		np[t]++;
+	}
+	ok(!err && !bad && first_ok && np[0] == 3 && np[1] == 1 &&
+	   next[0] == want[0] && next[1] == want[1],
+	   "plan head: 3 pieces and 1, the first of 4104, every byte once (%d, %u bad, %u %u)",
+	   err, bad, np[0], np[1]);
+	fdev_plan_free(&p);
+}
+
+/*
+ * All-to-all-v in fixed slots (coll.c, slots_fit()): uneven bytes, zeros
+ * among them, element by element against the senders' rows, in slots
+ * where every pair fits (workspace / 2n - 8 a slot), in two rounds where one
+ * pair is larger than its slot, and in two rounds when asked; the
+ * receive counts from the counts that came ahead of the data.
+ */
+static void test_a2av_slots(void)
+{
+	const unsigned int n = 5;
+	/*
+	 * Slots of 8 + 11200 bytes (the largest pair, 2800 elements: three
+	 * pieces of 4096, the count riding in the first), then the send area.
+	 */
+	const uint64_t ws = 2 * n * (8 + 11200);
+
+	for (int run = 0; run < 3; run++) {
+		struct fdev_comm *c = NULL;
+		uint64_t sc[25], rc[25], smax = 0, rmax = 0;
+		uint32_t *in, *out;
+		int bad = 0, err;
+
+		if (mk(n, ws, &c)) {
+			ok(0, "a2av slots: communicator");
+			return;
+		}
+		for (unsigned int s = 0; s < n; s++)
+			for (unsigned int d = 0; d < n; d++)
+				sc[s * n + d] = (s * 3 + d) % 5 * 700;
+		/* 2801 elements, 11204 bytes: more than its slot. */
+		if (run == 1)
+			sc[0 * n + 1] = 2801;
+		for (unsigned int r = 0; r < n; r++) {
+			uint64_t a = 0, b = 0;
+
+			for (unsigned int j = 0; j < n; j++) {
+				a += sc[r * n + j];
+				b += sc[j * n + r];
+			}
+			smax = a > smax ? a : smax;
+			rmax = b > rmax ? b : rmax;
+		}
+		in = calloc(n * smax, 4);
+		out = calloc(n * rmax, 4);
+		for (unsigned int s = 0, at; s < n; s++) {
+			at = 0;
+			for (unsigned int d = 0; d < n; d++)
+				for (uint64_t i = 0; i < sc[s * n + d]; i++)
+					in[s * smax + at++] = s << 24 | d << 16 | (uint32_t)i;
+		}
+		memset(out, 0xee, n * rmax * 4);
+		if (run == 2)
+			setenv("FDEV_A2AV_TWO_ROUNDS", "1", 1);
+		err = fdev_all_to_all_v(c, in, sc, out, rc, FDEV_I32,
+					FDEV_ALGO_AUTO);
+		unsetenv("FDEV_A2AV_TWO_ROUNDS");
+		for (unsigned int d = 0; !err && d < n; d++) {
+			uint64_t at = 0;
+
+			for (unsigned int s = 0; s < n; s++) {
+				bad += rc[d * n + s] != sc[s * n + d];
+				for (uint64_t i = 0; i < sc[s * n + d]; i++)
+					bad += out[d * rmax + at++] !=
+					       (s << 24 | d << 16 | (uint32_t)i);
+			}
+		}
+		ok(!err && !bad, "a2av %s: every element and count (%d bad, %d)",
+		   run == 0 ? "in slots" : run == 1 ?
+		   "a pair over its slot, two rounds" : "two rounds asked",
+		   bad, err);
+		ok(__fdev_comm_a2av_slots(c) == (run == 0),
+		   "a2av: %s", run == 0 ? "went in slots" : "went in two rounds");
+		free(in);
+		free(out);
+		fdev_comm_destroy(c);
+	}
+}
+
 /*
  * fdev_plan_split_steps() on a direct all-to-all of 5 ranks, 10000 B per
  * pair (3 pieces of 4096), at most 6 pieces per source and step: two
@@ -846,6 +965,8 @@ static void test_interleave(void)
 
 	test_interleave_lead();
 	test_split_steps();
+	test_plan_head();
+	test_a2av_slots();
 
 	in = calloc((size_t)n * n * cnt, 4);
 	out = calloc((size_t)n * n * cnt, 4);
