@@ -23,6 +23,11 @@
  *		is submitted when the one before has finished, as
  *		libfabricdev's steps are (one process driving every rank)
  *   -D DMA	DMA engines per endpoint instead of the topology's
+ *   -H		with -m: the all-to-all-v in fixed slots (coll.c,
+ *		slots_plan()), each pair's 8-byte count ahead of its bytes
+ *		in its first piece, as libfabricdev runs it
+ *		where one process drives every rank; without -H, the
+ *		records alone
  *   -C		every link cut-through
  *   -v		also, on stderr: when the links' last segments left and
  *		how long they stood idle before (print_link_ends())
@@ -53,7 +58,7 @@
  *   bound_lat_us bound_lat/emulated
  *
  *	a2a_bound [-b BYTES] [-o rotate|longest|lead] [-c CHUNKS] [-s STEPS]
- *		  [-m FILE:PHASE [-p PIECE]] [-D DMA] [-C] [-v] FILE
+ *		  [-m FILE:PHASE [-p PIECE] [-H]] [-D DMA] [-C] [-v] FILE
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -86,11 +91,12 @@ struct run {
 	uint64_t *mat;			/* -m: [n][n] bytes, or NULL */
 	uint64_t piece;			/* -m: bytes per piece */
 	int lead;			/* -o lead */
+	int headers;			/* -H */
 };
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: a2a_bound [-b BYTES] [-o rotate|longest|lead] [-c CHUNKS] [-s STEPS] [-m FILE:PHASE [-p PIECE]] [-D DMA] [-C] [-v] FILE\n");
+	fprintf(stderr, "usage: a2a_bound [-b BYTES] [-o rotate|longest|lead] [-c CHUNKS] [-s STEPS] [-m FILE:PHASE [-p PIECE] [-H]] [-D DMA] [-C] [-v] FILE\n");
 	exit(2);
 }
 
@@ -398,8 +404,14 @@ static int plan_matrix(struct run *r, struct fdev_plan *p)
 			uint32_t d = (i + k) % n;
 			uint64_t len = r->mat[(size_t)i * n + d];
 
+			size_t had = p->nx;
+
+			if (r->headers && len)
+				len += 8;
 			if (len)
 				fdev_plan_xfer(p, 0, i, d, 0, 0, len);
+			if (r->headers && p->nx > had)
+				p->x[had].head = 8;
 		}
 	p->nsteps = 1;
 	err = fdev_plan_finish(p);
@@ -502,7 +514,7 @@ int main(int argc, char **argv)
 	double bound, bound_lat;
 	char *end;
 
-	while ((opt = getopt(argc, argv, "b:o:c:s:m:p:D:Cvh")) != -1) {
+	while ((opt = getopt(argc, argv, "b:o:c:s:m:p:D:HCvh")) != -1) {
 		switch (opt) {
 		case 'b':
 			if (icfab_parse_bytes(optarg, &r.bytes) || !r.bytes)
@@ -535,6 +547,7 @@ int main(int argc, char **argv)
 			if (icfab_parse_bytes(optarg, &r.piece) || !r.piece)
 				usage();
 			break;
+		case 'H': r.headers = 1; break;
 		case 'C': cut_through = 1; break;
 		case 'v': r.verbose = 1; break;
 		default: usage();
