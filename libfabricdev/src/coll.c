@@ -1289,20 +1289,11 @@ static int all_to_all_v(struct fdev_comm *c, const void *send,
 	/* One process, every rank's row here: the slots, if they fit. */
 	if (!c->multi && c->nlocal == n) {
 		struct a2av_slots sl;
-		uint64_t smax = 0, rmax = 0;
+		uint64_t smax, rmax;
 
 		for (size_t i = 0; i < n * n; i++)
 			m[i] = send_counts[i] * es;
-		for (size_t r = 0; r < n; r++) {
-			uint64_t s = 0, q = 0;
-
-			for (size_t j = 0; j < n; j++) {
-				s += m[r * n + j];
-				q += m[j * n + r];
-			}
-			smax = s > smax ? s : smax;
-			rmax = q > rmax ? q : rmax;
-		}
+		fdev_a2av_max_rows((unsigned int)n, m, &smax, &rmax);
 		c->a2av_slots = slots_fit(c, m, algo, &sl);
 		if (c->a2av_slots) {
 			c->last_algo = algo == FDEV_ALGO_AUTO ? FDEV_ALGO_DIRECT :

@@ -898,14 +898,11 @@ int fdev_plan_all_to_all(struct fdev_plan *p, unsigned int n, uint64_t bytes,
 	return fdev_plan_finish(p);
 }
 
-int fdev_plan_all_to_all_v(struct fdev_plan *p, unsigned int n,
-			   const uint64_t *cnt, int algo,
-			   struct fdev_coll_layout *lo)
+void fdev_a2av_max_rows(unsigned int n, const uint64_t *cnt,
+			uint64_t *send_max, uint64_t *recv_max)
 {
-	uint64_t send_max = 0, recv_max = 0, R, *send_before, *recv_before;
-
-	if (!n || !cnt)
-		return -EINVAL;
+	*send_max = 0;
+	*recv_max = 0;
 	for (unsigned int r = 0; r < n; r++) {
 		uint64_t s = 0, q = 0;
 
@@ -913,9 +910,20 @@ int fdev_plan_all_to_all_v(struct fdev_plan *p, unsigned int n,
 			s += cnt[r * n + j];
 			q += cnt[j * n + r];
 		}
-		send_max = s > send_max ? s : send_max;
-		recv_max = q > recv_max ? q : recv_max;
+		*send_max = s > *send_max ? s : *send_max;
+		*recv_max = q > *recv_max ? q : *recv_max;
 	}
+}
+
+int fdev_plan_all_to_all_v(struct fdev_plan *p, unsigned int n,
+			   const uint64_t *cnt, int algo,
+			   struct fdev_coll_layout *lo)
+{
+	uint64_t send_max, recv_max, R, *send_before, *recv_before;
+
+	if (!n || !cnt)
+		return -EINVAL;
+	fdev_a2av_max_rows(n, cnt, &send_max, &recv_max);
 	R = align8(send_max);
 	*lo = (struct fdev_coll_layout){ .send_off = 0, .recv_off = R,
 		.send_len = send_max, .recv_len = recv_max };

@@ -170,6 +170,9 @@ int fdev_plan_all_gather(struct fdev_plan *p, unsigned int n, uint64_t bytes,
 			 int algo, struct fdev_coll_layout *lo);
 int fdev_plan_all_to_all(struct fdev_plan *p, unsigned int n, uint64_t bytes,
 			 int algo, unsigned int node, struct fdev_coll_layout *lo);
+/* @cnt: [n][n] bytes from s to d; the largest row and column sums. */
+void fdev_a2av_max_rows(unsigned int n, const uint64_t *cnt,
+			uint64_t *send_max, uint64_t *recv_max);
 /* @cnt: [n][n] bytes from s to d. */
 int fdev_plan_all_to_all_v(struct fdev_plan *p, unsigned int n,
 			   const uint64_t *cnt, int algo,
