@@ -448,6 +448,19 @@ static int step_meet(struct fdev_comm *c)
 	return err;
 }
 
+/* Step @s's local copies and reductions, for every local rank. */
+static int step_apply(struct fdev_comm *c, const struct fdev_plan *p,
+		      uint32_t s)
+{
+	int err = 0;
+
+	for (unsigned int l = 0; l < c->nlocal && !err; l++)
+		err = c->zc_lo ?
+		      fdev_plan_apply_map(p, s, c->first + l, &c->zc_loc[l].m) :
+		      fdev_plan_apply(p, s, c->first + l, c->ws[l].addr);
+	return err;
+}
+
 static int run_steps(struct fdev_comm *c, const struct fdev_plan *p,
 		     struct step_descs *sd, struct step_recv *rx)
 {
@@ -474,12 +487,7 @@ static int run_steps(struct fdev_comm *c, const struct fdev_plan *p,
 				break;
 		}
 		if (!timing && !err)
-			for (unsigned int l = 0; l < c->nlocal && !err; l++)
-				err = c->zc_lo ?
-				      fdev_plan_apply_map(p, s, c->first + l,
-							  &c->zc_loc[l].m) :
-				      fdev_plan_apply(p, s, c->first + l,
-						      c->ws[l].addr);
+			err = step_apply(c, p, s);
 		/*
 		 * Processes that each drive their own rank: nobody may write
 		 * the next step into a workspace whose owner is still reducing
@@ -613,11 +621,8 @@ static int gated_post(struct fdev_comm *c, const struct fdev_plan *p,
 	int ret;
 
 	/* A dataflow plan's reductions, before the forwards of their sums. */
-	for (unsigned int l = 0; p->acts_first && !timing && l < c->nlocal &&
-	     !err; l++)
-		err = c->zc_lo ?
-		      fdev_plan_apply_map(p, s, c->first + l, &c->zc_loc[l].m) :
-		      fdev_plan_apply(p, s, c->first + l, c->ws[l].addr);
+	if (p->acts_first && !timing)
+		err = step_apply(c, p, s);
 	if (!err)
 		err = build_step(c, p, s, &xi, sd);
 	if (err)
@@ -637,11 +642,8 @@ static int gated_post(struct fdev_comm *c, const struct fdev_plan *p,
 		return ret;
 	if ((unsigned int)ret < sd->nd)
 		return -EIO;
-	for (unsigned int l = 0; !p->acts_first && !timing && !err &&
-	     l < c->nlocal; l++)
-		err = c->zc_lo ?
-		      fdev_plan_apply_map(p, s, c->first + l, &c->zc_loc[l].m) :
-		      fdev_plan_apply(p, s, c->first + l, c->ws[l].addr);
+	if (!p->acts_first && !timing)
+		err = step_apply(c, p, s);
 	return err;
 }
 
