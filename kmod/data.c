@@ -2207,6 +2207,8 @@ out:
 	spin_unlock(&ctx->lock);
 	n = i - *at;
 	*at = i;
+	if (n)
+		atomic_add(n, &ctx->fabric->fast_delays);
 	return n;
 }
 
@@ -2228,6 +2230,19 @@ static void icfab_data_advance_unlocked(struct icfab_ctx *ctx)
 	} else {
 		queue_work(system_unbound_wq, &fabric->data->run_work);
 	}
+}
+
+/*
+ * The fabric lock for a submission, counting the times it was found
+ * taken (debugfs submit_lock_waits): how often submissions serialise on
+ * it, a count where wall time on a shared host is noise.
+ */
+static __always_inline void icfab_submit_lock(struct icfab_fabric *fabric)
+{
+	if (mutex_trylock(&fabric->lock))
+		return;
+	atomic_inc(&fabric->submit_lock_waits);
+	mutex_lock(&fabric->lock);
 }
 
 /*
@@ -2298,7 +2313,7 @@ long icfab_submit_descs(struct icfab_ctx *ctx,
 				advance = true;
 		}
 
-		mutex_lock(&fabric->lock);
+		icfab_submit_lock(fabric);
 		__icfab_ctx_slow(ctx);
 		if (!ctx->nr_eps)
 			err = -ENOENT;
@@ -2717,7 +2732,7 @@ int icfab_uring_submit(struct icfab_ctx *ctx, const struct icfab_desc *dd,
 
 	if (!req)
 		return -ENOMEM;
-	mutex_lock(&fabric->lock);
+	icfab_submit_lock(fabric);
 	__icfab_ctx_slow(ctx);
 	err = -ENOENT;
 	if (!ctx->nr_eps)
