@@ -397,8 +397,9 @@ err_free:
 
 /*
  * The fabric lock is taken for @ctx (by its own system calls, its kill,
- * its close): no DELAY path of it may run from here until a SUBMIT sets
- * ->fast again under the fabric lock; one under way ends first. Cheap
+ * its close): no DELAY path of it may run from here until a SUBMIT's
+ * chunk or a WAIT sets ->fast again under the fabric lock
+ * (__icfab_ctx_fast_update()); one under way ends first. Cheap
  * when it is clear already, which only the fabric lock's holder can
  * change.
  */
@@ -2138,7 +2139,13 @@ static bool __icfab_ctx_may_fast(const struct icfab_ctx *ctx)
 	       !ctx->cq_wait;
 }
 
-/* At the end of a SUBMIT's chunk under the fabric lock: ->fast anew. */
+/*
+ * At the end of a SUBMIT's chunk, or of a WAIT, under the fabric lock:
+ * ->fast anew. A WAIT cleared it (__icfab_ctx_slow()), and a context
+ * that alternates a SUBMIT of DELAYs and a WAIT would otherwise never
+ * take the DELAY path: the WAIT that leaves nothing in flight sets it
+ * again, on the same conditions.
+ */
 static void __icfab_ctx_fast_update(struct icfab_ctx *ctx)
 {
 	bool fast = __icfab_ctx_may_fast(ctx);
@@ -2620,6 +2627,7 @@ long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
 	w.clock_ps = ctx->clock_ps;
 	/* The clock may have moved past the safe time others wait on. */
 	icfab_data_advance(fabric);
+	__icfab_ctx_fast_update(ctx);
 	mutex_unlock(&fabric->lock);
 	icfab_req_recycle_list(ctx, &reaped);
 
@@ -2628,6 +2636,7 @@ long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
 	return 0;
 
 out_unlock:
+	__icfab_ctx_fast_update(ctx);
 	mutex_unlock(&fabric->lock);
 	return ret;
 }
@@ -2653,6 +2662,7 @@ long icfab_ioctl_cq_wait(struct icfab_ctx *ctx, void __user *uarg)
 		/* The clock may have moved past the safe time others wait on. */
 		icfab_data_advance(fabric);
 	}
+	__icfab_ctx_fast_update(ctx);
 	mutex_unlock(&fabric->lock);
 	if (ret)
 		return ret;
