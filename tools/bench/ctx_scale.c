@@ -154,6 +154,7 @@ int main(int argc, char **argv)
 	int reps = argc > 2 ? atoi(argv[2]) : 7;
 	static const char *const name[2] = { "DELAY", "WRITE" };
 	double one[MAX_REPS], two[MAX_REPS], sp[MAX_REPS];
+	long long waits, fast, w0, f0;
 	struct genl_sock gs;
 	double n;
 	int err;
@@ -186,8 +187,8 @@ int main(int argc, char **argv)
 		if (run(1, w, rounds / 10 + 1) < 0 ||
 		    run(2, w, rounds / 10 + 1) < 0)
 			return 1;
-		long long waits = 0, fast = 0, w0, f0;
-
+		waits = 0;
+		fast = 0;
 		for (int k = 0; k < reps; k++) {
 			one[k] = run(1, w, rounds);
 			w0 = counter("submit_lock_waits");
