@@ -397,8 +397,9 @@ err_free:
 
 /*
  * The fabric lock is taken for @ctx (by its own system calls, its kill,
- * its close): no DELAY path of it may run from here until a SUBMIT sets
- * ->fast again under the fabric lock; one under way ends first. Cheap
+ * its close): no DELAY path of it may run from here until a SUBMIT's
+ * chunk or a WAIT sets ->fast again under the fabric lock
+ * (__icfab_ctx_fast_update()); one under way ends first. Cheap
  * when it is clear already, which only the fabric lock's holder can
  * change.
  */
@@ -2138,7 +2139,13 @@ static bool __icfab_ctx_may_fast(const struct icfab_ctx *ctx)
 	       !ctx->cq_wait;
 }
 
-/* At the end of a SUBMIT's chunk under the fabric lock: ->fast anew. */
+/*
+ * At the end of a SUBMIT's chunk, or of a WAIT, under the fabric lock:
+ * ->fast anew. A WAIT cleared it (__icfab_ctx_slow()), and a context
+ * that alternates a SUBMIT of DELAYs and a WAIT would otherwise never
+ * take the DELAY path: the WAIT that leaves nothing in flight sets it
+ * again, on the same conditions.
+ */
 static void __icfab_ctx_fast_update(struct icfab_ctx *ctx)
 {
 	bool fast = __icfab_ctx_may_fast(ctx);
@@ -2207,6 +2214,8 @@ out:
 	spin_unlock(&ctx->lock);
 	n = i - *at;
 	*at = i;
+	if (n)
+		atomic_add(n, &ctx->fabric->fast_delays);
 	return n;
 }
 
@@ -2228,6 +2237,19 @@ static void icfab_data_advance_unlocked(struct icfab_ctx *ctx)
 	} else {
 		queue_work(system_unbound_wq, &fabric->data->run_work);
 	}
+}
+
+/*
+ * The fabric lock for a submission, counting the times it was found
+ * taken (debugfs submit_lock_waits): how often submissions serialise on
+ * it, a count where wall time on a shared host is noise.
+ */
+static __always_inline void icfab_submit_lock(struct icfab_fabric *fabric)
+{
+	if (mutex_trylock(&fabric->lock))
+		return;
+	atomic_inc(&fabric->submit_lock_waits);
+	mutex_lock(&fabric->lock);
 }
 
 /*
@@ -2298,7 +2320,7 @@ long icfab_submit_descs(struct icfab_ctx *ctx,
 				advance = true;
 		}
 
-		mutex_lock(&fabric->lock);
+		icfab_submit_lock(fabric);
 		__icfab_ctx_slow(ctx);
 		if (!ctx->nr_eps)
 			err = -ENOENT;
@@ -2605,6 +2627,7 @@ long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
 	w.clock_ps = ctx->clock_ps;
 	/* The clock may have moved past the safe time others wait on. */
 	icfab_data_advance(fabric);
+	__icfab_ctx_fast_update(ctx);
 	mutex_unlock(&fabric->lock);
 	icfab_req_recycle_list(ctx, &reaped);
 
@@ -2613,6 +2636,7 @@ long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
 	return 0;
 
 out_unlock:
+	__icfab_ctx_fast_update(ctx);
 	mutex_unlock(&fabric->lock);
 	return ret;
 }
@@ -2638,6 +2662,7 @@ long icfab_ioctl_cq_wait(struct icfab_ctx *ctx, void __user *uarg)
 		/* The clock may have moved past the safe time others wait on. */
 		icfab_data_advance(fabric);
 	}
+	__icfab_ctx_fast_update(ctx);
 	mutex_unlock(&fabric->lock);
 	if (ret)
 		return ret;
@@ -2717,7 +2742,7 @@ int icfab_uring_submit(struct icfab_ctx *ctx, const struct icfab_desc *dd,
 
 	if (!req)
 		return -ENOMEM;
-	mutex_lock(&fabric->lock);
+	icfab_submit_lock(fabric);
 	__icfab_ctx_slow(ctx);
 	err = -ENOENT;
 	if (!ctx->nr_eps)

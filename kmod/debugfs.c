@@ -214,6 +214,11 @@ void icfab_debugfs_init(struct icfab_fabric **fabrics, unsigned int n)
 				    &icfab_fault_fops);
 		debugfs_create_file("engine_check", 0600, dir, fabrics[i],
 				    &icfab_check_fops);
+		/* Counts, not time (struct icfab_fabric); written to reset. */
+		debugfs_create_atomic_t("fast_delays", 0600, dir,
+					&fabrics[i]->fast_delays);
+		debugfs_create_atomic_t("submit_lock_waits", 0600, dir,
+					&fabrics[i]->submit_lock_waits);
 	}
 }
 

@@ -148,6 +148,15 @@ struct icfab_fabric {
 					 * dumps use it to flag NLM_F_DUMP_INTR */
 
 	atomic_t nr_contexts;		/* open files */
+	/*
+	 * Counts for debugfs (fast_delays, submit_lock_waits), not wall
+	 * time: DELAYs the DELAY path took under a context's own lock
+	 * (data.c, icfab_submit_fast()), and submissions (a SUBMIT's
+	 * chunk, an ICFAB_UCMD_SUBMIT) that found this lock taken and
+	 * waited for it. Atomic, outside the lock; they wrap.
+	 */
+	atomic_t fast_delays;
+	atomic_t submit_lock_waits;
 
 	/* Data path, under lock. The engine exists while contexts attach. */
 	struct icfab_data *data;

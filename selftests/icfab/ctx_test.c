@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -324,6 +325,95 @@ TEST_F(ctx, delays_off_the_fabric_lock_release_a_wait)
 	ASSERT_EQ(0, ctx_list(&self->gs, &rs));
 	ASSERT_NE(NULL, row_of(&rs, 1));
 	EXPECT_EQ(1000000000012ULL, row_of(&rs, 1)->clock_ps);
+}
+
+/* debugfs: DELAYs the DELAY path has taken on icfab0, or -1. */
+static long long fast_delays(void)
+{
+	FILE *f = fopen("/sys/kernel/debug/icfab/icfab0/fast_delays", "r");
+	long long n = -1;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &n) != 1)
+		n = -1;
+	fclose(f);
+	return n;
+}
+
+/*
+ * A WAIT that leaves nothing in flight gives the context's DELAYs their
+ * own path back (a WAIT clears it, and a SUBMIT + WAIT loop of DELAYs
+ * never had it again); one that leaves a WRITE in flight does not. The
+ * times are those of the path under the fabric lock.
+ */
+TEST_F(ctx, a_wait_with_nothing_in_flight_gives_delays_their_path_back)
+{
+	struct icfab_desc dl[2] = {
+		{ .op = ICFAB_OP_DELAY, .queue = self->qa, .len = 7,
+		  .user_tag = 2 },
+		{ .op = ICFAB_OP_DELAY, .queue = self->qa, .len = 11,
+		  .user_tag = 3 },
+	};
+	struct icfab_desc d = {
+		.op = ICFAB_OP_DELAY, .queue = self->qa, .len = 5,
+		.user_tag = 1,
+	};
+	struct icfab_desc wd[2] = {
+		desc_put(self->qa, 2, SEG, 4),
+		{ .op = ICFAB_OP_DELAY, .queue = self->qa, .len = 13,
+		  .user_tag = 5 },
+	};
+	struct icfab_cqe c[2];
+	uint64_t clock;
+	long long n;
+
+	n = fast_delays();
+	ASSERT_LE(0, n);
+	/* The first goes under the fabric lock; its WAIT reaps it. */
+	ASSERT_EQ(1, ctx_submit(self->a, &d, 1));
+	ASSERT_EQ(1, ctx_wait(self->a, c, 1, 1, 1000, &clock));
+	EXPECT_EQ(5, c[0].finish_ps);
+	EXPECT_EQ(5, clock);
+	EXPECT_EQ(n, fast_delays());
+
+	/* After the WAIT: under A's own lock. */
+	ASSERT_EQ(2, ctx_submit(self->a, dl, 2));
+	EXPECT_EQ(n + 2, fast_delays());
+	ASSERT_EQ(2, ctx_wait(self->a, c, 2, 2, 1000, &clock));
+	EXPECT_EQ(2, c[0].user_tag);
+	EXPECT_EQ(5, c[0].submit_ps);
+	EXPECT_EQ(5, c[0].start_ps);
+	EXPECT_EQ(12, c[0].finish_ps);
+	EXPECT_EQ(3, c[1].user_tag);
+	EXPECT_EQ(12, c[1].submit_ps);
+	EXPECT_EQ(23, c[1].finish_ps);
+	EXPECT_EQ(23, clock);
+
+	/* Again, after that WAIT too. */
+	ASSERT_EQ(1, ctx_submit(self->a, &dl[0], 1));
+	EXPECT_EQ(n + 3, fast_delays());
+	ASSERT_EQ(1, ctx_wait(self->a, c, 1, 1, 1000, &clock));
+	EXPECT_EQ(23, c[0].submit_ps);
+	EXPECT_EQ(30, c[0].finish_ps);
+	EXPECT_EQ(30, clock);
+
+	/*
+	 * A WRITE held in flight (B holds the engine at 0): the WAIT for
+	 * the DELAY behind it leaves it there, and the next DELAY goes
+	 * under the fabric lock, with the same times.
+	 */
+	ASSERT_EQ(2, ctx_submit(self->a, wd, 2));
+	ASSERT_EQ(1, ctx_wait(self->a, c, 1, 1, 1000, &clock));
+	EXPECT_EQ(5, c[0].user_tag);
+	EXPECT_EQ(43, c[0].finish_ps);
+	EXPECT_EQ(43, clock);
+	ASSERT_EQ(1, ctx_submit(self->a, &d, 1));
+	EXPECT_EQ(n + 3, fast_delays());
+	ASSERT_EQ(1, ctx_wait(self->a, c, 1, 1, 1000, &clock));
+	EXPECT_EQ(1, c[0].user_tag);
+	EXPECT_EQ(43, c[0].submit_ps);
+	EXPECT_EQ(48, c[0].finish_ps);
 }
 
 TEST_F(ctx, bad_evictions_change_nothing)

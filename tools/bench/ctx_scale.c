@@ -23,7 +23,10 @@
  * medians of ns per descriptor (the process's own, and the pair's
  * aggregate: wall / descriptors of both) and of speedup = 2 * wall(1) /
  * wall(2). Wall time under TCG on a shared host: repeat, and compare
- * modules side by side in one boot.
+ * modules side by side in one boot. Where the module has them (debugfs
+ * mounted), two counts that are not wall time follow each op's row:
+ * how many of the pair's SUBMITs found the fabric lock taken and
+ * waited for it, and how many descriptors the DELAY path took.
  *
  * Needs the module loaded, CAP_NET_ADMIN and ICFAB_F_CQ_RING.
  * usage: ctx_scale [ROUNDS [REPS]]   (default 2000 rounds, 7 repetitions)
@@ -84,6 +87,27 @@ static int rank(int p, int write_op, int rounds, int ready, int go)
 	return 0;
 }
 
+/*
+ * A count of icfab0's in debugfs (kmod/debugfs.c), or -1 without one
+ * (debugfs not mounted, an older module): counts, not wall time.
+ */
+static long long counter(const char *name)
+{
+	char path[96];
+	long long n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/icfab/icfab0/%s",
+		 name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &n) != 1)
+		n = -1;
+	fclose(f);
+	return n;
+}
+
 /* @nr ranks at once; the wall ns from go to the last one's end, or -1. */
 static double run(int nr, int write_op, int rounds)
 {
@@ -130,6 +154,7 @@ int main(int argc, char **argv)
 	int reps = argc > 2 ? atoi(argv[2]) : 7;
 	static const char *const name[2] = { "DELAY", "WRITE" };
 	double one[MAX_REPS], two[MAX_REPS], sp[MAX_REPS];
+	long long waits, fast, w0, f0;
 	struct genl_sock gs;
 	double n;
 	int err;
@@ -162,11 +187,24 @@ int main(int argc, char **argv)
 		if (run(1, w, rounds / 10 + 1) < 0 ||
 		    run(2, w, rounds / 10 + 1) < 0)
 			return 1;
+		waits = 0;
+		fast = 0;
 		for (int k = 0; k < reps; k++) {
 			one[k] = run(1, w, rounds);
+			w0 = counter("submit_lock_waits");
+			f0 = counter("fast_delays");
 			two[k] = run(2, w, rounds);
 			if (one[k] < 0 || two[k] < 0)
 				return 1;
+			/* The pair's: SUBMITs that waited for the lock. */
+			if (w0 >= 0 && waits >= 0)
+				waits += counter("submit_lock_waits") - w0;
+			else
+				waits = -1;
+			if (f0 >= 0 && fast >= 0)
+				fast += counter("fast_delays") - f0;
+			else
+				fast = -1;
 			sp[k] = 2 * one[k] / two[k];
 			printf("  # %s rep %d: 1 proc %.0f ms, 2 procs %.0f ms, "
 			       "speedup %.2f\n", name[w], k, one[k] / 1e6,
@@ -178,6 +216,16 @@ int main(int argc, char **argv)
 		       bench_median(two, reps) / n,
 		       bench_median(two, reps) / (2 * n),
 		       bench_median(sp, reps));
+		/*
+		 * Not wall time: of the pair's SUBMITs (2 x ROUNDS x REPS),
+		 * how many found the fabric lock taken and waited; of their
+		 * descriptors, how many the DELAY path took.
+		 */
+		if (waits >= 0 && fast >= 0)
+			printf("  # %s, 2 procs: %lld of %d SUBMITs waited "
+			       "for the fabric lock; %lld of %.0f descriptors "
+			       "on the DELAY path\n", name[w], waits,
+			       2 * rounds * reps, fast, 2 * n * reps);
 	}
 	genl_close(&gs);
 	return 0;
