@@ -66,12 +66,12 @@ struct pengine_pt {
 	icfab_u64 busy[2];		/* [parity], ns */
 	icfab_u64 busy_sum;
 	icfab_u64 phase[3];		/* a batch's, ns */
+	icfab_u64 ph[ICFAB_PENGINE_PH_NR];	/* ns, see pengine.h */
 	/* Its share's first refusal (its end if none) and its errno. */
 	icfab_u64 share_fail;
 	int share_err;
 	int adopt_err;
 } __attribute__((__aligned__(PE_LINE)));
-
 
 struct icfab_pengine {
 	const struct icfab_pengine_sys *sys;
@@ -276,8 +276,9 @@ static int exchange(struct icfab_pengine *pe, unsigned int p, unsigned int par)
 
 static void window_loop(struct icfab_pengine *pe, unsigned int p)
 {
-	struct icfab_engine *e = pe->ep[p];
-	icfab_u64 hz = pe->first_hz, t, c0, c1, c2;
+	struct pengine_pt *pt = pe->pt[p];
+	struct icfab_engine *e = &pt->e;
+	icfab_u64 hz = pe->first_hz, t, c0, c1, c2, c3, c4, c5, c6;
 	unsigned int w, par = 0, q;
 	int err;
 
@@ -285,7 +286,7 @@ static void window_loop(struct icfab_pengine *pe, unsigned int p)
 		struct icfab_engine_part *mine;
 
 		par = w & 1;
-		mine = pe_part(pe, p, par);
+		mine = &pt->part[par];
 		mine->nr_out = 0;
 		mine->nr_done = 0;
 		mine->err = 0;
@@ -293,29 +294,40 @@ static void window_loop(struct icfab_pengine *pe, unsigned int p)
 		c0 = pe_cpu(pe);
 		if (p == 0 && w)
 			report(pe, par ^ 1);
+		c1 = pe_cpu(pe);
 		err = icfab_engine_run_until(e, hz, ICFAB_NULL, ICFAB_NULL);
 		if (!err)
 			err = mine->err;
-		c1 = pe_cpu(pe);
+		c2 = pe_cpu(pe);
 		pe->sys->win_wait(pe, p);
 		/* Not the wait at the barrier: a wait is no work. */
-		c2 = pe_cpu(pe);
+		c3 = pe_cpu(pe);
 		if (!err)
 			err = exchange(pe, p, par);
+		c4 = pe_cpu(pe);
 		/* Whatever was completed, as report() will tell it. */
 		results(pe, p, par);
+		c5 = pe_cpu(pe);
 		if (p == pe->nr - 1)
 			merge(pe, par);
-		pe->pt[p]->err[par] = err;
-		pe->pt[p]->next[par] = icfab_engine_next_ps(e);
-		pe->pt[p]->busy[par] = c1 - c0 + pe_cpu(pe) - c2;
-		pe->pt[p]->busy_sum += pe->pt[p]->busy[par];
+		pt->err[par] = err;
+		pt->next[par] = icfab_engine_next_ps(e);
+		c6 = pe_cpu(pe);
+		pt->busy[par] = c2 - c0 + c6 - c3;
+		pt->busy_sum += pt->busy[par];
+		pt->ph[ICFAB_PENGINE_PH_REPORT] += c1 - c0;
+		pt->ph[ICFAB_PENGINE_PH_RUN] += c2 - c1;
+		pt->ph[ICFAB_PENGINE_PH_WAIT1] += c3 - c2;
+		pt->ph[ICFAB_PENGINE_PH_IMPORT] += c4 - c3;
+		pt->ph[ICFAB_PENGINE_PH_RESULTS] += c5 - c4;
+		pt->ph[ICFAB_PENGINE_PH_MERGE] += c6 - c5;
 		if (p == 0) {
 			pe->windows++;
 			for (q = 0; q < pe->nr; q++)
 				pe->messages += pe_part(pe, q, par)->nr_out;
 		}
 		pe->sys->win_wait(pe, p);
+		pt->ph[ICFAB_PENGINE_PH_WAIT2] += pe_cpu(pe) - c6;
 		if (p == 0)
 			critical_add(pe, par);
 		t = ICFAB_ENGINE_NEVER;
@@ -335,7 +347,9 @@ static void window_loop(struct icfab_pengine *pe, unsigned int p)
 			hz = pe->horizon;
 	}
 	if (p == 0) {
+		c0 = pe_cpu(pe);
 		report(pe, par);
+		pt->ph[ICFAB_PENGINE_PH_REPORT] += pe_cpu(pe) - c0;
 		if (err && !pe->ret)
 			pe->ret = err > 0 ? -err : err;
 	}
@@ -507,8 +521,11 @@ static void submit_part(struct icfab_pengine *pe, unsigned int p)
 	c1 = pe_cpu(pe);
 	pe->pt[p]->phase[0] = c1 - c0;
 	pe->pt[p]->phase[1] = 0;
+	pe->pt[p]->ph[ICFAB_PENGINE_PH_ROUTE] += c1 - c0;
 	pe->sys->win_wait(pe, p);
+	c0 = c1;
 	c1 = pe_cpu(pe);
+	pe->pt[p]->ph[ICFAB_PENGINE_PH_WAITS] += c1 - c0;
 	taken = batch_taken(pe, &sub_err, &need);
 	/* What each admitted transfer reserved, for its retirement. */
 	for (i = lo; i < hi && i < taken; i++)
@@ -528,6 +545,7 @@ static void submit_part(struct icfab_pengine *pe, unsigned int p)
 		pe->sub_err = sub_err;
 	}
 	pe->pt[p]->phase[2] = pe_cpu(pe) - c1;
+	pe->pt[p]->ph[ICFAB_PENGINE_PH_ADOPT] += pe->pt[p]->phase[2];
 	pe->pt[p]->busy_sum += pe->pt[p]->phase[0] + pe->pt[p]->phase[2];
 }
 
@@ -744,6 +762,15 @@ void icfab_pengine_times(const struct icfab_pengine *pe, icfab_u64 *critical,
 	*busy = 0;
 	for (p = 0; p < pe->nr; p++)
 		*busy += pe->pt[p]->busy_sum;
+}
+
+void icfab_pengine_phases(const struct icfab_pengine *pe, unsigned int p,
+			  icfab_u64 *ph)
+{
+	unsigned int k;
+
+	for (k = 0; k < ICFAB_PENGINE_PH_NR; k++)
+		ph[k] = p < pe->nr ? pe->pt[p]->ph[k] : 0;
 }
 
 void icfab_pengine_free(struct icfab_pengine *pe)
