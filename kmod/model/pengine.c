@@ -47,6 +47,8 @@ struct pengine_merge {
 enum { CMD_RUN, CMD_SUBMIT, CMD_QUIT };
 
 #define PE_LINE	64
+/* Prefetches this many items ahead of a loop over scattered slots. */
+#define PE_AHEAD	8
 
 /*
  * What one partition's thread writes, in a block of its own that starts
@@ -185,11 +187,23 @@ static void results(struct icfab_pengine *pe, unsigned int p, unsigned int par)
 	const struct icfab_engine_part *pp = pe_part(pe, p, par);
 	struct icfab_xfer_result *r = &pe->res[(icfab_u64)(2 * p + par) *
 					       pe->xfers_cap];
-	icfab_u32 k;
+	icfab_u32 k, q, n = pp->nr_done;
 
-	for (k = 0; k < pp->nr_done; k++)
-		icfab_part_result(pe->ep, pe->nr, pe->of_node, &pp->done[k],
-				  &r[k]);
+	for (k = 0; k < n; k++) {
+		/*
+		 * The others' slots were last written on their cores: ask
+		 * for them a few completions ahead, not one at a time.
+		 */
+		if (k + PE_AHEAD < n) {
+			icfab_u32 x = pp->done[k + PE_AHEAD].xfer;
+
+			for (q = 0; q < pe->nr; q++)
+				if (q != p)
+					__builtin_prefetch(&pe->ep[q]->xfers[x].queued_ps);
+		}
+		icfab_part_result_at(pe->ep, pe->nr, pe->of_node, p,
+				     &pp->done[k], &r[k]);
+	}
 }
 
 /*
@@ -505,6 +519,8 @@ static void submit_part(struct icfab_pengine *pe, unsigned int p)
 {
 	icfab_u64 i, lo = pe->nr_subs * p / pe->nr,
 		  hi = pe->nr_subs * (p + 1) / pe->nr, taken, need;
+	icfab_u64 id_lo = (icfab_u64)pe->xfers_cap * p / pe->nr,
+		  id_hi = (icfab_u64)pe->xfers_cap * (p + 1) / pe->nr;
 	icfab_u64 c0 = pe_cpu(pe), c1;
 	int err = 0, sub_err;
 
@@ -527,15 +543,30 @@ static void submit_part(struct icfab_pengine *pe, unsigned int p)
 	c1 = pe_cpu(pe);
 	pe->pt[p]->ph[ICFAB_PENGINE_PH_WAITS] += c1 - c0;
 	taken = batch_taken(pe, &sub_err, &need);
-	/* What each admitted transfer reserved, for its retirement. */
-	for (i = lo; i < hi && i < taken; i++)
-		pe->need[pe->ids[i]] = pe->routes[i].need;
-	for (i = 0; i < taken && !err; i++) {
+	for (i = 0; i < taken; i++) {
 		const struct icfab_pengine_sub *s = &pe->subs[i];
+		icfab_u32 x = pe->ids[i];
 
-		err = icfab_engine_part_adopt(pe->ep[p], pe->ids[i], s->src,
-					      s->dst, s->bytes, s->submit_ps,
-					      s->key, &pe->routes[i]);
+		/* Its slot, scattered: asked for ahead, to be written. */
+		if (i + PE_AHEAD < taken) {
+			const char *a = (const char *)
+				&pe->ep[p]->xfers[pe->ids[i + PE_AHEAD]];
+
+			__builtin_prefetch(a, 1);
+			__builtin_prefetch(a + sizeof(struct icfab_engine_xfer) - 1, 1);
+		}
+		/*
+		 * What it reserved, for its retirement: written by the thread
+		 * whose range of ids it is in, so that no two threads write
+		 * the same line of need[].
+		 */
+		if (x >= id_lo && x < id_hi)
+			pe->need[x] = pe->routes[i].need;
+		if (!err)
+			err = icfab_engine_part_adopt(pe->ep[p], x, s->src,
+						      s->dst, s->bytes,
+						      s->submit_ps, s->key,
+						      &pe->routes[i]);
 	}
 	pe->pt[p]->adopt_err = err;
 	if (!p) {
