@@ -2569,6 +2569,9 @@ int icfab_engine_part_import(struct icfab_engine *e,
 		const struct icfab_engine_msg *m = &from->out[i];
 		struct icfab_engine_xfer *x;
 
+		/* Slots are scattered: ask for one a few messages ahead. */
+		if (i + 8 < from->nr_out && m[8].xfer < e->xfers_cap)
+			__builtin_prefetch(&e->xfers[m[8].xfer].state, 1);
 		if (m->to != self)
 			continue;
 		if (m->xfer >= e->xfers_cap)

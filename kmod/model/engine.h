@@ -835,5 +835,14 @@ void icfab_part_result(struct icfab_engine *const *e, icfab_u32 nr,
 		       const icfab_u16 *of_node,
 		       const struct icfab_engine_done *d,
 		       struct icfab_xfer_result *r);
+/*
+ * The same, built by partition @self: what every partition adopted
+ * alike (key, size, ends, hops, status) from its own copy, so that only
+ * the queueing and the start are read from the others'.
+ */
+void icfab_part_result_at(struct icfab_engine *const *e, icfab_u32 nr,
+			  const icfab_u16 *of_node, icfab_u32 self,
+			  const struct icfab_engine_done *d,
+			  struct icfab_xfer_result *r);
 
 #endif /* _ICFAB_MODEL_ENGINE_H */

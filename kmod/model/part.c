@@ -135,12 +135,13 @@ int icfab_part_done_before(const struct icfab_engine_done *a,
 	return a->xfer < b->xfer;
 }
 
-void icfab_part_result(struct icfab_engine *const *e, icfab_u32 nr,
-		       const icfab_u16 *of_node,
-		       const struct icfab_engine_done *d,
-		       struct icfab_xfer_result *r)
+void icfab_part_result_at(struct icfab_engine *const *e, icfab_u32 nr,
+			  const icfab_u16 *of_node, icfab_u32 self,
+			  const struct icfab_engine_done *d,
+			  struct icfab_xfer_result *r)
 {
-	const struct icfab_engine_xfer *x = &e[0]->xfers[d->xfer];
+	/* What adoption gave every partition alike: its own copy. */
+	const struct icfab_engine_xfer *x = &e[self]->xfers[d->xfer];
 	icfab_u64 queued = 0;
 	icfab_u32 i;
 
@@ -156,4 +157,12 @@ void icfab_part_result(struct icfab_engine *const *e, icfab_u32 nr,
 		.src = x->src, .dst = x->dst, .hops = x->hops,
 		.status = x->status, .nr_leaves = x->nr_leaves, .pad = 0,
 	};
+}
+
+void icfab_part_result(struct icfab_engine *const *e, icfab_u32 nr,
+		       const icfab_u16 *of_node,
+		       const struct icfab_engine_done *d,
+		       struct icfab_xfer_result *r)
+{
+	icfab_part_result_at(e, nr, of_node, 0, d, r);
 }

@@ -46,6 +46,35 @@ struct pengine_merge {
 
 enum { CMD_RUN, CMD_SUBMIT, CMD_QUIT };
 
+#define PE_LINE	64
+/* Prefetches this many items ahead of a loop over scattered slots. */
+#define PE_AHEAD	8
+
+/*
+ * What one partition's thread writes, in a block of its own that starts
+ * on a cache line and fills its last: its engine (written at every
+ * event), its two records of a window (written at every message and
+ * completion), and what it tells the others at a window's or a batch's
+ * end. In arrays from an allocator that aligns to 16 bytes, one
+ * engine's counters (written at every event) could share a line with
+ * the next engine's pointers (read at every event), and one partition's
+ * records with another's, depending on where the arrays fell.
+ */
+struct pengine_pt {
+	struct icfab_engine e;
+	struct icfab_engine_part part[2];	/* [parity] */
+	icfab_u64 next[2];		/* [parity], ps */
+	int err[2];			/* [parity] */
+	icfab_u64 busy[2];		/* [parity], ns */
+	icfab_u64 busy_sum;
+	icfab_u64 phase[3];		/* a batch's, ns */
+	icfab_u64 ph[ICFAB_PENGINE_PH_NR];	/* ns, see pengine.h */
+	/* Its share's first refusal (its end if none) and its errno. */
+	icfab_u64 share_fail;
+	int share_err;
+	int adopt_err;
+} __attribute__((__aligned__(PE_LINE)));
+
 struct icfab_pengine {
 	const struct icfab_pengine_sys *sys;
 	void *priv;			/* the shim's */
@@ -53,18 +82,16 @@ struct icfab_pengine {
 	int started;			/* the shim's threads run */
 	icfab_u64 lookahead;		/* ps */
 	icfab_u16 *of_node;
-	struct icfab_engine *e;		/* [nr] */
-	struct icfab_engine **ep;	/* [nr], for icfab_part_result() */
+	struct pengine_pt **pt;		/* [nr], each its own lines */
+	void **pt_raw;			/* [nr], as allocated */
+	struct icfab_engine **ep;	/* [nr], &pt[p]->e */
 	struct icfab_engine_storage *st;	/* [nr] */
-	struct icfab_engine_part *part;	/* [2 * p + parity] */
 	struct icfab_engine_tracer tracer;	/* the xmit one, for all */
 	/* The sequential engine's clock, between runs. */
 	icfab_u64 now_ps, last_ps, last_key;
 	int processed;
 	/* A run's. */
 	icfab_u64 horizon, first_hz;
-	icfab_u64 *next;		/* [2 * p + parity], ps */
-	int *err;			/* [2 * p + parity] */
 	icfab_engine_complete_fn complete;
 	void *arg;
 	int ret;
@@ -93,12 +120,10 @@ struct icfab_pengine {
 	icfab_u64 events_reserved;
 	icfab_u64 windows, messages;
 	/*
-	 * The shim's cpu_ns() each partition spent working (not waiting);
-	 * and over windows and batches, the most any one spent: the wall
-	 * time the run would take on as many idle CPUs.
+	 * Over windows and batches, the most cpu_ns() any one partition
+	 * spent working (pengine_pt.busy): the wall time the run would
+	 * take on as many idle CPUs.
 	 */
-	icfab_u64 *busy;		/* [2 * p + parity] */
-	icfab_u64 *busy_sum;		/* [p] */
 	icfab_u64 critical;
 	int cmd;
 	/* CMD_SUBMIT's batch: its routes, what thread 0 admitted. */
@@ -109,15 +134,17 @@ struct icfab_pengine {
 	/* Events needed from the start of its share on, [routes_cap]. */
 	icfab_u64 *cum;
 	icfab_u64 routes_cap;
-	/* Each share's first refusal (its end if none) and its errno. */
-	icfab_u64 *share_fail;		/* [nr] */
-	int *share_err;			/* [nr] */
 	icfab_u64 free_ids;		/* ids given, at most nr_subs */
 	icfab_u64 taken, batch_need;
 	int sub_err;
-	int *adopt_err;			/* [nr] */
-	icfab_u64 *phase;		/* [3 * p + phase], ns */
 };
+
+static inline struct icfab_engine_part *pe_part(const struct icfab_pengine *pe,
+						unsigned int q,
+						unsigned int par)
+{
+	return &pe->pt[q]->part[par];
+}
 
 static icfab_u64 pe_cpu(const struct icfab_pengine *pe)
 {
@@ -141,8 +168,8 @@ static void critical_add(struct icfab_pengine *pe, unsigned int par)
 	unsigned int q;
 
 	for (q = 0; q < pe->nr; q++)
-		if (pe->busy[2 * q + par] > most)
-			most = pe->busy[2 * q + par];
+		if (pe->pt[q]->busy[par] > most)
+			most = pe->pt[q]->busy[par];
 	pe->critical += most;
 }
 
@@ -157,14 +184,26 @@ static void critical_add(struct icfab_pengine *pe, unsigned int par)
  */
 static void results(struct icfab_pengine *pe, unsigned int p, unsigned int par)
 {
-	const struct icfab_engine_part *pp = &pe->part[2 * p + par];
+	const struct icfab_engine_part *pp = pe_part(pe, p, par);
 	struct icfab_xfer_result *r = &pe->res[(icfab_u64)(2 * p + par) *
 					       pe->xfers_cap];
-	icfab_u32 k;
+	icfab_u32 k, q, n = pp->nr_done;
 
-	for (k = 0; k < pp->nr_done; k++)
-		icfab_part_result(pe->ep, pe->nr, pe->of_node, &pp->done[k],
-				  &r[k]);
+	for (k = 0; k < n; k++) {
+		/*
+		 * The others' slots were last written on their cores: ask
+		 * for them a few completions ahead, not one at a time.
+		 */
+		if (k + PE_AHEAD < n) {
+			icfab_u32 x = pp->done[k + PE_AHEAD].xfer;
+
+			for (q = 0; q < pe->nr; q++)
+				if (q != p)
+					__builtin_prefetch(&pe->ep[q]->xfers[x].queued_ps);
+		}
+		icfab_part_result_at(pe->ep, pe->nr, pe->of_node, p,
+				     &pp->done[k], &r[k]);
+	}
 }
 
 /*
@@ -183,7 +222,7 @@ static void merge(struct icfab_pengine *pe, unsigned int par)
 
 	/* The partitions with records left; their order does not matter. */
 	for (q = 0; q < pe->nr; q++) {
-		const struct icfab_engine_part *pp = &pe->part[2 * q + par];
+		const struct icfab_engine_part *pp = pe_part(pe, q, par);
 
 		if (!pp->nr_done)
 			continue;
@@ -237,12 +276,12 @@ static void report(struct icfab_pengine *pe, unsigned int par)
 /* Partition @p: import window @par's messages. */
 static int exchange(struct icfab_pengine *pe, unsigned int p, unsigned int par)
 {
-	struct icfab_engine *e = &pe->e[p];
+	struct icfab_engine *e = pe->ep[p];
 	unsigned int q;
 	int err;
 
 	for (q = 0; q < pe->nr; q++) {
-		err = icfab_engine_part_import(e, &pe->part[2 * q + par]);
+		err = icfab_engine_part_import(e, pe_part(pe, q, par));
 		if (err)
 			return err;
 	}
@@ -251,8 +290,9 @@ static int exchange(struct icfab_pengine *pe, unsigned int p, unsigned int par)
 
 static void window_loop(struct icfab_pengine *pe, unsigned int p)
 {
-	struct icfab_engine *e = &pe->e[p];
-	icfab_u64 hz = pe->first_hz, t, c0, c1, c2;
+	struct pengine_pt *pt = pe->pt[p];
+	struct icfab_engine *e = &pt->e;
+	icfab_u64 hz = pe->first_hz, t, c0, c1, c2, c3, c4, c5, c6;
 	unsigned int w, par = 0, q;
 	int err;
 
@@ -260,7 +300,7 @@ static void window_loop(struct icfab_pengine *pe, unsigned int p)
 		struct icfab_engine_part *mine;
 
 		par = w & 1;
-		mine = &pe->part[2 * p + par];
+		mine = &pt->part[par];
 		mine->nr_out = 0;
 		mine->nr_done = 0;
 		mine->err = 0;
@@ -268,38 +308,49 @@ static void window_loop(struct icfab_pengine *pe, unsigned int p)
 		c0 = pe_cpu(pe);
 		if (p == 0 && w)
 			report(pe, par ^ 1);
+		c1 = pe_cpu(pe);
 		err = icfab_engine_run_until(e, hz, ICFAB_NULL, ICFAB_NULL);
 		if (!err)
 			err = mine->err;
-		c1 = pe_cpu(pe);
+		c2 = pe_cpu(pe);
 		pe->sys->win_wait(pe, p);
 		/* Not the wait at the barrier: a wait is no work. */
-		c2 = pe_cpu(pe);
+		c3 = pe_cpu(pe);
 		if (!err)
 			err = exchange(pe, p, par);
+		c4 = pe_cpu(pe);
 		/* Whatever was completed, as report() will tell it. */
 		results(pe, p, par);
+		c5 = pe_cpu(pe);
 		if (p == pe->nr - 1)
 			merge(pe, par);
-		pe->err[2 * p + par] = err;
-		pe->next[2 * p + par] = icfab_engine_next_ps(e);
-		pe->busy[2 * p + par] = c1 - c0 + pe_cpu(pe) - c2;
-		pe->busy_sum[p] += pe->busy[2 * p + par];
+		pt->err[par] = err;
+		pt->next[par] = icfab_engine_next_ps(e);
+		c6 = pe_cpu(pe);
+		pt->busy[par] = c2 - c0 + c6 - c3;
+		pt->busy_sum += pt->busy[par];
+		pt->ph[ICFAB_PENGINE_PH_REPORT] += c1 - c0;
+		pt->ph[ICFAB_PENGINE_PH_RUN] += c2 - c1;
+		pt->ph[ICFAB_PENGINE_PH_WAIT1] += c3 - c2;
+		pt->ph[ICFAB_PENGINE_PH_IMPORT] += c4 - c3;
+		pt->ph[ICFAB_PENGINE_PH_RESULTS] += c5 - c4;
+		pt->ph[ICFAB_PENGINE_PH_MERGE] += c6 - c5;
 		if (p == 0) {
 			pe->windows++;
 			for (q = 0; q < pe->nr; q++)
-				pe->messages += pe->part[2 * q + par].nr_out;
+				pe->messages += pe_part(pe, q, par)->nr_out;
 		}
 		pe->sys->win_wait(pe, p);
+		pt->ph[ICFAB_PENGINE_PH_WAIT2] += pe_cpu(pe) - c6;
 		if (p == 0)
 			critical_add(pe, par);
 		t = ICFAB_ENGINE_NEVER;
 		err = 0;
 		for (q = 0; q < pe->nr; q++) {
-			if (pe->next[2 * q + par] < t)
-				t = pe->next[2 * q + par];
-			if (pe->err[2 * q + par] && !err)
-				err = pe->err[2 * q + par];
+			if (pe->pt[q]->next[par] < t)
+				t = pe->pt[q]->next[par];
+			if (pe->pt[q]->err[par] && !err)
+				err = pe->pt[q]->err[par];
 		}
 		if (err || t == ICFAB_ENGINE_NEVER ||
 		    (pe->horizon != ICFAB_ENGINE_NEVER && t >= pe->horizon))
@@ -310,7 +361,9 @@ static void window_loop(struct icfab_pengine *pe, unsigned int p)
 			hz = pe->horizon;
 	}
 	if (p == 0) {
+		c0 = pe_cpu(pe);
 		report(pe, par);
+		pt->ph[ICFAB_PENGINE_PH_REPORT] += pe_cpu(pe) - c0;
 		if (err && !pe->ret)
 			pe->ret = err > 0 ? -err : err;
 	}
@@ -361,14 +414,14 @@ static void route_share(struct icfab_pengine *pe, unsigned int p,
 {
 	icfab_u64 i, sum = 0;
 
-	pe->share_fail[p] = hi;
-	pe->share_err[p] = 0;
+	pe->pt[p]->share_fail = hi;
+	pe->pt[p]->share_err = 0;
 	for (i = lo; i < hi; i++) {
 		const struct icfab_pengine_sub *s = &pe->subs[i];
 		const struct icfab_engine_route *r = &pe->routes[i];
 		int err;
 
-		err = icfab_engine_part_route(&pe->e[p], s->src, s->dst,
+		err = icfab_engine_part_route(pe->ep[p], s->src, s->dst,
 					      s->bytes, &pe->routes[i]);
 		if (!err && (s->key & ICFAB_ENGINE_KEY_LATE))
 			err = -ICFAB_ENGINE_EINVAL;
@@ -383,8 +436,8 @@ static void route_share(struct icfab_pengine *pe, unsigned int p,
 			err = -ICFAB_ENGINE_ENOSPC;
 		if (err) {
 			/* Nothing after the first refusal is taken. */
-			pe->share_fail[p] = i;
-			pe->share_err[p] = err;
+			pe->pt[p]->share_fail = i;
+			pe->pt[p]->share_err = err;
 			return;
 		}
 		sum += r->need;
@@ -410,7 +463,7 @@ static icfab_u64 batch_taken(const struct icfab_pengine *pe, int *err,
 	for (q = 0; q < pe->nr; q++) {
 		icfab_u64 lo = pe->nr_subs * q / pe->nr,
 			  hi = pe->nr_subs * (q + 1) / pe->nr,
-			  f = pe->share_fail[q];
+			  f = pe->pt[q]->share_fail;
 
 		if (f > lo && base + pe->cum[f - 1] > avail) {
 			/* The first that finds no room for its events. */
@@ -430,7 +483,7 @@ static icfab_u64 batch_taken(const struct icfab_pengine *pe, int *err,
 		}
 		if (f < hi) {
 			taken = f;
-			*err = pe->share_err[q];
+			*err = pe->pt[q]->share_err;
 			break;
 		}
 		if (hi > lo)
@@ -466,6 +519,8 @@ static void submit_part(struct icfab_pengine *pe, unsigned int p)
 {
 	icfab_u64 i, lo = pe->nr_subs * p / pe->nr,
 		  hi = pe->nr_subs * (p + 1) / pe->nr, taken, need;
+	icfab_u64 id_lo = (icfab_u64)pe->xfers_cap * p / pe->nr,
+		  id_hi = (icfab_u64)pe->xfers_cap * (p + 1) / pe->nr;
 	icfab_u64 c0 = pe_cpu(pe), c1;
 	int err = 0, sub_err;
 
@@ -480,30 +535,49 @@ static void submit_part(struct icfab_pengine *pe, unsigned int p)
 		pe->free_ids = i;
 	}
 	c1 = pe_cpu(pe);
-	pe->phase[3 * p] = c1 - c0;
-	pe->phase[3 * p + 1] = 0;
+	pe->pt[p]->phase[0] = c1 - c0;
+	pe->pt[p]->phase[1] = 0;
+	pe->pt[p]->ph[ICFAB_PENGINE_PH_ROUTE] += c1 - c0;
 	pe->sys->win_wait(pe, p);
+	c0 = c1;
 	c1 = pe_cpu(pe);
+	pe->pt[p]->ph[ICFAB_PENGINE_PH_WAITS] += c1 - c0;
 	taken = batch_taken(pe, &sub_err, &need);
-	/* What each admitted transfer reserved, for its retirement. */
-	for (i = lo; i < hi && i < taken; i++)
-		pe->need[pe->ids[i]] = pe->routes[i].need;
-	for (i = 0; i < taken && !err; i++) {
+	for (i = 0; i < taken; i++) {
 		const struct icfab_pengine_sub *s = &pe->subs[i];
+		icfab_u32 x = pe->ids[i];
 
-		err = icfab_engine_part_adopt(&pe->e[p], pe->ids[i], s->src,
-					      s->dst, s->bytes, s->submit_ps,
-					      s->key, &pe->routes[i]);
+		/* Its slot, scattered: asked for ahead, to be written. */
+		if (i + PE_AHEAD < taken) {
+			const char *a = (const char *)
+				&pe->ep[p]->xfers[pe->ids[i + PE_AHEAD]];
+
+			__builtin_prefetch(a, 1);
+			__builtin_prefetch(a + sizeof(struct icfab_engine_xfer) - 1, 1);
+		}
+		/*
+		 * What it reserved, for its retirement: written by the thread
+		 * whose range of ids it is in, so that no two threads write
+		 * the same line of need[].
+		 */
+		if (x >= id_lo && x < id_hi)
+			pe->need[x] = pe->routes[i].need;
+		if (!err)
+			err = icfab_engine_part_adopt(pe->ep[p], x, s->src,
+						      s->dst, s->bytes,
+						      s->submit_ps, s->key,
+						      &pe->routes[i]);
 	}
-	pe->adopt_err[p] = err;
+	pe->pt[p]->adopt_err = err;
 	if (!p) {
 		/* Applied once every thread has found them. */
 		pe->taken = taken;
 		pe->batch_need = need;
 		pe->sub_err = sub_err;
 	}
-	pe->phase[3 * p + 2] = pe_cpu(pe) - c1;
-	pe->busy_sum[p] += pe->phase[3 * p] + pe->phase[3 * p + 2];
+	pe->pt[p]->phase[2] = pe_cpu(pe) - c1;
+	pe->pt[p]->ph[ICFAB_PENGINE_PH_ADOPT] += pe->pt[p]->phase[2];
+	pe->pt[p]->busy_sum += pe->pt[p]->phase[0] + pe->pt[p]->phase[2];
 }
 
 void icfab_pengine_worker(struct icfab_pengine *pe, unsigned int p)
@@ -558,13 +632,13 @@ int icfab_pengine_submit_batch(struct icfab_pengine *pe,
 		icfab_u64 most = 0;
 
 		for (p = 0; p < pe->nr; p++)
-			if (pe->phase[3 * p + k] > most)
-				most = pe->phase[3 * p + k];
+			if (pe->pt[p]->phase[k] > most)
+				most = pe->pt[p]->phase[k];
 		pe->critical += most;
 	}
 	/* The admission left room for every event: a bug otherwise. */
 	for (p = 0; p < pe->nr; p++)
-		if (pe->adopt_err[p])
+		if (pe->pt[p]->adopt_err)
 			return -ICFAB_ENGINE_EINVAL;
 	*taken = pe->taken;
 	return pe->sub_err;
@@ -577,7 +651,7 @@ int icfab_pengine_run_until(struct icfab_pengine *pe, icfab_u64 horizon_ps,
 	unsigned int p;
 
 	for (p = 0; p < pe->nr; p++) {
-		icfab_u64 n = icfab_engine_next_ps(&pe->e[p]);
+		icfab_u64 n = icfab_engine_next_ps(pe->ep[p]);
 
 		if (n < t)
 			t = n;
@@ -599,7 +673,7 @@ int icfab_pengine_run_until(struct icfab_pengine *pe, icfab_u64 horizon_ps,
 	}
 	/* The clock the sequential engine would show now. */
 	for (p = 0; p < pe->nr; p++) {
-		const struct icfab_engine *e = &pe->e[p];
+		const struct icfab_engine *e = pe->ep[p];
 
 		if (!e->processed)
 			continue;
@@ -620,7 +694,7 @@ int icfab_pengine_run_until(struct icfab_pengine *pe, icfab_u64 horizon_ps,
 	 * the latter, so every partition must take them.
 	 */
 	for (p = 0; p < pe->nr; p++)
-		pe->e[p].now_ps = pe->now_ps;
+		pe->ep[p]->now_ps = pe->now_ps;
 	return pe->ret;
 }
 
@@ -636,12 +710,12 @@ int icfab_pengine_submit(struct icfab_pengine *pe, icfab_u32 src,
 	unsigned int p;
 	int err;
 
-	err = icfab_engine_part_route(&pe->e[0], src, dst, bytes, &r);
+	err = icfab_engine_part_route(pe->ep[0], src, dst, bytes, &r);
 	err = admit(pe, &s, err, &r, xfer_id);
 	if (err)
 		return err;
 	for (p = 0; p < pe->nr; p++) {
-		err = icfab_engine_part_adopt(&pe->e[p], *xfer_id, src, dst,
+		err = icfab_engine_part_adopt(pe->ep[p], *xfer_id, src, dst,
 					      bytes, submit_ps, key, &r);
 		/* The admission left room for every event: a bug otherwise. */
 		if (err)
@@ -670,14 +744,14 @@ void icfab_pengine_set_xmit(struct icfab_pengine *pe,
 	/* One tracer for all: the argument tells the partitions apart. */
 	pe->tracer.xmit = xmit;
 	for (p = 0; p < pe->nr; p++)
-		icfab_engine_set_tracer(&pe->e[p], xmit ? &pe->tracer : ICFAB_NULL,
+		icfab_engine_set_tracer(pe->ep[p], xmit ? &pe->tracer : ICFAB_NULL,
 					args ? args[p] : ICFAB_NULL);
 }
 
 const struct icfab_engine_link *
 icfab_pengine_link(const struct icfab_pengine *pe, icfab_u32 lid)
 {
-	const struct icfab_mlink *l = &pe->e[0].topo->links[lid];
+	const struct icfab_mlink *l = &pe->ep[0]->topo->links[lid];
 	unsigned int p = l->present ? pe->of_node[l->src] : 0;
 
 	return &pe->st[p].links[lid];
@@ -718,7 +792,16 @@ void icfab_pengine_times(const struct icfab_pengine *pe, icfab_u64 *critical,
 	*critical = pe->critical;
 	*busy = 0;
 	for (p = 0; p < pe->nr; p++)
-		*busy += pe->busy_sum[p];
+		*busy += pe->pt[p]->busy_sum;
+}
+
+void icfab_pengine_phases(const struct icfab_pengine *pe, unsigned int p,
+			  icfab_u64 *ph)
+{
+	unsigned int k;
+
+	for (k = 0; k < ICFAB_PENGINE_PH_NR; k++)
+		ph[k] = p < pe->nr ? pe->pt[p]->ph[k] : 0;
 }
 
 void icfab_pengine_free(struct icfab_pengine *pe)
@@ -736,26 +819,25 @@ void icfab_pengine_free(struct icfab_pengine *pe)
 	}
 	for (p = 0; pe->st && p < pe->nr; p++)
 		sys->storage_free(&pe->st[p]);
-	for (p = 0; pe->part && p < 2 * pe->nr; p++) {
-		sys->free(pe->part[p].out);
-		sys->free(pe->part[p].done);
+	for (p = 0; pe->pt && p < pe->nr; p++) {
+		unsigned int par;
+
+		if (!pe->pt[p])
+			continue;
+		for (par = 0; par < 2; par++) {
+			sys->free(pe->pt[p]->part[par].out);
+			sys->free(pe->pt[p]->part[par].done);
+		}
+		sys->free(pe->pt_raw[p]);
 	}
-	sys->free(pe->part);
+	sys->free(pe->pt);
+	sys->free(pe->pt_raw);
 	sys->free(pe->st);
-	sys->free(pe->e);
 	sys->free(pe->ep);
 	sys->free(pe->of_node);
-	sys->free(pe->next);
-	sys->free(pe->err);
 	sys->free(pe->cursor);
-	sys->free(pe->busy);
-	sys->free(pe->busy_sum);
-	sys->free(pe->adopt_err);
-	sys->free(pe->phase);
 	sys->free(pe->routes);
 	sys->free(pe->cum);
-	sys->free(pe->share_fail);
-	sys->free(pe->share_err);
 	sys->free(pe->free_next);
 	sys->free(pe->need);
 	sys->free(pe->res);
@@ -774,30 +856,33 @@ static int pengine_build(struct icfab_pengine *pe, const struct icfab_mtopo *m,
 
 	pe->of_node = pe_zalloc(pe, m->nodes_cap, sizeof(*pe->of_node));
 	scratch = pe_zalloc(pe, 2 * (icfab_u64)m->nodes_cap, sizeof(*scratch));
-	pe->e = pe_zalloc(pe, nr, sizeof(*pe->e));
+	pe->pt = pe_zalloc(pe, nr, sizeof(*pe->pt));
+	pe->pt_raw = pe_zalloc(pe, nr, sizeof(*pe->pt_raw));
 	pe->ep = pe_zalloc(pe, nr, sizeof(*pe->ep));
 	pe->st = pe_zalloc(pe, nr, sizeof(*pe->st));
-	pe->part = pe_zalloc(pe, 2 * nr, sizeof(*pe->part));
-	pe->next = pe_zalloc(pe, 2 * nr, sizeof(*pe->next));
-	pe->err = pe_zalloc(pe, 2 * nr, sizeof(*pe->err));
 	pe->cursor = pe_zalloc(pe, nr, sizeof(*pe->cursor));
-	pe->busy = pe_zalloc(pe, 2 * nr, sizeof(*pe->busy));
-	pe->busy_sum = pe_zalloc(pe, nr, sizeof(*pe->busy_sum));
-	pe->adopt_err = pe_zalloc(pe, nr, sizeof(*pe->adopt_err));
-	pe->phase = pe_zalloc(pe, 3 * nr, sizeof(*pe->phase));
-	pe->share_fail = pe_zalloc(pe, nr, sizeof(*pe->share_fail));
-	pe->share_err = pe_zalloc(pe, nr, sizeof(*pe->share_err));
 	pe->free_next = pe_zalloc(pe, xfers, sizeof(*pe->free_next));
 	pe->need = pe_zalloc(pe, xfers, sizeof(*pe->need));
 	pe->res = pe_zalloc(pe, 2 * (icfab_u64)nr * xfers, sizeof(*pe->res));
 	pe->order = pe_zalloc(pe, 2 * (icfab_u64)xfers, sizeof(*pe->order));
-	if (!pe->busy || !pe->busy_sum || !pe->adopt_err || !pe->phase ||
-	    !pe->share_fail || !pe->share_err ||
-	    !pe->free_next || !pe->need || !pe->res || !pe->order ||
-	    !pe->of_node || !scratch || !pe->e || !pe->ep || !pe->st ||
-	    !pe->part || !pe->next || !pe->err || !pe->cursor) {
+	if (!pe->free_next || !pe->need || !pe->res || !pe->order ||
+	    !pe->of_node || !scratch || !pe->pt || !pe->pt_raw || !pe->ep ||
+	    !pe->st || !pe->cursor) {
 		sys->free(scratch);
 		return -ICFAB_PENGINE_ENOMEM;
+	}
+	for (p = 0; p < nr; p++) {
+		/* Its own lines: the allocator need not align to one. */
+		char *raw = pe_zalloc(pe, 1, sizeof(struct pengine_pt) + PE_LINE);
+
+		if (!raw) {
+			sys->free(scratch);
+			return -ICFAB_PENGINE_ENOMEM;
+		}
+		pe->pt_raw[p] = raw;
+		pe->pt[p] = (struct pengine_pt *)
+			(raw + (PE_LINE - (unsigned long)raw % PE_LINE));
+		pe->ep[p] = &pe->pt[p]->e;
 	}
 	/* icfab_engine_init()'s free list: every slot, in order. */
 	pe->xfers_cap = xfers;
@@ -811,7 +896,7 @@ static int pengine_build(struct icfab_pengine *pe, const struct icfab_mtopo *m,
 	if (!pe->lookahead)
 		return -ICFAB_PENGINE_EDOM;
 	for (p = 0; p < 2 * nr; p++) {
-		struct icfab_engine_part *pp = &pe->part[p];
+		struct icfab_engine_part *pp = pe_part(pe, p / 2, p % 2);
 
 		pp->of_node = pe->of_node;
 		pp->self = (icfab_u16)(p / 2);
@@ -827,10 +912,9 @@ static int pengine_build(struct icfab_pengine *pe, const struct icfab_mtopo *m,
 
 		if (err)
 			return err;
-		if (icfab_engine_init(&pe->e[p], m, segment_size, &pe->st[p]))
+		if (icfab_engine_init(pe->ep[p], m, segment_size, &pe->st[p]))
 			return -ICFAB_ENGINE_EINVAL;
-		icfab_engine_set_part(&pe->e[p], &pe->part[2 * p]);
-		pe->ep[p] = &pe->e[p];
+		icfab_engine_set_part(pe->ep[p], pe_part(pe, p, 0));
 	}
 	return 0;
 }

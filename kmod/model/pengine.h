@@ -105,6 +105,27 @@ void icfab_pengine_times(const struct icfab_pengine *pe, icfab_u64 *critical,
 			 icfab_u64 *busy);
 
 /*
+ * Where partition @p's thread spent the shim's cpu_ns() so far, by phase
+ * of a window or a batch, ns (spinning at a barrier counts: the thread
+ * holds its CPU): @ph[ICFAB_PENGINE_PH_NR].
+ */
+enum {
+	ICFAB_PENGINE_PH_REPORT,	/* thread 0: the last window's report */
+	ICFAB_PENGINE_PH_RUN,		/* the partition's events of a window */
+	ICFAB_PENGINE_PH_WAIT1,		/* the barrier after them */
+	ICFAB_PENGINE_PH_IMPORT,	/* the messages sent to it */
+	ICFAB_PENGINE_PH_RESULTS,	/* the results of its completions */
+	ICFAB_PENGINE_PH_MERGE,		/* the last partition: the merge */
+	ICFAB_PENGINE_PH_WAIT2,		/* the barrier at a window's end */
+	ICFAB_PENGINE_PH_ROUTE,		/* a batch: its share of routes */
+	ICFAB_PENGINE_PH_WAITS,		/* the barrier after them */
+	ICFAB_PENGINE_PH_ADOPT,		/* the admission, the adoptions */
+	ICFAB_PENGINE_PH_NR
+};
+void icfab_pengine_phases(const struct icfab_pengine *pe, unsigned int p,
+			  icfab_u64 *ph);
+
+/*
  * What icfab_engine's now_ps, last_ps, last_key and processed would be:
  * a submission at @at with @key must have at > last, or at == last and
  * key > last_key, and at >= now.

@@ -66,7 +66,11 @@
  * (hashed per link, then over links), and every link's counters, so that
  * -j 1 and -j N print the same line when the results are the same.
  *
- *	engine_rate [-H [-I] [-p PASSES] [-j THREADS]] [-C] [-b BYTES] FILE
+ * -v (with -j) also prints to stderr, per pass, the thread CPU time of
+ * each phase (ms): for -j 1 the submissions and the runs, for -j N each
+ * thread's (icfab_pengine_phases()).
+ *
+ *	engine_rate [-H [-I] [-v] [-p PASSES] [-j THREADS]] [-C] [-b BYTES] FILE
  *					(BYTES default 4096, K/M suffix)
  */
 #define _GNU_SOURCE
@@ -482,6 +486,22 @@ struct jrun {
 	struct icfab_pengine_sub *subs;	/* a batch, -j 2 or more */
 	icfab_u32 *ids;
 	void *xmit_args[64];
+	double sub_cpu, run_cpu;	/* -j 1, thread CPU s */
+};
+
+static int verbose;
+
+static double thread_cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static const char *const phase_names[ICFAB_PENGINE_PH_NR] = {
+	"report", "run", "wait1", "import", "results", "merge", "wait2",
+	"route", "waits", "adopt",
 };
 
 struct jxmit_arg {
@@ -577,6 +597,8 @@ static int jpass(struct jrun *j, const struct a2a *a, uint64_t cap)
 			sent += taken;
 			batch = cap;
 		}
+		double t0 = thread_cpu_s();
+
 		while (sent < total && batch < cap) {
 			uint32_t i = (uint32_t)(sent % a->n);
 			uint32_t r = (uint32_t)(sent / a->n) + 1;
@@ -597,10 +619,14 @@ static int jpass(struct jrun *j, const struct a2a *a, uint64_t cap)
 			sent++;
 			batch++;
 		}
+		double t1 = thread_cpu_s();
+
 		err = j->pe ? icfab_pengine_run_until(j->pe, ICFAB_ENGINE_NEVER,
 						jcomplete, j) :
 			      icfab_engine_run_until(j->e, ICFAB_ENGINE_NEVER,
 						     jcomplete, j);
+		j->sub_cpu += t1 - t0;
+		j->run_cpu += thread_cpu_s() - t1;
 		if (err < 0) {
 			fprintf(stderr, "engine_rate: run: %d\n", err);
 			return -EINVAL;
@@ -680,6 +706,9 @@ static int run_host_j(const struct topo *t, const struct a2a *a, icfab_u8 cut_th
 	}
 
 	*wall = *cpu = times[0] = times[1] = 0;
+	icfab_u64 ph0[64][ICFAB_PENGINE_PH_NR];
+	double sub0 = 0, run0 = 0;
+
 	for (;;) {
 		double w0 = now_s(), c0 = cpu_s(), k0 = 0, b0 = 0, k1, b1;
 
@@ -688,6 +717,10 @@ static int run_host_j(const struct topo *t, const struct a2a *a, icfab_u8 cut_th
 		if (jpass(&j, a, cap))
 			return -EINVAL;
 		if (!passes++) {
+			for (unsigned int p = 0; j.pe && p < jobs; p++)
+				icfab_pengine_phases(j.pe, p, ph0[p]);
+			sub0 = j.sub_cpu;
+			run0 = j.run_cpu;
 			*link_segs = 0;
 			for (uint32_t l = 0; l < m->links_cap; l++)
 				*link_segs += jlink(&j, l)->segments;
@@ -725,6 +758,20 @@ static int run_host_j(const struct topo *t, const struct a2a *a, icfab_u8 cut_th
 			ident->xmits += j.xmits[p];
 		ident->completions = j.done;
 	}
+	if (verbose && passes > 1 && !j.pe)
+		fprintf(stderr, "phases -j 1: submit %.1f run %.1f (ms a pass)\n",
+			(j.sub_cpu - sub0) * 1e3 / (passes - 1),
+			(j.run_cpu - run0) * 1e3 / (passes - 1));
+	for (unsigned int p = 0; verbose && passes > 1 && j.pe && p < jobs; p++) {
+		icfab_u64 ph[ICFAB_PENGINE_PH_NR];
+
+		icfab_pengine_phases(j.pe, p, ph);
+		fprintf(stderr, "phases thread %u:", p);
+		for (unsigned int k = 0; k < ICFAB_PENGINE_PH_NR; k++)
+			fprintf(stderr, " %s %.1f", phase_names[k],
+				(ph[k] - ph0[p][k]) / 1e6 / (passes - 1));
+		fprintf(stderr, " (ms a pass)\n");
+	}
 	stats[0] = stats[1] = stats[2] = 0;
 	if (j.pe) {
 		icfab_pengine_counts(j.pe, &stats[0], &stats[1]);
@@ -750,7 +797,7 @@ static int run_host_j(const struct topo *t, const struct a2a *a, icfab_u8 cut_th
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: engine_rate [-H [-I] [-p PASSES] [-j THREADS]] [-C] [-b BYTES] "
+	fprintf(stderr, "usage: engine_rate [-H [-I] [-v] [-p PASSES] [-j THREADS]] [-C] [-b BYTES] "
 		"FILE\n");
 	exit(2);
 }
@@ -768,10 +815,11 @@ int main(int argc, char **argv)
 	double jtimes[2] = { 0 };
 	double wall = 0, cpu = 0;
 
-	while ((opt = getopt(argc, argv, "HICb:p:j:h")) != -1) {
+	while ((opt = getopt(argc, argv, "HICvb:p:j:h")) != -1) {
 		switch (opt) {
 		case 'H': host = 1; break;
 		case 'I': check = 1; break;
+		case 'v': verbose = 1; break;
 		case 'p':
 			npasses = atoi(optarg);
 			if (npasses < 1)

@@ -125,18 +125,38 @@ void host_storage_free(struct icfab_engine_storage *st)
 	memset(st, 0, sizeof(*st));
 }
 
+/*
+ * Zeroed, on a page of its own as the module's kvzalloc() gives it for
+ * arrays this size: calloc() puts a large one 16 bytes into its pages,
+ * so every 128-byte transfer slot would straddle three cache lines.
+ */
+static void *host_zalloc_lines(size_t n, size_t size)
+{
+	void *p;
+
+	if (!n)
+		n = 1;
+	if (size && n > SIZE_MAX / size)
+		return NULL;
+	if (posix_memalign(&p, 4096, n * size))
+		return NULL;
+	memset(p, 0, n * size);
+	return p;
+}
+
 int host_storage(struct icfab_engine_storage *st, const struct icfab_mtopo *m,
 		 icfab_u32 xfers, icfab_u32 events)
 {
 	memset(st, 0, sizeof(*st));
-	st->links = calloc(m->links_cap, sizeof(*st->links));
-	st->eps = calloc(m->nodes_cap, sizeof(*st->eps));
+	st->links = host_zalloc_lines(m->links_cap, sizeof(*st->links));
+	st->eps = host_zalloc_lines(m->nodes_cap, sizeof(*st->eps));
 	st->dma_cap = icfab_engine_dma_needed(m);
-	st->dma_free = calloc(st->dma_cap ? st->dma_cap : 1, sizeof(icfab_u64));
+	st->dma_free = host_zalloc_lines(st->dma_cap ? st->dma_cap : 1,
+					 sizeof(icfab_u64));
 	st->xfers_cap = xfers;
-	st->xfers = calloc(xfers, sizeof(*st->xfers));
+	st->xfers = host_zalloc_lines(xfers, sizeof(*st->xfers));
 	st->events_cap = events;
-	st->events = calloc(events, sizeof(*st->events));
+	st->events = host_zalloc_lines(events, sizeof(*st->events));
 	if (!st->links || !st->eps || !st->dma_free || !st->xfers || !st->events) {
 		host_storage_free(st);
 		return -ENOMEM;

@@ -2,9 +2,10 @@
 /*
  * The parallel engine's shim on the host (kmod/model/pengine.h, struct
  * icfab_pengine_sys): pthreads, calloc(), the thread's CPU clock. The
- * workers sleep in a pthread barrier between commands; within one, a
- * window is tens of microseconds, so they spin, yielding the CPU after
- * a while, as the other thread may be off its CPU on a shared machine.
+ * workers spin between commands for a while, then sleep on a condition
+ * variable; within one, a window is tens of microseconds, so they spin,
+ * yielding the CPU after a while, as the other thread may be off its CPU
+ * on a shared machine.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -13,16 +14,27 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "pengine.h"
 #include "host_model.h"
 
+/*
+ * The barrier's count, written by every thread as it comes, and its
+ * generation, which the spinners read, on lines of their own and away
+ * from the rest.
+ */
 struct host_pe {
-	atomic_uint count;
-	atomic_uint gen;
-	unsigned int n;
-	pthread_barrier_t start;
+	_Alignas(64) atomic_uint count;
+	_Alignas(64) atomic_uint gen;
+	/* The barrier around commands: the same, and a sleep after a while. */
+	_Alignas(64) atomic_uint cmd_count;
+	_Alignas(64) atomic_uint cmd_gen;
+	_Alignas(64) unsigned int n;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	unsigned int sleepers;		/* under @lock */
 	pthread_t threads[ICFAB_PENGINE_MAX];
 	unsigned int nr;
 };
@@ -77,7 +89,8 @@ static int host_start(struct icfab_pengine *pe, unsigned int nr)
 	unsigned int p;
 
 	h->n = nr;
-	pthread_barrier_init(&h->start, NULL, nr);
+	pthread_mutex_init(&h->lock, NULL);
+	pthread_cond_init(&h->wake, NULL);
 	for (p = 1; p < nr; p++) {
 		struct host_worker *w = malloc(sizeof(*w));
 
@@ -91,12 +104,46 @@ static int host_start(struct icfab_pengine *pe, unsigned int nr)
 	return 0;
 }
 
+/*
+ * Around each command. The engine_rate loop gives a command every few
+ * milliseconds (a batch, then its run): a worker asleep in a futex takes
+ * tens of microseconds to wake on a VM, every time, on the critical
+ * path; so it spins first (as at the windows' barriers), and sleeps
+ * only when no command comes for a while (between passes, when idle).
+ */
 static void host_cmd_wait(struct icfab_pengine *pe, unsigned int p)
 {
 	struct host_pe *h = icfab_pengine_priv(pe);
+	unsigned int gen = atomic_load_explicit(&h->cmd_gen,
+						memory_order_acquire);
+	unsigned int spins;
 
 	(void)p;
-	pthread_barrier_wait(&h->start);
+	if (atomic_fetch_add_explicit(&h->cmd_count, 1,
+				      memory_order_acq_rel) + 1 == h->n) {
+		atomic_store_explicit(&h->cmd_count, 0, memory_order_relaxed);
+		pthread_mutex_lock(&h->lock);
+		atomic_fetch_add_explicit(&h->cmd_gen, 1, memory_order_release);
+		if (h->sleepers)
+			pthread_cond_broadcast(&h->wake);
+		pthread_mutex_unlock(&h->lock);
+		return;
+	}
+	for (spins = 0; spins < 20000; spins++) {
+		if (atomic_load_explicit(&h->cmd_gen, memory_order_acquire) != gen)
+			return;
+		/* On a shared machine the other thread may be off its CPU. */
+		if (spins >= 2000)
+			sched_yield();
+		else
+			__builtin_ia32_pause();
+	}
+	pthread_mutex_lock(&h->lock);
+	h->sleepers++;
+	while (atomic_load_explicit(&h->cmd_gen, memory_order_acquire) == gen)
+		pthread_cond_wait(&h->wake, &h->lock);
+	h->sleepers--;
+	pthread_mutex_unlock(&h->lock);
 }
 
 /* A spinning barrier: a window is tens of microseconds. */
@@ -139,9 +186,11 @@ struct icfab_pengine *pengine_host_new(const struct icfab_mtopo *m,
 				       icfab_u32 xfers, icfab_u32 events,
 				       int *err)
 {
-	struct host_pe *h = calloc(1, sizeof(*h));
+	struct host_pe *h = aligned_alloc(64, sizeof(*h));
 	struct icfab_pengine *pe;
 
+	if (h)
+		memset(h, 0, sizeof(*h));
 	if (!h) {
 		*err = -ENOMEM;
 		return NULL;
@@ -161,7 +210,8 @@ void pengine_host_free(struct icfab_pengine *pe)
 		return;
 	h = icfab_pengine_priv(pe);
 	icfab_pengine_free(pe);
-	pthread_barrier_destroy(&h->start);
+	pthread_cond_destroy(&h->wake);
+	pthread_mutex_destroy(&h->lock);
 	free(h);
 }
 
