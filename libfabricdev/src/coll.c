@@ -1427,15 +1427,18 @@ static int rest_send(struct fdev_comm *c, struct a2av_rest *r, uint32_t d,
 	struct fdev_desc *x;
 	int ret;
 
-	if (!parts || parts > NOTIFY_REST_VAL)
-		return -EMSGSIZE;
+	x = parts && parts <= NOTIFY_REST_VAL ? calloc(parts, sizeof(*x)) : NULL;
+	if (!x) {
+		/* @d waits for the rest: tell it none comes. */
+		int e = rest_say(c, r, d, NOTIFY_REST | NOTIFY_REST_ERR);
+
+		return e ? e : parts && parts <= NOTIFY_REST_VAL ? -ENOMEM :
+		       -EMSGSIZE;
+	}
 	for (uint32_t j = 0; j < d; j++)
 		before += r->row[j];
 	memcpy(fdev_ws_addr(c, 0, r->out_off[d]), r->send + before + S, len);
 	r->staged += len;
-	x = calloc(parts, sizeof(*x));
-	if (!x)
-		return -ENOMEM;
 	for (uint64_t i = 0, off = 0; i < parts; i++, off += chunk) {
 		uint64_t l = len - off < chunk ? len - off : chunk, so, key, dof;
 		uint32_t h;
