@@ -126,6 +126,17 @@ static int step_received(const struct fdev_comm *c, struct step_recv *rx,
 #define NOTIFY_BAR		0x80000000u
 #define NOTIFY_BAR_BYTES	8
 #define FDEV_TAG_BARRIER	0xfdefdefdefdefdeeULL
+/*
+ * An all-to-all-v's pairwise remainder message (after its slot step,
+ * a2av_rest()): bit 30, with bit 29 for a receiver's go-ahead and bit 28
+ * for a refusal; the low 28 bits are the go-ahead's offset in 8-byte
+ * units, or how many WRITEs carry the remainder. One that comes while
+ * its receiver still reaps the slot step waits in c->early.
+ */
+#define NOTIFY_REST		0x40000000u
+#define NOTIFY_REST_GO		0x20000000u
+#define NOTIFY_REST_ERR		0x10000000u
+#define NOTIFY_REST_VAL		0x0fffffffu
 
 /*
  * A receive completion, wherever a notify rank reaps it: a barrier
@@ -146,7 +157,7 @@ static int notify_sort(struct fdev_comm *c, struct step_recv *rx,
 		c->bar_got[imm >> 8 & 1][imm & 0xff]++;
 		return 0;
 	}
-	if (rx)
+	if (rx && !(imm & NOTIFY_REST))
 		return step_received(c, rx, cqe);
 	if (fdev_array_grow((void **)&c->early, &c->early_cap, c->nearly,
 			    sizeof(*cqe), 64))
@@ -509,7 +520,14 @@ static int run_steps(struct fdev_comm *c, const struct fdev_plan *p,
 	return err;
 }
 
-int fdev_plan_run(struct fdev_comm *c, const struct fdev_plan *p)
+/*
+ * fdev_plan_run(), then @after(c, @arg) once the steps went well, in the
+ * same operation: a notify rank is not yet idle there, its clock not yet
+ * read for c->last_ps (the all-to-all-v's pairwise remainders, below).
+ */
+static int plan_run_then(struct fdev_comm *c, const struct fdev_plan *p,
+			 int (*after)(struct fdev_comm *c, void *arg),
+			 void *arg)
 {
 	int timing = fdev_comm_timing_only(c);
 	struct step_descs sd = { 0 };
@@ -519,6 +537,8 @@ int fdev_plan_run(struct fdev_comm *c, const struct fdev_plan *p)
 
 	if (p->ws_need > c->ws_bytes && !timing)
 		return -EMSGSIZE;
+	if (after && (p->feeds || c->proxy || !c->dev))
+		return -EOPNOTSUPP;
 	if (p->feeds)
 		return fdev_plan_run_gated(c, p, p->flow_steps, p->feeds, NULL,
 					   NULL);
@@ -562,6 +582,8 @@ int fdev_plan_run(struct fdev_comm *c, const struct fdev_plan *p)
 	}
 	t0 = fdev_clock(c->dev);
 	err = run_steps(c, p, &sd, &rx);
+	if (!err && after)
+		err = after(c, arg);
 	c->last_ps = fdev_clock(c->dev) - t0;
 	fdev_op_span(c, t0, t0 + c->last_ps);
 out:
@@ -575,6 +597,11 @@ out:
 	free(sd.dst);
 	free(rx.left);
 	return err;
+}
+
+int fdev_plan_run(struct fdev_comm *c, const struct fdev_plan *p)
+{
+	return plan_run_then(c, p, NULL, NULL);
 }
 
 /*
@@ -1127,9 +1154,10 @@ static void counts_from_host(struct fdev_comm *c, uint64_t *m)
  * The one process that drives every rank sees every count, so it alone
  * decides whether every pair fits its slot; where one does not, the two
  * rounds run instead (slots_fit() is false). Processes that each drive
- * their own ranks would have to agree on that without a round, and
- * registered regions (zc.c) need each pair's offset in the receiver's
- * buffer before sending, which only the counts give: both keep the two
+ * their own ranks agree on nothing: a pair past its slot sends its rest
+ * on its own after the step (slots_procs_notify(), below). Registered
+ * regions (zc.c) need each pair's offset in the receiver's buffer
+ * before sending, which only the counts give: they keep the two
  * rounds, as FDEV_A2AV_TWO_ROUNDS in the environment asks.
  *
  * Emulated time: the counts are 8 bytes more in each pair's first
@@ -1141,16 +1169,32 @@ struct a2av_slots {
 	uint64_t S, send_off;
 };
 
+/* What every slot layout needs: direct, no region, no rank failed. */
+static int slots_allowed(const struct fdev_comm *c, enum fdev_algo algo)
+{
+	return !c->proxy && !c->nreg && c->nranks >= 2 &&
+	       (algo == FDEV_ALGO_AUTO || algo == FDEV_ALGO_DIRECT) &&
+	       !any_failed(c) && !getenv("FDEV_A2AV_TWO_ROUNDS");
+}
+
+static int slots_size(const struct fdev_comm *c, const uint64_t *m,
+		      struct a2av_slots *sl);
+
 static int slots_fit(const struct fdev_comm *c, const uint64_t *m,
 		     enum fdev_algo algo, struct a2av_slots *sl)
+{
+	if (c->multi || c->notify || !slots_allowed(c, algo))
+		return 0;
+	return slots_size(c, m, sl);
+}
+
+/* @sl for the matrix @m (bytes): whether every pair fits its slot. */
+static int slots_size(const struct fdev_comm *c, const uint64_t *m,
+		      struct a2av_slots *sl)
 {
 	size_t n = c->nranks;
 	uint64_t big = 0;
 
-	if (c->multi || c->notify || c->proxy || c->nreg || n < 2 ||
-	    (algo != FDEV_ALGO_AUTO && algo != FDEV_ALGO_DIRECT) ||
-	    any_failed(c) || getenv("FDEV_A2AV_TWO_ROUNDS"))
-		return 0;
 	for (size_t i = 0; i < n * n; i++)
 		if (i / n != i % n && m[i] > big)
 			big = m[i];
@@ -1269,6 +1313,423 @@ static int slots_run(struct fdev_comm *c, struct fdev_plan *p,
 	return err;
 }
 
+/*
+ * Processes that each drive their own rank, timing only: no bytes move,
+ * so what the slots' heads would carry comes through the job's file (as
+ * the two rounds' counts do, counts_by_host()), in a host meeting before
+ * the step that moves no clock (0 in, and every rank's clock is where
+ * the last operation's meeting left it). Every process then has the
+ * whole matrix, as one process driving every rank has, and builds the
+ * same slots, its own part of them: the same emulated time.
+ */
+#define A2AV_WHOLE_PLAN_RANKS	256
+
+static int slots_procs_timing(struct fdev_comm *c, const uint64_t *send_counts,
+			      uint64_t *recv_counts, size_t es,
+			      enum fdev_algo algo, uint64_t *m)
+{
+	size_t n = c->nranks;
+	uint64_t *row = fdev_host_row(c, c->first, n * 8), v = 0;
+	struct a2av_slots sl;
+	struct fdev_plan p;
+	int err;
+
+	for (size_t d = 0; d < n; d++)
+		row[d] = send_counts[d] * es;
+	err = fdev_shm_barrier(c, &v);
+	if (!err)
+		counts_from_host(c, m);
+	fdev_host_rows_done(c);
+	if (err)
+		return err;
+	slots_size(c, m, &sl);
+	c->a2av_slots = 1;
+	c->last_algo = algo == FDEV_ALGO_AUTO ? FDEV_ALGO_DIRECT : algo;
+	/*
+	 * Every process holds the whole matrix, so its plan may name every
+	 * rank's transfers and be cut, like one process's, into the
+	 * consecutive steps whose pieces fit a queue (fdev_plan_split_steps(),
+	 * which only such a plan allows: every process makes the same
+	 * steps); otherwise its pieces would double instead (0.875 of the
+	 * bound against 0.928 at 1 MiB mean per pair on tpu-v4-cube). Up to
+	 * 256 ranks: at 1024 a whole plan is a million transfers in each
+	 * process.
+	 */
+	if (n <= A2AV_WHOLE_PLAN_RANKS)
+		fdev_plan_init(&p);
+	else
+		fdev_comm_plan_init(c, &p);
+	err = slots_plan(c, &p, m, &sl);
+	if (!err && n <= A2AV_WHOLE_PLAN_RANKS) {
+		uint64_t seg = c->seg ? c->seg : 4096, k;
+
+		err = interleave_segments(seg, &k);
+		if (!err && k)
+			err = fdev_plan_split_steps(&p, k * seg,
+						    FDEV_INTERLEAVE_PIECES);
+	}
+	if (!err)
+		err = fdev_comm_interleave(c, &p);
+	if (err) {
+		fdev_plan_free(&p);
+		return err;
+	}
+	return slots_run(c, &p, &sl, m, NULL, 0, NULL, UINT64_MAX,
+			 recv_counts, es);
+}
+
+/*
+ * Processes that each drive their own rank, on data (notify ranks): the
+ * slots without a count round and without any agreement on a fallback.
+ * The slot is min(workspace) / 2n - 8 bytes (every rank read every
+ * rank's workspace size at the rendezvous, c->ws_min), so every rank
+ * computes it alone. In the one step, every pair sends its count and
+ * the first S bytes of its own into its slot, a pair with nothing its
+ * count alone (8 bytes): a receiver's step ends when every source's
+ * WRITEs have come, which it cannot count for a source that might send
+ * nothing. After the step both ends of a pair know whether it went
+ * past its slot: the sender by its own count, the receiver by the count
+ * in the slot's head. Only those pairs go on, each on its own: the
+ * receiver, its slots packed, tells the sender where in its workspace
+ * the rest goes (an 8-byte NOTIFY WRITE, NOTIFY_REST | NOTIFY_REST_GO,
+ * the offset in the immediate), and the sender writes it there (NOTIFY
+ * WRITEs, NOTIFY_REST and their number). A pair that fits needs nothing
+ * more, and a rank none of whose pairs overflow is done after the step.
+ * The rests land after each other at the front of the receiver's
+ * workspace and are staged behind them at the sender's (after the step
+ * nothing else is there: the slots are packed, the step's sends done).
+ * A rank without room for its rests (what two rounds would also
+ * refuse, -EMSGSIZE) still answers every pair, with NOTIFY_REST_ERR, so
+ * that nobody waits for what never comes; then every rank that has a
+ * pair with it returns the error.
+ */
+struct a2av_rest {
+	const struct a2av_slots *sl;
+	const uint64_t *row;		/* [n] this rank's bytes to each */
+	const uint8_t *send;
+	uint8_t *recv;
+	size_t es;
+	uint64_t *got;			/* [n] each rank's bytes to this one */
+	uint64_t *at;			/* [n] where they start in recv */
+	uint64_t *in_off, *out_off;	/* [n] the rests' places here */
+	uint32_t *left;			/* [n] rest WRITEs still to come */
+	uint8_t *gone;			/* [n] the go-ahead from d came */
+	uint64_t pending, staged;
+	unsigned int own, need_go;
+	int room, err;
+};
+
+static uint64_t rest_of(uint64_t bytes, uint64_t S)
+{
+	return bytes > S ? bytes - S : 0;
+}
+
+/* One 8-byte timing-only NOTIFY WRITE to @r saying @imm. */
+static int rest_say(struct fdev_comm *c, struct a2av_rest *r, uint32_t to,
+		    uint32_t imm)
+{
+	struct fdev_desc d;
+	int ret;
+
+	fdev_prep_timing(&d, FDEV_OP_WRITE, c->queue[0], c->ep[to], 8, to);
+	d.flags |= FDEV_DESC_NOTIFY;
+	d.imm = imm;
+	ret = fdev_post(c->dev, &d, 1);
+	if (ret != 1)
+		return ret < 0 ? ret : -EIO;
+	r->own++;
+	return 0;
+}
+
+/* The go-ahead from @d came, to @dst_off of its workspace: write the rest. */
+static int rest_send(struct fdev_comm *c, struct a2av_rest *r, uint32_t d,
+		     uint64_t dst_off)
+{
+	uint64_t S = r->sl->S, len = rest_of(r->row[d], S), chunk = max_chunk(c);
+	uint64_t before = 0, parts = (len + chunk - 1) / chunk;
+	struct fdev_desc *x;
+	int ret;
+
+	x = parts && parts <= NOTIFY_REST_VAL ? calloc(parts, sizeof(*x)) : NULL;
+	if (!x) {
+		/* @d waits for the rest: tell it none comes. */
+		int e = rest_say(c, r, d, NOTIFY_REST | NOTIFY_REST_ERR);
+
+		return e ? e : parts && parts <= NOTIFY_REST_VAL ? -ENOMEM :
+		       -EMSGSIZE;
+	}
+	for (uint32_t j = 0; j < d; j++)
+		before += r->row[j];
+	memcpy(fdev_ws_addr(c, 0, r->out_off[d]), r->send + before + S, len);
+	r->staged += len;
+	for (uint64_t i = 0, off = 0; i < parts; i++, off += chunk) {
+		uint64_t l = len - off < chunk ? len - off : chunk, so, key, dof;
+		uint32_t h;
+
+		fdev_zc_local(c, 0, r->out_off[d] + off, &h, &so);
+		fdev_zc_remote(c, d, dst_off + off, &key, &dof);
+		fdev_prep_write(&x[i], c->queue[0], h, so, key, dof, l, d);
+		x[i].flags |= FDEV_DESC_NOTIFY;
+		x[i].imm = NOTIFY_REST | (uint32_t)parts;
+	}
+	ret = fdev_post(c->dev, x, (unsigned int)parts);
+	free(x);
+	if (ret > 0)
+		r->own += (unsigned int)ret;
+	if (ret < 0)
+		return ret;
+	return (uint64_t)ret < parts ? -EIO : 0;
+}
+
+/* A received rest message. An error is kept; the exchange goes on. */
+static int rest_received(struct fdev_comm *c, struct a2av_rest *r,
+			 const struct fdev_cqe *cqe)
+{
+	int src = rank_of_endpoint(c, (uint32_t)(cqe->user_tag >> 32));
+	uint32_t imm = (uint32_t)cqe->user_tag, val = imm & NOTIFY_REST_VAL;
+	uint64_t S = r->sl->S;
+
+	if (cqe->status)
+		return cqe->status;
+	if (src < 0 || src == (int)c->first || !(imm & NOTIFY_REST))
+		return -EPROTO;
+	if (imm & NOTIFY_REST_GO) {
+		/* For this rank's rest to @src: once. */
+		if (!rest_of(r->row[src], S) || r->gone[src])
+			return -EPROTO;
+		r->gone[src] = 1;
+		r->need_go--;
+		if (imm & NOTIFY_REST_ERR)
+			return -EMSGSIZE;	/* @src has no room: send nothing */
+		if (!r->room)
+			return rest_say(c, r, (uint32_t)src,
+					NOTIFY_REST | NOTIFY_REST_ERR);
+		return rest_send(c, r, (uint32_t)src, (uint64_t)val * 8);
+	}
+	/* Part of @src's rest to this rank, or its refusal. */
+	if (!r->left[src])
+		return -EPROTO;
+	if (imm & NOTIFY_REST_ERR || !val) {
+		r->pending -= r->left[src] == NOT_HEARD ? 1 : r->left[src];
+		r->left[src] = 0;
+		return imm & NOTIFY_REST_ERR ? -EMSGSIZE : -EPROTO;
+	}
+	if (r->left[src] == NOT_HEARD) {
+		r->left[src] = val;
+		r->pending += val - 1;
+	}
+	r->left[src]--;
+	r->pending--;
+	return 0;
+}
+
+/* After the slot step (plan_run_then()): pack the slots, then the rests. */
+static int a2av_rest(struct fdev_comm *c, void *arg)
+{
+	struct a2av_rest *r = arg;
+	size_t n = c->nranks, me = c->first;
+	uint64_t S = r->sl->S, mine = 0, at = 0, in = 0, out = 0;
+	struct fdev_cqe cqe[64];
+	int err = 0;
+
+	for (size_t j = 0; j < me; j++)
+		mine += r->row[j];
+	for (size_t s = 0; s < n; s++) {
+		const uint8_t *slot = fdev_ws_addr(c, 0, s * (8 + S));
+		uint64_t got = r->row[me];
+
+		if (s != me)
+			memcpy(&got, slot, 8);
+		if (got % r->es && !err)
+			err = -EPROTO;
+		r->got[s] = got;
+		r->at[s] = at;
+		memcpy(r->recv + at, s == me ? r->send + mine : slot + 8,
+		       s == me || got < S ? got : S);
+		r->staged += s == me || got < S ? got : S;
+		at += got;
+	}
+	/* The rests' places: what comes at the front, what goes behind. */
+	for (size_t s = 0; s < n; s++)
+		if (s != me && rest_of(r->got[s], S)) {
+			r->in_off[s] = in;
+			in += (rest_of(r->got[s], S) + 7) & ~7ULL;
+		}
+	for (size_t d = 0; d < n; d++)
+		if (d != me && rest_of(r->row[d], S)) {
+			r->out_off[d] = in + out;
+			out += (rest_of(r->row[d], S) + 7) & ~7ULL;
+			r->need_go++;
+		}
+	if (!in && !out)
+		return err;
+	r->room = !err && in + out <= c->ws_bytes &&
+		  in / 8 <= NOTIFY_REST_VAL;
+	if (!r->room && !err)
+		err = -EMSGSIZE;
+	for (size_t s = 0; s < n; s++) {
+		int e;
+
+		if (s == me || !rest_of(r->got[s], S))
+			continue;
+		e = rest_say(c, r, (uint32_t)s, NOTIFY_REST | NOTIFY_REST_GO |
+			     (r->room ? (uint32_t)(r->in_off[s] / 8) :
+					NOTIFY_REST_ERR));
+		if (e) {
+			/* @s would wait for it: nothing more can be done. */
+			return e;
+		}
+		if (r->room) {
+			r->left[s] = NOT_HEARD;
+			r->pending++;
+		}
+	}
+	/* Go-aheads that came while this rank was still in the step. */
+	{
+		unsigned int k = 0;
+
+		for (unsigned int i = 0; i < c->nearly; i++) {
+			uint32_t imm = (uint32_t)c->early[i].user_tag;
+
+			if (imm & NOTIFY_REST) {
+				int e = rest_received(c, r, &c->early[i]);
+
+				if (e && !err)
+					err = e;
+			} else
+				c->early[k++] = c->early[i];
+		}
+		c->nearly = k;
+	}
+	while (r->own || r->need_go || r->pending) {
+		int ret = fdev_wait(c->dev, cqe, 1, 64, c->timeout_ms);
+
+		if (ret < 0)
+			return err ? err : ret;
+		for (int i = 0; i < ret; i++) {
+			int e;
+
+			if (fdev_cqe_received(c->dev, &cqe[i]))
+				e = rest_received(c, r, &cqe[i]);
+			else
+				r->own--, e = cqe[i].status;
+			if (e && !err)
+				err = e;
+		}
+	}
+	for (size_t s = 0; !err && s < n; s++)
+		if (s != me && rest_of(r->got[s], S)) {
+			memcpy(r->recv + r->at[s] + S,
+			       fdev_ws_addr(c, 0, r->in_off[s]),
+			       rest_of(r->got[s], S));
+			r->staged += rest_of(r->got[s], S);
+		}
+	return err;
+}
+
+/* The slot step of a notify rank: its own pairs, and whom it hears from. */
+static int slots_plan_notify(const struct fdev_comm *c, struct fdev_plan *p,
+			     const uint64_t *row, const struct a2av_slots *sl)
+{
+	uint32_t n = c->nranks, me = c->first;
+
+	fdev_plan_need(p, 2 * (uint64_t)n * (8 + sl->S));
+	for (uint32_t k = 1; k < n; k++) {
+		uint32_t d = (me + k) % n, s = (me + n - k) % n;
+		size_t had = p->nx;
+		uint64_t len = row[d] < sl->S ? row[d] : sl->S;
+
+		fdev_plan_xfer(p, 0, me, d, sl->send_off + d * (8 + sl->S),
+			       me * (8 + sl->S), 8 + len);
+		if (p->nx > had)
+			p->x[had].head = 8;
+		/* Only its step counts: it is @s's to post, not ours. */
+		fdev_plan_xfer(p, 0, s, me, sl->send_off + me * (8 + sl->S),
+			       s * (8 + sl->S), 8);
+	}
+	return fdev_plan_finish(p);
+}
+
+static int slots_procs_notify(struct fdev_comm *c, const void *send,
+			      const uint64_t *send_counts, void *recv,
+			      uint64_t *recv_counts, size_t es,
+			      enum fdev_algo algo)
+{
+	size_t n = c->nranks, me = c->first;
+	struct a2av_slots sl = { 0 };
+	struct a2av_rest r = { 0 };
+	struct fdev_plan p;
+	uint64_t *row, *mem;
+	uint8_t *to;
+	int err;
+
+	if (!send || !recv)
+		return -EFAULT;
+	sl.S = (c->ws_min / (2 * n) - 8) & ~7ULL;
+	sl.send_off = n * (8 + sl.S);
+	mem = calloc(6 * n, sizeof(*mem));
+	r.left = calloc(n, sizeof(*r.left));
+	r.gone = calloc(n, 1);
+	if (!mem || !r.left || !r.gone) {
+		err = -ENOMEM;
+		goto out;
+	}
+	row = mem;
+	r.got = mem + n;
+	r.at = mem + 2 * n;
+	r.in_off = mem + 3 * n;
+	r.out_off = mem + 4 * n;
+	for (size_t d = 0; d < n; d++)
+		row[d] = send_counts[d] * es;
+	r.sl = &sl;
+	r.row = row;
+	r.send = send;
+	r.recv = recv;
+	r.es = es;
+	c->a2av_slots = 1;
+	c->last_algo = algo == FDEV_ALGO_AUTO ? FDEV_ALGO_DIRECT : algo;
+	fdev_comm_plan_init(c, &p);
+	err = slots_plan_notify(c, &p, row, &sl);
+	if (!err)
+		err = fdev_comm_interleave(c, &p);
+	if (err) {
+		fdev_plan_free(&p);
+		goto out;
+	}
+	/* Each pair's count and first S bytes at its place in the send area. */
+	for (size_t d = 0, before = 0; d < n; before += row[d], d++) {
+		uint64_t len = row[d] < sl.S ? row[d] : sl.S;
+
+		if (d == me)
+			continue;
+		to = fdev_ws_addr(c, 0, sl.send_off + d * (8 + sl.S));
+		memcpy(to, &row[d], 8);
+		memcpy(to + 8, (const uint8_t *)send + before, len);
+		r.staged += len;
+	}
+	err = plan_run_then(c, &p, a2av_rest, &r);
+	fdev_plan_free(&p);
+	for (size_t s = 0; !err && s < n; s++)
+		recv_counts[s] = r.got[s] / es;
+	if (!err)
+		c->bytes_staged += r.staged;
+out:
+	free(mem);
+	free(r.left);
+	free(r.gone);
+	return err;
+}
+
+/* Which slots processes that each drive their own rank take, if any. */
+static int slots_procs(struct fdev_comm *c, enum fdev_algo algo)
+{
+	if (!c->multi || c->nlocal != 1 || !slots_allowed(c, algo))
+		return 0;
+	if (fdev_comm_timing_only(c))
+		return counts_by_host(c) ? 1 : 0;
+	return c->notify && c->dev && c->ws_min / (2 * c->nranks) >= 16 ? 2 : 0;
+}
+
 static int all_to_all_v(struct fdev_comm *c, const void *send,
 			const uint64_t *send_counts, void *recv,
 			uint64_t *recv_counts, enum fdev_dtype dt,
@@ -1313,8 +1774,20 @@ static int all_to_all_v(struct fdev_comm *c, const void *send,
 			return err;
 		}
 		memset(m, 0, n * n * sizeof(*m));
-	} else
+	} else {
+		int how = slots_procs(c, algo);
+
 		c->a2av_slots = 0;
+		if (how) {
+			err = how == 1 ?
+			      slots_procs_timing(c, send_counts, recv_counts, es,
+						 algo, m) :
+			      slots_procs_notify(c, send, send_counts, recv,
+						 recv_counts, es, algo);
+			free(m);
+			return err;
+		}
+	}
 	/*
 	 * The count exchange: every rank's row goes to every rank (an
 	 * all-gather of n words), so each sender knows where its bytes go.

@@ -1223,6 +1223,24 @@ out:
 	return err;
 }
 
+/*
+ * After the rendezvous: every rank's endpoint and workspace key, and
+ * the smallest workspace of the job (each rank wrote its own in the
+ * slot's size, which only a proxy uses otherwise).
+ */
+static void shm_read_ranks(struct fdev_comm *c)
+{
+	c->ws_min = c->ws_bytes;
+	for (unsigned int r = 0; r < c->nranks; r++) {
+		const struct shm_slot *sl = &c->shm->h->slot[r];
+
+		c->ep[r] = sl->ep;
+		c->rkey[r] = sl->key;
+		if (sl->size < c->ws_min)
+			c->ws_min = sl->size;
+	}
+}
+
 int fdev_comm_init(const char *path, const char *job, int rank, int size,
 		   uint64_t ws_bytes, unsigned int flags,
 		   struct fdev_comm **out)
@@ -1326,16 +1344,14 @@ int fdev_comm_init(const char *path, const char *job, int rank, int size,
 
 		sl->ep = c->ep[rank];
 		sl->key = c->rkey[rank];
+		sl->size = c->ws_bytes;	/* the proxy's field, unused here */
 		atomic_store(&sl->pid, getpid());
 	}
 	v = fdev_clock(c->dev);
 	err = shm_barrier(c, &v);
 	if (err)
 		goto err_destroy;
-	for (int r = 0; r < size; r++) {
-		c->ep[r] = c->shm->h->slot[r].ep;
-		c->rkey[r] = c->shm->h->slot[r].key;
-	}
+	shm_read_ranks(c);
 	/*
 	 * Nobody needs the engine yet, so the host barrier held no one
 	 * back; from here on a notify rank is idle between operations.
@@ -1405,16 +1421,14 @@ int fdev_comm_init_sub(struct fdev_comm *parent, const char *job, int rank,
 
 		sl->ep = c->ep[rank];
 		sl->key = c->rkey[rank];
+		sl->size = c->ws_bytes;
 		atomic_store(&sl->pid, getpid());
 	}
 	/* A host meeting: the context stays idle, its clock untouched. */
 	err = shm_barrier(c, &v);
 	if (err)
 		goto err_destroy;
-	for (int r = 0; r < size; r++) {
-		c->ep[r] = c->shm->h->slot[r].ep;
-		c->rkey[r] = c->shm->h->slot[r].key;
-	}
+	shm_read_ranks(c);
 	/* A receive completion names its sender by endpoint. */
 	for (int r = 0; r < size; r++)
 		for (int q = 0; q < r; q++)

@@ -198,6 +198,13 @@ struct fdev_comm {
 	uint32_t *queue;		/* [nlocal] */
 	struct fdev_region *ws;		/* [nlocal] workspaces */
 	uint64_t ws_bytes;
+	/*
+	 * Independent processes (not through a proxy): the smallest
+	 * ws_bytes any rank of the job gave, read from the job's file at
+	 * the rendezvous, so that every rank computes the same all-to-all-v
+	 * slot size alone (coll.c). 0 elsewhere.
+	 */
+	uint64_t ws_min;
 	uint64_t *rkey;			/* [nranks] workspace keys */
 	uint64_t failed[FDEV_FAILED_WORDS];	/* excluded ranks (bitmap) */
 	uint64_t last_ps;

@@ -27,6 +27,15 @@
  *		ranks meet on the host, rank 0 last, as a runtime's store
  *		would; prints "ok" lines, "# proxy 0|1" and "# time NAME PS"
  *		lines
+ *	fdev_dev_test mpa2av WS CASE [REPEAT]
+ *		one rank of independent processes, data, a workspace of WS
+ *		bytes: REPEAT all-to-all-v of f32 (CASE fit: every pair
+ *		within its slot, some empty; over: some pairs one element
+ *		over their slot, one 2 slots over, others empty or small;
+ *		room: every rank sends rank 0 more than its workspace holds,
+ *		-EMSGSIZE everywhere, no hang), checked element by element
+ *		and count by count; prints a JSON line with the bytes this
+ *		rank put on the fabric (sent_bytes)
  *	fdev_dev_test mpdie
  *		the last rank dies after the rendezvous; the others see EPIPE
  *	fdev_dev_test cap N CAP
@@ -806,6 +815,104 @@ static int mp_all(void)
 	return failed || err;
 }
 
+/*
+ * mpa2av's pairs, in f32 elements, for slots of @S bytes: see the usage
+ * at the top.
+ */
+static uint64_t mpa2av_count(const char *cs, int n, int s, int d, uint64_t S)
+{
+	uint64_t e = S / 4;
+
+	if (s == d)
+		return (uint64_t)s + 3;
+	if (!strcmp(cs, "fit"))
+		return e * (uint64_t)((3 * s + d) % 5) / 4;
+	if (!strcmp(cs, "room"))
+		return d ? 1 : 4 * e;
+	if (!s && d == n - 1)
+		return 3 * e;		/* 2 slots over */
+	switch ((s + d) % 3) {
+	case 0:
+		return 0;
+	case 1:
+		return e + 1;		/* one element over */
+	default:
+		return (uint64_t)(s + d + 1);
+	}
+}
+
+static float mpa2av_val(int s, int d, uint64_t i)
+{
+	return (float)((s * 131 + d * 17 + (int)(i % 4096)) % 8191);
+}
+
+static int mp_a2av(uint64_t ws, const char *cs, int rep)
+{
+	struct fdev_comm *c;
+	int rank, n, err, slots = 0;
+	uint64_t S, sent = 0, in = 0, out = 0, bad = 0, t = 0;
+	uint64_t *sc, *rc, *want;
+	float *x, *y;
+
+	err = fdev_comm_init(NULL, NULL, -1, -1, ws, 0, &c);
+	if (err) {
+		fprintf(stderr, "fdev_dev_test: comm: %s\n", strerror(-err));
+		return 1;
+	}
+	fdev_comm_local(c, &rank, NULL);
+	n = fdev_comm_size(c);
+	S = (ws / (2 * (uint64_t)n) - 8) & ~7ULL;
+	sc = calloc((size_t)n, 8);
+	rc = calloc((size_t)n, 8);
+	want = calloc((size_t)n, 8);
+	for (int d = 0; d < n; d++) {
+		sc[d] = mpa2av_count(cs, n, rank, d, S);
+		want[d] = mpa2av_count(cs, n, d, rank, S);
+		out += sc[d];
+		in += want[d];
+		if (d == rank)
+			continue;
+		/* Its slot part and count; its go-ahead; its rest. */
+		sent += 8 + (sc[d] * 4 < S ? sc[d] * 4 : S);
+		sent += want[d] * 4 > S ? 8 : 0;
+		sent += sc[d] * 4 > S ? sc[d] * 4 - S : 0;
+	}
+	x = malloc(out * 4 + 4);
+	y = malloc(in * 4 + 4);
+	for (int d = 0, k = 0; d < n; d++)
+		for (uint64_t i = 0; i < sc[d]; i++)
+			x[k++] = mpa2av_val(rank, d, i);
+	for (int r = 0; r < rep; r++) {
+		memset(y, 0xff, in * 4 + 4);
+		memset(rc, 0xff, (size_t)n * 8);
+		err = fdev_all_to_all_v(c, x, sc, y, rc, FDEV_F32, FDEV_ALGO_AUTO);
+		slots = __fdev_comm_a2av_slots(c);
+		t = fdev_comm_last_ps(c);
+		if (err)
+			break;
+		for (int s = 0, k = 0; s < n; s++) {
+			bad += rc[s] != want[s];
+			for (uint64_t i = 0; i < want[s]; i++)
+				bad += y[k++] != mpa2av_val(s, rank, i);
+		}
+		/* Nothing past the end. */
+		bad += ((uint32_t *)y)[in] != 0xffffffffu;
+	}
+	printf("{\"rank\":%d,\"case\":\"%s\",\"err\":%d,\"bad\":%" PRIu64
+	       ",\"slots\":%d,\"slot_bytes\":%" PRIu64 ",\"sent_bytes\":%" PRIu64
+	       ",\"time_ps\":%" PRIu64 "}\n", rank, cs, err, bad, slots, S,
+	       sent * (uint64_t)rep, t);
+	fdev_comm_destroy(c);
+	free(sc);
+	free(rc);
+	free(want);
+	free(x);
+	free(y);
+	if (!strcmp(cs, "room"))
+		return err == -EMSGSIZE ? 0 : 1;
+	return err || bad || !slots;
+}
+
 /* "a b" per line, a cable between ranks a and b: into *@ends. */
 static int read_links(const char *path, uint32_t **ends)
 {
@@ -935,7 +1042,7 @@ int main(int argc, char **argv)
 		       argv[3], algo_name(fdev_comm_last_algo(c)), n, bytes, t0);
 		if (rep > 1)
 			printf(",\"last_ps\":%" PRIu64, fdev_comm_last_ps(c));
-		printf("}\n");
+		printf(",\"a2av_slots\":%d}\n", __fdev_comm_a2av_slots(c));
 		fdev_comm_destroy(c);
 		return 0;
 	}
@@ -948,6 +1055,9 @@ int main(int argc, char **argv)
 		return mp_moe(argc > 2 && !strcmp(argv[2], "hier") ? "hier" : "mc");
 	if (argc >= 2 && !strcmp(argv[1], "mpall"))
 		return mp_all();
+	if (argc >= 4 && !strcmp(argv[1], "mpa2av"))
+		return mp_a2av(strtoull(argv[2], NULL, 0), argv[3],
+			       argc > 4 ? atoi(argv[4]) : 1);
 	if (argc >= 2 && !strcmp(argv[1], "mpdie")) {
 		/*
 		 * The last rank dies right after the rendezvous; the others
@@ -1041,9 +1151,10 @@ int main(int argc, char **argv)
 		w[2] = mono_ms();
 		err = fdev_comm_barrier(c);
 		printf("{\"rank\":%d,\"time_ps\":%" PRIu64 ",\"last_ps\":%" PRIu64
-		       ",\"barrier\":%d,\"init_ms\":%" PRIu64 ",\"ops_ms\":%" PRIu64 "}\n",
+		       ",\"barrier\":%d,\"init_ms\":%" PRIu64 ",\"ops_ms\":%" PRIu64
+		       ",\"a2av_slots\":%d}\n",
 		       rank, t[0], t[rep > 8 ? 7 : rep - 1], err, w[1] - w[0],
-		       w[2] - w[1]);
+		       w[2] - w[1], __fdev_comm_a2av_slots(c));
 		fdev_comm_destroy(c);
 		return err ? 1 : 0;
 	}

@@ -95,22 +95,77 @@ a2a() {		# first and second operation: one process's, on every process
 check "all-to-all twice by 8 processes: the one-process times on every one, the second the first's" a2a
 
 # all-to-all-v OP (alltoallv, alltoallvskew) by 8 processes: every
-# process's time = the one-process time in two rounds (processes that
-# drive their own ranks exchange the counts first; one process driving
-# every rank sends them in its slots instead, libfabricdev/src/coll.c)
+# process's time = the one-process time, in fixed slots without a count
+# round (each process's row through the job's file, as the heads would
+# carry it on data; libfabricdev/src/coll.c, slots_procs_timing()), and
+# in two rounds with TWO=1 (FDEV_A2AV_TWO_ROUNDS=1 for both)
 a2av() {
 	op=$1
-	one=$(FDEV_A2AV_TWO_ROUNDS=1 "$t" coll "$op" direct 8 4096 |
+	two=$2
+	one=$(env ${two:+FDEV_A2AV_TWO_ROUNDS=1} "$t" coll "$op" direct 8 4096 |
 		sed -n 's/.*"time_ps":\([0-9]*\).*/\1/p')
-	procs "$op" "$t" mp "$op" direct 4096 2 || return 1
-	v=$(sed -n 's/.*"time_ps":\([0-9]*\),"last_ps":\([0-9]*\).*/\1 \2/p' "$tmp/$op".[0-7] |
+	procs "$op$two" env ${two:+FDEV_A2AV_TWO_ROUNDS=1} "$t" mp "$op" direct 4096 2 || return 1
+	v=$(sed -n 's/.*"time_ps":\([0-9]*\),"last_ps":\([0-9]*\).*/\1 \2/p' "$tmp/$op$two".[0-7] |
 		tr ' ' '\n' | sort -u | tr '\n' ' ')
-	echo "# one process: $one ps; 8 processes: $v"
-	[ -n "$one" ] && [ "$v" = "$one " ]
+	sl=$(sed -n 's/.*"a2av_slots":\([0-9]*\).*/\1/p' "$tmp/$op$two".[0-7] | sort -u | tr '\n' ' ')
+	echo "# one process: $one ps; 8 processes: $v; in slots: $sl"
+	[ -n "$one" ] && [ "$v" = "$one " ] && [ "$sl" = "$([ -n "$two" ] && echo 0 || echo 1) " ]
 }
-check "all-to-all-v by 8 processes, unequal counts: every one learns every row, the one-process time" a2av alltoallv
+check "all-to-all-v by 8 processes, unequal counts, in slots: every one learns every row, the one-process time" a2av alltoallv
 
-check "skewed all-to-all-v by 8 processes (rank 0's transfers end long after most ranks' meet): no hang, the one-process time" a2av alltoallvskew
+check "skewed all-to-all-v by 8 processes in slots (rank 0's transfers end long after most ranks' meet): no hang, the one-process time" a2av alltoallvskew
+
+check "the same in two rounds (FDEV_A2AV_TWO_ROUNDS=1): the one-process time" a2av alltoallv 1
+
+# a2avdata CASE: 8 processes on data, each driving its own rank (notify,
+# no proxy), two all-to-all-v of f32 each with a 64 KiB workspace (slots
+# of 4088 bytes; fdev_dev_test mpa2av): fit, every pair in its slot, some
+# empty; over, some pairs one element over their slot and one two slots
+# over, the rest empty or small, the rests sent pairwise after the slot
+# step. Every element and count right on every rank, and the endpoints'
+# links carried exactly the bytes the ranks say they sent: each pair's
+# count and slot part (8 bytes for an empty one), a go-ahead (8) and the
+# rest for each overflowing pair, nothing twice.
+a2avdata() {
+	cs=$1
+	"$icfabctl" stats reset > /dev/null || return 1
+	procs "d$cs" "$t" mpa2av 65536 "$cs" 2 || return 1
+	"$icfabctl" -j stats > "$tmp/d$cs.stats" || return 1
+	"$icfabd" --dump --json --preset dgx-h100 > "$tmp/dgx.json" || return 1
+	cat "$tmp/d$cs".[0-7] > "$tmp/d$cs.all"
+	python3 - "$tmp/dgx.json" "$tmp/d$cs.stats" "$tmp/d$cs.all" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+st = {l["id"]: l["bytes"] for l in json.load(open(sys.argv[2]))["links"]}
+r = [json.loads(l) for l in open(sys.argv[3]) if l.startswith("{")]
+kind = {n["id"]: n["kind"] for n in t["nodes"]}
+up = sum(st.get(l["id"], 0) for l in t["links"] if kind[l["src"]] == "endpoint")
+down = sum(st.get(l["id"], 0) for l in t["links"] if kind[l["dst"]] == "endpoint")
+want = sum(x["sent_bytes"] for x in r)
+print("# %d ranks, slots of %d bytes, %s: errors %s, bad %d, in slots %s; bytes up %d, down %d (want %d); %s ps"
+      % (len(r), r[0]["slot_bytes"] if r else 0, r[0]["case"] if r else "?",
+         sorted({x["err"] for x in r}), sum(x["bad"] for x in r),
+         sorted({x["slots"] for x in r}), up, down, want,
+         sorted({x["time_ps"] for x in r})))
+sys.exit(0 if len(r) == 8 and all(x["err"] == 0 and x["bad"] == 0 and x["slots"] == 1 for x in r)
+         and up == want and down == want else 1)
+PY
+}
+# room: every rank sends rank 0 three slots more than its slot, more
+# than rank 0's workspace holds: every rank returns -EMSGSIZE (rank 0
+# refuses each rest, the senders learn it from its go-ahead), none hangs.
+a2avroom() {
+	procs droom "$t" mpa2av 65536 room 1 || return 1
+	sed 's/^/# /' "$tmp"/droom.0
+}
+features=$("$t" api 2> /dev/null | sed -n 's/^# uring . features \(0x[0-9a-fA-F]*\)$/\1/p')
+if [ -n "$features" ] && [ $((features & 0x104)) -eq $((0x104)) ]; then
+	check "all-to-all-v by 8 processes on data, every pair within its slot: every element, count and link byte" a2avdata fit
+	check "all-to-all-v by 8 processes on data, pairs one element and two slots over theirs, others empty: every element, count and link byte" a2avdata over
+	check "all-to-all-v by 8 processes on data, more to rank 0 than its workspace holds: -EMSGSIZE on every rank, no hang" a2avroom
+else
+	check "all-to-all-v by processes on data # SKIP the module lacks ICFAB_F_RECV_NOTIFY or ICFAB_F_MEMORY" true
+fi
 
 moe() {		# moe NAME MOE_BENCH_ARGS...: latest rank's times = one process's
 	name=$1
