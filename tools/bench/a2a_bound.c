@@ -401,6 +401,32 @@ static void link_bounds(const struct icfab_engine_storage *st,
 }
 
 /*
+ * -H -o lead: each source's last pieces on each first link, far pairs
+ * first, as libfabricdev's all-to-all-v in slots orders them
+ * (fdev_comm_interleave_v()).
+ */
+static int far_first(const struct run *r, struct fdev_plan *p)
+{
+	size_t pairs = (size_t)r->n * r->n;
+	uint32_t *hops = calloc(pairs, sizeof(*hops));
+	uint32_t *first = calloc(pairs, sizeof(*first));
+	struct fdev_paths *m = NULL;
+	int err = hops && first ? fdev_paths_build(r->t, r->ep, r->n, &m) :
+		  -ENOMEM;
+
+	for (size_t q = 0; !err && q < pairs; q++) {
+		hops[q] = m->off[q + 1] - m->off[q];
+		first[q] = hops[q] ? m->link[m->off[q]] : UINT32_MAX;
+	}
+	if (!err)
+		err = fdev_plan_far_first(p, hops, first, r->n);
+	fdev_paths_free(m);
+	free(hops);
+	free(first);
+	return err;
+}
+
+/*
  * -m: r->mat as libfabricdev plans an all-to-all-v (coll.c): rotated,
  * split into steps, interleaved in pieces, by the leads with -o lead.
  */
@@ -452,6 +478,8 @@ static int plan_matrix(struct run *r, struct fdev_plan *p)
 	if (!err)
 		err = fdev_plan_interleave_lead(p, r->piece, LIB_STEP_PIECES,
 						lead, n);
+	if (!err && r->headers && lead)
+		err = far_first(r, p);
 	free(lead);
 	return err;
 }
