@@ -364,9 +364,9 @@ static int cmp_tail(const void *a, const void *b)
 	return x->at < y->at ? -1 : x->at > y->at;
 }
 
-/* A piece of one source in a step: its first link, and where it is. */
+/* A piece of a step: its source, its first link, and where it is. */
 struct src_piece {
-	uint32_t first;
+	uint32_t src, first;
 	uint64_t at;
 };
 
@@ -374,6 +374,8 @@ static int cmp_src(const void *a, const void *b)
 {
 	const struct src_piece *x = a, *y = b;
 
+	if (x->src != y->src)
+		return x->src < y->src ? -1 : 1;
 	if (x->first != y->first)
 		return x->first < y->first ? -1 : 1;
 	return x->at < y->at ? -1 : x->at > y->at;
@@ -430,25 +432,25 @@ int fdev_plan_far_first(struct fdev_plan *p, const uint32_t *hops,
 	for (b = 0; b < p->nx; b = e) {
 		for (e = b; e < p->nx && p->x[e].step == p->x[b].step; e++)
 			;
-		for (uint32_t s = 0; s < n; s++) {
-			uint64_t m = 0;
+		uint64_t m = 0;
 
-			for (size_t i = b; i < e; i++) {
-				const struct fdev_xfer *x = &p->x[i];
+		for (size_t i = b; i < e; i++) {
+			const struct fdev_xfer *x = &p->x[i];
 
-				if (x->src != s || x->dst >= n ||
-				    x->dst == FDEV_PLAN_MCAST)
-					continue;
-				g[m++] = (struct src_piece){
-					.first = first[(size_t)s * n + x->dst],
-					.at = i };
-			}
-			qsort(g, m, sizeof(*g), cmp_src);
-			for (uint64_t j = 0, k; j < m; j = k) {
-				for (k = j; k < m && g[k].first == g[j].first; k++)
-					;
-				far_first_group(p, g + j, k - j, hops, n, tmp, tp);
-			}
+			if (x->src >= n || x->dst >= n)
+				continue;
+			g[m++] = (struct src_piece){
+				.src = x->src,
+				.first = first[(size_t)x->src * n + x->dst],
+				.at = i };
+		}
+		/* By source, then first link, each in step order. */
+		qsort(g, m, sizeof(*g), cmp_src);
+		for (uint64_t j = 0, k; j < m; j = k) {
+			for (k = j; k < m && g[k].src == g[j].src &&
+			     g[k].first == g[j].first; k++)
+				;
+			far_first_group(p, g + j, k - j, hops, n, tmp, tp);
 		}
 	}
 	free(g);
