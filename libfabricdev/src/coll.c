@@ -921,6 +921,49 @@ int fdev_comm_interleave(struct fdev_comm *c, struct fdev_plan *p)
 }
 
 /*
+ * The all-to-all-v's order in slots (one process, every rank): as
+ * fdev_comm_interleave(), then each source's last pieces on each first
+ * link dealt out far pairs first (fdev_plan_far_first()). Its largest
+ * pairs (twice the mean in a2a_interleave.sh's matrix) are what is left
+ * at the end of the step, and where several leave a source by one link
+ * the far ones came out last and ended the step their hops later: on
+ * tpu-v4-cube at 64 KiB mean, chip3_0_2's pair of six hops left its
+ * first link 1.5 us before the source's last piece of one hop and
+ * ended the step at 50.064 us (a2a_bound -H -T). Only where the leads
+ * apply (routes read, FDEV_NO_LEADS unset) and pieces are cut.
+ */
+int fdev_comm_interleave_v(struct fdev_comm *c, struct fdev_plan *p)
+{
+	const struct fdev_paths *m;
+	uint64_t seg = c->seg ? c->seg : 4096, k;
+	size_t n = c->nranks, pairs = n * n;
+	uint32_t *hops, *first;
+	int err = fdev_comm_interleave(c, p);
+
+	if (err || interleave_segments(seg, &k) || !k || p->keep_order ||
+	    !fdev_comm_leads(c))
+		return err;
+	m = fdev_comm_paths(c);
+	if (!m || m->n != n)
+		return 0;
+	hops = malloc(pairs * sizeof(*hops));
+	first = malloc(pairs * sizeof(*first));
+	if (!hops || !first) {
+		free(hops);
+		free(first);
+		return -ENOMEM;
+	}
+	for (size_t q = 0; q < pairs; q++) {
+		hops[q] = m->off[q + 1] - m->off[q];
+		first[q] = hops[q] ? m->link[m->off[q]] : UINT32_MAX;
+	}
+	err = fdev_plan_far_first(p, hops, first, (uint32_t)n);
+	free(hops);
+	free(first);
+	return err;
+}
+
+/*
  * Whether an all-reduce, reduce-scatter or all-gather runs over the
  * communicator's rings (rings.c). "auto" takes them whenever
  * fdev_comm_set_links() found a cycle through every rank: its rings use
@@ -1764,7 +1807,7 @@ static int all_to_all_v(struct fdev_comm *c, const void *send,
 			fdev_comm_plan_init(c, &p);
 			err = slots_plan(c, &p, m, &sl);
 			if (!err)
-				err = fdev_comm_interleave(c, &p);
+				err = fdev_comm_interleave_v(c, &p);
 			if (err)
 				fdev_plan_free(&p);
 			else

@@ -287,6 +287,7 @@ int fdev_plan_run_gated(struct fdev_comm *c, const struct fdev_plan *p,
 			void *arg);
 /* FDEV_INTERLEAVE: cut a direct all-to-all plan piece-major (coll.c). */
 int fdev_comm_interleave(struct fdev_comm *c, struct fdev_plan *p);
+int fdev_comm_interleave_v(struct fdev_comm *c, struct fdev_plan *p);
 /* The communicator's route leads, read at the first call, or NULL. */
 const uint16_t *fdev_comm_leads(struct fdev_comm *c);
 /* Its paths for "auto" (cost.h), read with the leads, or NULL. */

@@ -349,6 +349,116 @@ out:
 	return err;
 }
 
+/* A piece of fdev_plan_far_first()'s tail: its key, and where it was. */
+struct tail_piece {
+	int64_t key;
+	uint64_t at;
+};
+
+static int cmp_tail(const void *a, const void *b)
+{
+	const struct tail_piece *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* A piece of a step: its source, its first link, and where it is. */
+struct src_piece {
+	uint32_t src, first;
+	uint64_t at;
+};
+
+static int cmp_src(const void *a, const void *b)
+{
+	const struct src_piece *x = a, *y = b;
+
+	if (x->src != y->src)
+		return x->src < y->src ? -1 : 1;
+	if (x->first != y->first)
+		return x->first < y->first ? -1 : 1;
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/*
+ * The pieces of one source and first link in step order, @g[0..@m): the
+ * last FDEV_FAR_FIRST_TAIL_DIV-th of them dealt out again, far pairs
+ * first (each piece's key its place less FDEV_FAR_FIRST_PER_HOP places
+ * per hop of its route, a pair's pieces keeping their order). @tmp,
+ * @tp: scratch of @m.
+ */
+static void far_first_group(struct fdev_plan *p, const struct src_piece *g,
+			    uint64_t m, const uint32_t *hops, uint32_t n,
+			    struct fdev_xfer *tmp, struct tail_piece *tp)
+{
+	uint64_t from = m - (m + FDEV_FAR_FIRST_TAIL_DIV - 1) /
+			    FDEV_FAR_FIRST_TAIL_DIV;
+
+	for (uint64_t a = from; a < m; a++) {
+		const struct fdev_xfer *x = &p->x[g[a].at];
+
+		tp[a - from] = (struct tail_piece){
+			.key = (int64_t)a - (int64_t)FDEV_FAR_FIRST_PER_HOP *
+			       hops[(size_t)x->src * n + x->dst],
+			.at = g[a].at };
+	}
+	qsort(tp, m - from, sizeof(*tp), cmp_tail);
+	for (uint64_t a = from; a < m; a++)
+		tmp[a - from] = p->x[tp[a - from].at];
+	for (uint64_t a = from; a < m; a++)
+		p->x[g[a].at] = tmp[a - from];
+}
+
+int fdev_plan_far_first(struct fdev_plan *p, const uint32_t *hops,
+			const uint32_t *first, uint32_t n)
+{
+	struct src_piece *g = NULL;
+	struct tail_piece *tp = NULL;
+	struct fdev_xfer *tmp = NULL;
+	size_t b, e;
+
+	if (p->err || !p->nx)
+		return p->err;
+	g = malloc(p->nx * sizeof(*g));
+	tp = malloc(p->nx * sizeof(*tp));
+	tmp = malloc(p->nx * sizeof(*tmp));
+	if (!g || !tp || !tmp) {
+		free(g);
+		free(tp);
+		free(tmp);
+		return -ENOMEM;
+	}
+	for (b = 0; b < p->nx; b = e) {
+		for (e = b; e < p->nx && p->x[e].step == p->x[b].step; e++)
+			;
+		uint64_t m = 0;
+
+		for (size_t i = b; i < e; i++) {
+			const struct fdev_xfer *x = &p->x[i];
+
+			if (x->src >= n || x->dst >= n)
+				continue;
+			g[m++] = (struct src_piece){
+				.src = x->src,
+				.first = first[(size_t)x->src * n + x->dst],
+				.at = i };
+		}
+		/* By source, then first link, each in step order. */
+		qsort(g, m, sizeof(*g), cmp_src);
+		for (uint64_t j = 0, k; j < m; j = k) {
+			for (k = j; k < m && g[k].src == g[j].src &&
+			     g[k].first == g[j].first; k++)
+				;
+			far_first_group(p, g + j, k - j, hops, n, tmp, tp);
+		}
+	}
+	free(g);
+	free(tp);
+	free(tmp);
+	return 0;
+}
+
 /*
  * The most pieces of @piece bytes any source of step [@b, @e) has when
  * every transfer's pieces go in @m runs (a run of np pieces holds at

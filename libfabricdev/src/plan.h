@@ -127,6 +127,23 @@ int fdev_plan_interleave_lead(struct fdev_plan *p, uint64_t piece,
 			      uint32_t nlead);
 
 /*
+ * After fdev_plan_interleave_lead(), for an uneven exchange (the
+ * all-to-all-v): in each step, each source's pieces whose routes start
+ * on the same link, the last FDEV_FAR_FIRST_TAIL_DIV-th of them dealt
+ * out again so that far pairs go first: piece j's key is j less
+ * FDEV_FAR_FIRST_PER_HOP per hop of its route, @hops[src * @n + dst],
+ * and @first[src * @n + dst] names the route's first link (any number,
+ * equal for equal links). The same pieces go in the same places of the
+ * source's order, only which pair each serves changes, and a pair's
+ * pieces keep their order. Multicasts and pairs outside @n stay put.
+ * Returns p->err or -ENOMEM (the plan unchanged then).
+ */
+#define FDEV_FAR_FIRST_TAIL_DIV	5
+#define FDEV_FAR_FIRST_PER_HOP	24
+int fdev_plan_far_first(struct fdev_plan *p, const uint32_t *hops,
+			const uint32_t *first, uint32_t n);
+
+/*
  * Before fdev_plan_interleave(): a step whose transfers, in pieces of
  * @piece bytes, would give some source more than @max_pieces becomes the
  * fewest consecutive steps that give none more (each transfer's pieces

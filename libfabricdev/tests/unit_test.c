@@ -917,6 +917,134 @@ static void test_interleave_lead(void)
 }
 
 /*
+ * fdev_plan_far_first(): an uneven exchange of 5 ranks (5 to 20 pieces a
+ * pair), pair s -> d of (d - s) mod 5 hops, the routes of 1 and 2 hops
+ * starting on one link, of 3 and 4 on another. Every piece goes exactly
+ * once; each source's order of first links, and each pair's order of
+ * pieces, are what they were; the last piece of each source and first
+ * link is of a pair of its fewest hops; and every rank's workspace ends
+ * byte for byte as with the plain order.
+ */
+static void test_far_first(void)
+{
+	const unsigned int n = 5;
+	const uint64_t blk = 20 * 4096;
+	uint32_t hops[25], first[25];
+	struct fdev_plan plain, far;
+	uint8_t *ws[2][5] = { { NULL } };
+	int err = 0, once = 1, order = 1, last = 1, same = 1;
+
+	fdev_plan_init(&plain);
+	fdev_plan_init(&far);
+	for (unsigned int s = 0; s < n; s++)
+		for (unsigned int d = 0; d < n; d++) {
+			hops[s * n + d] = (d + n - s) % n;
+			first[s * n + d] = hops[s * n + d] <= 2 ? 7 : 9;
+		}
+	for (unsigned int k = 1; k < n; k++)
+		for (unsigned int s = 0; s < n; s++) {
+			unsigned int d = (s + k) % n;
+			uint64_t len = 4096 * 5 * (1 + (s + 2 * d) % 4);
+
+			fdev_plan_xfer(&plain, 0, s, d, d * blk, n * blk + s * blk, len);
+			fdev_plan_xfer(&far, 0, s, d, d * blk, n * blk + s * blk, len);
+		}
+	fdev_plan_need(&plain, 2 * n * blk);
+	fdev_plan_need(&far, 2 * n * blk);
+	plain.nsteps = far.nsteps = 1;
+	err = fdev_plan_finish(&plain);
+	if (!err)
+		err = fdev_plan_finish(&far);
+	if (!err)
+		err = fdev_plan_interleave(&plain, 4096, 4096);
+	if (!err)
+		err = fdev_plan_interleave(&far, 4096, 4096);
+	if (!err)
+		err = fdev_plan_far_first(&far, hops, first, n);
+	once = !err && far.nx == plain.nx;
+	/* Each piece of the plain order once in the other. */
+	for (size_t i = 0; once && i < plain.nx; i++) {
+		unsigned int found = 0;
+
+		for (size_t j = 0; j < far.nx; j++)
+			found += far.x[j].src == plain.x[i].src &&
+				 far.x[j].dst == plain.x[i].dst &&
+				 far.x[j].src_off == plain.x[i].src_off &&
+				 far.x[j].dst_off == plain.x[i].dst_off &&
+				 far.x[j].len == plain.x[i].len;
+		once &= found == 1;
+	}
+	ok(once, "far first: every piece exactly once (%d, %zu against %zu)",
+	   err, far.nx, plain.nx);
+	for (unsigned int s = 0; once && s < n; s++) {
+		uint64_t next[5] = { 0 };
+		size_t i = 0, j = 0;
+		uint32_t low[10] = { 0 }, lastf[10] = { 0 };
+		int seen[10] = { 0 };
+
+		for (;; i++, j++) {
+			while (i < plain.nx && plain.x[i].src != s)
+				i++;
+			while (j < far.nx && far.x[j].src != s)
+				j++;
+			if (i >= plain.nx || j >= far.nx)
+				break;
+			order &= first[s * n + plain.x[i].dst] ==
+				 first[s * n + far.x[j].dst];
+			order &= far.x[j].src_off == far.x[j].dst * blk +
+				 next[far.x[j].dst];
+			next[far.x[j].dst] += far.x[j].len;
+			lastf[first[s * n + far.x[j].dst]] =
+				hops[s * n + far.x[j].dst];
+		}
+		order &= i >= plain.nx && j >= far.nx;
+		/* The fewest hops among the last fifth on each link, plain. */
+		for (unsigned int f = 7; f <= 9; f += 2) {
+			size_t m = 0, at = 0;
+
+			for (i = 0; i < plain.nx; i++)
+				m += plain.x[i].src == s &&
+				     first[s * n + plain.x[i].dst] == f;
+			for (i = 0; i < plain.nx; i++) {
+				uint32_t h = hops[s * n + plain.x[i].dst];
+
+				if (plain.x[i].src != s ||
+				    first[s * n + plain.x[i].dst] != f)
+					continue;
+				if (at++ < m - (m + 4) / 5)
+					continue;
+				if (!seen[f] || h < low[f])
+					low[f] = h;
+				seen[f] = 1;
+			}
+			last &= seen[f] && lastf[f] == low[f];
+		}
+	}
+	ok(once && order, "far first: each source's first links and each pair's pieces in their order");
+	ok(once && last, "far first: each source's last piece on a link of the fewest hops among its last fifth");
+	for (unsigned int k = 0; k < 2; k++)
+		for (unsigned int r = 0; r < n; r++) {
+			ws[k][r] = calloc(1, 2 * n * blk);
+			for (uint64_t b = 0; ws[k][r] && b < n * blk; b++)
+				ws[k][r][b] = (uint8_t)(r * 131 + b * 7);
+		}
+	for (unsigned int r = 0; r < n; r++)
+		same &= ws[0][r] && ws[1][r];
+	if (same && !err) {
+		same = !fdev_plan_exec_host(&plain, ws[0]) &&
+		       !fdev_plan_exec_host(&far, ws[1]);
+		for (unsigned int r = 0; same && r < n; r++)
+			same = !memcmp(ws[0][r], ws[1][r], 2 * n * blk);
+	}
+	ok(same && !err, "far first: every rank's workspace as with the plain order");
+	for (unsigned int k = 0; k < 2; k++)
+		for (unsigned int r = 0; r < n; r++)
+			free(ws[k][r]);
+	fdev_plan_free(&plain);
+	fdev_plan_free(&far);
+}
+
+/*
  * fdev_plan_interleave(): the same bytes land where they did, each
  * source's pieces go piece-major, and a source's pieces per step stay
  * within the cap. Then FDEV_INTERLEAVE on a communicator's all-to-all:
@@ -966,6 +1094,7 @@ static void test_interleave(void)
 	test_interleave_lead();
 	test_split_steps();
 	test_plan_head();
+	test_far_first();
 	test_a2av_slots();
 
 	in = calloc((size_t)n * n * cnt, 4);

@@ -28,6 +28,11 @@
  *		in its first piece, as libfabricdev runs it
  *		where one process drives every rank; without -H, the
  *		records alone
+ *   -T NS	with -m: run each step NS ns at a time and print on stderr
+ *		the timeline of the -N LINKS (default 20) links whose last
+ *		segment left last (-L: the busiest), run_timeline(); with
+ *		-W LINK, at each tick, which piece last left link LINK
+ *   -S SRC	with -m: print on stderr the links of SRC's routes
  *   -C		every link cut-through
  *   -v		also, on stderr: when the links' last segments left and
  *		how long they stood idle before (print_link_ends())
@@ -58,7 +63,8 @@
  *   bound_lat_us bound_lat/emulated
  *
  *	a2a_bound [-b BYTES] [-o rotate|longest|lead] [-c CHUNKS] [-s STEPS]
- *		  [-m FILE:PHASE [-p PIECE] [-H]] [-D DMA] [-C] [-v] FILE
+ *		  [-m FILE:PHASE [-p PIECE] [-H] [-T NS [-N LINKS] [-L]
+ *		  [-W LINK]] [-S SRC]] [-D DMA] [-C] [-v] FILE
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -92,11 +98,17 @@ struct run {
 	uint64_t piece;			/* -m: bytes per piece */
 	int lead;			/* -o lead */
 	int headers;			/* -H */
+	uint64_t tick_ps;		/* -T: timeline tick, 0 none */
+	uint32_t top;			/* -N: links -T prints */
+	int by_load;			/* -L: -T's links by load */
+	long watch;			/* -W: a link whose pieces -T names, or -1 */
+	long show_src;			/* -S: a source whose routes to print, or -1 */
+	const struct fdev_plan *plan;	/* -m: the plan being run */
 };
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: a2a_bound [-b BYTES] [-o rotate|longest|lead] [-c CHUNKS] [-s STEPS] [-m FILE:PHASE [-p PIECE] [-H]] [-D DMA] [-C] [-v] FILE\n");
+	fprintf(stderr, "usage: a2a_bound [-b BYTES] [-o rotate|longest|lead] [-c CHUNKS] [-s STEPS] [-m FILE:PHASE [-p PIECE] [-H] [-T NS [-N LINKS] [-L] [-W LINK]] [-S SRC]] [-D DMA] [-C] [-v] FILE\n");
 	exit(2);
 }
 
@@ -389,6 +401,32 @@ static void link_bounds(const struct icfab_engine_storage *st,
 }
 
 /*
+ * -H -o lead: each source's last pieces on each first link, far pairs
+ * first, as libfabricdev's all-to-all-v in slots orders them
+ * (fdev_comm_interleave_v()).
+ */
+static int far_first(const struct run *r, struct fdev_plan *p)
+{
+	size_t pairs = (size_t)r->n * r->n;
+	uint32_t *hops = calloc(pairs, sizeof(*hops));
+	uint32_t *first = calloc(pairs, sizeof(*first));
+	struct fdev_paths *m = NULL;
+	int err = hops && first ? fdev_paths_build(r->t, r->ep, r->n, &m) :
+		  -ENOMEM;
+
+	for (size_t q = 0; !err && q < pairs; q++) {
+		hops[q] = m->off[q + 1] - m->off[q];
+		first[q] = hops[q] ? m->link[m->off[q]] : UINT32_MAX;
+	}
+	if (!err)
+		err = fdev_plan_far_first(p, hops, first, r->n);
+	fdev_paths_free(m);
+	free(hops);
+	free(first);
+	return err;
+}
+
+/*
  * -m: r->mat as libfabricdev plans an all-to-all-v (coll.c): rotated,
  * split into steps, interleaved in pieces, by the leads with -o lead.
  */
@@ -417,6 +455,22 @@ static int plan_matrix(struct run *r, struct fdev_plan *p)
 	err = fdev_plan_finish(p);
 	if (!err)
 		err = fdev_plan_split_steps(p, r->piece, LIB_STEP_PIECES);
+	if (!err && r->show_src >= 0) {
+		struct fdev_paths *paths;
+
+		if (!fdev_paths_build(r->t, r->ep, r->n, &paths)) {
+			for (uint32_t d = 0; d < n; d++) {
+				size_t q = (size_t)r->show_src * n + d;
+
+				fprintf(stderr, "route %ld->%u %llu:", r->show_src, d,
+					(unsigned long long)r->mat[q]);
+				for (uint32_t k = paths->off[q]; k < paths->off[q + 1]; k++)
+					fprintf(stderr, " %u", paths->link[k]);
+				fputc('\n', stderr);
+			}
+			fdev_paths_free(paths);
+		}
+	}
 	if (!err && r->lead) {
 		lead = calloc((size_t)n * n, sizeof(*lead));
 		err = lead ? route_leads(r, lead) : -ENOMEM;
@@ -424,8 +478,138 @@ static int plan_matrix(struct run *r, struct fdev_plan *p)
 	if (!err)
 		err = fdev_plan_interleave_lead(p, r->piece, LIB_STEP_PIECES,
 						lead, n);
+	if (!err && r->headers && lead)
+		err = far_first(r, p);
 	free(lead);
 	return err;
+}
+
+/*
+ * -W: which piece last left the watched link, from its key (run_plan()'s:
+ * endpoint, and the source's sequence in the plan): source, destination,
+ * which of the pair's pieces, and the link's busy time so far.
+ */
+static void watch_piece(const struct run *r,
+			const struct icfab_engine_storage *st, icfab_u64 at)
+{
+	const struct icfab_engine_link *k = &st->links[r->watch];
+	icfab_u64 key = k->last_key, seq = key & ((1ULL << 44) - 1);
+	uint32_t ep = (uint32_t)(key >> 44), src = UINT32_MAX, nth = 0, of = 0;
+	const struct fdev_xfer *x = NULL;
+
+	for (uint32_t i = 0; i < r->n; i++)
+		if (r->ep[i] == ep)
+			src = i;
+	for (size_t i = 0, j = 0; i < r->plan->nx; i++) {
+		if (r->plan->x[i].src != src)
+			continue;
+		if (j++ == seq)
+			x = &r->plan->x[i];
+	}
+	if (!x)
+		return;
+	for (size_t i = 0; i < r->plan->nx; i++) {
+		const struct fdev_xfer *y = &r->plan->x[i];
+
+		if (y->src == x->src && y->dst == x->dst) {
+			of++;
+			if (y->src_off < x->src_off)
+				nth++;
+		}
+	}
+	fprintf(stderr, "  %.3f busy %.3f: %u->%u piece %u/%u seq %llu\n",
+		at / 1e6, k->busy_ps / 1e6, x->src, x->dst, nth, of,
+		(unsigned long long)seq);
+}
+
+/*
+ * -T TICK: run the step tick by tick and print, for the -N links whose
+ * last segment left last (with -L: the busiest), their busy time, when
+ * their last segment left and how long they stood idle before it (in
+ * us), and their busy share of each tick: 0 to 9 tenths, '.' for none.
+ * A segment counts in the tick in which it was decided, so a share is
+ * good to a segment's time.
+ */
+static int run_timeline(struct run *r, struct icfab_engine *e,
+			const struct icfab_engine_storage *st,
+			const struct icfab_mtopo *m)
+{
+	uint32_t nl = m->links_cap, ticks = 0, cap = 0;
+	icfab_u64 *busy = NULL;		/* [ticks + 1][nl] */
+	uint32_t *idx;
+	icfab_u64 at = r->finish_ps;
+
+	for (;;) {
+		icfab_u64 *t;
+		int left;
+
+		if (ticks + 1 >= cap) {
+			cap = 2 * cap + 64;
+			t = realloc(busy, (size_t)cap * nl * sizeof(*busy));
+			if (!t) {
+				free(busy);
+				return -ENOMEM;
+			}
+			busy = t;
+		}
+		for (uint32_t l = 0; l < nl; l++)
+			busy[(size_t)ticks * nl + l] = st->links[l].busy_ps;
+		if (r->watch >= 0 && ticks)
+			watch_piece(r, st, at);
+		at += r->tick_ps;
+		left = icfab_engine_run_until(e, at, on_complete, r);
+		if (left < 0) {
+			free(busy);
+			return -EINVAL;
+		}
+		ticks++;
+		if (icfab_engine_next_ps(e) == ICFAB_ENGINE_NEVER ||
+		    ticks >= 1000000)
+			break;
+	}
+	for (uint32_t l = 0; l < nl; l++)
+		busy[(size_t)ticks * nl + l] = st->links[l].busy_ps;
+	idx = malloc(nl * sizeof(*idx));
+	if (!idx) {
+		free(busy);
+		return -ENOMEM;
+	}
+	for (uint32_t l = 0; l < nl; l++)
+		idx[l] = l;
+	/* Latest last segment first, or with -L the busiest first. */
+	for (uint32_t a = 1; a < nl; a++) {
+		uint32_t v = idx[a], b = a;
+
+		for (; b && (r->by_load ?
+			     st->links[idx[b - 1]].busy_ps < st->links[v].busy_ps :
+			     st->links[idx[b - 1]].next_free_ps <
+			     st->links[v].next_free_ps); b--)
+			idx[b] = idx[b - 1];
+		idx[b] = v;
+	}
+	for (uint32_t q = 0; q < nl && q < r->top; q++) {
+		uint32_t l = idx[q];
+		const struct icfab_engine_link *k = &st->links[l];
+
+		if (!k->bytes)
+			continue;
+		fprintf(stderr, "%4u %s->%s load %.3f out %.3f idle %.3f ",
+			l, r->t->nodes[m->links[l].src].name,
+			r->t->nodes[m->links[l].dst].name,
+			k->busy_ps / 1e6, k->next_free_ps / 1e6,
+			(k->next_free_ps - k->busy_ps) / 1e6);
+		for (uint32_t i = 0; i < ticks; i++) {
+			icfab_u64 b = busy[(size_t)(i + 1) * nl + l] -
+				      busy[(size_t)i * nl + l];
+			unsigned int d = (unsigned int)(b * 10 / (r->tick_ps + 1));
+
+			fputc(b ? '0' + (d > 9 ? 9 : d) : '.', stderr);
+		}
+		fputc('\n', stderr);
+	}
+	free(idx);
+	free(busy);
+	return 0;
 }
 
 /* -m: the plan's steps in turn, each posted when the one before ended. */
@@ -485,6 +669,9 @@ static int run_plan(struct run *r, struct icfab_mtopo *m,
 			else
 				icfab_engine_set_spray_offset(&e, id, x->dst_off);
 		}
+		r->plan = p;
+		if (!err && r->tick_ps)
+			err = run_timeline(r, &e, &st, m);
 		if (!err && icfab_engine_run_until(&e, ICFAB_ENGINE_NEVER,
 						   on_complete, r) < 0)
 			err = -EINVAL;
@@ -501,7 +688,8 @@ static int run_plan(struct run *r, struct icfab_mtopo *m,
 
 int main(int argc, char **argv)
 {
-	struct run r = { .bytes = 256 * 1024, .chunks = 1, .steps = 1 };
+	struct run r = { .bytes = 256 * 1024, .chunks = 1, .steps = 1,
+			 .top = 20, .watch = -1, .show_src = -1 };
 	unsigned long dma = 0;
 	icfab_u8 cut_through = 0;
 	int longest = 0, lead = 0, opt, err;
@@ -514,7 +702,7 @@ int main(int argc, char **argv)
 	double bound, bound_lat;
 	char *end;
 
-	while ((opt = getopt(argc, argv, "b:o:c:s:m:p:D:HCvh")) != -1) {
+	while ((opt = getopt(argc, argv, "b:o:c:s:m:p:D:T:N:W:S:LHCvh")) != -1) {
 		switch (opt) {
 		case 'b':
 			if (icfab_parse_bytes(optarg, &r.bytes) || !r.bytes)
@@ -548,6 +736,27 @@ int main(int argc, char **argv)
 				usage();
 			break;
 		case 'H': r.headers = 1; break;
+		case 'T':
+			r.tick_ps = strtoull(optarg, &end, 0) * 1000;
+			if (*end || !r.tick_ps)
+				usage();
+			break;
+		case 'N':
+			r.top = (uint32_t)strtoul(optarg, &end, 0);
+			if (*end)
+				usage();
+			break;
+		case 'W':
+			r.watch = strtol(optarg, &end, 0);
+			if (*end || r.watch < 0)
+				usage();
+			break;
+		case 'S':
+			r.show_src = strtol(optarg, &end, 0);
+			if (*end || r.show_src < 0)
+				usage();
+			break;
+		case 'L': r.by_load = 1; break;
 		case 'C': cut_through = 1; break;
 		case 'v': r.verbose = 1; break;
 		default: usage();
@@ -556,6 +765,8 @@ int main(int argc, char **argv)
 	if (optind + 1 != argc)
 		usage();
 	if (matrix && (longest || r.chunks > 1 || r.steps > 1))
+		usage();
+	if (!matrix && (r.tick_ps || r.watch >= 0 || r.show_src >= 0))
 		usage();
 	if (matrix) {
 		err = load_matrix(&r, matrix);
@@ -599,6 +810,9 @@ int main(int argc, char **argv)
 	if (!r.order || !r.delay || !m)
 		return 1;
 	r.lead = lead;
+	if ((r.watch >= 0 && (uint64_t)r.watch >= m->links_cap) ||
+	    (r.show_src >= 0 && (uint64_t)r.show_src >= r.n))
+		usage();
 	if (r.mat) {
 		r.piece = r.piece ? r.piece : t->segment_size;
 		r.bytes = r.chunks = 0;
