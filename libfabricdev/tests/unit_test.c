@@ -350,6 +350,100 @@ static void test_rings_flow(void)
 	}
 }
 
+/* Element @i of @dtype at @b, as a float; and the other way. */
+static float elem_get(const uint8_t *b, uint64_t i, int dtype)
+{
+	switch (dtype) {
+	case FDEV_BF16:
+		return fdev_bf16_to_f32(((const uint16_t *)b)[i]);
+	case FDEV_I32:
+		return (float)((const int32_t *)b)[i];
+	default:
+		return ((const float *)b)[i];
+	}
+}
+
+static void elem_set(uint8_t *b, uint64_t i, int dtype, float v)
+{
+	switch (dtype) {
+	case FDEV_BF16:
+		((uint16_t *)b)[i] = fdev_f32_to_bf16(v);
+		break;
+	case FDEV_I32:
+		((int32_t *)b)[i] = (int32_t)v;
+		break;
+	default:
+		((float *)b)[i] = v;
+	}
+}
+
+/*
+ * Dataflow rings' all-reduce (rings.c): a reduce-scatter chained into
+ * an all-gather piece by piece, whatever order the gates open in; every
+ * element of every rank's output the sum over the ranks, in f32, bf16
+ * and i32, counts that leave the rings' shares and the ranks' blocks
+ * uneven. The smallest have blocks of no element and go in steps.
+ */
+static void test_rings_flow_ar(void)
+{
+	static const int dts[] = { FDEV_F32, FDEV_BF16, FDEV_I32 };
+	static const char *const dn[] = { "f32", "bf16", "i32" };
+	uint32_t e[2 * 512], cyc[4 * 64];
+	unsigned int n = 16;
+
+	for (int v = 0; v < 2; v++) {
+		unsigned int nl = grid_links(4, 4, v, e);
+		int k = fdev_rings_find(16, nl, e, 4, cyc);
+
+		for (unsigned int c1 = 1; c1 <= 1100; c1 = c1 * 7 + 3)
+			for (int d = 0; d < 3; d++) {
+				uint64_t cnt = n * c1 + 3, sent = 0;
+				size_t es = fdev_dtype_size(dts[d]);
+				struct fdev_coll_layout lo;
+				struct fdev_plan p;
+				uint8_t *ws[16];
+				long steps = -1;
+				int err, bad = 0;
+
+				fdev_plan_init(&p);
+				err = fdev_plan_rings_all_reduce(&p, n, cnt, dts[d], cyc,
+								 2 * k, &lo, 1, 256);
+				for (size_t i = 0; i < p.nx; i++)
+					sent += p.x[i].len;
+				for (unsigned int r = 0; r < n; r++) {
+					ws[r] = calloc(1, p.ws_need + 64);
+					if (!ws[r])
+						err = -ENOMEM;
+				}
+				for (unsigned int r = 0; !err && r < n; r++)
+					for (uint64_t i = 0; i < cnt; i++)
+						elem_set(ws[r] + lo.send_off, i, dts[d],
+							 val(r, i));
+				if (!err && p.feeds)
+					steps = flow_exec(&p, ws, n);
+				else if (!err)	/* too small to cut: the steps */
+					steps = fdev_plan_exec_host(&p, ws) ? -1 :
+						(long)(p.flow_steps = p.nsteps);
+				for (unsigned int r = 0; !err && r < n; r++)
+					for (uint64_t i = 0; i < cnt; i++)
+						bad += elem_get(ws[r] + lo.recv_off, i,
+								dts[d]) !=
+						       sum_of_ranks(n, i);
+				ok(!err && steps == (long)p.flow_steps && !bad,
+				   "dataflow rings all-reduce %s, %d rings, count %llu: %s, %ld of %u steps, %d bad",
+				   dn[d], 2 * k, (unsigned long long)cnt,
+				   p.feeds ? "dataflow" : "steps", steps, p.flow_steps, bad);
+				ok(!err && sent == 2 * (uint64_t)(n - 1) * cnt * es,
+				   "dataflow rings all-reduce %s, %d rings, count %llu: %llu bytes sent, 2 (n - 1) S",
+				   dn[d], 2 * k, (unsigned long long)cnt,
+				   (unsigned long long)sent);
+				for (unsigned int r = 0; r < n; r++)
+					free(ws[r]);
+				fdev_plan_free(&p);
+			}
+	}
+}
+
 static void test_rings(void)
 {
 	static const char *const vn[] = { "mesh", "SuperMesh Bi", "SuperMesh Alter" };
@@ -388,7 +482,7 @@ static void test_rings(void)
 		int good = 1;
 
 		fdev_plan_init(&p);
-		ok(!fdev_plan_rings_all_reduce(&p, 16, cnt, FDEV_F32, cyc, 2 * k, &lo),
+		ok(!fdev_plan_rings_all_reduce(&p, 16, cnt, FDEV_F32, cyc, 2 * k, &lo, 0, 0),
 		   "rings all-reduce plan builds");
 		for (size_t i = 0; i < p.nx; i++) {
 			unsigned int same = 0;
@@ -2454,6 +2548,7 @@ int main(int argc, char **argv)
 	test_plan_only();
 	test_rings();
 	test_rings_flow();
+	test_rings_flow_ar();
 	test_interleave();
 	test_moe();
 	test_bad_args();
