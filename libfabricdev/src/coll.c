@@ -998,7 +998,7 @@ static int check(struct fdev_comm *c, enum fdev_dtype dt)
 enum coll_op { COLL_AR, COLL_RS, COLL_AG, COLL_A2A, COLL_BC };
 
 /*
- * Whether the rings' reduce-scatter and all-gather run as dataflow
+ * Whether the rings' collectives run as dataflow
  * (rings.c, fdev_plan_run_gated()): where one context drives every rank,
  * unless FDEV_RINGS_BSP is in the environment (to measure the steps one
  * after the other beside it).
@@ -1025,7 +1025,8 @@ static int coll_plan(const struct fdev_comm *c, struct fdev_plan *p,
 	switch (op) {
 	case COLL_AR:
 		return rings ? fdev_plan_rings_all_reduce(p, n, count, dt,
-							  c->cycles, c->nrings, lo) :
+							  c->cycles, c->nrings, lo,
+							  rings_flow(c), seg) :
 		       fdev_plan_all_reduce(p, n, count, dt, algo,
 					    c->node_size, lo);
 	case COLL_RS:

@@ -170,6 +170,92 @@ static double plan_busiest(double *load, const struct fdev_paths *m,
 	return busiest;
 }
 
+/* A transfer alone on its route: fixed costs and its bytes (ps). */
+static double xfer_alone(const struct fdev_paths *m,
+			 const struct fdev_xfer *x, double *fixed)
+{
+	size_t q = (size_t)x->src * m->n + x->dst;
+	uint32_t a = m->off[q], b = m->off[q + 1];
+	double f = 0, slowest = 0;
+
+	for (uint32_t k = a; k < b; k++) {
+		f += (double)m->fixed_ps[m->link[k]];
+		if (m->ps_per_byte[m->link[k]] > slowest)
+			slowest = m->ps_per_byte[m->link[k]];
+	}
+	if (b - a > 1)
+		f += (double)(b - a - 1) * slowest *
+		     (double)(x->len < m->seg ? x->len : m->seg);
+	*fixed = f;
+	return f + (double)x->len * slowest;
+}
+
+/*
+ * A dataflow plan's longest chain (ps): a step starts when the last
+ * transfer that feeds it has landed (p->feeds, fdev_plan_run_gated()),
+ * each transfer taking what it would alone on its route; the latest
+ * landing. A ring's piece crosses 2 (n - 1) hops one after the other
+ * in an all-reduce, which no spreading of the load hides where every
+ * hop is long. -1 where some step waits, through others, for itself.
+ */
+static double flow_chain(const struct fdev_paths *m,
+			 const struct fdev_plan *p)
+{
+	uint32_t ns = p->flow_steps > p->nsteps ? p->flow_steps : p->nsteps;
+	uint32_t *gate = calloc(ns + 1, sizeof(*gate));
+	uint32_t *queue = calloc(ns + 1, sizeof(*queue));
+	size_t *first = calloc(ns + 2, sizeof(*first));
+	double *ready = calloc(ns + 1, sizeof(*ready)), chain = -1;
+	uint32_t nq = 0, qi = 0;
+
+	if (!gate || !queue || !first || !ready)
+		goto out;
+	for (size_t i = 0, s = 0; s <= ns; s++) {
+		while (i < p->nx && p->x[i].step < s)
+			i++;
+		first[s] = i;
+	}
+	first[ns + 1] = p->nx;
+	for (size_t i = 0; i < p->nx; i++)
+		for (int half = 0; half < 2; half++) {
+			uint32_t f = (uint32_t)(p->feeds[p->x[i].pad] >> (32 * half));
+
+			if (f < ns)
+				gate[f]++;
+		}
+	for (uint32_t s = 0; s < ns; s++)
+		if (!gate[s])
+			queue[nq++] = s;
+	chain = 0;
+	while (qi < nq) {
+		uint32_t s = queue[qi++];
+
+		for (size_t i = first[s]; i < first[s + 1]; i++) {
+			double fx, land = ready[s] + xfer_alone(m, &p->x[i], &fx);
+
+			chain = land > chain ? land : chain;
+			for (int half = 0; half < 2; half++) {
+				uint32_t f = (uint32_t)(p->feeds[p->x[i].pad] >>
+							(32 * half));
+
+				if (f >= ns)
+					continue;
+				ready[f] = land > ready[f] ? land : ready[f];
+				if (!--gate[f])
+					queue[nq++] = f;
+			}
+		}
+	}
+	if (nq < ns)
+		chain = -1;
+out:
+	free(gate);
+	free(queue);
+	free(first);
+	free(ready);
+	return chain;
+}
+
 uint64_t fdev_plan_cost_ps(const struct fdev_paths *m,
 			   const struct fdev_plan *p)
 {
@@ -184,8 +270,7 @@ uint64_t fdev_plan_cost_ps(const struct fdev_paths *m,
 	for (size_t i = 0; i < p->nx; i++) {
 		const struct fdev_xfer *x = &p->x[i];
 		size_t q = (size_t)x->src * m->n + x->dst;
-		double f = 0, slowest = 0;
-		uint32_t a, b;
+		double f;
 
 		if (x->src >= m->n || x->dst >= m->n)
 			goto out;	/* multicast, or not this communicator's */
@@ -193,36 +278,39 @@ uint64_t fdev_plan_cost_ps(const struct fdev_paths *m,
 			total += step_end(load, m, touched, &nt, fixed);
 			fixed = 0;
 		}
-		a = m->off[q];
-		b = m->off[q + 1];
-		for (uint32_t k = a; k < b; k++) {
+		for (uint32_t k = m->off[q]; k < m->off[q + 1]; k++) {
 			uint32_t l = m->link[k];
 
 			if (!load[l])
 				touched[nt++] = l;
 			/* a zero-length transfer still holds its route */
 			load[l] += x->len ? (double)x->len : 1e-9;
-			f += (double)m->fixed_ps[l];
-			if (m->ps_per_byte[l] > slowest)
-				slowest = m->ps_per_byte[l];
 		}
-		if (b - a > 1)
-			f += (double)(b - a - 1) * slowest *
-			     (double)(x->len < m->seg ? x->len : m->seg);
+		xfer_alone(m, x, &f);
 		if (f > fixed)
 			fixed = f;
-		if (f + (double)x->len * slowest > fixed_max)
-			fixed_max = f + (double)x->len * slowest;
+		if (f > fixed_max)
+			fixed_max = f;
 	}
 	total += step_end(load, m, touched, &nt, fixed);
 	/*
 	 * A dataflow plan (rings.c): its steps overlap, each piece going
 	 * on as soon as it landed, so it costs its busiest link's whole
-	 * load, plus the largest fixed cost of one piece's step, filling
-	 * the pipeline.
+	 * load plus the largest fixed cost of a route (the last piece's
+	 * way on after it), or its longest chain of pieces, each landing
+	 * before the next goes, where that is longer: where a ring's
+	 * block goes whole, each hop waits for the one before it as the
+	 * steps did, and where hops are long an all-reduce's 2 (n - 1) of
+	 * them in a row cost more than its load.
 	 */
-	if (p->feeds)
+	if (p->feeds) {
+		double chain = flow_chain(m, p);
+
+		if (chain < 0)
+			goto out;
 		total = plan_busiest(load, m, p) + fixed_max;
+		total = chain > total ? chain : total;
+	}
 	ret = total >= 1.8e19 ? UINT64_MAX - 1 : (uint64_t)total;
 out:
 	free(load);

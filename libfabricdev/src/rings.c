@@ -342,10 +342,42 @@ static void blocks_ag(struct fdev_plan *p, uint32_t step, const uint32_t *mem,
 enum { RS = 1, AG = 2 };
 
 /*
- * The rings' phases over @nr directed rings: ring j's share of rank r's
- * block is [base + r * stride + piece j of @blk] (reduce-scatter and
- * all-gather) or, with stride 0, rank r's block of piece j of [base,
- * +blk) (all-reduce). Phases from step 1; returns the step after them.
+ * Ring j's share of rank r's block, [*off, +*len), of @nr rings: [base
+ * + r * stride + piece j of @blk] (reduce-scatter and all-gather) or,
+ * with stride 0, rank r's block of piece j of [base, +blk) (all-reduce).
+ */
+static void ring_block(uint64_t base, uint64_t stride, uint64_t blk,
+		       size_t es, unsigned int n, unsigned int nr,
+		       unsigned int j, unsigned int r, uint64_t *off,
+		       uint64_t *len)
+{
+	uint64_t pj = piece_start(blk, es, nr, j);
+	uint64_t lj = piece_len(blk, es, nr, j);
+
+	if (stride) {
+		*off = base + r * stride + pj;
+		*len = lj;
+	} else {
+		*off = base + pj + piece_start(lj, es, n, r);
+		*len = piece_len(lj, es, n, r);
+	}
+}
+
+/*
+ * The smallest of ring_block()'s blocks (ring 0's of rank 0); none is
+ * more than one element larger.
+ */
+static uint64_t ring_block_min(uint64_t stride, uint64_t blk, size_t es,
+			       unsigned int n, unsigned int nr)
+{
+	uint64_t l0 = piece_len(blk, es, nr, 0);
+
+	return stride ? l0 : piece_len(l0, es, n, 0);
+}
+
+/*
+ * The rings' phases over @nr directed rings on ring_block()'s blocks.
+ * Phases from step 1; returns the step after them.
  */
 static int rings_run(struct fdev_plan *p, const uint32_t *cyc, unsigned int n,
 		     unsigned int nr, int phases, uint64_t base,
@@ -364,26 +396,17 @@ static int rings_run(struct fdev_plan *p, const uint32_t *cyc, unsigned int n,
 	}
 	for (unsigned int j = 0; j < nr; j++)
 		for (unsigned int r = 0; r < n; r++) {
-			uint64_t l = stride ? piece_len(blk, es, nr, j) :
-				     piece_len(piece_len(blk, es, nr, j), es, n, r);
+			uint64_t o, l;
 
+			ring_block(0, stride, blk, es, n, nr, j, r, &o, &l);
 			slot = l > slot ? l : slot;
 		}
 	slot = up64(slot + es);
 	for (unsigned int j = 0; j < nr; j++) {
-		uint64_t pj = piece_start(blk, es, nr, j);
-		uint64_t lj = piece_len(blk, es, nr, j);
-
 		ring_members(cyc, n, j, mem);
-		for (unsigned int r = 0; r < n; r++) {
-			if (stride) {
-				off[r] = base + r * stride + pj;
-				len[r] = lj;
-			} else {
-				off[r] = base + pj + piece_start(lj, es, n, r);
-				len[r] = piece_len(lj, es, n, r);
-			}
-		}
+		for (unsigned int r = 0; r < n; r++)
+			ring_block(base, stride, blk, es, n, nr, j, r, &off[r],
+				   &len[r]);
 		if (phases & RS)
 			blocks_rs(p, 1, mem, n, off, len, dt, tmp + j * slot);
 		if (phases & AG)
@@ -400,16 +423,22 @@ static int rings_run(struct fdev_plan *p, const uint32_t *cyc, unsigned int n,
 
 /*
  * Dataflow rings (fdev_plan_run_gated(), one context driving every
- * rank): the rings' reduce-scatter or all-gather on the same blocks as
- * rings_run(), each ring's block cut into @q pieces, and each piece
- * forwarded as soon as it landed, not when the whole step did. Gated
- * step G(k, j, i, t) is member i of ring j sending piece t of its step k
- * block; the piece's transfer of step k feeds G(k + 1, j, i + 1, t). A
- * reduce-scatter's reduction of what landed is that step's action, run
- * before its forward is posted (acts_first), and step k lands in its own
- * slot of @tmp, so no piece overwrites one not yet summed. Step 0 is
- * the callers' copies; a reduce-scatter's last steps (k = n - 1) only
- * sum and copy the result to @out.
+ * rank): the rings' reduce-scatter, all-gather or both (all-reduce) on
+ * the same blocks as rings_run(), each ring's block cut into @q pieces,
+ * and each piece forwarded as soon as it landed, not when the whole
+ * step did. Gated step G(k, j, i, t) is member i of ring j sending piece
+ * t of its step k block; the piece's transfer of step k feeds G(k + 1,
+ * j, i + 1, t). A reduce-scatter's reduction of what landed is that
+ * step's action, run before its forward is posted (acts_first), and
+ * step k lands in its own slot of @tmp, so no piece overwrites one not
+ * yet summed. Step 0 is the callers' copies. Alone, a reduce-scatter's
+ * last steps (k = n - 1) only sum and copy the result to @out. In an
+ * all-reduce they sum the piece of the block the member owns, which is
+ * then complete, and send it on: the all-gather's first step, with no
+ * barrier between the phases; its steps k = n - 1 to 2n - 3 only
+ * forward, into the blocks where the reduce-scatter summed (each
+ * member sent its partial sum of a block on before the chain that
+ * brings the block back to it could start).
  */
 #define NO_GATE	UINT32_MAX	/* FDEV_PLAN_NO_GATE */
 
@@ -437,78 +466,88 @@ static void flow_xfer(struct flow *f, uint32_t step, uint32_t src,
 }
 
 static int flow_run(struct fdev_plan *p, const uint32_t *cyc, unsigned int n,
-		    unsigned int nr, unsigned int q, int phase, uint64_t base,
-		    uint64_t stride, int dt, size_t es, uint64_t tmp,
-		    uint64_t out)
+		    unsigned int nr, unsigned int q, int phases, uint64_t base,
+		    uint64_t stride, uint64_t blk, int dt, size_t es,
+		    uint64_t tmp, uint64_t out)
 {
-	uint64_t lmax = piece_len(stride, es, nr, 0);
-	uint64_t slot = up64(lmax + es);
+	uint64_t slot = up64(ring_block_min(stride, blk, es, n, nr) + es);
+	/* the reduce-scatter's steps, the all-gather's after them */
+	unsigned int ag0 = phases & RS ? n - 1 : 0;
+	unsigned int last = phases & AG ? ag0 + n - 2 : n - 2;
 	uint32_t *mem = malloc(n * sizeof(*mem));
+	uint64_t *off = malloc(n * sizeof(*off)), *len = malloc(n * sizeof(*len));
 	struct flow f = { .p = p, .n = n, .nr = nr, .q = q };
 
-	p->feeds = calloc((size_t)nr * n * n * q + 1, sizeof(*p->feeds));
-	if (!mem || !p->feeds) {
+	p->feeds = calloc((size_t)nr * n * (last + 1) * q + 1,
+			  sizeof(*p->feeds));
+	if (!mem || !off || !len || !p->feeds) {
 		free(mem);
+		free(off);
+		free(len);
 		return -ENOMEM;
 	}
 	p->acts_first = 1;
-	p->flow_steps = 1 + (phase == RS ? n : n - 1) * nr * n * q;
+	/* a reduce-scatter alone: its last sums are steps of their own */
+	p->flow_steps = 1 + (phases == RS ? n : last + 1) * nr * n * q;
 	for (unsigned int j = 0; j < nr; j++) {
-		uint64_t pj = piece_start(stride, es, nr, j);
-		uint64_t lj = piece_len(stride, es, nr, j);
-
 		ring_members(cyc, n, j, mem);
-		for (unsigned int k = 0; k + 1 < n; k++)
+		for (unsigned int r = 0; r < n; r++)
+			ring_block(base, stride, blk, es, n, nr, j, r, &off[r],
+				   &len[r]);
+		for (unsigned int k = 0; k <= last; k++)
 			for (unsigned int i = 0; i < n; i++)
 				for (unsigned int t = 0; t < q; t++) {
-					uint32_t r = phase == RS ?
-						     mem[(i + 2 * n - k - 1) % n] :
-						     mem[(i + n - k) % n];
+					int rs = (phases & RS) && k + 1 < n;
+					uint32_t r = rs ? mem[(i + 2 * n - k - 1) % n] :
+						     mem[(i + n - (k - ag0)) % n];
 					uint32_t dst = mem[(i + 1) % n];
-					uint64_t po = piece_start(lj, es, q, t);
-					uint64_t pl = piece_len(lj, es, q, t);
-					uint64_t off = base + r * stride + pj + po;
+					uint64_t po = piece_start(len[r], es, q, t);
+					uint64_t pl = piece_len(len[r], es, q, t);
+					uint64_t o = off[r] + po;
 					uint64_t at = tmp + ((uint64_t)j * (n - 1) + k) *
 						      slot + po;
 					uint32_t next = flow_step(&f, k + 1, j, i + 1, t);
 
-					if (phase == AG) {
+					if (!rs) {
 						flow_xfer(&f, flow_step(&f, k, j, i, t),
-							  mem[i], dst, off, off, pl,
-							  k + 2 < n ? next :
-							  NO_GATE);
+							  mem[i], dst, o, o, pl,
+							  k < last ? next : NO_GATE);
 						continue;
 					}
 					flow_xfer(&f, flow_step(&f, k, j, i, t),
-						  mem[i], dst, off, at, pl, next);
+						  mem[i], dst, o, at, pl, next);
 					fdev_plan_act(p, next, dst, FDEV_ACT_REDUCE, dt,
-						      off, at, pl);
-					if (k + 2 == n)	/* dst's own block, summed */
+						      o, at, pl);
+					/* dst's own block, summed */
+					if (k + 2 == n && !(phases & AG))
 						fdev_plan_act(p, next, dst,
 							      FDEV_ACT_COPY, FDEV_U8,
-							      out + pj + po, off, pl);
+							      out + o - base -
+							      dst * stride, o, pl);
 				}
 	}
-	if (phase == RS)
+	if (phases & RS)
 		fdev_plan_need(p, tmp + (uint64_t)nr * (n - 1) * slot);
 	free(mem);
+	free(off);
+	free(len);
 	return 0;
 }
 
 /*
- * Pieces per ring block for the dataflow rings, 0 for none: one per
- * segment up to 4, every piece at least one element; a block of more
- * than 16 segments goes whole. In coll_bench on supermesh-bi (rs, 16
- * ranks, tools/bench/README.md): 16 KiB blocks (1 MiB per rank) take
- * 5.192 us whole, 4.148 in 2 pieces, 4.124 in 4; 256 KiB blocks (16
- * MiB) 63.072 whole, 63.816 in 2, 64.684 in 4 (BSP: 6.420 and 64.020).
- * FDEV_RINGS_PIECES=Q in the environment sets it, to measure.
+ * Pieces per ring block of at least @l bytes (the smallest) for the
+ * dataflow rings, 0 for none: one per segment up to 4, every piece at
+ * least one element; a block of more than 16 segments goes whole. In
+ * coll_bench on supermesh-bi (rs, 16 ranks, tools/bench/README.md): 16
+ * KiB blocks (1 MiB per rank) take 5.192 us whole, 4.148 in 2 pieces,
+ * 4.124 in 4; 256 KiB blocks (16 MiB) 63.072 whole, 63.816 in 2, 64.684
+ * in 4 (BSP: 6.420 and 64.020). FDEV_RINGS_PIECES=Q in the environment
+ * sets it, to measure.
  */
-static unsigned int flow_pieces(uint64_t stride, size_t es, unsigned int nr,
-				uint64_t seg)
+static unsigned int flow_pieces(uint64_t l, size_t es, uint64_t seg)
 {
-	uint64_t l = piece_len(stride, es, nr, 0), q;
 	const char *v = getenv("FDEV_RINGS_PIECES");
+	uint64_t q;
 
 	if (v && *v)
 		q = strtoull(v, NULL, 10);
@@ -535,10 +574,12 @@ static int summable(unsigned int n, int dtype)
 
 int fdev_plan_rings_all_reduce(struct fdev_plan *p, unsigned int n,
 			       uint64_t count, int dtype, const uint32_t *cyc,
-			       unsigned int nr, struct fdev_coll_layout *lo)
+			       unsigned int nr, struct fdev_coll_layout *lo,
+			       int flow, uint64_t seg)
 {
 	size_t es = fdev_dtype_size(dtype);
 	uint64_t S = count * es, R = up64(S), T = 2 * R;
+	unsigned int pieces;
 	uint32_t end;
 	int ret;
 
@@ -552,6 +593,13 @@ int fdev_plan_rings_all_reduce(struct fdev_plan *p, unsigned int n,
 	fdev_plan_need(p, T);
 	for (unsigned int r = 0; r < n; r++)
 		fdev_plan_act(p, 0, r, FDEV_ACT_COPY, FDEV_U8, R, 0, S);
+	pieces = flow ? flow_pieces(ring_block_min(0, S, es, n, nr), es, seg) :
+		 0;
+	if (pieces) {
+		ret = flow_run(p, cyc, n, nr, pieces, RS | AG, R, 0, S, dtype,
+			       es, T, 0);
+		return ret ? ret : fdev_plan_finish(p);
+	}
 	ret = rings_run(p, cyc, n, nr, RS | AG, R, 0, S, dtype, es, T, &end);
 	return ret ? ret : fdev_plan_finish(p);
 }
@@ -579,10 +627,11 @@ int fdev_plan_rings_reduce_scatter(struct fdev_plan *p, unsigned int n,
 	fdev_plan_need(p, T);
 	for (unsigned int r = 0; r < n; r++)
 		fdev_plan_act(p, 0, r, FDEV_ACT_COPY, FDEV_U8, A, 0, S);
-	pieces = flow ? flow_pieces(blk, es, nr, seg) : 0;
+	pieces = flow ? flow_pieces(ring_block_min(blk, blk, es, n, nr), es,
+				    seg) : 0;
 	if (pieces)
-		ret = flow_run(p, cyc, n, nr, pieces, RS, A, blk, dtype, es,
-			       T, R);
+		ret = flow_run(p, cyc, n, nr, pieces, RS, A, blk, blk, dtype,
+			       es, T, R);
 	if (pieces)
 		return ret ? ret : fdev_plan_finish(p);
 	ret = rings_run(p, cyc, n, nr, RS, A, blk, blk, dtype, es, T, &end);
@@ -612,10 +661,11 @@ int fdev_plan_rings_all_gather(struct fdev_plan *p, unsigned int n,
 	for (unsigned int r = 0; r < n; r++)
 		fdev_plan_act(p, 0, r, FDEV_ACT_COPY, FDEV_U8, R + r * bytes, 0,
 			      bytes);
-	pieces = flow ? flow_pieces(bytes, 1, nr, seg) : 0;
+	pieces = flow ? flow_pieces(ring_block_min(bytes, bytes, 1, n, nr), 1,
+				    seg) : 0;
 	if (pieces)
-		ret = flow_run(p, cyc, n, nr, pieces, AG, R, bytes, 0, 1, 0,
-			       0);
+		ret = flow_run(p, cyc, n, nr, pieces, AG, R, bytes, bytes, 0, 1,
+			       0, 0);
 	if (pieces)
 		return ret ? ret : fdev_plan_finish(p);
 	ret = rings_run(p, cyc, n, nr, AG, R, bytes, bytes, 0, 1, 0, &end);

@@ -23,12 +23,14 @@ int fdev_rings_find(unsigned int n, unsigned int nlinks, const uint32_t *ends,
  * The collectives over @nr directed rings of cycles @cyc ([nr / 2][n]:
  * ring 2i is cycle i forwards, 2i + 1 backwards); the layouts are the
  * other algorithms'. -EOPNOTSUPP without at least two rings. With
- * @flow, the reduce-scatter and all-gather are dataflow plans in pieces
- * of about @seg bytes (plan->feeds, for fdev_plan_run_gated()).
+ * @flow, they are dataflow plans in pieces of about @seg bytes
+ * (plan->feeds, for fdev_plan_run_gated()); the all-reduce's is its
+ * reduce-scatter chained into its all-gather, piece by piece.
  */
 int fdev_plan_rings_all_reduce(struct fdev_plan *p, unsigned int n,
 			       uint64_t count, int dtype, const uint32_t *cyc,
-			       unsigned int nr, struct fdev_coll_layout *lo);
+			       unsigned int nr, struct fdev_coll_layout *lo,
+			       int flow, uint64_t seg);
 int fdev_plan_rings_reduce_scatter(struct fdev_plan *p, unsigned int n,
 				   uint64_t count, int dtype,
 				   const uint32_t *cyc, unsigned int nr,

@@ -350,6 +350,100 @@ static void test_rings_flow(void)
 	}
 }
 
+/* Element @i of @dtype at @b, as a float; and the other way. */
+static float elem_get(const uint8_t *b, uint64_t i, int dtype)
+{
+	switch (dtype) {
+	case FDEV_BF16:
+		return fdev_bf16_to_f32(((const uint16_t *)b)[i]);
+	case FDEV_I32:
+		return (float)((const int32_t *)b)[i];
+	default:
+		return ((const float *)b)[i];
+	}
+}
+
+static void elem_set(uint8_t *b, uint64_t i, int dtype, float v)
+{
+	switch (dtype) {
+	case FDEV_BF16:
+		((uint16_t *)b)[i] = fdev_f32_to_bf16(v);
+		break;
+	case FDEV_I32:
+		((int32_t *)b)[i] = (int32_t)v;
+		break;
+	default:
+		((float *)b)[i] = v;
+	}
+}
+
+/*
+ * Dataflow rings' all-reduce (rings.c): a reduce-scatter chained into
+ * an all-gather piece by piece, whatever order the gates open in; every
+ * element of every rank's output the sum over the ranks, in f32, bf16
+ * and i32, counts that leave the rings' shares and the ranks' blocks
+ * uneven. The smallest have blocks of no element and go in steps.
+ */
+static void test_rings_flow_ar(void)
+{
+	static const int dts[] = { FDEV_F32, FDEV_BF16, FDEV_I32 };
+	static const char *const dn[] = { "f32", "bf16", "i32" };
+	uint32_t e[2 * 512], cyc[4 * 64];
+	unsigned int n = 16;
+
+	for (int v = 0; v < 2; v++) {
+		unsigned int nl = grid_links(4, 4, v, e);
+		int k = fdev_rings_find(16, nl, e, 4, cyc);
+
+		for (unsigned int c1 = 1; c1 <= 1100; c1 = c1 * 7 + 3)
+			for (int d = 0; d < 3; d++) {
+				uint64_t cnt = n * c1 + 3, sent = 0;
+				size_t es = fdev_dtype_size(dts[d]);
+				struct fdev_coll_layout lo;
+				struct fdev_plan p;
+				uint8_t *ws[16];
+				long steps = -1;
+				int err, bad = 0;
+
+				fdev_plan_init(&p);
+				err = fdev_plan_rings_all_reduce(&p, n, cnt, dts[d], cyc,
+								 2 * k, &lo, 1, 256);
+				for (size_t i = 0; i < p.nx; i++)
+					sent += p.x[i].len;
+				for (unsigned int r = 0; r < n; r++) {
+					ws[r] = calloc(1, p.ws_need + 64);
+					if (!ws[r])
+						err = -ENOMEM;
+				}
+				for (unsigned int r = 0; !err && r < n; r++)
+					for (uint64_t i = 0; i < cnt; i++)
+						elem_set(ws[r] + lo.send_off, i, dts[d],
+							 val(r, i));
+				if (!err && p.feeds)
+					steps = flow_exec(&p, ws, n);
+				else if (!err)	/* too small to cut: the steps */
+					steps = fdev_plan_exec_host(&p, ws) ? -1 :
+						(long)(p.flow_steps = p.nsteps);
+				for (unsigned int r = 0; !err && r < n; r++)
+					for (uint64_t i = 0; i < cnt; i++)
+						bad += elem_get(ws[r] + lo.recv_off, i,
+								dts[d]) !=
+						       sum_of_ranks(n, i);
+				ok(!err && steps == (long)p.flow_steps && !bad,
+				   "dataflow rings all-reduce %s, %d rings, count %llu: %s, %ld of %u steps, %d bad",
+				   dn[d], 2 * k, (unsigned long long)cnt,
+				   p.feeds ? "dataflow" : "steps", steps, p.flow_steps, bad);
+				ok(!err && sent == 2 * (uint64_t)(n - 1) * cnt * es,
+				   "dataflow rings all-reduce %s, %d rings, count %llu: %llu bytes sent, 2 (n - 1) S",
+				   dn[d], 2 * k, (unsigned long long)cnt,
+				   (unsigned long long)sent);
+				for (unsigned int r = 0; r < n; r++)
+					free(ws[r]);
+				fdev_plan_free(&p);
+			}
+	}
+}
+
 static void test_rings(void)
 {
 	static const char *const vn[] = { "mesh", "SuperMesh Bi", "SuperMesh Alter" };
@@ -388,7 +482,7 @@ static void test_rings(void)
 		int good = 1;
 
 		fdev_plan_init(&p);
-		ok(!fdev_plan_rings_all_reduce(&p, 16, cnt, FDEV_F32, cyc, 2 * k, &lo),
+		ok(!fdev_plan_rings_all_reduce(&p, 16, cnt, FDEV_F32, cyc, 2 * k, &lo, 0, 0),
 		   "rings all-reduce plan builds");
 		for (size_t i = 0; i < p.nx; i++) {
 			unsigned int same = 0;
@@ -2357,6 +2451,22 @@ static uint64_t ar_cost(const struct fdev_paths *m, int algo, uint64_t bytes)
 	return c;
 }
 
+/* The rings' all-reduce over cycle @cyc of 8 ranks, in steps or dataflow. */
+static uint64_t rings_ar_cost(const struct fdev_paths *m, const uint32_t *cyc,
+			      int flow, uint64_t bytes)
+{
+	struct fdev_coll_layout lo;
+	struct fdev_plan p;
+	uint64_t c = 0;
+
+	fdev_plan_init(&p);
+	if (!fdev_plan_rings_all_reduce(&p, 8, bytes / 4, FDEV_F32, cyc, 2, &lo,
+					flow, 4096) && !flow == !p.feeds)
+		c = fdev_plan_cost_ps(m, &p);
+	fdev_plan_free(&p);
+	return c;
+}
+
 /*
  * cost.c, what "auto" chooses by: a transfer alone costs its route's
  * latencies, its bytes over the link and a segment per hop after the
@@ -2411,6 +2521,34 @@ static void test_cost(void)
 	ok(direct && direct < ring,
 	   "cost: a cycle of 100 us links: direct %" PRIu64 " < ring %" PRIu64,
 	   direct, ring);
+	/*
+	 * The cycle's two directed rings, dataflow (rings.c): on 10 ns
+	 * links, 1 MiB (blocks of 16 segments, in 4 pieces) costs its load
+	 * and one route's fill, below its steps, and 16 MiB (whole
+	 * blocks, each hop after the one before) what its steps do; on
+	 * 100 us links each piece's 14 hops one after the other, which
+	 * direct's round trip beats.
+	 */
+	{
+		static const uint32_t order[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+		uint64_t flow, steps;
+
+		flow = rings_ar_cost(mc, order, 1, 1 << 20);
+		steps = rings_ar_cost(mc, order, 0, 1 << 20);
+		ok(flow && flow < steps,
+		   "cost: a cycle of 10 ns links, rings all-reduce 1 MiB: dataflow %" PRIu64 " < steps %" PRIu64,
+		   flow, steps);
+		flow = rings_ar_cost(mc, order, 1, 16 << 20);
+		steps = rings_ar_cost(mc, order, 0, 16 << 20);
+		ok(flow && flow == steps,
+		   "cost: the same, 16 MiB: dataflow %" PRIu64 " = steps %" PRIu64,
+		   flow, steps);
+		flow = rings_ar_cost(ml, order, 1, 16 << 20);
+		direct = ar_cost(ml, FDEV_ALGO_DIRECT, 16 << 20);
+		ok(flow >= 14 * 100000000ULL && direct < flow,
+		   "cost: a cycle of 100 us links: the dataflow rings' chain of 14 hops %" PRIu64 " > direct %" PRIu64,
+		   flow, direct);
+	}
 	fdev_plan_init(&p);
 	fdev_plan_mcast(&p, 0, 0, 8, 0, 0, 4096);
 	fdev_plan_finish(&p);
@@ -2423,6 +2561,122 @@ out:
 	topo_free(star);
 	topo_free(cyc);
 	topo_free(slow);
+}
+
+/*
+ * Preset @name's first @n endpoints as ranks, its paths into *@m and the
+ * rings over the cables between them (as coll_bench -L takes them: a
+ * cable between two ranks, or between switches that each carry one
+ * rank's endpoint) into @cyc; the cycles found, or -1.
+ */
+static int preset_rings(const char *name, uint32_t n, struct fdev_paths **m,
+			uint32_t *cyc)
+{
+	struct topo_err err;
+	struct topo *t = NULL;
+	uint32_t ep[64], *rk = NULL, *ends = NULL, e = 0, nl = 0;
+	int k = -1;
+
+	*m = NULL;
+	if (n > 64 || topo_load_preset(name, &t, &err) || topo_route(t, &err))
+		goto out;
+	rk = malloc(t->nr_nodes * sizeof(*rk));
+	ends = malloc(2 * (size_t)t->nr_links * sizeof(*ends));
+	if (!rk || !ends)
+		goto out;
+	for (uint32_t i = 0; i < t->nr_nodes; i++) {
+		rk[i] = UINT32_MAX;
+		if (t->nodes[i].kind == ICFAB_NODE_ENDPOINT && e < n) {
+			rk[i] = e;
+			ep[e++] = i;
+		}
+	}
+	for (uint32_t i = 0; i < t->nr_nodes; i++) {
+		uint32_t one = UINT32_MAX, seen = 0;
+
+		if (t->nodes[i].kind == ICFAB_NODE_ENDPOINT)
+			continue;
+		for (uint32_t l = 0; l < t->nr_links; l++)
+			if (t->links[l].dst_node == i &&
+			    t->nodes[t->links[l].src_node].kind == ICFAB_NODE_ENDPOINT) {
+				seen++;
+				one = rk[t->links[l].src_node];
+			}
+		if (seen == 1)
+			rk[i] = one;
+	}
+	for (uint32_t l = 0; l < t->nr_links; l++) {
+		uint32_t a = t->links[l].src_node, b = t->links[l].dst_node;
+
+		if (a < b && rk[a] != UINT32_MAX && rk[b] != UINT32_MAX &&
+		    rk[a] != rk[b]) {
+			ends[2 * nl] = rk[a];
+			ends[2 * nl + 1] = rk[b];
+			nl++;
+		}
+	}
+	if (e == n && !fdev_paths_build(t, ep, n, m))
+		k = fdev_rings_find(n, nl, ends, 4, cyc);
+out:
+	free(rk);
+	free(ends);
+	if (t)
+		topo_free(t);
+	return k;
+}
+
+/*
+ * tpu-v4-cube's 64 chips, 1 MiB: the rings' dataflow all-reduce and
+ * reduce-scatter cost their chains of 126 and 63 one-microsecond hops,
+ * above direct (auto ran direct there, 37.164 and 18.582 us, before the
+ * rings went dataflow); costed as load and one route's fill alone they
+ * came below it (7.9 and 4.5 us).
+ */
+static void test_cost_flow_chain(void)
+{
+	uint32_t cyc[4 * 64];
+	struct fdev_paths *m = NULL;
+	int k = preset_rings("tpu-v4-cube", 64, &m, cyc);
+	uint64_t c[4] = { 0 };
+
+	for (int i = 0; k > 0 && i < 4; i++) {
+		struct fdev_coll_layout lo;
+		struct fdev_plan p;
+		int err;
+
+		fdev_plan_init(&p);
+		switch (i) {
+		case 0:
+			err = fdev_plan_rings_all_reduce(&p, 64, 1 << 18, FDEV_F32, cyc,
+							 2 * k, &lo, 1, 4096);
+			err = err ? err : !p.feeds;
+			break;
+		case 1:
+			err = fdev_plan_all_reduce(&p, 64, 1 << 18, FDEV_F32,
+						   FDEV_ALGO_DIRECT, 8, &lo);
+			break;
+		case 2:
+			err = fdev_plan_rings_reduce_scatter(&p, 64, 1 << 12, FDEV_F32,
+							     cyc, 2 * k, &lo, 1, 4096);
+			err = err ? err : !p.feeds;
+			break;
+		default:
+			err = fdev_plan_reduce_scatter(&p, 64, 1 << 12, FDEV_F32,
+						       FDEV_ALGO_DIRECT, &lo);
+		}
+		/* the rings' builders finish their plans (feeds by order) */
+		if (!err && i % 2)
+			err = fdev_plan_finish(&p);
+		c[i] = err ? 0 : fdev_plan_cost_ps(m, &p);
+		fdev_plan_free(&p);
+	}
+	ok(k > 0 && c[1] && c[0] > 126 * 1000000ULL && c[0] < UINT64_MAX - 1 && c[1] < c[0],
+	   "cost: tpu-v4-cube, all-reduce 1 MiB: dataflow rings %" PRIu64 " (%d rings) > direct %" PRIu64,
+	   c[0], 2 * k, c[1]);
+	ok(k > 0 && c[3] && c[2] > 63 * 1000000ULL && c[2] < UINT64_MAX - 1 && c[3] < c[2],
+	   "cost: tpu-v4-cube, reduce-scatter 1 MiB: dataflow rings %" PRIu64 " > direct %" PRIu64,
+	   c[2], c[3]);
+	fdev_paths_free(m);
 }
 
 /*
@@ -2583,6 +2837,7 @@ int main(int argc, char **argv)
 	test_plan_only();
 	test_rings();
 	test_rings_flow();
+	test_rings_flow_ar();
 	test_interleave();
 	test_moe();
 	test_bad_args();
@@ -2590,6 +2845,7 @@ int main(int argc, char **argv)
 	test_zc();
 	test_closed_forms();
 	test_cost();
+	test_cost_flow_chain();
 	test_hier_outward();
 	test_route_leads();
 	return done();
