@@ -2243,6 +2243,17 @@ carried_run(struct icfab_engine *e, icfab_u32 id, icfab_u64 now,
 	return 0;
 }
 
+/* Whether every pending event in the queue is later than @now. */
+static ENGINE_HOT int ev_none_at(const struct icfab_engine *e, icfab_u64 now)
+{
+	return !e->has_front &&
+	       (!e->nr_heap || ev_keys(e)[0].time_ps > now) &&
+	       (e->run_lo == e->run_hi ||
+		ev_keys(e)[e->run_hi - 1].time_ps > now) &&
+	       (chain_empty(e, 0) || e->chain[0].head.time_ps > now) &&
+	       (chain_empty(e, 1) || e->chain[1].head.time_ps > now);
+}
+
 /*
  * A transfer from @src has just joined its DMA wait list at @now, and
  * sub_next() has pushed the first event of the one behind it in its
@@ -2268,6 +2279,7 @@ sub_wait_run(struct icfab_engine *e, struct icfab_engine_ep *ep,
 	struct icfab_engine_evbody *b = &ev_bodies(e)[e->front.body];
 	struct icfab_engine_xfer *nx = &e->xfers[n];
 	icfab_u64 key = e->front.key;
+	int later;
 
 	if (b->xfer != n || nx->state != XFER_PENDING ||
 	    e->front.time_ps != now || e->heap_only || e->part ||
@@ -2279,10 +2291,15 @@ sub_wait_run(struct icfab_engine *e, struct icfab_engine_ep *ep,
 	b->xfer = e->free_body;
 	e->free_body = e->front.body;
 	nx->events--;
+	/*
+	 * Nothing is pushed below until the end, so what is pending stays:
+	 * when all of it is later than @now, every event of this instant
+	 * is the next one.
+	 */
+	later = ev_none_at(e, now);
 	for (;;) {
 		if (e->run_budget)
 			e->run_done++;
-		ev_processed(e, now, key);
 		m = nx->next;
 		nx->next = ICFAB_ENGINE_NO_XFER;
 		nx->state = XFER_WAITING;
@@ -2291,18 +2308,27 @@ sub_wait_run(struct icfab_engine *e, struct icfab_engine_ep *ep,
 		ep->sub_head = m;
 		if (m == ICFAB_ENGINE_NO_XFER) {
 			ep->sub_tail = ICFAB_ENGINE_NO_XFER;
-			return 0;
+			break;
 		}
 		/* As sub_next(): @m's first event leaves the list. */
 		e->nr_deferred--;
 		nx = &e->xfers[m];
-		key = ev_key(nx, now);
 		if (nx->submit_ps != now ||
 		    (e->run_budget && e->run_done == e->run_budget) ||
-		    !ev_next_is(e, now, key))
+		    (!later && !ev_next_is(e, now, ev_key(nx, now)))) {
+			ev_processed(e, now, key);
 			return ev_push(e, m, nx->submit_ps, 0, 0, src);
+		}
+		/* Submitted at @now: its first event's key is LATE. */
+		key = ev_key(nx, now);
 		n = m;
 	}
+	/*
+	 * The keys of a list rise at an instant, so the last one processed
+	 * here is what ev_processed() of each in turn would have left.
+	 */
+	ev_processed(e, now, key);
+	return 0;
 }
 
 /* <0 on an engine bug, 1 when the completion callback asked to stop. */
