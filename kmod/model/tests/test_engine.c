@@ -2212,6 +2212,83 @@ static void test_queue_handover(void)
 }
 
 /*
+ * A burst from one source at one instant behind its DMA engine: the
+ * first events of the transfers behind the first waiter are processed
+ * where they are (sub_wait_run() in engine.c) while each is the next
+ * event of the instant. Each way checked against the plain heap: a
+ * transfer of the source submitted after the burst with a key inside it
+ * (pushed apart, it goes between: the burst's run must stop before it),
+ * another source's burst with keys between, two DMA engines, a run
+ * budget of two events, and stopping at every completion.
+ */
+static void queue_subwait(struct qrun *q, struct icfab_mtopo *t, int mode,
+			  unsigned int *stops)
+{
+	static const ull keys[] = { 0, 1, 2, 4, 5, 6, 10, 11, 12 };
+	const ull clk = 5000;
+	int ret;
+
+	for (unsigned int l = 0; l < t->nr_links; l++) {
+		t->links[l].bandwidth = 1ULL << 50;
+		t->links[l].latency_ps = 0;
+	}
+	for (unsigned int i = 0; i < 9; i++)
+		submit(q->h, 0, 1, 64, clk, keys[i]);
+	submit(q->h, 0, 1, 64, clk, 3);
+	if (mode == 1)
+		for (ull k = 7; k < 10; k++)
+			submit(q->h, 2, 3, 64, clk, k);
+	q->h->stop = mode == 4;
+	q->h->e.run_budget = mode == 3 ? 2 : 0;
+	do {
+		ret = icfab_engine_run_until(&q->h->e, ICFAB_ENGINE_NEVER,
+					     on_complete, q->h);
+		if (ret > 0)
+			(*stops)++;
+	} while (ret > 0);
+}
+
+static void test_queue_subwait(void)
+{
+	static const char *const how[] = {
+		"one source", "another source's burst between", "two DMA engines",
+		"a run budget of two events", "stopping at every completion",
+	};
+	static const unsigned int src0[] = { 0, 1, 2, 3, 4, 5, 6, 10, 11, 12 };
+
+	for (int mode = 0; mode < 5; mode++) {
+		struct icfab_mtopo *t = chain(4);
+		struct qrun a, b;
+		unsigned int stops_a = 0, stops_b = 0;
+		int n = mode == 1 ? 13 : 10;
+		int order = 1;
+
+		if (mode == 2)
+			t->nodes[0].dma_engines = 2;
+		topo_validate(t);
+		qrun_new(&a, t, 16, 64, 16, 0);
+		queue_subwait(&a, t, mode, &stops_a);
+		qrun_new(&b, t, 16, 64, 16, 1);
+		queue_subwait(&b, t, mode, &stops_b);
+		/* Source 0's transfers start in the order of their keys. */
+		for (unsigned int i = 0; i + 1 < 10; i++)
+			if (a.h->recs[src0[i]].r.start_ps >
+			    a.h->recs[src0[i + 1]].r.start_ps)
+				order = 0;
+		ok(a.h->completions == n && order &&
+		   (mode != 4 || stops_a == stops_b) &&
+		   (mode != 3 || stops_a == 14) &&
+		   a.h->recs[3].r.start_ps < a.h->recs[4].r.start_ps &&
+		   qrun_same(&a, &b, t),
+		   "a burst behind its DMA engine, %s: decides as the plain heap does (%u decisions)",
+		   how[mode], a.log.n);
+		qrun_free(&a);
+		qrun_free(&b);
+		topo_free(t);
+	}
+}
+
+/*
  * Barely enough room: segments decided at a slow link each wait for
  * their arrival at the next node with an event, so the array fills;
  * transfers come and go (a full engine is retried later), so that the
@@ -3775,6 +3852,7 @@ int main(void)
 	test_queue_streams();
 	test_queue_carried();
 	test_queue_handover();
+	test_queue_subwait();
 	test_queue_tight();
 	test_queue_batch();
 	test_queue_trees();
