@@ -112,6 +112,7 @@ void fdev_plan_act(struct fdev_plan *p, uint32_t step, uint32_t rank, int op,
 	a = plan_append(p, (void **)&p->a, &p->capa, &p->na, sizeof(*a), step,
 			len);
 
+	p->acts_sorted = 0;
 	if (a)
 		*a = (struct fdev_act){ .step = step, .rank = rank,
 			.op = (uint8_t)op, .dtype = (uint8_t)dtype,
@@ -140,6 +141,8 @@ static int cmp_a(const void *a, const void *b)
 
 	if (x->step != y->step)
 		return x->step < y->step ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
 	memcpy(&ix, x->pad, 4);
 	memcpy(&iy, y->pad, 4);
 	return ix < iy ? -1 : ix > iy;
@@ -161,6 +164,7 @@ int fdev_plan_finish(struct fdev_plan *p)
 		qsort(p->x, p->nx, sizeof(*p->x), cmp_x);
 	if (p->na)
 		qsort(p->a, p->na, sizeof(*p->a), cmp_a);
+	p->acts_sorted = 1;
 	return 0;
 }
 
@@ -635,15 +639,42 @@ uint8_t *fdev_plan_at(const struct fdev_plan_map *m, uint64_t off)
 	return m->ws + off;
 }
 
+/* The first of a finished plan's actions at or after (@step, @rank). */
+static size_t acts_from(const struct fdev_plan *p, uint32_t step,
+			uint32_t rank)
+{
+	size_t lo = 0, hi = p->na;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct fdev_act *a = &p->a[mid];
+
+		if (a->step < step || (a->step == step && a->rank < rank))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 int fdev_plan_apply_map(const struct fdev_plan *p, uint32_t step,
 			uint32_t rank, const struct fdev_plan_map *m)
 {
-	for (size_t i = 0; i < p->na; i++) {
+	/*
+	 * A finished plan's actions are in (step, rank, insertion) order,
+	 * so a step's for one rank are one run, found by bisection: a
+	 * dataflow plan applies every step for every rank.
+	 */
+	for (size_t i = p->acts_sorted ? acts_from(p, step, rank) : 0;
+	     i < p->na; i++) {
 		const struct fdev_act *a = &p->a[i];
 		uint8_t *dst, *src;
 
-		if (a->step != step || a->rank != rank)
+		if (a->step != step || a->rank != rank) {
+			if (p->acts_sorted)
+				break;
 			continue;
+		}
 		dst = fdev_plan_at(m, a->dst_off);
 		src = fdev_plan_at(m, a->src_off);
 		if (a->op == FDEV_ACT_COPY) {

@@ -45,6 +45,8 @@ struct fdev_plan {
 	size_t nx, na, capx, capa;
 	uint32_t nsteps;
 	int err;			/* sticky -ENOMEM */
+	/* fdev_plan_finish() sorted the actions by step and rank */
+	int acts_sorted;
 	uint64_t ws_need;		/* bytes of workspace per rank */
 	uint32_t mcast_ranks;		/* ranks a multicast reaches, 0: none */
 	/*
