@@ -45,6 +45,7 @@
  * a chunk to a rank of its node in one transfer.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1299,6 +1300,42 @@ static void plan_forward(struct fdev_moe_handle *h,
 }
 
 /*
+ * FDEV_HIER_TRACE=1 (diagnostics, stderr): each stepped step's emulated
+ * time and, over the ranks, the most bytes one rank sends in it over
+ * scale-out (another node) and over scale-up (its node), so that which
+ * stage a step waits for can be read against the links' rates.
+ */
+static void hier_trace_step(const struct fdev_moe_handle *h, const char *what,
+			    unsigned int j, const struct fdev_plan *p,
+			    uint64_t t_ps)
+{
+	const char *e = getenv("FDEV_HIER_TRACE");
+	uint64_t *b, out = 0, up = 0;
+
+	if (!e || strcmp(e, "1"))
+		return;
+	b = calloc(2 * (size_t)h->nranks, sizeof(*b));
+	if (!b)
+		return;
+	for (size_t i = 0; i < p->nx; i++) {
+		const struct fdev_xfer *x = &p->x[i];
+
+		if (x->src >= h->nranks || x->dst >= h->nranks)
+			continue;
+		b[2 * x->src + (hier_node(h, x->src) != hier_node(h, x->dst))] +=
+			x->len;
+	}
+	for (unsigned int r = 0; r < h->nranks; r++) {
+		up = b[2 * r] > up ? b[2 * r] : up;
+		out = b[2 * r + 1] > out ? b[2 * r + 1] : out;
+	}
+	fprintf(stderr, "# hier %s step %u/%u: %llu ps, most out %llu B, most up %llu B\n",
+		what, j, h->chunks, (unsigned long long)t_ps,
+		(unsigned long long)out, (unsigned long long)up);
+	free(b);
+}
+
+/*
  * Dispatch step @j of C + 1: chunk j's sends (j < C), while the peers
  * forward chunk j - 1, which they pack first. *@t_ps: its time, 0 when
  * it had nothing to do.
@@ -1327,6 +1364,7 @@ static int hier_dispatch_step(struct fdev_comm *c, struct fdev_moe_handle *h,
 		err = fdev_plan_run(c, p);
 		*t_ps = c->last_ps;
 	}
+	hier_trace_step(h, "dispatch", j, p, *t_ps);
 	hier_plan_free(&hp);
 	return err;
 }
@@ -1697,6 +1735,7 @@ static int hier_combine_step(struct fdev_comm *c, struct fdev_moe_handle *h,
 	if (!err && hp.any)
 		err = fdev_plan_run(c, p);
 	*t_ps = hp.any_x ? c->last_ps : 0;
+	hier_trace_step(h, "combine", j, p, *t_ps);
 	hier_plan_free(&hp);
 	return err;
 }
