@@ -17,7 +17,10 @@
 # dispatch and BF16 combine. Its "bottleneck bandwidth" is NVLink at EP8
 # (intranode kernels; emulated: moe_bench's throughput mode, the busiest
 # rank port's bytes over the emulated time, its ratio to its bound times
-# 160 GB/s) and "RDMA" beyond (internode kernels: a token crosses RDMA
+# 160 GB/s, times 8/7: DeepEP's intranode test counts every token a rank
+# receives, the 1/8 it sends itself included, which never crosses
+# NVLink; docs/TIMING.md, "Why EP 16 reads 1.225 / 1.242") and "RDMA"
+# beyond (internode kernels: a token crosses RDMA
 # once per remote node, then NVLink, which is moe_bench's hierarchical
 # mode). DeepEP's "RDMA" figure is not the NIC's rate: its test
 # (tests/test_internode.py) counts, per token, one copy per distinct
@@ -105,7 +108,8 @@ if [ -n "$FIT" ]; then
 		"$bench" -n "$3" -g 8 -b 160 -B 50 -t "$T" -H 7168 -e 256 -k 8 \
 			-m "$4" -d fp8 2> "$out.err" |
 			sed 's/.*"dispatch_ps":\([0-9]*\).*"dispatch_bound_ps":\([0-9]*\).*/\2 \1/' |
-			awk -v port="$5" '{ printf "%.2f\n", $1 / $2 * port }'
+			awk -v port="$5" -v n="$3" \
+				'{ printf "%.2f\n", $1 / $2 * port * n / (n - 1) }'
 	}
 	# bisect WHICH PUB N MODE PORT: sets $e (permille), the efficiency
 	# whose figure is nearest the published one
@@ -187,14 +191,16 @@ fitted = {(8, "dispatch"): "NVLink efficiency",
 
 # emulated PRESET N PHASE: (GB/s as DeepEP counts, the NIC's GB/s or
 # None, the row): EP8 the busiest NVLink port's rate (ratio to the
-# bound x 160), internode DeepEP's RDMA count over the emulated time
+# bound x 160) with the own rank's 1/n of the tokens counted as DeepEP's
+# intranode test counts them (x n / (n - 1)), internode DeepEP's RDMA
+# count over the emulated time
 def emulated(preset, n, phase):
     dt = "fp8" if phase == "dispatch" else "bf16"
     for r in rows:
         if r["preset"] == preset and r["ranks"] == n and r["dtype"] == dt:
             if r["mode"] == "tp":
-                return (r[phase + "_bound_ps"] / r[phase + "_ps"] * 160,
-                        None, r)
+                return (r[phase + "_bound_ps"] / r[phase + "_ps"] * 160
+                        * n / (n - 1), None, r)
             return r[phase + "_deepep_gbps"], r[phase + "_rdma_gbps"], r
     return None, None, None
 
