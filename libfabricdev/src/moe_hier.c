@@ -15,8 +15,11 @@
  * forward chunk j - 1 over scale-up; between steps each peer packs what
  * it forwards from the records of the chunk it received. With C = 1 that
  * is the unpipelined schedule: the scale-out step, then the forwarding.
- * Where the scale-out side is the busier one (moe_hier_outward()) the
- * chunks shrink (hier_taper()) and combine takes them last first.
+ * Where the scale-out side is the busier one (moe_hier_outward()) there
+ * are up to 16 chunks of 256 tokens or more, cut equal, so that a step's
+ * two stages stay balanced whatever their links' ratio; where the tokens
+ * allow only up to 4, the chunks shrink (hier_taper()) and combine takes
+ * them last first.
  *
  * Gated (FDEV_HIER_GATED=1, where one context drives every rank): one
  * plan, each peer's work on a chunk posted when that chunk has landed
@@ -42,6 +45,7 @@
  * a chunk to a rank of its node in one transfer.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -311,6 +315,13 @@ static int hier_regions(const struct fdev_moe_handle *h,
 /* Chunks at most by default, and at most with FDEV_HIER_CHUNKS. */
 #define HIER_CHUNKS		4
 #define HIER_CHUNKS_MAX		64
+/*
+ * Where the scale-out side is the busier one (moe_hier_outward()): up
+ * to HIER_CHUNKS_OUT chunks, as long as a chunk has HIER_OUT_TOKENS
+ * tokens; past HIER_CHUNKS they are cut equal (hier_taper()).
+ */
+#define HIER_CHUNKS_OUT		16
+#define HIER_OUT_TOKENS		256
 
 /*
  * The token chunks a dispatch pipelines: FDEV_HIER_CHUNKS (1 to 64; 1 is
@@ -319,10 +330,15 @@ static int hier_regions(const struct fdev_moe_handle *h,
  * is the busier side and small chunks only add steps) and the extra
  * counts gathered cost at most 1/32 of the scale-out bytes a rank may
  * send (T = cfg.max_tokens, else 4096; docs/LIBFABRICDEV.md, "Pipelined
- * hierarchical mode"). Always 1 on one node, or with nodes of one rank,
- * where nothing is forwarded. Every process must see the same value.
+ * hierarchical mode"). Where @outward (the scale-out side is the busier
+ * one), up to HIER_CHUNKS_OUT of HIER_OUT_TOKENS tokens each, within
+ * the same limit on the counts: with the two stages close, a step waits
+ * for the slower, and only small chunks keep both busy ("A finer
+ * pipeline where the NIC is the busier side"). Always 1 on one node, or
+ * with nodes of one rank, where nothing is forwarded. Every process must
+ * see the same value.
  */
-static unsigned int hier_chunks(const struct fdev_moe_handle *h)
+static unsigned int hier_chunks(const struct fdev_moe_handle *h, int outward)
 {
 	const char *v = getenv("FDEV_HIER_CHUNKS");
 	uint64_t n = h->nranks, nn = h->nr_nodes, T = h->cfg.max_tokens;
@@ -339,6 +355,11 @@ static unsigned int hier_chunks(const struct fdev_moe_handle *h)
 	}
 	T = T ? T : 4096;
 	min_tokens = nn > 2 ? 32 : 256;
+	if (outward && T / HIER_OUT_TOKENS > HIER_CHUNKS) {
+		c = T / HIER_OUT_TOKENS < HIER_CHUNKS_OUT ?
+		    (unsigned int)(T / HIER_OUT_TOKENS) : HIER_CHUNKS_OUT;
+		min_tokens = HIER_OUT_TOKENS;
+	}
 	out = T * (h->cfg.k < nn - 1 ? h->cfg.k : nn - 1) * h->rec_size;
 	while (c > 1 && (T / c < min_tokens || (c - 1) * row * 32 > out))
 		c--;
@@ -427,24 +448,50 @@ int moe_hier_outward(const struct fdev_paths *m, unsigned int node_size,
 }
 
 /*
- * Chunks shrink where the scale-out side is the busier one, chunk j
- * weighing HIER_TAPER_DEFAULT^j percent (the dispatch's NIC is its first
- * stage: the smaller the last chunk, the shorter the forwarding left
- * after the NIC is done; combine takes them last first, comb_chunk()).
- * On h800-pod (docs/LIBFABRICDEV.md, "Gated hierarchical mode") 55, 65
- * and 75 each beat equal chunks at EP 32 and 64; on two nodes, where
- * NVLink is the busier side, 65 lost 0.8% at 4096 tokens.
+ * Whether hier_chunks() could cut more than HIER_CHUNKS chunks, were the
+ * scale-out side the busier one: only then is it worked out before.
+ */
+static int hier_may_add_chunks(const struct fdev_moe_handle *h)
+{
+	const char *v = getenv("FDEV_HIER_CHUNKS");
+	uint64_t T = h->cfg.max_tokens ? h->cfg.max_tokens : 4096;
+
+	return !(v && *v) && h->nr_nodes > 1 && h->node_size > 1 &&
+	       T / HIER_OUT_TOKENS > HIER_CHUNKS;
+}
+
+static int hier_outward(struct fdev_comm *c, const struct fdev_moe_handle *h)
+{
+	return moe_hier_outward(fdev_comm_paths(c), h->node_size, h->cfg.k,
+				h->cfg.num_experts);
+}
+
+/*
+ * Chunks shrink where the scale-out side is the busier one and they are
+ * few (HIER_CHUNKS at most), chunk j weighing HIER_TAPER_DEFAULT^j
+ * percent (the dispatch's NIC is its first stage: the smaller the last
+ * chunk, the shorter the forwarding left after the NIC is done; combine
+ * takes them last first, comb_chunk()). On h800-pod (docs/LIBFABRICDEV.md,
+ * "Gated hierarchical mode") 55, 65 and 75 each beat equal chunks at EP
+ * 32 and 64; on two nodes, where NVLink is the busier side, 65 lost 0.8%
+ * at 4096 tokens. The best ratio follows the stages' (a chunk's
+ * forwarding should take as long as the next chunk's scale-out), so it
+ * depends on the links; with more chunks (hier_chunks()) the drain is a
+ * sixteenth of the forwarding whatever the ratio, and equal chunks keep
+ * every step balanced: they are cut equal.
  */
 #define HIER_TAPER_DEFAULT	65
 
 /*
  * FDEV_HIER_TAPER R (1 to 100, percent): chunk j weighs R^j, so the
  * chunks shrink by R percent each; 100 cuts them equal. Unset: R =
- * HIER_TAPER_DEFAULT where moe_hier_outward() says so, else 100. Every
- * process must see the same value; a handle keeps it.
+ * HIER_TAPER_DEFAULT where the scale-out side is the busier one
+ * (@outward, or moe_hier_outward() where it is -1) and the chunks are 2
+ * to HIER_CHUNKS, else 100. Every process must see the same value; a
+ * handle keeps it.
  */
 static unsigned int hier_taper(struct fdev_comm *c,
-			       const struct fdev_moe_handle *h)
+			       const struct fdev_moe_handle *h, int outward)
 {
 	const char *e = getenv("FDEV_HIER_TAPER");
 	long r;
@@ -453,9 +500,8 @@ static unsigned int hier_taper(struct fdev_comm *c,
 		r = strtol(e, NULL, 10);
 		return r >= 1 && r <= 100 ? (unsigned int)r : 100;
 	}
-	if (h->chunks < 2 ||
-	    !moe_hier_outward(fdev_comm_paths(c), h->node_size, h->cfg.k,
-			      h->cfg.num_experts))
+	if (h->chunks < 2 || h->chunks > HIER_CHUNKS ||
+	    !(outward < 0 ? hier_outward(c, h) : outward))
 		return 100;
 	return HIER_TAPER_DEFAULT;
 }
@@ -1254,6 +1300,42 @@ static void plan_forward(struct fdev_moe_handle *h,
 }
 
 /*
+ * FDEV_HIER_TRACE=1 (diagnostics, stderr): each stepped step's emulated
+ * time and, over the ranks, the most bytes one rank sends in it over
+ * scale-out (another node) and over scale-up (its node), so that which
+ * stage a step waits for can be read against the links' rates.
+ */
+static void hier_trace_step(const struct fdev_moe_handle *h, const char *what,
+			    unsigned int j, const struct fdev_plan *p,
+			    uint64_t t_ps)
+{
+	const char *e = getenv("FDEV_HIER_TRACE");
+	uint64_t *b, out = 0, up = 0;
+
+	if (!e || strcmp(e, "1"))
+		return;
+	b = calloc(2 * (size_t)h->nranks, sizeof(*b));
+	if (!b)
+		return;
+	for (size_t i = 0; i < p->nx; i++) {
+		const struct fdev_xfer *x = &p->x[i];
+
+		if (x->src >= h->nranks || x->dst >= h->nranks)
+			continue;
+		b[2 * x->src + (hier_node(h, x->src) != hier_node(h, x->dst))] +=
+			x->len;
+	}
+	for (unsigned int r = 0; r < h->nranks; r++) {
+		up = b[2 * r] > up ? b[2 * r] : up;
+		out = b[2 * r + 1] > out ? b[2 * r + 1] : out;
+	}
+	fprintf(stderr, "# hier %s step %u/%u: %llu ps, most out %llu B, most up %llu B\n",
+		what, j, h->chunks, (unsigned long long)t_ps,
+		(unsigned long long)out, (unsigned long long)up);
+	free(b);
+}
+
+/*
  * Dispatch step @j of C + 1: chunk j's sends (j < C), while the peers
  * forward chunk j - 1, which they pack first. *@t_ps: its time, 0 when
  * it had nothing to do.
@@ -1282,6 +1364,7 @@ static int hier_dispatch_step(struct fdev_comm *c, struct fdev_moe_handle *h,
 		err = fdev_plan_run(c, p);
 		*t_ps = c->last_ps;
 	}
+	hier_trace_step(h, "dispatch", j, p, *t_ps);
 	hier_plan_free(&hp);
 	return err;
 }
@@ -1341,8 +1424,16 @@ static int moe_dispatch_hier(struct fdev_comm *c, struct fdev_moe_handle *h,
 		if (fdev_rank_failed(c, r))
 			return -ENOLINK;
 	/* A reused handle's counts are per its chunks. */
-	h->chunks = reuse ? reuse->chunks : hier_chunks(h);
-	h->taper = reuse ? reuse->taper : hier_taper(c, h);
+	if (reuse) {
+		h->chunks = reuse->chunks;
+		h->taper = reuse->taper;
+	} else {
+		/* -1: not worked out (only where it matters, as before) */
+		int outward = hier_may_add_chunks(h) ? hier_outward(c, h) : -1;
+
+		h->chunks = hier_chunks(h, outward == 1);
+		h->taper = hier_taper(c, h, outward);
+	}
 	err = hier_counts(c, h, reuse, &t_counts);
 	if (err)
 		return err;
@@ -1644,6 +1735,7 @@ static int hier_combine_step(struct fdev_comm *c, struct fdev_moe_handle *h,
 	if (!err && hp.any)
 		err = fdev_plan_run(c, p);
 	*t_ps = hp.any_x ? c->last_ps : 0;
+	hier_trace_step(h, "combine", j, p, *t_ps);
 	hier_plan_free(&hp);
 	return err;
 }

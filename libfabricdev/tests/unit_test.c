@@ -2002,11 +2002,14 @@ static void test_moe(void)
 	{
 		unsigned int one[] = { 1, 1, 1, 1, 1, 1, 1, 1 };
 		unsigned int odd[] = { 7, 13, 0, 5, 9, 1, 11, 6 };
+		unsigned int more[] = { 40, 33, 0, 17, 64, 5, 48, 21 };
 
 		test_moe_hier_chunks("hier chunks 4, one token per rank (2x4)", 8, 4, one, "4");
 		test_moe_hier_chunks("hier chunks 3, tokens not dividing (4x2)", 8, 2, odd, "3");
 		test_moe_hier_chunks("hier chunks 64, more chunks than tokens (2x4)", 8, 4, odd, "64");
 		test_moe_hier_chunks("hier chunks 2 (2x2)", 4, 2, odd, "2");
+		/* as many as where the NIC is the busier side (hier_chunks()) */
+		test_moe_hier_chunks("hier chunks 16, 0 to 64 tokens (4x2)", 8, 2, more, "16");
 	}
 	/* On the device, multicast needs icfabd with colours: --multicast. */
 	if (!dev_mode)
