@@ -732,15 +732,22 @@ def zc_rank(rank, world, _):
     ordinary tensors again; of the last two, the outputs, fabric times
     per op and bytes staged and in place. (The first run makes the op
     before each one's first the same: the engine breaks a tie at the
-    instant the last op ended by a ps, which depends on which op that was.)"""
+    instant the last op ended by a ps, which depends on which op that was.)
+    All three run the all-to-all-v in two rounds: registered tensors
+    always do (their bytes go in place, so the offsets must be known
+    first), and ordinary tensors by processes otherwise use the slots
+    (docs/LIBFABRICDEV.md), a different algorithm whose times and staged
+    bytes are its own."""
     stamps = [[], []]
     res = []
+    os.environ["FDEV_A2AV_TWO_ROUNDS"] = "1"
     zc_ops(rank, world, torch.empty, torch.empty, lambda: None)
     for i, mk in enumerate((ft.empty, torch.empty)):
         s0 = ft.copy_stats()
         outs, nb = zc_ops(rank, world, mk, mk, lambda: stamps[i].append(ft.last_ps()))
         s1 = ft.copy_stats()
         res.append((outs, nb, s1["staged"] - s0["staged"], s1["in_place"] - s0["in_place"]))
+    del os.environ["FDEV_A2AV_TWO_ROUNDS"]
     return res, stamps
 
 
