@@ -186,7 +186,10 @@ if [ -n "$REPORT" ]; then
 	exit
 fi
 
-[ -n "$DIR" ] || { DIR=$(mktemp -d) && trap 'rm -rf "$DIR"' EXIT; }
+tmpdir=
+[ -n "$DIR" ] || { DIR=$(mktemp -d) && tmpdir=$DIR; }
+bench_segment_keep
+trap 'bench_segment_restore; [ -z "$tmpdir" ] || rm -rf "$tmpdir"' EXIT
 mkdir -p "$DIR" || exit 1
 : > "$DIR/runs.jsonl"
 [ -n "$PRESETS" ] ||

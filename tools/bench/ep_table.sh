@@ -37,9 +37,7 @@
 # tree, for before/after figures in one run); FDEV_HIER_CHUNKS reaches
 # it (docs/LIBFABRICDEV.md, "Pipelined hierarchical mode").
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
-icfabd=$top/build/bin/icfabd
-icfabctl=$top/build/bin/icfabctl
+. "$(dirname "$0")/lib.sh"
 bench=${MOE_BENCH:-$top/build/bin/moe_bench}
 PRESETS=ualink-pod,tpu-v4-pod
 MODES=tp,ll,hier
@@ -62,11 +60,8 @@ smp=$(mktemp)
 dir=$(mktemp -d)
 spid=
 dpid=
-trap '[ -n "$spid" ] && kill "$spid" 2>/dev/null; [ -n "$dpid" ] && kill "$dpid" 2>/dev/null; rm -rf "$out" "$out.err" "$smp" "$dir"' EXIT
-
-slab_kb() {
-	sed -n 's/^Slab: *\([0-9]*\) kB/\1/p' /proc/meminfo
-}
+bench_segment_keep
+trap 'bench_segment_restore; [ -n "$spid" ] && kill "$spid" 2>/dev/null; [ -n "$dpid" ] && kill "$dpid" 2>/dev/null; rm -rf "$out" "$out.err" "$smp" "$dir"' EXIT
 
 # apply PRESET RANKS: the preset; h800-pod given RANKS/8 nodes past 32.
 apply() {

@@ -69,7 +69,8 @@ case $NICN in 16|32|64) ;; *) echo "fidelity: -N: 16, 32 or 64" >&2; exit 2;; es
 bench_tokens "$@"
 out=$(mktemp)
 dir=$(mktemp -d)
-trap 'rm -rf "$out" "$out.err" "$dir"' EXIT
+bench_segment_keep
+trap 'bench_segment_restore; rm -rf "$out" "$out.err" "$dir"' EXIT
 
 # groups N: DeepEP's default topk groups at EP N, min(nodes of 8, 4)
 groups() {

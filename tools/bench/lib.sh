@@ -41,6 +41,21 @@ bench_tokens() {
 	BIG=${BIG:-$T}
 }
 
+# bench_segment_keep: remember the fabric's segment size, for
+# bench_segment_restore, which a script that sets its own (the MoE ones
+# run at 64 KiB) calls from its EXIT trap: whatever runs next in the same
+# boot, a selftest's closed forms at the presets' 4 KiB for one, finds the
+# fabric as it was. Nothing to restore if the module was not loaded.
+bench_segment_keep() {
+	bench_seg0=$("$icfabctl" info 2> /dev/null |
+		sed -n 's/^segment-size: *\([0-9]*\) bytes$/\1/p')
+}
+
+bench_segment_restore() {
+	[ -z "$bench_seg0" ] ||
+		"$icfabctl" fabric set 0 segment-size "$bench_seg0" > /dev/null
+}
+
 # slab_kb: the kernel's slab memory now, in KiB (Slab in /proc/meminfo),
 # read by the shell itself: a sampler starts no process of its own.
 slab_kb() {

@@ -55,7 +55,8 @@ bench_tokens "$@"
 out=$(mktemp)
 dir=$(mktemp -d)
 dpid=
-trap '[ -n "$dpid" ] && kill "$dpid" 2>/dev/null; rm -rf "$out" "$out.err" "$dir"' EXIT
+bench_segment_keep
+trap 'bench_segment_restore; [ -n "$dpid" ] && kill "$dpid" 2>/dev/null; rm -rf "$out" "$out.err" "$dir"' EXIT
 
 want() {	# want LIST ITEM
 	case ",$1," in *",$2,"*) return 0 ;; esac

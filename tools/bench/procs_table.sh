@@ -67,7 +67,8 @@ dir=$(mktemp -d)
 spid=
 dpid=
 apid=
-trap '[ -n "$spid" ] && kill "$spid" 2>/dev/null; [ -n "$apid" ] && kill "$apid" 2>/dev/null; [ -n "$dpid" ] && kill "$dpid" 2>/dev/null; rm -rf "$dir" /dev/shm/fdev-*-pt$$*' EXIT
+bench_segment_keep
+trap 'bench_segment_restore; [ -n "$spid" ] && kill "$spid" 2>/dev/null; [ -n "$apid" ] && kill "$apid" 2>/dev/null; [ -n "$dpid" ] && kill "$dpid" 2>/dev/null; rm -rf "$dir" /dev/shm/fdev-*-pt$$*' EXIT
 # The processes start from copies in $dir: in the test VM the tree is
 # the host's through virtiofs, where a start took 0.25 to 0.62 s, from
 # a copy 0.22 s (docs/LIBFABRICDEV.md, "One process per rank"). Their
