@@ -1199,10 +1199,12 @@ static void counts_from_host(struct fdev_comm *c, uint64_t *m)
  * decides whether every pair fits its slot; where one does not, the two
  * rounds run instead (slots_fit() is false). Processes that each drive
  * their own ranks agree on nothing: a pair past its slot sends its rest
- * on its own after the step (slots_procs_notify(), below). Registered
- * regions (zc.c) need each pair's offset in the receiver's buffer
- * before sending, which only the counts give: they keep the two
- * rounds, as FDEV_A2AV_TWO_ROUNDS in the environment asks.
+ * on its own after the step (slots_procs_notify(), below), also from
+ * and into registered regions (zc.c). Where one process drives every
+ * rank, registered regions keep the two rounds (its zero copy would
+ * need each pair's offset in the receiver's buffer before sending,
+ * which only the counts give), as FDEV_A2AV_TWO_ROUNDS in the
+ * environment asks everywhere.
  *
  * Emulated time: the counts are 8 bytes more in each pair's first
  * piece, timed as any bytes are; the packing is a host copy, as the
@@ -1216,7 +1218,7 @@ struct a2av_slots {
 /* What every slot layout needs: direct, no region, no rank failed. */
 static int slots_allowed(const struct fdev_comm *c, enum fdev_algo algo)
 {
-	return !c->proxy && !c->nreg && c->nranks >= 2 &&
+	return !c->proxy && c->nranks >= 2 &&
 	       (algo == FDEV_ALGO_AUTO || algo == FDEV_ALGO_DIRECT) &&
 	       !any_failed(c) && !getenv("FDEV_A2AV_TWO_ROUNDS");
 }
@@ -1227,7 +1229,7 @@ static int slots_size(const struct fdev_comm *c, const uint64_t *m,
 static int slots_fit(const struct fdev_comm *c, const uint64_t *m,
 		     enum fdev_algo algo, struct a2av_slots *sl)
 {
-	if (c->multi || c->notify || !slots_allowed(c, algo))
+	if (c->multi || c->notify || c->nreg || !slots_allowed(c, algo))
 		return 0;
 	return slots_size(c, m, sl);
 }
@@ -1446,9 +1448,18 @@ static int slots_procs_timing(struct fdev_comm *c, const uint64_t *send_counts,
  * refuse, -EMSGSIZE) still answers every pair, with NOTIFY_REST_ERR, so
  * that nobody waits for what never comes; then every rank that has a
  * pair with it returns the error.
+ *
+ * Registered buffers (zc.c, fdev_zc_slots_begin()): a pair's first
+ * piece, which carries the count, is staged as above; its later pieces
+ * are read from the send buffer in place. A receiver whose output is
+ * in a region that holds all that came grants each rest its final
+ * offset there (rest_go_zc()), and a sender whose send buffer is in a
+ * region writes its rest from there: neither stages it nor needs room.
+ * Each end decides alone, so ordinary and registered buffers mix.
  */
 struct a2av_rest {
 	const struct a2av_slots *sl;
+	const struct fdev_zc_slots *zs;	/* registered buffers, @zc: areas known */
 	const uint64_t *row;		/* [n] this rank's bytes to each */
 	const uint8_t *send;
 	uint8_t *recv;
@@ -1458,10 +1469,21 @@ struct a2av_rest {
 	uint64_t *in_off, *out_off;	/* [n] the rests' places here */
 	uint32_t *left;			/* [n] rest WRITEs still to come */
 	uint8_t *gone;			/* [n] the go-ahead from d came */
-	uint64_t pending, staged;
+	uint64_t pending, staged, in_place;
 	unsigned int own, need_go;
-	int room, err;
+	int room, err, zc, recv_zc;
 };
+
+/*
+ * Where a go-ahead's word lands at the sender, from receiver @d: the
+ * first 8 bytes of the sender's send-area slot for @d, whose count @d
+ * had before it could answer; a receiver's own word goes out from the
+ * next 8 (its slot for the sender is sent too: the step is over).
+ */
+static uint64_t rest_word_at(const struct a2av_slots *sl, uint32_t d)
+{
+	return sl->send_off + d * (8 + sl->S);
+}
 
 static uint64_t rest_of(uint64_t bytes, uint64_t S)
 {
@@ -1485,9 +1507,13 @@ static int rest_say(struct fdev_comm *c, struct a2av_rest *r, uint32_t to,
 	return 0;
 }
 
-/* The go-ahead from @d came, to @dst_off of its workspace: write the rest. */
+/*
+ * The go-ahead from @d came, to @dst_off of its workspace, or with @key
+ * (its registered recv buffer's region) of that region: write the rest,
+ * from this rank's registered send buffer where it is in one.
+ */
 static int rest_send(struct fdev_comm *c, struct a2av_rest *r, uint32_t d,
-		     uint64_t dst_off)
+		     uint64_t key, uint64_t dst_off)
 {
 	uint64_t S = r->sl->S, len = rest_of(r->row[d], S), chunk = max_chunk(c);
 	uint64_t before = 0, parts = (len + chunk - 1) / chunk;
@@ -1504,15 +1530,28 @@ static int rest_send(struct fdev_comm *c, struct a2av_rest *r, uint32_t d,
 	}
 	for (uint32_t j = 0; j < d; j++)
 		before += r->row[j];
-	memcpy(fdev_ws_addr(c, 0, r->out_off[d]), r->send + before + S, len);
-	r->staged += len;
+	if (r->zs->handle)
+		r->in_place += len;
+	else {
+		memcpy(fdev_ws_addr(c, 0, r->out_off[d]), r->send + before + S,
+		       len);
+		r->staged += len;
+	}
 	for (uint64_t i = 0, off = 0; i < parts; i++, off += chunk) {
-		uint64_t l = len - off < chunk ? len - off : chunk, so, key, dof;
+		uint64_t l = len - off < chunk ? len - off : chunk, so, k, dof;
 		uint32_t h;
 
-		fdev_zc_local(c, 0, r->out_off[d] + off, &h, &so);
-		fdev_zc_remote(c, d, dst_off + off, &key, &dof);
-		fdev_prep_write(&x[i], c->queue[0], h, so, key, dof, l, d);
+		if (r->zs->handle) {
+			h = r->zs->handle;
+			so = r->zs->src_off + before + S + off;
+		} else
+			fdev_zc_local(c, 0, r->out_off[d] + off, &h, &so);
+		if (key) {
+			k = key;
+			dof = dst_off + off;
+		} else
+			fdev_zc_remote(c, d, dst_off + off, &k, &dof);
+		fdev_prep_write(&x[i], c->queue[0], h, so, k, dof, l, d);
 		x[i].flags |= FDEV_DESC_NOTIFY;
 		x[i].imm = NOTIFY_REST | (uint32_t)parts;
 	}
@@ -1548,7 +1587,22 @@ static int rest_received(struct fdev_comm *c, struct a2av_rest *r,
 		if (!r->room)
 			return rest_say(c, r, (uint32_t)src,
 					NOTIFY_REST | NOTIFY_REST_ERR);
-		return rest_send(c, r, (uint32_t)src, (uint64_t)val * 8);
+		if (val == NOTIFY_REST_VAL) {
+			/* Into @src's registered recv buffer: the word says where. */
+			uint64_t at;
+
+			memcpy(&at, fdev_ws_addr(c, 0, rest_word_at(r->sl, src)),
+			       8);
+			if (!r->zc || !c->zc[src].key[1]) {
+				int e = rest_say(c, r, (uint32_t)src,
+						 NOTIFY_REST | NOTIFY_REST_ERR);
+
+				return e ? e : -EPROTO;
+			}
+			return rest_send(c, r, (uint32_t)src, c->zc[src].key[1],
+					 at);
+		}
+		return rest_send(c, r, (uint32_t)src, 0, (uint64_t)val * 8);
 	}
 	/* Part of @src's rest to this rank, or its refusal. */
 	if (!r->left[src])
@@ -1567,14 +1621,45 @@ static int rest_received(struct fdev_comm *c, struct a2av_rest *r,
 	return 0;
 }
 
+/*
+ * The go-ahead into this rank's registered recv buffer: an 8-byte
+ * NOTIFY WRITE, as the one with the workspace offset in its immediate,
+ * whose bytes are the offset in the region (its immediate's value all
+ * ones, which no workspace offset reaches). The sender has the region's
+ * key from the areas exchanged at the start.
+ */
+static int rest_go_zc(struct fdev_comm *c, struct a2av_rest *r, uint32_t to,
+		      uint64_t at)
+{
+	uint64_t from = rest_word_at(r->sl, to) + 8;
+	struct fdev_desc d;
+	int ret;
+
+	memcpy(fdev_ws_addr(c, 0, from), &at, 8);
+	fdev_prep_write(&d, c->queue[0], c->ws[0].handle, from, c->rkey[to],
+			rest_word_at(r->sl, c->first), 8, to);
+	d.flags |= FDEV_DESC_NOTIFY;
+	d.imm = NOTIFY_REST | NOTIFY_REST_GO | NOTIFY_REST_VAL;
+	ret = fdev_post(c->dev, &d, 1);
+	if (ret != 1)
+		return ret < 0 ? ret : -EIO;
+	r->own++;
+	return 0;
+}
+
 /* After the slot step (plan_run_then()): pack the slots, then the rests. */
 static int a2av_rest(struct fdev_comm *c, void *arg)
 {
 	struct a2av_rest *r = arg;
 	size_t n = c->nranks, me = c->first;
 	uint64_t S = r->sl->S, mine = 0, at = 0, in = 0, out = 0;
+	unsigned int coming = 0;
+	int words;
 	struct fdev_cqe cqe[64];
 	int err = 0;
+
+	/* The slots were read: later reads are of the workspace. */
+	c->zc_slots = NULL;
 
 	for (size_t j = 0; j < me; j++)
 		mine += r->row[j];
@@ -1593,21 +1678,36 @@ static int a2av_rest(struct fdev_comm *c, void *arg)
 		r->staged += s == me || got < S ? got : S;
 		at += got;
 	}
-	/* The rests' places: what comes at the front, what goes behind. */
+	/*
+	 * The rests' places: what comes at the front, what goes behind;
+	 * none where they come into, or go from, a registered buffer.
+	 */
+	r->recv_zc = r->zc && r->zs->recv_room && at <= r->zs->recv_room;
 	for (size_t s = 0; s < n; s++)
 		if (s != me && rest_of(r->got[s], S)) {
 			r->in_off[s] = in;
-			in += (rest_of(r->got[s], S) + 7) & ~7ULL;
+			if (!r->recv_zc)
+				in += (rest_of(r->got[s], S) + 7) & ~7ULL;
+			coming++;
 		}
 	for (size_t d = 0; d < n; d++)
 		if (d != me && rest_of(r->row[d], S)) {
 			r->out_off[d] = in + out;
-			out += (rest_of(r->row[d], S) + 7) & ~7ULL;
+			if (!r->zs->handle)
+				out += (rest_of(r->row[d], S) + 7) & ~7ULL;
 			r->need_go++;
 		}
-	if (!in && !out)
+	if (!coming && !r->need_go)
 		return err;
-	r->room = !err && in + out <= c->ws_bytes &&
+	/*
+	 * Go-aheads' words (rest_go_zc()) land in the send area, and go
+	 * out from it: where any may, the rests staged here stay below it.
+	 */
+	words = r->recv_zc && coming;
+	for (size_t d = 0; r->zc && d < n; d++)
+		if (d != me && rest_of(r->row[d], S) && c->zc[d].key[1])
+			words = 1;
+	r->room = !err && in + out <= (words ? r->sl->send_off : c->ws_bytes) &&
 		  in / 8 <= NOTIFY_REST_VAL;
 	if (!r->room && !err)
 		err = -EMSGSIZE;
@@ -1616,9 +1716,14 @@ static int a2av_rest(struct fdev_comm *c, void *arg)
 
 		if (s == me || !rest_of(r->got[s], S))
 			continue;
-		e = rest_say(c, r, (uint32_t)s, NOTIFY_REST | NOTIFY_REST_GO |
-			     (r->room ? (uint32_t)(r->in_off[s] / 8) :
-					NOTIFY_REST_ERR));
+		if (r->room && r->recv_zc)
+			e = rest_go_zc(c, r, (uint32_t)s,
+				       c->zc[me].off[1] + r->at[s] + S);
+		else
+			e = rest_say(c, r, (uint32_t)s,
+				     NOTIFY_REST | NOTIFY_REST_GO |
+				     (r->room ? (uint32_t)(r->in_off[s] / 8) :
+						NOTIFY_REST_ERR));
 		if (e) {
 			/* @s would wait for it: nothing more can be done. */
 			return e;
@@ -1663,6 +1768,10 @@ static int a2av_rest(struct fdev_comm *c, void *arg)
 	}
 	for (size_t s = 0; !err && s < n; s++)
 		if (s != me && rest_of(r->got[s], S)) {
+			if (r->recv_zc) {
+				r->in_place += rest_of(r->got[s], S);
+				continue;
+			}
 			memcpy(r->recv + r->at[s] + S,
 			       fdev_ws_addr(c, 0, r->in_off[s]),
 			       rest_of(r->got[s], S));
@@ -1701,9 +1810,10 @@ static int slots_procs_notify(struct fdev_comm *c, const void *send,
 {
 	size_t n = c->nranks, me = c->first;
 	struct a2av_slots sl = { 0 };
+	struct fdev_zc_slots zs = { 0 };
 	struct a2av_rest r = { 0 };
 	struct fdev_plan p;
-	uint64_t *row, *mem;
+	uint64_t *row, *mem, *before, *first, total = 0;
 	uint8_t *to;
 	int err;
 
@@ -1711,7 +1821,7 @@ static int slots_procs_notify(struct fdev_comm *c, const void *send,
 		return -EFAULT;
 	sl.S = (c->ws_min / (2 * n) - 8) & ~7ULL;
 	sl.send_off = n * (8 + sl.S);
-	mem = calloc(6 * n, sizeof(*mem));
+	mem = calloc(8 * n, sizeof(*mem));
 	r.left = calloc(n, sizeof(*r.left));
 	r.gone = calloc(n, 1);
 	if (!mem || !r.left || !r.gone) {
@@ -1723,9 +1833,15 @@ static int slots_procs_notify(struct fdev_comm *c, const void *send,
 	r.at = mem + 2 * n;
 	r.in_off = mem + 3 * n;
 	r.out_off = mem + 4 * n;
-	for (size_t d = 0; d < n; d++)
+	before = mem + 6 * n;
+	first = mem + 7 * n;
+	for (size_t d = 0; d < n; d++) {
 		row[d] = send_counts[d] * es;
+		before[d] = total;
+		total += row[d];
+	}
 	r.sl = &sl;
+	r.zs = &zs;
 	r.row = row;
 	r.send = send;
 	r.recv = recv;
@@ -1736,27 +1852,65 @@ static int slots_procs_notify(struct fdev_comm *c, const void *send,
 	err = slots_plan_notify(c, &p, row, &sl);
 	if (!err)
 		err = fdev_comm_interleave(c, &p);
+	/*
+	 * Registered buffers (zc.c): each pair's pieces after its first
+	 * are read from the send buffer in place; the first, which carries
+	 * the count, is staged. Its length is the plan's (the interleave's
+	 * piece, or the engine's chunk).
+	 */
+	if (!err) {
+		err = fdev_zc_slots_begin(c, &zs, send, total, recv);
+		r.zc = err > 0;
+		err = err < 0 ? err : 0;
+	}
+	zs.base = sl.send_off;
+	zs.stride = 8 + sl.S;
+	zs.n = (uint32_t)n;
+	zs.before = before;
+	zs.first = first;
+	for (size_t d = 0; d < n; d++)
+		first[d] = row[d] < sl.S ? row[d] : sl.S;
+	for (size_t i = 0; zs.handle && i < p.nx; i++) {
+		const struct fdev_xfer *x = &p.x[i];
+		uint64_t l = x->len < max_chunk(c) ? x->len : max_chunk(c);
+
+		if (x->src == me && x->src_off >= sl.send_off &&
+		    (x->src_off - sl.send_off) % zs.stride == 0 && l >= 8) {
+			uint64_t d = (x->src_off - sl.send_off) / zs.stride;
+
+			if (d < n && l - 8 < first[d])
+				first[d] = l - 8;
+		}
+	}
 	if (err) {
+		fdev_zc_end(c);
 		fdev_plan_free(&p);
 		goto out;
 	}
-	/* Each pair's count and first S bytes at its place in the send area. */
-	for (size_t d = 0, before = 0; d < n; before += row[d], d++) {
+	/*
+	 * Each pair's count and first S bytes at its place in the send
+	 * area; from a registered buffer, what its first piece carries.
+	 */
+	for (size_t d = 0; d < n; d++) {
 		uint64_t len = row[d] < sl.S ? row[d] : sl.S;
 
 		if (d == me)
 			continue;
 		to = fdev_ws_addr(c, 0, sl.send_off + d * (8 + sl.S));
 		memcpy(to, &row[d], 8);
-		memcpy(to + 8, (const uint8_t *)send + before, len);
-		r.staged += len;
+		memcpy(to + 8, (const uint8_t *)send + before[d], first[d]);
+		r.staged += first[d];
+		r.in_place += len - first[d];
 	}
 	err = plan_run_then(c, &p, a2av_rest, &r);
+	fdev_zc_end(c);
 	fdev_plan_free(&p);
 	for (size_t s = 0; !err && s < n; s++)
 		recv_counts[s] = r.got[s] / es;
-	if (!err)
+	if (!err) {
 		c->bytes_staged += r.staged;
+		c->bytes_in_place += r.in_place;
+	}
 out:
 	free(mem);
 	free(r.left);

@@ -254,6 +254,8 @@ struct fdev_comm {
 	const struct fdev_coll_layout *zc_lo;
 	struct fdev_zc_area *zc;
 	struct fdev_zc_local *zc_loc;
+	/* An all-to-all-v's slot step from a registered send buffer. */
+	const struct fdev_zc_slots *zc_slots;
 };
 
 static inline int fdev_rank_failed(const struct fdev_comm *c, unsigned int r)
@@ -408,5 +410,30 @@ void fdev_zc_local(const struct fdev_comm *c, unsigned int l, uint64_t off,
 void fdev_zc_remote(const struct fdev_comm *c, unsigned int r, uint64_t off,
 		    uint64_t *key, uint64_t *roff);
 void fdev_zc_free(struct fdev_comm *c);
+/*
+ * The all-to-all-v in slots by processes (coll.c, slots_procs_notify()),
+ * for its one local rank: pair d's count and bytes at @base + d *
+ * @stride of the plan's offsets, the count (8 bytes) first. Where the
+ * send buffer is in a registered region (@handle, the buffer at
+ * @src_off in it, pair d's bytes @before[d] into the buffer), a piece
+ * that starts @first[d] bytes or more into pair d's bytes is read there,
+ * in place; what comes before (the count and the bytes riding with it
+ * in the pair's first piece) is staged in the workspace. @recv_room:
+ * the bytes from the recv buffer to its region's end, 0 when it is in
+ * none; its key and offset go to the others with the areas (@zc_lo).
+ */
+struct fdev_zc_slots {
+	uint64_t base, stride, src_off, recv_room;
+	const uint64_t *before, *first;
+	uint32_t handle, n;
+};
+/*
+ * Set @zs up for the run of the slot step (fdev_zc_end() after it):
+ * 1 when every rank's areas are exchanged at the step's start (this
+ * rank's recv region, if any, is then known to all), 0 when they are
+ * not (nothing in place this time).
+ */
+int fdev_zc_slots_begin(struct fdev_comm *c, struct fdev_zc_slots *zs,
+			const void *send, uint64_t slen, const void *recv);
 
 #endif

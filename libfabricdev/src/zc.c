@@ -169,9 +169,59 @@ int fdev_zc_begin(struct fdev_comm *c, const struct fdev_plan *p,
 	return 1;
 }
 
+/* Areas of no length: plan offsets are the workspace's (zc_area()). */
+static const struct fdev_coll_layout zc_none;
+
+int fdev_zc_slots_begin(struct fdev_comm *c, struct fdev_zc_slots *zs,
+			const void *send, uint64_t slen, const void *recv)
+{
+	const struct fdev_region *r;
+	struct fdev_zc_area *a;
+
+	zs->handle = 0;
+	zs->recv_room = 0;
+	/*
+	 * Only where the areas go out at the resume, which every rank of
+	 * the communicator sees alike (its first operation has none).
+	 */
+	if (!reg_usable(c) || c->nlocal != 1 ||
+	    !(c->parent ? c->parent : c)->idle_on)
+		return 0;
+	if (!c->zc) {
+		c->zc = calloc(c->nranks, sizeof(*c->zc));
+		c->zc_loc = calloc(c->nlocal, sizeof(*c->zc_loc));
+		if (!c->zc || !c->zc_loc) {
+			fdev_zc_free(c);
+			return -ENOMEM;
+		}
+	}
+	memset(c->zc, 0, c->nranks * sizeof(*c->zc));
+	memset(c->zc_loc, 0, sizeof(*c->zc_loc));
+	c->zc_loc[0].m.ws = c->ws[0].addr;
+	a = &c->zc[c->first];
+	r = zc_find(c, 0, send, slen);
+	if (r) {
+		zs->handle = r->handle;
+		zs->src_off = (uint64_t)((const uint8_t *)send -
+					 (const uint8_t *)r->addr);
+	}
+	/* Its length is known after the step: the region, to its end. */
+	r = zc_find(c, 0, recv, 1);
+	if (r) {
+		a->key[1] = r->key;
+		a->off[1] = (uint64_t)((const uint8_t *)recv -
+				       (const uint8_t *)r->addr);
+		zs->recv_room = r->size - a->off[1];
+	}
+	c->zc_lo = &zc_none;
+	c->zc_slots = zs;
+	return 1;
+}
+
 void fdev_zc_end(struct fdev_comm *c)
 {
 	c->zc_lo = NULL;
+	c->zc_slots = NULL;
 }
 
 void fdev_zc_free(struct fdev_comm *c)
@@ -203,8 +253,20 @@ static int zc_area(const struct fdev_comm *c, uint64_t off)
 void fdev_zc_local(const struct fdev_comm *c, unsigned int l, uint64_t off,
 		   uint32_t *handle, uint64_t *loff)
 {
+	const struct fdev_zc_slots *zs = c->zc_slots;
 	int i = zc_area(c, off);
 
+	if (zs && zs->handle && off >= zs->base &&
+	    (off - zs->base) / zs->stride < zs->n) {
+		uint64_t d = (off - zs->base) / zs->stride;
+		uint64_t y = (off - zs->base) % zs->stride;
+
+		if (y >= 8 && y - 8 >= zs->first[d]) {
+			*handle = zs->handle;
+			*loff = zs->src_off + zs->before[d] + (y - 8);
+			return;
+		}
+	}
 	if (i >= 0 && c->zc_loc[l].handle[i]) {
 		*handle = c->zc_loc[l].handle[i];
 		*loff = c->zc[c->first + l].off[i] +

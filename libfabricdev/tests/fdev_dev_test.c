@@ -36,6 +36,16 @@
  *		-EMSGSIZE everywhere, no hang), checked element by element
  *		and count by count; prints a JSON line with the bytes this
  *		rank put on the fabric (sent_bytes)
+ *	fdev_dev_test mpa2av WS CASE REPEAT zc
+ *		the same on ordinary buffers (REPEAT), then on buffers in
+ *		registered regions (REPEAT), then ordinary again (REPEAT),
+ *		every run checked; the JSON line has the last zero-copy and
+ *		last copy run's emulated times (time_ps, copy_ps) and their
+ *		bytes staged and in place (zc_staged, zc_in_place,
+ *		copy_staged). In room, rank 0's recv buffer is ordinary
+ *		(its workspace refuses, the others' registered sends learn
+ *		it); roomzc is room with rank 0's in a region too (no
+ *		refusal: the rests go straight into it)
  *	fdev_dev_test mpdie
  *		the last rank dies after the rendezvous; the others see EPIPE
  *	fdev_dev_test cap N CAP
@@ -827,7 +837,7 @@ static uint64_t mpa2av_count(const char *cs, int n, int s, int d, uint64_t S)
 		return (uint64_t)s + 3;
 	if (!strcmp(cs, "fit"))
 		return e * (uint64_t)((3 * s + d) % 5) / 4;
-	if (!strcmp(cs, "room"))
+	if (!strcmp(cs, "room") || !strcmp(cs, "roomzc"))
 		return d ? 1 : 4 * e;
 	if (!s && d == n - 1)
 		return 3 * e;		/* 2 slots over */
@@ -846,13 +856,58 @@ static float mpa2av_val(int s, int d, uint64_t i)
 	return (float)((s * 131 + d * 17 + (int)(i % 4096)) % 8191);
 }
 
-static int mp_a2av(uint64_t ws, const char *cs, int rep)
+/*
+ * @rep all-to-all-v of mpa2av's case from @x into @y, each checked
+ * element by element and count by count: the mismatches into *@bad,
+ * the last one's time into *@t, its error returned.
+ */
+static int mp_a2av_runs(struct fdev_comm *c, int rank, int n, int rep,
+			const float *x, float *y, const uint64_t *sc,
+			uint64_t *rc, const uint64_t *want, uint64_t in,
+			uint64_t *bad, uint64_t *t, int *slots)
+{
+	int err = 0;
+
+	for (int r = 0; r < rep; r++) {
+		memset(y, 0xff, in * 4 + 4);
+		memset(rc, 0xff, (size_t)n * 8);
+		err = fdev_all_to_all_v(c, x, sc, y, rc, FDEV_F32, FDEV_ALGO_AUTO);
+		*slots = __fdev_comm_a2av_slots(c);
+		*t = fdev_comm_last_ps(c);
+		if (err)
+			break;
+		for (int s = 0, k = 0; s < n; s++) {
+			*bad += rc[s] != want[s];
+			for (uint64_t i = 0; i < want[s]; i++)
+				*bad += y[k++] != mpa2av_val(s, rank, i);
+		}
+		/* Nothing past the end. */
+		*bad += ((const uint32_t *)y)[in] != 0xffffffffu;
+	}
+	return err;
+}
+
+/* A registered region of @bytes on local rank @rank's endpoint, or NULL. */
+static void *mp_region(struct fdev_comm *c, int rank, uint64_t bytes,
+		       struct fdev_region *r)
+{
+	uint64_t pg = 4096, sz = (bytes + pg - 1) / pg * pg;
+
+	if (fdev_region_alloc(fdev_comm_dev(c), fdev_comm_endpoint(c, rank),
+			      sz ? sz : pg, r) || fdev_comm_register(c, r))
+		return NULL;
+	return r->addr;
+}
+
+static int mp_a2av(uint64_t ws, const char *cs, int rep, int zc)
 {
 	struct fdev_comm *c;
-	int rank, n, err, slots = 0;
-	uint64_t S, sent = 0, in = 0, out = 0, bad = 0, t = 0;
+	struct fdev_region reg[2] = { 0 };
+	int rank, n, err, err0 = 0, slots = 0, room, roomzc;
+	uint64_t S, sent = 0, rests = 0, in = 0, out = 0, bad = 0, t = 0, tc = 0;
+	uint64_t st[4] = { 0 }, ip[4] = { 0 };
 	uint64_t *sc, *rc, *want;
-	float *x, *y;
+	float *x, *y, *zx = NULL, *zy = NULL;
 
 	err = fdev_comm_init(NULL, NULL, -1, -1, ws, 0, &c);
 	if (err) {
@@ -862,6 +917,8 @@ static int mp_a2av(uint64_t ws, const char *cs, int rep)
 	fdev_comm_local(c, &rank, NULL);
 	n = fdev_comm_size(c);
 	S = (ws / (2 * (uint64_t)n) - 8) & ~7ULL;
+	room = !strcmp(cs, "room");
+	roomzc = !strcmp(cs, "roomzc");
 	sc = calloc((size_t)n, 8);
 	rc = calloc((size_t)n, 8);
 	want = calloc((size_t)n, 8);
@@ -875,40 +932,59 @@ static int mp_a2av(uint64_t ws, const char *cs, int rep)
 		/* Its slot part and count; its go-ahead; its rest. */
 		sent += 8 + (sc[d] * 4 < S ? sc[d] * 4 : S);
 		sent += want[d] * 4 > S ? 8 : 0;
-		sent += sc[d] * 4 > S ? sc[d] * 4 - S : 0;
+		rests += sc[d] * 4 > S ? sc[d] * 4 - S : 0;
 	}
+	sent += rests;
 	x = malloc(out * 4 + 4);
 	y = malloc(in * 4 + 4);
 	for (int d = 0, k = 0; d < n; d++)
 		for (uint64_t i = 0; i < sc[d]; i++)
 			x[k++] = mpa2av_val(rank, d, i);
-	for (int r = 0; r < rep; r++) {
-		memset(y, 0xff, in * 4 + 4);
-		memset(rc, 0xff, (size_t)n * 8);
-		err = fdev_all_to_all_v(c, x, sc, y, rc, FDEV_F32, FDEV_ALGO_AUTO);
-		slots = __fdev_comm_a2av_slots(c);
-		t = fdev_comm_last_ps(c);
-		if (err)
-			break;
-		for (int s = 0, k = 0; s < n; s++) {
-			bad += rc[s] != want[s];
-			for (uint64_t i = 0; i < want[s]; i++)
-				bad += y[k++] != mpa2av_val(s, rank, i);
+	if (zc) {
+		zx = mp_region(c, rank, out * 4 + 4, &reg[0]);
+		zy = room && !rank ? y : mp_region(c, rank, in * 4 + 4, &reg[1]);
+		if (!zx || !zy) {
+			fprintf(stderr, "fdev_dev_test: no region\n");
+			return 1;
 		}
-		/* Nothing past the end. */
-		bad += ((uint32_t *)y)[in] != 0xffffffffu;
-	}
+		memcpy(zx, x, out * 4);
+		/* Ordinary, registered, ordinary: each run's bytes, the last two's times. */
+		fdev_comm_bytes(c, &st[0], &ip[0]);
+		err0 = mp_a2av_runs(c, rank, n, rep, x, y, sc, rc, want, in,
+				    &bad, &tc, &slots);
+		fdev_comm_bytes(c, &st[1], &ip[1]);
+		/* Every rank runs all three: each fails alike, if it does. */
+		err = mp_a2av_runs(c, rank, n, rep, zx, zy, sc, rc, want, in,
+				   &bad, &t, &slots);
+		fdev_comm_bytes(c, &st[2], &ip[2]);
+		if (!err0)
+			err0 = mp_a2av_runs(c, rank, n, rep, x, y, sc, rc, want,
+					    in, &bad, &tc, &slots);
+		fdev_comm_bytes(c, &st[3], &ip[3]);
+		/* roomzc: the copy path refuses (room's), zero copy does not. */
+		if (err0 != (roomzc ? -EMSGSIZE : err) && !bad)
+			bad = 1;
+		sent = 3 * sent - (roomzc ? 2 * rests : 0);
+	} else
+		err = mp_a2av_runs(c, rank, n, rep, x, y, sc, rc, want, in,
+				   &bad, &t, &slots);
 	printf("{\"rank\":%d,\"case\":\"%s\",\"err\":%d,\"bad\":%" PRIu64
 	       ",\"slots\":%d,\"slot_bytes\":%" PRIu64 ",\"sent_bytes\":%" PRIu64
-	       ",\"time_ps\":%" PRIu64 "}\n", rank, cs, err, bad, slots, S,
+	       ",\"time_ps\":%" PRIu64, rank, cs, err, bad, slots, S,
 	       sent * (uint64_t)rep, t);
+	if (zc)
+		printf(",\"copy_ps\":%" PRIu64 ",\"zc_staged\":%" PRIu64
+		       ",\"zc_in_place\":%" PRIu64 ",\"copy_staged\":%" PRIu64
+		       ",\"copy_in_place\":%" PRIu64, tc, st[2] - st[1],
+		       ip[2] - ip[1], st[3] - st[2], ip[3] - ip[2]);
+	printf("}\n");
 	fdev_comm_destroy(c);
 	free(sc);
 	free(rc);
 	free(want);
 	free(x);
 	free(y);
-	if (!strcmp(cs, "room"))
+	if (room)
 		return err == -EMSGSIZE ? 0 : 1;
 	return err || bad || !slots;
 }
@@ -1057,7 +1133,8 @@ int main(int argc, char **argv)
 		return mp_all();
 	if (argc >= 4 && !strcmp(argv[1], "mpa2av"))
 		return mp_a2av(strtoull(argv[2], NULL, 0), argv[3],
-			       argc > 4 ? atoi(argv[4]) : 1);
+			       argc > 4 ? atoi(argv[4]) : 1,
+			       argc > 5 && !strcmp(argv[5], "zc"));
 	if (argc >= 2 && !strcmp(argv[1], "mpdie")) {
 		/*
 		 * The last rank dies right after the rendezvous; the others
