@@ -401,9 +401,10 @@ static void link_bounds(const struct icfab_engine_storage *st,
 }
 
 /*
- * -H -o lead: each source's last pieces on each first link, far pairs
- * first, as libfabricdev's all-to-all-v in slots orders them
- * (fdev_comm_interleave_v()).
+ * -H -o lead: each source's first pieces dealt out over its first links
+ * and its last pieces on each first link far pairs first, as
+ * libfabricdev's all-to-all-v in slots orders them
+ * (fdev_comm_interleave_v(); FDEV_NO_START_FILL as there).
  */
 static int far_first(const struct run *r, struct fdev_plan *p)
 {
@@ -418,6 +419,8 @@ static int far_first(const struct run *r, struct fdev_plan *p)
 		hops[q] = m->off[q + 1] - m->off[q];
 		first[q] = hops[q] ? m->link[m->off[q]] : UINT32_MAX;
 	}
+	if (!err && !getenv("FDEV_NO_START_FILL"))
+		err = fdev_plan_start_fill(p, first, r->n);
 	if (!err)
 		err = fdev_plan_far_first(p, hops, first, r->n);
 	fdev_paths_free(m);
