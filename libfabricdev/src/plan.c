@@ -7,6 +7,7 @@
  * gated on what feeds them and run their actions first.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -368,6 +369,13 @@ static int cmp_tail(const void *a, const void *b)
 	return x->at < y->at ? -1 : x->at > y->at;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 /* A piece of a step: its source, its first link, and where it is. */
 struct src_piece {
 	uint32_t src, first;
@@ -461,6 +469,112 @@ int fdev_plan_far_first(struct fdev_plan *p, const uint32_t *hops,
 	free(tp);
 	free(tmp);
 	return 0;
+}
+
+/*
+ * One source's pieces of a step, @g[0..@m) by first link then step
+ * order: its first places dealt out over its first links
+ * (fdev_plan_start_fill()). @tmp, @pos, @rest, @taken, @root:
+ * scratch of @m; @lk too, a link's first, end and next piece in @g.
+ */
+static void start_fill_src(struct fdev_plan *p, const struct src_piece *g,
+			   uint64_t m, struct fdev_xfer *tmp, uint64_t *pos,
+			   uint64_t *rest, uint8_t *taken, uint64_t (*lk)[3],
+			   double *root)
+{
+	uint64_t nl = 0, fill, w = 0;
+
+	for (uint64_t a = 0; a < m; a++) {
+		if (!a || g[a].first != g[a - 1].first) {
+			lk[nl][0] = lk[nl][2] = a;
+			nl++;
+		}
+		lk[nl - 1][1] = a + 1;
+		taken[a] = 0;
+	}
+	for (uint64_t k = 0; k < nl; k++)
+		root[k] = sqrt(sqrt((double)(lk[k][1] - lk[k][0])));
+	fill = FDEV_START_FILL < m ? FDEV_START_FILL : m;
+	while (w < fill) {
+		double best = 0;
+		uint64_t bk = nl;
+
+		for (uint64_t k = 0; k < nl; k++) {
+			double key;
+
+			if (lk[k][2] >= lk[k][1])
+				continue;
+			key = ((double)(lk[k][2] - lk[k][0]) + 0.5) / root[k];
+			if (bk == nl || key < best) {
+				best = key;
+				bk = k;
+			}
+		}
+		tmp[w++] = p->x[g[lk[bk][2]].at];
+		taken[lk[bk][2]++] = 1;
+	}
+	/* The rest in step order after them, into the source's places. */
+	for (uint64_t a = 0, r = 0; a < m; a++)
+		if (!taken[a])
+			rest[r++] = g[a].at;
+	qsort(rest, m - w, sizeof(*rest), cmp_u64);
+	for (uint64_t a = 0; a < m - w; a++)
+		tmp[w + a] = p->x[rest[a]];
+	for (uint64_t a = 0; a < m; a++)
+		pos[a] = g[a].at;
+	qsort(pos, m, sizeof(*pos), cmp_u64);
+	for (uint64_t a = 0; a < m; a++)
+		p->x[pos[a]] = tmp[a];
+}
+
+int fdev_plan_start_fill(struct fdev_plan *p, const uint32_t *first,
+			 uint32_t n)
+{
+	struct src_piece *g = malloc(p->nx * sizeof(*g));
+	struct fdev_xfer *tmp = malloc(p->nx * sizeof(*tmp));
+	uint64_t *pos = malloc(p->nx * sizeof(*pos));
+	uint64_t *rest = malloc(p->nx * sizeof(*rest));
+	uint8_t *taken = malloc(p->nx);
+	uint64_t (*lk)[3] = malloc(p->nx * sizeof(*lk));
+	double *root = malloc(p->nx * sizeof(*root));
+	size_t b, e;
+	int err = p->err;
+
+	if (!err && p->nx &&
+	    (!g || !tmp || !pos || !rest || !taken || !lk || !root))
+		err = -ENOMEM;
+	for (b = 0; !err && b < p->nx; b = e) {
+		uint64_t m = 0;
+
+		for (e = b; e < p->nx && p->x[e].step == p->x[b].step; e++)
+			;
+		for (size_t i = b; i < e; i++) {
+			const struct fdev_xfer *x = &p->x[i];
+
+			if (x->src >= n || x->dst >= n)
+				continue;
+			g[m++] = (struct src_piece){
+				.src = x->src,
+				.first = first[(size_t)x->src * n + x->dst],
+				.at = i };
+		}
+		/* By source, then first link, each in step order. */
+		qsort(g, m, sizeof(*g), cmp_src);
+		for (uint64_t j = 0, k; j < m; j = k) {
+			for (k = j; k < m && g[k].src == g[j].src; k++)
+				;
+			start_fill_src(p, g + j, k - j, tmp, pos, rest, taken,
+				       lk, root);
+		}
+	}
+	free(g);
+	free(tmp);
+	free(pos);
+	free(rest);
+	free(taken);
+	free(lk);
+	free(root);
+	return err;
 }
 
 /*

@@ -146,6 +146,21 @@ int fdev_plan_far_first(struct fdev_plan *p, const uint32_t *hops,
 			const uint32_t *first, uint32_t n);
 
 /*
+ * Before fdev_plan_far_first(), for the same uneven exchange: at a
+ * step's start no transit has reached any link yet, so each source's
+ * first FDEV_START_FILL places of the step are dealt out over the first
+ * links it uses in the step (@first as above), each link's next piece in
+ * its own order: the link whose (pieces dealt + 1/2) over the fourth
+ * root of its pieces in the step is least takes the next place (ties:
+ * the lower @first). The source's other pieces follow in their order.
+ * Every piece stays once, and a pair's pieces keep their order. Returns
+ * p->err or -ENOMEM.
+ */
+#define FDEV_START_FILL	36
+int fdev_plan_start_fill(struct fdev_plan *p, const uint32_t *first,
+			 uint32_t n);
+
+/*
  * Before fdev_plan_interleave(): a step whose transfers, in pieces of
  * @piece bytes, would give some source more than @max_pieces becomes the
  * fewest consecutive steps that give none more (each transfer's pieces

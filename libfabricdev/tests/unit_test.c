@@ -1139,6 +1139,126 @@ static void test_far_first(void)
 }
 
 /*
+ * fdev_plan_start_fill(): an uneven exchange of 5 ranks (5 to 20 pieces
+ * a pair), pair s -> d leaving by link 7 when (d - s) mod 5 is 1 to 3
+ * and by link 9 when it is 4, so that the rotated order's first three
+ * pieces of every source leave by link 7. With the fill, each source's
+ * first FDEV_START_FILL places follow the rule (the link whose pieces
+ * dealt + 1/2 over the fourth root of its pieces is least, in each
+ * link's order) and link 9 has one of the first two; every piece goes
+ * exactly once, each pair's pieces keep their order, and every rank's
+ * workspace ends byte for byte as with the plain order.
+ */
+static void test_start_fill(void)
+{
+	const unsigned int n = 5;
+	const uint64_t blk = 20 * 4096;
+	uint32_t first[25];
+	struct fdev_plan plain, fill;
+	uint8_t *ws[2][5] = { { NULL } };
+	int err = 0, once = 1, order = 1, rule = 1, early = 1, same = 1;
+
+	fdev_plan_init(&plain);
+	fdev_plan_init(&fill);
+	for (unsigned int s = 0; s < n; s++)
+		for (unsigned int d = 0; d < n; d++)
+			first[s * n + d] = (d + n - s) % n == 4 ? 9 : 7;
+	for (unsigned int k = 1; k < n; k++)
+		for (unsigned int s = 0; s < n; s++) {
+			unsigned int d = (s + k) % n;
+			uint64_t len = 4096 * 5 * (1 + (s + 2 * d) % 4);
+
+			fdev_plan_xfer(&plain, 0, s, d, d * blk, n * blk + s * blk, len);
+			fdev_plan_xfer(&fill, 0, s, d, d * blk, n * blk + s * blk, len);
+		}
+	fdev_plan_need(&plain, 2 * n * blk);
+	fdev_plan_need(&fill, 2 * n * blk);
+	plain.nsteps = fill.nsteps = 1;
+	err = fdev_plan_finish(&plain);
+	if (!err)
+		err = fdev_plan_finish(&fill);
+	if (!err)
+		err = fdev_plan_interleave(&plain, 4096, 4096);
+	if (!err)
+		err = fdev_plan_interleave(&fill, 4096, 4096);
+	if (!err)
+		err = fdev_plan_start_fill(&fill, first, n);
+	once = !err && fill.nx == plain.nx;
+	for (size_t i = 0; once && i < plain.nx; i++) {
+		unsigned int found = 0;
+
+		for (size_t j = 0; j < fill.nx; j++)
+			found += fill.x[j].src == plain.x[i].src &&
+				 fill.x[j].dst == plain.x[i].dst &&
+				 fill.x[j].src_off == plain.x[i].src_off &&
+				 fill.x[j].dst_off == plain.x[i].dst_off &&
+				 fill.x[j].len == plain.x[i].len;
+		once &= found == 1;
+	}
+	ok(once, "start fill: every piece exactly once (%d, %zu against %zu)",
+	   err, fill.nx, plain.nx);
+	for (unsigned int s = 0; once && s < n; s++) {
+		uint64_t next[5] = { 0 }, m[10] = { 0 }, dealt[10] = { 0 };
+		size_t at = 0;
+		int lone = 0;
+
+		for (size_t i = 0; i < plain.nx; i++)
+			if (plain.x[i].src == s)
+				m[first[s * n + plain.x[i].dst]]++;
+		for (size_t j = 0; j < fill.nx; j++) {
+			const struct fdev_xfer *x = &fill.x[j];
+			uint32_t f, want = 0;
+			double best = 0;
+
+			if (x->src != s)
+				continue;
+			f = first[s * n + x->dst];
+			order &= x->src_off == x->dst * blk + next[x->dst];
+			next[x->dst] += x->len;
+			lone |= at < 2 && f == 9;
+			if (at++ >= FDEV_START_FILL)
+				continue;
+			for (uint32_t l = 7; l <= 9; l += 2) {
+				double key = ((double)dealt[l] + 0.5) /
+					     sqrt(sqrt((double)m[l]));
+
+				if (dealt[l] < m[l] && (!want || key < best)) {
+					best = key;
+					want = l;
+				}
+			}
+			rule &= f == want;
+			dealt[f]++;
+		}
+		early &= lone;
+	}
+	ok(once && order, "start fill: each pair's pieces in their order");
+	ok(once && rule, "start fill: each source's first %d places by the rule",
+	   FDEV_START_FILL);
+	ok(once && early, "start fill: the lone link among each source's first two places");
+	for (unsigned int k = 0; k < 2; k++)
+		for (unsigned int r = 0; r < n; r++) {
+			ws[k][r] = calloc(1, 2 * n * blk);
+			for (uint64_t b = 0; ws[k][r] && b < n * blk; b++)
+				ws[k][r][b] = (uint8_t)(r * 131 + b * 7);
+		}
+	for (unsigned int r = 0; r < n; r++)
+		same &= ws[0][r] && ws[1][r];
+	if (same && !err) {
+		same = !fdev_plan_exec_host(&plain, ws[0]) &&
+		       !fdev_plan_exec_host(&fill, ws[1]);
+		for (unsigned int r = 0; same && r < n; r++)
+			same = !memcmp(ws[0][r], ws[1][r], 2 * n * blk);
+	}
+	ok(same && !err, "start fill: every rank's workspace as with the plain order");
+	for (unsigned int k = 0; k < 2; k++)
+		for (unsigned int r = 0; r < n; r++)
+			free(ws[k][r]);
+	fdev_plan_free(&plain);
+	fdev_plan_free(&fill);
+}
+
+/*
  * fdev_plan_interleave(): the same bytes land where they did, each
  * source's pieces go piece-major, and a source's pieces per step stay
  * within the cap. Then FDEV_INTERLEAVE on a communicator's all-to-all:
@@ -1189,6 +1309,7 @@ static void test_interleave(void)
 	test_split_steps();
 	test_plan_head();
 	test_far_first();
+	test_start_fill();
 	test_a2av_slots();
 
 	in = calloc((size_t)n * n * cnt, 4);

@@ -33,6 +33,12 @@
  *		segment left last (-L: the busiest), run_timeline(); with
  *		-W LINK, at each tick, which piece last left link LINK
  *   -S SRC	with -m: print on stderr the links of SRC's routes
+ *   -E		with -m: each source's DMA engines, on stderr
+ *		(print_engines()): when its last piece got an engine, and
+ *		how much of the engines' time its pieces held them against
+ *		the time they took to serialise on their first link (the
+ *		rest is waiting there behind other segments); with -N, the
+ *		LINKS sources whose last piece started last
  *   -C		every link cut-through
  *   -v		also, on stderr: when the links' last segments left and
  *		how long they stood idle before (print_link_ends())
@@ -64,7 +70,7 @@
  *
  *	a2a_bound [-b BYTES] [-o rotate|longest|lead] [-c CHUNKS] [-s STEPS]
  *		  [-m FILE:PHASE [-p PIECE] [-H] [-T NS [-N LINKS] [-L]
- *		  [-W LINK]] [-S SRC]] [-D DMA] [-C] [-v] FILE
+ *		  [-W LINK]] [-S SRC] [-E]] [-D DMA] [-C] [-v] FILE
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -103,12 +109,21 @@ struct run {
 	int by_load;			/* -L: -T's links by load */
 	long watch;			/* -W: a link whose pieces -T names, or -1 */
 	long show_src;			/* -S: a source whose routes to print, or -1 */
+	int engines;			/* -E: the DMA engines' use */
+	uint64_t *starts;		/* -E: [n][cap] this step's starts */
+	uint32_t *nstarts;		/* -E: [n] of them */
+	size_t starts_cap;
+	uint64_t *held_ps;		/* -E: [n] over the steps */
+	uint64_t *ser_ps;		/* -E: [n] over the steps */
+	uint64_t *last_ps;		/* -E: [n] the last start */
+	uint64_t *pieces;		/* -E: [n] */
+	int *rank;			/* -E: [nodes] rank, or -1 */
 	const struct fdev_plan *plan;	/* -m: the plan being run */
 };
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: a2a_bound [-b BYTES] [-o rotate|longest|lead] [-c CHUNKS] [-s STEPS] [-m FILE:PHASE [-p PIECE] [-H] [-T NS [-N LINKS] [-L] [-W LINK]] [-S SRC]] [-D DMA] [-C] [-v] FILE\n");
+	fprintf(stderr, "usage: a2a_bound [-b BYTES] [-o rotate|longest|lead] [-c CHUNKS] [-s STEPS] [-m FILE:PHASE [-p PIECE] [-H] [-T NS [-N LINKS] [-L] [-W LINK]] [-S SRC] [-E]] [-D DMA] [-C] [-v] FILE\n");
 	exit(2);
 }
 
@@ -198,12 +213,107 @@ static int make_order(struct run *r, int longest)
 	return 0;
 }
 
+/*
+ * -E: a piece of this step got its DMA engine at @res->start_ps; and
+ * the time it serialises on its route's first link, counted now.
+ */
+static void engine_start(struct run *r, const struct icfab_xfer_result *res)
+{
+	const struct topo *t = r->t;
+	int i = res->src < t->nr_nodes ? r->rank[res->src] : -1;
+	uint16_t port;
+	int l;
+
+	if (i < 0 || r->nstarts[i] >= r->starts_cap)
+		return;
+	r->starts[(size_t)i * r->starts_cap + r->nstarts[i]++] = res->start_ps;
+	r->pieces[i]++;
+	r->last_ps[i] = res->start_ps > r->last_ps[i] ? res->start_ps :
+			r->last_ps[i];
+	port = t->routes[(size_t)res->src * t->nr_nodes + res->dst];
+	l = topo_port_link(t, res->src, port);
+	if (l >= 0 && t->links[l].bandwidth)
+		r->ser_ps[i] += (uint64_t)((double)res->bytes * 1e12 /
+					   (double)t->links[l].bandwidth);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * -E, after a step: everything was submitted at its start, so each
+ * endpoint's FIFO gives an engine to its next piece the instant one is
+ * released, and the k-th start after the first @dma is the k-th
+ * release: every engine is held without a gap from the step's start
+ * to the start of the last piece it serves. The sum below is exactly
+ * those spans (the @dma last starts less @dma times the first), the
+ * engines' time held by all but the step's last @dma pieces.
+ */
+static void engine_step(struct run *r, uint32_t dma)
+{
+	for (uint32_t i = 0; i < r->n; i++) {
+		uint64_t *s = &r->starts[(size_t)i * r->starts_cap];
+		uint32_t k = r->nstarts[i];
+
+		qsort(s, k, sizeof(*s), cmp_u64);
+		for (uint32_t j = dma; j < k; j++)
+			r->held_ps[i] += s[j] - s[j - dma];
+		r->nstarts[i] = 0;
+	}
+}
+
+/*
+ * -E: the sources whose last piece got an engine last, and the engines'
+ * time held against serialised, summed over the sources.
+ */
+static void print_engines(const struct run *r, uint32_t dma)
+{
+	uint32_t n = r->n, *order = malloc(n * sizeof(*order));
+	uint64_t held = 0, ser = 0;
+
+	if (!order)
+		return;
+	for (uint32_t i = 0; i < n; i++) {
+		order[i] = i;
+		held += r->held_ps[i];
+		ser += r->ser_ps[i];
+	}
+	for (uint32_t a = 1; a < n; a++)
+		for (uint32_t b = a; b > 0 &&
+		     r->last_ps[order[b - 1]] < r->last_ps[order[b]]; b--) {
+			uint32_t t = order[b];
+
+			order[b] = order[b - 1];
+			order[b - 1] = t;
+		}
+	fprintf(stderr, "engines: %u per endpoint; last piece started %.3f..%.3f us; held %.3f us per source (each step's last %u pieces left out), serialising on the first link %.3f (%.1f%%)\n",
+		dma, r->last_ps[order[n - 1]] / 1e6, r->last_ps[order[0]] / 1e6,
+		held / 1e6 / n, dma, ser / 1e6 / n,
+		held ? 100.0 * (double)ser / (double)held : 0);
+	for (uint32_t a = 0; a < n && a < r->top; a++) {
+		uint32_t i = order[a];
+
+		fprintf(stderr, "  src %u last start %.3f pieces %llu held %.3f serialising %.3f (%.1f%%)\n",
+			i, r->last_ps[i] / 1e6, (unsigned long long)r->pieces[i],
+			r->held_ps[i] / 1e6, r->ser_ps[i] / 1e6,
+			r->held_ps[i] ? 100.0 * (double)r->ser_ps[i] /
+					(double)r->held_ps[i] : 0);
+	}
+	free(order);
+}
+
 static int on_complete(void *arg, icfab_u32 xfer_id,
 		       const struct icfab_xfer_result *res)
 {
 	struct run *r = arg;
 
 	(void)xfer_id;
+	if (r->engines)
+		engine_start(r, res);
 	if (res->finish_ps > r->finish_ps)
 		r->finish_ps = res->finish_ps;
 	r->failed += res->status != 0;
@@ -401,9 +511,10 @@ static void link_bounds(const struct icfab_engine_storage *st,
 }
 
 /*
- * -H -o lead: each source's last pieces on each first link, far pairs
- * first, as libfabricdev's all-to-all-v in slots orders them
- * (fdev_comm_interleave_v()).
+ * -H -o lead: each source's first pieces dealt out over its first links
+ * and its last pieces on each first link far pairs first, as
+ * libfabricdev's all-to-all-v in slots orders them
+ * (fdev_comm_interleave_v(); FDEV_NO_START_FILL as there).
  */
 static int far_first(const struct run *r, struct fdev_plan *p)
 {
@@ -418,6 +529,8 @@ static int far_first(const struct run *r, struct fdev_plan *p)
 		hops[q] = m->off[q + 1] - m->off[q];
 		first[q] = hops[q] ? m->link[m->off[q]] : UINT32_MAX;
 	}
+	if (!err && !getenv("FDEV_NO_START_FILL"))
+		err = fdev_plan_start_fill(p, first, r->n);
 	if (!err)
 		err = fdev_plan_far_first(p, hops, first, r->n);
 	fdev_paths_free(m);
@@ -621,6 +734,8 @@ static int run_plan(struct run *r, struct icfab_mtopo *m,
 	struct icfab_engine_storage st;
 	struct icfab_engine e;
 	uint32_t *seq;			/* [n]: each source's posts so far */
+	uint32_t dma = r->t->nodes[r->ep[0]].dma_engines ?
+		       r->t->nodes[r->ep[0]].dma_engines : 1;
 	size_t b, i;
 	int err = 0;
 
@@ -640,6 +755,23 @@ static int run_plan(struct run *r, struct icfab_mtopo *m,
 	if (!seq || host_storage(&st, m, (icfab_u32)most_x, (icfab_u32)most_ev)) {
 		free(seq);
 		return -ENOMEM;
+	}
+	if (r->engines) {
+		r->starts_cap = most_x;
+		r->starts = calloc((size_t)r->n * most_x, sizeof(*r->starts));
+		r->nstarts = calloc(r->n, sizeof(*r->nstarts));
+		r->held_ps = calloc(r->n, sizeof(*r->held_ps));
+		r->ser_ps = calloc(r->n, sizeof(*r->ser_ps));
+		r->last_ps = calloc(r->n, sizeof(*r->last_ps));
+		r->pieces = calloc(r->n, sizeof(*r->pieces));
+		r->rank = malloc(r->t->nr_nodes * sizeof(*r->rank));
+		if (!r->starts || !r->nstarts || !r->held_ps || !r->ser_ps ||
+		    !r->last_ps || !r->pieces || !r->rank)
+			err = -ENOMEM;
+		for (uint32_t k = 0; !err && k < r->t->nr_nodes; k++)
+			r->rank[k] = -1;
+		for (uint32_t k = 0; !err && k < r->n; k++)
+			r->rank[r->ep[k]] = (int)k;
 	}
 	if (icfab_engine_init(&e, m, r->t->segment_size, &st))
 		err = -EINVAL;
@@ -675,12 +807,25 @@ static int run_plan(struct run *r, struct icfab_mtopo *m,
 		if (!err && icfab_engine_run_until(&e, ICFAB_ENGINE_NEVER,
 						   on_complete, r) < 0)
 			err = -EINVAL;
+		if (!err && r->engines)
+			engine_step(r, dma);
 	}
 	if (!err) {
 		link_bounds(&st, m, bound_ps, bound_lat_ps);
 		if (r->verbose)
 			print_link_ends(&st, m);
+		if (r->engines)
+			print_engines(r, dma);
 	}
+	free(r->starts);
+	free(r->nstarts);
+	free(r->held_ps);
+	free(r->ser_ps);
+	free(r->last_ps);
+	free(r->pieces);
+	free(r->rank);
+	r->starts = NULL;
+	r->engines = 0;
 	host_storage_free(&st);
 	free(seq);
 	return err;
@@ -702,7 +847,7 @@ int main(int argc, char **argv)
 	double bound, bound_lat;
 	char *end;
 
-	while ((opt = getopt(argc, argv, "b:o:c:s:m:p:D:T:N:W:S:LHCvh")) != -1) {
+	while ((opt = getopt(argc, argv, "b:o:c:s:m:p:D:T:N:W:S:ELHCvh")) != -1) {
 		switch (opt) {
 		case 'b':
 			if (icfab_parse_bytes(optarg, &r.bytes) || !r.bytes)
@@ -757,6 +902,7 @@ int main(int argc, char **argv)
 				usage();
 			break;
 		case 'L': r.by_load = 1; break;
+		case 'E': r.engines = 1; break;
 		case 'C': cut_through = 1; break;
 		case 'v': r.verbose = 1; break;
 		default: usage();
@@ -766,7 +912,8 @@ int main(int argc, char **argv)
 		usage();
 	if (matrix && (longest || r.chunks > 1 || r.steps > 1))
 		usage();
-	if (!matrix && (r.tick_ps || r.watch >= 0 || r.show_src >= 0))
+	if (!matrix && (r.tick_ps || r.watch >= 0 || r.show_src >= 0 ||
+			r.engines))
 		usage();
 	if (matrix) {
 		err = load_matrix(&r, matrix);

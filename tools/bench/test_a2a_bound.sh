@@ -67,5 +67,31 @@ for bytes in 65536 262144; do
 		fi
 	done
 done
+# -E, the DMA engines' use, on tpu-v4-cube at its own 4 KiB segments:
+# with 65536 bytes from every rank to each of its 63 others, in slots
+# (-H, each pair's 8-byte count with its bytes), every source serialises
+# 63 x 65544 bytes at 50 GB/s on its first links, 82.585 us, and its
+# engines cannot have been held for less; -E must not change the run.
+"$icfabd" --dump --yaml --preset tpu-v4-cube > "$tmp/tpu4k.yaml"
+for dma in 4 6; do
+	n=$((n + 1))
+	plain=$(emulated -H -D $dma -m "$tmp/m65536.json:dispatch" -o lead "$tmp/tpu4k.yaml")
+	"$bound" -H -E -N 0 -D $dma -m "$tmp/m65536.json:dispatch" -o lead \
+		"$tmp/tpu4k.yaml" > "$tmp/e.out" 2> "$tmp/e.err"
+	with=$(awk '{ print $7 }' "$tmp/e.out")
+	if [ -n "$plain" ] && [ "$plain" = "$with" ] &&
+	   awk -v d=$dma '/^engines:/ {
+		for (i = 1; i <= NF; i++) {
+			if ($i == "held") held = $(i + 1)
+			if ($i == "link") ser = $(i + 1)
+		}
+		ok = $2 == d && ser == "82.585" && held + 0 >= ser + 0
+	   } END { exit !ok }' "$tmp/e.err"; then
+		echo "ok $n tpu-v4-cube, -E with $dma DMA engines: $(grep '^engines:' "$tmp/e.err" | cut -c1-60)... ($with us either way)"
+	else
+		echo "not ok $n tpu-v4-cube, -E with $dma DMA engines: $with us against $plain without -E; $(cat "$tmp/e.err")"
+		failed=1
+	fi
+done
 echo "1..$n"
 exit $failed
