@@ -165,6 +165,21 @@ struct icfab_data {
 	struct hrtimer timer;		/* the next pending event's deadline */
 	struct work_struct work;	/* runs the engine for the timer */
 	struct work_struct run_work;	/* runs what a budget left */
+	/*
+	 * The step: the transfers submitted since the engine last held
+	 * none, in order, while @step_ok (docs/ARCHITECTURE.md, "The
+	 * parallel engine in the kernel"), which ends when one of them
+	 * is not plain (a circuit, a tier port, a spray offset, a
+	 * NOTIFY), when the engine is about to process an event of the
+	 * step on its own, or when the log cannot grow. Kept only on a
+	 * fabric of at least engine_par_min_endpoints endpoints while
+	 * engine_threads > 1, both read when a step starts.
+	 */
+	bool step_ok;
+	u32 nr_endpoints;		/* of the topology at creation */
+	u32 step_nr, step_cap;
+	u32 *step_ids;			/* [step_cap] */
+	struct icfab_par_data *par;	/* the parallel engine, or NULL */
 };
 
 static void icfab_ctx_reach_fn(struct work_struct *work);
@@ -199,6 +214,9 @@ static void icfab_data_free(struct icfab_data *d)
 	kvfree(d->st.xfers);
 	kvfree(d->st.events);
 	kvfree(d->xfer_req);
+	kvfree(d->step_ids);
+	/* Its kthreads stop here, outside the fabric lock. */
+	icfab_par_data_free(d->par);
 	/* Empty: every receive queue left with its context. */
 	xa_destroy(&d->recvqs);
 	kfree(d);
@@ -350,6 +368,7 @@ static struct icfab_data *icfab_data_create(struct icfab_fabric *fabric)
 	const struct icfab_topo *t = fabric->active;
 	const struct icfab_mtopo *m = &t->m;
 	struct icfab_data *d;
+	u32 i;
 
 	d = kzalloc(sizeof(*d), GFP_KERNEL);
 	if (!d)
@@ -380,6 +399,9 @@ static struct icfab_data *icfab_data_create(struct icfab_fabric *fabric)
 	if (icfab_engine_init(&d->engine, m, t->segment_size, &d->st))
 		goto err_free;
 	d->engine.run_budget = ICFAB_ENGINE_RUN_BUDGET;
+	for (i = 0; i < m->nr_nodes && i < m->nodes_cap; i++)
+		d->nr_endpoints += m->nodes[i].present &&
+				   m->nodes[i].kind == ICFAB_MODEL_ENDPOINT;
 	/* Fabric time restarts at 0 with every engine, in both modes. */
 	d->paced = t->time_mode == ICFAB_TIME_PACED;
 	d->dilation = max_t(u32, t->dilation, 1);
@@ -980,6 +1002,47 @@ static u32 icfab_req_tier(const struct icfab_req *req, bool from)
 	return icfab_region_tier_link(r);
 }
 
+/*
+ * Transfer @req went into the engine: the first of a step when the
+ * engine held nothing else, or the next of the step under way. The
+ * fabric lock is held.
+ */
+static noinline void icfab_step_note(struct icfab_data *d,
+				     struct icfab_req *req, u64 spray_off)
+{
+	u32 *ids;
+
+	if (d->engine.nr_xfers == 1) {
+		d->step_nr = 0;
+		d->step_ok = !d->paced && icfab_par_threads() > 1 &&
+			     d->nr_endpoints >= icfab_par_min_endpoints();
+	}
+	if (!d->step_ok)
+		return;
+	if (req->cx || req->notify || icfab_req_tier(req, true) !=
+	    ICFAB_MODEL_NO_LINK || icfab_req_tier(req, false) !=
+	    ICFAB_MODEL_NO_LINK || spray_off >= d->engine.segment_size ||
+	    d->step_nr != d->engine.nr_xfers - 1) {
+		d->step_ok = false;
+		return;
+	}
+	if (d->step_nr == d->step_cap) {
+		u32 cap = max_t(u32, 2 * d->step_cap, 1024);
+
+		ids = kvmalloc_array(cap, sizeof(*ids), GFP_KERNEL);
+		if (!ids) {
+			d->step_ok = false;
+			return;
+		}
+		if (d->step_nr)
+			memcpy(ids, d->step_ids, d->step_nr * sizeof(*ids));
+		kvfree(d->step_ids);
+		d->step_ids = ids;
+		d->step_cap = cap;
+	}
+	d->step_ids[d->step_nr++] = req->xfer;
+}
+
 /* Put a transfer into the engine, starting no earlier than @at. */
 static __always_inline int icfab_xfer_submit(struct icfab_data *d,
 					      struct icfab_ctx *ctx,
@@ -1051,6 +1114,8 @@ static __always_inline int icfab_xfer_submit(struct icfab_data *d,
 	req->in_engine = true;
 	q->seq++;
 	q->outstanding++;
+	if (unlikely(d->nr_endpoints >= ICFAB_PAR_MIN_ENDPOINTS))
+		icfab_step_note(d, req, spray_off);
 	return 0;
 }
 
@@ -1325,6 +1390,94 @@ static bool __icfab_data_catchup(struct icfab_fabric *fabric,
 }
 
 /*
+ * Whether no link can lose a segment of the step while it runs (the
+ * parallel engine stops with an error rather than lose one): none is
+ * down, and none is held with failure past the engine's clock. The
+ * topology cannot change while the fabric lock is held.
+ */
+static bool icfab_data_par_links_ok(const struct icfab_data *d)
+{
+	const struct icfab_mtopo *m = d->engine.topo;
+	u32 l;
+
+	for (l = 0; l < m->links_cap; l++) {
+		const struct icfab_mlink *ml = &m->links[l];
+
+		if (!ml->present)
+			continue;
+		if (ml->state == ICFAB_MODEL_LINK_DOWN ||
+		    (ml->hold_fail && ml->up_at_ps > d->engine.now_ps))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The engine is about to run toward @horizon with the step logged
+ * (d->step_ok): hand the step to the parallel engine if running it
+ * whole there cannot differ from the sequential engine's run, that is
+ * if no completion of it can lead to a submission or let a context
+ * act before its last one (docs/ARCHITECTURE.md, "The parallel engine
+ * in the kernel"):
+ * - the step is all the engine holds and none of it has started
+ *   (icfab_engine_unsubmit() checks the second);
+ * - nobody holds the engine back (@horizon is never), and the fabric
+ *   has one context, in an ioctl WAIT (not io_uring's, not a receiver's
+ *   catch-up) for at least what it has plus the whole step, so that it
+ *   wakes at the step's last completion at the earliest, when the
+ *   engine is empty again;
+ * - no queue of it has a backlog (a FENCE, a TRIGGER) that a completion
+ *   would submit, and no transfer of the step is a NOTIFY;
+ * - no tracer (the partitions report to none), not paced;
+ * - no link can lose a segment.
+ * Whatever it finds, the step ends here: either it runs in parallel, or
+ * the sequential engine is about to process some of it. Returns true
+ * when it ran. The fabric lock is held.
+ */
+static bool icfab_data_par(struct icfab_fabric *fabric, struct icfab_data *d,
+			   u64 horizon)
+{
+	struct icfab_engine *e = &d->engine;
+	struct icfab_ctx *ctx;
+	u32 i;
+	int ret;
+
+	if (icfab_engine_next_ps(e) >= horizon)
+		return false;	/* nothing of it runs now */
+	d->step_ok = false;
+	if (horizon != ICFAB_ENGINE_NEVER || d->paced || e->tracer ||
+	    d->step_nr != e->nr_xfers || fabric->nr_attached != 1)
+		return false;
+	ctx = list_first_entry(&fabric->attached, struct icfab_ctx,
+			       attached_node);
+	if (!ctx->waiting || ctx->uwait || ctx->catchup || ctx->dead ||
+	    (u64)__icfab_wait_have(ctx) + e->nr_xfers > ctx->wait_min)
+		return false;
+	for (i = 0; i < ctx->queues_cap; i++)
+		if (ctx->queues[i] && !list_empty(&ctx->queues[i]->backlog))
+			return false;
+	if (!icfab_data_par_links_ok(d))
+		return false;
+	ret = icfab_par_step(&d->par, e, d->step_ids, d->step_nr,
+			     icfab_data_complete, d);
+	if (ret < 0) {
+		/* Lost part way (a bug, warned of): end the rest. */
+		for (i = 0; i < d->step_nr; i++) {
+			u32 x = d->step_ids[i];
+			struct icfab_xfer_result r = {
+				.submit_ps = e->now_ps, .start_ps = e->now_ps,
+				.finish_ps = e->now_ps,
+				.status = -ICFAB_ENGINE_ECANCELED,
+			};
+
+			if (d->xfer_req[x])
+				icfab_data_complete(d, x, &r);
+		}
+	}
+	return ret != 0;
+}
+
+/*
  * Run the engine as far as the safe time allows. Called whenever the safe
  * time may have moved: a clock advanced, a context started waiting, or
  * one left. In paced mode the safe time is the wall clock's: every event
@@ -1353,10 +1506,18 @@ static bool __icfab_data_run(struct icfab_fabric *fabric)
 	icfab_data_trace_sync(d);
 	do {
 		do {
-			ret = icfab_engine_run_until(&d->engine,
-					d->paced ? horizon :
-					icfab_data_horizon(fabric),
-					icfab_data_complete, d);
+			u64 h = d->paced ? horizon : icfab_data_horizon(fabric);
+
+			/*
+			 * The whole step on the parallel engine: then again,
+			 * toward the safe time its last completion moved.
+			 */
+			if (unlikely(d->step_ok) && icfab_data_par(fabric, d, h)) {
+				ret = 1;
+				continue;
+			}
+			ret = icfab_engine_run_until(&d->engine, h,
+						     icfab_data_complete, d);
 		} while (ret == 1);
 	} while (!ret && !d->paced && __icfab_data_catchup(fabric, d));
 	WARN_ON_ONCE(ret < 0);
@@ -1423,6 +1584,8 @@ int icfab_data_retopo(struct icfab_fabric *fabric, struct icfab_topo *t)
 	    t->segment_size != d->topo->segment_size ||
 	    (d->paced && t->dilation != d->topo->dilation))
 		return -EINVAL;
+	/* A step logged on the old topology is not handed over. */
+	d->step_ok = false;
 	err = icfab_engine_retopo(&d->engine, &t->m);
 	if (err)
 		return err;

@@ -738,6 +738,20 @@ void icfab_trace_engine_held(struct icfab_fabric *fabric,
 extern u32 icfab_uring_done_delay_ms;	/* ms; test-only, see uring.c */
 extern u32 icfab_wait_wake_delay_ms;	/* ms; test-only, see data.c */
 void icfab_debugfs_init(struct icfab_fabric **fabrics, unsigned int n);
+/*
+ * The data path's steps on the parallel engine (par.c; the condition is
+ * data.c's, docs/ARCHITECTURE.md, "The parallel engine in the kernel").
+ */
+struct icfab_par_data;
+/* engine_par_min_endpoints goes no lower: smaller fabrics never log a step. */
+#define ICFAB_PAR_MIN_ENDPOINTS		64
+unsigned int icfab_par_threads(void);
+unsigned int icfab_par_min_endpoints(void);
+int icfab_par_step(struct icfab_par_data **pdp, struct icfab_engine *e,
+		   const u32 *ids, u32 n, icfab_engine_complete_fn complete,
+		   void *arg);
+void icfab_par_data_free(struct icfab_par_data *pd);
+
 /* debugfs engine_check: the parallel engine against the sequential (par.c). */
 extern const struct file_operations icfab_check_fops;
 void icfab_debugfs_exit(void);

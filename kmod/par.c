@@ -1,20 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * icfab: the parallel engine (kmod/model/pengine.c) in the kernel, and
- * the one thing that runs it here so far: the engine check, a debugfs
- * file per fabric that times an all-to-all over the committed topology
- * on the sequential engine and on the parallel one and says whether
- * every completion and every link's statistics came out the same.
+ * its two users: the engine check, a debugfs file per fabric that times
+ * an all-to-all over the committed topology on the sequential engine and
+ * on the parallel one and says whether every completion and every link's
+ * statistics came out the same; and the data path, for a step that
+ * data.c (icfab_data_par()) finds safe to run whole: one context
+ * submitted it and waits for all of it, so no completion can lead to a
+ * submission before the last (icfab_par_step() below).
  *
- * Why not the data path yet: the module stops its engine right after
- * a completion that wakes a context (__icfab_wait_wake()), so that the
+ * Why not every step: the module stops its engine right after a
+ * completion that wakes a context (__icfab_wait_wake()), so that the
  * context, now holding the engine at its new clock, submits in the
  * engine's future; and a completion may itself submit (a FENCE's
  * backlog, a TRIGGER). The parallel engine reports completions only at
  * the end of a window, by when other partitions have processed events
- * after that completion: what the woken context submits next would then
- * be timed differently from the sequential engine. docs/ARCHITECTURE.md,
- * "The parallel engine in the kernel", says what the data path needs.
+ * after that completion: what the woken context submitted next would
+ * then be timed differently from the sequential engine.
+ * docs/ARCHITECTURE.md, "The parallel engine in the kernel".
  *
  * The shim (struct icfab_pengine_sys): memory from kvzalloc(); one
  * kthread per partition but the caller's, created with the engine and
@@ -44,12 +47,12 @@
 
 /*
  * Threads of the parallel engine (1: none but the caller's). Read when an
- * engine check starts; see above for the data path.
+ * engine check or a data path step starts.
  */
 static unsigned int engine_threads = 1;
 module_param(engine_threads, uint, 0644);
 MODULE_PARM_DESC(engine_threads,
-		 "partitions (threads) of the parallel engine, 1-64 (debugfs engine_check)");
+		 "partitions (threads) of the parallel engine, 1-64 (data path steps on large fabrics, debugfs engine_check)");
 
 /* Spins of the window barrier before it sleeps: a window is tens of us. */
 #define ICFAB_PAR_SPINS		2000
@@ -272,6 +275,227 @@ static void icfab_par_free(struct icfab_pengine *pe)
 	kp = icfab_pengine_priv(pe);
 	icfab_pengine_free(pe);
 	kfree(kp);
+}
+
+/* ---- the data path's steps (docs/ARCHITECTURE.md) ---- */
+
+/*
+ * Endpoints a fabric needs before its data path hands a step to the
+ * parallel engine (with engine_threads > 1): below it a window is too
+ * short to pay for its two barriers (tools/bench/README.md). Read when
+ * a step starts.
+ */
+static unsigned int engine_par_min_endpoints = 512;
+module_param(engine_par_min_endpoints, uint, 0644);
+MODULE_PARM_DESC(engine_par_min_endpoints,
+		 "endpoints a fabric needs for its data path to use the parallel engine (with engine_threads > 1)");
+
+/* Steps the data path ran on the parallel engine, all fabrics, and
+ * steps it had to give back to the sequential engine before they ran
+ * (no lookahead, no memory): read-only counters. */
+static atomic_long_t icfab_par_steps, icfab_par_declined;
+
+static int icfab_par_count_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%ld\n", atomic_long_read(kp->arg));
+}
+
+static int icfab_par_count_set(const char *val, const struct kernel_param *kp)
+{
+	return -EPERM;
+}
+
+static const struct kernel_param_ops icfab_par_count_ops = {
+	.set = icfab_par_count_set,
+	.get = icfab_par_count_get,
+};
+module_param_cb(engine_par_steps, &icfab_par_count_ops, &icfab_par_steps,
+		0444);
+MODULE_PARM_DESC(engine_par_steps,
+		 "steps of the data path run on the parallel engine (read-only)");
+module_param_cb(engine_par_declined, &icfab_par_count_ops,
+		&icfab_par_declined, 0444);
+MODULE_PARM_DESC(engine_par_declined,
+		 "steps that qualified but ran sequentially: no lookahead or memory (read-only)");
+
+unsigned int icfab_par_threads(void)
+{
+	return clamp_t(unsigned int, READ_ONCE(engine_threads), 1,
+		       ICFAB_PENGINE_MAX);
+}
+
+unsigned int icfab_par_min_endpoints(void)
+{
+	return max_t(unsigned int, READ_ONCE(engine_par_min_endpoints),
+		     ICFAB_PAR_MIN_ENDPOINTS);
+}
+
+/*
+ * A fabric's parallel engine, kept from step to step (its kthreads
+ * sleep between), built for one topology, thread count and pair of
+ * capacities (the sequential engine's, which grow): another shape
+ * rebuilds it. A shape it could not be built for (no lookahead, no
+ * memory) is not tried again until the shape changes.
+ */
+struct icfab_par_data {
+	struct icfab_pengine *pe;
+	const struct icfab_mtopo *topo;
+	u32 segment_size, xfers_cap, events_cap;
+	unsigned int nr;
+	bool failed;			/* for this shape */
+	struct icfab_pengine_sub *subs;
+	u32 *ids;
+	u32 cap;			/* of subs and ids */
+};
+
+void icfab_par_data_free(struct icfab_par_data *pd)
+{
+	if (!pd)
+		return;
+	icfab_par_free(pd->pe);
+	kvfree(pd->subs);
+	kvfree(pd->ids);
+	kfree(pd);
+}
+
+/* @pd's engine for @e with @nr partitions, or NULL: not to be used. */
+static struct icfab_pengine *icfab_par_engine(struct icfab_par_data *pd,
+					      const struct icfab_engine *e,
+					      unsigned int nr)
+{
+	struct icfab_pengine *pe;
+
+	if (pd->topo != e->topo || pd->segment_size != e->segment_size ||
+	    pd->xfers_cap != e->xfers_cap || pd->events_cap != e->events_cap ||
+	    pd->nr != nr) {
+		icfab_par_free(pd->pe);
+		pd->pe = NULL;
+		pd->failed = false;
+		pd->topo = e->topo;
+		pd->segment_size = e->segment_size;
+		pd->xfers_cap = e->xfers_cap;
+		pd->events_cap = e->events_cap;
+		pd->nr = nr;
+	}
+	if (pd->pe || pd->failed)
+		return pd->pe;
+	pe = icfab_par_new(e->topo, e->segment_size, nr, e->xfers_cap,
+			   e->events_cap);
+	if (IS_ERR(pe)) {
+		pd->failed = true;
+		return NULL;
+	}
+	pd->pe = pe;
+	return pe;
+}
+
+/* Put the step back into @e as it was submitted: the same ids again. */
+static void icfab_par_restore(struct icfab_engine *e,
+			      const struct icfab_pengine_sub *subs,
+			      const u32 *ids, u32 n)
+{
+	u32 i, id;
+
+	for (i = 0; i < n; i++) {
+		const struct icfab_pengine_sub *s = &subs[i];
+
+		if (WARN_ON_ONCE(icfab_engine_submit(e, s->src, s->dst,
+						     s->bytes, s->submit_ps,
+						     s->key, &id) ||
+				 id != ids[i]))
+			return;
+	}
+}
+
+/*
+ * Run the step @ids[0..@n) (in the order submitted), which is all @e
+ * holds and none of which has started, to its end on engine_threads
+ * partitions, reporting every completion to @complete in the sequential
+ * engine's order, then hand the state back to @e. The caller holds the
+ * fabric lock and has made sure that no completion of the step can
+ * make a submission or let a context act before the last one (so that
+ * running it whole changes nothing). Returns 1 when it ran (@e is
+ * empty, as after the sequential engine's run), 0 when it did not (@e
+ * unchanged: run it sequentially), or a negative errno when the
+ * parallel engine failed part way (some completions reported; @e holds
+ * nothing and the rest are lost: the caller ends them).
+ */
+int icfab_par_step(struct icfab_par_data **pdp, struct icfab_engine *e,
+		   const u32 *ids, u32 n, icfab_engine_complete_fn complete,
+		   void *arg)
+{
+	struct icfab_par_data *pd = *pdp;
+	unsigned int nr = icfab_par_threads();
+	struct icfab_pengine *pe;
+	icfab_u64 taken = 0;
+	u32 i;
+	int err;
+
+	if (nr < 2 || !n)
+		return 0;
+	if (!pd) {
+		pd = kzalloc(sizeof(*pd), GFP_KERNEL);
+		if (!pd)
+			goto declined;
+		*pdp = pd;
+	}
+	pe = icfab_par_engine(pd, e, nr);
+	if (!pe)
+		goto declined;
+	if (n > pd->cap) {
+		kvfree(pd->subs);
+		kvfree(pd->ids);
+		pd->cap = 0;
+		pd->subs = kvmalloc_array(n, sizeof(*pd->subs), GFP_KERNEL);
+		pd->ids = kvmalloc_array(n, sizeof(*pd->ids), GFP_KERNEL);
+		if (!pd->subs || !pd->ids)
+			goto declined;
+		pd->cap = n;
+	}
+	for (i = 0; i < n; i++) {
+		const struct icfab_engine_xfer *x = &e->xfers[ids[i]];
+
+		pd->subs[i] = (struct icfab_pengine_sub){
+			.src = x->src, .dst = x->dst, .bytes = x->bytes,
+			.submit_ps = x->submit_ps, .key = x->key,
+		};
+	}
+	if (icfab_engine_unsubmit(e, ids, n))
+		return 0;
+	if (icfab_pengine_load(pe, e)) {
+		icfab_par_restore(e, pd->subs, ids, n);
+		goto declined;
+	}
+	err = icfab_pengine_submit_batch(pe, pd->subs, n, pd->ids, &taken);
+	if (!err && taken == n)
+		for (i = 0; i < n && pd->ids[i] == ids[i]; i++)
+			;
+	if (err || taken != n || i != n) {
+		/* Adopted in part, or with other ids: not to be run. */
+		WARN_ONCE(!err && taken == n, "icfab: the parallel engine numbered a step differently");
+		icfab_par_free(pd->pe);
+		pd->pe = NULL;
+		pd->failed = true;
+		icfab_par_restore(e, pd->subs, ids, n);
+		goto declined;
+	}
+	err = icfab_pengine_run_until(pe, ICFAB_ENGINE_NEVER, complete, arg);
+	if (err >= 0)
+		err = icfab_pengine_store(pe, e);
+	if (err < 0) {
+		WARN_ONCE(1, "icfab: the parallel engine failed a step: %d\n",
+			  err);
+		icfab_par_free(pd->pe);
+		pd->pe = NULL;
+		pd->failed = true;
+		return -EIO;
+	}
+	atomic_long_inc(&icfab_par_steps);
+	return 1;
+
+declined:
+	atomic_long_inc(&icfab_par_declined);
+	return 0;
 }
 
 /* ---- the engine check ---- */

@@ -2746,3 +2746,81 @@ void icfab_engine_part_retire(struct icfab_engine *e, icfab_u32 id)
 	x->next = e->free_xfer;
 	e->free_xfer = id;
 }
+
+/*
+ * ---- handing a step to the parallel engine and back (engine.h) ----
+ */
+
+int icfab_engine_unsubmit(struct icfab_engine *e, const icfab_u32 *ids,
+			  icfab_u32 n)
+{
+	icfab_u32 i;
+
+	if (n != e->nr_xfers || e->part)
+		return -ICFAB_ENGINE_EINVAL;
+	/*
+	 * Every transfer held is one of @ids (as many, each in flight)
+	 * and none has had its first event processed: nothing else in
+	 * the engine has changed since the first was submitted.
+	 */
+	for (i = 0; i < n; i++) {
+		const struct icfab_engine_xfer *x;
+
+		if (ids[i] >= e->xfers_cap)
+			return -ICFAB_ENGINE_EINVAL;
+		x = &e->xfers[ids[i]];
+		if (x->state != XFER_PENDING || x->tree ||
+		    x->tier_in != ICFAB_MODEL_NO_LINK ||
+		    x->tier_out != ICFAB_MODEL_NO_LINK || x->spray)
+			return -ICFAB_ENGINE_EINVAL;
+	}
+	/* A repeated id would leave another transfer held: refuse. */
+	for (i = 0; i < n; i++) {
+		struct icfab_engine_xfer *x = &e->xfers[ids[i]];
+
+		if (x->state == XFER_FREE) {
+			while (i-- > 0)
+				e->xfers[ids[i]].state = XFER_PENDING;
+			return -ICFAB_ENGINE_EINVAL;
+		}
+		x->state = XFER_FREE;
+	}
+	ev_queue_reset(e);
+	for (i = 0; i < e->topo->nodes_cap; i++) {
+		struct icfab_engine_ep *ep = &e->eps[i];
+
+		ep->wait_head = ep->wait_tail = ICFAB_ENGINE_NO_XFER;
+		ep->sub_head = ep->sub_tail = ICFAB_ENGINE_NO_XFER;
+	}
+	/* Back onto the free list last first: it is a stack. */
+	for (i = n; i-- > 0;) {
+		struct icfab_engine_xfer *x = &e->xfers[ids[i]];
+
+		x->state = XFER_FREE;
+		x->tree = ICFAB_NULL;
+		x->next = e->free_xfer;
+		e->free_xfer = ids[i];
+	}
+	e->nr_xfers = 0;
+	e->events_reserved = 0;
+	return 0;
+}
+
+int icfab_engine_set_free_list(struct icfab_engine *e, icfab_u32 head,
+			       const icfab_u32 *next)
+{
+	icfab_u32 x, n = 0;
+
+	if (e->nr_xfers || e->nr_events || e->nr_deferred)
+		return -ICFAB_ENGINE_EINVAL;
+	/* Every slot once, and nothing else. */
+	for (x = head; x != ICFAB_ENGINE_NO_XFER; x = next[x])
+		if (x >= e->xfers_cap || ++n > e->xfers_cap)
+			return -ICFAB_ENGINE_EINVAL;
+	if (n != e->xfers_cap)
+		return -ICFAB_ENGINE_EINVAL;
+	for (x = head; x != ICFAB_ENGINE_NO_XFER; x = next[x])
+		e->xfers[x].next = next[x];
+	e->free_xfer = head;
+	return 0;
+}

@@ -845,4 +845,26 @@ void icfab_part_result_at(struct icfab_engine *const *e, icfab_u32 nr,
 			  const struct icfab_engine_done *d,
 			  struct icfab_xfer_result *r);
 
+/*
+ * Handing a step to the parallel engine and back (the module's data
+ * path, docs/ARCHITECTURE.md, "The parallel engine in the kernel").
+ *
+ * icfab_engine_unsubmit(): take back the @n transfers @ids[], in the
+ * order they were submitted, when they are all @e holds and none has
+ * had an event processed (each still waits for its first): @e is then
+ * as it was before the first of them, its free list of transfer ids
+ * included, but for the high-water mark of its events. 0, or
+ * -ICFAB_ENGINE_EINVAL and nothing changed (one of them has started, is
+ * a tree, a tiered or a sprayed transfer, or @e holds others).
+ *
+ * icfab_engine_set_free_list(): @e holding nothing, its free list
+ * becomes @head, then @next[@head], ... (every slot once), the order in
+ * which later submissions take ids. 0 or -ICFAB_ENGINE_EINVAL (nothing
+ * changed).
+ */
+int icfab_engine_unsubmit(struct icfab_engine *e, const icfab_u32 *ids,
+			  icfab_u32 n);
+int icfab_engine_set_free_list(struct icfab_engine *e, icfab_u32 head,
+			       const icfab_u32 *next);
+
 #endif /* _ICFAB_MODEL_ENGINE_H */

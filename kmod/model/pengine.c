@@ -953,3 +953,109 @@ err_free:
 	icfab_pengine_free(pe);
 	return ICFAB_NULL;
 }
+
+/*
+ * ---- a step of the module's data path (pengine.h) ----
+ */
+
+static int pe_matches(const struct icfab_pengine *pe,
+		      const struct icfab_engine *e)
+{
+	const struct icfab_engine *e0 = pe->ep[0];
+	icfab_u32 i;
+	unsigned int p;
+
+	if (e->topo != e0->topo || e->segment_size != e0->segment_size ||
+	    e->xfers_cap != pe->xfers_cap || e->events_cap != pe->events_cap ||
+	    e->part || e->nr_xfers || e->nr_events || e->nr_deferred ||
+	    pe->events_reserved)
+		return 0;
+	for (p = 0; p < pe->nr; p++)
+		if (pe->ep[p]->nr_events || pe->ep[p]->nr_deferred)
+			return 0;
+	/* The same DMA engines at the same places. */
+	for (i = 0; i < e->topo->nodes_cap; i++)
+		if (e->eps[i].first_dma != e0->eps[i].first_dma ||
+		    e->eps[i].nr_dma != e0->eps[i].nr_dma)
+			return 0;
+	return 1;
+}
+
+int icfab_pengine_load(struct icfab_pengine *pe, const struct icfab_engine *e)
+{
+	const struct icfab_mtopo *m = e->topo;
+	icfab_u32 x, n = 0, i, dma;
+	unsigned int p;
+
+	if (!pe_matches(pe, e))
+		return -ICFAB_ENGINE_EINVAL;
+	for (x = e->free_xfer; x != ICFAB_ENGINE_NO_XFER; x = e->xfers[x].next)
+		if (x >= pe->xfers_cap || ++n > pe->xfers_cap)
+			return -ICFAB_ENGINE_EINVAL;
+	if (n != pe->xfers_cap)
+		return -ICFAB_ENGINE_EINVAL;
+	for (x = e->free_xfer; x != ICFAB_ENGINE_NO_XFER; x = e->xfers[x].next)
+		pe->free_next[x] = e->xfers[x].next;
+	pe->free_head = e->free_xfer;
+	dma = icfab_engine_dma_needed(m);
+	for (p = 0; p < pe->nr; p++) {
+		struct icfab_engine *q = pe->ep[p];
+
+		for (i = 0; i < m->links_cap; i++) {
+			struct icfab_engine_link *ls = &q->links[i];
+
+			*ls = e->links[i];
+			/* Not computed: checked against the topology anew. */
+			ls->cache_head = 0;
+			ls->cache_epoch = 0;
+		}
+		for (i = 0; i < dma; i++)
+			q->dma_free[i] = e->dma_free[i];
+		q->now_ps = e->now_ps;
+		q->last_ps = e->last_ps;
+		q->last_key = e->last_key;
+		q->processed = e->processed;
+	}
+	pe->now_ps = e->now_ps;
+	pe->last_ps = e->last_ps;
+	pe->last_key = e->last_key;
+	pe->processed = e->processed;
+	return 0;
+}
+
+int icfab_pengine_store(const struct icfab_pengine *pe,
+			struct icfab_engine *e)
+{
+	const struct icfab_mtopo *m = e->topo;
+	icfab_u32 i, d;
+	int err;
+
+	if (!pe_matches(pe, e))
+		return -ICFAB_ENGINE_EINVAL;
+	err = icfab_engine_set_free_list(e, pe->free_head, pe->free_next);
+	if (err)
+		return err;
+	for (i = 0; i < m->links_cap; i++) {
+		const struct icfab_engine_link *ls = icfab_pengine_link(pe, i);
+		struct icfab_engine_link *to = &e->links[i];
+
+		to->next_free_ps = ls->next_free_ps;
+		to->bytes = ls->bytes;
+		to->segments = ls->segments;
+		to->busy_ps = ls->busy_ps;
+		to->max_queued_ps = ls->max_queued_ps;
+		to->last_key = ls->last_key;
+	}
+	for (i = 0; i < m->nodes_cap; i++) {
+		const struct icfab_engine_ep *ep = &e->eps[i];
+		const struct icfab_engine *q = pe->ep[pe->of_node[i]];
+
+		for (d = ep->first_dma; d < ep->first_dma + ep->nr_dma; d++)
+			e->dma_free[d] = q->dma_free[d];
+	}
+	e->now_ps = pe->now_ps;
+	e->last_ps = pe->last_ps;
+	e->last_key = pe->last_key;
+	e->processed = pe->processed;
+	return 0;
+}

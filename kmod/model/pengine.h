@@ -180,4 +180,20 @@ int icfab_pengine_run_until(struct icfab_pengine *pe, icfab_u64 horizon_ps,
 const struct icfab_engine_link *
 icfab_pengine_link(const struct icfab_pengine *pe, icfab_u32 lid);
 
+/*
+ * A step of the module's data path (docs/ARCHITECTURE.md, "The parallel
+ * engine in the kernel"): icfab_pengine_load() makes @pe's state that of
+ * the sequential engine @e, which holds no transfer: its links (FIFO
+ * state and statistics), DMA engines, free list of transfer ids and
+ * clock; the caller then submits and runs. icfab_pengine_store() hands
+ * it back to @e once a run has left @pe empty: the next submission to
+ * @e is then timed and numbered as it would have been had @e run the
+ * same transfers itself. Both need @e on the topology @pe was built on,
+ * with @pe's transfer and event capacities. 0 or -ICFAB_ENGINE_EINVAL
+ * (nothing changed).
+ */
+int icfab_pengine_load(struct icfab_pengine *pe, const struct icfab_engine *e);
+int icfab_pengine_store(const struct icfab_pengine *pe,
+			struct icfab_engine *e);
+
 #endif /* _ICFAB_MODEL_PENGINE_H */

@@ -65,6 +65,7 @@ procs_test.sh		300
 ep_test.sh		1200
 scale_test		600
 par_test.sh		600
+pdata_test.sh		900
 fault_test.sh		1500
 ocs_test.sh		1500
 torch_test.sh		2700
