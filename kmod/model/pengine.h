@@ -116,7 +116,7 @@ enum {
 	ICFAB_PENGINE_PH_IMPORT,	/* the messages sent to it */
 	ICFAB_PENGINE_PH_RESULTS,	/* the results of its completions */
 	ICFAB_PENGINE_PH_MERGE,		/* the last partition: the merge */
-	ICFAB_PENGINE_PH_WAIT2,		/* the barrier at a window's end */
+	ICFAB_PENGINE_PH_WAIT2,		/* unused: one barrier a window */
 	ICFAB_PENGINE_PH_ROUTE,		/* a batch: its share of routes */
 	ICFAB_PENGINE_PH_WAITS,		/* the barrier after them */
 	ICFAB_PENGINE_PH_ADOPT,		/* the admission, the adoptions */
