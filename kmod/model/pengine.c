@@ -158,7 +158,7 @@ static inline struct icfab_engine_part *pe_part(const struct icfab_pengine *pe,
 
 static icfab_u64 pe_cpu(const struct icfab_pengine *pe)
 {
-	return pe->sys->cpu_ns ? pe->sys->cpu_ns() : 0;
+	return pe->meter && pe->sys->cpu_ns ? pe->sys->cpu_ns() : 0;
 }
 
 static void *pe_zalloc(const struct icfab_pengine *pe, icfab_u64 n,
@@ -883,6 +883,11 @@ void icfab_pengine_times(const struct icfab_pengine *pe, icfab_u64 *critical,
 	*busy = 0;
 	for (p = 0; p < pe->nr; p++)
 		*busy += pe->pt[p]->busy_sum;
+}
+
+void icfab_pengine_set_meter(struct icfab_pengine *pe, int level)
+{
+	pe->meter = level;
 }
 
 void icfab_pengine_phases(const struct icfab_pengine *pe, unsigned int p,

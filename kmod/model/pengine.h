@@ -126,6 +126,15 @@ void icfab_pengine_phases(const struct icfab_pengine *pe, unsigned int p,
 			  icfab_u64 *ph);
 
 /*
+ * What the engine measures with the shim's cpu_ns(), which may be a
+ * system call (a thread's CPU clock on the host: 2 us on this VM): @level
+ * 0 nothing (times and phases stay 0), 1 the work and the critical path
+ * (icfab_pengine_times(), two reads a window), 2 (the default) also the
+ * phases (icfab_pengine_phases(), five a window).
+ */
+void icfab_pengine_set_meter(struct icfab_pengine *pe, int level);
+
+/*
  * What icfab_engine's now_ps, last_ps, last_key and processed would be:
  * a submission at @at with @key must have at > last, or at == last and
  * key > last_key, and at >= now.
