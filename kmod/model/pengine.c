@@ -6,15 +6,17 @@
  * pending event of all partitions. In a window every thread processes
  * its partition's events before the window's end; whatever it sends
  * another partition is at or after that end, so no partition can miss
- * an event of its window. Then, after a barrier, each imports what was
- * sent to it and builds the results of the completions it recorded,
- * and the last partition merges every partition's completions in the
- * order of events; after a second barrier every thread knows the next
- * window. Thread 0 reports
- * them in that order while the next window runs, and retires them in
- * the transfer table it keeps for all (below): the records, results,
- * merged order, outboxes, next times and errors of a window are kept by
- * its parity, so that the window after it writes the other set.
+ * an event of its window. Then, after a barrier, every thread knows the
+ * next window (from what each partition published before it: its next
+ * event and its earliest message), and each imports what was sent to it
+ * and builds the results of the completions it recorded, the last
+ * partition merges every partition's completions in the order of
+ * events, and runs the next window without a second barrier. Thread 0
+ * reports them in that order after the next window's barrier, and
+ * retires them in the transfer table it keeps for all (below): the
+ * records, results, merged order, outboxes, next times and errors of a
+ * window are kept by its parity, so that the window after it writes the
+ * other set.
  *
  * The transfer ids, their free list and the events reserved are kept
  * here, once, as the sequential engine keeps them (free list order and
@@ -66,7 +68,10 @@ struct pengine_pt {
 	icfab_u64 next[2];		/* [parity], ps */
 	int err[2];			/* [parity] */
 	icfab_u64 busy[2];		/* [parity], ns */
+	icfab_u64 busy_last;		/* a run's last exchange, ns */
 	icfab_u64 busy_sum;
+	icfab_u64 run0;			/* cpu_ns() at its run's start */
+	int xerr;			/* its last import's */
 	icfab_u64 phase[3];		/* a batch's, ns */
 	icfab_u64 ph[ICFAB_PENGINE_PH_NR];	/* ns, see pengine.h */
 	/* Its share's first refusal (its end if none) and its errno. */
@@ -125,6 +130,11 @@ struct icfab_pengine {
 	 * take on as many idle CPUs.
 	 */
 	icfab_u64 critical;
+	/* What to measure: 0 nothing, 1 work, 2 also phases. */
+	int meter;
+	/* Thread 0's, for finish_run(). */
+	unsigned int last_par;
+	int run_err;
 	int cmd;
 	/* CMD_SUBMIT's batch: its routes, what thread 0 admitted. */
 	const struct icfab_pengine_sub *subs;
@@ -148,7 +158,7 @@ static inline struct icfab_engine_part *pe_part(const struct icfab_pengine *pe,
 
 static icfab_u64 pe_cpu(const struct icfab_pengine *pe)
 {
-	return pe->sys->cpu_ns ? pe->sys->cpu_ns() : 0;
+	return pe->meter && pe->sys->cpu_ns ? pe->sys->cpu_ns() : 0;
 }
 
 static void *pe_zalloc(const struct icfab_pengine *pe, icfab_u64 n,
@@ -281,6 +291,9 @@ static int exchange(struct icfab_pengine *pe, unsigned int p, unsigned int par)
 	int err;
 
 	for (q = 0; q < pe->nr; q++) {
+		/* A partition sends itself nothing. */
+		if (q == p)
+			continue;
 		err = icfab_engine_part_import(e, pe_part(pe, q, par));
 		if (err)
 			return err;
@@ -288,14 +301,44 @@ static int exchange(struct icfab_pengine *pe, unsigned int p, unsigned int par)
 	return 0;
 }
 
+/* The earliest time of partition @p's messages of window @par, or NEVER. */
+static icfab_u64 out_min(const struct icfab_engine_part *pp)
+{
+	icfab_u64 t = ICFAB_ENGINE_NEVER;
+	icfab_u32 i;
+
+	for (i = 0; i < pp->nr_out; i++)
+		if (pp->out[i].time_ps < t)
+			t = pp->out[i].time_ps;
+	return t;
+}
+
+/*
+ * Partition @p's windows, with one barrier each. Before it, every
+ * partition publishes its earliest event left and the earliest message
+ * it sent (next[]), and its error (err[]); after it, every thread finds
+ * the same next window from those alone (the earliest event once the
+ * messages are imported is the lesser of the two), imports, builds the
+ * results of its completions (the last partition also merges them, and
+ * thread 0 reports the window before, merged at that window's exchange)
+ * and runs the next window without waiting for the others' exchange:
+ * what the next window writes (its records, outbox and results) is the
+ * other parity's, which nobody reads until after the next barrier. A
+ * failed import stops the partition's next run, and so every thread at
+ * the barrier after it; the last window's report, and its errors, are
+ * the caller's, after the command's closing barrier (finish_run()).
+ */
 static void window_loop(struct icfab_pengine *pe, unsigned int p)
 {
 	struct pengine_pt *pt = pe->pt[p];
 	struct icfab_engine *e = &pt->e;
-	icfab_u64 hz = pe->first_hz, t, c0, c1, c2, c3, c4, c5, c6;
+	icfab_u64 hz = pe->first_hz, t, c0, c1, c2;
 	unsigned int w, par = 0, q;
-	int err;
+	int err, meter = pe->meter, fine = meter > 1;
 
+	pt->xerr = 0;
+	c0 = meter ? pe_cpu(pe) : 0;
+	pt->run0 = c0;
 	for (w = 0;; w++) {
 		struct icfab_engine_part *mine;
 
@@ -305,45 +348,30 @@ static void window_loop(struct icfab_pengine *pe, unsigned int p)
 		mine->nr_done = 0;
 		mine->err = 0;
 		icfab_engine_set_part(e, mine);
-		c0 = pe_cpu(pe);
-		if (p == 0 && w)
-			report(pe, par ^ 1);
-		c1 = pe_cpu(pe);
-		err = icfab_engine_run_until(e, hz, ICFAB_NULL, ICFAB_NULL);
-		if (!err)
-			err = mine->err;
-		c2 = pe_cpu(pe);
-		pe->sys->win_wait(pe, p);
-		/* Not the wait at the barrier: a wait is no work. */
-		c3 = pe_cpu(pe);
-		if (!err)
-			err = exchange(pe, p, par);
-		c4 = pe_cpu(pe);
-		/* Whatever was completed, as report() will tell it. */
-		results(pe, p, par);
-		c5 = pe_cpu(pe);
-		if (p == pe->nr - 1)
-			merge(pe, par);
+		err = pt->xerr;
+		if (!err) {
+			err = icfab_engine_run_until(e, hz, ICFAB_NULL,
+						     ICFAB_NULL);
+			if (!err)
+				err = mine->err;
+		}
+		t = icfab_engine_next_ps(e);
+		c1 = out_min(mine);
+		pt->next[par] = c1 < t ? c1 : t;
 		pt->err[par] = err;
-		pt->next[par] = icfab_engine_next_ps(e);
-		c6 = pe_cpu(pe);
-		pt->busy[par] = c2 - c0 + c6 - c3;
-		pt->busy_sum += pt->busy[par];
-		pt->ph[ICFAB_PENGINE_PH_REPORT] += c1 - c0;
-		pt->ph[ICFAB_PENGINE_PH_RUN] += c2 - c1;
-		pt->ph[ICFAB_PENGINE_PH_WAIT1] += c3 - c2;
-		pt->ph[ICFAB_PENGINE_PH_IMPORT] += c4 - c3;
-		pt->ph[ICFAB_PENGINE_PH_RESULTS] += c5 - c4;
-		pt->ph[ICFAB_PENGINE_PH_MERGE] += c6 - c5;
-		if (p == 0) {
-			pe->windows++;
-			for (q = 0; q < pe->nr; q++)
-				pe->messages += pe_part(pe, q, par)->nr_out;
+		if (meter) {
+			c1 = pe_cpu(pe);
+			/* From the last barrier: its exchange, this run. */
+			pt->busy[par] = c1 - c0;
+			pt->busy_sum += c1 - c0;
+			if (fine)
+				pt->ph[ICFAB_PENGINE_PH_RUN] += c1 - pt->run0;
 		}
 		pe->sys->win_wait(pe, p);
-		pt->ph[ICFAB_PENGINE_PH_WAIT2] += pe_cpu(pe) - c6;
-		if (p == 0)
-			critical_add(pe, par);
+		if (meter) {
+			c0 = pe_cpu(pe);
+			pt->ph[ICFAB_PENGINE_PH_WAIT1] += c0 - c1;
+		}
 		t = ICFAB_ENGINE_NEVER;
 		err = 0;
 		for (q = 0; q < pe->nr; q++) {
@@ -351,6 +379,35 @@ static void window_loop(struct icfab_pengine *pe, unsigned int p)
 				t = pe->pt[q]->next[par];
 			if (pe->pt[q]->err[par] && !err)
 				err = pe->pt[q]->err[par];
+		}
+		if (!err)
+			pt->xerr = exchange(pe, p, par);
+		c2 = fine ? pe_cpu(pe) : 0;
+		if (fine)
+			pt->ph[ICFAB_PENGINE_PH_IMPORT] += c2 - c0;
+		/* Whatever was completed, as report() will tell it. */
+		results(pe, p, par);
+		if (fine) {
+			c1 = pe_cpu(pe);
+			pt->ph[ICFAB_PENGINE_PH_RESULTS] += c1 - c2;
+			c2 = c1;
+		}
+		if (p == pe->nr - 1)
+			merge(pe, par);
+		if (p == 0) {
+			/* The window before: merged before this barrier. */
+			if (w)
+				report(pe, par ^ 1);
+			critical_add(pe, par);
+			pe->windows++;
+			for (q = 0; q < pe->nr; q++)
+				pe->messages += pe_part(pe, q, par)->nr_out;
+		}
+		if (fine) {
+			c1 = pe_cpu(pe);
+			pt->ph[p == 0 ? ICFAB_PENGINE_PH_REPORT :
+			       ICFAB_PENGINE_PH_MERGE] += c1 - c2;
+			pt->run0 = c1;
 		}
 		if (err || t == ICFAB_ENGINE_NEVER ||
 		    (pe->horizon != ICFAB_ENGINE_NEVER && t >= pe->horizon))
@@ -360,13 +417,45 @@ static void window_loop(struct icfab_pengine *pe, unsigned int p)
 		if (pe->horizon != ICFAB_ENGINE_NEVER && hz > pe->horizon)
 			hz = pe->horizon;
 	}
-	if (p == 0) {
-		c0 = pe_cpu(pe);
-		report(pe, par);
-		pt->ph[ICFAB_PENGINE_PH_REPORT] += pe_cpu(pe) - c0;
-		if (err && !pe->ret)
-			pe->ret = err > 0 ? -err : err;
+	if (meter) {
+		/* The last exchange: taken by finish_run(). */
+		c1 = pe_cpu(pe);
+		pt->busy_last = c1 - c0;
+		pt->busy_sum += c1 - c0;
 	}
+	if (p == 0) {
+		pe->last_par = par;
+		pe->run_err = err;
+	}
+}
+
+/*
+ * Thread 0, after the run's closing barrier: the last window's report
+ * (its merge and results are done), its exchange's critical path, and
+ * the run's error.
+ */
+static void finish_run(struct icfab_pengine *pe)
+{
+	icfab_u64 c0 = pe->meter ? pe_cpu(pe) : 0, most = 0;
+	int err = pe->run_err;
+	unsigned int q;
+
+	report(pe, pe->last_par);
+	for (q = 0; q < pe->nr; q++) {
+		if (pe->pt[q]->busy_last > most)
+			most = pe->pt[q]->busy_last;
+		if (pe->pt[q]->xerr && !err)
+			err = pe->pt[q]->xerr;
+	}
+	if (pe->meter) {
+		icfab_u64 c = pe_cpu(pe) - c0;
+
+		pe->pt[0]->ph[ICFAB_PENGINE_PH_REPORT] += c;
+		pe->pt[0]->busy_sum += c;
+		pe->critical += most + c;
+	}
+	if (err && !pe->ret)
+		pe->ret = err > 0 ? -err : err;
 }
 
 /*
@@ -670,6 +759,7 @@ int icfab_pengine_run_until(struct icfab_pengine *pe, icfab_u64 horizon_ps,
 		pe->sys->cmd_wait(pe, 0);
 		window_loop(pe, 0);
 		pe->sys->cmd_wait(pe, 0);
+		finish_run(pe);
 	}
 	/* The clock the sequential engine would show now. */
 	for (p = 0; p < pe->nr; p++) {
@@ -793,6 +883,11 @@ void icfab_pengine_times(const struct icfab_pengine *pe, icfab_u64 *critical,
 	*busy = 0;
 	for (p = 0; p < pe->nr; p++)
 		*busy += pe->pt[p]->busy_sum;
+}
+
+void icfab_pengine_set_meter(struct icfab_pengine *pe, int level)
+{
+	pe->meter = level;
 }
 
 void icfab_pengine_phases(const struct icfab_pengine *pe, unsigned int p,
@@ -940,6 +1035,7 @@ struct icfab_pengine *icfab_pengine_new(const struct icfab_pengine_sys *sys,
 	pe->sys = sys;
 	pe->priv = priv;
 	pe->nr = nr;
+	pe->meter = 2;
 	*err = pengine_build(pe, m, segment_size, xfers, events);
 	if (*err)
 		goto err_free;

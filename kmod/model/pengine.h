@@ -116,7 +116,7 @@ enum {
 	ICFAB_PENGINE_PH_IMPORT,	/* the messages sent to it */
 	ICFAB_PENGINE_PH_RESULTS,	/* the results of its completions */
 	ICFAB_PENGINE_PH_MERGE,		/* the last partition: the merge */
-	ICFAB_PENGINE_PH_WAIT2,		/* the barrier at a window's end */
+	ICFAB_PENGINE_PH_WAIT2,		/* unused: one barrier a window */
 	ICFAB_PENGINE_PH_ROUTE,		/* a batch: its share of routes */
 	ICFAB_PENGINE_PH_WAITS,		/* the barrier after them */
 	ICFAB_PENGINE_PH_ADOPT,		/* the admission, the adoptions */
@@ -124,6 +124,15 @@ enum {
 };
 void icfab_pengine_phases(const struct icfab_pengine *pe, unsigned int p,
 			  icfab_u64 *ph);
+
+/*
+ * What the engine measures with the shim's cpu_ns(), which may be a
+ * system call (a thread's CPU clock on the host: 2 us on this VM): @level
+ * 0 nothing (times and phases stay 0), 1 the work and the critical path
+ * (icfab_pengine_times(), two reads a window), 2 (the default) also the
+ * phases (icfab_pengine_phases(), five a window).
+ */
+void icfab_pengine_set_meter(struct icfab_pengine *pe, int level);
 
 /*
  * What icfab_engine's now_ps, last_ps, last_key and processed would be:

@@ -70,7 +70,13 @@
  * each phase (ms): for -j 1 the submissions and the runs, for -j N each
  * thread's (icfab_pengine_phases()).
  *
- *	engine_rate [-H [-I] [-v] [-p PASSES] [-j THREADS]] [-C] [-b BYTES] FILE
+ * -m LEVEL (with -j N) what the parallel engine measures
+ * (icfab_pengine_set_meter()): 0 nothing (critical path and work print
+ * 0), 1 (the default) the critical path and the work, 2 (the default
+ * with -v) also the phases. A thread's CPU clock is a system call on the
+ * host, about 2 us on this VM, read two (1) or five (2) times a window.
+ *
+ *	engine_rate [-H [-I] [-v] [-m LEVEL] [-p PASSES] [-j THREADS]] [-C] [-b BYTES] FILE
  *					(BYTES default 4096, K/M suffix)
  */
 #define _GNU_SOURCE
@@ -490,6 +496,7 @@ struct jrun {
 };
 
 static int verbose;
+static int meter = -1;	/* -m */
 
 static double thread_cpu_s(void)
 {
@@ -674,6 +681,9 @@ static int run_host_j(const struct topo *t, const struct a2a *a, icfab_u8 cut_th
 		j.ids = calloc(cap, sizeof(*j.ids));
 		if (!j.subs || !j.ids)
 			return -ENOMEM;
+		if (j.pe)
+			icfab_pengine_set_meter(j.pe, meter >= 0 ? meter :
+						      verbose ? 2 : 1);
 		if (!j.pe)
 			fprintf(stderr, "engine_rate: a link between partitions "
 				"has no latency: no lookahead, sequential engine\n");
@@ -797,7 +807,7 @@ static int run_host_j(const struct topo *t, const struct a2a *a, icfab_u8 cut_th
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: engine_rate [-H [-I] [-v] [-p PASSES] [-j THREADS]] [-C] [-b BYTES] "
+	fprintf(stderr, "usage: engine_rate [-H [-I] [-v] [-m LEVEL] [-p PASSES] [-j THREADS]] [-C] [-b BYTES] "
 		"FILE\n");
 	exit(2);
 }
@@ -815,11 +825,12 @@ int main(int argc, char **argv)
 	double jtimes[2] = { 0 };
 	double wall = 0, cpu = 0;
 
-	while ((opt = getopt(argc, argv, "HICvb:p:j:h")) != -1) {
+	while ((opt = getopt(argc, argv, "HICvb:m:p:j:h")) != -1) {
 		switch (opt) {
 		case 'H': host = 1; break;
 		case 'I': check = 1; break;
 		case 'v': verbose = 1; break;
+		case 'm': meter = atoi(optarg); break;
 		case 'p':
 			npasses = atoi(optarg);
 			if (npasses < 1)
