@@ -5,7 +5,7 @@
 # parallel engine in the kernel"): a step that one context submits
 # whole and waits for whole goes to engine_threads partitions on a
 # fabric of engine_par_min_endpoints endpoints or more. On ualink-pod
-# cut to 256 endpoints, pdata_a2a's steps (every completion of each
+# cut to 128 endpoints, pdata_a2a's steps (every completion of each
 # hashed, the context's clock after) and the link statistics must come
 # out the same with 1, 2 and 3 threads; engine_par_steps says how many
 # steps the partitions ran. A second context submitting in the middle
@@ -38,7 +38,7 @@ run() {
 	echo "$2" > $par/engine_threads &&
 	"$icfabctl" stats reset > /dev/null &&
 	s0=$(steps) &&
-	"$a2a" "$3" 256 "$4" > "$tmp/$1" &&
+	"$a2a" "$3" 128 "$4" > "$tmp/$1" &&
 	s1=$(steps) &&
 	echo $((s1 - s0)) > "$tmp/$1.par" &&
 	"$icfabctl" stats | grep -v -i joule > "$tmp/$1.links" &&
@@ -54,15 +54,15 @@ same() {
 
 none_failed() { ! grep -v '^#' "$tmp/$1" | grep -qv ' failed 0 '; }
 
-check "ualink-pod cut to 256 endpoints applied" sh -c "
+check "ualink-pod cut to 128 endpoints applied" sh -c "
 	'$icfabd' --dump --yaml --preset ualink-pod |
-	sed 's/endpoints: 1024/endpoints: 256/; s/name: ualink-pod/name: a2a-256/' \
-		> '$tmp/a2a-256.yaml' &&
-	'$icfabd' --apply '$tmp/a2a-256.yaml' > /dev/null"
+	sed 's/endpoints: 1024/endpoints: 128/; s/name: ualink-pod/name: a2a-128/' \
+		> '$tmp/a2a-128.yaml' &&
+	'$icfabd' --apply '$tmp/a2a-128.yaml' > /dev/null"
 check "engine_par_min_endpoints is 512 by default" [ "$(cat $par/engine_par_min_endpoints)" = 512 ]
 check "below the threshold: 2 threads run it sequentially" run below 2 one 1
 check "below the threshold: no step on partitions" [ "$(cat "$tmp/below.par")" = 0 ]
-echo 256 > $par/engine_par_min_endpoints
+echo 128 > $par/engine_par_min_endpoints
 for j in 1 2 3; do
 	check "$j threads: three whole steps ran" run one-$j $j one 3
 	check "$j threads: none failed" none_failed one-$j
@@ -90,7 +90,7 @@ check "two contexts: completions, clocks, links as 1 thread's" same two-1 two-2
 # A long run on partitions, killed in its WAIT; rmmod meanwhile.
 echo 2 > $par/engine_threads
 s0=$(steps)
-"$a2a" one 256 40 > "$tmp/kill" &
+"$a2a" one 128 160 > "$tmp/kill" &
 pid=$!
 sleep 6
 check "rmmod is refused while a step runs" sh -c "! rmmod icfab 2>/dev/null"
