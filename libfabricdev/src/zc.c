@@ -115,13 +115,9 @@ static int overlap(const uint8_t *a, uint64_t alen, const uint8_t *b,
 	return a < b + blen && b < a + alen;
 }
 
-int fdev_zc_begin(struct fdev_comm *c, const struct fdev_plan *p,
-		  const struct fdev_coll_layout *lo, const void *send,
-		  void *recv, const uint64_t *slen, const uint64_t *rlen,
-		  int alias)
+/* c->zc and c->zc_loc, allocated once; c->zc cleared. */
+static int zc_arrays(struct fdev_comm *c)
 {
-	if (!zc_possible(c, p))
-		return 0;
 	if (!c->zc) {
 		c->zc = calloc(c->nranks, sizeof(*c->zc));
 		c->zc_loc = calloc(c->nlocal, sizeof(*c->zc_loc));
@@ -131,6 +127,18 @@ int fdev_zc_begin(struct fdev_comm *c, const struct fdev_plan *p,
 		}
 	}
 	memset(c->zc, 0, c->nranks * sizeof(*c->zc));
+	return 0;
+}
+
+int fdev_zc_begin(struct fdev_comm *c, const struct fdev_plan *p,
+		  const struct fdev_coll_layout *lo, const void *send,
+		  void *recv, const uint64_t *slen, const uint64_t *rlen,
+		  int alias)
+{
+	if (!zc_possible(c, p))
+		return 0;
+	if (zc_arrays(c))
+		return -ENOMEM;
 	for (unsigned int l = 0; l < c->nlocal; l++) {
 		struct fdev_zc_local *z = &c->zc_loc[l];
 		struct fdev_zc_area *a = &c->zc[c->first + l];
@@ -187,15 +195,8 @@ int fdev_zc_slots_begin(struct fdev_comm *c, struct fdev_zc_slots *zs,
 	if (!reg_usable(c) || c->nlocal != 1 ||
 	    !(c->parent ? c->parent : c)->idle_on)
 		return 0;
-	if (!c->zc) {
-		c->zc = calloc(c->nranks, sizeof(*c->zc));
-		c->zc_loc = calloc(c->nlocal, sizeof(*c->zc_loc));
-		if (!c->zc || !c->zc_loc) {
-			fdev_zc_free(c);
-			return -ENOMEM;
-		}
-	}
-	memset(c->zc, 0, c->nranks * sizeof(*c->zc));
+	if (zc_arrays(c))
+		return -ENOMEM;
 	memset(c->zc_loc, 0, sizeof(*c->zc_loc));
 	c->zc_loc[0].m.ws = c->ws[0].addr;
 	a = &c->zc[c->first];
