@@ -394,6 +394,30 @@ static int cmp_src(const void *a, const void *b)
 }
 
 /*
+ * The pieces of one step, @p->x[@b..@e), in @g by source, then first
+ * link (@first[src * n + dst]), each in step order; returns how many.
+ */
+static uint64_t step_src_pieces(const struct fdev_plan *p, size_t b, size_t e,
+				const uint32_t *first, uint32_t n,
+				struct src_piece *g)
+{
+	uint64_t m = 0;
+
+	for (size_t i = b; i < e; i++) {
+		const struct fdev_xfer *x = &p->x[i];
+
+		if (x->src >= n || x->dst >= n)
+			continue;
+		g[m++] = (struct src_piece){
+			.src = x->src,
+			.first = first[(size_t)x->src * n + x->dst],
+			.at = i };
+	}
+	qsort(g, m, sizeof(*g), cmp_src);
+	return m;
+}
+
+/*
  * The pieces of one source and first link in step order, @g[0..@m): the
  * last FDEV_FAR_FIRST_TAIL_DIV-th of them dealt out again, far pairs
  * first (each piece's key its place less FDEV_FAR_FIRST_PER_HOP places
@@ -444,20 +468,8 @@ int fdev_plan_far_first(struct fdev_plan *p, const uint32_t *hops,
 	for (b = 0; b < p->nx; b = e) {
 		for (e = b; e < p->nx && p->x[e].step == p->x[b].step; e++)
 			;
-		uint64_t m = 0;
+		uint64_t m = step_src_pieces(p, b, e, first, n, g);
 
-		for (size_t i = b; i < e; i++) {
-			const struct fdev_xfer *x = &p->x[i];
-
-			if (x->src >= n || x->dst >= n)
-				continue;
-			g[m++] = (struct src_piece){
-				.src = x->src,
-				.first = first[(size_t)x->src * n + x->dst],
-				.at = i };
-		}
-		/* By source, then first link, each in step order. */
-		qsort(g, m, sizeof(*g), cmp_src);
 		for (uint64_t j = 0, k; j < m; j = k) {
 			for (k = j; k < m && g[k].src == g[j].src &&
 			     g[k].first == g[j].first; k++)
@@ -544,22 +556,11 @@ int fdev_plan_start_fill(struct fdev_plan *p, const uint32_t *first,
 	    (!g || !tmp || !pos || !rest || !taken || !lk || !root))
 		err = -ENOMEM;
 	for (b = 0; !err && b < p->nx; b = e) {
-		uint64_t m = 0;
+		uint64_t m;
 
 		for (e = b; e < p->nx && p->x[e].step == p->x[b].step; e++)
 			;
-		for (size_t i = b; i < e; i++) {
-			const struct fdev_xfer *x = &p->x[i];
-
-			if (x->src >= n || x->dst >= n)
-				continue;
-			g[m++] = (struct src_piece){
-				.src = x->src,
-				.first = first[(size_t)x->src * n + x->dst],
-				.at = i };
-		}
-		/* By source, then first link, each in step order. */
-		qsort(g, m, sizeof(*g), cmp_src);
+		m = step_src_pieces(p, b, e, first, n, g);
 		for (uint64_t j = 0, k; j < m; j = k) {
 			for (k = j; k < m && g[k].src == g[j].src; k++)
 				;
