@@ -61,7 +61,7 @@ multicast_test		600
 recv_test		600
 trigger_test		600
 notify_test.sh		1200
-procs_test.sh		300
+procs_test.sh		600
 ep_test.sh		1200
 scale_test		600
 par_test.sh		600
