@@ -9,13 +9,20 @@ bad input, a Megatron/fairseq-style expert-parallel MoE layer run once
 over gloo and once over icfab (outputs allclose, emulated dispatch/combine
 times printed), fabricdev.deep_ep against libfabricdev's own MoE dispatch
 and combine, zero copy (tensors from fabricdev.torch.empty() against
-ordinary ones and gloo), and a few of torch's own distributed tests.
+ordinary ones and gloo), a few of torch's own distributed tests, and
+libfabricdev's Python binding on the fabric with torch tensors
+(test_binding.py --device, in a child, so that fdev_test.sh need not
+import torch for it).
 
-    torch_test.py [--world N] [--only ops,groups,init,bad,kill,repeat,moe,deep_ep,zc,suite]
+    torch_test.py [--world N]
+                  [--only ops,groups,init,bad,kill,repeat,moe,deep_ep,zc,suite,binding]
 """
 import argparse
 import os
 import pickle
+import re
+import runpy
+import signal
 import sys
 import time
 import traceback
@@ -757,6 +764,51 @@ def zc_gloo(rank, world, _):
     return zc_ops(rank, world, torch.empty, torch.empty, lambda: None)[0]
 
 
+def binding_run(tap):
+    """libfabricdev/python/test_binding.py --device in a forked child (torch
+    already imported): each of its TAP lines one of ours, its torch tensors
+    included (none may be skipped), and its exit status and plan."""
+    path = os.path.join(TOP, "libfabricdev", "python", "test_binding.py")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    rd, wr = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(rd)
+        os.dup2(wr, 1)
+        os.dup2(wr, 2)
+        signal.alarm(TIMEOUT)
+        code = 1
+        try:
+            sys.argv = [path, "--device"]
+            runpy.run_path(path, run_name="__main__")
+            code = 0
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+        except BaseException:
+            traceback.print_exc()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    os.close(wr)
+    with os.fdopen(rd) as f:
+        out = f.read()
+    _, status = os.waitpid(pid, 0)
+    seen, plan = 0, None
+    for line in out.splitlines():
+        m = re.match(r"^(not )?ok \d+ - (.*)$", line)
+        if m:
+            seen += 1
+            tap(not m.group(1) and "SKIP" not in m.group(2), "binding: " + m.group(2), line)
+        elif re.match(r"^1\.\.\d+$", line):
+            plan = int(line[3:])
+        elif line and not line.startswith("TAP version"):
+            print("# " + line)
+    tap(status == 0 and seen > 0 and plan == seen,
+        "binding: test_binding.py --device exited 0 with every test of its plan",
+        "wait status %d, %d tests, plan %s" % (status, seen, plan))
+
+
 def moe_layer(x, gate, w1, w2, k, num_experts, timer=None):
     """x [T,H]; this rank owns experts [rank*epr, (rank+1)*epr)."""
     world = dist.get_world_size()
@@ -814,7 +866,8 @@ def moe_rank(rank, world, args):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--world", type=int, default=4)
-    ap.add_argument("--only", default="ops,groups,init,bad,kill,repeat,moe,deep_ep,zc,suite")
+    ap.add_argument("--only",
+                    default="ops,groups,init,bad,kill,repeat,moe,deep_ep,zc,suite,binding")
     a = ap.parse_args()
     parts = a.only.split(",")
     world = a.world
@@ -1012,6 +1065,10 @@ def main():
         torch_dist_suite.run(SUITE, "icfab", world, exact=True,
                              report=lambda ok, name, why: tap(ok, "torch suite: " + name, why))
         print("# torch suite subset: %.1f s" % (time.time() - t))
+    if "binding" in parts:
+        t = time.time()
+        binding_run(tap)
+        print("# binding: %.1f s" % (time.time() - t))
     print("1..%d" % n[0])
     print("# total %.1f s" % (time.time() - T0))
     return failed[0]
