@@ -14,6 +14,11 @@
  *   write: 64-byte timing-only WRITEs to the other endpoint; the
  *          contexts share the engine too, and each one's completions
  *          wait for the other's clock (the safe time)
+ *   wfree: the same WRITEs from free-running contexts
+ *          (ICFAB_ATTACH_F_FREE_RUN), which hold nobody back: the
+ *          lockstep of the safe time gone, what the pair shares is the
+ *          fabric lock and the engine, the part a split of the lock for
+ *          WRITEs could take apart
  *
  * For each, per repetition: the wall time of one process alone and of
  * two at once, both from the moment all have attached and set up to the
@@ -55,10 +60,13 @@
  * Rank @p: attach, set up, say so on @ready, wait for @go to end, then
  * the rounds. Exit status 0 or where it failed.
  */
-static int rank(int p, int write_op, int rounds, int ready, int go)
+enum { OP_DELAY, OP_WRITE, OP_WFREE, NR_OPS };
+
+static int rank(int p, int op, int rounds, int ready, int go)
 {
 	int fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
-	struct icfab_attach a = { .endpoint = p };
+	struct icfab_attach a = { .endpoint = p,
+		.flags = op == OP_WFREE ? ICFAB_ATTACH_F_FREE_RUN : 0 };
 	struct icfab_queue_create qc = { .endpoint = p, .depth = BATCH };
 	struct icfab_desc d[BATCH];
 	struct icfab_submit s = { .descs = (uintptr_t)d, .nr = BATCH,
@@ -71,7 +79,7 @@ static int rank(int p, int write_op, int rounds, int ready, int go)
 	    bench_cq_map(fd, 2 * BATCH, &r))
 		return 1;
 	for (int i = 0; i < BATCH; i++)
-		d[i] = write_op ?
+		d[i] = op != OP_DELAY ?
 			(struct icfab_desc){ .op = ICFAB_OP_WRITE,
 				.queue = qc.queue, .peer = 1 - p, .len = LEN,
 				.flags = ICFAB_DESC_F_TIMING_ONLY } :
@@ -109,7 +117,7 @@ static long long counter(const char *name)
 }
 
 /* @nr ranks at once; the wall ns from go to the last one's end, or -1. */
-static double run(int nr, int write_op, int rounds)
+static double run(int nr, int op, int rounds)
 {
 	int ready[2], go[2], bad = 0;
 	pid_t pids[2];
@@ -123,7 +131,7 @@ static double run(int nr, int write_op, int rounds)
 		if (pids[p] == 0) {
 			close(ready[0]);
 			close(go[1]);
-			_exit(rank(p, write_op, rounds, ready[1], go[0]));
+			_exit(rank(p, op, rounds, ready[1], go[0]));
 		}
 	}
 	close(ready[1]);
@@ -152,7 +160,7 @@ int main(int argc, char **argv)
 {
 	int rounds = argc > 1 ? atoi(argv[1]) : 2000;
 	int reps = argc > 2 ? atoi(argv[2]) : 7;
-	static const char *const name[2] = { "DELAY", "WRITE" };
+	static const char *const name[NR_OPS] = { "DELAY", "WRITE", "WFREE" };
 	double one[MAX_REPS], two[MAX_REPS], sp[MAX_REPS];
 	long long waits, fast, w0, f0;
 	struct genl_sock gs;
@@ -182,7 +190,7 @@ int main(int argc, char **argv)
 	 */
 	printf("  %-6s %10s %10s %10s %8s  (medians, ns per descriptor)\n",
 	       "op", "1 proc", "2: each", "2: both", "speedup");
-	for (int w = 0; w < 2; w++) {
+	for (int w = 0; w < NR_OPS; w++) {
 		/* Warm up: pools, pages, the engine's tables. */
 		if (run(1, w, rounds / 10 + 1) < 0 ||
 		    run(2, w, rounds / 10 + 1) < 0)
