@@ -967,6 +967,8 @@ int fdev_comm_interleave_v(struct fdev_comm *c, struct fdev_plan *p)
 		err = fdev_plan_start_fill(p, first, (uint32_t)n);
 	if (!err)
 		err = fdev_plan_far_first(p, hops, first, (uint32_t)n);
+	if (!err && !getenv("FDEV_NO_CRITICAL_FIRST"))
+		err = fdev_plan_critical_first(p, m, m->engines);
 	free(hops);
 	free(first);
 	return err;
