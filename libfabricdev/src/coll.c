@@ -935,8 +935,13 @@ int fdev_comm_interleave(struct fdev_comm *c, struct fdev_plan *p)
  * which leave by few of its links, while at the step's start no transit
  * has reached any; 48.671 us against 49.391 at 64 KiB mean, 0.902 of
  * the bound (FDEV_NO_START_FILL in the environment leaves it out, to
- * measure the order without it). Only where the leads apply (routes
- * read, FDEV_NO_LEADS unset) and pieces are cut.
+ * measure the order without it). Then each step played out on the
+ * routes, a free DMA engine taking the piece that waits least at its
+ * first link and crosses the most load not yet placed, kept where the
+ * play finds it faster (fdev_plan_critical_first(); random matrices
+ * 0.95 to 0.98 of the bound at 64 KiB mean, from 0.80 to 0.95;
+ * FDEV_NO_CRITICAL_FIRST leaves it out). Only where the leads apply
+ * (routes read, FDEV_NO_LEADS unset) and pieces are cut.
  */
 int fdev_comm_interleave_v(struct fdev_comm *c, struct fdev_plan *p)
 {
@@ -967,6 +972,8 @@ int fdev_comm_interleave_v(struct fdev_comm *c, struct fdev_plan *p)
 		err = fdev_plan_start_fill(p, first, (uint32_t)n);
 	if (!err)
 		err = fdev_plan_far_first(p, hops, first, (uint32_t)n);
+	if (!err && !getenv("FDEV_NO_CRITICAL_FIRST"))
+		err = fdev_plan_critical_first(p, m, m->engines);
 	free(hops);
 	free(first);
 	return err;

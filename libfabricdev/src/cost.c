@@ -96,6 +96,13 @@ int fdev_paths_build(const struct topo *t, const uint32_t *ep, uint32_t n,
 	m->n = n;
 	m->nr_links = t->nr_links;
 	m->seg = t->segment_size;
+	m->engines = UINT32_MAX;
+	for (uint32_t i = 0; i < n; i++)
+		if (ep[i] < t->nr_nodes &&
+		    t->nodes[ep[i]].dma_engines < m->engines)
+			m->engines = t->nodes[ep[i]].dma_engines;
+	if (m->engines == UINT32_MAX)
+		m->engines = 0;
 	m->ps_per_byte = calloc(t->nr_links + 1, sizeof(*m->ps_per_byte));
 	m->fixed_ps = calloc(t->nr_links + 1, sizeof(*m->fixed_ps));
 	m->off = calloc((size_t)n * n + 1, sizeof(*m->off));

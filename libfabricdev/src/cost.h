@@ -20,6 +20,7 @@ struct fdev_paths {
 	uint32_t n;			/* ranks */
 	uint32_t nr_links;
 	uint64_t seg;			/* segment size, bytes */
+	uint32_t engines;		/* the fewest DMA engines of a rank */
 	double *ps_per_byte;		/* [nr_links] */
 	uint64_t *fixed_ps;		/* [nr_links] latency + message overhead */
 	uint32_t *off;			/* [n * n + 1] into @link */

@@ -161,6 +161,23 @@ int fdev_plan_start_fill(struct fdev_plan *p, const uint32_t *first,
 			 uint32_t n);
 
 /*
+ * After fdev_plan_interleave_lead(), for an uneven exchange of a plan
+ * that names every rank's pieces (the all-to-all-v in slots), in place
+ * of fdev_plan_start_fill() and fdev_plan_far_first(): each source's
+ * order of each step's pieces as the step plays out on @m's routes with
+ * @engines DMA engines a source (critical.c): a free engine takes the
+ * next piece, among its source's pairs, whose route crosses the link
+ * with the most load not yet placed, less the piece's wait at its first
+ * link. The same places hold the source's pieces, every piece stays
+ * once, a pair's pieces keep their order; pieces outside @m's ranks,
+ * multicasts and routes of no hop stay put. Returns p->err, -ENOMEM or
+ * -EOVERFLOW (steps already ordered stay so, each a valid order).
+ */
+struct fdev_paths;
+int fdev_plan_critical_first(struct fdev_plan *p, const struct fdev_paths *m,
+			     uint32_t engines);
+
+/*
  * Before fdev_plan_interleave(): a step whose transfers, in pieces of
  * @piece bytes, would give some source more than @max_pieces becomes the
  * fewest consecutive steps that give none more (each transfer's pieces

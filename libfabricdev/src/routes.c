@@ -80,6 +80,8 @@ struct shared_fabric {
 	uint32_t has_lead, has_paths;
 	uint64_t seg;			/* bytes */
 	uint64_t nr_hops;		/* entries of link */
+	uint32_t engines;		/* fdev_paths.engines */
+	uint32_t pad;
 };
 
 #define ALIGN8(x)	(((x) + 7) & ~(size_t)7)
@@ -122,6 +124,7 @@ static size_t share(const struct fdev_comm *c, uint8_t *area, size_t cap)
 		.has_paths = !!m,
 		.nr_links = m ? m->nr_links : 0,
 		.seg = m ? m->seg : 0,
+		.engines = m ? m->engines : 0,
 		.nr_hops = m ? m->off[(size_t)c->nranks * c->nranks] : 0,
 	};
 	size_t at[5], end, nn = (size_t)sf.n * sf.n;
@@ -160,6 +163,7 @@ static int take_shared(struct fdev_comm *c, uint8_t *area, size_t len)
 			return -ENOMEM;
 		*m = (struct fdev_paths){
 			.n = sf.n, .nr_links = sf.nr_links, .seg = sf.seg,
+			.engines = sf.engines,
 			.ps_per_byte = (double *)(area + at[1]),
 			.fixed_ps = (uint64_t *)(area + at[2]),
 			.off = (uint32_t *)(area + at[3]),

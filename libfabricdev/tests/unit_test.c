@@ -1259,6 +1259,130 @@ static void test_start_fill(void)
 }
 
 /*
+ * fdev_plan_critical_first(): 4 ranks, every pair on a link of its own
+ * but 0 -> 2 and 1 -> 2, which end on link 16 (0 -> 2 over links 2 and
+ * 16), 5 pieces a pair and 20 for 1 -> 2, one DMA engine a rank. Link 16
+ * carries the most, so rank 0's first piece goes to rank 2, where the
+ * rotated order starts with rank 1; rank 3, whose links all carry 5
+ * pieces, keeps the rotated order (ties keep the order before). Every
+ * piece goes exactly once in its step, each pair's pieces keep their
+ * order, and every rank's workspace ends byte for byte as with the
+ * plain order.
+ */
+static void test_critical_first(void)
+{
+	const unsigned int n = 4;
+	const uint64_t blk = 20 * 4096;
+	uint32_t off[17], link[13];
+	double ps_per_byte[17];
+	uint64_t fixed_ps[17];
+	struct fdev_paths m = {
+		.n = n, .nr_links = 17, .seg = 4096, .engines = 1,
+		.ps_per_byte = ps_per_byte, .fixed_ps = fixed_ps,
+		.off = off, .link = link,
+	};
+	struct fdev_plan plain, crit;
+	uint8_t *ws[2][4] = { { NULL } };
+	int err = 0, once = 1, order = 1, same = 1, kept = 1;
+	uint32_t len = 0, first0 = UINT32_MAX;
+
+	for (unsigned int l = 0; l < 17; l++) {
+		ps_per_byte[l] = 20;
+		fixed_ps[l] = 1000000;
+	}
+	for (unsigned int q = 0; q < n * n; q++) {
+		off[q] = len;
+		if (q / n == q % n)
+			continue;
+		link[len++] = q == 6 ? 16 : q;
+		if (q == 2)
+			link[len++] = 16;
+	}
+	off[n * n] = len;
+	fdev_plan_init(&plain);
+	fdev_plan_init(&crit);
+	for (unsigned int k = 1; k < n; k++)
+		for (unsigned int s = 0; s < n; s++) {
+			unsigned int d = (s + k) % n;
+			uint64_t l = 4096 * (s == 1 && d == 2 ? 20 : 5);
+
+			fdev_plan_xfer(&plain, 0, s, d, d * blk, n * blk + s * blk, l);
+			fdev_plan_xfer(&crit, 0, s, d, d * blk, n * blk + s * blk, l);
+		}
+	fdev_plan_need(&plain, 2 * n * blk);
+	fdev_plan_need(&crit, 2 * n * blk);
+	plain.nsteps = crit.nsteps = 1;
+	err = fdev_plan_finish(&plain);
+	if (!err)
+		err = fdev_plan_finish(&crit);
+	if (!err)
+		err = fdev_plan_interleave(&plain, 4096, 4096);
+	if (!err)
+		err = fdev_plan_interleave(&crit, 4096, 4096);
+	if (!err)
+		err = fdev_plan_critical_first(&crit, &m, 1);
+	once = !err && crit.nx == plain.nx;
+	for (size_t i = 0; once && i < plain.nx; i++) {
+		unsigned int found = 0;
+
+		for (size_t j = 0; j < crit.nx; j++)
+			found += crit.x[j].src == plain.x[i].src &&
+				 crit.x[j].dst == plain.x[i].dst &&
+				 crit.x[j].step == plain.x[i].step &&
+				 crit.x[j].src_off == plain.x[i].src_off &&
+				 crit.x[j].dst_off == plain.x[i].dst_off &&
+				 crit.x[j].len == plain.x[i].len;
+		once &= found == 1;
+	}
+	ok(once, "critical first: every piece exactly once (%d, %zu against %zu)",
+	   err, crit.nx, plain.nx);
+	for (unsigned int s = 0; once && s < n; s++) {
+		uint64_t next[4] = { 0 };
+
+		for (size_t j = 0; j < crit.nx; j++) {
+			const struct fdev_xfer *x = &crit.x[j];
+
+			if (x->src != s)
+				continue;
+			if (s == 0 && first0 == UINT32_MAX)
+				first0 = x->dst;
+			order &= x->src_off == x->dst * blk + next[x->dst];
+			next[x->dst] += x->len;
+		}
+	}
+	for (size_t j = 0; once && j < crit.nx; j++)
+		if (plain.x[j].src == 3 || crit.x[j].src == 3)
+			kept &= crit.x[j].src == plain.x[j].src &&
+				crit.x[j].dst == plain.x[j].dst &&
+				crit.x[j].src_off == plain.x[j].src_off;
+	ok(once && order, "critical first: each pair's pieces in their order");
+	ok(once && first0 == 2,
+	   "critical first: rank 0 starts on the pair over the busiest link (to %u)",
+	   first0);
+	ok(once && kept, "critical first: rank 3, all its links alike, keeps its order");
+	for (unsigned int k = 0; k < 2; k++)
+		for (unsigned int r = 0; r < n; r++) {
+			ws[k][r] = calloc(1, 2 * n * blk);
+			for (uint64_t b = 0; ws[k][r] && b < n * blk; b++)
+				ws[k][r][b] = (uint8_t)(r * 131 + b * 7);
+		}
+	for (unsigned int r = 0; r < n; r++)
+		same &= ws[0][r] && ws[1][r];
+	if (same && !err) {
+		same = !fdev_plan_exec_host(&plain, ws[0]) &&
+		       !fdev_plan_exec_host(&crit, ws[1]);
+		for (unsigned int r = 0; same && r < n; r++)
+			same = !memcmp(ws[0][r], ws[1][r], 2 * n * blk);
+	}
+	ok(same && !err, "critical first: every rank's workspace as with the plain order");
+	for (unsigned int k = 0; k < 2; k++)
+		for (unsigned int r = 0; r < n; r++)
+			free(ws[k][r]);
+	fdev_plan_free(&plain);
+	fdev_plan_free(&crit);
+}
+
+/*
  * fdev_plan_interleave(): the same bytes land where they did, each
  * source's pieces go piece-major, and a source's pieces per step stay
  * within the cap. Then FDEV_INTERLEAVE on a communicator's all-to-all:
@@ -1310,6 +1434,7 @@ static void test_interleave(void)
 	test_plan_head();
 	test_far_first();
 	test_start_fill();
+	test_critical_first();
 	test_a2av_slots();
 
 	in = calloc((size_t)n * n * cnt, 4);

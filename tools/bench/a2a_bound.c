@@ -510,6 +510,17 @@ static void link_bounds(const struct icfab_engine_storage *st,
 	}
 }
 
+/* The fewest DMA engines of a rank's endpoint. */
+static uint32_t rank_engines(const struct run *r)
+{
+	uint32_t most = UINT32_MAX;
+
+	for (uint32_t i = 0; i < r->n; i++)
+		if (r->t->nodes[r->ep[i]].dma_engines < most)
+			most = r->t->nodes[r->ep[i]].dma_engines;
+	return most;
+}
+
 /*
  * -H -o lead: each source's first pieces dealt out over its first links
  * and its last pieces on each first link far pairs first, as
@@ -533,6 +544,8 @@ static int far_first(const struct run *r, struct fdev_plan *p)
 		err = fdev_plan_start_fill(p, first, r->n);
 	if (!err)
 		err = fdev_plan_far_first(p, hops, first, r->n);
+	if (!err && !getenv("FDEV_NO_CRITICAL_FIRST"))
+		err = fdev_plan_critical_first(p, m, rank_engines(r));
 	fdev_paths_free(m);
 	free(hops);
 	free(first);

@@ -7,8 +7,15 @@ them (moe_bench -M's JSON, the dispatch phase alone), for 64 ranks:
                               matrix of a2a_interleave.sh -o alltoallv
     a2av_matrix.py m3 BYTES   BYTES x ((7s + d) mod 3)
     a2av_matrix.py u BYTES    BYTES every pair
-    a2av_matrix.py rN         random.seed(N), then row by row
-                              randint(0, 32) x 4096 bytes per pair
+    a2av_matrix.py rN [K]     random.seed(N), then row by row
+                              randint(0, 32) x 4096 bytes per pair, times
+                              K (1 by default)
+    a2av_matrix.py hot        every 8th rank gets 64 x 4096 bytes from
+                              each, the others 8 x 4096
+    a2av_matrix.py pN         random.seed(N), then a Pareto(1.5) weight
+                              per destination and per pair
+                              min(64, round(8 x weight x U(0.5, 1.5)))
+                              x 4096 bytes
 
 The diagonal is 0 (a rank's bytes to itself cross no link).
 """
@@ -30,7 +37,17 @@ def main():
         m = [[b] * n for _ in range(n)]
     elif kind.startswith("r") and kind[1:].isdigit():
         random.seed(int(kind[1:]))
-        m = [[random.randint(0, 32) * 4096 for _ in range(n)] for _ in range(n)]
+        k = b if b else 1
+        m = [[random.randint(0, 32) * 4096 * k for _ in range(n)]
+             for _ in range(n)]
+    elif kind == "hot":
+        m = [[(64 if d % 8 == 0 else 8) * 4096 for d in range(n)]
+             for _ in range(n)]
+    elif kind.startswith("p") and kind[1:].isdigit():
+        random.seed(int(kind[1:]))
+        w = [random.paretovariate(1.5) for _ in range(n)]
+        m = [[min(64, round(8 * w[d] * random.uniform(0.5, 1.5))) * 4096
+              for d in range(n)] for _ in range(n)]
     else:
         sys.exit(__doc__)
     for s in range(n):
