@@ -220,8 +220,6 @@ static uint32_t cf_pick(struct cf_step *s, uint32_t src, uint64_t now)
 	return best;
 }
 
-/* Piece @c reaches hop @hop at @now: it leaves when its link is free,
- * and reaches the next hop (or frees its engine) after it. */
 /*
  * Segment @seg of piece @c is ready at hop @hop at @now: it leaves when
  * the link is free and is ready at the next hop its latency later. At
