@@ -169,13 +169,15 @@ struct icfab_data {
 	 * The step: the transfers submitted since the engine last held
 	 * none, in order, while @step_ok (docs/ARCHITECTURE.md, "The
 	 * parallel engine in the kernel"), which ends when one of them
-	 * is not plain (a circuit, a tier port, a spray offset, a
-	 * NOTIFY), when the engine is about to process an event of the
-	 * step on its own, or when the log cannot grow. Kept only on a
-	 * fabric of at least engine_par_min_endpoints endpoints while
-	 * engine_threads > 1, both read when a step starts.
+	 * is not plain (a circuit, a tier port, a spray offset where the
+	 * topology sprays, a NOTIFY), when the engine is about to process
+	 * an event of the step on its own, or when the log cannot grow.
+	 * Kept only on a fabric of at least engine_par_min_endpoints
+	 * endpoints while engine_threads > 1, both read when a step
+	 * starts.
 	 */
 	bool step_ok;
+	bool sprays;			/* icfab_topo_sprays() of @topo */
 	u32 nr_endpoints;		/* of the topology at creation */
 	u32 step_nr, step_cap;
 	u32 *step_ids;			/* [step_cap] */
@@ -399,6 +401,7 @@ static struct icfab_data *icfab_data_create(struct icfab_fabric *fabric)
 	if (icfab_engine_init(&d->engine, m, t->segment_size, &d->st))
 		goto err_free;
 	d->engine.run_budget = ICFAB_ENGINE_RUN_BUDGET;
+	d->sprays = icfab_topo_sprays(m);
 	for (i = 0; i < m->nr_nodes && i < m->nodes_cap; i++)
 		d->nr_endpoints += m->nodes[i].present &&
 				   m->nodes[i].kind == ICFAB_MODEL_ENDPOINT;
@@ -1021,7 +1024,8 @@ static noinline void icfab_step_note(struct icfab_data *d,
 		return;
 	if (req->cx || req->notify || icfab_req_tier(req, true) !=
 	    ICFAB_MODEL_NO_LINK || icfab_req_tier(req, false) !=
-	    ICFAB_MODEL_NO_LINK || spray_off >= d->engine.segment_size ||
+	    ICFAB_MODEL_NO_LINK ||
+	    (spray_off >= d->engine.segment_size && d->sprays) ||
 	    d->step_nr != d->engine.nr_xfers - 1) {
 		d->step_ok = false;
 		return;
@@ -1590,6 +1594,7 @@ int icfab_data_retopo(struct icfab_fabric *fabric, struct icfab_topo *t)
 	if (err)
 		return err;
 	d->topo = t;
+	d->sprays = icfab_topo_sprays(&t->m);
 	return 0;
 }
 

@@ -2754,6 +2754,8 @@ void icfab_engine_part_retire(struct icfab_engine *e, icfab_u32 id)
 int icfab_engine_unsubmit(struct icfab_engine *e, const icfab_u32 *ids,
 			  icfab_u32 n)
 {
+	/* A spray offset where nothing sprays is never read. */
+	int sprays = icfab_topo_sprays(e->topo);
 	icfab_u32 i;
 
 	if (n != e->nr_xfers || e->part)
@@ -2771,7 +2773,7 @@ int icfab_engine_unsubmit(struct icfab_engine *e, const icfab_u32 *ids,
 		x = &e->xfers[ids[i]];
 		if (x->state != XFER_PENDING || x->tree ||
 		    x->tier_in != ICFAB_MODEL_NO_LINK ||
-		    x->tier_out != ICFAB_MODEL_NO_LINK || x->spray)
+		    x->tier_out != ICFAB_MODEL_NO_LINK || (x->spray && sprays))
 			return -ICFAB_ENGINE_EINVAL;
 	}
 	/* A repeated id would leave another transfer held: refuse. */

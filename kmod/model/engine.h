@@ -855,7 +855,9 @@ void icfab_part_result_at(struct icfab_engine *const *e, icfab_u32 nr,
  * as it was before the first of them, its free list of transfer ids
  * included, but for the high-water mark of its events. 0, or
  * -ICFAB_ENGINE_EINVAL and nothing changed (one of them has started, is
- * a tree, a tiered or a sprayed transfer, or @e holds others).
+ * a tree, a tiered transfer, or one given a spray offset on a topology
+ * that sprays (icfab_topo_sprays()), or @e holds others). A spray offset
+ * where nothing sprays is never read, and is not handed over.
  *
  * icfab_engine_set_free_list(): @e holding nothing, its free list
  * becomes @head, then @next[@head], ... (every slot once), the order in

@@ -432,3 +432,24 @@ int icfab_topo_validate(struct icfab_mtopo *t,
 	}
 	return 0;
 }
+
+int icfab_topo_sprays(const struct icfab_mtopo *t)
+{
+	icfab_u32 i, s;
+
+	for (i = 0; i < t->links_cap; i++) {
+		const struct icfab_mlink *l = &t->links[i];
+
+		if (l->present && l->nr_par > 1 &&
+		    l->multipath == ICFAB_MODEL_MULTIPATH_SPRAY)
+			return 1;
+	}
+	for (i = 0; i < t->nodes_cap; i++) {
+		const struct icfab_mnode *n = &t->nodes[i];
+
+		for (s = 0; n->present && s < n->nr_sets; s++)
+			if (n->sets[s].mode == ICFAB_MODEL_MULTIPATH_SPRAY)
+				return 1;
+	}
+	return 0;
+}

@@ -251,6 +251,14 @@ int icfab_topo_validate(struct icfab_mtopo *t,
 			icfab_u8 *scratch, struct icfab_topo_err *err);
 
 /*
+ * Whether anything in validated @t spreads a transfer's segments by
+ * their spray turns: a next-hop set in spray mode, or parallel links in
+ * spray mode. Where nothing does, no transfer's spray offset
+ * (icfab_engine_set_spray_offset()) changes anything. 1 or 0.
+ */
+int icfab_topo_sprays(const struct icfab_mtopo *t);
+
+/*
  * @node's entry towards @dst: a port, a set (from ICFAB_MODEL_SET_BASE)
  * or ICFAB_MODEL_NO_PORT.
  */

@@ -152,6 +152,32 @@ static void test_sets(void)
 	topo_free(t);
 }
 
+/*
+ * Whether a topology sprays (icfab_topo_sprays()): the data path hands
+ * the parallel engine steps given spray offsets only where nothing reads
+ * them.
+ */
+static void test_sprays(void)
+{
+	struct icfab_topo_err err;
+	struct icfab_mtopo *t;
+
+	t = ring(8);
+	ok(validate(t, &err) == NULL && !icfab_topo_sprays(t),
+	   "a ring of single links does not spray");
+	topo_free(t);
+
+	t = leafspine(3, 2, ICFAB_MODEL_MULTIPATH_FLOW);
+	ok(validate(t, &err) == NULL && !icfab_topo_sprays(t),
+	   "next-hop sets by flow do not spray");
+	topo_free(t);
+
+	t = leafspine(3, 2, ICFAB_MODEL_MULTIPATH_SPRAY);
+	ok(validate(t, &err) == NULL && icfab_topo_sprays(t),
+	   "next-hop sets in spray mode spray");
+	topo_free(t);
+}
+
 int main(void)
 {
 	struct icfab_topo_err err;
@@ -256,5 +282,6 @@ int main(void)
 	topo_free(t);
 
 	test_sets();
+	test_sprays();
 	return done();
 }
