@@ -247,6 +247,20 @@ static int step_reap(struct fdev_comm *c, unsigned int posted,
 	unsigned int timeout = c->notify ? c->timeout_ms : 0, done = 0;
 	struct fdev_cqe cqe[256];
 
+	/*
+	 * A step posted whole, and nothing to do until all of it is back:
+	 * one WAIT for all of it, which the module may run on its parallel
+	 * engine (docs/ARCHITECTURE.md, "The parallel engine in the
+	 * kernel"). No emulated time changes, as nothing is posted until
+	 * the last one. A notify rank's step may bring others' WRITEs
+	 * (and is never run in parallel), so it is reaped as it comes.
+	 */
+	if (!rx && posted) {
+		int ret = fdev_wait_stash(c->dev, posted, timeout);
+
+		if (ret < 0)
+			return err ? err : ret;
+	}
 	while (done < posted || (rx && rx->pending && !err)) {
 		uint64_t all = posted - done + (rx && !err ? rx->pending : 0);
 		int ret = fdev_wait(c->dev, cqe, all < 256 ? (unsigned int)all : 256,

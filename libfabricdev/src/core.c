@@ -621,28 +621,43 @@ static int cq_wait(struct fdev *dev, unsigned int min, unsigned int timeout_ms)
 
 static int ioctl_wait(struct fdev *dev, unsigned int min, unsigned int timeout_ms)
 {
-	struct icfab_cqe cqes[256];
-	unsigned int got = 0;
+	struct icfab_cqe few[256], *cqes = few;
+	unsigned int cap = 256, got = 0;
+	int err = 0;
 
 	if (dev->cq)
 		return cq_wait(dev, min, timeout_ms);
+	/*
+	 * All of @min in one WAIT where memory allows: the module runs a
+	 * step on its parallel engine only for a WAIT that cannot end
+	 * before the step's last completion (cq_wait() asks so anyway).
+	 */
+	if (min > cap) {
+		struct icfab_cqe *all = calloc(min, sizeof(*all));
+
+		if (all) {
+			cqes = all;
+			cap = min;
+		}
+	}
 	do {
 		unsigned int want = min - got;
 		struct icfab_wait w = {
-			.cqes = (uintptr_t)cqes, .max = 256,
-			.min = want > 256 ? 256 : want,
+			.cqes = (uintptr_t)cqes, .max = cap,
+			.min = want > cap ? cap : want,
 			.timeout_ms = timeout_ms,
 		};
 
-		if (ioctl(dev->fd, ICFAB_IOC_WAIT, &w))
-			return -errno;
+		if (ioctl(dev->fd, ICFAB_IOC_WAIT, &w)) {
+			err = -errno;
+			break;
+		}
 		dev->clock_ps = w.clock_ps > dev->clock_ps ? w.clock_ps :
 							     dev->clock_ps;
-		for (unsigned int i = 0; i < w.nr; i++) {
-			int err = stash_push(dev, (struct fdev_cqe *)&cqes[i]);
-
+		for (unsigned int i = 0; i < w.nr && !err; i++) {
+			err = stash_push(dev, (struct fdev_cqe *)&cqes[i]);
 			if (err)
-				return err;
+				break;
 			if (cqes[i].finish_ps > dev->clock_ps)
 				dev->clock_ps = cqes[i].finish_ps;
 			/* Received ones were never in flight here. */
@@ -650,8 +665,10 @@ static int ioctl_wait(struct fdev *dev, unsigned int min, unsigned int timeout_m
 				dev->inflight--;
 		}
 		got += w.nr;
-	} while (got < min);
-	return 0;
+	} while (!err && got < min);
+	if (cqes != few)
+		free(cqes);
+	return err;
 }
 
 /*
@@ -1067,6 +1084,22 @@ int fdev_poll(struct fdev *dev, struct fdev_cqe *cqes, unsigned int max)
 	return (int)stash_take(dev, cqes, max);
 }
 
+int fdev_wait_stash(struct fdev *dev, unsigned int min,
+		    unsigned int timeout_ms)
+{
+	unsigned int need;
+
+	if (dev->stash_nr >= min)
+		return 0;
+	need = min - dev->stash_nr;
+	/* A receiver may wait for what others send it. */
+	if (need > dev->inflight && !dev->recv_queue)
+		return -EDEADLK;
+	if (dev->uring)
+		return uring_wait(dev, need);
+	return ioctl_wait(dev, need, timeout_ms);
+}
+
 int fdev_wait(struct fdev *dev, struct fdev_cqe *cqes, unsigned int min,
 	      unsigned int max, unsigned int timeout_ms)
 {
@@ -1074,19 +1107,9 @@ int fdev_wait(struct fdev *dev, struct fdev_cqe *cqes, unsigned int min,
 
 	if (!dev || min > max || (!cqes && max))
 		return -EINVAL;
-	if (dev->stash_nr < min) {
-		unsigned int need = min - dev->stash_nr;
-
-		/* A receiver may wait for what others send it. */
-		if (need > dev->inflight && !dev->recv_queue)
-			return -EDEADLK;
-		if (dev->uring)
-			err = uring_wait(dev, need);
-		else
-			err = ioctl_wait(dev, need, timeout_ms);
-		if (err)
-			return err;
-	}
+	err = fdev_wait_stash(dev, min, timeout_ms);
+	if (err)
+		return err;
 	return (int)stash_take(dev, cqes, max);
 }
 

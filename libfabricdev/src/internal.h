@@ -87,6 +87,14 @@ static inline int fdev_cqe_received(const struct fdev *dev,
 }
 
 int fdev_reap_tag(struct fdev *dev, uint64_t tag, struct fdev_cqe *out);
+/*
+ * Wait until @min completions are in the stash, taking none (then
+ * fdev_wait() takes them without waiting). A large @min is one WAIT of
+ * the module for all of it on the ring and ioctl paths, which is what
+ * lets the module run a step on its parallel engine.
+ */
+int fdev_wait_stash(struct fdev *dev, unsigned int min,
+		    unsigned int timeout_ms);
 /* A receiver's WAIT for one completion, bounded; the module's clock. */
 int fdev_idle_wait(struct fdev *dev, unsigned int timeout_ms);
 /* End another thread's fdev_idle_wait() (-ECANCELED), or the next one. */
