@@ -8,7 +8,10 @@
 # cut to 128 endpoints, pdata_a2a's steps (every completion of each
 # hashed, the context's clock after) and the link statistics must come
 # out the same with 1, 2 and 3 threads; engine_par_steps says how many
-# steps the partitions ran. A second context submitting in the middle
+# steps the partitions ran. libfabricdev's steps (two all-to-alls, one
+# process driving the 128 ranks, on the completion ring and on the
+# ioctl path) must run on partitions too, with 1 thread's times and
+# link statistics. A second context submitting in the middle
 # of a step, steps reaped in pieces, and a fabric below the threshold
 # run sequentially (or in parallel where allowed) with the same
 # results. A process killed, and an rmmod tried, while the partitions
@@ -19,6 +22,7 @@ top=$(cd "$(dirname "$0")/../../.." 2>/dev/null && pwd)
 icfabd=$top/build/bin/icfabd
 icfabctl=$top/build/bin/icfabctl
 a2a=$top/build/selftests/icfab/pdata_a2a
+fdev=$top/build/libfabricdev/tests/fdev_dev_test
 par=/sys/module/icfab/parameters
 tmp=$(mktemp -d)
 trap 'echo 1 > $par/engine_threads; echo 512 > $par/engine_par_min_endpoints; rm -rf "$tmp"' EXIT
@@ -75,6 +79,36 @@ check "3 threads: completions, clocks, links as 1 thread's" same one-1 one-3
 check "below the threshold: as 1 thread's first step" sh -c "
 	head -1 '$tmp/below' > '$tmp/b1' && head -1 '$tmp/one-1' > '$tmp/o1' &&
 	cmp -s '$tmp/b1' '$tmp/o1'"
+
+# libfabricdev's steps (fdev_plan_run(): each posted whole, then one
+# WAIT for all of it): two all-to-alls of 4 KiB per pair, one process
+# driving the 128 ranks, on the ring (CQ_WAIT) and on the ioctl path.
+# lib NAME THREADS [VAR=VALUE...]: as run, fdev_dev_test's JSON line
+lib() {
+	lname=$1 lthreads=$2
+	shift 2
+	echo "$lthreads" > $par/engine_threads &&
+	"$icfabctl" stats reset > /dev/null &&
+	s0=$(steps) &&
+	env FDEV_COLL_REPEAT=2 "$@" "$fdev" coll alltoall direct 128 4096 \
+		> "$tmp/$lname" &&
+	s1=$(steps) &&
+	echo $((s1 - s0)) > "$tmp/$lname.par" &&
+	"$icfabctl" stats | grep -v -i joule > "$tmp/$lname.links" &&
+	sed 's/^/# /' "$tmp/$lname" &&
+	echo "# $lname: $(cat "$tmp/$lname.par") steps on partitions"
+}
+check "libfabricdev, 1 thread: two all-to-alls ran" lib fdev-1 1
+check "libfabricdev, 2 threads: two all-to-alls ran on the ring" lib fdev-2 2
+check "libfabricdev, 2 threads: two all-to-alls ran on the ioctl path" \
+	lib fdev-2i 2 FDEV_NO_URING=1
+check "libfabricdev, 1 thread: no step on partitions" [ "$(cat "$tmp/fdev-1.par")" = 0 ]
+check "libfabricdev on the ring: its steps on partitions" [ "$(cat "$tmp/fdev-2.par")" -ge 2 ]
+check "libfabricdev on the ioctl path: its steps on partitions" \
+	[ "$(cat "$tmp/fdev-2i.par")" = "$(cat "$tmp/fdev-2.par")" ]
+check "libfabricdev on the ring: times and links as 1 thread's" same fdev-1 fdev-2
+check "libfabricdev on the ioctl path: times and links as 1 thread's" same fdev-1 fdev-2i
+
 for j in 1 2; do
 	check "$j threads: steps reaped whole and in pieces ran" run pieces-$j $j pieces 4
 done
