@@ -691,6 +691,9 @@ static ENGINE_HOT int ev_push_arrival(struct icfab_engine *e, icfab_u32 id,
  * has run (arrival_carried()). One event fewer, the same order. Not with
  * heap_only, the reference the host tests compare the engine with.
  */
+static int release_here(const struct icfab_engine *e, icfab_u32 id,
+			icfab_u64 time_ps);
+
 static ENGINE_HOT int release_lands(struct icfab_engine *e, icfab_u32 id,
 				    icfab_u64 time_ps)
 {
@@ -699,9 +702,17 @@ static ENGINE_HOT int release_lands(struct icfab_engine *e, icfab_u32 id,
 
 	x->undelivered = 0;
 	x->arrive_ps = time_ps;
-	err = ev_push_src(e, id, time_ps, x->nr_segs + 1);
-	if (err)
-		return err;
+	if (__builtin_expect(e->carry_open, 0) &&
+	    release_here(e, id, time_ps)) {
+		/* Pending as the push would have it, but for carried_run(). */
+		e->carried_here = 1;
+		x->events++;
+		e->nr_deferred++;
+	} else {
+		err = ev_push_src(e, id, time_ps, x->nr_segs + 1);
+		if (err)
+			return err;
+	}
 	x->events++;
 	e->nr_deferred++;
 	if (e->nr_events + e->nr_deferred > e->max_events)
@@ -2106,39 +2117,70 @@ static ENGINE_HOT void ev_processed(struct icfab_engine *e, icfab_u64 time_ps,
 	}
 }
 
-/* Whether (@time_ps, @key, segment 0) sorts strictly before @h in (time, key, seg). */
-static ENGINE_HOT int key0_before(icfab_u64 time_ps, icfab_u64 key,
-				  const struct icfab_engine_evkey *h)
+/* Whether (@time_ps, @key, @seg) sorts strictly before @h in (time, key, seg). */
+static ENGINE_HOT int key_seg_before(icfab_u64 time_ps, icfab_u64 key,
+				     icfab_u32 seg,
+				     const struct icfab_engine_evkey *h)
 {
 	if (time_ps != h->time_ps)
 		return time_ps < h->time_ps;
 	if (key != h->key)
 		return key < h->key;
-	return h->seg != 0;
+	return seg < h->seg;
 }
 
 /*
- * Whether an event (@time_ps, @key, segment 0) of the instant being
- * processed would be the next one out: no front, and it sorts strictly
- * before the heads of the heap, the run and the chains in (time, key,
- * seg). A tie with one of them says no, without reading bodies.
- * Written out, as ev_next_src() is.
+ * Whether an event (@time_ps, @key, @seg) would be the next one out: no
+ * front, and it sorts strictly before the heads of the heap, the run
+ * and the chains in (time, key, seg). A tie with one of them says no,
+ * without reading bodies. Written out, as ev_next_src() is.
  */
-static ENGINE_HOT int ev_next_is(const struct icfab_engine *e,
-				 icfab_u64 time_ps, icfab_u64 key)
+static ENGINE_HOT int ev_next_at(const struct icfab_engine *e,
+				 icfab_u64 time_ps, icfab_u64 key,
+				 icfab_u32 seg)
 {
 	if (e->has_front)
 		return 0;
-	if (e->nr_heap && !key0_before(time_ps, key, &ev_keys(e)[0]))
+	if (e->nr_heap &&
+	    !key_seg_before(time_ps, key, seg, &ev_keys(e)[0]))
 		return 0;
 	if (e->run_lo != e->run_hi &&
-	    !key0_before(time_ps, key, &ev_keys(e)[e->run_hi - 1]))
+	    !key_seg_before(time_ps, key, seg, &ev_keys(e)[e->run_hi - 1]))
 		return 0;
 	if (!chain_empty(e, 0) &&
-	    !key0_before(time_ps, key, &e->chain[0].head))
+	    !key_seg_before(time_ps, key, seg, &e->chain[0].head))
 		return 0;
 	return chain_empty(e, 1) ||
-	       key0_before(time_ps, key, &e->chain[1].head);
+	       key_seg_before(time_ps, key, seg, &e->chain[1].head);
+}
+
+/* ev_next_at() of an event of the instant being processed, segment 0. */
+static ENGINE_HOT int ev_next_is(const struct icfab_engine *e,
+				 icfab_u64 time_ps, icfab_u64 key)
+{
+	return ev_next_at(e, time_ps, key, 0);
+}
+
+/*
+ * Whether the release that carries transfer @id's last arrival, at
+ * @time_ps (release_lands()), would be the next event the loop of
+ * events processes: within the horizon of the run in progress, with
+ * room in the run budget, and sorting strictly before every pending
+ * event. Events left in a list of submissions, or carried by a release,
+ * sort after one that is pushed, so the pushed ones are all to compare
+ * with.
+ */
+static __attribute__((__noinline__)) int
+release_here(const struct icfab_engine *e, icfab_u32 id, icfab_u64 time_ps)
+{
+	const struct icfab_engine_xfer *x = &e->xfers[id];
+
+	if (e->horizon_ps != ICFAB_ENGINE_NEVER && time_ps >= e->horizon_ps)
+		return 0;
+	if (e->run_budget && e->run_done == e->run_budget)
+		return 0;
+	return !e->nr_events ||
+	       ev_next_at(e, time_ps, ev_key_after(x), x->nr_segs + 1);
 }
 
 /*
@@ -2207,6 +2249,15 @@ static ENGINE_HOT int release_run(struct icfab_engine *e, const struct ev *ev,
  * max_events is the same; a run budget counts it as the event it
  * stands for. Out of line: the loop of events is compiled around the
  * segment's event, which this would crowd.
+ *
+ * The waiter started here, when its own release carrying its last
+ * arrival would be the next event out (release_here()), keeps it
+ * (e->carried_here) and it is processed here too, as the loop of
+ * events would process it: so a queue of one-segment transfers behind
+ * one DMA engine runs through, each started and completed in turn,
+ * without an event of its own pushed or popped. The release is counted
+ * as pending while kept, as its push would count it, so max_events is
+ * the same; a run budget counts it as the event it is.
  */
 static __attribute__((__noinline__)) int
 carried_run(struct icfab_engine *e, icfab_u32 id, icfab_u64 now,
@@ -2214,56 +2265,97 @@ carried_run(struct icfab_engine *e, icfab_u32 id, icfab_u64 now,
 	    void *arg)
 {
 	struct icfab_engine_xfer *x = &e->xfers[id];
-	struct icfab_engine_xfer *wx = &e->xfers[w];
 	icfab_u32 src = x->src;
 	struct icfab_engine_ep *ep = &e->eps[src];
 	struct icfab_engine_part *p = e->part;
+	struct icfab_engine_xfer *wx;
 	struct icfab_engine_done *d;
-	int err, ret = 0;
+	int err, ret;
 
-	ep->wait_head = wx->next;
-	if (ep->wait_head == ICFAB_ENGINE_NO_XFER)
-		ep->wait_tail = ICFAB_ENGINE_NO_XFER;
-	wx->next = ICFAB_ENGINE_NO_XFER;
-	wx->dma = x->dma;
-	wx->state = XFER_GRANTED;
-	/*
-	 * The arrival: @x retires, and may be reused by the callback; a
-	 * partition records it at the release (release_lands() left nothing
-	 * undelivered) as part_done() would at the release's own turn of the
-	 * loop. Written out: with a second caller, part_done() is compiled
-	 * out of line and the sequential loop of events 3% longer
-	 * (callgrind, engine_rate -H, 64 endpoints, 64 KiB).
-	 */
-	if (!--x->events && p) {
-		if (p->nr_done >= p->done_cap)
-			return part_fail(e, -ICFAB_ENGINE_ENOSPC);
-		d = &p->done[p->nr_done++];
-		d->time_ps = now;
-		d->key = ev_key_after(x);
-		d->seg = x->nr_segs + 1;
-		d->hop = 0;
-		d->node = src;
-		d->xfer = id;
-	} else if (!x->events) {
-		ret = xfer_complete(e, id, x->status, now, complete, arg) ?
-		      1 : 0;
+	for (;;) {
+		wx = &e->xfers[w];
+		ret = 0;
+		ep->wait_head = wx->next;
+		if (ep->wait_head == ICFAB_ENGINE_NO_XFER)
+			ep->wait_tail = ICFAB_ENGINE_NO_XFER;
+		wx->next = ICFAB_ENGINE_NO_XFER;
+		wx->dma = x->dma;
+		wx->state = XFER_GRANTED;
+		/*
+		 * The arrival: @x retires, and may be reused by the callback;
+		 * a partition records it at the release (release_lands() left
+		 * nothing undelivered) as part_done() would at the release's
+		 * own turn of the loop. Written out: with a second caller,
+		 * part_done() is compiled out of line and the sequential loop
+		 * of events 3% longer (callgrind, engine_rate -H, 64
+		 * endpoints, 64 KiB).
+		 */
+		if (!--x->events && p) {
+			if (p->nr_done >= p->done_cap)
+				return part_fail(e, -ICFAB_ENGINE_ENOSPC);
+			d = &p->done[p->nr_done++];
+			d->time_ps = now;
+			d->key = ev_key_after(x);
+			d->seg = x->nr_segs + 1;
+			d->hop = 0;
+			d->node = src;
+			d->xfer = id;
+		} else if (!x->events) {
+			ret = xfer_complete(e, id, x->status, now, complete,
+					    arg) ? 1 : 0;
+		}
+		e->nr_deferred--;
+		/* In a partition, a waiter of no segments: see release_inline(). */
+		if (ret || (e->run_budget && e->run_done == e->run_budget) ||
+		    (p && !wx->nr_segs) || !ev_next_is(e, now, wkey)) {
+			err = ev_push(e, w, now, 0, 0, src);
+			return err ? err : ret;
+		}
+		if (e->run_budget)
+			e->run_done++;
+		ev_processed(e, now, wkey);
+		/* a partition records completions: no release kept there */
+		e->carry_open = !p;
+		err = xfer_start(e, w, now);
+		e->carry_open = 0;
+		if (err)
+			return err;
+		if (!e->carried_here) {
+			if (wx->state == XFER_RUNNING && !wx->events)
+				return xfer_complete(e, w, wx->status, now,
+						     complete, arg) ? 1 : 0;
+			return 0;
+		}
+		/*
+		 * @w's release, as the loop of events would pop it and
+		 * ev_process() take it: its time is after @now.
+		 */
+		e->carried_here = 0;
+		id = w;
+		x = wx;
+		now = x->arrive_ps;
+		if (e->run_budget)
+			e->run_done++;
+		ev_processed(e, now, ev_key_after(x));
+		if (now > e->now_ps)
+			e->now_ps = now;
+		e->nr_deferred--;
+		x->events--;
+		w = ep->wait_head;
+		if (w == ICFAB_ENGINE_NO_XFER)
+			break;
+		wkey = ev_key(&e->xfers[w], now);
+		if (wkey <= ev_key_after(x))
+			break;
 	}
-	e->nr_deferred--;
-	/* In a partition, a waiter of no segments: see release_inline(). */
-	if (ret || (e->run_budget && e->run_done == e->run_budget) ||
-	    (e->part && !wx->nr_segs) || !ev_next_is(e, now, wkey)) {
-		err = ev_push(e, w, now, 0, 0, src);
-		return err ? err : ret;
-	}
-	if (e->run_budget)
-		e->run_done++;
-	ev_processed(e, now, wkey);
-	err = xfer_start(e, w, now);
+	/* ev_process()'s way for a release carrying its arrival. */
+	err = dma_release(e, id, now);
+	if (!err)
+		err = arrival_carried(e, id, now, w);
 	if (err)
 		return err;
-	if (wx->state == XFER_RUNNING && !wx->events)
-		return xfer_complete(e, w, wx->status, now, complete, arg) ?
+	if (x->state == XFER_RUNNING && !x->events)
+		return xfer_complete(e, id, x->status, now, complete, arg) ?
 		       1 : 0;
 	return 0;
 }
@@ -2447,6 +2539,7 @@ int icfab_engine_run_until(struct icfab_engine *e, icfab_u64 horizon_ps,
 
 	/* The topology may have changed since the last call. */
 	e->epoch++;
+	e->horizon_ps = horizon_ps;
 	while (e->nr_events) {
 		/* Where the next is, decided once for the peek and the pop. */
 		int src = ev_next_src(e);

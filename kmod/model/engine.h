@@ -495,6 +495,15 @@ struct icfab_engine {
 	 */
 	icfab_u32 run_budget;
 	icfab_u32 run_done;
+	/* The horizon of the icfab_engine_run_until() call in progress. */
+	icfab_u64 horizon_ps;		/* ps */
+	/*
+	 * carried_run() in engine.c starting a waiter: its release, when it
+	 * would be the next event, is kept here (@carried_here) instead of
+	 * pushed, and processed there.
+	 */
+	icfab_u8 carry_open;
+	icfab_u8 carried_here;
 	/*
 	 * Counts icfab_engine_run_until() calls, from 1: a link's cache
 	 * checked in this one (cache_epoch) is not checked again.

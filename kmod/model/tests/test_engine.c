@@ -76,6 +76,8 @@ struct harness {
 	unsigned int nrecs;
 	int completions;
 	int stop;			/* callback asks to stop */
+	/* callback submits (test_queue_inplace): its count so far */
+	int resubmit;
 	/* trace totals */
 	ull trace_segs, trace_bytes;
 	int trace_bad, trace_submits, trace_submit_ok, trace_completes;
@@ -102,6 +104,24 @@ static int on_complete(void *arg, icfab_u32 id,
 	if (r->key < h->nrecs) {
 		h->recs[r->key].r = *r;
 		h->recs[r->key].n++;
+	}
+	if (h->resubmit && r->key < 4) {
+		icfab_u32 nid;
+
+		/* Another source's transfer at the instant of the completion. */
+		if (icfab_engine_submit(&h->e, 2, 3, 64, r->finish_ps,
+					100 + r->key, &nid))
+			h->resubmit = -1000;
+		h->resubmit++;
+	}
+	if (h->resubmit && r->key == 5) {
+		icfab_u32 nid;
+
+		/* Its own source's, a ps later: it joins the wait list. */
+		if (icfab_engine_submit(&h->e, 0, 1, 64, r->finish_ps + 1, 200,
+					&nid))
+			h->resubmit = -1000;
+		h->resubmit++;
 	}
 	return h->stop;
 }
@@ -2289,6 +2309,91 @@ static void test_queue_subwait(void)
 }
 
 /*
+ * A queue of one-segment transfers behind one DMA engine, zero latency:
+ * each release carrying its last arrival is processed where the one
+ * before it started its waiter (carried_run() in engine.c) while it is
+ * the next event. Each way checked against the plain heap: run through,
+ * horizons a ps apart (the run stops at each, its time there), a transfer of another
+ * source submitted inside the queue's times, a transfer of three
+ * segments in the queue, a run budget of three events (the yields are
+ * where the loop of events alone put them: 11), stopping at every
+ * completion, and completions that submit at their instant (another
+ * source's and the queue's own).
+ */
+static void queue_inplace(struct qrun *q, struct icfab_mtopo *t, int mode,
+			  unsigned int *stops)
+{
+	const ull clk = 5000;
+	int ret;
+
+	for (unsigned int l = 0; l < t->nr_links; l++) {
+		t->links[l].bandwidth = 1ULL << 50;
+		t->links[l].latency_ps = 0;
+	}
+	for (unsigned int i = 0; i < 12; i++)
+		submit(q->h, 0, 1, mode == 3 && i == 6 ? 3 * SEG : 64, clk, i);
+	if (mode == 2) {
+		submit(q->h, 2, 3, 64, clk + 4, 50);
+		submit(q->h, 3, 1, 64, clk + 6, 51);
+	}
+	if (mode == 1)
+		for (ull h = clk; h < clk + 30; h++) {
+			icfab_engine_run_until(&q->h->e, h, on_complete, q->h);
+			/* Nothing at the horizon or after it is processed. */
+			if (q->h->e.now_ps != h)
+				(*stops) += 1000;
+		}
+	q->h->stop = mode == 5;
+	q->h->resubmit = mode == 6;
+	q->h->e.run_budget = mode == 4 ? 3 : 0;
+	do {
+		ret = icfab_engine_run_until(&q->h->e, ICFAB_ENGINE_NEVER,
+					     on_complete, q->h);
+		if (ret > 0)
+			(*stops)++;
+	} while (ret > 0);
+}
+
+static void test_queue_inplace(void)
+{
+	static const char *const how[] = {
+		"run through", "horizons a ps apart",
+		"other sources' transfers inside", "one of three segments",
+		"a run budget of three events", "stopping at every completion",
+		"completions that submit",
+	};
+
+	for (int mode = 0; mode < 7; mode++) {
+		struct icfab_mtopo *t = chain(4);
+		struct qrun a, b;
+		unsigned int stops_a = 0, stops_b = 0;
+		int n = 12 + (mode == 2 ? 2 : 0) + (mode == 6 ? 5 : 0);
+		int order = 1;
+
+		topo_validate(t);
+		qrun_new(&a, t, 32, 128, 256, 0);
+		queue_inplace(&a, t, mode, &stops_a);
+		qrun_new(&b, t, 32, 128, 256, 1);
+		queue_inplace(&b, t, mode, &stops_b);
+		for (unsigned int i = 0; i + 1 < 12; i++)
+			if (a.h->recs[i].r.finish_ps >
+			    a.h->recs[i + 1].r.start_ps)
+				order = 0;
+		ok(a.h->completions == n && order &&
+		   (mode != 5 || stops_a == stops_b) &&
+		   (mode != 4 || stops_a == 11) &&
+		   (mode != 1 || stops_a + stops_b == 0) &&
+		   (mode != 6 || a.h->resubmit == 6) &&
+		   qrun_same(&a, &b, t),
+		   "a queue behind one DMA engine run in place, %s: decides as the plain heap does (%u decisions, %u stops)",
+		   how[mode], a.log.n, stops_a);
+		qrun_free(&a);
+		qrun_free(&b);
+		topo_free(t);
+	}
+}
+
+/*
  * Barely enough room: segments decided at a slow link each wait for
  * their arrival at the next node with an event, so the array fills;
  * transfers come and go (a full engine is retried later), so that the
@@ -3853,6 +3958,7 @@ int main(void)
 	test_queue_carried();
 	test_queue_handover();
 	test_queue_subwait();
+	test_queue_inplace();
 	test_queue_tight();
 	test_queue_batch();
 	test_queue_trees();
