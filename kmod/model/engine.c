@@ -1677,9 +1677,15 @@ int icfab_engine_submit_tree(struct icfab_engine *e, icfab_u32 src,
 	return xfer_new(e, &sp, xfer_id);
 }
 
-static int xfer_complete(struct icfab_engine *e, icfab_u32 id, int status,
-			 icfab_u64 finish_ps, icfab_engine_complete_fn complete,
-			 void *arg)
+/*
+ * Transfer @id is done: the observers and the callback see its result.
+ * Inlined into carried_run()'s loop, which completes one transfer a
+ * turn; every other caller has xfer_complete(), out of line.
+ */
+static ENGINE_HOT int xfer_complete_at(struct icfab_engine *e, icfab_u32 id,
+				       int status, icfab_u64 finish_ps,
+				       icfab_engine_complete_fn complete,
+				       void *arg)
 {
 	struct icfab_engine_xfer *x = &e->xfers[id];
 	/* Every member named, padding too: no zeroing pass first. */
@@ -1696,6 +1702,13 @@ static int xfer_complete(struct icfab_engine *e, icfab_u32 id, int status,
 	/* Retire first, so the callback may submit into the freed slot. */
 	icfab_engine_part_retire(e, id);
 	return complete ? complete(arg, id, &r) : 0;
+}
+
+static __attribute__((__noinline__)) int
+xfer_complete(struct icfab_engine *e, icfab_u32 id, int status,
+	      icfab_u64 finish_ps, icfab_engine_complete_fn complete, void *arg)
+{
+	return xfer_complete_at(e, id, status, finish_ps, complete, arg);
 }
 
 /*
@@ -2078,7 +2091,14 @@ static int tree_serve(struct icfab_engine *e, icfab_u32 id, icfab_u32 seg,
 	return 0;
 }
 
-static int xfer_start(struct icfab_engine *e, icfab_u32 id, icfab_u64 now)
+/*
+ * xfer_start()'s body, inlined into carried_run(), which starts one
+ * transfer a turn of its loop: no call, and the queue it runs through
+ * keeps its state in registers from one transfer to the next. Every
+ * other caller has the one copy out of line.
+ */
+static ENGINE_HOT int xfer_start_at(struct icfab_engine *e, icfab_u32 id,
+				    icfab_u64 now)
 {
 	struct icfab_engine_xfer *x = &e->xfers[id];
 
@@ -2091,6 +2111,12 @@ static int xfer_start(struct icfab_engine *e, icfab_u32 id, icfab_u64 now)
 	if (x->tree)
 		return tree_serve(e, id, 0, 0, x->src, now, now);
 	return seg_serve(e, id, 0, 0, x->src, now, now, 0);
+}
+
+static __attribute__((__noinline__)) int
+xfer_start(struct icfab_engine *e, icfab_u32 id, icfab_u64 now)
+{
+	return xfer_start_at(e, id, now);
 }
 
 /*
@@ -2301,7 +2327,7 @@ carried_run(struct icfab_engine *e, icfab_u32 id, icfab_u64 now,
 			d->node = src;
 			d->xfer = id;
 		} else if (!x->events) {
-			ret = xfer_complete(e, id, x->status, now, complete,
+			ret = xfer_complete_at(e, id, x->status, now, complete,
 					    arg) ? 1 : 0;
 		}
 		e->nr_deferred--;
@@ -2316,7 +2342,7 @@ carried_run(struct icfab_engine *e, icfab_u32 id, icfab_u64 now,
 		ev_processed(e, now, wkey);
 		/* a partition records completions: no release kept there */
 		e->carry_open = !p;
-		err = xfer_start(e, w, now);
+		err = xfer_start_at(e, w, now);
 		e->carry_open = 0;
 		if (err)
 			return err;
