@@ -2333,7 +2333,8 @@ carried_run(struct icfab_engine *e, icfab_u32 id, icfab_u64 now,
 		e->nr_deferred--;
 		/* In a partition, a waiter of no segments: see release_inline(). */
 		if (ret || (e->run_budget && e->run_done == e->run_budget) ||
-		    (p && !wx->nr_segs) || !ev_next_is(e, now, wkey)) {
+		    (p && !wx->nr_segs) ||
+		    (e->nr_events && !ev_next_is(e, now, wkey))) {
 			err = ev_push(e, w, now, 0, 0, src);
 			return err ? err : ret;
 		}
