@@ -935,29 +935,40 @@ int fdev_comm_interleave(struct fdev_comm *c, struct fdev_plan *p)
 }
 
 /*
- * The all-to-all-v's order in slots (one process, every rank): as
- * fdev_comm_interleave(), then each source's last pieces on each first
- * link dealt out far pairs first (fdev_plan_far_first()). Its largest
- * pairs (twice the mean in a2a_interleave.sh's matrix) are what is left
- * at the end of the step, and where several leave a source by one link
- * the far ones came out last and ended the step their hops later: on
- * tpu-v4-cube at 64 KiB mean, chip3_0_2's pair of six hops left its
- * first link 1.5 us before the source's last piece of one hop and
- * ended the step at 50.064 us (a2a_bound -H -T). Before that, each
- * source's first pieces dealt out over all its first links
- * (fdev_plan_start_fill()): the leads put the pairs of most lead first,
- * which leave by few of its links, while at the step's start no transit
- * has reached any; 48.671 us against 49.391 at 64 KiB mean, 0.902 of
- * the bound (FDEV_NO_START_FILL in the environment leaves it out, to
- * measure the order without it). Then each step played out on the
- * routes, a free DMA engine taking the piece that waits least at its
- * first link and crosses the most load not yet placed, kept where the
- * play finds it faster (fdev_plan_critical_first(); random matrices
+ * The all-to-all-v's order in slots: as fdev_comm_interleave(), then each
+ * source's last pieces on each first link dealt out far pairs first
+ * (fdev_plan_far_first()). Its largest pairs (twice the mean in
+ * a2a_interleave.sh's matrix) are what is left at the end of the step,
+ * and where several leave a source by one link the far ones came out
+ * last and ended the step their hops later: on tpu-v4-cube at 64 KiB
+ * mean, chip3_0_2's pair of six hops left its first link 1.5 us before
+ * the source's last piece of one hop and ended the step at 50.064 us
+ * (a2a_bound -H -T). Before that, each source's first pieces dealt out
+ * over all its first links (fdev_plan_start_fill()): the leads put the
+ * pairs of most lead first, which leave by few of its links, while at
+ * the step's start no transit has reached any; 48.671 us against 49.391
+ * at 64 KiB mean, 0.902 of the bound (FDEV_NO_START_FILL in the
+ * environment leaves it out, to measure the order without it). Both
+ * order each source's pieces by its own pairs and their routes alone,
+ * so processes that each know only their own row (@whole 0) order
+ * theirs the same way, and post what one process driving every rank
+ * would post for them (FDEV_NO_CRITICAL_FIRST set).
+ *
+ * With @whole (the plan names every rank's pieces from the counts of
+ * every rank: one process driving every rank), then each step played
+ * out on the routes, a free DMA engine taking the piece that waits least
+ * at its first link and crosses the most load not yet placed, kept where
+ * the play finds it faster (fdev_plan_critical_first(); random matrices
  * 0.95 to 0.98 of the bound at 64 KiB mean, from 0.80 to 0.95;
- * FDEV_NO_CRITICAL_FIRST leaves it out). Only where the leads apply
- * (routes read, FDEV_NO_LEADS unset) and pieces are cut.
+ * FDEV_NO_CRITICAL_FIRST leaves it out). The play needs every source's
+ * pieces, the transit on each link: a process that knows only its own
+ * row cannot play it, and timing-only processes, which do hold the whole
+ * matrix (through the job's file, standing in for the slots' heads),
+ * leave it out so as to post what processes on data would.
+ * Only where the leads apply (routes read, FDEV_NO_LEADS unset) and
+ * pieces are cut.
  */
-int fdev_comm_interleave_v(struct fdev_comm *c, struct fdev_plan *p)
+int fdev_comm_interleave_v(struct fdev_comm *c, struct fdev_plan *p, int whole)
 {
 	const struct fdev_paths *m;
 	uint64_t seg = c->seg ? c->seg : 4096, k;
@@ -986,7 +997,7 @@ int fdev_comm_interleave_v(struct fdev_comm *c, struct fdev_plan *p)
 		err = fdev_plan_start_fill(p, first, (uint32_t)n);
 	if (!err)
 		err = fdev_plan_far_first(p, hops, first, (uint32_t)n);
-	if (!err && !getenv("FDEV_NO_CRITICAL_FIRST"))
+	if (!err && whole && !getenv("FDEV_NO_CRITICAL_FIRST"))
 		err = fdev_plan_critical_first(p, m, m->engines);
 	free(hops);
 	free(first);
@@ -1396,7 +1407,10 @@ static int slots_run(struct fdev_comm *c, struct fdev_plan *p,
  * the step that moves no clock (0 in, and every rank's clock is where
  * the last operation's meeting left it). Every process then has the
  * whole matrix, as one process driving every rank has, and builds the
- * same slots, its own part of them: the same emulated time.
+ * same slots, its own part of them, in the order of each rank's own row
+ * (fdev_comm_interleave_v() without the play, which a process on data
+ * could not make): one process's emulated time with
+ * FDEV_NO_CRITICAL_FIRST set.
  */
 #define A2AV_WHOLE_PLAN_RANKS	256
 
@@ -1445,7 +1459,7 @@ static int slots_procs_timing(struct fdev_comm *c, const uint64_t *send_counts,
 						    FDEV_INTERLEAVE_PIECES);
 	}
 	if (!err)
-		err = fdev_comm_interleave(c, &p);
+		err = fdev_comm_interleave_v(c, &p, 0);
 	if (err) {
 		fdev_plan_free(&p);
 		return err;
@@ -1881,7 +1895,7 @@ static int slots_procs_notify(struct fdev_comm *c, const void *send,
 	fdev_comm_plan_init(c, &p);
 	err = slots_plan_notify(c, &p, row, &sl);
 	if (!err)
-		err = fdev_comm_interleave(c, &p);
+		err = fdev_comm_interleave_v(c, &p, 0);
 	/*
 	 * Registered buffers (zc.c): each pair's pieces after its first
 	 * are read from the send buffer in place; the first, which carries
@@ -1992,7 +2006,7 @@ static int all_to_all_v(struct fdev_comm *c, const void *send,
 			fdev_comm_plan_init(c, &p);
 			err = slots_plan(c, &p, m, &sl);
 			if (!err)
-				err = fdev_comm_interleave_v(c, &p);
+				err = fdev_comm_interleave_v(c, &p, 1);
 			if (err)
 				fdev_plan_free(&p);
 			else

@@ -297,7 +297,12 @@ int fdev_plan_run_gated(struct fdev_comm *c, const struct fdev_plan *p,
 			void *arg);
 /* FDEV_INTERLEAVE: cut a direct all-to-all plan piece-major (coll.c). */
 int fdev_comm_interleave(struct fdev_comm *c, struct fdev_plan *p);
-int fdev_comm_interleave_v(struct fdev_comm *c, struct fdev_plan *p);
+/*
+ * The all-to-all-v in slots (coll.c): each source's orders from its own
+ * row and the routes; with @whole (every rank's pieces from every rank's
+ * counts), the step played out too.
+ */
+int fdev_comm_interleave_v(struct fdev_comm *c, struct fdev_plan *p, int whole);
 /* The communicator's route leads, read at the first call, or NULL. */
 const uint16_t *fdev_comm_leads(struct fdev_comm *c);
 /* Its paths for "auto" (cost.h), read with the leads, or NULL. */
