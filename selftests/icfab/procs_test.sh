@@ -19,6 +19,11 @@
 #    rank its next one byte): most ranks reach each step's meeting long
 #    before rank 0's transfer ends, and must not hold the engine back
 #    there meanwhile, or rank 0 never sees it end;
+#  - on tpu-v4-cube, 8 processes' all-to-all-v posts each rank's pieces
+#    in the order one process posts them without its play of the step
+#    (the start fill and far pairs first need only the rank's own row
+#    and the routes), with the same time; on data there, every element
+#    and count right;
 #  - the throughput and low-latency MoE dispatch and combine by 8
 #    processes: the latest rank's times are the one-process run's, to
 #    the ps (a combine that learnt only its own sources' counts sent
@@ -238,6 +243,68 @@ mc() {
 }
 check "mc dispatch and combine by 8 processes, each multicasting its rank's slabs over its own circuit, twice: the one-process times" mc 24
 check "the same in waves of 2 sources (3 colours per switch), agreed by the 8 processes: the one-process times" mc 3
+# a2avorder: on tpu-v4-cube, whose routes' leads order the pieces, 8
+# processes' all-to-all-v in slots (fdev_dev_test's unequal counts, 0 to
+# 16 pieces a pair): each rank posts its pieces (icfab_submit, in a
+# tracefs instance of its own) in exactly the order in which one process
+# driving every rank posts that rank's, its play of the step left out
+# (FDEV_NO_CRITICAL_FIRST=1): the start fill and far pairs first need
+# only a rank's own row and the routes (libfabricdev/src/coll.c,
+# fdev_comm_interleave_v()). Processes posted in the leads' order alone
+# before. The times agree to the ps; and the order is not the leads'
+# alone (FDEV_NO_START_FILL=1 posts otherwise), so the check can fail.
+submits() {	# submits OUT CMD...: CMD's transfers as src dst bytes, in order
+	out=$1
+	shift
+	inst=/sys/kernel/tracing/instances/pr$$
+	mkdir "$inst" || return 1
+	echo 8192 > "$inst/buffer_size_kb"
+	echo 1 > "$inst/events/icfab/icfab_submit/enable"
+	"$@"
+	src=$?
+	echo 0 > "$inst/events/icfab/icfab_submit/enable"
+	sed -n 's/.* src=\([0-9]*\) dst=\([0-9]*\) bytes=\([0-9]*\) .*/\1 \2 \3/p' \
+		"$inst/trace" | sort -s -n -k1,1 > "$out"
+	rmdir "$inst"
+	return $src
+}
+a2avorder() {
+	t0=$(date +%s)
+	"$icfabd" --apply --preset tpu-v4-cube > /dev/null || return 1
+	submits "$tmp/ord.one" sh -c "FDEV_NO_CRITICAL_FIRST=1 '$t' coll alltoallv direct 8 32768 > '$tmp/ord.onet'" &&
+	submits "$tmp/ord.lead" sh -c "FDEV_NO_CRITICAL_FIRST=1 FDEV_NO_START_FILL=1 '$t' coll alltoallv direct 8 32768 > /dev/null" &&
+	submits "$tmp/ord.procs" procs ord "$t" mp alltoallv direct 32768 1 || return 1
+	one=$(sed -n 's/.*"time_ps":\([0-9]*\).*/\1/p' "$tmp/ord.onet")
+	v=$(sed -n 's/.*"time_ps":\([0-9]*\).*/\1/p' "$tmp"/ord.[0-7] | sort -u | tr '\n' ' ')
+	echo "# one process: $one ps; 8 processes: $v; transfers posted: $(wc -l < "$tmp/ord.one") and $(wc -l < "$tmp/ord.procs"); $(($(date +%s) - t0)) s"
+	[ -s "$tmp/ord.one" ] && cmp -s "$tmp/ord.one" "$tmp/ord.procs" &&
+	! cmp -s "$tmp/ord.one" "$tmp/ord.lead" && [ -n "$one" ] && [ "$v" = "$one " ]
+}
+check "all-to-all-v by 8 processes on tpu-v4-cube: each posts its pieces in the order one process posts them (own row and routes), the same time" a2avorder
+# a2avtorus CASE: the same orders on data (notify processes, fdev_dev_test
+# mpa2av with a 1 MiB workspace, slots of 65528 bytes, up to 16 pieces a
+# pair) on tpu-v4-cube, where they move each rank's pieces: every
+# element and count right on every rank, in slots.
+a2avtorus() {
+	t0=$(date +%s)
+	procs "t$1" "$t" mpa2av 1048576 "$1" 2 || return 1
+	echo "# $(($(date +%s) - t0)) s"
+	python3 - "$tmp/t$1".[0-7] <<'PY'
+import json, sys
+r = [json.loads(l) for f in sys.argv[1:] for l in open(f) if l.startswith("{")]
+print("# %d ranks, %s: errors %s, bad %d, in slots %s; %s ps"
+      % (len(r), r[0]["case"] if r else "?", sorted({x["err"] for x in r}),
+         sum(x["bad"] for x in r), sorted({x["slots"] for x in r}),
+         sorted({x["time_ps"] for x in r})))
+sys.exit(0 if len(r) == 8 and all(x["err"] == 0 and x["bad"] == 0 and x["slots"] == 1 for x in r) else 1)
+PY
+}
+if [ -n "$features" ] && [ $((features & 0x104)) -eq $((0x104)) ]; then
+	check "all-to-all-v by 8 processes on data on tpu-v4-cube, every pair within its slot: every element and count" a2avtorus fit
+	check "the same with pairs over their slots: every element and count" a2avtorus over
+else
+	check "all-to-all-v by processes on data on tpu-v4-cube # SKIP the module lacks ICFAB_F_RECV_NOTIFY or ICFAB_F_MEMORY" true
+fi
 check "dgx-h100 applied again" sh -c "'$icfabd' --apply --preset dgx-h100 > /dev/null"
 
 left() {
