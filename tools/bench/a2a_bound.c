@@ -525,7 +525,10 @@ static uint32_t rank_engines(const struct run *r)
  * -H -o lead: each source's first pieces dealt out over its first links
  * and its last pieces on each first link far pairs first, as
  * libfabricdev's all-to-all-v in slots orders them
- * (fdev_comm_interleave_v(); FDEV_NO_START_FILL as there).
+ * (fdev_comm_interleave_v(); FDEV_NO_START_FILL as there), then the
+ * play of one process driving every rank (FDEV_NO_CRITICAL_FIRST as
+ * there: what processes that each drive their own rank post, each
+ * source's order being its own row's).
  */
 static int far_first(const struct run *r, struct fdev_plan *p)
 {

@@ -8,21 +8,26 @@
 # bound. Run it in the test VM, as root:
 #
 #	tools/vm/run -k 6.12 --no-debug -m 4G -t 1100 -- \
-#		tools/bench/a2av_procs.sh [-p PRESET] [-n RANKS] [-o OP] BYTES...
+#		tools/bench/a2av_procs.sh [-p PRESET] [-n RANKS] [-o OP]
+#			[-a ALGOS] [-w WHO] BYTES...
 #
 # PRESET (default tpu-v4-cube) is applied with its own segment size;
 # RANKS defaults to its endpoints. OP is alltoallv (default: pair s, d
 # sends BYTES x ((3s + d) mod 5) / 2, 0 to 2 BYTES) or alltoallvskew
 # (fdev_dev_test's skewed counts). For each BYTES (mean per pair) and
 # each of slots and two rounds: one process (fdev_dev_test coll OP
-# direct), then RANKS processes (fdev_dev_test mp OP direct). The
+# direct), then RANKS processes (fdev_dev_test mp OP direct); ALGOS
+# ("slots two-rounds") and WHO ("one procs") choose fewer runs (-a
+# slots -w procs: the processes in slots alone); WHO one-own is one
+# process without its play of the step (FDEV_NO_CRITICAL_FIRST=1),
+# which orders each rank's pieces as the processes do. The
 # bound is the busiest link's busy time over the run (`icfabctl -j
 # stats` reset before it), as in a2a_interleave.sh. Prints one line per
 # run:
 #
 #	BYTES ALGORITHM WHO emulated_us bound_us bound/emulated slots
 #
-# WHO is "one" or "procs"; a processes' row gives the latest rank's
+# WHO is "one", "one-own" or "procs"; a processes' row gives the latest rank's
 # time, and slots whether every process went in slots (1) or none (0).
 
 . "$(dirname "$0")/lib.sh"
@@ -30,8 +35,10 @@ t=$top/build/libfabricdev/tests/fdev_dev_test
 PRESET=tpu-v4-cube
 N=
 OP=alltoallv
-bench_opts "p=PRESET n=N o=OP" \
-	"a2av_procs.sh [-p PRESET] [-n RANKS] [-o OP] BYTES..." "$@"
+ALGOS="slots two-rounds"
+WHO="one procs"
+bench_opts "p=PRESET n=N o=OP a=ALGOS w=WHO" \
+	"a2av_procs.sh [-p PRESET] [-n RANKS] [-o OP] [-a ALGOS] [-w WHO] BYTES..." "$@"
 case $OP in
 alltoallv|alltoallvskew) ;;
 *) echo "a2av_procs.sh: OP is alltoallv or alltoallvskew" >&2; exit 2 ;;
@@ -49,8 +56,11 @@ trap 'rm -rf "$tmp" /dev/shm/fdev-*-ap$$*' EXIT
 run() {
 	rm -f "$tmp"/run.*
 	"$icfabctl" stats reset > /dev/null || return 1
-	if [ "$1" = one ]; then
-		env ${3:+FDEV_A2AV_TWO_ROUNDS=1} "$t" coll "$OP" direct "$N" "$2" > "$tmp/run.0" || return 1
+	if [ "$1" != procs ]; then
+		own=
+		[ "$1" = one-own ] && own=1
+		env ${3:+FDEV_A2AV_TWO_ROUNDS=1} ${own:+FDEV_NO_CRITICAL_FIRST=1} \
+			"$t" coll "$OP" direct "$N" "$2" > "$tmp/run.0" || return 1
 	else
 		r=0 pids=
 		while [ $r -lt "$N" ]; do
@@ -69,8 +79,13 @@ run() {
 
 echo "# $PRESET, $N ranks, $OP: bytes per pair (mean), algorithm, who, emulated us, bound us, bound/emulated, slots"
 for b in "$@"; do
-	for two in "" 1; do
-		for who in one procs; do
+	for algo in $ALGOS; do
+		case $algo in
+		slots) two= ;;
+		two-rounds) two=1 ;;
+		*) echo "a2av_procs.sh: ALGOS are slots, two-rounds" >&2; exit 2 ;;
+		esac
+		for who in $WHO; do
 			run $who "$b" "$two" || exit 1
 			python3 - "$b" "${two:+two-rounds}" "$who" "$tmp/stats" "$tmp"/run.* <<'PY' || exit 1
 import json, sys
