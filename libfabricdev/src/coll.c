@@ -970,6 +970,8 @@ int fdev_comm_interleave(struct fdev_comm *c, struct fdev_plan *p)
  */
 int fdev_comm_interleave_v(struct fdev_comm *c, struct fdev_plan *p, int whole)
 {
+	/* A process orders the pieces it posts, not the others' it plans. */
+	const struct fdev_src_range own = { c->first, c->nlocal };
 	const struct fdev_paths *m;
 	uint64_t seg = c->seg ? c->seg : 4096, k;
 	size_t n = c->nranks, pairs = n * n;
@@ -994,9 +996,11 @@ int fdev_comm_interleave_v(struct fdev_comm *c, struct fdev_plan *p, int whole)
 		first[q] = hops[q] ? m->link[m->off[q]] : UINT32_MAX;
 	}
 	if (!getenv("FDEV_NO_START_FILL"))
-		err = fdev_plan_start_fill(p, first, (uint32_t)n);
+		err = fdev_plan_start_fill(p, first, (uint32_t)n,
+					   whole ? NULL : &own);
 	if (!err)
-		err = fdev_plan_far_first(p, hops, first, (uint32_t)n);
+		err = fdev_plan_far_first(p, hops, first, (uint32_t)n,
+					  whole ? NULL : &own);
 	if (!err && whole && !getenv("FDEV_NO_CRITICAL_FIRST"))
 		err = fdev_plan_critical_first(p, m, m->engines);
 	free(hops);

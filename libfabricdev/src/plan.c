@@ -376,6 +376,22 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static int in_range(const struct fdev_src_range *r, uint32_t src)
+{
+	return !r || (src >= r->first && src - r->first < r->n);
+}
+
+/* The pieces of the plan whose source is in @r (all: p->nx). */
+static size_t range_pieces(const struct fdev_plan *p,
+			   const struct fdev_src_range *r)
+{
+	size_t m = 0;
+
+	for (size_t i = 0; r && i < p->nx; i++)
+		m += in_range(r, p->x[i].src);
+	return r ? m : p->nx;
+}
+
 /* A piece of a step: its source, its first link, and where it is. */
 struct src_piece {
 	uint32_t src, first;
@@ -394,19 +410,20 @@ static int cmp_src(const void *a, const void *b)
 }
 
 /*
- * The pieces of one step, @p->x[@b..@e), in @g by source, then first
- * link (@first[src * n + dst]), each in step order; returns how many.
+ * The pieces of one step, @p->x[@b..@e), of the sources in @r, in @g by
+ * source, then first link (@first[src * n + dst]), each in step order;
+ * returns how many.
  */
 static uint64_t step_src_pieces(const struct fdev_plan *p, size_t b, size_t e,
 				const uint32_t *first, uint32_t n,
-				struct src_piece *g)
+				const struct fdev_src_range *r, struct src_piece *g)
 {
 	uint64_t m = 0;
 
 	for (size_t i = b; i < e; i++) {
 		const struct fdev_xfer *x = &p->x[i];
 
-		if (x->src >= n || x->dst >= n)
+		if (x->src >= n || x->dst >= n || !in_range(r, x->src))
 			continue;
 		g[m++] = (struct src_piece){
 			.src = x->src,
@@ -447,18 +464,22 @@ static void far_first_group(struct fdev_plan *p, const struct src_piece *g,
 }
 
 int fdev_plan_far_first(struct fdev_plan *p, const uint32_t *hops,
-			const uint32_t *first, uint32_t n)
+			const uint32_t *first, uint32_t n,
+			const struct fdev_src_range *r)
 {
 	struct src_piece *g = NULL;
 	struct tail_piece *tp = NULL;
 	struct fdev_xfer *tmp = NULL;
-	size_t b, e;
+	size_t b, e, np;
 
 	if (p->err || !p->nx)
 		return p->err;
-	g = malloc(p->nx * sizeof(*g));
-	tp = malloc(p->nx * sizeof(*tp));
-	tmp = malloc(p->nx * sizeof(*tmp));
+	np = range_pieces(p, r);
+	if (!np)
+		return 0;
+	g = malloc(np * sizeof(*g));
+	tp = malloc(np * sizeof(*tp));
+	tmp = malloc(np * sizeof(*tmp));
 	if (!g || !tp || !tmp) {
 		free(g);
 		free(tp);
@@ -468,7 +489,7 @@ int fdev_plan_far_first(struct fdev_plan *p, const uint32_t *hops,
 	for (b = 0; b < p->nx; b = e) {
 		for (e = b; e < p->nx && p->x[e].step == p->x[b].step; e++)
 			;
-		uint64_t m = step_src_pieces(p, b, e, first, n, g);
+		uint64_t m = step_src_pieces(p, b, e, first, n, r, g);
 
 		for (uint64_t j = 0, k; j < m; j = k) {
 			for (k = j; k < m && g[k].src == g[j].src &&
@@ -540,27 +561,28 @@ static void start_fill_src(struct fdev_plan *p, const struct src_piece *g,
 }
 
 int fdev_plan_start_fill(struct fdev_plan *p, const uint32_t *first,
-			 uint32_t n)
+			 uint32_t n, const struct fdev_src_range *r)
 {
-	struct src_piece *g = malloc(p->nx * sizeof(*g));
-	struct fdev_xfer *tmp = malloc(p->nx * sizeof(*tmp));
-	uint64_t *pos = malloc(p->nx * sizeof(*pos));
-	uint64_t *rest = malloc(p->nx * sizeof(*rest));
-	uint8_t *taken = malloc(p->nx);
-	uint64_t (*lk)[3] = malloc(p->nx * sizeof(*lk));
-	double *root = malloc(p->nx * sizeof(*root));
+	size_t np = p->err ? 0 : range_pieces(p, r);
+	struct src_piece *g = malloc(np * sizeof(*g));
+	struct fdev_xfer *tmp = malloc(np * sizeof(*tmp));
+	uint64_t *pos = malloc(np * sizeof(*pos));
+	uint64_t *rest = malloc(np * sizeof(*rest));
+	uint8_t *taken = malloc(np);
+	uint64_t (*lk)[3] = malloc(np * sizeof(*lk));
+	double *root = malloc(np * sizeof(*root));
 	size_t b, e;
 	int err = p->err;
 
-	if (!err && p->nx &&
+	if (!err && np &&
 	    (!g || !tmp || !pos || !rest || !taken || !lk || !root))
 		err = -ENOMEM;
-	for (b = 0; !err && b < p->nx; b = e) {
+	for (b = np ? 0 : p->nx; !err && b < p->nx; b = e) {
 		uint64_t m;
 
 		for (e = b; e < p->nx && p->x[e].step == p->x[b].step; e++)
 			;
-		m = step_src_pieces(p, b, e, first, n, g);
+		m = step_src_pieces(p, b, e, first, n, r, g);
 		for (uint64_t j = 0, k; j < m; j = k) {
 			for (k = j; k < m && g[k].src == g[j].src; k++)
 				;

@@ -142,8 +142,19 @@ int fdev_plan_interleave_lead(struct fdev_plan *p, uint64_t piece,
  */
 #define FDEV_FAR_FIRST_TAIL_DIV	5
 #define FDEV_FAR_FIRST_PER_HOP	24
+/*
+ * Sources [@first, + @n): the ones whose pieces fdev_plan_far_first()
+ * and fdev_plan_start_fill() order (NULL: every source). A process that
+ * posts one rank's pieces of a plan naming every rank's orders its own
+ * alone, and needs scratch for those alone (64 ranks at 1 MiB mean per
+ * pair: a million pieces in the plan, some 16 thousand its own).
+ */
+struct fdev_src_range {
+	uint32_t first, n;
+};
 int fdev_plan_far_first(struct fdev_plan *p, const uint32_t *hops,
-			const uint32_t *first, uint32_t n);
+			const uint32_t *first, uint32_t n,
+			const struct fdev_src_range *r);
 
 /*
  * Before fdev_plan_far_first(), for the same uneven exchange: at a
@@ -158,7 +169,7 @@ int fdev_plan_far_first(struct fdev_plan *p, const uint32_t *hops,
  */
 #define FDEV_START_FILL	36
 int fdev_plan_start_fill(struct fdev_plan *p, const uint32_t *first,
-			 uint32_t n);
+			 uint32_t n, const struct fdev_src_range *r);
 
 /*
  * After fdev_plan_interleave_lead(), for an uneven exchange of a plan

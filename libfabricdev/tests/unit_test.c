@@ -1054,7 +1054,7 @@ static void test_far_first(void)
 	if (!err)
 		err = fdev_plan_interleave(&far, 4096, 4096);
 	if (!err)
-		err = fdev_plan_far_first(&far, hops, first, n);
+		err = fdev_plan_far_first(&far, hops, first, n, NULL);
 	once = !err && far.nx == plain.nx;
 	/* Each piece of the plain order once in the other. */
 	for (size_t i = 0; once && i < plain.nx; i++) {
@@ -1182,7 +1182,7 @@ static void test_start_fill(void)
 	if (!err)
 		err = fdev_plan_interleave(&fill, 4096, 4096);
 	if (!err)
-		err = fdev_plan_start_fill(&fill, first, n);
+		err = fdev_plan_start_fill(&fill, first, n, NULL);
 	once = !err && fill.nx == plain.nx;
 	for (size_t i = 0; once && i < plain.nx; i++) {
 		unsigned int found = 0;
@@ -1256,6 +1256,81 @@ static void test_start_fill(void)
 			free(ws[k][r]);
 	fdev_plan_free(&plain);
 	fdev_plan_free(&fill);
+}
+
+/*
+ * fdev_plan_start_fill() and fdev_plan_far_first() over one source's
+ * pieces (a process that posts only its own rank's, coll.c
+ * fdev_comm_interleave_v()): test_start_fill()'s exchange, leads cut in
+ * pieces; ordered for source 2 alone, source 2 posts exactly what it
+ * posts when every source is ordered, and every other source keeps the
+ * interleave's order.
+ */
+static int same_src_order(const struct fdev_plan *a, const struct fdev_plan *b,
+			  uint32_t src)
+{
+	size_t i = 0, j = 0;
+
+	for (;; i++, j++) {
+		while (i < a->nx && a->x[i].src != src)
+			i++;
+		while (j < b->nx && b->x[j].src != src)
+			j++;
+		if (i >= a->nx || j >= b->nx)
+			return i >= a->nx && j >= b->nx;
+		if (a->x[i].dst != b->x[j].dst || a->x[i].src_off != b->x[j].src_off ||
+		    a->x[i].len != b->x[j].len)
+			return 0;
+	}
+}
+
+static void test_own_source_order(void)
+{
+	const unsigned int n = 5;
+	const uint64_t blk = 20 * 4096;
+	const struct fdev_src_range two = { 2, 1 };
+	uint32_t first[25], hops[25];
+	struct fdev_plan plain, all, own;
+	int err = 0, mine = 1, others = 1, moved = 0;
+
+	fdev_plan_init(&plain);
+	fdev_plan_init(&all);
+	fdev_plan_init(&own);
+	for (unsigned int s = 0; s < n; s++)
+		for (unsigned int d = 0; d < n; d++) {
+			hops[s * n + d] = (d + n - s) % n;
+			first[s * n + d] = (d + n - s) % n == 4 ? 9 : 7;
+		}
+	for (unsigned int k = 1; k < n; k++)
+		for (unsigned int s = 0; s < n; s++) {
+			unsigned int d = (s + k) % n;
+			uint64_t len = 4096 * 5 * (1 + (s + 2 * d) % 4);
+
+			fdev_plan_xfer(&plain, 0, s, d, d * blk, n * blk + s * blk, len);
+			fdev_plan_xfer(&all, 0, s, d, d * blk, n * blk + s * blk, len);
+			fdev_plan_xfer(&own, 0, s, d, d * blk, n * blk + s * blk, len);
+		}
+	plain.nsteps = all.nsteps = own.nsteps = 1;
+	err = fdev_plan_finish(&plain) ?: fdev_plan_finish(&all) ?:
+	      fdev_plan_finish(&own) ?:
+	      fdev_plan_interleave(&plain, 4096, 4096) ?:
+	      fdev_plan_interleave(&all, 4096, 4096) ?:
+	      fdev_plan_interleave(&own, 4096, 4096) ?:
+	      fdev_plan_start_fill(&all, first, n, NULL) ?:
+	      fdev_plan_far_first(&all, hops, first, n, NULL) ?:
+	      fdev_plan_start_fill(&own, first, n, &two) ?:
+	      fdev_plan_far_first(&own, hops, first, n, &two);
+	mine = !err && same_src_order(&own, &all, 2);
+	moved = !err && !same_src_order(&own, &plain, 2);
+	for (uint32_t s = 0; !err && s < n; s++)
+		if (s != 2)
+			others &= same_src_order(&own, &plain, s);
+	ok(!err && mine && moved, "own source's order: source 2 alone ordered posts what it posts when all are (%d, moved %d)",
+	   err, moved);
+	ok(!err && others, "own source's order: every other source keeps the interleave's order");
+	fdev_plan_free(&plain);
+	fdev_plan_free(&all);
+	fdev_plan_free(&own);
 }
 
 /*
@@ -1434,6 +1509,7 @@ static void test_interleave(void)
 	test_plan_head();
 	test_far_first();
 	test_start_fill();
+	test_own_source_order();
 	test_critical_first();
 	test_a2av_slots();
 

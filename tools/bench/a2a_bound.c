@@ -544,9 +544,9 @@ static int far_first(const struct run *r, struct fdev_plan *p)
 		first[q] = hops[q] ? m->link[m->off[q]] : UINT32_MAX;
 	}
 	if (!err && !getenv("FDEV_NO_START_FILL"))
-		err = fdev_plan_start_fill(p, first, r->n);
+		err = fdev_plan_start_fill(p, first, r->n, NULL);
 	if (!err)
-		err = fdev_plan_far_first(p, hops, first, r->n);
+		err = fdev_plan_far_first(p, hops, first, r->n, NULL);
 	if (!err && !getenv("FDEV_NO_CRITICAL_FIRST"))
 		err = fdev_plan_critical_first(p, m, rank_engines(r));
 	fdev_paths_free(m);
