@@ -2797,20 +2797,28 @@ void icfab_engine_set_part(struct icfab_engine *e,
  * A message for a transfer this partition has not seen run makes it
  * run here (its source, elsewhere, has started it). Everything it
  * carries is at or after the window's end, which @e has reached.
+ *
+ * The segment's event goes in as seg_forward() would have pushed it
+ * had the next node been this partition's: by ev_push_tail() in line,
+ * not by the out-of-line ev_push_any() with its eight arguments. Its
+ * key is compared with the submission all the same (a message crossed a
+ * link of the lookahead's latency at least, so it is later than that
+ * instant, but the import does not rely on a caller's lookahead).
  */
 int icfab_engine_part_import(struct icfab_engine *e,
 			     const struct icfab_engine_part *from)
 {
+	const struct icfab_engine_msg *m = from->out;
+	const struct icfab_engine_msg *end = m + from->nr_out;
 	icfab_u16 self = e->part->self;
-	icfab_u32 i;
+	icfab_u64 now = e->now_ps;
 	int err;
 
-	for (i = 0; i < from->nr_out; i++) {
-		const struct icfab_engine_msg *m = &from->out[i];
+	for (; m < end; m++) {
 		struct icfab_engine_xfer *x;
 
 		/* Slots are scattered: ask for one a few messages ahead. */
-		if (i + 8 < from->nr_out && m[8].xfer < e->xfers_cap)
+		if (end - m > 8 && m[8].xfer < e->xfers_cap)
 			__builtin_prefetch(&e->xfers[m[8].xfer].state, 1);
 		if (m->to != self)
 			continue;
@@ -2819,15 +2827,16 @@ int icfab_engine_part_import(struct icfab_engine *e,
 		x = &e->xfers[m->xfer];
 		if (x->state == XFER_FREE)
 			return -ICFAB_ENGINE_EINVAL;
-		if (m->time_ps < e->now_ps)
+		if (m->time_ps < now)
 			return -ICFAB_ENGINE_ERANGE;
 		if (x->state == XFER_PENDING)
 			x->state = XFER_RUNNING;
 		if (m->node == ICFAB_ENGINE_NO_XFER)
 			err = seg_delivered(e, m->xfer, m->time_ps);
 		else
-			err = ev_push_any(e, m->xfer, m->time_ps, m->tail_ps,
-					  m->seg, m->hop, m->node, m->turn);
+			err = ev_push_tail(e, m->xfer, ev_key(x, m->time_ps),
+					   m->time_ps, m->tail_ps, m->seg,
+					   m->hop, m->node, m->turn, 0);
 		if (err)
 			return err;
 	}

@@ -433,6 +433,73 @@ static void test_out_of_order(void)
 	topo_free(t);
 }
 
+/*
+ * What icfab_engine_part_import() refuses, and that a refusal leaves
+ * the slot as it was: a message for a slot out of range or free
+ * (-EINVAL), or from before what the partition has processed (-ERANGE);
+ * a good one starts the transfer there and pushes its event.
+ */
+static void test_import_refusals(void)
+{
+	struct icfab_mtopo *t = fat_tree(4, 4, 3, 0, 0);
+	icfab_u16 *of_node = calloc(t->nodes_cap, sizeof(*of_node));
+	icfab_u32 *scratch = calloc(2 * t->nodes_cap, sizeof(*scratch));
+	struct icfab_engine_msg msg = { .to = 1 };
+	struct icfab_engine_part part[2], from = {
+		.of_node = of_node, .self = 0, .out_cap = 1, .nr_out = 1,
+		.out = &msg,
+	};
+	struct icfab_engine_storage st;
+	struct icfab_engine_route r;
+	struct icfab_engine e;
+	icfab_u8 pending;
+	int err;
+
+	validate(t);
+	icfab_part_plan(t, 2, of_node, scratch);
+	for (unsigned int p = 0; p < 2; p++)
+		part[p] = (struct icfab_engine_part){
+			.of_node = of_node, .self = (icfab_u16)p,
+		};
+	storage(&st, t);
+	icfab_engine_init(&e, t, SEG, &st);
+	icfab_engine_set_part(&e, &part[1]);
+	/* Endpoint 0 (partition 0) to endpoint 15 (partition 1), id 7. */
+	icfab_engine_part_route(&e, 0, 15, SEG, &r);
+	icfab_engine_part_adopt(&e, 7, 0, 15, SEG, 1000, 1, &r);
+	pending = e.xfers[7].state;
+	msg = (struct icfab_engine_msg){
+		.time_ps = 5 * LAT, .tail_ps = 5 * LAT, .xfer = NX, .seg = 0,
+		.node = 15, .hop = 3, .to = 1,
+	};
+	err = icfab_engine_part_import(&e, &from);
+	ok(err == -ICFAB_ENGINE_EINVAL, "a message for a slot out of range: -EINVAL (%d)", err);
+	msg.xfer = 8;
+	err = icfab_engine_part_import(&e, &from);
+	ok(err == -ICFAB_ENGINE_EINVAL, "a message for a free slot: -EINVAL (%d)", err);
+	msg.xfer = 7;
+	e.now_ps = 6 * LAT;
+	err = icfab_engine_part_import(&e, &from);
+	ok(err == -ICFAB_ENGINE_ERANGE && !e.nr_events &&
+	   e.xfers[7].state == pending,
+	   "a message from before what the partition processed: -ERANGE, nothing pushed, the transfer not started (%d)",
+	   err);
+	msg.to = 0;
+	e.now_ps = 5 * LAT;
+	err = icfab_engine_part_import(&e, &from);
+	ok(!err && !e.nr_events, "a message for another partition: passed over (%d)", err);
+	msg.to = 1;
+	err = icfab_engine_part_import(&e, &from);
+	ok(!err && e.nr_events == 1 && icfab_engine_next_ps(&e) == 5 * LAT &&
+	   e.xfers[7].state != pending,
+	   "a good message: the transfer runs here, its event pushed at its time (%d, %u events)", err,
+	   e.nr_events);
+	storage_free(&st);
+	free(of_node);
+	free(scratch);
+	topo_free(t);
+}
+
 static void test_plan(void)
 {
 	struct icfab_mtopo *t = fat_tree(4, 4, 2, 0, 0);
@@ -472,5 +539,6 @@ int main(void)
 	test_identical(0, 1);
 	test_identical(1, 0);
 	test_out_of_order();
+	test_import_refusals();
 	return done();
 }
