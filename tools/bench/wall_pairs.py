@@ -1,58 +1,121 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0
 #
-# wall_pairs.py PAIRS MAXSECS LABEL=BINARY:ARGS ...: engine_rate runs
-# interleaved (A B A B ...), each begun only once both cores look idle
-# (at most 10% busy over 0.3 s, waiting up to 20 s), and for each the CPU
-# time others used meanwhile (/proc/stat non-idle time minus the run's own
-# user+sys). Prints every sample, the medians and the first label's
-# median wall time over each other's. tools/bench/README.md, "The parallel
-# engine: one barrier a window".
+# wall_pairs.py [-q OTHERS_S] [-s STEAL_S] ROUNDS MAXSECS LABEL=BINARY:ARGS ...:
+# engine_rate runs interleaved (A B A B ...), each begun only once both
+# cores look idle (at most 10% busy over 0.3 s, waiting up to 20 s). For
+# each run it records, besides engine_rate's own wall and CPU time a pass
+# and critical path:
+#   - the process's user+sys CPU time and its voluntary and involuntary
+#     context switches (getrusage of the child);
+#   - the CPU time others used meanwhile (/proc/stat non-idle time minus
+#     the run's own user+sys) and the time the hypervisor stole from this
+#     VM (/proc/stat steal, all CPUs; 0 where the hypervisor reports none).
+# A run is "quiet" when others used at most OTHERS_S (default 0.05 s) and
+# at most STEAL_S (default 0.02 s) was stolen. Prints every sample, then
+# per label the minimum (best of N), the median and the spread (min-max)
+# of the wall time, over all runs and over quiet runs, and the ratio of
+# the first label's wall time to each other's: of the minima, of the
+# medians, and the median and spread of the per-round ratios (each run
+# against the first label's run of the same round). tools/bench/README.md,
+# "The parallel engine: one barrier a window" and "The parallel engine:
+# adoption where routes reach, a cheaper import".
 import sys, subprocess, statistics, os, time, resource
-pairs, maxs = int(sys.argv[1]), float(sys.argv[2])
+
+args = sys.argv[1:]
+quiet_others, quiet_steal = 0.05, 0.02
+while args and args[0] in ('-q', '-s'):
+    if args[0] == '-q':
+        quiet_others = float(args[1])
+    else:
+        quiet_steal = float(args[1])
+    args = args[2:]
+rounds, maxs = int(args[0]), float(args[1])
 cfgs = []
-for a in sys.argv[3:]:
+for a in args[2:]:
     lab, rest = a.split('=', 1)
-    binary, args = rest.split(':', 1)
-    cfgs.append((lab, [binary] + args.split()))
+    binary, cargs = rest.split(':', 1)
+    cfgs.append((lab, [binary] + cargs.split()))
 hz = os.sysconf('SC_CLK_TCK')
-def busy():
-    f = open('/proc/stat').readline().split()[1:]
-    v = list(map(int, f))
+
+
+def stat():
+    """(non-idle s, all s, steal s) over every CPU since boot."""
+    v = list(map(int, open('/proc/stat').readline().split()[1:]))
     idle = v[3] + v[4]
-    return (sum(v) - idle) / hz, sum(v) / hz
+    return (sum(v) - idle) / hz, sum(v) / hz, v[7] / hz
+
+
 def wait_idle(limit):
     t0 = time.time()
     while time.time() - t0 < limit:
-        b0, a0 = busy(); time.sleep(0.3); b1, a1 = busy()
+        b0, a0, _ = stat(); time.sleep(0.3); b1, a1, _ = stat()
         if a1 > a0 and (b1 - b0) / (a1 - a0) < 0.10:
             return 1
     return 0
+
+
+def spread(v):
+    if not v:
+        return "none"
+    return "min %.3f med %.3f max %.3f (n %d)" % (min(v), statistics.median(v),
+                                                 max(v), len(v))
+
+
 res = {lab: [] for lab, _ in cfgs}
 t_end = time.time() + maxs
-print("start", time.strftime("%H:%M:%S", time.gmtime()), open('/proc/loadavg').read().strip(), flush=True)
+print("start", time.strftime("%H:%M:%S", time.gmtime()),
+      open('/proc/loadavg').read().strip(), flush=True)
+print("# round label wall_s cpu_s crit_s | proc_cpu_s nvcsw nivcsw others_s "
+      "steal_s idle_before quiet", flush=True)
 r = 0
-while r < pairs and time.time() < t_end:
+while r < rounds and time.time() < t_end:
     for lab, cmd in cfgs:
         idle = wait_idle(20)
         ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        b0, _ = busy()
+        b0, _, s0 = stat()
         out = subprocess.run(cmd, capture_output=True, text=True).stdout.split()
-        b1, _ = busy()
+        b1, _, s1 = stat()
         ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         mine = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+        nvcsw = ru1.ru_nvcsw - ru0.ru_nvcsw
+        nivcsw = ru1.ru_nivcsw - ru0.ru_nivcsw
         others = max(0.0, (b1 - b0) - mine)
+        steal = s1 - s0
         wall, cpu = float(out[4]), float(out[5])
         crit = float(out[-2]) if len(out) > 12 else 0
-        res[lab].append((wall, cpu, crit, others, idle))
-        print(r, lab, wall, cpu, crit, "others %.2f s" % others, "idle-before %d" % idle, flush=True)
+        quiet = others <= quiet_others and steal <= quiet_steal
+        res[lab].append(dict(r=r, wall=wall, cpu=cpu, crit=crit, mine=mine,
+                             nvcsw=nvcsw, nivcsw=nivcsw, others=others,
+                             steal=steal, idle=idle, quiet=quiet))
+        print(r, lab, "%.4f %.4f %.4f | %.3f %d %d %.3f %.3f %d %d" %
+              (wall, cpu, crit, mine, nvcsw, nivcsw, others, steal, idle,
+               quiet), flush=True)
     r += 1
-print("end", time.strftime("%H:%M:%S", time.gmtime()), open('/proc/loadavg').read().strip())
+print("end", time.strftime("%H:%M:%S", time.gmtime()),
+      open('/proc/loadavg').read().strip())
 for lab, _ in cfgs:
-    w = [x[0] for x in res[lab]]
-    print(lab, "median wall %.4f" % statistics.median(w), "cpu %.4f" % statistics.median([x[1] for x in res[lab]]),
-          "crit %.4f" % statistics.median([x[2] for x in res[lab]]), "walls", " ".join("%.3f" % x for x in w))
+    s = res[lab]
+    q = [x for x in s if x['quiet']]
+    print(lab, "wall all:", spread([x['wall'] for x in s]))
+    print(lab, "wall quiet:", spread([x['wall'] for x in q]))
+    print(lab, "cpu a pass (engine_rate):", spread([x['cpu'] for x in s]),
+          "| crit:", spread([x['crit'] for x in s]))
+    print(lab, "nivcsw:", spread([x['nivcsw'] for x in s]), "| steal s:",
+          spread([x['steal'] for x in s]), "| others s:",
+          spread([x['others'] for x in s]))
 labs = [l for l, _ in cfgs]
-base = statistics.median([x[0] for x in res[labs[0]]])
+base = res[labs[0]]
 for l in labs[1:]:
-    print("%s / %s wall ratio %.3f" % (labs[0], l, base / statistics.median([x[0] for x in res[l]])))
+    for kind, pick in (("all", lambda x: True),
+                       ("quiet", lambda x: x['quiet'])):
+        a = [x['wall'] for x in base if pick(x)]
+        b = [x['wall'] for x in res[l] if pick(x)]
+        if not a or not b:
+            print("%s / %s (%s): no samples" % (labs[0], l, kind))
+            continue
+        pair = [x['wall'] / y['wall'] for x in base for y in res[l]
+                if x['r'] == y['r'] and pick(x) and pick(y)]
+        print("%s / %s (%s): of minima %.3f, of medians %.3f, per round %s" %
+              (labs[0], l, kind, min(a) / min(b),
+               statistics.median(a) / statistics.median(b), spread(pair)))
