@@ -797,7 +797,7 @@ static __always_inline int __icfab_done_add(struct icfab_ctx *ctx,
 		if (pos->cqe.finish_ps <= req->cqe.finish_ps)
 			break;
 	list_add(&req->node, &pos->node);
-	ctx->nr_done++;
+	WRITE_ONCE(ctx->nr_done, ctx->nr_done + 1);
 	return __icfab_wait_check(ctx, req->cqe.finish_ps);
 }
 
@@ -867,11 +867,12 @@ static __always_inline int __icfab_req_post(struct icfab_ctx *ctx,
 					    u64 finish)
 {
 	struct icfab_queue *q = req->q;
+	int woke;
 
 	if (req->ucmd) {
 		list_del(&req->unode);
-		q->inflight--;
-		ctx->u_inflight--;
+		WRITE_ONCE(q->inflight, q->inflight - 1);
+		WRITE_ONCE(ctx->u_inflight, ctx->u_inflight - 1);
 		/* Only what the task work writes out (no cqe_addr: nothing). */
 		if (req->ures.cqe_addr)
 			req->ures.cqe = req->cqe;
@@ -880,17 +881,25 @@ static __always_inline int __icfab_req_post(struct icfab_ctx *ctx,
 		return __icfab_uring_count(ctx, finish);
 	}
 
-	ctx->nr_inflight--;
 	/*
 	 * Into the ring, reaped there and then; a full ring leaves it to
 	 * the done list (counted as an overflow), so none is lost.
 	 */
 	if (req->to_cq && icfab_cq_post(ctx->cq, &req->cqe)) {
-		q->inflight--;
+		WRITE_ONCE(ctx->nr_inflight, ctx->nr_inflight - 1);
+		WRITE_ONCE(q->inflight, q->inflight - 1);
 		__icfab_req_spend(ctx, req);
 		return __icfab_wait_check(ctx, finish);
 	}
-	return __icfab_done_add(ctx, req);
+	woke = __icfab_done_add(ctx, req);
+	/*
+	 * Counted done before it stops counting in flight: a reader
+	 * outside the fabric lock (icfab_ctx_descs_full_unlocked()) sees
+	 * their sum too large for a moment, never too small.
+	 */
+	smp_wmb();
+	WRITE_ONCE(ctx->nr_inflight, ctx->nr_inflight - 1);
+	return woke;
 }
 
 /*
@@ -1998,6 +2007,31 @@ static bool icfab_ctx_descs_full(const struct icfab_ctx *ctx)
 	u32 cap = READ_ONCE(icfab_max_ctx_descs);
 
 	return cap && ctx->nr_inflight + ctx->nr_done + ctx->u_inflight >= cap;
+}
+
+/*
+ * icfab_ctx_descs_full() outside the fabric lock, under @ctx's own with
+ * nothing of the context's own system calls under the fabric lock
+ * (->fast): then only the engine's completions, which any context's
+ * run posts, change the counts, and only downwards but for nr_done,
+ * which a post raises before it drops nr_inflight (__icfab_req_post()).
+ * Read in the other order, the sum is never smaller than it was at any
+ * instant of the reading: the answer may be a full context that was
+ * just freed, as a SUBMIT a moment earlier would have found, never one
+ * more descriptor than the cap. @more: descriptors it holds besides.
+ */
+static inline bool icfab_ctx_descs_full_unlocked(const struct icfab_ctx *ctx,
+						 u32 more)
+{
+	u32 cap = READ_ONCE(icfab_max_ctx_descs);
+	u32 sum;
+
+	if (!cap)
+		return false;
+	sum = READ_ONCE(ctx->nr_inflight) + READ_ONCE(ctx->u_inflight);
+	/* Pairs with the smp_wmb() in __icfab_req_post(). */
+	smp_rmb();
+	return sum + READ_ONCE(ctx->nr_done) + more >= cap;
 }
 
 /*
