@@ -179,6 +179,17 @@ struct icfab_data {
 	bool step_ok;
 	bool sprays;			/* icfab_topo_sprays() of @topo */
 	u32 nr_endpoints;		/* of the topology at creation */
+	/*
+	 * The endpoints of the topology at creation, by node id, and the
+	 * segment size (engine.segment_size): a live commit keeps both
+	 * (icfab_topo_live_check(), icfab_data_retopo()), and the engine
+	 * is rebuilt only once no context is attached. So for as long as
+	 * a context is attached they are those of fabric->active, which a
+	 * commit swaps and frees under the fabric lock, and need no lock
+	 * to be read: the WRITE path checks a peer with them under its
+	 * context's own (icfab_submit_fast()).
+	 */
+	DECLARE_BITMAP(eps, ICFAB_MAX_NODES);
 	u32 step_nr, step_cap;
 	u32 *step_ids;			/* [step_cap] */
 	struct icfab_par_data *par;	/* the parallel engine, or NULL */
@@ -364,6 +375,21 @@ void icfab_data_exit(void)
 	destroy_workqueue(icfab_data_wq);
 }
 
+static bool icfab_is_endpoint(const struct icfab_topo *t, u32 id)
+{
+	return id < t->m.nr_nodes && t->m.nodes[id].present &&
+	       t->m.nodes[id].kind == ICFAB_MODEL_ENDPOINT;
+}
+
+/*
+ * Is @id an endpoint of @d's fabric? What icfab_is_endpoint() says of
+ * fabric->active while @d lives, without the fabric lock (see d->eps).
+ */
+static bool icfab_data_is_endpoint(const struct icfab_data *d, u32 id)
+{
+	return id < ICFAB_MAX_NODES && test_bit(id, d->eps);
+}
+
 /* Build an engine on the committed topology. */
 static struct icfab_data *icfab_data_create(struct icfab_fabric *fabric)
 {
@@ -402,9 +428,13 @@ static struct icfab_data *icfab_data_create(struct icfab_fabric *fabric)
 		goto err_free;
 	d->engine.run_budget = ICFAB_ENGINE_RUN_BUDGET;
 	d->sprays = icfab_topo_sprays(m);
-	for (i = 0; i < m->nr_nodes && i < m->nodes_cap; i++)
-		d->nr_endpoints += m->nodes[i].present &&
-				   m->nodes[i].kind == ICFAB_MODEL_ENDPOINT;
+	for (i = 0; i < m->nr_nodes && i < m->nodes_cap; i++) {
+		if (!icfab_is_endpoint(t, i))
+			continue;
+		d->nr_endpoints++;
+		if (i < ICFAB_MAX_NODES)
+			__set_bit(i, d->eps);
+	}
 	/* Fabric time restarts at 0 with every engine, in both modes. */
 	d->paced = t->time_mode == ICFAB_TIME_PACED;
 	d->dilation = max_t(u32, t->dilation, 1);
@@ -1618,12 +1648,6 @@ bool icfab_ctx_attached_to(struct icfab_ctx *ctx, u32 endpoint)
 	return icfab_ctx_has_ep(ctx, endpoint);
 }
 
-static bool icfab_is_endpoint(const struct icfab_topo *t, u32 id)
-{
-	return id < t->m.nr_nodes && t->m.nodes[id].present &&
-	       t->m.nodes[id].kind == ICFAB_MODEL_ENDPOINT;
-}
-
 long icfab_ioctl_attach(struct icfab_ctx *ctx, void __user *uarg)
 {
 	struct icfab_fabric *fabric = ctx->fabric;
@@ -2045,7 +2069,7 @@ static __always_inline int icfab_req_prepare(struct icfab_ctx *ctx,
 					      const struct icfab_desc *dd,
 					      struct icfab_req *req)
 {
-	const struct icfab_topo *t = ctx->fabric->active;
+	const struct icfab_data *d = ctx->fabric->data;
 	struct icfab_queue *q;
 	int err = 0;
 
@@ -2087,8 +2111,8 @@ static __always_inline int icfab_req_prepare(struct icfab_ctx *ctx,
 			 * The offsets move nothing: they only say where the
 			 * bytes would land, for spraying (ICFAB_F_TIMING_OFFSETS).
 			 */
-			if (!icfab_is_endpoint(t, dd->peer) || dd->region ||
-			    dd->rkey)
+			if (!icfab_data_is_endpoint(d, dd->peer) ||
+			    dd->region || dd->rkey)
 				err = -EINVAL;
 			req->local_off = dd->local_off;
 			req->remote_off = dd->remote_off;
@@ -2130,7 +2154,7 @@ static __always_inline int icfab_req_prepare(struct icfab_ctx *ctx,
 	 */
 	BUILD_BUG_ON(ICFAB_MAX_XFER_SEGMENTS > U32_MAX);
 	if (!err && (dd->op == ICFAB_OP_WRITE || dd->op == ICFAB_OP_READ) &&
-	    dd->len > (u64)ICFAB_MAX_XFER_SEGMENTS * t->segment_size)
+	    dd->len > (u64)ICFAB_MAX_XFER_SEGMENTS * d->engine.segment_size)
 		err = -E2BIG;
 	if (!err && (q->inflight >= q->depth || icfab_ctx_descs_full(ctx)))
 		err = -EAGAIN;
