@@ -190,6 +190,19 @@ struct icfab_data {
 	 * context's own (icfab_submit_fast()).
 	 */
 	DECLARE_BITMAP(eps, ICFAB_MAX_NODES);
+	/*
+	 * Room in the engine's tables promised outside the fabric lock:
+	 * the credit contexts hold (ctx->credit_events, credit_xfers) and
+	 * what their accepted WRITEs, not yet in the engine, took of it
+	 * (docs/ARCHITECTURE.md, "The data path and the fabric lock").
+	 * The tables always have it beside what they hold
+	 * (events_reserved + granted_events <= events_cap, nr_xfers +
+	 * granted_xfers <= xfers_cap): a submission under the lock keeps
+	 * it (icfab_data_room_beside_credit()), so an accepted WRITE
+	 * always fits when it goes in. Under the fabric lock.
+	 */
+	u64 granted_events;
+	u32 granted_xfers;
 	u32 step_nr, step_cap;
 	u32 *step_ids;			/* [step_cap] */
 	struct icfab_par_data *par;	/* the parallel engine, or NULL */
@@ -460,12 +473,20 @@ err_free:
  */
 static void __icfab_ctx_slow(struct icfab_ctx *ctx)
 {
+	struct icfab_data *d;
+
 	lockdep_assert_held(&ctx->fabric->lock);
 	if (!ctx->fast)
 		return;
 	spin_lock(&ctx->lock);
-	WRITE_ONCE(ctx->fast, false);
+	WRITE_ONCE(ctx->fast, 0);
 	spin_unlock(&ctx->lock);
+	/* Its credit back: attached (->fast), so the engine is there. */
+	d = ctx->fabric->data;
+	d->granted_events -= ctx->credit_events;
+	d->granted_xfers -= ctx->credit_xfers;
+	ctx->credit_events = 0;
+	ctx->credit_xfers = 0;
 }
 
 /* Does @ctx hold the engine back? */
@@ -1086,6 +1107,72 @@ static noinline void icfab_step_note(struct icfab_data *d,
 	d->step_ids[d->step_nr++] = req->xfer;
 }
 
+/*
+ * Credit back from every context that holds some: the room it stood for
+ * is the tables' again, but for what accepted WRITEs took of it. A
+ * context holds credit only while its ->fast has ICFAB_CTX_FAST_WRITE,
+ * which only the fabric lock's holder sets or clears; its own lock
+ * keeps its WRITE path out meanwhile. The fabric lock is held.
+ */
+static void icfab_data_revoke_credit(struct icfab_data *d)
+{
+	struct icfab_ctx *ctx;
+
+	lockdep_assert_held(&d->fabric->lock);
+	list_for_each_entry(ctx, &d->fabric->attached, attached_node) {
+		if (!(ctx->fast & ICFAB_CTX_FAST_WRITE))
+			continue;
+		spin_lock(&ctx->lock);
+		d->granted_events -= ctx->credit_events;
+		d->granted_xfers -= ctx->credit_xfers;
+		ctx->credit_events = 0;
+		ctx->credit_xfers = 0;
+		spin_unlock(&ctx->lock);
+	}
+}
+
+/*
+ * A submission under the fabric lock while room is promised (granted):
+ * the tables grow until they hold @req beside it, so that what was
+ * promised still fits. When they cannot, the credit not yet used goes
+ * back, and what accepted WRITEs took of it stays theirs: those are, for
+ * the engine's room, as if they were in it already, as they would be
+ * without their path. 0, or -EAGAIN (-E2BIG: a circuit's tree that no
+ * table holds) as icfab_xfer_submit() would answer for a full engine.
+ */
+static noinline int icfab_data_room_beside_credit(struct icfab_data *d,
+						  const struct icfab_req *req)
+{
+	struct icfab_engine *e = &d->engine;
+	bool revoked = false;
+	u64 need, room;
+
+	need = req->cx ? icfab_circuit_xfer_events(req->cx, req->len,
+						   e->segment_size) :
+			 icfab_engine_events_needed(req->len, e->segment_size);
+	if (need > ICFAB_ENGINE_EVENTS_MAX)
+		return req->cx ? -E2BIG : -EAGAIN;
+	for (;;) {
+		if (e->nr_xfers + d->granted_xfers >= e->xfers_cap) {
+			if (icfab_data_grow_xfers(d))
+				continue;
+		} else {
+			room = e->events_reserved + d->granted_events + need;
+			if (room <= e->events_cap)
+				return 0;
+			if (icfab_data_grow(d, d->granted_events + need))
+				continue;
+		}
+		/* Nothing promised: the engine's own answer, as ever. */
+		if (!d->granted_xfers)
+			return 0;
+		if (revoked)
+			return -EAGAIN;
+		icfab_data_revoke_credit(d);
+		revoked = true;
+	}
+}
+
 /* Put a transfer into the engine, starting no earlier than @at. */
 static __always_inline int icfab_xfer_submit(struct icfab_data *d,
 					      struct icfab_ctx *ctx,
@@ -1119,6 +1206,12 @@ static __always_inline int icfab_xfer_submit(struct icfab_data *d,
 	 */
 	at = icfab_engine_submit_at(e, at, key);
 
+	/* Room promised outside the lock stays promised. */
+	if (unlikely(d->granted_xfers)) {
+		err = icfab_data_room_beside_credit(d, req);
+		if (err)
+			return err;
+	}
 	icfab_data_trace_sync(d);
 	do {
 		if (req->cx)
@@ -2355,14 +2448,49 @@ fault:
  * way; and a DELAY that moves its clock (neither free-running nor
  * paced). The fabric lock is held.
  */
-static bool __icfab_ctx_may_fast(const struct icfab_ctx *ctx)
+static u8 __icfab_ctx_may_fast(const struct icfab_ctx *ctx)
 {
 	lockdep_assert_held(&ctx->fabric->lock);
-	return ctx->nr_eps && !ctx->dead && !ctx->free_run &&
-	       !ctx->fabric->data->paced && !ctx->nr_inflight &&
-	       !ctx->u_inflight && !ctx->nr_recvqs && !ctx->in_wait &&
-	       !ctx->uwait && !ctx->waiting && !ctx->catchup &&
-	       !ctx->cq_wait;
+	if (!ctx->nr_eps || ctx->dead || ctx->free_run ||
+	    ctx->fabric->data->paced || ctx->nr_recvqs || ctx->in_wait ||
+	    ctx->uwait || ctx->waiting || ctx->catchup || ctx->cq_wait)
+		return 0;
+	/*
+	 * WRITEs also with some in flight: the engine's posts only lower
+	 * the counts their checks read (icfab_ctx_descs_full_unlocked()),
+	 * and they touch nothing else the WRITE path does.
+	 */
+	if (ctx->nr_inflight || ctx->u_inflight)
+		return ICFAB_CTX_FAST_WRITE;
+	return ICFAB_CTX_FAST_WRITE | ICFAB_CTX_FAST_DELAY;
+}
+
+/* Engine room a context may promise at a time: a chunk's small WRITEs. */
+#define ICFAB_CREDIT_XFERS	128
+#define ICFAB_CREDIT_EVENTS	16384
+
+/*
+ * Credit for @ctx, whose ->fast is about to have ICFAB_CTX_FAST_WRITE:
+ * what the engine's tables have free beside what is promised already,
+ * up to the amounts above; none to grow them for. The fabric lock is
+ * held and ->fast is clear.
+ */
+static void __icfab_ctx_credit(struct icfab_ctx *ctx)
+{
+	struct icfab_data *d = ctx->fabric->data;
+	struct icfab_engine *e = &d->engine;
+
+	lockdep_assert_held(&ctx->fabric->lock);
+	/* The tables hold what is promised (d->granted_events): kept. */
+	if (e->events_reserved + d->granted_events >= e->events_cap ||
+	    e->nr_xfers + d->granted_xfers >= e->xfers_cap)
+		return;
+	ctx->credit_events = min_t(u64, e->events_cap - e->events_reserved -
+				   d->granted_events, ICFAB_CREDIT_EVENTS);
+	ctx->credit_xfers = min_t(u32, e->xfers_cap - e->nr_xfers -
+				  d->granted_xfers, ICFAB_CREDIT_XFERS);
+	d->granted_events += ctx->credit_events;
+	d->granted_xfers += ctx->credit_xfers;
 }
 
 /*
@@ -2374,10 +2502,14 @@ static bool __icfab_ctx_may_fast(const struct icfab_ctx *ctx)
  */
 static void __icfab_ctx_fast_update(struct icfab_ctx *ctx)
 {
-	bool fast = __icfab_ctx_may_fast(ctx);
+	u8 fast = __icfab_ctx_may_fast(ctx);
 
 	if (fast == ctx->fast)
 		return;
+	/* Clear in every caller (cleared as it took the lock): cheap. */
+	__icfab_ctx_slow(ctx);
+	if (fast & ICFAB_CTX_FAST_WRITE)
+		__icfab_ctx_credit(ctx);
 	spin_lock(&ctx->lock);
 	WRITE_ONCE(ctx->fast, fast);
 	spin_unlock(&ctx->lock);
@@ -2400,7 +2532,7 @@ static noinline u32 icfab_submit_fast(struct icfab_ctx *ctx,
 	u32 i = *at;
 
 	spin_lock(&ctx->lock);
-	if (!ctx->fast || (to_cq && !ctx->cq))
+	if (!(ctx->fast & ICFAB_CTX_FAST_DELAY) || (to_cq && !ctx->cq))
 		goto out;
 	for (; i < n; i++) {
 		const struct icfab_desc *dd = &chunk[i];
@@ -2527,7 +2659,7 @@ long icfab_submit_descs(struct icfab_ctx *ctx,
 
 		at = 0;
 		if (nr_fresh && chunk[0].op == ICFAB_OP_DELAY &&
-		    READ_ONCE(ctx->fast)) {
+		    READ_ONCE(ctx->fast) & ICFAB_CTX_FAST_DELAY) {
 			u32 took = icfab_submit_fast(ctx, chunk, fresh, &at,
 						     nr_fresh, to_cq);
 

@@ -341,7 +341,16 @@ struct icfab_ctx {
 	 * inside fabric->lock, outside pool_lock.
 	 */
 	spinlock_t lock;
-	bool fast;
+	u8 fast;			/* ICFAB_CTX_FAST_* */
+	/*
+	 * Room in the engine's tables this context may promise its WRITEs
+	 * outside the fabric lock (struct icfab_data, granted_events):
+	 * events and transfers. Given with ICFAB_CTX_FAST_WRITE and taken
+	 * back when it is cleared; under ->lock while it is set, else
+	 * under fabric->lock.
+	 */
+	u64 credit_events;
+	u32 credit_xfers;
 
 	/* Under fabric->lock: */
 	struct list_head attached_node;	/* in fabric->attached */
@@ -407,6 +416,9 @@ struct icfab_ctx {
 	struct icfab_req *spent_last;
 	u32 nr_spent;
 };
+/* icfab_ctx.fast: what may go under the context's own lock. */
+#define ICFAB_CTX_FAST_DELAY	0x1	/* DELAYs (nothing in flight) */
+#define ICFAB_CTX_FAST_WRITE	0x2	/* timing-only WRITEs, accepted */
 struct icfab_ctx *icfab_ctx_create(struct icfab_fabric *fabric);
 void icfab_ctx_destroy(struct icfab_ctx *ctx);
 int icfab_ctx_evict(struct icfab_fabric *fabric, u32 id);
