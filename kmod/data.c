@@ -92,6 +92,11 @@ struct icfab_queue {
 					 * receive queue: reserved, not reaped */
 	u32 seq;			/* of the next transfer */
 	u32 outstanding;		/* transfers in the engine */
+	/*
+	 * WRITEs of its context's list of accepted ones (ctx->accepted),
+	 * not yet counted in @inflight: under the context's own lock.
+	 */
+	u32 accepted;
 	u32 id;				/* in its context */
 	bool recv;			/* a receive queue (ICFAB_QUEUE_F_RECV) */
 	u64 max_finish_ps;		/* ps: latest finish of its transfers */
@@ -119,6 +124,8 @@ struct icfab_req {
 	u32 src, dst;			/* node ids */
 	u32 xfer;			/* engine transfer id, while in_engine */
 	u32 trig_imm;			/* TRIGGER: the counter (len: the count) */
+	u32 granted;			/* accepted WRITE: events of the
+					 * engine's room promised to it */
 	u8 op;
 	bool in_engine;
 	bool in_backlog;
@@ -225,6 +232,7 @@ struct icfab_ctx *icfab_ctx_create(struct icfab_fabric *fabric)
 	INIT_LIST_HEAD(&ctx->attached_node);
 	INIT_LIST_HEAD(&ctx->done);
 	INIT_LIST_HEAD(&ctx->ureqs);
+	INIT_LIST_HEAD(&ctx->accepted);
 	init_waitqueue_head(&ctx->wq);
 	INIT_DELAYED_WORK(&ctx->reach_work, icfab_ctx_reach_fn);
 	return ctx;
@@ -465,12 +473,17 @@ err_free:
 
 /*
  * The fabric lock is taken for @ctx (by its own system calls, its kill,
- * its close): no DELAY path of it may run from here until a SUBMIT's
- * chunk or a WAIT sets ->fast again under the fabric lock
- * (__icfab_ctx_fast_update()); one under way ends first. Cheap
- * when it is clear already, which only the fabric lock's holder can
- * change.
+ * its close, a commit): no DELAY or WRITE path of it may run from here
+ * until a SUBMIT's chunk or a WAIT sets ->fast again under the fabric
+ * lock (__icfab_ctx_fast_update()); one under way ends first. Its
+ * credit goes back, and the WRITEs its path accepted go into the
+ * engine (or a queue's backlog), in order, before anything else of it
+ * is looked at: from here on every request of it is where it would be
+ * without that path. Cheap when ->fast is clear already, which only
+ * the fabric lock's holder can change.
  */
+static void __icfab_ctx_start_accepted(struct icfab_ctx *ctx);
+
 static void __icfab_ctx_slow(struct icfab_ctx *ctx)
 {
 	struct icfab_data *d;
@@ -487,6 +500,9 @@ static void __icfab_ctx_slow(struct icfab_ctx *ctx)
 	d->granted_xfers -= ctx->credit_xfers;
 	ctx->credit_events = 0;
 	ctx->credit_xfers = 0;
+	/* What its WRITE path accepted goes in before anything else. */
+	if (ctx->nr_accepted)
+		__icfab_ctx_start_accepted(ctx);
 }
 
 /* Does @ctx hold the engine back? */
@@ -1711,6 +1727,7 @@ u64 icfab_data_now(struct icfab_fabric *fabric)
 int icfab_data_retopo(struct icfab_fabric *fabric, struct icfab_topo *t)
 {
 	struct icfab_data *d = fabric->data;
+	struct icfab_ctx *ctx;
 	int err;
 
 	lockdep_assert_held(&fabric->lock);
@@ -1720,6 +1737,12 @@ int icfab_data_retopo(struct icfab_fabric *fabric, struct icfab_topo *t)
 	    t->segment_size != d->topo->segment_size ||
 	    (d->paced && t->dilation != d->topo->dilation))
 		return -EINVAL;
+	/*
+	 * WRITEs accepted outside the lock go in on the topology they
+	 * were accepted under, as they would have without their path.
+	 */
+	list_for_each_entry(ctx, &fabric->attached, attached_node)
+		__icfab_ctx_slow(ctx);
 	/* A step logged on the old topology is not handed over. */
 	d->step_ok = false;
 	err = icfab_engine_retopo(&d->engine, &t->m);
@@ -2372,6 +2395,55 @@ err_uncount:
 }
 
 /*
+ * The WRITEs @ctx's path accepted (icfab_submit_fast()), in order, as
+ * icfab_req_start() would have started them then: counted in flight,
+ * and into the engine at the start the path recorded, the context's
+ * clock, or behind their queue's backlog. Emulated time is the same:
+ * with a WRITE accepted, the context holds the engine at that clock
+ * (its WAIT, which stops holding it, comes here first), so the engine
+ * processes nothing at that instant or after it meanwhile, and what
+ * icfab_engine_submit_at() and the start read is what they read at the
+ * SUBMIT. The room each needs was promised (d->granted_events): it
+ * fits. Called by __icfab_ctx_slow() with ->fast clear. The fabric lock
+ * is held.
+ */
+static noinline void __icfab_ctx_start_accepted(struct icfab_ctx *ctx)
+{
+	struct icfab_data *d = ctx->fabric->data;
+	struct icfab_req *req, *tmp;
+
+	lockdep_assert_held(&ctx->fabric->lock);
+	list_for_each_entry_safe(req, tmp, &ctx->accepted, node) {
+		struct icfab_queue *q = req->q;
+		u64 t = req->cqe.submit_ps;
+		int err;
+
+		list_del(&req->node);
+		q->accepted--;
+		ctx->nr_accepted--;
+		q->inflight++;
+		ctx->nr_inflight++;
+		d->granted_events -= req->granted;
+		d->granted_xfers--;
+		if (!list_empty(&q->backlog)) {
+			list_add_tail(&req->node, &q->backlog);
+			req->in_backlog = true;
+			continue;
+		}
+		err = icfab_xfer_submit(d, ctx, q, req, max(t, q->fence_ps));
+		if (likely(!err)) {
+			req->cqe.submit_ps = max(t, d->engine.now_ps);
+			continue;
+		}
+		/* Its room was promised: a kernel bug, told as a backlog's. */
+		WARN_ON_ONCE(err == -EAGAIN);
+		t = max(t, d->engine.now_ps);
+		__icfab_req_finish(req, err == -EAGAIN ? -ENOBUFS : err, t, t,
+				   0);
+	}
+}
+
+/*
  * Descriptors and completions cross to and from userspace this many at a
  * time, on the stack: one user copy per descriptor cost more than the
  * descriptor's own path with short batches on fast links.
@@ -2516,30 +2588,103 @@ static void __icfab_ctx_fast_update(struct icfab_ctx *ctx)
 }
 
 /*
- * The DELAY path, under @ctx's own lock and not the fabric's (->fast):
- * from @chunk[*@at] on, as long as they are DELAYs that
+ * A timing-only WRITE on the WRITE path (ICFAB_CTX_FAST_WRITE), under
+ * @ctx's own lock: accepted when icfab_req_prepare() would take it (its
+ * checks, for this one kind, with the peer and the segment size of @d,
+ * which are fabric->active's while @ctx is attached, and the counts
+ * read as icfab_ctx_descs_full_unlocked() says, this context's
+ * accepted WRITEs counted in) and the context's credit has its room;
+ * then onto ctx->accepted, its start the context's clock, for
+ * __icfab_ctx_start_accepted() to start. False for anything else,
+ * which the fabric lock's path then takes or refuses as ever.
+ */
+static __always_inline bool icfab_write_accept(struct icfab_ctx *ctx,
+					       const struct icfab_data *d,
+					       const struct icfab_desc *dd,
+					       struct icfab_req *req,
+					       bool to_cq)
+{
+	u32 seg = d->engine.segment_size;
+	struct icfab_queue *q;
+	u64 need;
+
+	if (dd->pad || dd->circuit || dd->flags != ICFAB_DESC_F_TIMING_ONLY ||
+	    dd->imm || dd->region || dd->rkey ||
+	    !icfab_data_is_endpoint(d, dd->peer) ||
+	    dd->len > (u64)ICFAB_MAX_XFER_SEGMENTS * seg)
+		return false;
+	q = icfab_ctx_queue(ctx, dd->queue);
+	if (!q || q->recv ||
+	    READ_ONCE(q->inflight) + q->accepted >= q->depth ||
+	    icfab_ctx_descs_full_unlocked(ctx, ctx->nr_accepted) ||
+	    !ctx->credit_xfers)
+		return false;
+	need = icfab_engine_events_needed(dd->len, seg);
+	if (need > ctx->credit_events)
+		return false;
+	ctx->credit_events -= need;
+	ctx->credit_xfers--;
+	req->granted = need;
+	req->ctx = ctx;
+	req->to_cq = to_cq;
+	req->q = q;
+	req->op = ICFAB_OP_WRITE;
+	req->len = dd->len;
+	req->cqe.user_tag = dd->user_tag;
+	req->cqe.queue = dd->queue;
+	req->local_off = dd->local_off;
+	req->remote_off = dd->remote_off;
+	req->src = q->endpoint;
+	req->dst = dd->peer;
+	req->cqe.submit_ps = ctx->clock_ps;
+	list_add_tail(&req->node, &ctx->accepted);
+	q->accepted++;
+	ctx->nr_accepted++;
+	return true;
+}
+
+/*
+ * The DELAY and WRITE paths, under @ctx's own lock and not the fabric's
+ * (->fast): from @chunk[*@at] on, as long as they are DELAYs that
  * icfab_req_prepare() and icfab_req_start() would take, each exactly as
  * they would (the clock, the completion into the ring or onto the done
- * list); the first that is not, with its error or anything else, is
- * left with the rest to them, under the fabric lock. Returns how many it
- * took (*@at moved past them): those moved the clock.
+ * list), or WRITEs that icfab_write_accept() takes; the first that is
+ * not, with its error or anything else, is left with the rest to them,
+ * under the fabric lock. A DELAY does not follow an accepted WRITE here:
+ * it would move the clock the WRITE's start holds the engine at.
+ * Returns how many it took (*@at moved past them), and in *@moved how
+ * many of them were DELAYs, which moved the clock.
  */
 static noinline u32 icfab_submit_fast(struct icfab_ctx *ctx,
 				      const struct icfab_desc *chunk,
 				      struct icfab_req **fresh, u32 *at,
-				      u32 n, bool to_cq)
+				      u32 n, bool to_cq, u32 *moved)
 {
-	u32 i = *at;
+	const struct icfab_data *d;
+	u32 i = *at, nw = 0;
+	u8 fast;
 
 	spin_lock(&ctx->lock);
-	if (!(ctx->fast & ICFAB_CTX_FAST_DELAY) || (to_cq && !ctx->cq))
+	fast = ctx->fast;
+	if (!fast || (to_cq && !ctx->cq))
 		goto out;
+	/* Attached (->fast): the engine stays while the lock is held. */
+	d = ctx->fabric->data;
 	for (; i < n; i++) {
 		const struct icfab_desc *dd = &chunk[i];
 		struct icfab_req *req = fresh[i];
 		struct icfab_queue *q;
 		u64 t, finish;
 
+		if (dd->op == ICFAB_OP_WRITE) {
+			if (!(fast & ICFAB_CTX_FAST_WRITE) ||
+			    !icfab_write_accept(ctx, d, dd, req, to_cq))
+				break;
+			nw++;
+			continue;
+		}
+		if (!(fast & ICFAB_CTX_FAST_DELAY) || ctx->nr_accepted)
+			break;
 		if (dd->op != ICFAB_OP_DELAY || dd->pad || dd->circuit ||
 		    dd->flags || dd->imm || dd->peer || dd->region ||
 		    dd->local_off || dd->rkey || dd->remote_off)
@@ -2567,13 +2712,18 @@ static noinline u32 icfab_submit_fast(struct icfab_ctx *ctx,
 		/* No WAIT is under way (->fast): nothing to wake. */
 		__icfab_req_post(ctx, req, 0, finish);
 	}
-	__icfab_spent_flush(ctx);
+	/* Not while the engine may post (nothing in flight: DELAY). */
+	if (fast & ICFAB_CTX_FAST_DELAY)
+		__icfab_spent_flush(ctx);
 out:
 	spin_unlock(&ctx->lock);
 	n = i - *at;
 	*at = i;
-	if (n)
-		atomic_add(n, &ctx->fabric->fast_delays);
+	*moved = n - nw;
+	if (n - nw)
+		atomic_add(n - nw, &ctx->fabric->fast_delays);
+	if (nw)
+		atomic_add(nw, &ctx->fabric->fast_writes);
 	return n;
 }
 
@@ -2647,6 +2797,7 @@ long icfab_submit_descs(struct icfab_ctx *ctx,
 	while (i < nr || !i) {
 		u32 want = min_t(u32, nr - i, size);
 		int err = 0;
+		u8 fast;
 
 		/*
 		 * Copied once, outside the lock (a fault may take long);
@@ -2658,15 +2809,24 @@ long icfab_submit_descs(struct icfab_ctx *ctx,
 		nr_fresh = icfab_req_alloc_many(ctx, fresh, have);
 
 		at = 0;
-		if (nr_fresh && chunk[0].op == ICFAB_OP_DELAY &&
-		    READ_ONCE(ctx->fast) & ICFAB_CTX_FAST_DELAY) {
-			u32 took = icfab_submit_fast(ctx, chunk, fresh, &at,
-						     nr_fresh, to_cq);
+		fast = READ_ONCE(ctx->fast);
+		if (nr_fresh &&
+		    ((chunk[0].op == ICFAB_OP_DELAY &&
+		      fast & ICFAB_CTX_FAST_DELAY) ||
+		     (chunk[0].op == ICFAB_OP_WRITE &&
+		      fast & ICFAB_CTX_FAST_WRITE))) {
+			u32 moved, took;
 
+			took = icfab_submit_fast(ctx, chunk, fresh, &at,
+						 nr_fresh, to_cq, &moved);
 			i += took;
 			if (at == have && have == want) {
-				/* All of it: the fabric lock only to run. */
-				if (took)
+				/*
+				 * All of it: the fabric lock only to run,
+				 * for a clock a DELAY moved (a WRITE's
+				 * start holds the engine where it was).
+				 */
+				if (moved)
 					icfab_data_advance_unlocked(ctx);
 				ret = i;
 				if (i == nr || fatal_signal_pending(current))
@@ -2674,7 +2834,7 @@ long icfab_submit_descs(struct icfab_ctx *ctx,
 				cond_resched();
 				continue;
 			}
-			if (took)
+			if (moved)
 				advance = true;
 		}
 

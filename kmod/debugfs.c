@@ -219,6 +219,8 @@ void icfab_debugfs_init(struct icfab_fabric **fabrics, unsigned int n)
 					&fabrics[i]->fast_delays);
 		debugfs_create_atomic_t("submit_lock_waits", 0600, dir,
 					&fabrics[i]->submit_lock_waits);
+		debugfs_create_atomic_t("fast_writes", 0600, dir,
+					&fabrics[i]->fast_writes);
 	}
 }
 

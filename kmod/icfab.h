@@ -11,6 +11,9 @@
  *	    mmap_lock			user copies under fabric->lock may fault
  *	      xa_lock(ctx->regions)	handle -> region (region.c); also taken
  *					under mmap_lock alone, by ->mmap()
+ *	    icfab_ctx.lock		spinlock: a context's DELAY and WRITE
+ *					paths (data.c), which take it with
+ *					no other lock held; outside pool_lock
  *	    icfab_ctx.pool_lock		spinlock: a context's spare requests
  *	    xa_lock(data->recvqs)	receive queues by endpoint (data.c)
  *	    xa_lock(fabric->circuits)	circuits by id (circuit.c)
@@ -157,6 +160,8 @@ struct icfab_fabric {
 	 */
 	atomic_t fast_delays;
 	atomic_t submit_lock_waits;
+	/* WRITEs the WRITE path accepted under a context's own lock. */
+	atomic_t fast_writes;
 
 	/* Data path, under lock. The engine exists while contexts attach. */
 	struct icfab_data *data;
@@ -351,6 +356,14 @@ struct icfab_ctx {
 	 */
 	u64 credit_events;
 	u32 credit_xfers;
+	/*
+	 * The WRITE path's accepted WRITEs, not yet in the engine: struct
+	 * icfab_req via node, in order, their count. Under ->lock while
+	 * ICFAB_CTX_FAST_WRITE is set; emptied, under both locks, by
+	 * __icfab_ctx_slow() as it clears it (data.c).
+	 */
+	struct list_head accepted;
+	u32 nr_accepted;
 
 	/* Under fabric->lock: */
 	struct list_head attached_node;	/* in fabric->attached */

@@ -477,4 +477,212 @@ TEST_F(ctx, an_evicted_context_gets_its_descriptors_back)
 	EXPECT_LT(0, c[0].finish_ps);
 }
 
+/* debugfs: a count of icfab0 (fast_delays, fast_writes, ...), or -1. */
+static long long fab_count(const char *name)
+{
+	char path[128];
+	long long n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/icfab/icfab0/%s",
+		 name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &n) != 1)
+		n = -1;
+	fclose(f);
+	return n;
+}
+
+/*
+ * Timing-only WRITEs of two contexts are accepted under each context's
+ * own lock, not the fabric's, once a first SUBMIT under the fabric lock
+ * gave the path (fast_writes counts them: a SUBMIT that took the fabric
+ * lock does not). They complete as the same WRITEs under the lock do:
+ * A's and B's, the same shape one hop along the ring, alike to the ps.
+ */
+TEST_F(ctx, writes_of_two_contexts_go_off_the_fabric_lock)
+{
+	struct icfab_desc wa[2] = {
+		desc_put(self->qa, 1, SEG, 1), desc_put(self->qa, 1, SEG, 2),
+	};
+	struct icfab_desc wb[2] = {
+		desc_put(self->qb, 2, SEG, 1), desc_put(self->qb, 2, SEG, 2),
+	};
+	struct waiter w = { .fd = self->a, .min = 3 };
+	struct waiter wbw = { .fd = self->b, .min = 3 };
+	long long n = fab_count("fast_writes");
+	pthread_t ta, tb;
+
+	ASSERT_LE(0, n);
+	/* The first of each under the fabric lock: it gives the path. */
+	ASSERT_EQ(1, ctx_submit(self->a, &wa[0], 1));
+	ASSERT_EQ(1, ctx_submit(self->b, &wb[0], 1));
+	EXPECT_EQ(n, fab_count("fast_writes"));
+	ASSERT_EQ(1, ctx_submit(self->a, &wa[1], 1));
+	ASSERT_EQ(1, ctx_submit(self->b, &wb[1], 1));
+	EXPECT_EQ(n + 2, fab_count("fast_writes"));
+	/* And once more each, the same way. */
+	ASSERT_EQ(1, ctx_submit(self->a, &wa[0], 1));
+	ASSERT_EQ(1, ctx_submit(self->b, &wb[0], 1));
+	EXPECT_EQ(n + 4, fab_count("fast_writes"));
+
+	/*
+	 * A in its WAIT, which started its two: B holds them at 0 until it
+	 * waits too. A is woken at its last finish and holds the engine
+	 * there, which B's last shares (the same shape): B has it once A
+	 * has closed.
+	 */
+	ASSERT_EQ(0, pthread_create(&ta, NULL, waiter_fn, &w));
+	ASSERT_EQ(0, until_waiting(&self->gs, 0));
+	ASSERT_EQ(0, pthread_create(&tb, NULL, waiter_fn, &wbw));
+	pthread_join(ta, NULL);
+	ASSERT_EQ(3, w.got);
+	close(self->a);
+	self->a = -1;
+	pthread_join(tb, NULL);
+	ASSERT_EQ(3, wbw.got);
+	for (int i = 0; i < 3; i++) {
+		const struct icfab_cqe *c = wbw.c;
+
+		EXPECT_EQ(0, w.c[i].status);
+		EXPECT_EQ(0, c[i].status);
+		EXPECT_EQ(0, w.c[i].submit_ps);
+		EXPECT_EQ(w.c[i].user_tag, c[i].user_tag);
+		EXPECT_EQ(w.c[i].start_ps, c[i].start_ps);
+		EXPECT_EQ(w.c[i].finish_ps, c[i].finish_ps);
+		EXPECT_EQ(w.c[i].queued_ps, c[i].queued_ps);
+	}
+	EXPECT_LT(w.c[0].finish_ps, w.c[1].finish_ps);
+}
+
+/*
+ * A context closed with WRITEs accepted off the fabric lock: they go
+ * into the engine as it leaves, as those in flight do, and the other
+ * context goes on as if they had gone in at their SUBMIT.
+ */
+TEST_F(ctx, a_close_with_writes_accepted_off_the_lock_loses_nothing)
+{
+	struct icfab_desc w = desc_put(self->qa, 2, 4 * SEG, 1);
+	struct icfab_desc d = {
+		.op = ICFAB_OP_DELAY, .queue = self->qb, .len = 1000000,
+		.user_tag = 9,
+	};
+	struct icfab_cqe c;
+	long long n = fab_count("fast_writes");
+
+	ASSERT_LE(0, n);
+	ASSERT_EQ(1, ctx_submit(self->a, &w, 1));
+	ASSERT_EQ(1, ctx_submit(self->a, &w, 1));
+	ASSERT_EQ(1, ctx_submit(self->a, &w, 1));
+	EXPECT_EQ(n + 2, fab_count("fast_writes"));
+	close(self->a);
+	self->a = -1;
+	ASSERT_EQ(1, ctx_submit(self->b, &d, 1));
+	ASSERT_EQ(1, ctx_wait(self->b, &c, 1, 1, 20000, NULL));
+	EXPECT_EQ(9, c.user_tag);
+	EXPECT_EQ(1000000, c.finish_ps);
+}
+
+/*
+ * Evicted with a WRITE accepted off the fabric lock, a context gets it
+ * back as it gets one that was in the engine: -ECANCELED, once the
+ * other context lets the engine run.
+ */
+TEST_F(ctx, an_evicted_context_gets_its_accepted_writes_back)
+{
+	struct icfab_desc w[2] = {
+		desc_put(self->qa, 2, 4 * SEG, 1),
+		desc_put(self->qa, 2, 4 * SEG, 2),
+	};
+	struct icfab_cqe c[2];
+	long long n = fab_count("fast_writes");
+	struct rows rs;
+
+	ASSERT_LE(0, n);
+	ASSERT_EQ(1, ctx_submit(self->a, &w[0], 1));
+	ASSERT_EQ(1, ctx_submit(self->a, &w[1], 1));
+	EXPECT_EQ(n + 1, fab_count("fast_writes"));
+	ASSERT_EQ(0, ctx_list(&self->gs, &rs));
+	ASSERT_NE(NULL, row_of(&rs, 0));
+	ASSERT_EQ(0, ctx_evict(&self->gs, row_of(&rs, 0)->id));
+	close(self->b);
+	self->b = -1;
+	ASSERT_EQ(2, ctx_wait(self->a, c, 2, 2, 20000, NULL));
+	EXPECT_EQ(1, c[0].user_tag);
+	EXPECT_EQ(-ECANCELED, c[0].status);
+	EXPECT_EQ(2, c[1].user_tag);
+	EXPECT_EQ(-ECANCELED, c[1].status);
+}
+
+static int write_knob(const char *path, unsigned int v)
+{
+	FILE *f = fopen(path, "w");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fprintf(f, "%u\n", v) > 0;
+	return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+#define XFERS_KNOB "/sys/kernel/debug/icfab/engine_xfers"
+
+/*
+ * The room WRITEs are accepted for off the fabric lock is the room the
+ * engine's tables have free: with a transfer table of 4, A's credit is
+ * the 3 slots its first WRITE leaves; B's WRITEs under the fabric lock
+ * grow the table rather than take them; A's fourth WRITE goes under the
+ * fabric lock. Every one is accepted and completes.
+ */
+TEST_F(ctx, writes_past_the_free_room_go_under_the_fabric_lock)
+{
+	struct icfab_desc wa[4], wb[4];
+	struct icfab_cqe c[8];
+	long long n;
+	int a, b, qa, qb;
+
+	close(self->a);
+	close(self->b);
+	self->a = self->b = -1;
+	ASSERT_EQ(0, write_knob(XFERS_KNOB, 4));
+	a = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	b = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, a);
+	ASSERT_LE(0, b);
+	self->a = a;
+	self->b = b;
+	ASSERT_EQ(0, ctx_attach(a, 0));
+	ASSERT_EQ(0, ctx_attach(b, 1));
+	/* The engine is built: the table stays 4 until it grows. */
+	EXPECT_EQ(0, write_knob(XFERS_KNOB, 16384));
+	qa = ctx_queue(a, 0, 8);
+	qb = ctx_queue(b, 1, 8);
+	ASSERT_LE(0, qa);
+	ASSERT_LE(0, qb);
+	for (int i = 0; i < 4; i++) {
+		wa[i] = desc_put(qa, 2, SEG, i + 1);
+		wb[i] = desc_put(qb, 3, SEG, i + 1);
+	}
+	n = fab_count("fast_writes");
+	ASSERT_LE(0, n);
+	ASSERT_EQ(1, ctx_submit(a, &wa[0], 1));
+	/* B under the lock: 1 + 3 promised fill the table, which grows. */
+	ASSERT_EQ(4, ctx_submit(b, wb, 4));
+	EXPECT_EQ(n, fab_count("fast_writes"));
+	ASSERT_EQ(3, ctx_submit(a, &wa[1], 3));
+	EXPECT_EQ(n + 3, fab_count("fast_writes"));
+	ASSERT_EQ(1, ctx_submit(a, &wa[0], 1));
+	EXPECT_EQ(n + 3, fab_count("fast_writes"));
+
+	close(b);
+	self->b = -1;
+	ASSERT_EQ(5, ctx_wait(a, c, 5, 5, 20000, NULL));
+	for (int i = 0; i < 5; i++) {
+		EXPECT_EQ(0, c[i].status);
+		EXPECT_EQ(i % 4 + 1, c[i].user_tag);
+	}
+}
+
 TEST_HARNESS_MAIN

@@ -31,7 +31,8 @@
  * modules side by side in one boot. Where the module has them (debugfs
  * mounted), two counts that are not wall time follow each op's row:
  * how many of the pair's SUBMITs found the fabric lock taken and
- * waited for it, and how many descriptors the DELAY path took.
+ * waited for it, and how many descriptors the DELAY path took, and
+ * (where the module has it) the WRITE path.
  *
  * Needs the module loaded, CAP_NET_ADMIN and ICFAB_F_CQ_RING.
  * usage: ctx_scale [ROUNDS [REPS]]   (default 2000 rounds, 7 repetitions)
@@ -162,7 +163,7 @@ int main(int argc, char **argv)
 	int reps = argc > 2 ? atoi(argv[2]) : 7;
 	static const char *const name[NR_OPS] = { "DELAY", "WRITE", "WFREE" };
 	double one[MAX_REPS], two[MAX_REPS], sp[MAX_REPS];
-	long long waits, fast, w0, f0;
+	long long waits, fast, fw, w0, f0, fw0;
 	struct genl_sock gs;
 	double n;
 	int err;
@@ -197,10 +198,12 @@ int main(int argc, char **argv)
 			return 1;
 		waits = 0;
 		fast = 0;
+		fw = 0;
 		for (int k = 0; k < reps; k++) {
 			one[k] = run(1, w, rounds);
 			w0 = counter("submit_lock_waits");
 			f0 = counter("fast_delays");
+			fw0 = counter("fast_writes");
 			two[k] = run(2, w, rounds);
 			if (one[k] < 0 || two[k] < 0)
 				return 1;
@@ -213,6 +216,11 @@ int main(int argc, char **argv)
 				fast += counter("fast_delays") - f0;
 			else
 				fast = -1;
+			/* A module without the WRITE path has no count. */
+			if (fw0 >= 0 && fw >= 0)
+				fw += counter("fast_writes") - fw0;
+			else
+				fw = -1;
 			sp[k] = 2 * one[k] / two[k];
 			printf("  # %s rep %d: 1 proc %.0f ms, 2 procs %.0f ms, "
 			       "speedup %.2f\n", name[w], k, one[k] / 1e6,
@@ -234,6 +242,9 @@ int main(int argc, char **argv)
 			       "for the fabric lock; %lld of %.0f descriptors "
 			       "on the DELAY path\n", name[w], waits,
 			       2 * rounds * reps, fast, 2 * n * reps);
+		if (fw >= 0)
+			printf("  # %s, 2 procs: %lld of %.0f descriptors "
+			       "on the WRITE path\n", name[w], fw, 2 * n * reps);
 	}
 	genl_close(&gs);
 	return 0;
