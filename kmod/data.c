@@ -124,8 +124,6 @@ struct icfab_req {
 	u32 src, dst;			/* node ids */
 	u32 xfer;			/* engine transfer id, while in_engine */
 	u32 trig_imm;			/* TRIGGER: the counter (len: the count) */
-	u32 granted;			/* accepted WRITE: events of the
-					 * engine's room promised to it */
 	u8 op;
 	bool in_engine;
 	bool in_backlog;
@@ -232,7 +230,6 @@ struct icfab_ctx *icfab_ctx_create(struct icfab_fabric *fabric)
 	INIT_LIST_HEAD(&ctx->attached_node);
 	INIT_LIST_HEAD(&ctx->done);
 	INIT_LIST_HEAD(&ctx->ureqs);
-	INIT_LIST_HEAD(&ctx->accepted);
 	init_waitqueue_head(&ctx->wq);
 	INIT_DELAYED_WORK(&ctx->reach_work, icfab_ctx_reach_fn);
 	return ctx;
@@ -2410,21 +2407,26 @@ err_uncount:
 static noinline void __icfab_ctx_start_accepted(struct icfab_ctx *ctx)
 {
 	struct icfab_data *d = ctx->fabric->data;
-	struct icfab_req *req, *tmp;
+	struct icfab_req *req, *next;
 
 	lockdep_assert_held(&ctx->fabric->lock);
-	list_for_each_entry_safe(req, tmp, &ctx->accepted, node) {
+	/* Their room is the engine's from here: all of it, at once. */
+	d->granted_events -= ctx->accepted_events;
+	d->granted_xfers -= ctx->nr_accepted;
+	ctx->accepted_events = 0;
+	ctx->nr_accepted = 0;
+	req = ctx->accepted;
+	ctx->accepted = NULL;
+	ctx->accepted_last = NULL;
+	for (; req; req = next) {
 		struct icfab_queue *q = req->q;
 		u64 t = req->cqe.submit_ps;
 		int err;
 
-		list_del(&req->node);
+		next = req->pool_next;
 		q->accepted--;
-		ctx->nr_accepted--;
 		q->inflight++;
 		ctx->nr_inflight++;
-		d->granted_events -= req->granted;
-		d->granted_xfers--;
 		if (!list_empty(&q->backlog)) {
 			list_add_tail(&req->node, &q->backlog);
 			req->in_backlog = true;
@@ -2624,7 +2626,7 @@ static __always_inline bool icfab_write_accept(struct icfab_ctx *ctx,
 		return false;
 	ctx->credit_events -= need;
 	ctx->credit_xfers--;
-	req->granted = need;
+	ctx->accepted_events += need;
 	req->ctx = ctx;
 	req->to_cq = to_cq;
 	req->q = q;
@@ -2637,7 +2639,13 @@ static __always_inline bool icfab_write_accept(struct icfab_ctx *ctx,
 	req->src = q->endpoint;
 	req->dst = dd->peer;
 	req->cqe.submit_ps = ctx->clock_ps;
-	list_add_tail(&req->node, &ctx->accepted);
+	/* Chained, not listed: a list_add() is a checking call (DEBUG_LIST). */
+	req->pool_next = NULL;
+	if (ctx->accepted_last)
+		ctx->accepted_last->pool_next = req;
+	else
+		ctx->accepted = req;
+	ctx->accepted_last = req;
 	q->accepted++;
 	ctx->nr_accepted++;
 	return true;

@@ -358,12 +358,16 @@ struct icfab_ctx {
 	u32 credit_xfers;
 	/*
 	 * The WRITE path's accepted WRITEs, not yet in the engine: struct
-	 * icfab_req via node, in order, their count. Under ->lock while
-	 * ICFAB_CTX_FAST_WRITE is set; emptied, under both locks, by
-	 * __icfab_ctx_slow() as it clears it (data.c).
+	 * icfab_req chained by pool_next, in order (@accepted_last the
+	 * last), their count and the engine's events they took of the
+	 * credit. Under ->lock while ICFAB_CTX_FAST_WRITE is set; emptied,
+	 * under the fabric lock, by __icfab_ctx_slow() once it cleared it
+	 * (data.c).
 	 */
-	struct list_head accepted;
+	struct icfab_req *accepted;
+	struct icfab_req *accepted_last;
 	u32 nr_accepted;
+	u64 accepted_events;
 
 	/* Under fabric->lock: */
 	struct list_head attached_node;	/* in fabric->attached */
