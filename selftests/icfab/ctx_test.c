@@ -327,20 +327,6 @@ TEST_F(ctx, delays_off_the_fabric_lock_release_a_wait)
 	EXPECT_EQ(1000000000012ULL, row_of(&rs, 1)->clock_ps);
 }
 
-/* debugfs: DELAYs the DELAY path has taken on icfab0, or -1. */
-static long long fast_delays(void)
-{
-	FILE *f = fopen("/sys/kernel/debug/icfab/icfab0/fast_delays", "r");
-	long long n = -1;
-
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &n) != 1)
-		n = -1;
-	fclose(f);
-	return n;
-}
-
 /*
  * A WAIT that leaves nothing in flight gives the context's DELAYs their
  * own path back (a WAIT clears it, and a SUBMIT + WAIT loop of DELAYs
@@ -368,18 +354,18 @@ TEST_F(ctx, a_wait_with_nothing_in_flight_gives_delays_their_path_back)
 	uint64_t clock;
 	long long n;
 
-	n = fast_delays();
+	n = fab_count("fast_delays");
 	ASSERT_LE(0, n);
 	/* The first goes under the fabric lock; its WAIT reaps it. */
 	ASSERT_EQ(1, ctx_submit(self->a, &d, 1));
 	ASSERT_EQ(1, ctx_wait(self->a, c, 1, 1, 1000, &clock));
 	EXPECT_EQ(5, c[0].finish_ps);
 	EXPECT_EQ(5, clock);
-	EXPECT_EQ(n, fast_delays());
+	EXPECT_EQ(n, fab_count("fast_delays"));
 
 	/* After the WAIT: under A's own lock. */
 	ASSERT_EQ(2, ctx_submit(self->a, dl, 2));
-	EXPECT_EQ(n + 2, fast_delays());
+	EXPECT_EQ(n + 2, fab_count("fast_delays"));
 	ASSERT_EQ(2, ctx_wait(self->a, c, 2, 2, 1000, &clock));
 	EXPECT_EQ(2, c[0].user_tag);
 	EXPECT_EQ(5, c[0].submit_ps);
@@ -392,7 +378,7 @@ TEST_F(ctx, a_wait_with_nothing_in_flight_gives_delays_their_path_back)
 
 	/* Again, after that WAIT too. */
 	ASSERT_EQ(1, ctx_submit(self->a, &dl[0], 1));
-	EXPECT_EQ(n + 3, fast_delays());
+	EXPECT_EQ(n + 3, fab_count("fast_delays"));
 	ASSERT_EQ(1, ctx_wait(self->a, c, 1, 1, 1000, &clock));
 	EXPECT_EQ(23, c[0].submit_ps);
 	EXPECT_EQ(30, c[0].finish_ps);
@@ -409,7 +395,7 @@ TEST_F(ctx, a_wait_with_nothing_in_flight_gives_delays_their_path_back)
 	EXPECT_EQ(43, c[0].finish_ps);
 	EXPECT_EQ(43, clock);
 	ASSERT_EQ(1, ctx_submit(self->a, &d, 1));
-	EXPECT_EQ(n + 3, fast_delays());
+	EXPECT_EQ(n + 3, fab_count("fast_delays"));
 	ASSERT_EQ(1, ctx_wait(self->a, c, 1, 1, 1000, &clock));
 	EXPECT_EQ(1, c[0].user_tag);
 	EXPECT_EQ(43, c[0].submit_ps);
@@ -475,24 +461,6 @@ TEST_F(ctx, an_evicted_context_gets_its_descriptors_back)
 	EXPECT_EQ(1, c[0].user_tag);
 	EXPECT_EQ(-ECANCELED, c[0].status);
 	EXPECT_LT(0, c[0].finish_ps);
-}
-
-/* debugfs: a count of icfab0 (fast_delays, fast_writes, ...), or -1. */
-static long long fab_count(const char *name)
-{
-	char path[128];
-	long long n = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/kernel/debug/icfab/icfab0/%s",
-		 name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &n) != 1)
-		n = -1;
-	fclose(f);
-	return n;
 }
 
 /*

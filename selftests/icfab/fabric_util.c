@@ -496,3 +496,20 @@ void run_rank_pair(pair_rank_fn rank, struct icfab_cqe *out,
 		waitpid(pids[2], NULL, 0);
 	}
 }
+
+long long fab_count(const char *name)
+{
+	char path[128];
+	long long n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/icfab/icfab0/%s",
+		 name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &n) != 1)
+		n = -1;
+	fclose(f);
+	return n;
+}

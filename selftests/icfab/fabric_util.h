@@ -119,4 +119,7 @@ void run_rank_pair(pair_rank_fn rank, struct icfab_cqe *out,
  */
 int pair_rank_attach(int p, int ready, int go);
 
+/* debugfs: a count of icfab0 (fast_delays, fast_writes, ...), or -1. */
+long long fab_count(const char *name);
+
 #endif

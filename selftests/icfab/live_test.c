@@ -210,20 +210,6 @@ TEST_F(live, debugfs_fault_fails_traffic_in_flight)
 	EXPECT_EQ(ring_uncontended(8 * SEG, 2), c.finish_ps - c.start_ps);
 }
 
-/* debugfs: WRITEs accepted off the fabric lock on icfab0, or -1. */
-static long long fast_writes(void)
-{
-	FILE *f = fopen("/sys/kernel/debug/icfab/icfab0/fast_writes", "r");
-	long long n = -1;
-
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &n) != 1)
-		n = -1;
-	fclose(f);
-	return n;
-}
-
 /*
  * A commit that comes while a WRITE accepted off the fabric lock has not
  * gone into the engine yet: it goes in first, on the topology it was
@@ -237,13 +223,13 @@ TEST_F(live, a_commit_meets_writes_accepted_off_the_lock_as_in_flight)
 		desc_put(self->q, 2, 64 * SEG, 2),
 	};
 	struct icfab_cqe c[2];
-	long long n = fast_writes();
+	long long n = fab_count("fast_writes");
 
 	ASSERT_LE(0, n);
 	/* The first under the fabric lock, the second off it. */
 	ASSERT_EQ(1, ctx_submit(self->fd, &d[0], 1));
 	ASSERT_EQ(1, ctx_submit(self->fd, &d[1], 1));
-	EXPECT_EQ(n + 1, fast_writes());
+	EXPECT_EQ(n + 1, fab_count("fast_writes"));
 	ASSERT_EQ(0, fault("link 2 down\n"));
 	ASSERT_EQ(2, ctx_wait(self->fd, c, 2, 2, 0, NULL));
 	EXPECT_EQ(1, c[0].user_tag);
