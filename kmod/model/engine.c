@@ -2868,10 +2868,11 @@ int icfab_engine_part_route(const struct icfab_engine *e, icfab_u32 src,
 	return 0;
 }
 
-int icfab_engine_part_adopt(struct icfab_engine *e, icfab_u32 id,
-			    icfab_u32 src, icfab_u32 dst, icfab_u64 bytes,
-			    icfab_u64 submit_ps, icfab_u64 key,
-			    const struct icfab_engine_route *r)
+/* Slot @x of a transfer routed as @r, as icfab_engine_submit() fills it. */
+static ENGINE_HOT void part_fill(struct icfab_engine_xfer *x, icfab_u32 src,
+				 icfab_u32 dst, icfab_u64 bytes,
+				 icfab_u64 submit_ps, icfab_u64 key,
+				 const struct icfab_engine_route *r)
 {
 	struct xfer_spec sp = {
 		.key = key, .bytes = bytes, .submit_ps = submit_ps,
@@ -2882,11 +2883,63 @@ int icfab_engine_part_adopt(struct icfab_engine *e, icfab_u32 id,
 		.path_len = r->path_len, .path0 = r->path0, .path1 = r->path1,
 	};
 
-	xfer_fill(&e->xfers[id], &sp);
+	xfer_fill(x, &sp);
+}
+
+int icfab_engine_part_adopt(struct icfab_engine *e, icfab_u32 id,
+			    icfab_u32 src, icfab_u32 dst, icfab_u64 bytes,
+			    icfab_u64 submit_ps, icfab_u64 key,
+			    const struct icfab_engine_route *r)
+{
+	part_fill(&e->xfers[id], src, dst, bytes, submit_ps, key, r);
 	/* Another partition's source: its events come here by messages. */
 	if (e->part->of_node[src] != e->part->self)
 		return 0;
 	return sub_enqueue(e, id);
+}
+
+void icfab_engine_part_slot(struct icfab_engine_xfer *slot, icfab_u32 src,
+			    icfab_u32 dst, icfab_u64 bytes,
+			    icfab_u64 submit_ps, icfab_u64 key,
+			    const struct icfab_engine_route *r)
+{
+	part_fill(slot, src, dst, bytes, submit_ps, key, r);
+}
+
+/*
+ * A copy of 128 bytes and a test, where icfab_engine_part_adopt() builds
+ * the slot member by member from a spec built from its arguments: every
+ * partition takes every transfer, so the building is done once, by the
+ * thread that routed it.
+ */
+int icfab_engine_part_adopt_slots(struct icfab_engine *e, const icfab_u32 *ids,
+				  const struct icfab_engine_xfer *slots,
+				  icfab_u64 n)
+{
+	const icfab_u16 *of_node = e->part->of_node;
+	icfab_u16 self = e->part->self;
+	icfab_u64 i;
+	int err;
+
+	for (i = 0; i < n; i++) {
+		icfab_u32 id = ids[i];
+
+		/* Slots are scattered: ask for one a few ids ahead. */
+		if (i + 8 < n) {
+			const char *a = (const char *)&e->xfers[ids[i + 8]];
+
+			__builtin_prefetch(a, 1);
+			__builtin_prefetch(a + sizeof(*slots) - 1, 1);
+		}
+		e->xfers[id] = slots[i];
+		/* Another partition's source: its events come here by messages. */
+		if (of_node[slots[i].src] != self)
+			continue;
+		err = sub_enqueue(e, id);
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 /* Also the sequential engine's retirement of a completed transfer. */

@@ -815,6 +815,22 @@ int icfab_engine_part_adopt(struct icfab_engine *e, icfab_u32 id,
 			    const struct icfab_engine_route *r);
 
 /*
+ * The same in two steps, for many partitions: the slot that
+ * icfab_engine_part_adopt() would fill, built once into @slot (any
+ * memory; reads nothing of an engine), and then taken by each
+ * partition: transfers @ids[0..@n) into partition @e from @slots[0..@n),
+ * each as icfab_engine_part_adopt() would take it. Returns 0, or -ENOSPC
+ * as that does (the transfers before the one refused are taken).
+ */
+void icfab_engine_part_slot(struct icfab_engine_xfer *slot, icfab_u32 src,
+			    icfab_u32 dst, icfab_u64 bytes,
+			    icfab_u64 submit_ps, icfab_u64 key,
+			    const struct icfab_engine_route *r);
+int icfab_engine_part_adopt_slots(struct icfab_engine *e, const icfab_u32 *ids,
+				  const struct icfab_engine_xfer *slots,
+				  icfab_u64 n);
+
+/*
  * Partition the nodes of @t into @nr_parts (1 to 65535) for the parallel
  * engine: a leaf switch with the endpoints whose first link reaches it,
  * an endpoint with no switch next to it alone, and any other switch

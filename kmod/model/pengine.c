@@ -140,7 +140,11 @@ struct icfab_pengine {
 	const struct icfab_pengine_sub *subs;
 	icfab_u64 nr_subs;
 	icfab_u32 *ids;
-	struct icfab_engine_route *routes;	/* [routes_cap] */
+	/*
+	 * Each submission's slot, built by the thread that routed it and
+	 * copied by every partition (icfab_engine_part_adopt_slots()).
+	 */
+	struct icfab_engine_xfer *slots;	/* [routes_cap] */
 	/* Events needed from the start of its share on, [routes_cap]. */
 	icfab_u64 *cum;
 	icfab_u64 routes_cap;
@@ -507,11 +511,12 @@ static void route_share(struct icfab_pengine *pe, unsigned int p,
 	pe->pt[p]->share_err = 0;
 	for (i = lo; i < hi; i++) {
 		const struct icfab_pengine_sub *s = &pe->subs[i];
-		const struct icfab_engine_route *r = &pe->routes[i];
+		struct icfab_engine_route route;
+		const struct icfab_engine_route *r = &route;
 		int err;
 
 		err = icfab_engine_part_route(pe->ep[p], s->src, s->dst,
-					      s->bytes, &pe->routes[i]);
+					      s->bytes, &route);
 		if (!err && (s->key & ICFAB_ENGINE_KEY_LATE))
 			err = -ICFAB_ENGINE_EINVAL;
 		if (!err &&
@@ -531,6 +536,8 @@ static void route_share(struct icfab_pengine *pe, unsigned int p,
 		}
 		sum += r->need;
 		pe->cum[i] = sum;
+		icfab_engine_part_slot(&pe->slots[i], s->src, s->dst, s->bytes,
+				       s->submit_ps, s->key, r);
 	}
 }
 
@@ -632,31 +639,20 @@ static void submit_part(struct icfab_pengine *pe, unsigned int p)
 	c1 = pe_cpu(pe);
 	pe->pt[p]->ph[ICFAB_PENGINE_PH_WAITS] += c1 - c0;
 	taken = batch_taken(pe, &sub_err, &need);
+	/*
+	 * What each reserved, for its retirement: written by the thread
+	 * whose range of ids it is in, so that no two threads write the
+	 * same line of need[]. A routed transfer reserves an event a
+	 * segment and one more (struct icfab_engine_route's need).
+	 */
 	for (i = 0; i < taken; i++) {
-		const struct icfab_pengine_sub *s = &pe->subs[i];
 		icfab_u32 x = pe->ids[i];
 
-		/* Its slot, scattered: asked for ahead, to be written. */
-		if (i + PE_AHEAD < taken) {
-			const char *a = (const char *)
-				&pe->ep[p]->xfers[pe->ids[i + PE_AHEAD]];
-
-			__builtin_prefetch(a, 1);
-			__builtin_prefetch(a + sizeof(struct icfab_engine_xfer) - 1, 1);
-		}
-		/*
-		 * What it reserved, for its retirement: written by the thread
-		 * whose range of ids it is in, so that no two threads write
-		 * the same line of need[].
-		 */
 		if (x >= id_lo && x < id_hi)
-			pe->need[x] = pe->routes[i].need;
-		if (!err)
-			err = icfab_engine_part_adopt(pe->ep[p], x, s->src,
-						      s->dst, s->bytes,
-						      s->submit_ps, s->key,
-						      &pe->routes[i]);
+			pe->need[x] = (icfab_u64)pe->slots[i].nr_segs + 1;
 	}
+	err = icfab_engine_part_adopt_slots(pe->ep[p], pe->ids, pe->slots,
+					    taken);
 	pe->pt[p]->adopt_err = err;
 	if (!p) {
 		/* Applied once every thread has found them. */
@@ -692,14 +688,14 @@ int icfab_pengine_submit_batch(struct icfab_pengine *pe,
 	*taken = 0;
 	if (n > pe->routes_cap) {
 		/* Scratch, rewritten by every batch: nothing to keep. */
-		pe->sys->free(pe->routes);
+		pe->sys->free(pe->slots);
 		pe->sys->free(pe->cum);
-		pe->routes = pe_zalloc(pe, n, sizeof(*pe->routes));
+		pe->slots = pe_zalloc(pe, n, sizeof(*pe->slots));
 		pe->cum = pe_zalloc(pe, n, sizeof(*pe->cum));
-		if (!pe->routes || !pe->cum) {
-			pe->sys->free(pe->routes);
+		if (!pe->slots || !pe->cum) {
+			pe->sys->free(pe->slots);
 			pe->sys->free(pe->cum);
-			pe->routes = ICFAB_NULL;
+			pe->slots = ICFAB_NULL;
 			pe->cum = ICFAB_NULL;
 			pe->routes_cap = 0;
 			return -ICFAB_PENGINE_ENOMEM;
@@ -931,7 +927,7 @@ void icfab_pengine_free(struct icfab_pengine *pe)
 	sys->free(pe->ep);
 	sys->free(pe->of_node);
 	sys->free(pe->cursor);
-	sys->free(pe->routes);
+	sys->free(pe->slots);
 	sys->free(pe->cum);
 	sys->free(pe->free_next);
 	sys->free(pe->need);
