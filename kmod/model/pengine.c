@@ -117,11 +117,10 @@ struct icfab_pengine {
 	/*
 	 * The sequential engine's transfer table, but for what the
 	 * partitions keep: its free list (from free_head, NO_XFER at the
-	 * end), what each transfer reserved, and the events reserved in all.
+	 * end) and the events reserved in all.
 	 */
 	icfab_u32 xfers_cap, events_cap, free_head;
 	icfab_u32 *free_next;		/* [xfers_cap] */
-	icfab_u64 *need;		/* [xfers_cap] */
 	icfab_u64 events_reserved;
 	icfab_u64 windows, messages;
 	/*
@@ -273,13 +272,19 @@ static void report(struct icfab_pengine *pe, unsigned int par)
 {
 	const struct pengine_done *o =
 		&pe->order[(icfab_u64)par * pe->xfers_cap];
+	const struct icfab_engine_xfer *xs = pe->ep[0]->xfers;
 	icfab_u32 i, n = pe->nr_order[par];
 
 	for (i = 0; i < n; i++) {
 		icfab_u32 x = o[i].xfer;
 
-		/* Retired first, as the sequential engine does. */
-		pe->events_reserved -= pe->need[x];
+		/*
+		 * Retired first, as the sequential engine does. What it
+		 * reserved, a segment each and one more (as
+		 * icfab_engine_part_route() counts), is in every partition's
+		 * slot, which is not adopted again before the run ends.
+		 */
+		pe->events_reserved -= (icfab_u64)xs[x].nr_segs + 1;
 		pe->free_next[x] = pe->free_head;
 		pe->free_head = x;
 		if (pe->complete && pe->complete(pe->arg, x, o[i].r))
@@ -489,7 +494,6 @@ static int admit(struct icfab_pengine *pe, const struct icfab_pengine_sub *s,
 		return -ICFAB_ENGINE_ENOSPC;
 	*id = pe->free_head;
 	pe->free_head = pe->free_next[*id];
-	pe->need[*id] = r->need;
 	pe->events_reserved += r->need;
 	return 0;
 }
@@ -615,8 +619,6 @@ static void submit_part(struct icfab_pengine *pe, unsigned int p)
 {
 	icfab_u64 i, lo = pe->nr_subs * p / pe->nr,
 		  hi = pe->nr_subs * (p + 1) / pe->nr, taken, need;
-	icfab_u64 id_lo = (icfab_u64)pe->xfers_cap * p / pe->nr,
-		  id_hi = (icfab_u64)pe->xfers_cap * (p + 1) / pe->nr;
 	icfab_u64 c0 = pe_cpu(pe), c1;
 	int err = 0, sub_err;
 
@@ -639,18 +641,6 @@ static void submit_part(struct icfab_pengine *pe, unsigned int p)
 	c1 = pe_cpu(pe);
 	pe->pt[p]->ph[ICFAB_PENGINE_PH_WAITS] += c1 - c0;
 	taken = batch_taken(pe, &sub_err, &need);
-	/*
-	 * What each reserved, for its retirement: written by the thread
-	 * whose range of ids it is in, so that no two threads write the
-	 * same line of need[]. A routed transfer reserves an event a
-	 * segment and one more (struct icfab_engine_route's need).
-	 */
-	for (i = 0; i < taken; i++) {
-		icfab_u32 x = pe->ids[i];
-
-		if (x >= id_lo && x < id_hi)
-			pe->need[x] = (icfab_u64)pe->slots[i].nr_segs + 1;
-	}
 	err = icfab_engine_part_adopt_slots(pe->ep[p], pe->ids, pe->slots,
 					    taken);
 	pe->pt[p]->adopt_err = err;
@@ -930,7 +920,6 @@ void icfab_pengine_free(struct icfab_pengine *pe)
 	sys->free(pe->slots);
 	sys->free(pe->cum);
 	sys->free(pe->free_next);
-	sys->free(pe->need);
 	sys->free(pe->res);
 	sys->free(pe->order);
 	sys->free(pe);
@@ -953,10 +942,9 @@ static int pengine_build(struct icfab_pengine *pe, const struct icfab_mtopo *m,
 	pe->st = pe_zalloc(pe, nr, sizeof(*pe->st));
 	pe->cursor = pe_zalloc(pe, nr, sizeof(*pe->cursor));
 	pe->free_next = pe_zalloc(pe, xfers, sizeof(*pe->free_next));
-	pe->need = pe_zalloc(pe, xfers, sizeof(*pe->need));
 	pe->res = pe_zalloc(pe, 2 * (icfab_u64)nr * xfers, sizeof(*pe->res));
 	pe->order = pe_zalloc(pe, 2 * (icfab_u64)xfers, sizeof(*pe->order));
-	if (!pe->free_next || !pe->need || !pe->res || !pe->order ||
+	if (!pe->free_next || !pe->res || !pe->order ||
 	    !pe->of_node || !scratch || !pe->pt || !pe->pt_raw || !pe->ep ||
 	    !pe->st || !pe->cursor) {
 		sys->free(scratch);
