@@ -200,6 +200,9 @@ static void results(struct icfab_pengine *pe, unsigned int p, unsigned int par)
 	const struct icfab_engine_part *pp = pe_part(pe, p, par);
 	struct icfab_xfer_result *r = &pe->res[(icfab_u64)(2 * p + par) *
 					       pe->xfers_cap];
+	/* Two partitions, the common case: the other's slots, at once. */
+	int two = pe->nr == 2;
+	const struct icfab_engine_xfer *other = pe->ep[p ^ (two ? 1 : 0)]->xfers;
 	icfab_u32 k, q, n = pp->nr_done;
 
 	for (k = 0; k < n; k++) {
@@ -210,9 +213,13 @@ static void results(struct icfab_pengine *pe, unsigned int p, unsigned int par)
 		if (k + PE_AHEAD < n) {
 			icfab_u32 x = pp->done[k + PE_AHEAD].xfer;
 
-			for (q = 0; q < pe->nr; q++)
-				if (q != p)
-					__builtin_prefetch(&pe->ep[q]->xfers[x].queued_ps);
+			if (two) {
+				__builtin_prefetch(&other[x].queued_ps);
+			} else {
+				for (q = 0; q < pe->nr; q++)
+					if (q != p)
+						__builtin_prefetch(&pe->ep[q]->xfers[x].queued_ps);
+			}
 		}
 		icfab_part_result_at(pe->ep, pe->nr, pe->of_node, p,
 				     &pp->done[k], &r[k]);
@@ -244,7 +251,23 @@ static void merge(struct icfab_pengine *pe, unsigned int par)
 		m[k].r = &pe->res[(icfab_u64)(2 * q + par) * pe->xfers_cap];
 		k++;
 	}
-	/* The order of events is total (the transfer id last): no ties. */
+	/*
+	 * The order of events is total (the transfer id last): no ties.
+	 * Two partitions left, the common case: one comparison a record,
+	 * by time first, in line.
+	 */
+	while (k == 2) {
+		const struct icfab_engine_done *a = m[0].d, *b = m[1].d;
+
+		best = b->time_ps != a->time_ps ? b->time_ps < a->time_ps :
+		       icfab_part_done_before(b, a);
+		o->xfer = m[best].d->xfer;
+		o->r = m[best].r;
+		o++;
+		m[best].r++;
+		if (++m[best].d == m[best].end)
+			m[best] = m[--k];
+	}
 	while (k > 1) {
 		best = 0;
 		for (i = 1; i < k; i++)
