@@ -206,15 +206,34 @@ static int submit_all(struct icfab_engine *e)
 }
 
 /*
- * submit_all() as tools/bench/pengine.c does it: each route walked once,
+ * submit_all() as kmod/model/pengine.c does it: each route walked once,
  * the transfer adopted by every partition with the id the sequential
- * engine gives it (all submitted before any completes: 0, 1, ...).
+ * engine gives it (all submitted before any completes: 0, 1, ...). Every
+ * other transfer the way pengine.c takes a batch, its slot built once
+ * and copied by every partition; the rest one call a partition.
  */
 static int adopt_all(struct icfab_engine *e, unsigned int nr)
 {
 	for (unsigned int i = 0; i < NX; i++) {
 		struct icfab_engine_route r;
 
+		if (i % 2) {
+			struct icfab_engine_xfer slot;
+			icfab_u32 id = i;
+
+			if (icfab_engine_part_route(&e[i % nr], work[i].src,
+						    work[i].dst, work[i].bytes,
+						    &r))
+				return -1;
+			icfab_engine_part_slot(&slot, work[i].src, work[i].dst,
+					       work[i].bytes, work[i].at,
+					       work[i].key, &r);
+			for (unsigned int p = 0; p < nr; p++)
+				if (icfab_engine_part_adopt_slots(&e[p], &id,
+								  &slot, 1))
+					return -1;
+			continue;
+		}
 		if (icfab_engine_part_route(&e[i % nr], work[i].src,
 					    work[i].dst, work[i].bytes, &r))
 			return -1;
