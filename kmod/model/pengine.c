@@ -25,10 +25,12 @@
  * thread 0 taking as many ids off the free list meanwhile; after a
  * barrier every thread finds the same admission (how far the batch goes,
  * the refusal that stops it) from the shares' checks and sums of events,
- * and every partition adopts every admitted transfer into its slot
- * (icfab_engine_part_adopt(), which pushes its first event in its
- * source's partition only). Partitions never retire a slot: it is
- * filled again when its id is given again.
+ * and every partition adopts every admitted transfer into its slot: the
+ * slot is built once, by the thread that routed it
+ * (icfab_engine_part_slot()), and copied by each partition, which
+ * pushes its first event in its source's partition only
+ * (icfab_engine_part_adopt_slots()). Partitions never retire a slot: it
+ * is filled again when its id is given again.
  *
  * Threads, memory and barriers are the shim's (struct icfab_pengine_sys):
  * this file is the same on the host and in the kernel.
