@@ -502,23 +502,29 @@ static inline u32 icfab_cq_ready(const struct icfab_cq *cq)
 }
 
 /*
- * Post @cqe at the tail. False when the ring is full: the caller keeps
- * the completion (on the WAIT list) and it is counted as an overflow.
- * Callers serialise (the fabric lock).
+ * The slot at the tail, for the caller to fill and then publish with
+ * icfab_cq_publish(); NULL when the ring is full: the caller keeps the
+ * completion (on the WAIT list) and it is counted as an overflow. Filled
+ * in place, a completion is not built elsewhere first and copied in.
+ * Callers serialise (the fabric lock, or the context's own on its DELAY
+ * path).
  */
-static inline bool icfab_cq_post(struct icfab_cq *cq,
-				 const struct icfab_cqe *cqe)
+static inline struct icfab_cqe *icfab_cq_slot(struct icfab_cq *cq)
 {
 	if (icfab_cq_ready(cq) > cq->mask) {
 		cq->overflow++;
 		WRITE_ONCE(cq->ring->overflow, cq->overflow);
-		return false;
+		return NULL;
 	}
-	cq->cqes[cq->tail & cq->mask] = *cqe;
+	return &cq->cqes[cq->tail & cq->mask];
+}
+
+/* The slot icfab_cq_slot() gave, filled: userspace may reap it. */
+static inline void icfab_cq_publish(struct icfab_cq *cq)
+{
 	cq->tail++;
 	/* The entry before the tail that publishes it. */
 	smp_store_release(&cq->ring->tail, cq->tail);
-	return true;
 }
 
 int icfab_cq_mmap(struct icfab_cq *cq, struct icfab_ctx *ctx,
