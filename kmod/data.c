@@ -2829,8 +2829,14 @@ long icfab_submit_descs(struct icfab_ctx *ctx,
 			u32 flags)
 {
 	struct icfab_fabric *fabric = ctx->fabric;
-	struct icfab_desc stack_descs[ICFAB_COPY_CHUNK];
-	struct icfab_req *stack_fresh[ICFAB_COPY_CHUNK];
+	/*
+	 * Not zeroed on entry (CONFIG_INIT_STACK_ALL_ZERO zeroed these 576
+	 * bytes on every SUBMIT, a batch's too, which uses the buffer):
+	 * only what a chunk wrote is read, descriptors below @have and
+	 * requests below @nr_fresh, and nothing of them leaves the kernel.
+	 */
+	struct icfab_desc stack_descs[ICFAB_COPY_CHUNK] __uninitialized;
+	struct icfab_req *stack_fresh[ICFAB_COPY_CHUNK] __uninitialized;
 	struct icfab_batch_buf *buf = NULL;
 	struct icfab_desc *chunk = stack_descs;
 	struct icfab_req **fresh = stack_fresh;

@@ -106,11 +106,12 @@ int icfab_uring_cmd(struct io_uring_cmd *cmd, unsigned int issue_flags)
 	struct icfab_ctx *ctx = cmd->file->private_data;
 	struct icfab_uring_pdu *pdu = icfab_uring_pdu(cmd);
 	atomic_t *holds = &ctx->uring_holds;
+	/* Not zeroed on entry: the copy below writes all of it. */
 	union {
 		struct icfab_uring_submit s;
 		struct icfab_uring_wait w;
 		struct icfab_uring_batch b;
-	} u;
+	} u __uninitialized;
 	int err;
 
 #if ICFAB_URING_CANCELABLE
