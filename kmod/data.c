@@ -111,24 +111,20 @@ struct icfab_queue {
 	u64 trig_count[ICFAB_TRIGGER_COUNTERS];	/* NOTIFY WRITEs landed, by imm */
 };
 
-/* One submitted descriptor, from submission until its completion is reaped. */
+/*
+ * One submitted descriptor, from submission until its completion is
+ * reaped. A request is used by icfab_req_prepare() (the fabric lock's
+ * path, ioctl and io_uring), icfab_write_accept() and the DELAYs of
+ * icfab_submit_fast() (a context's own lock), __icfab_notify_reserve()
+ * (a receive completion) and icfab_uring_wait() (a WAIT's result only).
+ */
 struct icfab_req {
-	struct list_head node;		/* in ctx->done, or q->backlog */
-	struct list_head unode;		/* in ctx->ureqs (io_uring) */
-	struct icfab_ctx *ctx;		/* NULL once the context is gone */
-	struct icfab_queue *q;		/* NULL once the context is gone */
+	/*
+	 * Zeroed for each use (icfab_req_clear()): what some path reads
+	 * before it sets it, or without setting it.
+	 */
 	struct icfab_region *local;	/* references, or NULL (timing-only) */
-	struct icfab_region *remote;
-	u64 local_off, remote_off;	/* bytes */
-	u64 len;			/* bytes */
-	u32 src, dst;			/* node ids */
-	u32 xfer;			/* engine transfer id, while in_engine */
-	u32 trig_imm;			/* TRIGGER: the counter (len: the count) */
-	u8 op;
-	bool in_engine;
-	bool in_backlog;
-	bool to_cq;			/* completes into the context's ring;
-					 * never with @ucmd */
+	struct icfab_region *remote;	/* only with @local */
 	struct icfab_circuit_xfer *cx;	/* a circuit WRITE's, or NULL */
 	struct io_uring_cmd *ucmd;	/* io_uring submission, or NULL */
 	/*
@@ -138,6 +134,34 @@ struct icfab_req {
 	 */
 	struct icfab_req *notify;
 	struct icfab_req *sender;
+	u8 op;
+	bool in_engine;
+	bool in_backlog;
+	bool to_cq;			/* completes into the context's ring;
+					 * never with @ucmd */
+	u32 xfer;			/* engine transfer id, while in_engine */
+	/*
+	 * Not zeroed: each user above sets these before anything reads
+	 * them. The lists' nodes by adding; @ctx, first; @q, @len and
+	 * @cqe's user_tag and queue once the queue is found (what fails
+	 * before is freed, which reads neither); @src, @dst and the
+	 * offsets for a WRITE or READ, the only ops that read them (a
+	 * circuit's @dst is never read); @trig_imm for a TRIGGER, the only
+	 * op that reads it; @cqe's submit_ps at its start, and its result
+	 * (status, start_ps, finish_ps, queued_ps) with icfab_req_result()
+	 * before it is posted anywhere but the ring, which is written from
+	 * the result itself (__icfab_req_ring()). A receive completion
+	 * gets its result and submit_ps at delivery. @cqe's reserved words
+	 * go to userspace as they are: zeroed with the rest.
+	 */
+	struct list_head node;		/* in ctx->done, or q->backlog */
+	struct list_head unode;		/* in ctx->ureqs (io_uring) */
+	struct icfab_ctx *ctx;		/* NULL once the context is gone */
+	struct icfab_queue *q;		/* NULL once the context is gone */
+	u64 local_off, remote_off;	/* bytes */
+	u64 len;			/* bytes */
+	u32 src, dst;			/* node ids */
+	u32 trig_imm;			/* TRIGGER: the counter (len: the count) */
 	struct icfab_cqe cqe;
 	/*
 	 * io_uring: its result, which frees the request once posted. Last,
@@ -581,11 +605,33 @@ static void icfab_req_put_regions(struct icfab_req *req)
 }
 
 /*
- * @n requests zeroed up to their io_uring results, into @reqs: what the
- * context's pool has, under one lock (the result is a third of the
- * request, and the ioctl path never touches it), the rest from the
- * slab. Returns how many it got: fewer than @n only when
- * memory ran out.
+ * A request from the pool made fit for use: what struct icfab_req says
+ * must be zeroed, nine words (all 208 bytes before its io_uring result
+ * were, by `rep stosq`, 26 steps a request under TCG's count, a DELAY's
+ * too).
+ */
+static __always_inline void icfab_req_clear(struct icfab_req *req)
+{
+	/* Stores, not memset(): that is `rep stosq` again, for 7 words. */
+	req->local = NULL;
+	req->remote = NULL;
+	req->cx = NULL;
+	req->ucmd = NULL;
+	req->notify = NULL;
+	req->sender = NULL;
+	req->op = 0;
+	req->in_engine = false;
+	req->in_backlog = false;
+	req->to_cq = false;
+	req->xfer = 0;
+	req->cqe.reserved[0] = 0;
+	req->cqe.reserved[1] = 0;
+}
+
+/*
+ * @n requests fit for use (icfab_req_clear()), into @reqs: what the
+ * context's pool has, under one lock, the rest zeroed from the slab.
+ * Returns how many it got: fewer than @n only when memory ran out.
  */
 static u32 icfab_req_alloc_many(struct icfab_ctx *ctx, struct icfab_req **reqs,
 				u32 n)
@@ -601,7 +647,7 @@ static u32 icfab_req_alloc_many(struct icfab_ctx *ctx, struct icfab_req **reqs,
 	spin_unlock(&ctx->pool_lock);
 	from_pool = i;
 	for (i = 0; i < from_pool; i++)
-		memset(reqs[i], 0, offsetof(struct icfab_req, ures));
+		icfab_req_clear(reqs[i]);
 	for (; i < n; i++) {
 		reqs[i] = kzalloc(sizeof(*reqs[i]), GFP_KERNEL_ACCOUNT);
 		if (!reqs[i])
@@ -2270,6 +2316,8 @@ static __always_inline int icfab_req_prepare(struct icfab_ctx *ctx,
 			err = icfab_circuit_desc_check(ctx, dd, q->endpoint,
 						       &req->local, &req->cx);
 			req->local_off = dd->local_off;
+			/* Read for a spray offset, though a circuit has none. */
+			req->remote_off = dd->remote_off;
 			req->src = q->endpoint;
 		} else if (dd->flags & ICFAB_DESC_F_TIMING_ONLY) {
 			/*
