@@ -516,6 +516,9 @@ static void __icfab_ctx_slow(struct icfab_ctx *ctx)
 	spin_lock(&ctx->lock);
 	WRITE_ONCE(ctx->fast, 0);
 	spin_unlock(&ctx->lock);
+	/* Only a context that had transfers in flight gets credit. */
+	if (!ctx->writes)
+		return;
 	/* Its credit back: attached (->fast), so the engine is there. */
 	d = ctx->fabric->data;
 	d->granted_events -= ctx->credit_events;
@@ -2671,7 +2674,10 @@ static void __icfab_ctx_credit(struct icfab_ctx *ctx)
  * ->fast anew. A WAIT cleared it (__icfab_ctx_slow()), and a context
  * that alternates a SUBMIT of DELAYs and a WAIT would otherwise never
  * take the DELAY path: the WAIT that leaves nothing in flight sets it
- * again, on the same conditions.
+ * again, on the same conditions. Credit only for a context that has had
+ * transfers in flight at such a time (->writes, kept from then on): one
+ * that submits only DELAYs never gets any, so it neither costs their
+ * path the credit's reckoning at each change nor holds room.
  */
 static void __icfab_ctx_fast_update(struct icfab_ctx *ctx)
 {
@@ -2681,7 +2687,10 @@ static void __icfab_ctx_fast_update(struct icfab_ctx *ctx)
 		return;
 	/* Clear in every caller (cleared as it took the lock): cheap. */
 	__icfab_ctx_slow(ctx);
-	if (fast & ICFAB_CTX_FAST_WRITE)
+	if (fast == ICFAB_CTX_FAST_WRITE)
+		/* Something in flight: transfers (may_fast()). */
+		ctx->writes = true;
+	if ((fast & ICFAB_CTX_FAST_WRITE) && ctx->writes)
 		__icfab_ctx_credit(ctx);
 	spin_lock(&ctx->lock);
 	WRITE_ONCE(ctx->fast, fast);
