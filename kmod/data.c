@@ -1228,19 +1228,21 @@ static void icfab_data_revoke_credit(struct icfab_data *d)
 
 /*
  * A submission under the fabric lock while room is promised (granted):
- * the tables grow until they hold @req beside it, so that what was
- * promised still fits. When they cannot, the credit not yet used goes
- * back, and what accepted WRITEs took of it stays theirs: those are, for
- * the engine's room, as if they were in it already, as they would be
- * without their path. 0, or -EAGAIN (-E2BIG: a circuit's tree that no
- * table holds) as icfab_xfer_submit() would answer for a full engine.
+ * @req must fit beside it, so that what was promised still fits. Credit
+ * not yet used goes back first, and only then do the tables grow: they
+ * never grow for room nobody has used, so they hold at most what the
+ * engine would without the WRITE path (what is in it, and what accepted
+ * WRITEs took, each of which would be in it). What accepted WRITEs took
+ * stays theirs: those are, for the engine's room, as if they were in it
+ * already. 0, or -EAGAIN (-E2BIG: a circuit's tree that no table holds)
+ * as icfab_xfer_submit() would answer for a full engine.
  */
 static noinline int icfab_data_room_beside_credit(struct icfab_data *d,
 						  const struct icfab_req *req)
 {
 	struct icfab_engine *e = &d->engine;
 	bool revoked = false;
-	u64 need, room;
+	u64 need;
 
 	need = req->cx ? icfab_circuit_xfer_events(req->cx, req->len,
 						   e->segment_size) :
@@ -1248,23 +1250,22 @@ static noinline int icfab_data_room_beside_credit(struct icfab_data *d,
 	if (need > ICFAB_ENGINE_EVENTS_MAX)
 		return req->cx ? -E2BIG : -EAGAIN;
 	for (;;) {
-		if (e->nr_xfers + d->granted_xfers >= e->xfers_cap) {
-			if (icfab_data_grow_xfers(d))
-				continue;
-		} else {
-			room = e->events_reserved + d->granted_events + need;
-			if (room <= e->events_cap)
-				return 0;
-			if (icfab_data_grow(d, d->granted_events + need))
-				continue;
-		}
+		bool xfers = e->nr_xfers + d->granted_xfers >= e->xfers_cap;
+
+		if (!xfers && e->events_reserved + d->granted_events + need <=
+		    e->events_cap)
+			return 0;
 		/* Nothing promised: the engine's own answer, as ever. */
 		if (!d->granted_xfers)
 			return 0;
-		if (revoked)
+		if (!revoked) {
+			icfab_data_revoke_credit(d);
+			revoked = true;
+			continue;
+		}
+		if (xfers ? !icfab_data_grow_xfers(d) :
+			    !icfab_data_grow(d, d->granted_events + need))
 			return -EAGAIN;
-		icfab_data_revoke_credit(d);
-		revoked = true;
 	}
 }
 
@@ -1811,6 +1812,38 @@ u64 icfab_data_now(struct icfab_fabric *fabric)
 	if (d->paced)
 		return max(d->engine.now_ps, icfab_paced_now(d, false));
 	return d->engine.now_ps;
+}
+
+/*
+ * For debugfs: the engine's tables (entries: events, transfers) and the
+ * room promised beside what they hold (struct icfab_data,
+ * granted_events), 0 while there is no engine. Takes the fabric lock.
+ */
+u64 icfab_data_room_stat(struct icfab_fabric *fabric, enum icfab_room_stat s)
+{
+	struct icfab_data *d;
+	u64 v = 0;
+
+	mutex_lock(&fabric->lock);
+	d = fabric->data;
+	if (d) {
+		switch (s) {
+		case ICFAB_ROOM_EVENTS_CAP:
+			v = d->engine.events_cap;
+			break;
+		case ICFAB_ROOM_XFERS_CAP:
+			v = d->engine.xfers_cap;
+			break;
+		case ICFAB_ROOM_GRANTED_EVENTS:
+			v = d->granted_events;
+			break;
+		case ICFAB_ROOM_GRANTED_XFERS:
+			v = d->granted_xfers;
+			break;
+		}
+	}
+	mutex_unlock(&fabric->lock);
+	return v;
 }
 
 /*
@@ -2647,24 +2680,39 @@ static u8 __icfab_ctx_may_fast(const struct icfab_ctx *ctx)
 
 /*
  * Credit for @ctx, whose ->fast is about to have ICFAB_CTX_FAST_WRITE:
- * what the engine's tables have free beside what is promised already,
- * up to the amounts above; none to grow them for. The fabric lock is
- * held and ->fast is clear.
+ * its share of what the engine's tables do not hold, half of it split
+ * among the attached contexts, up to the amounts above, and no more
+ * than is free beside what is promised already; none to grow them for.
+ * The other half is left to submissions under the fabric lock, which
+ * take back credit not yet used before the tables grow
+ * (icfab_data_room_beside_credit()): so the tables are never larger
+ * for credit, and with many contexts a context's share shrinks instead
+ * (docs/ARCHITECTURE.md, "The WRITE path"). The fabric lock is held and
+ * ->fast is clear.
  */
-static void __icfab_ctx_credit(struct icfab_ctx *ctx)
+static noinline void __icfab_ctx_credit(struct icfab_ctx *ctx)
 {
-	struct icfab_data *d = ctx->fabric->data;
+	struct icfab_fabric *fabric = ctx->fabric;
+	struct icfab_data *d = fabric->data;
 	struct icfab_engine *e = &d->engine;
+	u32 shares = 2 * max_t(u32, fabric->nr_attached, 1);
+	u64 events;
+	u32 xfers;
 
-	lockdep_assert_held(&ctx->fabric->lock);
+	lockdep_assert_held(&fabric->lock);
 	/* The tables hold what is promised (d->granted_events): kept. */
 	if (e->events_reserved + d->granted_events >= e->events_cap ||
 	    e->nr_xfers + d->granted_xfers >= e->xfers_cap)
 		return;
-	ctx->credit_events = min_t(u64, e->events_cap - e->events_reserved -
-				   d->granted_events, ICFAB_CREDIT_EVENTS);
-	ctx->credit_xfers = min_t(u32, e->xfers_cap - e->nr_xfers -
-				  d->granted_xfers, ICFAB_CREDIT_XFERS);
+	events = min_t(u64, e->events_cap - e->events_reserved -
+		       d->granted_events,
+		       div_u64(e->events_cap - e->events_reserved, shares));
+	xfers = min_t(u32, e->xfers_cap - e->nr_xfers - d->granted_xfers,
+		      (e->xfers_cap - e->nr_xfers) / shares);
+	if (!events || !xfers)
+		return;
+	ctx->credit_events = min_t(u64, events, ICFAB_CREDIT_EVENTS);
+	ctx->credit_xfers = min_t(u32, xfers, ICFAB_CREDIT_XFERS);
 	d->granted_events += ctx->credit_events;
 	d->granted_xfers += ctx->credit_xfers;
 }

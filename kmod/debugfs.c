@@ -31,6 +31,13 @@
  * is the same for the transfer table (clamped to 1 ..
  * ICFAB_ENGINE_XFERS_MAX).
  *
+ *	/sys/kernel/debug/icfab/icfabN/engine_events_cap, engine_xfers_cap,
+ *	granted_events, granted_xfers	(read, root)
+ *
+ * are the sizes of the fabric's engine's tables, in entries, and the room
+ * in them promised to the WRITE path's credit (kmod/data.c), 0 while no
+ * context is attached: for tests and for the memory credit costs.
+ *
  *	/sys/kernel/debug/icfab/uring_done_delay_ms	(read/write, root)
  *
  * makes every io_uring completion sleep this long between giving up the
@@ -190,6 +197,21 @@ static const struct file_operations icfab_fault_fops = {
 	.write	= icfab_fault_write,
 };
 
+/* engine_events_cap and the rest (above): 48 and 128 bytes an entry. */
+#define ICFAB_ROOM_ATTR(name, stat)					\
+static int icfab_##name##_get(void *data, u64 *val)			\
+{									\
+	*val = icfab_data_room_stat(data, stat);			\
+	return 0;							\
+}									\
+DEFINE_DEBUGFS_ATTRIBUTE(icfab_##name##_fops, icfab_##name##_get, NULL, \
+			 "%llu\n")
+
+ICFAB_ROOM_ATTR(events_cap, ICFAB_ROOM_EVENTS_CAP);
+ICFAB_ROOM_ATTR(xfers_cap, ICFAB_ROOM_XFERS_CAP);
+ICFAB_ROOM_ATTR(granted_events, ICFAB_ROOM_GRANTED_EVENTS);
+ICFAB_ROOM_ATTR(granted_xfers, ICFAB_ROOM_GRANTED_XFERS);
+
 u32 icfab_uring_done_delay_ms;
 u32 icfab_wait_wake_delay_ms;
 
@@ -221,6 +243,15 @@ void icfab_debugfs_init(struct icfab_fabric **fabrics, unsigned int n)
 					&fabrics[i]->submit_lock_waits);
 		debugfs_create_atomic_t("fast_writes", 0600, dir,
 					&fabrics[i]->fast_writes);
+		debugfs_create_file_unsafe("engine_events_cap", 0400, dir,
+					   fabrics[i], &icfab_events_cap_fops);
+		debugfs_create_file_unsafe("engine_xfers_cap", 0400, dir,
+					   fabrics[i], &icfab_xfers_cap_fops);
+		debugfs_create_file_unsafe("granted_events", 0400, dir,
+					   fabrics[i],
+					   &icfab_granted_events_fops);
+		debugfs_create_file_unsafe("granted_xfers", 0400, dir,
+					   fabrics[i], &icfab_granted_xfers_fops);
 	}
 }
 

@@ -462,6 +462,14 @@ void icfab_data_exit(void);
 /* Events and transfers an engine starts with; debugfs sets them for tests. */
 extern u32 icfab_engine_events_first;
 extern u32 icfab_engine_xfers_first;
+/* debugfs: the engine's tables and the credit (icfab_data_room_stat()). */
+enum icfab_room_stat {
+	ICFAB_ROOM_EVENTS_CAP,
+	ICFAB_ROOM_XFERS_CAP,
+	ICFAB_ROOM_GRANTED_EVENTS,
+	ICFAB_ROOM_GRANTED_XFERS,
+};
+u64 icfab_data_room_stat(struct icfab_fabric *fabric, enum icfab_room_stat s);
 /* With the fabric's lock held: */
 u64 icfab_data_now(struct icfab_fabric *fabric);
 void icfab_data_kick(struct icfab_fabric *fabric);

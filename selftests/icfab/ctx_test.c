@@ -596,25 +596,27 @@ static int write_knob(const char *path, unsigned int v)
 }
 
 #define XFERS_KNOB "/sys/kernel/debug/icfab/engine_xfers"
+#define EVENTS_KNOB "/sys/kernel/debug/icfab/engine_events"
 
 /*
- * The room WRITEs are accepted for off the fabric lock is the room the
- * engine's tables have free: with a transfer table of 4, A's credit is
- * the 3 slots its first WRITE leaves; B's WRITEs under the fabric lock
- * grow the table rather than take them; A's fourth WRITE goes under the
- * fabric lock. Every one is accepted and completes.
+ * The room WRITEs are accepted for off the fabric lock is the engine's,
+ * lent, never grown for: with a transfer table of 8 and two contexts,
+ * A's credit is 1 transfer (half of the 7 free, split two ways). B's
+ * seven WRITEs under the fabric lock need that slot: A's credit, not
+ * yet used, goes back rather than the table growing, so A's next WRITE
+ * goes under the fabric lock. Every one is accepted and completes.
  */
-TEST_F(ctx, writes_past_the_free_room_go_under_the_fabric_lock)
+TEST_F(ctx, credit_not_used_goes_back_before_the_tables_grow)
 {
-	struct icfab_desc wa[4], wb[4];
-	struct icfab_cqe c[8];
+	struct icfab_desc wa[2], wb[7];
+	struct icfab_cqe c[2];
 	long long n;
 	int a, b, qa, qb;
 
 	close(self->a);
 	close(self->b);
 	self->a = self->b = -1;
-	ASSERT_EQ(0, write_knob(XFERS_KNOB, 4));
+	ASSERT_EQ(0, write_knob(XFERS_KNOB, 8));
 	a = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
 	b = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, a);
@@ -623,34 +625,131 @@ TEST_F(ctx, writes_past_the_free_room_go_under_the_fabric_lock)
 	self->b = b;
 	ASSERT_EQ(0, ctx_attach(a, 0));
 	ASSERT_EQ(0, ctx_attach(b, 1));
-	/* The engine is built: the table stays 4 until it grows. */
+	/* The engine is built: the table stays 8 until it grows. */
 	EXPECT_EQ(0, write_knob(XFERS_KNOB, 16384));
+	EXPECT_EQ(8, fab_count("engine_xfers_cap"));
 	qa = ctx_queue(a, 0, 8);
 	qb = ctx_queue(b, 1, 8);
 	ASSERT_LE(0, qa);
 	ASSERT_LE(0, qb);
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 2; i++)
 		wa[i] = desc_put(qa, 2, SEG, i + 1);
+	for (int i = 0; i < 7; i++)
 		wb[i] = desc_put(qb, 3, SEG, i + 1);
-	}
 	n = fab_count("fast_writes");
 	ASSERT_LE(0, n);
 	ASSERT_EQ(1, ctx_submit(a, &wa[0], 1));
-	/* B under the lock: 1 + 3 promised fill the table, which grows. */
-	ASSERT_EQ(4, ctx_submit(b, wb, 4));
+	EXPECT_EQ(1, fab_count("granted_xfers"));
+	/* 1 + 7 fill the table: A's unused slot comes back for B's last. */
+	ASSERT_EQ(7, ctx_submit(b, wb, 7));
+	EXPECT_EQ(8, fab_count("engine_xfers_cap"));
+	EXPECT_EQ(0, fab_count("granted_xfers"));
 	EXPECT_EQ(n, fab_count("fast_writes"));
-	ASSERT_EQ(3, ctx_submit(a, &wa[1], 3));
-	EXPECT_EQ(n + 3, fab_count("fast_writes"));
-	ASSERT_EQ(1, ctx_submit(a, &wa[0], 1));
-	EXPECT_EQ(n + 3, fab_count("fast_writes"));
+	/* No credit left: under the fabric lock, where the table grows. */
+	ASSERT_EQ(1, ctx_submit(a, &wa[1], 1));
+	EXPECT_EQ(n, fab_count("fast_writes"));
+	EXPECT_EQ(16, fab_count("engine_xfers_cap"));
 
 	close(b);
 	self->b = -1;
-	ASSERT_EQ(5, ctx_wait(a, c, 5, 5, 20000, NULL));
-	for (int i = 0; i < 5; i++) {
+	ASSERT_EQ(2, ctx_wait(a, c, 2, 2, 20000, NULL));
+	for (int i = 0; i < 2; i++) {
 		EXPECT_EQ(0, c[i].status);
-		EXPECT_EQ(i % 4 + 1, c[i].user_tag);
+		EXPECT_EQ(i + 1, c[i].user_tag);
 	}
+}
+
+/*
+ * Many contexts with credit do not make the engine's tables larger than
+ * their WRITEs need: sixteen contexts, two WRITEs each (2 events and a
+ * transfer each), on tables of 256 events and 64 transfers. The second
+ * WRITE of each goes off the fabric lock, on a share of the room; the
+ * tables keep their size. (Each context's credit used to be all the
+ * room free, up to 16384 events: the next context's WRITE under the
+ * fabric lock grew the tables beside it, about 16384 events of table,
+ * 768 KiB, per context.) All complete.
+ */
+TEST_F(ctx, credit_of_many_contexts_does_not_grow_the_tables)
+{
+	enum { N = 16 };
+	struct icfab_cqe c[2];
+	int fd[N], q[N];
+	long long n;
+
+	close(self->a);
+	close(self->b);
+	self->a = self->b = -1;
+	ASSERT_EQ(0, write_knob(EVENTS_KNOB, 256));
+	ASSERT_EQ(0, write_knob(XFERS_KNOB, 64));
+	for (int i = 0; i < N; i++) {
+		fd[i] = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+		ASSERT_LE(0, fd[i]);
+		ASSERT_EQ(0, ctx_attach(fd[i], i % 4));
+		q[i] = ctx_queue(fd[i], i % 4, 8);
+		ASSERT_LE(0, q[i]);
+	}
+	EXPECT_EQ(0, write_knob(EVENTS_KNOB, 256 * 1024));
+	EXPECT_EQ(0, write_knob(XFERS_KNOB, 16384));
+	EXPECT_EQ(256, fab_count("engine_events_cap"));
+	EXPECT_EQ(64, fab_count("engine_xfers_cap"));
+	n = fab_count("fast_writes");
+	ASSERT_LE(0, n);
+	for (int r = 0; r < 2; r++)
+		for (int i = 0; i < N; i++) {
+			struct icfab_desc w = desc_put(q[i], (i + 1) % 4, SEG,
+						       r + 1);
+
+			ASSERT_EQ(1, ctx_submit(fd[i], &w, 1));
+		}
+	EXPECT_EQ(n + N, fab_count("fast_writes"));
+	EXPECT_EQ(256, fab_count("engine_events_cap"));
+	EXPECT_EQ(64, fab_count("engine_xfers_cap"));
+	/* What is promised fits beside what is in flight (64, 32). */
+	EXPECT_GE(256 - 4 * N, fab_count("granted_events"));
+	EXPECT_GE(64 - 2 * N, fab_count("granted_xfers"));
+
+	for (int i = 1; i < N; i++)
+		close(fd[i]);
+	ASSERT_EQ(2, ctx_wait(fd[0], c, 2, 2, 20000, NULL));
+	for (int i = 0; i < 2; i++) {
+		EXPECT_EQ(0, c[i].status);
+		EXPECT_EQ(i + 1, c[i].user_tag);
+	}
+	close(fd[0]);
+}
+
+/*
+ * A context that submits only DELAYs holds no credit (it never had a
+ * transfer in flight); its first WRITE under the fabric lock gets it
+ * some, and its second goes off the lock.
+ */
+TEST_F(ctx, only_a_context_that_writes_holds_credit)
+{
+	struct icfab_desc d = {
+		.op = ICFAB_OP_DELAY, .queue = self->qa, .len = 1000,
+	};
+	struct icfab_desc w = desc_put(self->qa, 2, SEG, 1);
+	struct icfab_cqe c;
+	long long n = fab_count("fast_delays");
+
+	ASSERT_LE(0, n);
+	close(self->b);
+	self->b = -1;
+	for (int i = 0; i < 3; i++) {
+		ASSERT_EQ(1, ctx_submit(self->a, &d, 1));
+		ASSERT_EQ(1, ctx_wait(self->a, &c, 1, 1, 20000, NULL));
+	}
+	/* The DELAY path after the first of them, without credit. */
+	EXPECT_EQ(n + 2, fab_count("fast_delays"));
+	EXPECT_EQ(0, fab_count("granted_xfers"));
+	EXPECT_EQ(0, fab_count("granted_events"));
+	n = fab_count("fast_writes");
+	ASSERT_EQ(1, ctx_submit(self->a, &w, 1));
+	EXPECT_LT(0, fab_count("granted_xfers"));
+	ASSERT_EQ(1, ctx_submit(self->a, &w, 1));
+	EXPECT_EQ(n + 1, fab_count("fast_writes"));
+	ASSERT_EQ(2, ctx_wait(self->a, (struct icfab_cqe[2]){}, 2, 2, 20000,
+			      NULL));
 }
 
 TEST_HARNESS_MAIN
