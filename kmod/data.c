@@ -970,6 +970,28 @@ static __always_inline int __icfab_notify_post(struct icfab_req *req,
 }
 
 /*
+ * @req's completion, with its result, written in the ring's slot @slot
+ * (icfab_cq_slot()) and published: __icfab_req_ring()'s, and the DELAY
+ * path's, which counts nothing in flight (icfab_submit_fast()).
+ */
+static __always_inline void __icfab_cq_fill(struct icfab_ctx *ctx,
+					    const struct icfab_req *req,
+					    struct icfab_cqe *slot, int status,
+					    u64 start, u64 finish, u64 queued)
+{
+	slot->user_tag = req->cqe.user_tag;
+	slot->status = status;
+	slot->queue = req->cqe.queue;
+	slot->submit_ps = req->cqe.submit_ps;
+	slot->start_ps = start;
+	slot->finish_ps = finish;
+	slot->queued_ps = queued;
+	slot->reserved[0] = 0;
+	slot->reserved[1] = 0;
+	icfab_cq_publish(ctx->cq);
+}
+
+/*
  * A request of @ctx that completes into its ring, with its result, in
  * the ring's slot @slot (icfab_cq_slot()): the completion is written
  * there from the request's own fields and the result, and is not built
@@ -984,16 +1006,7 @@ static __always_inline int __icfab_req_ring(struct icfab_ctx *ctx,
 {
 	struct icfab_queue *q = req->q;
 
-	slot->user_tag = req->cqe.user_tag;
-	slot->status = status;
-	slot->queue = req->cqe.queue;
-	slot->submit_ps = req->cqe.submit_ps;
-	slot->start_ps = start;
-	slot->finish_ps = finish;
-	slot->queued_ps = queued;
-	slot->reserved[0] = 0;
-	slot->reserved[1] = 0;
-	icfab_cq_publish(ctx->cq);
+	__icfab_cq_fill(ctx, req, slot, status, start, finish, queued);
 	WRITE_ONCE(ctx->nr_inflight, ctx->nr_inflight - 1);
 	WRITE_ONCE(q->inflight, q->inflight - 1);
 	__icfab_req_spend(ctx, req);
@@ -2862,6 +2875,7 @@ static noinline u32 icfab_submit_fast(struct icfab_ctx *ctx,
 			const struct icfab_desc *dd = &chunk[i];
 			struct icfab_req *req = fresh[i];
 			struct icfab_queue *q;
+			struct icfab_cqe *slot;
 			u64 t, finish;
 
 			if (dd->op != ICFAB_OP_DELAY || dd->pad ||
@@ -2880,16 +2894,31 @@ static noinline u32 icfab_submit_fast(struct icfab_ctx *ctx,
 			req->len = dd->len;
 			req->cqe.user_tag = dd->user_tag;
 			req->cqe.queue = dd->queue;
-			q->inflight++;
-			ctx->nr_inflight++;
 			t = ctx->clock_ps;
 			req->cqe.submit_ps = t;
 			if (check_add_overflow(t, req->len, &finish))
 				finish = ICFAB_ENGINE_NEVER - 1;
 			/* Read by others' engine runs (icfab_data_horizon()). */
 			WRITE_ONCE(ctx->clock_ps, finish);
-			/* No WAIT is under way (->fast): nothing to wake. */
-			__icfab_req_post(ctx, req, 0, t, finish, 0);
+			/*
+			 * Complete there and then, as __icfab_req_post()
+			 * would: in the ring's slot, or (none asked, or full:
+			 * an overflow, counted) onto the done list, counted
+			 * against its queue until reaped. Never in flight,
+			 * so not counted in and out of nr_inflight (stores
+			 * the engine's completions make one at a time, for
+			 * readers outside the fabric lock). No WAIT is under
+			 * way (->fast): nothing to wake.
+			 */
+			slot = to_cq ? icfab_cq_slot(ctx->cq) : NULL;
+			if (slot) {
+				__icfab_cq_fill(ctx, req, slot, 0, t, finish, 0);
+				__icfab_req_spend(ctx, req);
+				continue;
+			}
+			icfab_req_result(req, 0, t, finish, 0);
+			q->inflight++;
+			__icfab_done_add(ctx, req);
 		}
 	}
 	nd = i - *at;
