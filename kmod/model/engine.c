@@ -209,6 +209,7 @@ int icfab_engine_init(struct icfab_engine *e, const struct icfab_mtopo *topo,
 			.wait_tail = ICFAB_ENGINE_NO_XFER,
 			.sub_head = ICFAB_ENGINE_NO_XFER,
 			.sub_tail = ICFAB_ENGINE_NO_XFER,
+			.route_dst = ICFAB_ENGINE_NO_NODE,
 		};
 		if (n->present && n->kind == ICFAB_MODEL_ENDPOINT)
 			ep->nr_dma = node_dma_engines(n);
@@ -1054,6 +1055,55 @@ static ENGINE_HOT icfab_u32 route_walk(const struct icfab_mtopo *t,
 }
 
 /*
+ * route_walk() from @src to @dst, by the route @ep (@src's) keeps when it
+ * keeps the one to @dst: the walk would read the same tables, ports and
+ * links' ends (they change only with icfab_engine_retopo(), which
+ * forgets it), so it would find the same links, and only their presence
+ * and state are left to look at. @ep keeps a route from the second
+ * submission in a row to its destination on, when the walk keeps every
+ * link of it: a submission to another destination than the last costs
+ * one store more than the walk, not the four of the route.
+ */
+struct route_found {
+	icfab_u32 hops, path_len, path0, path1;
+};
+
+static ENGINE_HOT struct route_found
+route_walk_from(const struct icfab_mtopo *t, struct icfab_engine_ep *ep,
+		icfab_u32 src, icfab_u32 dst)
+{
+	struct route_found r = { 0 };
+	const struct icfab_mlink *l;
+
+	if (ep->route_dst != dst) {
+		ep->route_dst = dst;
+		ep->route_len = 0;
+		r.hops = route_walk(t, src, dst, &r.path0, &r.path1,
+				    &r.path_len);
+		return r;
+	}
+	if (ep->route_len) {
+		r.path0 = ep->route_path[0];
+		r.path1 = ep->route_path[1];
+		r.hops = r.path_len = ep->route_len;
+		l = &t->links[r.path0];
+		if (l->present && l->state != ICFAB_MODEL_LINK_DOWN) {
+			if (r.hops < 2)
+				return r;
+			l = &t->links[r.path1];
+			if (l->present && l->state != ICFAB_MODEL_LINK_DOWN)
+				return r;
+		}
+		r = (struct route_found){ 0 };
+	}
+	r.hops = route_walk(t, src, dst, &r.path0, &r.path1, &r.path_len);
+	ep->route_len = r.hops == r.path_len ? r.hops : 0;
+	ep->route_path[0] = r.path0;
+	ep->route_path[1] = r.path1;
+	return r;
+}
+
+/*
  * Whether routed transfer @x keeps the link for its hop @hop at @node:
  * the walk at submission reached @node there (a port, not a set: the
  * turn is not touched). The walk found x->path[@hop] usable in this
@@ -1468,8 +1518,13 @@ static ENGINE_HOT int submit_routed(struct icfab_engine *e, icfab_u32 src,
 		return err;
 
 	if (src != dst) {
-		sp.hops = route_walk(t, src, dst, &sp.path0, &sp.path1,
-				     &sp.path_len);
+		struct route_found r = route_walk_from(t, &e->eps[src],
+						       src, dst);
+
+		sp.hops = r.hops;
+		sp.path_len = r.path_len;
+		sp.path0 = r.path0;
+		sp.path1 = r.path1;
 		if (!sp.hops)
 			sp.status = -ICFAB_ENGINE_EHOSTUNREACH;
 		/* Its hops are numbered from its tier port, if any. */
@@ -2663,6 +2718,9 @@ int icfab_engine_retopo(struct icfab_engine *e,
 	/* The cache compares values, but say plainly that it is stale. */
 	for (i = 0; i < topo->links_cap; i++)
 		e->links[i].cache_head = 0;
+	/* So are the routes the sources keep. */
+	for (i = 0; i < topo->nodes_cap; i++)
+		e->eps[i].route_dst = ICFAB_ENGINE_NO_NODE;
 	return 0;
 }
 

@@ -71,6 +71,8 @@
 #define ICFAB_ENGINE_NEVER		(~0ULL)
 
 #define ICFAB_ENGINE_NO_XFER		0xffffffffU
+/* No node: struct icfab_engine_ep.route_dst when it keeps no route. */
+#define ICFAB_ENGINE_NO_NODE		0xffffffffU
 
 /* What a completion reports for one transfer. */
 struct icfab_xfer_result {
@@ -139,6 +141,13 @@ struct icfab_engine_link {
 	icfab_u64 cache_epoch;
 };
 
+/*
+ * Links of a transfer's route it keeps (struct icfab_engine_xfer.path):
+ * an endpoint's injection link and the next, the whole route through
+ * one switch; 128 bytes a transfer with them.
+ */
+#define ICFAB_ENGINE_PATH		2
+
 /* Per node: its DMA engines and the transfers waiting for one. */
 struct icfab_engine_ep {
 	icfab_u32 first_dma;		/* index into dma_free[] */
@@ -158,14 +167,21 @@ struct icfab_engine_ep {
 	 */
 	icfab_u32 mark;
 	icfab_u32 depth;		/* links from the tree's source */
+	/*
+	 * The route of the last routed submission from this node whose
+	 * walk kept every link (struct icfab_engine_xfer.path), for the
+	 * next one to the same destination: @route_dst
+	 * (ICFAB_ENGINE_NO_NODE: none), its @route_len links, @route_path.
+	 * What the walk read to find them changes only with
+	 * icfab_engine_retopo(), which forgets it, but the links' presence
+	 * and state, which are checked at every use.
+	 */
+	icfab_u32 route_dst;
+	icfab_u32 route_len;
+	icfab_u32 route_path[ICFAB_ENGINE_PATH];	/* link ids */
+	/* To 64 bytes: eps[] is indexed by a shift, as at 32 before. */
+	icfab_u32 pad[4];
 };
-
-/*
- * Links of a transfer's route it keeps (struct icfab_engine_xfer.path):
- * an endpoint's injection link and the next, the whole route through
- * one switch; 128 bytes a transfer with them.
- */
-#define ICFAB_ENGINE_PATH		2
 
 /* Engine-private; the caller only provides the storage. */
 struct icfab_engine_xfer {

@@ -1470,6 +1470,76 @@ static void test_retopo(void)
 	topo_free(t2);
 }
 
+/*
+ * The route a source keeps for its submissions to one destination
+ * (struct icfab_engine_ep.route_dst): from the second in a row on, a
+ * submission takes it instead of walking the tables, so what the walk
+ * would see differently must reach it: a link of it DOWN in place (no
+ * route at submission: -EHOSTUNREACH at its start, no hops, as the
+ * walk says) and a retopo to another route while the kept links are
+ * still up (the new route).
+ */
+static void test_route_kept(void)
+{
+	const ull t0 = 3000;
+	struct icfab_mtopo *t = diamond(LAT, LAT), *t2;
+	ull want = icfab_uncontended_ps(SEG, SEG, 2, BW, LAT);
+	struct harness *h;
+	struct rec *r;
+	int err, okr = 1;
+
+	topo_validate(t);
+	t2 = topo_clone(t);
+	t2->nodes[0].routes[3] = 1;	/* by link 2; link 0 stays up */
+	topo_validate(t2);
+	h = h_new(t, SEG, 8, 64, 10);
+	for (ull k = 1; k <= 3; k++)
+		submit(h, 0, 3, SEG, t0 + k * want, k);
+	run_all(h);
+	for (ull k = 1; k <= 3; k++)
+		okr &= h->recs[k].n == 1 && !h->recs[k].r.status &&
+		       h->recs[k].r.hops == 2 && dur(&h->recs[k]) == want;
+	ok(okr && h->s.links[0].segments == 3 && h->s.links[1].segments == 3,
+	   "three submissions to one destination: by links 0 and 1 (%llu, %llu), each %llu ps",
+	   (ull)h->s.links[0].segments, (ull)h->s.links[1].segments, want);
+	/* Each link of the kept route DOWN in turn, in place. */
+	for (unsigned int l = 0; l < 2; l++) {
+		t->links[l].state = ICFAB_MODEL_LINK_DOWN;
+		submit(h, 0, 3, SEG, h->e.now_ps + 1, 4 + l);
+		run_all(h);
+		t->links[l].state = ICFAB_MODEL_LINK_UP;
+		r = &h->recs[4 + l];
+		ok(r->n == 1 && r->r.status == -ICFAB_ENGINE_EHOSTUNREACH &&
+		   r->r.hops == 0 && r->r.finish_ps == r->r.start_ps &&
+		   h->s.links[0].segments == 3,
+		   "the kept route's link %u DOWN: -EHOSTUNREACH at its start, no hops (status %d, hops %u)",
+		   l, r->r.status, r->r.hops);
+	}
+	/* Up again: kept again from the second on. */
+	for (ull k = 6; k <= 7; k++)
+		submit(h, 0, 3, SEG, h->e.now_ps + k, k);
+	run_all(h);
+	ok(h->recs[6].n == 1 && !h->recs[6].r.status &&
+	   h->recs[7].n == 1 && !h->recs[7].r.status &&
+	   h->s.links[0].segments == 5 && h->s.links[1].segments == 5,
+	   "up again: the same route");
+	/* Retopo to the detour: the kept route is forgotten. */
+	err = icfab_engine_retopo(&h->e, t2);
+	for (ull k = 8; k <= 9; k++)
+		submit(h, 0, 3, SEG, h->e.now_ps + k, k);
+	run_all(h);
+	ok(!err && h->recs[8].n == 1 && !h->recs[8].r.status &&
+	   h->recs[9].n == 1 && !h->recs[9].r.status &&
+	   dur(&h->recs[9]) == want &&
+	   h->s.links[0].segments == 5 && h->s.links[2].segments == 2 &&
+	   h->s.links[3].segments == 2 && h_idle(h),
+	   "retopo to another route, the kept links still up: the new route (links 0, 2: %llu, %llu)",
+	   (ull)h->s.links[0].segments, (ull)h->s.links[2].segments);
+	h_free(h);
+	topo_free(t);
+	topo_free(t2);
+}
+
 static void test_tree_check(void)
 {
 	struct icfab_mtopo *t = star(4, 1);
@@ -3948,6 +4018,7 @@ int main(void)
 	test_hold_fail();
 	test_hold_share();
 	test_retopo();
+	test_route_kept();
 	test_tree_check();
 	test_tree_path();
 	test_tree_multicast();
