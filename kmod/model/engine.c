@@ -1375,29 +1375,29 @@ static ENGINE_HOT void xfer_fill(struct icfab_engine_xfer *x,
 	x->key = sp->key;
 	x->bytes = sp->bytes;
 	x->submit_ps = sp->submit_ps;
-	x->start_ps = 0;
-	x->queued_ps = 0;
+	x->undelivered = sp->nr_segs * sp->nr_leaves;
 	x->nr_segs = (icfab_u32)sp->nr_segs;
 	x->src = sp->src;
 	x->dst = sp->dst;
-	x->dma = 0;
-	x->next = ICFAB_ENGINE_NO_XFER;
-	x->events = 0;
+	x->status = sp->status;
 	x->hops = (icfab_u16)sp->hops;
 	x->state = XFER_PENDING;
 	x->tier_hops = (icfab_u8)sp->tier_hops;
-	x->tier_in = sp->tier_in;
-	x->tier_out = sp->tier_out;
-	x->spray = 0;
-	x->status = sp->status;
-	x->nr_leaves = sp->nr_leaves;
-	x->tree_len = sp->tree_len;
-	x->tree = sp->tree;
-	x->undelivered = sp->nr_segs * sp->nr_leaves;
-	x->arrive_ps = 0;
 	x->path_len = sp->path_len;
 	x->path[0] = sp->path0;
 	x->path[1] = sp->path1;
+	x->tier_in = sp->tier_in;
+	x->tier_out = sp->tier_out;
+	x->nr_leaves = sp->nr_leaves;
+	x->tree_len = sp->tree_len;
+	x->tree = sp->tree;
+	x->start_ps = 0;
+	x->queued_ps = 0;
+	x->arrive_ps = 0;
+	x->dma = 0;
+	x->events = 0;
+	x->spray = 0;
+	x->next = ICFAB_ENGINE_NO_XFER;
 }
 
 /*

@@ -185,34 +185,25 @@ struct icfab_engine_ep {
 
 /* Engine-private; the caller only provides the storage. */
 struct icfab_engine_xfer {
+	/* What a submission fills from its arguments and its walk first. */
 	icfab_u64 key;
 	icfab_u64 bytes;
-	icfab_u64 submit_ps, start_ps;	/* ps */
-	icfab_u64 queued_ps;		/* ps */
+	icfab_u64 submit_ps;		/* ps */
+	/*
+	 * (segment, leaf) arrivals not decided yet, and the latest decided
+	 * (@arrive_ps). Arrivals get no event of their own: the one that
+	 * brings @undelivered to zero schedules a single event at
+	 * @arrive_ps, so segments that overtake one another (a route or
+	 * latency changed under them) still complete the transfer at its
+	 * true last arrival.
+	 */
+	icfab_u64 undelivered;
 	icfab_u32 nr_segs;
 	icfab_u32 src, dst;
-	icfab_u32 dma;			/* dma_free[] index held */
-	icfab_u32 next;			/* free list or DMA wait list */
-	icfab_u32 events;		/* pending events */
+	int status;
 	icfab_u16 hops;
 	icfab_u8 state;
 	icfab_u8 tier_hops;		/* tier ports crossed: 0, 1 or 2 */
-	int status;
-	icfab_u32 nr_leaves;		/* 1 unless a tree */
-	icfab_u32 tree_len;		/* links in tree[] */
-	const icfab_u32 *tree;		/* the caller's link ids, or NULL */
-	/*
-	 * The tier ports a routed transfer reads through before its route
-	 * and writes through after it (icfab_engine_submit_tiered()), or
-	 * ICFAB_MODEL_NO_LINK.
-	 */
-	icfab_u32 tier_in, tier_out;
-	/*
-	 * The spray turn of segment 0 (segment j's is @spray + j, mod
-	 * 2^32): its destination offset over the segment size
-	 * (icfab_engine_set_spray_offset()), 0 unless set.
-	 */
-	icfab_u32 spray;
 	/*
 	 * The route cached (a plain routed transfer): path[h] is the link
 	 * the routing tables name at its hop h < path_len, as the walk at
@@ -221,16 +212,31 @@ struct icfab_engine_xfer {
 	 * transfer's cache; a link's state is checked at every use.
 	 */
 	icfab_u32 path_len;
-	/*
-	 * (segment, leaf) arrivals not decided yet, and the latest decided.
-	 * Arrivals get no event of their own: the one that brings
-	 * @undelivered to zero schedules a single event at @arrive_ps, so
-	 * segments that overtake one another (a route or latency changed
-	 * under them) still complete the transfer at its true last arrival.
-	 */
-	icfab_u64 undelivered;
-	icfab_u64 arrive_ps;		/* ps */
 	icfab_u32 path[ICFAB_ENGINE_PATH];	/* link ids */
+	/*
+	 * The rest, constants for a routed submission, together so that
+	 * they are written by few wide stores.
+	 *
+	 * The tier ports a routed transfer reads through before its route
+	 * and writes through after it (icfab_engine_submit_tiered()), or
+	 * ICFAB_MODEL_NO_LINK.
+	 */
+	icfab_u32 tier_in, tier_out;
+	icfab_u32 nr_leaves;		/* 1 unless a tree */
+	icfab_u32 tree_len;		/* links in tree[] */
+	const icfab_u32 *tree;		/* the caller's link ids, or NULL */
+	icfab_u64 start_ps;		/* ps */
+	icfab_u64 queued_ps;		/* ps */
+	icfab_u64 arrive_ps;		/* ps */
+	icfab_u32 dma;			/* dma_free[] index held */
+	icfab_u32 events;		/* pending events */
+	/*
+	 * The spray turn of segment 0 (segment j's is @spray + j, mod
+	 * 2^32): its destination offset over the segment size
+	 * (icfab_engine_set_spray_offset()), 0 unless set.
+	 */
+	icfab_u32 spray;
+	icfab_u32 next;			/* free list or DMA wait list */
 };
 
 /*
