@@ -3020,8 +3020,12 @@ void icfab_engine_part_retire(struct icfab_engine *e, icfab_u32 id)
 int icfab_engine_unsubmit(struct icfab_engine *e, const icfab_u32 *ids,
 			  icfab_u32 n)
 {
-	/* A spray offset where nothing sprays is never read. */
-	int sprays = icfab_topo_sprays(e->topo);
+	/*
+	 * A spray offset where nothing sprays is never read. Whether
+	 * anything does is a walk over every link and set: asked only of a
+	 * transfer with an offset, once a call (-1: not asked yet).
+	 */
+	int sprays = -1;
 	icfab_u32 i;
 
 	if (n != e->nr_xfers || e->part)
@@ -3039,7 +3043,11 @@ int icfab_engine_unsubmit(struct icfab_engine *e, const icfab_u32 *ids,
 		x = &e->xfers[ids[i]];
 		if (x->state != XFER_PENDING || x->tree ||
 		    x->tier_in != ICFAB_MODEL_NO_LINK ||
-		    x->tier_out != ICFAB_MODEL_NO_LINK || (x->spray && sprays))
+		    x->tier_out != ICFAB_MODEL_NO_LINK)
+			return -ICFAB_ENGINE_EINVAL;
+		if (x->spray && sprays < 0)
+			sprays = icfab_topo_sprays(e->topo);
+		if (x->spray && sprays)
 			return -ICFAB_ENGINE_EINVAL;
 	}
 	/* A repeated id would leave another transfer held: refuse. */

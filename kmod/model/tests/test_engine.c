@@ -2969,6 +2969,52 @@ static void test_mp_spray(void)
  * direct links: it leaves with its row, floor((n - 1)/k) S/B after the
  * first, so T = L + max(floor((n - 1)/k) S/B + r/B, rows before it).
  */
+/*
+ * icfab_engine_unsubmit(): every transfer held, none started, given
+ * back and nothing left pending; refused (nothing changed) when one has
+ * a spray offset on a fabric that sprays, where the offset would be
+ * lost, and accepted with one where nothing sprays.
+ */
+static void test_unsubmit(void)
+{
+	static const icfab_u8 modes[] = { ICFAB_MODEL_MULTIPATH_FLOW,
+					  ICFAB_MODEL_MULTIPATH_SPRAY };
+
+	for (unsigned int m = 0; m < 2; m++)
+	for (int off = 0; off <= 1; off++) {
+		struct icfab_mtopo *t = cables(2, 1, modes[m]);
+		int refuse = off && modes[m] == ICFAB_MODEL_MULTIPATH_SPRAY;
+		icfab_u32 ids[2];
+		struct harness *h;
+		int err, e1, e2;
+
+		topo_validate(t);
+		h = h_new(t, SEG, 4, 256, 4);
+		e1 = icfab_engine_submit(&h->e, 0, 1, 4 * SEG, 1000, 1,
+					 &ids[0]);
+		e2 = icfab_engine_submit(&h->e, 0, 1, 4 * SEG, 1000, 2,
+					 &ids[1]);
+		if (off)
+			icfab_engine_set_spray_offset(&h->e, ids[1], 3 * SEG);
+		err = icfab_engine_unsubmit(&h->e, ids, 2);
+		if (!refuse && !err)
+			submit(h, 0, 1, 4 * SEG, 1000, 3);
+		run_all(h);
+		ok(!e1 && !e2 &&
+		   (refuse ? err == -ICFAB_ENGINE_EINVAL &&
+			     h->recs[1].n == 1 && h->recs[2].n == 1 &&
+			     !h->recs[3].n :
+			     !err && !h->recs[1].n && !h->recs[2].n &&
+			     h->recs[3].n == 1 && !h->recs[3].r.status) &&
+		   h_idle(h),
+		   "unsubmit, %s cables, %s spray offset: %s (%d)",
+		   m ? "sprayed" : "hashed", off ? "a" : "no",
+		   refuse ? "refused" : "given back", err);
+		h_free(h);
+		topo_free(t);
+	}
+}
+
 static void test_mp_short_last(void)
 {
 	int bad = 0;
@@ -4042,6 +4088,7 @@ int main(void)
 	test_ct_mixed();
 	test_mp_spray();
 	test_mp_short_last();
+	test_unsubmit();
 	test_mp_pieces();
 	test_mp_flows();
 	test_mp_flow_hash();
