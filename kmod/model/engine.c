@@ -1509,7 +1509,12 @@ static ENGINE_HOT int submit_routed(struct icfab_engine *e, icfab_u32 src,
 	};
 	int err;
 
-	if (!ep_present(e, src) || !ep_present(e, dst) ||
+	/*
+	 * A destination @src submitted to last (route_dst) passed its
+	 * check then, and which nodes are endpoints never changes.
+	 */
+	if (!ep_present(e, src) ||
+	    (e->eps[src].route_dst != dst && !ep_present(e, dst)) ||
 	    (tiers && (!tier_arg_ok(t, src_tier) ||
 		       !tier_arg_ok(t, dst_tier))))
 		return -ICFAB_ENGINE_EINVAL;

@@ -1502,6 +1502,22 @@ static void test_route_kept(void)
 	ok(okr && h->s.links[0].segments == 3 && h->s.links[1].segments == 3,
 	   "three submissions to one destination: by links 0 and 1 (%llu, %llu), each %llu ps",
 	   (ull)h->s.links[0].segments, (ull)h->s.links[1].segments, want);
+	/*
+	 * A switch is no destination, however often it is asked for: the
+	 * destination a source keeps a route to is one that was checked.
+	 */
+	{
+		icfab_u32 id;
+		int e1 = icfab_engine_submit(&h->e, 0, 1, SEG,
+					     h->e.now_ps + 1, 20, &id);
+		int e2 = icfab_engine_submit(&h->e, 0, 1, SEG,
+					     h->e.now_ps + 1, 21, &id);
+
+		ok(e1 == -ICFAB_ENGINE_EINVAL && e2 == -ICFAB_ENGINE_EINVAL &&
+		   h->e.nr_xfers == 0,
+		   "a switch as the destination, twice in a row: -EINVAL both times (%d, %d)",
+		   e1, e2);
+	}
 	/* Each link of the kept route DOWN in turn, in place. */
 	for (unsigned int l = 0; l < 2; l++) {
 		t->links[l].state = ICFAB_MODEL_LINK_DOWN;
