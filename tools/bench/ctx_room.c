@@ -34,28 +34,11 @@
 #include <linux/icfab_genl.h>
 
 #include "bench.h"
+#include "fabric_util.h"
 
 #define BATCH	32
 #define LEN	64		/* bytes */
 #define MAX_CTX	1024
-
-/* A count of icfab0's in debugfs, or -1 without it. */
-static long long counter(const char *name)
-{
-	char path[96];
-	long long n = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/kernel/debug/icfab/icfab0/%s",
-		 name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &n) != 1)
-		n = -1;
-	fclose(f);
-	return n;
-}
 
 /* VmallocUsed of /proc/meminfo, kB, or -1. */
 static long long vmalloc_kb(void)
@@ -89,7 +72,7 @@ static int row(int n)
 {
 	static int fd[MAX_CTX];
 	static uint32_t q[MAX_CTX];
-	long long vm0 = vmalloc_kb(), fw0 = counter("fast_writes");
+	long long vm0 = vmalloc_kb(), fw0 = fab_count("fast_writes");
 	long long vm, fw;
 	int err = 0, opened = 0;
 
@@ -111,15 +94,15 @@ static int row(int n)
 		for (int i = 0; i < n && !err; i++)
 			err = submit(fd[i], q[i], i % 2);
 	vm = vmalloc_kb();
-	fw = counter("fast_writes");
+	fw = fab_count("fast_writes");
 	if (err || opened < n)
 		fprintf(stderr, "ctx_room: %d contexts: %s\n", n,
 			strerror(errno));
 	else
 		printf("  %4d %12lld %10lld %10lld %10lld %10lld %10lld\n", n,
-		       vm - vm0, counter("engine_events_cap"),
-		       counter("engine_xfers_cap"),
-		       counter("granted_events"), counter("granted_xfers"),
+		       vm - vm0, fab_count("engine_events_cap"),
+		       fab_count("engine_xfers_cap"),
+		       fab_count("granted_events"), fab_count("granted_xfers"),
 		       fw < 0 || fw0 < 0 ? -1 : fw - fw0);
 	for (int i = 0; i < opened; i++)
 		close(fd[i]);

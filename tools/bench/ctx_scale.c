@@ -52,6 +52,7 @@
 #include <linux/icfab_genl.h>
 
 #include "bench.h"
+#include "fabric_util.h"
 
 #define BATCH	32
 #define LEN	64		/* bytes */
@@ -94,27 +95,6 @@ static int rank(int p, int op, int rounds, int ready, int go)
 			return 3;
 	close(fd);
 	return 0;
-}
-
-/*
- * A count of icfab0's in debugfs (kmod/debugfs.c), or -1 without one
- * (debugfs not mounted, an older module): counts, not wall time.
- */
-static long long counter(const char *name)
-{
-	char path[96];
-	long long n = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/kernel/debug/icfab/icfab0/%s",
-		 name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &n) != 1)
-		n = -1;
-	fclose(f);
-	return n;
 }
 
 /* @nr ranks at once; the wall ns from go to the last one's end, or -1. */
@@ -201,24 +181,24 @@ int main(int argc, char **argv)
 		fw = 0;
 		for (int k = 0; k < reps; k++) {
 			one[k] = run(1, w, rounds);
-			w0 = counter("submit_lock_waits");
-			f0 = counter("fast_delays");
-			fw0 = counter("fast_writes");
+			w0 = fab_count("submit_lock_waits");
+			f0 = fab_count("fast_delays");
+			fw0 = fab_count("fast_writes");
 			two[k] = run(2, w, rounds);
 			if (one[k] < 0 || two[k] < 0)
 				return 1;
 			/* The pair's: SUBMITs that waited for the lock. */
 			if (w0 >= 0 && waits >= 0)
-				waits += counter("submit_lock_waits") - w0;
+				waits += fab_count("submit_lock_waits") - w0;
 			else
 				waits = -1;
 			if (f0 >= 0 && fast >= 0)
-				fast += counter("fast_delays") - f0;
+				fast += fab_count("fast_delays") - f0;
 			else
 				fast = -1;
 			/* A module without the WRITE path has no count. */
 			if (fw0 >= 0 && fw >= 0)
-				fw += counter("fast_writes") - fw0;
+				fw += fab_count("fast_writes") - fw0;
 			else
 				fw = -1;
 			sp[k] = 2 * one[k] / two[k];
