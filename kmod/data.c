@@ -1282,11 +1282,19 @@ static noinline int icfab_data_room_beside_credit(struct icfab_data *d,
 	}
 }
 
-/* Put a transfer into the engine, starting no earlier than @at. */
+/*
+ * Put a transfer into the engine, starting no earlier than @at. An
+ * @accepted one is a WRITE the WRITE path accepted, whose kind
+ * icfab_write_accept() fixed: timing-only, so no circuit and no region
+ * (no tier port on either side), a WRITE's spray offset; its caller
+ * syncs the tracer once for the chain (__icfab_ctx_start_accepted()).
+ * A constant at each call: the same steps, in the same order, with the
+ * tests that cannot fail compiled out.
+ */
 static __always_inline int icfab_xfer_submit(struct icfab_data *d,
-					      struct icfab_ctx *ctx,
 					      struct icfab_queue *q,
-					      struct icfab_req *req, u64 at)
+					      struct icfab_req *req, u64 at,
+					      const bool accepted)
 {
 	struct icfab_engine *e = &d->engine;
 	u64 key, spray_off;
@@ -1321,9 +1329,13 @@ static __always_inline int icfab_xfer_submit(struct icfab_data *d,
 		if (err)
 			return err;
 	}
-	icfab_data_trace_sync(d);
+	if (!accepted)
+		icfab_data_trace_sync(d);
 	do {
-		if (req->cx)
+		if (accepted)
+			err = icfab_engine_submit(e, req->src, req->dst,
+						  req->len, at, key, &xfer);
+		else if (req->cx)
 			err = icfab_circuit_xfer_submit(d->fabric, e, req->cx,
 							req->src, req->len, at,
 							key, &xfer);
@@ -1333,10 +1345,10 @@ static __always_inline int icfab_xfer_submit(struct icfab_data *d,
 					icfab_req_tier(req, false), req->len,
 					at, key, &xfer);
 	} while (err == -ICFAB_ENGINE_ENOSPC &&
-		 icfab_data_grow(d, req->cx ? 0 :
+		 icfab_data_grow(d, !accepted && req->cx ? 0 :
 				 icfab_engine_events_needed(req->len,
 							    e->segment_size)));
-	if (err == -ICFAB_ENGINE_ENOSPC && req->cx &&
+	if (err == -ICFAB_ENGINE_ENOSPC && !accepted && req->cx &&
 	    icfab_circuit_xfer_events(req->cx, req->len, e->segment_size) >
 	    ICFAB_ENGINE_EVENTS_MAX)
 		/* Its tree copies every segment more than the engine holds. */
@@ -1349,10 +1361,10 @@ static __always_inline int icfab_xfer_submit(struct icfab_data *d,
 	 * "Parallel cables"): pieces of one buffer, each a transfer of its
 	 * own, spread over parallel links as one transfer's segments do.
 	 */
-	spray_off = req->op == ICFAB_OP_WRITE ? req->remote_off :
-						req->local_off;
+	spray_off = accepted || req->op == ICFAB_OP_WRITE ? req->remote_off :
+							    req->local_off;
 	/* Below one segment it is turn 0, which the engine starts with. */
-	if (!req->cx && spray_off >= e->segment_size)
+	if ((accepted || !req->cx) && spray_off >= e->segment_size)
 		icfab_engine_set_spray_offset(e, xfer, spray_off);
 	d->xfer_req[xfer] = req;
 	req->xfer = xfer;
@@ -1472,7 +1484,7 @@ static int __icfab_queue_drain(struct icfab_data *d, struct icfab_queue *q,
 			continue;
 		}
 		t = max(req->cqe.submit_ps, q->fence_ps);
-		err = icfab_xfer_submit(d, req->ctx, q, req, t);
+		err = icfab_xfer_submit(d, q, req, t, false);
 		if (err) {
 			/* Nobody can be told -EAGAIN now: it fails. */
 			t = max(t, d->engine.now_ps);
@@ -2515,8 +2527,8 @@ static __always_inline int icfab_req_start(struct icfab_ctx *ctx,
 		break;
 	default:
 		if (list_empty(&q->backlog)) {
-			err = icfab_xfer_submit(d, ctx, q, req,
-						max(t, q->fence_ps));
+			err = icfab_xfer_submit(d, q, req,
+						max(t, q->fence_ps), false);
 			if (err)
 				goto err_uncount;
 			req->cqe.submit_ps = max(t, d->engine.now_ps);
@@ -2549,8 +2561,9 @@ err_uncount:
  * processes nothing at that instant or after it meanwhile, and what
  * icfab_engine_submit_at() and the start read is what they read at the
  * SUBMIT. The room each needs was promised (d->granted_events): it
- * fits. Called by __icfab_ctx_slow() with ->fast clear. The fabric lock
- * is held.
+ * fits. What the chain's WRITEs share is looked at once, before its
+ * loop, or compiled out (icfab_xfer_submit()'s @accepted). Called by
+ * __icfab_ctx_slow() with ->fast clear. The fabric lock is held.
  */
 static noinline void __icfab_ctx_start_accepted(struct icfab_ctx *ctx)
 {
@@ -2566,6 +2579,8 @@ static noinline void __icfab_ctx_start_accepted(struct icfab_ctx *ctx)
 	req = ctx->accepted;
 	ctx->accepted = NULL;
 	ctx->accepted_last = NULL;
+	/* Once for the chain, where icfab_xfer_submit() syncs at each. */
+	icfab_data_trace_sync(d);
 	for (; req; req = next) {
 		struct icfab_queue *q = req->q;
 		u64 t = req->cqe.submit_ps;
@@ -2580,7 +2595,7 @@ static noinline void __icfab_ctx_start_accepted(struct icfab_ctx *ctx)
 			req->in_backlog = true;
 			continue;
 		}
-		err = icfab_xfer_submit(d, ctx, q, req, max(t, q->fence_ps));
+		err = icfab_xfer_submit(d, q, req, max(t, q->fence_ps), true);
 		if (likely(!err)) {
 			req->cqe.submit_ps = max(t, d->engine.now_ps);
 			continue;
