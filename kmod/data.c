@@ -428,7 +428,8 @@ static bool icfab_is_endpoint(const struct icfab_topo *t, u32 id)
  * Is @id an endpoint of @d's fabric? What icfab_is_endpoint() says of
  * fabric->active while @d lives, without the fabric lock (see d->eps).
  */
-static bool icfab_data_is_endpoint(const struct icfab_data *d, u32 id)
+static __always_inline bool icfab_data_is_endpoint(const struct icfab_data *d,
+						   u32 id)
 {
 	return id < ICFAB_MAX_NODES && test_bit(id, d->eps);
 }
@@ -1053,7 +1054,7 @@ static __always_inline int __icfab_req_post(struct icfab_ctx *ctx,
 	woke = __icfab_done_add(ctx, req);
 	/*
 	 * Counted done before it stops counting in flight: a reader
-	 * outside the fabric lock (icfab_ctx_descs_full_unlocked()) sees
+	 * outside the fabric lock (icfab_ctx_descs_room_unlocked()) sees
 	 * their sum too large for a moment, never too small.
 	 */
 	smp_wmb();
@@ -2306,28 +2307,30 @@ static bool icfab_ctx_descs_full(const struct icfab_ctx *ctx)
 }
 
 /*
- * icfab_ctx_descs_full() outside the fabric lock, under @ctx's own with
+ * How many more descriptors @ctx may hold by icfab_ctx_descs_full()
+ * (U32_MAX: no cap), read outside the fabric lock, under @ctx's own with
  * nothing of the context's own system calls under the fabric lock
  * (->fast): then only the engine's completions, which any context's
  * run posts, change the counts, and only downwards but for nr_done,
  * which a post raises before it drops nr_inflight (__icfab_req_post()).
  * Read in the other order, the sum is never smaller than it was at any
- * instant of the reading: the answer may be a full context that was
- * just freed, as a SUBMIT a moment earlier would have found, never one
- * more descriptor than the cap. @more: descriptors it holds besides.
+ * instant of the reading: the answer may be less room than was just
+ * freed, as a SUBMIT a moment earlier would have found, never more than
+ * the cap allows. @more: descriptors it holds besides.
  */
-static inline bool icfab_ctx_descs_full_unlocked(const struct icfab_ctx *ctx,
-						 u32 more)
+static inline u32 icfab_ctx_descs_room_unlocked(const struct icfab_ctx *ctx,
+						u32 more)
 {
 	u32 cap = READ_ONCE(icfab_max_ctx_descs);
 	u32 sum;
 
 	if (!cap)
-		return false;
+		return U32_MAX;
 	sum = READ_ONCE(ctx->nr_inflight) + READ_ONCE(ctx->u_inflight);
 	/* Pairs with the smp_wmb() in __icfab_req_post(). */
 	smp_rmb();
-	return sum + READ_ONCE(ctx->nr_done) + more >= cap;
+	sum += READ_ONCE(ctx->nr_done) + more;
+	return sum < cap ? cap - sum : 0;
 }
 
 /*
@@ -2694,7 +2697,7 @@ static u8 __icfab_ctx_may_fast(const struct icfab_ctx *ctx)
 		return 0;
 	/*
 	 * WRITEs also with some in flight: the engine's posts only lower
-	 * the counts their checks read (icfab_ctx_descs_full_unlocked()),
+	 * the counts their checks read (icfab_ctx_descs_room_unlocked()),
 	 * and they touch nothing else the WRITE path does.
 	 */
 	if (ctx->nr_inflight || ctx->u_inflight)
@@ -2774,13 +2777,42 @@ static void __icfab_ctx_fast_update(struct icfab_ctx *ctx)
 }
 
 /*
+ * Is @dd a timing-only WRITE with nothing else set: op, pad and flags
+ * as one word, circuit and imm as another, the region, the key? Seven
+ * tests a descriptor made four; the same answer.
+ */
+static __always_inline bool icfab_desc_timed_write(const struct icfab_desc *dd)
+{
+	static const struct icfab_desc want = {
+		.op = ICFAB_OP_WRITE, .flags = ICFAB_DESC_F_TIMING_ONLY,
+	};
+	u32 head, want_head;
+	u64 tail;
+
+	BUILD_BUG_ON(offsetof(struct icfab_desc, pad) != 1 ||
+		     offsetof(struct icfab_desc, flags) != 2 ||
+		     offsetof(struct icfab_desc, queue) != sizeof(head) ||
+		     offsetof(struct icfab_desc, circuit) % sizeof(tail) ||
+		     offsetof(struct icfab_desc, imm) !=
+		     offsetof(struct icfab_desc, circuit) + sizeof(u32) ||
+		     sizeof(struct icfab_desc) !=
+		     offsetof(struct icfab_desc, circuit) + sizeof(tail));
+	memcpy(&head, dd, sizeof(head));
+	memcpy(&want_head, &want, sizeof(want_head));
+	/* From the descriptor, not its field: fortify sees the two. */
+	memcpy(&tail, (const u8 *)dd + offsetof(struct icfab_desc, circuit),
+	       sizeof(tail));
+	return head == want_head && !tail && !dd->region && !dd->rkey;
+}
+
+/*
  * A timing-only WRITE on the WRITE path (ICFAB_CTX_FAST_WRITE), under
  * @ctx's own lock: accepted when icfab_req_prepare() would take it (its
- * checks, for this one kind, with the peer and the segment size of @d,
- * which are fabric->active's while @ctx is attached, and the counts
- * read as icfab_ctx_descs_full_unlocked() says, this context's
- * accepted WRITEs counted in) and the context's credit has its room;
- * then onto ctx->accepted, its start the context's clock, for
+ * checks, for this one kind, with the endpoints of @d and its segment size
+ * @seg, which are fabric->active's while @ctx is attached; the context's
+ * count of descriptors is its caller's, icfab_submit_writes()) and the
+ * credit's events left, *@events, have its room; then chained at
+ * **@tail, its start the context's clock, for
  * __icfab_ctx_start_accepted() to start. False for anything else,
  * which the fabric lock's path then takes or refuses as ever.
  */
@@ -2788,29 +2820,31 @@ static __always_inline bool icfab_write_accept(struct icfab_ctx *ctx,
 					       const struct icfab_data *d,
 					       const struct icfab_desc *dd,
 					       struct icfab_req *req,
-					       bool to_cq)
+					       bool to_cq, u32 seg,
+					       struct icfab_req ***tail,
+					       u64 *events)
 {
-	u32 seg = d->engine.segment_size;
+	/*
+	 * Its segments, as icfab_nr_segments() counts them, in one division
+	 * inline: icfab_engine_events_needed() is two calls, and more than
+	 * ICFAB_MAX_XFER_SEGMENTS segments is what icfab_req_prepare()
+	 * refuses as more bytes than that many whole segments.
+	 */
+	u64 nseg = dd->len / seg + (dd->len % seg != 0);
 	struct icfab_queue *q;
-	u64 need;
 
-	if (dd->pad || dd->circuit || dd->flags != ICFAB_DESC_F_TIMING_ONLY ||
-	    dd->imm || dd->region || dd->rkey ||
+	if (!icfab_desc_timed_write(dd) ||
 	    !icfab_data_is_endpoint(d, dd->peer) ||
-	    dd->len > (u64)ICFAB_MAX_XFER_SEGMENTS * seg)
+	    nseg > ICFAB_MAX_XFER_SEGMENTS)
 		return false;
 	q = icfab_ctx_queue(ctx, dd->queue);
 	if (!q || q->recv ||
-	    READ_ONCE(q->inflight) + q->accepted >= q->depth ||
-	    icfab_ctx_descs_full_unlocked(ctx, ctx->nr_accepted) ||
-	    !ctx->credit_xfers)
+	    READ_ONCE(q->inflight) + q->accepted >= q->depth)
 		return false;
-	need = icfab_engine_events_needed(dd->len, seg);
-	if (need > ctx->credit_events)
+	/* Its events (icfab_engine_events_needed()): no saturation here. */
+	if (nseg + 1 > *events)
 		return false;
-	ctx->credit_events -= need;
-	ctx->credit_xfers--;
-	ctx->accepted_events += need;
+	*events -= nseg + 1;
 	req->ctx = ctx;
 	req->to_cq = to_cq;
 	req->q = q;
@@ -2824,21 +2858,21 @@ static __always_inline bool icfab_write_accept(struct icfab_ctx *ctx,
 	req->dst = dd->peer;
 	req->cqe.submit_ps = ctx->clock_ps;
 	/* Chained, not listed: a list_add() is a checking call (DEBUG_LIST). */
-	req->pool_next = NULL;
-	if (ctx->accepted_last)
-		ctx->accepted_last->pool_next = req;
-	else
-		ctx->accepted = req;
-	ctx->accepted_last = req;
+	**tail = req;
+	*tail = &req->pool_next;
 	q->accepted++;
-	ctx->nr_accepted++;
 	return true;
 }
 
 /*
  * The WRITE path's loop: from @chunk[@i] on, the WRITEs that
  * icfab_write_accept() takes; returns the index of the first it does not.
- * Out of line, so that the DELAYs' loop keeps its registers.
+ * What they take of the credit and add to the accepted WRITEs' counts
+ * is written once, at the end, not at each; and the context's count of
+ * descriptors is read once, at the start: its room then, as
+ * icfab_ctx_descs_room_unlocked() reads it, is never more than what it
+ * has at any later instant of the loop. Out of line, so that the DELAYs'
+ * loop keeps its registers.
  */
 static noinline u32 icfab_submit_writes(struct icfab_ctx *ctx,
 					const struct icfab_desc *chunk,
@@ -2847,11 +2881,29 @@ static noinline u32 icfab_submit_writes(struct icfab_ctx *ctx,
 {
 	/* Attached (->fast): the engine stays while the lock is held. */
 	const struct icfab_data *d = ctx->fabric->data;
+	u32 seg = d->engine.segment_size;
+	struct icfab_req **tail = ctx->accepted_last ?
+				  &ctx->accepted_last->pool_next :
+				  &ctx->accepted;
+	u32 room = min(ctx->credit_xfers,
+		       icfab_ctx_descs_room_unlocked(ctx, ctx->nr_accepted));
+	u64 events = ctx->credit_events;
+	u32 start = i, nr;
 
+	n = min(n, i + room);
 	for (; i < n; i++)
-		if (chunk[i].op != ICFAB_OP_WRITE ||
-		    !icfab_write_accept(ctx, d, &chunk[i], fresh[i], to_cq))
+		if (!icfab_write_accept(ctx, d, &chunk[i], fresh[i], to_cq,
+					seg, &tail, &events))
 			break;
+	nr = i - start;
+	if (!nr)
+		return i;
+	*tail = NULL;
+	ctx->accepted_last = container_of(tail, struct icfab_req, pool_next);
+	ctx->accepted_events += ctx->credit_events - events;
+	ctx->credit_events = events;
+	ctx->credit_xfers -= nr;
+	ctx->nr_accepted += nr;
 	return i;
 }
 
