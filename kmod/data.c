@@ -2577,6 +2577,12 @@ static noinline void __icfab_ctx_start_accepted(struct icfab_ctx *ctx)
 	/* Their room is the engine's from here: all of it, at once. */
 	d->granted_events -= ctx->accepted_events;
 	d->granted_xfers -= ctx->nr_accepted;
+	/*
+	 * And each is in flight from here, counted at once (->fast is
+	 * clear: nobody reads the count outside the fabric lock, and
+	 * nothing below reads it); one that fails drops it as ever.
+	 */
+	ctx->nr_inflight += ctx->nr_accepted;
 	ctx->accepted_events = 0;
 	ctx->nr_accepted = 0;
 	req = ctx->accepted;
@@ -2592,7 +2598,6 @@ static noinline void __icfab_ctx_start_accepted(struct icfab_ctx *ctx)
 		next = req->pool_next;
 		q->accepted--;
 		q->inflight++;
-		ctx->nr_inflight++;
 		if (!list_empty(&q->backlog)) {
 			list_add_tail(&req->node, &q->backlog);
 			req->in_backlog = true;
