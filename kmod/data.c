@@ -640,13 +640,17 @@ static __always_inline void icfab_req_clear(struct icfab_req *req)
 static u32 icfab_req_alloc_many(struct icfab_ctx *ctx, struct icfab_req **reqs,
 				u32 n)
 {
+	struct icfab_req *req;
 	u32 i, from_pool;
 
 	spin_lock(&ctx->pool_lock);
-	for (i = 0; i < n && ctx->pool; i++) {
-		reqs[i] = ctx->pool;
-		ctx->pool = reqs[i]->pool_next;
+	/* The pool's head in a register, not stored back at each. */
+	req = ctx->pool;
+	for (i = 0; i < n && req; i++) {
+		reqs[i] = req;
+		req = req->pool_next;
 	}
+	ctx->pool = req;
 	ctx->nr_pool -= i;
 	spin_unlock(&ctx->pool_lock);
 	from_pool = i;
