@@ -197,6 +197,49 @@ static void critical_add(struct icfab_pengine *pe, unsigned int par)
  * again, which is after the run; so the partition that completed it
  * builds its result while the others import, not thread 0 alone.
  */
+/*
+ * results() of partition @p of two, the common case:
+ * icfab_part_result_at() in line, its loop over the partitions two
+ * reads, the start read from the source's partition by a test (the
+ * source is @p's or @other's). Per completion, a call of six
+ * arguments and a loop fewer.
+ */
+static void results_two(const struct icfab_pengine *pe,
+			const struct icfab_engine_part *pp, unsigned int p,
+			const struct icfab_engine_xfer *other,
+			struct icfab_xfer_result *r)
+{
+	const struct icfab_engine_xfer *mine = pe->ep[p]->xfers;
+	const struct icfab_engine_done *d = pp->done, *end = d + pp->nr_done;
+	const icfab_u16 *of_node = pe->of_node;
+
+	for (; d < end; d++, r++) {
+		const struct icfab_engine_xfer *x = &mine[d->xfer];
+		const struct icfab_engine_xfer *o = &other[d->xfer];
+		icfab_u64 q;
+
+		/* The other's slot was last written on its core. */
+		if (end - d > PE_AHEAD)
+			__builtin_prefetch(&other[d[PE_AHEAD].xfer].queued_ps);
+		/* Saturating, as icfab_part_result_at() sums. */
+		q = x->queued_ps + o->queued_ps;
+		if (q < x->queued_ps)
+			q = ~0ULL;
+		r->key = x->key;
+		r->bytes = x->bytes;
+		r->submit_ps = x->submit_ps;
+		r->start_ps = of_node[x->src] == p ? x->start_ps : o->start_ps;
+		r->finish_ps = d->time_ps;
+		r->queued_ps = q;
+		r->src = x->src;
+		r->dst = x->dst;
+		r->hops = x->hops;
+		r->status = x->status;
+		r->nr_leaves = x->nr_leaves;
+		r->pad = 0;
+	}
+}
+
 static void results(struct icfab_pengine *pe, unsigned int p, unsigned int par)
 {
 	const struct icfab_engine_part *pp = pe_part(pe, p, par);
@@ -207,6 +250,10 @@ static void results(struct icfab_pengine *pe, unsigned int p, unsigned int par)
 	const struct icfab_engine_xfer *other = pe->ep[p ^ (two ? 1 : 0)]->xfers;
 	icfab_u32 k, q, n = pp->nr_done;
 
+	if (two) {
+		results_two(pe, pp, p, other, r);
+		return;
+	}
 	for (k = 0; k < n; k++) {
 		/*
 		 * The others' slots were last written on their cores: ask
@@ -215,13 +262,9 @@ static void results(struct icfab_pengine *pe, unsigned int p, unsigned int par)
 		if (k + PE_AHEAD < n) {
 			icfab_u32 x = pp->done[k + PE_AHEAD].xfer;
 
-			if (two) {
-				__builtin_prefetch(&other[x].queued_ps);
-			} else {
-				for (q = 0; q < pe->nr; q++)
-					if (q != p)
-						__builtin_prefetch(&pe->ep[q]->xfers[x].queued_ps);
-			}
+			for (q = 0; q < pe->nr; q++)
+				if (q != p)
+					__builtin_prefetch(&pe->ep[q]->xfers[x].queued_ps);
 		}
 		icfab_part_result_at(pe->ep, pe->nr, pe->of_node, p,
 				     &pp->done[k], &r[k]);
