@@ -5,8 +5,8 @@
  * No all-to-all of engine_rate reaches a refusal, and every thread
  * decides the admission of a batch from its shares' checks and sums of
  * events (kmod/model/pengine.c, batch_taken()), so this gives random
- * batches, some with an absent source, a late key or a time in the
- * past, to engines with few slots and events, on 2 to 4 threads, and
+ * batches, some with an absent source, a late key, a time in the past
+ * or the last event's time with a key before or after its, to engines with few slots and events, on 2 to 4 threads, and
  * checks the number taken, the refusal, the ids and every completion.
  * TAP output.
  */
@@ -55,6 +55,10 @@ static int run(const struct topo *t, const struct icfab_mtopo *m,
 	pe = pengine_host_new(m, t->segment_size, nr, xfers, events, &err);
 	if (!pe)
 		return -1;
+	/* The last event processed before this round, once there is one. */
+	icfab_u64 plast = 0, plast_key = 0;
+	int pproc = 0;
+
 	for (int round = 0; round < 200 && !bad; round++) {
 		uint64_t n = rnd() % 300, taken;
 		struct icfab_pengine_sub *s = calloc(n + 1, sizeof(*s));
@@ -81,6 +85,30 @@ static int run(const struct topo *t, const struct icfab_mtopo *m,
 				s[i].key |= ICFAB_ENGINE_KEY_LATE;
 			else if (k == 2 && now)
 				s[i].submit_ps = now - 1;
+			/*
+			 * At the last event's instant (the clock there too
+			 * after a run to the end): in order by key or not.
+			 */
+			else if ((k == 3 || (i == 0 && rnd() % 2 &&
+					     (plast_key & ICFAB_ENGINE_KEY_LATE))) &&
+				 pproc) {
+				s[i].submit_ps = plast;
+				s[i].key = plast_key & ~ICFAB_ENGINE_KEY_LATE;
+			} else if (k == 4 && pproc) {
+				s[i].submit_ps = plast;
+				s[i].key = (plast_key & ~ICFAB_ENGINE_KEY_LATE) + 1;
+			}
+		}
+		/*
+		 * Before a run to the end, a transfer to itself long after
+		 * the others, so that the last event processed is at its
+		 * submission's instant (its key late) and the clock is there:
+		 * the next round's submissions at that instant are in order
+		 * by their key alone.
+		 */
+		if (round % 5 == 4 && n) {
+			s[n - 1].dst = s[n - 1].src;
+			s[n - 1].submit_ps = now + 10000000000ULL;
 		}
 		for (taken = 0; taken < n; taken++) {
 			e1 = icfab_engine_submit(&e, s[taken].src, s[taken].dst,
@@ -110,6 +138,9 @@ static int run(const struct topo *t, const struct icfab_mtopo *m,
 		    icfab_pengine_run_until(pe, hz, hash_done, &hp) < 0)
 			bad = 1;
 		icfab_pengine_now(pe, &pnow, &last, &last_key, &processed);
+		plast = last;
+		plast_key = last_key;
+		pproc = processed;
 		if (pnow != e.now_ps || hs != hp) {
 			printf("# round %d: now %" PRIu64 " and %" PRIu64
 			       ", completions %s\n", round, (uint64_t)e.now_ps,
