@@ -577,8 +577,14 @@ static int admit(struct icfab_pengine *pe, const struct icfab_pengine_sub *s,
 static void route_share(struct icfab_pengine *pe, unsigned int p,
 			icfab_u64 lo, icfab_u64 hi)
 {
-	icfab_u64 i, sum = 0;
+	icfab_u64 i, sum = 0, lim = pe->now_ps;
 
+	/*
+	 * A submission after both the clock and the last event processed
+	 * is in order: one comparison; the full test only at or before.
+	 */
+	if (pe->processed && pe->last_ps > lim)
+		lim = pe->last_ps;
 	pe->pt[p]->share_fail = hi;
 	pe->pt[p]->share_err = 0;
 	for (i = lo; i < hi; i++) {
@@ -591,7 +597,7 @@ static void route_share(struct icfab_pengine *pe, unsigned int p,
 					      s->bytes, &route);
 		if (!err && (s->key & ICFAB_ENGINE_KEY_LATE))
 			err = -ICFAB_ENGINE_EINVAL;
-		if (!err &&
+		if (!err && s->submit_ps <= lim &&
 		    (s->submit_ps < pe->now_ps ||
 		     (pe->processed &&
 		      (s->submit_ps < pe->last_ps ||
