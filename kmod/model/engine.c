@@ -2256,17 +2256,23 @@ static ENGINE_HOT int ev_next_is(const struct icfab_engine *e,
  * sort after one that is pushed, so the pushed ones are all to compare
  * with.
  */
-static __attribute__((__noinline__)) int
-release_here(const struct icfab_engine *e, icfab_u32 id, icfab_u64 time_ps)
+static ENGINE_HOT int release_here_at(const struct icfab_engine *e,
+				     const struct icfab_engine_xfer *x,
+				     icfab_u64 time_ps)
 {
-	const struct icfab_engine_xfer *x = &e->xfers[id];
-
 	if (e->horizon_ps != ICFAB_ENGINE_NEVER && time_ps >= e->horizon_ps)
 		return 0;
 	if (e->run_budget && e->run_done == e->run_budget)
 		return 0;
 	return !e->nr_events ||
 	       ev_next_at(e, time_ps, ev_key_after(x), x->nr_segs + 1);
+}
+
+/* release_here_at() out of line, for release_lands() in seg_serve_at(). */
+static __attribute__((__noinline__)) int
+release_here(const struct icfab_engine *e, icfab_u32 id, icfab_u64 time_ps)
+{
+	return release_here_at(e, &e->xfers[id], time_ps);
 }
 
 /*
@@ -2324,6 +2330,60 @@ static ENGINE_HOT int release_run(struct icfab_engine *e, const struct ev *ev,
 }
 
 /*
+ * Whether waiter @wx of source @src is a lone transfer of one segment
+ * that carried_run() may start and release in place without
+ * xfer_start_at(): routed, no tier port, no failure, its kept route one
+ * hop to its destination over a link that carries it as is (present,
+ * not down, no parallel links, no hold that fails it) and has no
+ * latency, so that its last arrival lands with its DMA release, as
+ * seg_serve_at() finds for it (release_lands()). *@lid and *@dst: the
+ * link last found so and where it leads, or ICFAB_MODEL_NO_LINK. A
+ * link's state, latency and hold do not change within a run_until()
+ * call (a callback only submits: engine.h) and time only grows there,
+ * so a link found so stays so for the call.
+ */
+static ENGINE_HOT int queue_lone(const struct icfab_engine *e,
+				 const struct icfab_engine_xfer *wx,
+				 icfab_u32 src, icfab_u64 now, icfab_u32 *lid,
+				 icfab_u32 *dst)
+{
+	const struct icfab_mlink *l;
+
+	if (wx->nr_segs != 1 || wx->tree || wx->tier_hops || wx->status ||
+	    !wx->path_len)
+		return 0;
+	if (wx->path[0] == *lid)
+		return wx->dst == *dst;
+	l = &e->topo->links[wx->path[0]];
+	if (l->src != src || l->dst != wx->dst || !l->present ||
+	    l->state == ICFAB_MODEL_LINK_DOWN || l->nr_par > 1 ||
+	    l->latency_ps || link_hold_fails(l, now))
+		return 0;
+	*lid = wx->path[0];
+	*dst = l->dst;
+	return 1;
+}
+
+/*
+ * Lone transfer @id (queue_lone()), started by carried_run() and out on
+ * its one link at @done (its first byte at @head): its release is not the next event, or it left at its
+ * own instant (saturated), so it goes on as seg_serve_at() would go on
+ * with it, by pushes.
+ */
+static __attribute__((__noinline__)) int
+queue_pushed(struct icfab_engine *e, icfab_u32 id, icfab_u64 done,
+	     icfab_u64 head)
+{
+	const struct icfab_engine_xfer *x = &e->xfers[id];
+	int err;
+
+	if (done != head)
+		return release_lands(e, id, done);	/* carry_open is 0 */
+	err = ev_push_any(e, id, done, done, 1, 0, x->src, 0);
+	return err ? err : seg_delivered(e, id, done);
+}
+
+/*
  * A release that carries its transfer's last arrival (release_lands())
  * hands the DMA engine to waiter @w whose start, (@now, @wkey, segment
  * 0), sorts after that arrival: the release, the arrival (transfer @id
@@ -2344,6 +2404,13 @@ static ENGINE_HOT int release_run(struct icfab_engine *e, const struct ev *ev,
  * without an event of its own pushed or popped. The release is counted
  * as pending while kept, as its push would count it, so max_events is
  * the same; a run budget counts it as the event it is.
+ *
+ * Such a waiter that is lone (queue_lone(): one segment, one hop over a
+ * link with no latency, as desc_cost's WRITEs are) is started here by
+ * what xfer_start_at() and seg_serve_at() do for it and nothing else,
+ * and its kept release is processed at once, without the carry flags:
+ * the run through a queue of them costs its departures, completions and
+ * counters, and few tests a transfer.
  */
 static __attribute__((__noinline__)) int
 carried_run(struct icfab_engine *e, icfab_u32 id, icfab_u64 now,
@@ -2356,6 +2423,8 @@ carried_run(struct icfab_engine *e, icfab_u32 id, icfab_u64 now,
 	struct icfab_engine_part *p = e->part;
 	struct icfab_engine_xfer *wx;
 	struct icfab_engine_done *d;
+	icfab_u32 qlid = ICFAB_MODEL_NO_LINK, qdst = ICFAB_MODEL_NO_LINK;
+	icfab_u64 done, head;
 	int err, ret;
 
 	for (;;) {
@@ -2400,6 +2469,48 @@ carried_run(struct icfab_engine *e, icfab_u32 id, icfab_u64 now,
 		}
 		if (e->run_budget)
 			e->run_done++;
+		if (!p && queue_lone(e, wx, src, now, &qlid, &qdst)) {
+			/*
+			 * xfer_start_at() and seg_serve_at() for it, knowing
+			 * what queue_lone() found: its DMA engine, @x's, is
+			 * busy in dma_free[] already.
+			 */
+			wx->state = XFER_RUNNING;
+			wx->start_ps = now;
+			wx->queued_ps = sat_add(wx->queued_ps,
+						now - wx->submit_ps);
+			done = link_xmit(e, w, qlid, 0, 0, now, now, &head);
+			if (__builtin_expect(done == head, 0) ||
+			    !release_here_at(e, wx, done)) {
+				ev_processed(e, now, wkey);
+				return queue_pushed(e, w, done, head);
+			}
+			/*
+			 * Its release, kept and processed here at once:
+			 * release_lands() and the turn below in one, its
+			 * arrival pending. ev_processed() of the start is
+			 * left out: the release's, later (done > head >=
+			 * now), overwrites all it would set, and nothing
+			 * between reads it.
+			 */
+			wx->undelivered = 0;
+			wx->arrive_ps = done;
+			wx->events++;
+			/* Its push and the arrival's, less the pop. */
+			if (e->nr_events + e->nr_deferred + 2 > e->max_events)
+				e->max_events = e->nr_events +
+						e->nr_deferred + 2;
+			e->nr_deferred++;
+			id = w;
+			x = wx;
+			now = done;
+			if (e->run_budget)
+				e->run_done++;
+			ev_processed(e, now, ev_key_after(x));
+			if (now > e->now_ps)
+				e->now_ps = now;
+			goto next;
+		}
 		ev_processed(e, now, wkey);
 		/* a partition records completions: no release kept there */
 		e->carry_open = !p;
@@ -2428,6 +2539,7 @@ carried_run(struct icfab_engine *e, icfab_u32 id, icfab_u64 now,
 			e->now_ps = now;
 		e->nr_deferred--;
 		x->events--;
+next:
 		w = ep->wait_head;
 		if (w == ICFAB_ENGINE_NO_XFER)
 			break;

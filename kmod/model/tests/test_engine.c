@@ -78,6 +78,8 @@ struct harness {
 	int stop;			/* callback asks to stop */
 	/* callback submits (test_queue_inplace): its count so far */
 	int resubmit;
+	/* source 0's completions each submit one more there (test_queue_lone) */
+	int requeue;
 	/* trace totals */
 	ull trace_segs, trace_bytes;
 	int trace_bad, trace_submits, trace_submit_ok, trace_completes;
@@ -122,6 +124,15 @@ static int on_complete(void *arg, icfab_u32 id,
 					&nid))
 			h->resubmit = -1000;
 		h->resubmit++;
+	}
+	if (h->requeue > 0 && r->src == 0) {
+		icfab_u32 nid;
+
+		/* Behind the queue's last waiter, at the completion's instant. */
+		if (icfab_engine_submit(&h->e, 0, 1, 64 + r->key % 3,
+					r->finish_ps, 1000 + r->key, &nid))
+			h->requeue = -1000;
+		h->requeue--;
 	}
 	return h->stop;
 }
@@ -2480,6 +2491,128 @@ static void test_queue_inplace(void)
 }
 
 /*
+ * A queue of lone transfers of one segment behind one DMA engine, each
+ * started and released where the one before it completes, without the
+ * general start (queue_lone() in engine.c): what that start leaves out
+ * must not matter. Source 0's 24 transfers of several sizes (one byte
+ * to a whole segment, some of two segments) on chain(4), links of BW
+ * and no latency, each way checked against the plain heap, which
+ * includes every departure, completion and link counter, max_events,
+ * and where the last processed event leaves the order of submissions:
+ * destinations one and two hops away over the same first link, a
+ * per-message overhead on it, and, from a source with two links, the
+ * queue to each in turn with, on one link, a hold that ends inside the
+ * queue, one that fails what is ready before it ends, or a latency of
+ * 1 ps (not lone there); other sources' transfers at the queue's own instants
+ * with keys either side (a link and destination shared), run budgets
+ * of one to five events (yielding where main's engine, without the
+ * path, did), a horizon every half a 64-byte transfer, stopping at
+ * every completion, and a queue of two kept going by its completions,
+ * each submitting one more behind it at its instant.
+ */
+#define LONE_N		24
+#define LONE_MODES	14
+
+static void queue_lone_run(struct qrun *q, struct icfab_mtopo *t, int mode,
+			   unsigned int *stops)
+{
+	static const ull sizes[] = { 64, 100, 64, SEG, 1, 2 * SEG, 64, 4000 };
+	const ull clk = 5000, s64 = 1280;	/* 64 B at BW */
+	int ret;
+
+	/*
+	 * Modes 2 to 4: from endpoint 1, to 0 and 2 in turn, the hold or
+	 * the latency on link 2 (1 -> 2) alone, so that a transfer to 2
+	 * waits behind one to 0 that ran through in place.
+	 */
+	int mixed = mode >= 2 && mode <= 4;
+
+	for (unsigned int l = 0; l < t->nr_links; l++)
+		t->links[l].latency_ps = 0;
+	if (mode == 1)
+		t->links[0].msg_overhead_ps = 333;
+	if (mode == 2 || mode == 3) {
+		t->links[2].up_at_ps = clk + 3 * s64 + 17;
+		t->links[2].hold_fail = mode == 3;
+	}
+	if (mode == 4)
+		t->links[2].latency_ps = 1;
+	for (unsigned int i = 0; i < (mode == 13 ? 2 : LONE_N); i++)
+		submit(q->h, mixed, mixed ? (i % 2) * 2 :
+		       mode == 0 && i % 3 == 2 ? 2 : 1, sizes[i % 8], clk,
+		       2 * i + 2);
+	q->h->requeue = mode == 13 ? LONE_N - 2 : 0;
+	if (mode == 5)
+		for (unsigned int i = 0; i < 6; i++) {
+			/* 2 -> 1 shares the queue's destination. */
+			submit(q->h, 2, 1, 64, clk + (i + 1) * s64, 2 * i + 1);
+			submit(q->h, 3, 2, 64, clk + (i + 2) * s64, 4 * i + 3);
+		}
+	if (mode == 10)
+		for (ull h = clk; h < clk + 40 * s64; h += s64 / 2)
+			icfab_engine_run_until(&q->h->e, h, on_complete, q->h);
+	q->h->stop = mode == 11;
+	q->h->e.run_budget = mode >= 6 && mode <= 9 ? mode - 5 : 0;
+	if (mode == 12)
+		q->h->e.run_budget = 5;
+	do {
+		ret = icfab_engine_run_until(&q->h->e, ICFAB_ENGINE_NEVER,
+					     on_complete, q->h);
+		if (ret > 0)
+			(*stops)++;
+	} while (ret > 0);
+}
+
+static void test_queue_lone(void)
+{
+	static const char *const how[LONE_MODES] = {
+		"destinations one and two hops away", "a per-message overhead",
+		"a hold ending inside", "a failing hold ending inside",
+		"a latency of 1 ps", "other sources' transfers at its instants",
+		"a run budget of one event", "a run budget of two events",
+		"a run budget of three events", "a run budget of four events",
+		"a horizon every half transfer", "stopping at every completion",
+		"a run budget of five events", "completions that submit to it",
+	};
+
+	/* Yields under a budget, where the loop of events alone put them. */
+	static const unsigned int yields[LONE_MODES] = {
+		[6] = 73, [7] = 36, [8] = 24, [9] = 18, [12] = 14,
+	};
+
+	for (int mode = 0; mode < LONE_MODES; mode++) {
+		struct icfab_mtopo *t = chain(4);
+		struct qrun a, b;
+		unsigned int stops_a = 0, stops_b = 0;
+		int n = LONE_N + (mode == 5 ? 12 : 0), failed = 0;
+
+		if (mode == 13)
+			n = LONE_N;
+
+		topo_validate(t);
+		qrun_new(&a, t, 64, 256, 64, 0);
+		queue_lone_run(&a, t, mode, &stops_a);
+		qrun_new(&b, t, 64, 256, 64, 1);
+		queue_lone_run(&b, t, mode, &stops_b);
+		for (unsigned int k = 0; k < 64; k++)
+			failed += a.h->recs[k].n && a.h->recs[k].r.status;
+		ok(a.h->completions == n && qrun_same(&a, &b, t) &&
+		   (mode != 11 || stops_a == stops_b) &&
+		   (!yields[mode] || stops_a == yields[mode]) &&
+		   (mode != 3 || (failed > 0 && failed < n)) &&
+		   (mode != 13 || a.h->requeue == 0) &&
+		   a.h->e.last_ps == b.h->e.last_ps &&
+		   a.h->e.last_key == b.h->e.last_key &&
+		   a.h->e.processed == b.h->e.processed,
+		   "a queue of lone transfers behind one DMA engine, %s: decides as the plain heap does (%u decisions, %u stops, %d failed)",
+		   how[mode], a.log.n, stops_a, failed);
+		qrun_free(&a);
+		qrun_free(&b);
+		topo_free(t);
+	}
+}
+
+/*
  * Barely enough room: segments decided at a slow link each wait for
  * their arrival at the next node with an event, so the array fills;
  * transfers come and go (a full engine is retried later), so that the
@@ -4092,6 +4225,7 @@ int main(void)
 	test_queue_handover();
 	test_queue_subwait();
 	test_queue_inplace();
+	test_queue_lone();
 	test_queue_tight();
 	test_queue_batch();
 	test_queue_trees();
