@@ -29,9 +29,11 @@
  * process opened the device first, nor on whether one context drives
  * many endpoints or each has its own (docs/TIMING.md, "Order").
  *
- * Bytes move when a transfer completes: in the engine's completion
- * callback, under the fabric lock, between the two regions the request
- * holds references on.
+ * Bytes move when a transfer completes, between the two regions the
+ * request holds references on: in the engine's completion callback,
+ * under the fabric lock; or, for a transfer of copy_unlocked_min bytes
+ * or more, off it, by the copier (icfab_data_copy_fn()), while the
+ * engine waits at that completion's instant.
  *
  * FENCE: a queue counts its transfers in the engine. A FENCE with none
  * completes at once; otherwise it and everything after it on the queue
@@ -72,6 +74,7 @@
 #include <linux/hrtimer.h>
 #include <linux/math64.h>
 #include <linux/mm.h>
+#include <linux/moduleparam.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -162,6 +165,11 @@ struct icfab_req {
 	u64 len;			/* bytes */
 	u32 src, dst;			/* node ids */
 	u32 trig_imm;			/* TRIGGER: the counter (len: the count) */
+	/*
+	 * On its engine's copier list (d->copies): set there, cleared
+	 * before it is posted, so never set in a request reused or new.
+	 */
+	bool copying;
 	struct icfab_cqe cqe;
 	/*
 	 * io_uring: its result, which frees the request once posted. Last,
@@ -236,6 +244,21 @@ struct icfab_data {
 	u32 step_nr, step_cap;
 	u32 *step_ids;			/* [step_cap] */
 	struct icfab_par_data *par;	/* the parallel engine, or NULL */
+	bool in_par;			/* icfab_par_step() under way */
+	/*
+	 * Memory transfers that completed in the engine and whose bytes
+	 * the copier (@copy_work, icfab_data_copy_fn()) moves off the
+	 * fabric lock, then posts, in the engine's order (linked by node);
+	 * and the instant the engine stops at meanwhile (@hold_ps, the
+	 * first one's, ICFAB_ENGINE_NEVER while there is none), so that
+	 * nothing after them in the engine's order is decided, and no
+	 * later copy made, before they are posted. Under the fabric lock;
+	 * the copier copies with none, and is one work item, so one copy
+	 * at a time.
+	 */
+	struct list_head copies;
+	u64 hold_ps;
+	struct work_struct copy_work;
 };
 
 static void icfab_ctx_reach_fn(struct work_struct *work);
@@ -264,6 +287,8 @@ static void icfab_data_free(struct icfab_data *d)
 {
 	if (!d)
 		return;
+	/* icfab_data_stop() waited for the copier, which empties it. */
+	WARN_ON_ONCE(!list_empty(&d->copies));
 	kvfree(d->st.links);
 	kvfree(d->st.eps);
 	kvfree(d->st.dma_free);
@@ -304,6 +329,8 @@ u32 icfab_engine_events_first = ICFAB_ENGINE_EVENTS;
 u32 icfab_engine_xfers_first = ICFAB_ENGINE_XFERS;
 
 static bool __icfab_data_run(struct icfab_fabric *fabric);
+static void icfab_data_copy_fn(struct work_struct *work);
+static void icfab_data_advance(struct icfab_fabric *fabric);
 
 /* Paced fabric time, ps, rounded down (@up: rounded up). */
 static u64 icfab_paced_now(const struct icfab_data *d, bool up)
@@ -393,7 +420,10 @@ static void icfab_data_run_fn(struct work_struct *work)
  * @d is off the fabric (fabric->data no longer points to it): wait until
  * neither its timer nor its work items can run, so that it can be freed.
  * Timer first: its callback queues the work; the work cannot re-arm it,
- * and neither work item queues the other.
+ * and neither work item queues the other. The copier is waited for, not
+ * cancelled: what is on its list completed in the engine, and its bytes
+ * land (a region another context still has may be written) and its
+ * request goes; off the fabric it runs no engine, so queues nothing.
  */
 static void icfab_data_stop(struct icfab_data *d)
 {
@@ -403,6 +433,7 @@ static void icfab_data_stop(struct icfab_data *d)
 		hrtimer_cancel(&d->timer);
 	cancel_work_sync(&d->work);
 	cancel_work_sync(&d->run_work);
+	flush_work(&d->copy_work);
 }
 
 int icfab_data_init(void)
@@ -487,6 +518,9 @@ static struct icfab_data *icfab_data_create(struct icfab_fabric *fabric)
 	d->timer.function = icfab_data_timer_fn;
 	INIT_WORK(&d->work, icfab_data_work_fn);
 	INIT_WORK(&d->run_work, icfab_data_run_fn);
+	INIT_LIST_HEAD(&d->copies);
+	d->hold_ps = ICFAB_ENGINE_NEVER;
+	INIT_WORK(&d->copy_work, icfab_data_copy_fn);
 	return d;
 
 err_free:
@@ -541,10 +575,12 @@ static bool icfab_ctx_holds(const struct icfab_ctx *ctx)
  * The safe time: the smallest clock of attached contexts that hold the
  * engine back. Records who that is, for the tracepoint and the stats.
  */
-static u64 icfab_data_horizon(struct icfab_fabric *fabric)
+static u64 icfab_data_horizon(struct icfab_fabric *fabric,
+				  const struct icfab_data *d)
 {
 	struct icfab_ctx *ctx, *held = NULL;
-	u64 h = ICFAB_ENGINE_NEVER;
+	/* ICFAB_ENGINE_NEVER but while the copier has copies to post. */
+	u64 h = d->hold_ps;
 
 	lockdep_assert_held(&fabric->lock);
 	list_for_each_entry(ctx, &fabric->attached, attached_node) {
@@ -1501,12 +1537,68 @@ static int __icfab_queue_drain(struct icfab_data *d, struct icfab_queue *q,
 }
 
 /*
+ * Bytes: a memory transfer of at least this many has them copied off the
+ * fabric lock, by the copier (icfab_data_copy_fn()); 0, none.
+ */
+static unsigned int copy_unlocked_min = 65536;
+module_param(copy_unlocked_min, uint, 0644);
+MODULE_PARM_DESC(copy_unlocked_min,
+		 "bytes: a memory transfer of at least this many is copied off the fabric lock, the engine waiting at its completion meanwhile (0: none)");
+
+/* icfab_data_complete_held(): @req went to the copier. */
+#define ICFAB_DATA_COPYING	2
+
+/* The bytes of memory transfer @req, between the regions it holds. */
+static void icfab_req_copy(const struct icfab_req *req)
+{
+	if (req->op == ICFAB_OP_WRITE)
+		icfab_region_copy(req->remote, req->remote_off, req->local,
+				  req->local_off, req->len);
+	else
+		icfab_region_copy(req->local, req->local_off, req->remote,
+				  req->remote_off, req->len);
+}
+
+/*
+ * Memory transfer @req landed with result @r: its bytes go to the copier
+ * if it is long enough, not in a step of the parallel engine, whose
+ * completions all come at its end, and not paced (whose engine runs
+ * from a timer, which would fire again and again meanwhile). Then its
+ * completion is posted only after its copy, and until then the engine
+ * stops at this instant (d->hold_ps): nothing after it in the engine's
+ * order is decided, no receiver's catch-up ends, and no later
+ * transfer's bytes are copied. It stays counted on its queue, so that a
+ * FENCE behind it waits for its post, and in flight. False when it is
+ * copied here. The fabric lock is held.
+ */
+static bool icfab_data_copy_later(struct icfab_data *d, struct icfab_req *req,
+				  const struct icfab_xfer_result *r)
+{
+	u32 min = READ_ONCE(copy_unlocked_min);
+
+	if (!min || req->len < min || d->in_par || d->paced)
+		return false;
+	icfab_req_result(req, 0, r->start_ps, r->finish_ps, r->queued_ps);
+	if (req->q)
+		req->q->outstanding++;
+	req->copying = true;
+	if (list_empty(&d->copies))
+		d->hold_ps = d->engine.now_ps;
+	list_add_tail(&req->node, &d->copies);
+	atomic_inc(&d->fabric->copies_unlocked);
+	queue_work(system_unbound_wq, &d->copy_work);
+	return true;
+}
+
+/*
  * icfab_data_complete() for a request that holds something (a region, a
  * circuit, a receive completion) or whose context is gone: its bytes
- * move, and it ends by __icfab_req_finish(). Its queue's count is
+ * move, and it ends by __icfab_req_finish(); or ICFAB_DATA_COPYING, when
+ * it went to the copier (icfab_data_copy_later()). Its queue's count is
  * dropped already. The fabric lock is held.
  */
-static noinline int icfab_data_complete_held(struct icfab_req *req,
+static noinline int icfab_data_complete_held(struct icfab_data *d,
+					     struct icfab_req *req,
 					     int status,
 					     const struct icfab_xfer_result *r)
 {
@@ -1522,16 +1614,66 @@ static noinline int icfab_data_complete_held(struct icfab_req *req,
 		if (req->cx)
 			icfab_circuit_xfer_copy(req->cx, req->local,
 						req->local_off, req->len);
-		else if (req->op == ICFAB_OP_WRITE)
-			icfab_region_copy(req->remote, req->remote_off,
-					  req->local, req->local_off, req->len);
+		else if (icfab_data_copy_later(d, req, r))
+			return ICFAB_DATA_COPYING;
 		else
-			icfab_region_copy(req->local, req->local_off,
-					  req->remote, req->remote_off,
-					  req->len);
+			icfab_req_copy(req);
 	}
 	return __icfab_req_finish(req, status, r->start_ps, r->finish_ps,
 				  r->queued_ps);
+}
+
+/*
+ * The copier, one work item of the engine's, so one copy at a time: the
+ * bytes of each memory transfer on d->copies, in the engine's order, with
+ * no lock held, then its completion posted under the fabric lock, as
+ * icfab_data_complete() would have posted it, and what its queue's
+ * backlog holds let go. Nothing else ends a request on the list: a
+ * cancel passes it by, a closing context only lets go of it (req->ctx
+ * and req->q NULL); so its references keep both regions, and their
+ * pages, until it is posted here. Once the list is empty the engine runs
+ * on from the instant it stopped at, if it is still the fabric's;
+ * otherwise its last context has gone, and icfab_data_stop() waits for
+ * this.
+ */
+static void icfab_data_copy_fn(struct work_struct *work)
+{
+	struct icfab_data *d = container_of(work, struct icfab_data,
+					    copy_work);
+	struct icfab_fabric *fabric = d->fabric;
+	struct icfab_queue *q;
+	struct icfab_req *req;
+	u64 start, finish, queued;
+
+	for (;;) {
+		mutex_lock(&fabric->lock);
+		req = list_first_entry_or_null(&d->copies, struct icfab_req,
+					       node);
+		mutex_unlock(&fabric->lock);
+		if (!req)
+			return;
+		icfab_req_copy(req);
+
+		mutex_lock(&fabric->lock);
+		list_del(&req->node);
+		req->copying = false;
+		q = req->q;
+		if (q)
+			q->outstanding--;
+		start = req->cqe.start_ps;
+		finish = req->cqe.finish_ps;
+		queued = req->cqe.queued_ps;
+		/* A wake here is seen by the run below. */
+		__icfab_req_finish(req, 0, start, finish, queued);
+		if (q && !q->outstanding && !list_empty(&q->backlog))
+			__icfab_queue_drain(d, q, finish);
+		if (list_empty(&d->copies)) {
+			d->hold_ps = ICFAB_ENGINE_NEVER;
+			if (fabric->data == d)
+				icfab_data_advance(fabric);
+		}
+		mutex_unlock(&fabric->lock);
+	}
 }
 
 /* Engine callback: a transfer finished; move its bytes, hand it over. */
@@ -1575,7 +1717,10 @@ static int icfab_data_complete(void *arg, u32 xfer_id,
 		woke = __icfab_req_post(ctx, req, status, r->start_ps,
 					r->finish_ps, r->queued_ps);
 	} else {
-		woke = icfab_data_complete_held(req, status, r);
+		woke = icfab_data_complete_held(d, req, status, r);
+		/* Posted, and its backlog let go, after its copy: stop here. */
+		if (woke == ICFAB_DATA_COPYING)
+			return 1;
 	}
 	/* What its backlog holds may go once nothing of it is in flight. */
 	if (q && !q->outstanding && !list_empty(&q->backlog))
@@ -1650,6 +1795,12 @@ static bool __icfab_data_catchup(struct icfab_fabric *fabric,
 	lockdep_assert_held(&fabric->lock);
 
 	if (!d->nr_catchup)
+		return false;
+	/*
+	 * Copies to post (d->copies): what the engine has run to is not
+	 * all posted yet, so no receiver may take it for its catch-up.
+	 */
+	if (!list_empty(&d->copies))
 		return false;
 	list_for_each_entry(ctx, &fabric->attached, attached_node) {
 		if (!ctx->catchup || ctx->clock_ps > d->engine.now_ps)
@@ -1739,8 +1890,11 @@ static bool icfab_data_par(struct icfab_fabric *fabric, struct icfab_data *d,
 			return false;
 	if (!icfab_data_par_links_ok(d))
 		return false;
+	/* Its completions come at the end, each copied where it comes. */
+	d->in_par = true;
 	ret = icfab_par_step(&d->par, e, d->step_ids, d->step_nr,
 			     icfab_data_complete, d);
+	d->in_par = false;
 	if (ret < 0) {
 		/* Lost part way (a bug, warned of): end the rest. */
 		for (i = 0; i < d->step_nr; i++) {
@@ -1787,7 +1941,8 @@ static bool __icfab_data_run(struct icfab_fabric *fabric)
 	icfab_data_trace_sync(d);
 	do {
 		do {
-			u64 h = d->paced ? horizon : icfab_data_horizon(fabric);
+			u64 h = d->paced ? horizon :
+					   icfab_data_horizon(fabric, d);
 
 			/*
 			 * The whole step on the parallel engine: then again,
@@ -3659,6 +3814,9 @@ static void __icfab_req_cancel(struct icfab_data *d, struct icfab_req *req,
 
 	lockdep_assert_held(&d->fabric->lock);
 
+	/* Landed, its bytes being copied: the copier posts it. */
+	if (req->copying)
+		return;
 	if (req->in_engine) {
 		d->xfer_req[req->xfer] = NULL;
 		req->in_engine = false;
@@ -3947,6 +4105,13 @@ void icfab_ctx_destroy(struct icfab_ctx *ctx)
 				req->q = NULL;
 			}
 		}
+		/* So do those the copier has (icfab_data_copy_fn()). */
+		if (d)
+			list_for_each_entry(req, &d->copies, node)
+				if (req->ctx == ctx) {
+					req->ctx = NULL;
+					req->q = NULL;
+				}
 		list_del(&ctx->attached_node);
 		fabric->nr_attached--;
 		if (!fabric->nr_attached) {

@@ -162,6 +162,8 @@ struct icfab_fabric {
 	atomic_t submit_lock_waits;
 	/* WRITEs the WRITE path accepted under a context's own lock. */
 	atomic_t fast_writes;
+	/* Memory transfers whose bytes were copied off this lock. */
+	atomic_t copies_unlocked;
 
 	/* Data path, under lock. The engine exists while contexts attach. */
 	struct icfab_data *data;
