@@ -45,6 +45,7 @@ trace_test.sh		600
 contention_test.sh	600
 region_test		600
 memory_test		600
+copy_test		600
 uring_test		600
 cq_test			600
 teardown_test		600
