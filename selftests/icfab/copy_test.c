@@ -56,44 +56,6 @@ static int param_set(long v)
 	return fclose(f) || !ok ? -EIO : 0;
 }
 
-/* A region of @size on @ep, mapped at *@map, exported (key in *@key). */
-static int region(int fd, uint32_t ep, uint64_t size, uint32_t *handle,
-		  uint64_t *key, unsigned char **map)
-{
-	struct icfab_region_alloc ra = { .endpoint = ep, .size = size };
-	struct icfab_region_export re = { .access = ICFAB_ACCESS_ALL };
-
-	if (ioctl(fd, ICFAB_IOC_REGION_ALLOC, &ra))
-		return -errno;
-	*handle = ra.region;
-	*map = mmap(NULL, ra.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		    ra.mmap_offset);
-	if (*map == MAP_FAILED)
-		return -errno;
-	re.region = ra.region;
-	if (ioctl(fd, ICFAB_IOC_REGION_EXPORT, &re))
-		return -errno;
-	*key = re.key;
-	return 0;
-}
-
-static struct icfab_desc mv(uint8_t op, uint32_t q, uint32_t region,
-			    uint64_t loff, uint64_t rkey, uint64_t roff,
-			    uint64_t len, uint64_t tag)
-{
-	return (struct icfab_desc){ .op = op, .queue = q, .region = region,
-		.local_off = loff, .rkey = rkey, .remote_off = roff,
-		.len = len, .user_tag = tag };
-}
-
-static void fill(unsigned char *p, uint64_t n, unsigned int seed)
-{
-	for (uint64_t i = 0; i < n; i++) {
-		seed = seed * 1103515245u + 12345u;
-		p[i] = seed >> 16;
-	}
-}
-
 static struct icfab_cqe *by_tag(struct icfab_cqe *c, int n, uint64_t tag)
 {
 	for (int i = 0; i < n; i++)
@@ -125,12 +87,12 @@ FIXTURE_SETUP(cp)
 	ASSERT_LE(0, self->q);
 	self->q2 = ctx_queue(self->fd, 0, 64);
 	ASSERT_LE(0, self->q2);
-	ASSERT_EQ(0, region(self->fd, 0, RSIZE, &self->a1, &self->a1key,
-			    &self->a1m));
-	ASSERT_EQ(0, region(self->fd, 0, RSIZE, &self->a2, &self->a2key,
-			    &self->a2m));
-	ASSERT_EQ(0, region(self->fd, 3, RSIZE, &self->b, &self->bkey,
-			    &self->bm));
+	ASSERT_EQ(0, region_map(self->fd, 0, RSIZE, ICFAB_ACCESS_ALL, &self->a1,
+				&self->a1key, &self->a1m));
+	ASSERT_EQ(0, region_map(self->fd, 0, RSIZE, ICFAB_ACCESS_ALL, &self->a2,
+				&self->a2key, &self->a2m));
+	ASSERT_EQ(0, region_map(self->fd, 3, RSIZE, ICFAB_ACCESS_ALL, &self->b,
+				&self->bkey, &self->bm));
 }
 
 FIXTURE_TEARDOWN(cp)
@@ -315,7 +277,7 @@ static int writer(uint64_t bkey, int how, int ready)
 	if (fd < 0 || ctx_attach(fd, 0))
 		return 1;
 	q = ctx_queue(fd, 0, 16);
-	if (q < 0 || region(fd, 0, RSIZE, &h, &key, &m))
+	if (q < 0 || region_map(fd, 0, RSIZE, ICFAB_ACCESS_ALL, &h, &key, &m))
 		return 2;
 	fill(m, RSIZE, 5);
 	for (int i = 0; i < 16; i++)
@@ -347,7 +309,8 @@ TEST_F(cp, closed_and_killed_with_copies_pending)
 	uint32_t ch;
 	uint64_t ckey;
 
-	ASSERT_EQ(0, region(self->fd, 3, PAGE, &ch, &ckey, &cm));
+	ASSERT_EQ(0, region_map(self->fd, 3, PAGE, ICFAB_ACCESS_ALL, &ch, &ckey,
+				&cm));
 	for (int how = 0; how < 2; how++) {
 		for (int round = 0; round < 4; round++) {
 			struct icfab_desc d;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -329,6 +330,44 @@ int ctx_region_free(int fd, uint32_t region)
 	struct icfab_region_free rf = { .region = region };
 
 	return ioctl(fd, ICFAB_IOC_REGION_FREE, &rf) ? -errno : 0;
+}
+
+int region_map(int fd, uint32_t ep, uint64_t size, uint32_t access,
+	       uint32_t *handle, uint64_t *key, unsigned char **map)
+{
+	struct icfab_region_alloc ra = { .endpoint = ep, .size = size };
+	struct icfab_region_export re = { .access = access };
+
+	if (ioctl(fd, ICFAB_IOC_REGION_ALLOC, &ra))
+		return -errno;
+	*handle = ra.region;
+	*map = mmap(NULL, ra.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		    ra.mmap_offset);
+	if (*map == MAP_FAILED)
+		return -errno;
+	if (!access)
+		return 0;
+	re.region = ra.region;
+	if (ioctl(fd, ICFAB_IOC_REGION_EXPORT, &re))
+		return -errno;
+	*key = re.key;
+	return 0;
+}
+
+struct icfab_desc mv(uint8_t op, uint32_t q, uint32_t region, uint64_t loff,
+		     uint64_t rkey, uint64_t roff, uint64_t len, uint64_t tag)
+{
+	return (struct icfab_desc){ .op = op, .queue = q, .region = region,
+		.local_off = loff, .rkey = rkey, .remote_off = roff,
+		.len = len, .user_tag = tag };
+}
+
+void fill(unsigned char *p, uint64_t n, unsigned int seed)
+{
+	for (uint64_t i = 0; i < n; i++) {
+		seed = seed * 1103515245u + 12345u;
+		p[i] = seed >> 16;
+	}
 }
 
 uint64_t ring_ser(uint64_t bytes)

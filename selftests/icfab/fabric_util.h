@@ -89,6 +89,17 @@ int ctx_queue_destroy(int fd, uint32_t q);
 /* The number of descriptors accepted. */
 int ctx_submit(int fd, struct icfab_desc *d, unsigned int n);
 int ctx_region_free(int fd, uint32_t region);
+/*
+ * A region of @size bytes on endpoint @ep, mapped at *@map, then
+ * exported with @access, its key in *@key (@access 0: not exported).
+ */
+int region_map(int fd, uint32_t ep, uint64_t size, uint32_t access,
+	       uint32_t *handle, uint64_t *key, unsigned char **map);
+/* A READ or WRITE of @len bytes between @region and the key @rkey. */
+struct icfab_desc mv(uint8_t op, uint32_t q, uint32_t region, uint64_t loff,
+		     uint64_t rkey, uint64_t roff, uint64_t len, uint64_t tag);
+/* @n bytes at @p of a sequence that @seed decides. */
+void fill(unsigned char *p, uint64_t n, unsigned int seed);
 
 #include <sys/types.h>
 /*

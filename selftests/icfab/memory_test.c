@@ -32,46 +32,6 @@
 
 
 
-/* A region of @size on @ep, mapped at *@map, exported with @access. */
-static int region(int fd, uint32_t ep, uint64_t size, uint32_t access,
-		  uint32_t *handle, uint64_t *key, unsigned char **map)
-{
-	struct icfab_region_alloc ra = { .endpoint = ep, .size = size };
-	struct icfab_region_export re = { .access = access };
-
-	if (ioctl(fd, ICFAB_IOC_REGION_ALLOC, &ra))
-		return -errno;
-	*handle = ra.region;
-	*map = mmap(NULL, ra.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		    ra.mmap_offset);
-	if (*map == MAP_FAILED)
-		return -errno;
-	if (!access)
-		return 0;
-	re.region = ra.region;
-	if (ioctl(fd, ICFAB_IOC_REGION_EXPORT, &re))
-		return -errno;
-	*key = re.key;
-	return 0;
-}
-
-static struct icfab_desc mv(uint8_t op, uint32_t q, uint32_t region,
-			    uint64_t loff, uint64_t rkey, uint64_t roff,
-			    uint64_t len, uint64_t tag)
-{
-	return (struct icfab_desc){ .op = op, .queue = q, .region = region,
-		.local_off = loff, .rkey = rkey, .remote_off = roff,
-		.len = len, .user_tag = tag };
-}
-
-static void fill(unsigned char *p, uint64_t n, unsigned int seed)
-{
-	for (uint64_t i = 0; i < n; i++) {
-		seed = seed * 1103515245u + 12345u;
-		p[i] = seed >> 16;
-	}
-}
-
 /* One descriptor, submitted and reaped; its status, or -errno. */
 static int one(int fd, struct icfab_desc d, struct icfab_cqe *c)
 {
@@ -101,10 +61,10 @@ FIXTURE_SETUP(dm)
 	ASSERT_EQ(0, ctx_attach(self->fd, 3));
 	self->q = ctx_queue(self->fd, 0, 16);
 	ASSERT_LE(0, self->q);
-	ASSERT_EQ(0, region(self->fd, 0, RSIZE, ICFAB_ACCESS_ALL, &self->a,
-			    &self->akey, &self->am));
-	ASSERT_EQ(0, region(self->fd, 3, RSIZE, ICFAB_ACCESS_ALL, &self->b,
-			    &self->bkey, &self->bm));
+	ASSERT_EQ(0, region_map(self->fd, 0, RSIZE, ICFAB_ACCESS_ALL, &self->a,
+				&self->akey, &self->am));
+	ASSERT_EQ(0, region_map(self->fd, 3, RSIZE, ICFAB_ACCESS_ALL, &self->b,
+				&self->bkey, &self->bm));
 }
 
 FIXTURE_TEARDOWN(dm)
@@ -209,9 +169,9 @@ TEST_F(dm, bad_descriptors_are_refused_with_their_errno)
 	unsigned char *rom, *c3m;
 	struct icfab_desc d;
 
-	ASSERT_EQ(0, region(self->fd, 3, PAGE, ICFAB_ACCESS_REMOTE_READ, &ro,
-			    &rokey, &rom));
-	ASSERT_EQ(0, region(self->fd, 3, PAGE, 0, &c3, &c3key, &c3m));
+	ASSERT_EQ(0, region_map(self->fd, 3, PAGE, ICFAB_ACCESS_REMOTE_READ,
+				&ro, &rokey, &rom));
+	ASSERT_EQ(0, region_map(self->fd, 3, PAGE, 0, &c3, &c3key, &c3m));
 
 	d = mv(ICFAB_OP_WRITE, self->q, 0, 0, self->bkey, 0, 8, 0);
 	EXPECT_EQ(-EBADF, ctx_submit(self->fd, &d, 1));
@@ -374,7 +334,7 @@ TEST_F(dm, fence_orders_the_bytes)
 	struct icfab_desc d[3];
 	struct icfab_cqe c[3];
 
-	ASSERT_EQ(0, region(self->fd, 0, RSIZE, 0, &a2, &key2, &a2m));
+	ASSERT_EQ(0, region_map(self->fd, 0, RSIZE, 0, &a2, &key2, &a2m));
 	fill(self->am, RSIZE, 3);
 	memset(self->bm, 0, RSIZE);
 	/* Write to 3, then read it back, twice as fast as it went. */
@@ -403,8 +363,8 @@ TEST_F(dm, one_process_on_many_endpoints)
 			ASSERT_EQ(0, ctx_attach(self->fd, i));
 		q[i] = ctx_queue(self->fd, i, 4);
 		ASSERT_LE(0, q[i]);
-		ASSERT_EQ(0, region(self->fd, i, 2 * PAGE, ICFAB_ACCESS_ALL,
-				    &h[i], &key[i], &m[i]));
+		ASSERT_EQ(0, region_map(self->fd, i, 2 * PAGE, ICFAB_ACCESS_ALL,
+					&h[i], &key[i], &m[i]));
 		fill(m[i], PAGE, 50 + i);
 	}
 	/* Everyone writes its first page into the next one's second. */
@@ -435,7 +395,7 @@ static int key_child(int kfd, int dfd)
 
 	if (fd < 0 || ctx_attach(fd, 5))
 		return 1;
-	if (region(fd, 5, 2 * PAGE, ICFAB_ACCESS_ALL, &h, &key, &m))
+	if (region_map(fd, 5, 2 * PAGE, ICFAB_ACCESS_ALL, &h, &key, &m))
 		return 2;
 	fill(m, PAGE, 77);
 	if (write(kfd, &key, sizeof(key)) != sizeof(key))
@@ -518,8 +478,8 @@ static int pair_rank(int p, int ready, int go, struct icfab_cqe *out)
 
 	if (fd < 0 || ctx_attach(fd, p) || ctx_attach(fd, 2))
 		return 1;
-	if (region(fd, p, 16 * PAGE, 0, &lh, &lk, &lm) ||
-	    region(fd, 2, 16 * PAGE, ICFAB_ACCESS_ALL, &rh, &rk, &rm))
+	if (region_map(fd, p, 16 * PAGE, 0, &lh, &lk, &lm) ||
+	    region_map(fd, 2, 16 * PAGE, ICFAB_ACCESS_ALL, &rh, &rk, &rm))
 		return 2;
 	fill(lm, 16 * PAGE, 9 + p);
 	q = ctx_queue(fd, p, PAIR_N);

@@ -202,14 +202,6 @@ static struct icfab_desc cwrite(uint32_t q, uint32_t circuit, uint32_t reg,
 		.remote_off = roff, .len = len, .user_tag = len };
 }
 
-static void fill(unsigned char *p, uint64_t n, unsigned int seed)
-{
-	for (uint64_t i = 0; i < n; i++) {
-		seed = seed * 1103515245u + 12345u;
-		p[i] = seed >> 16;
-	}
-}
-
 static int all_zero(const unsigned char *p, uint64_t n)
 {
 	for (uint64_t i = 0; i < n; i++)

@@ -36,28 +36,6 @@
 #define IMM0		100		/* imm of the first WRITE */
 #define MAX_WAITS	64
 
-/* A region of @size on @ep, mapped at *@map, exported for WRITE. */
-static int region(int fd, uint32_t ep, uint64_t size, uint32_t *handle,
-		  uint64_t *key, unsigned char **map)
-{
-	struct icfab_region_alloc ra = { .endpoint = ep, .size = size };
-	struct icfab_region_export re = {
-		.access = ICFAB_ACCESS_REMOTE_WRITE };
-
-	if (ioctl(fd, ICFAB_IOC_REGION_ALLOC, &ra))
-		return -errno;
-	*handle = ra.region;
-	*map = mmap(NULL, ra.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		    ra.mmap_offset);
-	if (*map == MAP_FAILED)
-		return -errno;
-	re.region = ra.region;
-	if (ioctl(fd, ICFAB_IOC_REGION_EXPORT, &re))
-		return -errno;
-	*key = re.key;
-	return 0;
-}
-
 static struct icfab_desc delay(uint32_t q, uint64_t ps)
 {
 	return (struct icfab_desc){ .op = ICFAB_OP_DELAY, .queue = q,
@@ -107,7 +85,9 @@ static int receiver(struct trace *t, int key_w, int go_r, bool uring)
 		return 1;
 	q = ctx_queue(fd, RX_EP, 16);
 	rq = ctx_recv_queue(fd, RX_EP, NMSG);
-	if (q < 0 || rq < 0 || region(fd, RX_EP, RSIZE, &handle, &key, &map))
+	if (q < 0 || rq < 0 || region_map(fd, RX_EP, RSIZE,
+					  ICFAB_ACCESS_REMOTE_WRITE, &handle,
+					  &key, &map))
 		return 2;
 	t->rq = rq;
 	if (uring && io_uring_queue_init(8, &ring, IORING_SETUP_SQE128 |
@@ -192,7 +172,8 @@ static int sender(struct trace *t, int key_r, int go_w)
 	    read(key_r, &key, sizeof(key)) != sizeof(key))
 		return 2;
 	q = ctx_queue(fd, TX_EP, 16);
-	if (q < 0 || region(fd, TX_EP, RSIZE, &handle, &lkey, &map))
+	if (q < 0 || region_map(fd, TX_EP, RSIZE, ICFAB_ACCESS_REMOTE_WRITE,
+				&handle, &lkey, &map))
 		return 3;
 	for (unsigned int i = 0; i < NMSG; i++)
 		byte_pattern(map + i * CHUNK, CHUNK, i);

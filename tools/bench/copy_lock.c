@@ -51,26 +51,6 @@ struct shared {
 	double ns[MAX_LOOPS];
 };
 
-static int region(int fd, uint32_t ep, uint64_t size, uint32_t *handle,
-		  uint64_t *key, unsigned char **map)
-{
-	struct icfab_region_alloc ra = { .endpoint = ep, .size = size };
-	struct icfab_region_export re = { .access = ICFAB_ACCESS_ALL };
-
-	if (ioctl(fd, ICFAB_IOC_REGION_ALLOC, &ra))
-		return -errno;
-	*handle = ra.region;
-	*map = mmap(NULL, ra.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		    ra.mmap_offset);
-	if (*map == MAP_FAILED)
-		return -errno;
-	re.region = ra.region;
-	if (ioctl(fd, ICFAB_IOC_REGION_EXPORT, &re))
-		return -errno;
-	*key = re.key;
-	return 0;
-}
-
 static int writer(struct shared *sh, int rounds, uint64_t len)
 {
 	int fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
@@ -84,8 +64,8 @@ static int writer(struct shared *sh, int rounds, uint64_t len)
 	if (fd < 0 || ctx_attach(fd, 0) || ctx_attach(fd, 3))
 		return 1;
 	q = ctx_queue(fd, 0, 4);
-	if (q < 0 || region(fd, 0, len, &a, &akey, &am) ||
-	    region(fd, 3, len, &b, &bkey, &bm))
+	if (q < 0 || region_map(fd, 0, len, ICFAB_ACCESS_ALL, &a, &akey, &am) ||
+	    region_map(fd, 3, len, ICFAB_ACCESS_ALL, &b, &bkey, &bm))
 		return 2;
 	memset(am, 0x5a, len);
 	while (!sh->ready)
