@@ -30,31 +30,7 @@
 
 #define PAGE	4096ULL
 #define RSIZE	(64 * PAGE)		/* bytes, the fixture's regions */
-#define PARAM	"/sys/module/icfab/parameters/copy_unlocked_min"
-
-static long param_get(void)
-{
-	FILE *f = fopen(PARAM, "r");
-	long v = -1;
-
-	if (!f)
-		return -1;
-	if (fscanf(f, "%ld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
-}
-
-static int param_set(long v)
-{
-	FILE *f = fopen(PARAM, "w");
-	int ok;
-
-	if (!f)
-		return -errno;
-	ok = fprintf(f, "%ld\n", v) > 0;
-	return fclose(f) || !ok ? -EIO : 0;
-}
+#define PARAM	"copy_unlocked_min"
 
 static struct icfab_cqe *by_tag(struct icfab_cqe *c, int n, uint64_t tag)
 {
@@ -75,9 +51,9 @@ FIXTURE(cp) {
 
 FIXTURE_SETUP(cp)
 {
-	self->old_min = param_get();
+	self->old_min = param_get(PARAM);
 	ASSERT_LE(0, self->old_min);
-	ASSERT_EQ(0, param_set(1));
+	ASSERT_EQ(0, param_set(PARAM, 1));
 	ASSERT_EQ(0, ring_fabric_open(&self->gs, 8));
 	self->fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, self->fd);
@@ -107,7 +83,7 @@ FIXTURE_TEARDOWN(cp)
 		close(self->fd);
 	fabric_close(&self->gs);
 	if (self->old_min >= 0)
-		param_set(self->old_min);
+		param_set(PARAM, self->old_min);
 }
 
 /*
@@ -245,10 +221,10 @@ TEST_F(cp, emulated_times_are_those_of_copies_under_the_lock)
 {
 	uint64_t under[12], off[12];
 
-	ASSERT_EQ(0, param_set(0));
+	ASSERT_EQ(0, param_set(PARAM, 0));
 	ASSERT_EQ(0, scenario(self->fd, self->q, self->q2, self->a1,
 			      self->bkey, under));
-	ASSERT_EQ(0, param_set(1));
+	ASSERT_EQ(0, param_set(PARAM, 1));
 	ASSERT_EQ(0, scenario(self->fd, self->q, self->q2, self->a1,
 			      self->bkey, off));
 	/* The next WRITE was submitted at the first one's finish... */

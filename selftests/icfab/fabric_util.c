@@ -370,6 +370,41 @@ void fill(unsigned char *p, uint64_t n, unsigned int seed)
 	}
 }
 
+#define PARAM_DIR	"/sys/module/icfab/parameters/"
+
+long param_get(const char *name)
+{
+	char path[128], buf[32];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), PARAM_DIR "%s", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	return strtol(buf, NULL, 10);
+}
+
+int param_set(const char *name, long v)
+{
+	char path[128], buf[32];
+	int fd, n, ok;
+
+	snprintf(path, sizeof(path), PARAM_DIR "%s", name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = snprintf(buf, sizeof(buf), "%ld", v);
+	ok = write(fd, buf, n) == n;
+	close(fd);
+	return ok ? 0 : -EIO;
+}
+
 uint64_t ring_ser(uint64_t bytes)
 {
 	return (bytes * 1000000000000ULL + RING_BW - 1) / RING_BW;

@@ -100,6 +100,10 @@ struct icfab_desc mv(uint8_t op, uint32_t q, uint32_t region, uint64_t loff,
 		     uint64_t rkey, uint64_t roff, uint64_t len, uint64_t tag);
 /* @n bytes at @p of a sequence that @seed decides. */
 void fill(unsigned char *p, uint64_t n, unsigned int seed);
+/* Module parameter @name of icfab: its value, or -1 when unreadable. */
+long param_get(const char *name);
+/* Set module parameter @name of icfab to @v: 0 or -errno. */
+int param_set(const char *name, long v);
 
 #include <sys/types.h>
 /*

@@ -28,41 +28,7 @@
 #include "kselftest_harness.h"
 
 #define DEV		"/dev/icfab0"
-#define PARAM_DIR	"/sys/module/icfab/parameters/"
 #define NOBODY		65534
-
-static long param_get(const char *name)
-{
-	char path[128], buf[32];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), PARAM_DIR "%s", name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	return strtol(buf, NULL, 10);
-}
-
-static int param_set(const char *name, long v)
-{
-	char path[128], buf[32];
-	int fd, n, ok;
-
-	snprintf(path, sizeof(path), PARAM_DIR "%s", name);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = snprintf(buf, sizeof(buf), "%ld", v);
-	ok = write(fd, buf, n) == n;
-	close(fd);
-	return ok ? 0 : -EIO;
-}
 
 static const char *const params[] = {
 	"max_ctx_descs", "max_ctx_queues", "max_uid_contexts",

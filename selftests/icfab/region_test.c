@@ -22,7 +22,7 @@
 #include "kselftest_harness.h"
 
 #define PAGE	4096UL
-#define MAX_MEM_MB	"/sys/module/icfab/parameters/max_mem_mb"
+#define MAX_MEM_MB	"max_mem_mb"
 
 
 static int ralloc(int fd, uint32_t ep, uint64_t size, uint32_t *region,
@@ -55,18 +55,6 @@ static int rimport(int fd, uint64_t key, struct icfab_region_import *ri)
 	memset(ri, 0, sizeof(*ri));
 	ri->key = key;
 	return ioctl(fd, ICFAB_IOC_REGION_IMPORT, ri) ? -errno : 0;
-}
-
-static int write_param(const char *path, const char *val)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, val, strlen(val));
-	close(fd);
-	return n == (ssize_t)strlen(val) ? 0 : -EIO;
 }
 
 /* Two endpoints of @mem bytes each, linked both ways. */
@@ -416,14 +404,14 @@ TEST_F(mem, module_cap_on_real_pages)
 	uint32_t r1 = 0, r2 = 0;
 
 	ASSERT_EQ(0, ctx_attach(self->fd, 0));
-	ASSERT_EQ(0, write_param(MAX_MEM_MB, "1"));
+	ASSERT_EQ(0, param_set(MAX_MEM_MB, 1));
 	EXPECT_EQ(0, ralloc(self->fd, 0, 200 * PAGE, &r1, NULL, NULL));
 	EXPECT_EQ(-ENOSPC, ralloc(self->fd, 0, 100 * PAGE, &r2, NULL, NULL));
 	EXPECT_EQ(0, ralloc(self->fd, 0, 56 * PAGE, &r2, NULL, NULL));
 	EXPECT_EQ(-ENOSPC, ralloc(self->fd, 0, 1, &r2, NULL, NULL));
 	EXPECT_EQ(0, ctx_region_free(self->fd, r1));
 	EXPECT_EQ(0, ralloc(self->fd, 0, 200 * PAGE, &r1, NULL, NULL));
-	ASSERT_EQ(0, write_param(MAX_MEM_MB, "256"));
+	ASSERT_EQ(0, param_set(MAX_MEM_MB, 256));
 }
 
 TEST_F(mem, free_bad_arguments)
