@@ -2328,6 +2328,19 @@ static void test_queue_handover(void)
 	}
 }
 
+/* Run @q's engine to the end; *@stops counts the runs a callback stopped. */
+static void qrun_out(struct qrun *q, unsigned int *stops)
+{
+	int ret;
+
+	do {
+		ret = icfab_engine_run_until(&q->h->e, ICFAB_ENGINE_NEVER,
+					     on_complete, q->h);
+		if (ret > 0)
+			(*stops)++;
+	} while (ret > 0);
+}
+
 /*
  * A burst from one source at one instant behind its DMA engine: the
  * first events of the transfers behind the first waiter are processed
@@ -2343,7 +2356,6 @@ static void queue_subwait(struct qrun *q, struct icfab_mtopo *t, int mode,
 {
 	static const ull keys[] = { 0, 1, 2, 4, 5, 6, 10, 11, 12 };
 	const ull clk = 5000;
-	int ret;
 
 	for (unsigned int l = 0; l < t->nr_links; l++) {
 		t->links[l].bandwidth = 1ULL << 50;
@@ -2357,12 +2369,7 @@ static void queue_subwait(struct qrun *q, struct icfab_mtopo *t, int mode,
 			submit(q->h, 2, 3, 64, clk, k);
 	q->h->stop = mode == 4;
 	q->h->e.run_budget = mode == 3 ? 2 : 0;
-	do {
-		ret = icfab_engine_run_until(&q->h->e, ICFAB_ENGINE_NEVER,
-					     on_complete, q->h);
-		if (ret > 0)
-			(*stops)++;
-	} while (ret > 0);
+	qrun_out(q, stops);
 }
 
 static void test_queue_subwait(void)
@@ -2421,7 +2428,6 @@ static void queue_inplace(struct qrun *q, struct icfab_mtopo *t, int mode,
 			  unsigned int *stops)
 {
 	const ull clk = 5000;
-	int ret;
 
 	for (unsigned int l = 0; l < t->nr_links; l++) {
 		t->links[l].bandwidth = 1ULL << 50;
@@ -2443,12 +2449,7 @@ static void queue_inplace(struct qrun *q, struct icfab_mtopo *t, int mode,
 	q->h->stop = mode == 5;
 	q->h->resubmit = mode == 6;
 	q->h->e.run_budget = mode == 4 ? 3 : 0;
-	do {
-		ret = icfab_engine_run_until(&q->h->e, ICFAB_ENGINE_NEVER,
-					     on_complete, q->h);
-		if (ret > 0)
-			(*stops)++;
-	} while (ret > 0);
+	qrun_out(q, stops);
 }
 
 static void test_queue_inplace(void)
@@ -2518,7 +2519,6 @@ static void queue_lone_run(struct qrun *q, struct icfab_mtopo *t, int mode,
 {
 	static const ull sizes[] = { 64, 100, 64, SEG, 1, 2 * SEG, 64, 4000 };
 	const ull clk = 5000, s64 = 1280;	/* 64 B at BW */
-	int ret;
 
 	/*
 	 * Modes 2 to 4: from endpoint 1, to 0 and 2 in turn, the hold or
@@ -2555,12 +2555,7 @@ static void queue_lone_run(struct qrun *q, struct icfab_mtopo *t, int mode,
 	q->h->e.run_budget = mode >= 6 && mode <= 9 ? mode - 5 : 0;
 	if (mode == 12)
 		q->h->e.run_budget = 5;
-	do {
-		ret = icfab_engine_run_until(&q->h->e, ICFAB_ENGINE_NEVER,
-					     on_complete, q->h);
-		if (ret > 0)
-			(*stops)++;
-	} while (ret > 0);
+	qrun_out(q, stops);
 }
 
 static void test_queue_lone(void)
