@@ -21,6 +21,8 @@
 # "The parallel engine: one barrier a window" and "The parallel engine:
 # adoption where routes reach, a cheaper import".
 import sys, subprocess, statistics, os, time, resource
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hostidle import stat, wait_idle, spread
 
 args = sys.argv[1:]
 quiet_others, quiet_steal = 0.05, 0.02
@@ -36,31 +38,6 @@ for a in args[2:]:
     lab, rest = a.split('=', 1)
     binary, cargs = rest.split(':', 1)
     cfgs.append((lab, [binary] + cargs.split()))
-hz = os.sysconf('SC_CLK_TCK')
-
-
-def stat():
-    """(non-idle s, all s, steal s) over every CPU since boot."""
-    v = list(map(int, open('/proc/stat').readline().split()[1:]))
-    idle = v[3] + v[4]
-    return (sum(v) - idle) / hz, sum(v) / hz, v[7] / hz
-
-
-def wait_idle(limit):
-    t0 = time.time()
-    while time.time() - t0 < limit:
-        b0, a0, _ = stat(); time.sleep(0.3); b1, a1, _ = stat()
-        if a1 > a0 and (b1 - b0) / (a1 - a0) < 0.10:
-            return 1
-    return 0
-
-
-def spread(v):
-    if not v:
-        return "none"
-    return "min %.3f med %.3f max %.3f (n %d)" % (min(v), statistics.median(v),
-                                                 max(v), len(v))
-
 
 res = {lab: [] for lab, _ in cfgs}
 t_end = time.time() + maxs
