@@ -6,12 +6,13 @@
  *
  * On a two-endpoint fabric with zero-latency links of very high
  * bandwidth, a 4 MiB region on each endpoint; each round is one WRITE of
- * all of it (ICFAB_IOC_SUBMIT, ICFAB_IOC_WAIT), the same WRITE timing
- * only, one memcpy() of 4 MiB between two anonymous buffers and one
- * between the two regions' mappings. Every buffer is faulted in and
+ * BYTES of it (default all of it; ICFAB_IOC_SUBMIT, ICFAB_IOC_WAIT), the
+ * same WRITE timing only, one memcpy() of BYTES between two anonymous
+ * buffers and one between the two regions' mappings. Every buffer is faulted in and
  * written before the first round, and two rounds warm up, so no round
  * pays for first touches. Prints the median and best MB/s of each and
- * the median of the per-round ratios WRITE / memcpy (anonymous).
+ * the median of the per-round ratios WRITE / memcpy (anonymous), and
+ * the WRITE's ns (under tools/vm/run --icount, guest instructions).
  * The fabric's segment size is raised to its maximum for the run, so
  * that the engine's per-segment work does not dominate.
  *
@@ -20,7 +21,7 @@
  *   cc -O2 -Iuapi -Iselftests/icfab -o build/bench/copy_bw \
  *      tools/bench/copy_bw.c tools/bench/bench.c \
  *      selftests/icfab/genl.c selftests/icfab/fabric_util.c
- * usage: copy_bw [ROUNDS]   (default 30)
+ * usage: copy_bw [ROUNDS [BYTES]]   (default 30, 4 MiB)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -37,7 +38,7 @@
 
 #include "bench.h"
 
-#define SIZE	(4ULL << 20)	/* bytes */
+#define SIZE	(4ULL << 20)	/* bytes, each region */
 #define SEGMAX	(1U << 20)	/* bytes, ICFAB_MAX_SEGMENT_SIZE */
 
 static void *region(int fd, uint32_t ep, uint32_t *handle, uint64_t *key)
@@ -83,18 +84,20 @@ static double transfer(int fd, const struct icfab_desc *d)
 	return bench_now_ns() - t0;
 }
 
+static unsigned long long len = SIZE;	/* bytes a round */
+
 static double copy(void *dst, const void *src)
 {
 	double t0 = bench_now_ns();
 
-	memcpy(dst, src, SIZE);
+	memcpy(dst, src, len);
 	__asm__ volatile("" : : "r"(dst) : "memory");
 	return bench_now_ns() - t0;
 }
 
 static double mbs(double ns)
 {
-	return SIZE / ns * 1e3;
+	return len / ns * 1e3;
 }
 
 enum { T_CPY, T_MAP, T_DEV, T_TIM, T_RATIO, T_NR };
@@ -117,6 +120,12 @@ int main(int argc, char **argv)
 
 	if (rounds < 1)
 		rounds = 1;
+	if (argc > 2)
+		len = strtoull(argv[2], NULL, 0);
+	if (len < 1 || len > SIZE) {
+		fprintf(stderr, "copy_bw: BYTES must be 1 to %llu\n", SIZE);
+		return 2;
+	}
 	fd = bench_start("copy_bw", t, best, T_NR, rounds, &gs, SEGMAX);
 	if (fd < 0)
 		return 1;
@@ -147,10 +156,10 @@ int main(int argc, char **argv)
 	memset(y, 4, SIZE);
 
 	d = (struct icfab_desc){ .op = ICFAB_OP_WRITE, .queue = qc.queue,
-		.region = ha, .rkey = kb, .len = SIZE };
+		.region = ha, .rkey = kb, .len = len };
 	/* The same transfer, timed but not copied: the engine's share. */
 	dt_only = (struct icfab_desc){ .op = ICFAB_OP_WRITE, .queue = qc.queue,
-		.peer = 1, .len = SIZE, .flags = ICFAB_DESC_F_TIMING_ONLY };
+		.peer = 1, .len = len, .flags = ICFAB_DESC_F_TIMING_ONLY };
 	/*
 	 * Rounds -2 and -1 warm up (caches, the request pool, the engine);
 	 * then the four are interleaved, so that the host's noise falls on
@@ -159,9 +168,9 @@ int main(int argc, char **argv)
 	for (int r = -2; r < rounds; r++) {
 		double v[T_NR];
 
-		a[r & 0xfff] = r;
+		a[(r & 0xfff) % len] = r;
 		v[T_DEV] = transfer(fd, &d);
-		if (v[T_DEV] < 0 || b[r & 0xfff] != (unsigned char)r) {
+		if (v[T_DEV] < 0 || b[(r & 0xfff) % len] != (unsigned char)r) {
 			fprintf(stderr, "copy_bw: the WRITE failed\n");
 			return 1;
 		}
@@ -182,14 +191,16 @@ int main(int argc, char **argv)
 				best[k] = v[k];
 		}
 	}
-	printf("copy_bw: %d rounds of %llu MiB (median, best)\n", rounds,
-	       (unsigned long long)(SIZE >> 20));
+	printf("copy_bw: %d rounds of %llu bytes (median, best)\n", rounds,
+	       len);
 	for (int k = 0; k < T_TIM; k++) {
 		double m = bench_median(t[k], rounds);
 
 		printf("  %-22s %8.0f MB/s %8.0f MB/s\n", what[k], mbs(m),
 		       mbs(best[k]));
 	}
+	printf("  %-22s %8.0f ns    %8.0f ns   per transfer\n", what[T_DEV],
+	       bench_median(t[T_DEV], rounds), best[T_DEV]);
 	printf("  %-22s %8.0f us    %8.0f us   per transfer\n", what[T_TIM],
 	       bench_median(t[T_TIM], rounds) / 1e3, best[T_TIM] / 1e3);
 	printf("  icfab WRITE / memcpy  %8.2fx (median of per-round ratios)\n",
