@@ -253,11 +253,17 @@ struct icfab_data {
 	 * first one's, ICFAB_ENGINE_NEVER while there is none), so that
 	 * nothing after them in the engine's order is decided, and no
 	 * later copy made, before they are posted. Under the fabric lock;
-	 * the copier copies with none, and is one work item, so one copy
-	 * at a time.
+	 * the copier copies with none. Whoever runs it (the work item, or
+	 * a WAIT that would otherwise sleep through the copy,
+	 * __icfab_wait_sleep()) claims it first (@copy_busy), so one copy
+	 * at a time; @copy_here while a WAIT runs the engine and will run
+	 * the copier itself before it lets the lock go, so that the work
+	 * item is not woken for nothing.
 	 */
 	struct list_head copies;
 	u64 hold_ps;
+	bool copy_busy;
+	bool copy_here;
 	struct work_struct copy_work;
 };
 
@@ -1586,7 +1592,12 @@ static bool icfab_data_copy_later(struct icfab_data *d, struct icfab_req *req,
 		d->hold_ps = d->engine.now_ps;
 	list_add_tail(&req->node, &d->copies);
 	atomic_inc(&d->fabric->copies_unlocked);
-	queue_work(system_unbound_wq, &d->copy_work);
+	/*
+	 * A runner of the copier loops until the list is empty, and a WAIT
+	 * that ran the engine runs it next (icfab_data_copy_kick()).
+	 */
+	if (!d->copy_busy && !d->copy_here)
+		queue_work(system_unbound_wq, &d->copy_work);
 	return true;
 }
 
@@ -1624,37 +1635,36 @@ static noinline int icfab_data_complete_held(struct icfab_data *d,
 }
 
 /*
- * The copier, one work item of the engine's, so one copy at a time: the
- * bytes of each memory transfer on d->copies, in the engine's order, with
- * no lock held, then its completion posted under the fabric lock, as
- * icfab_data_complete() would have posted it, and what its queue's
- * backlog holds let go. Nothing else ends a request on the list: a
- * cancel passes it by, a closing context only lets go of it (req->ctx
+ * The copier: claimed by whoever runs it (d->copy_busy), so one copy at a
+ * time: the bytes of each memory transfer on d->copies, in the engine's
+ * order, with no lock held, then its completion posted under the fabric
+ * lock, as icfab_data_complete() would have posted it, and what its
+ * queue's backlog holds let go. Nothing else ends a request on the list:
+ * a cancel passes it by, a closing context only lets go of it (req->ctx
  * and req->q NULL); so its references keep both regions, and their
  * pages, until it is posted here. Once the list is empty the engine runs
- * on from the instant it stopped at, if it is still the fabric's;
- * otherwise its last context has gone, and icfab_data_stop() waits for
- * this.
+ * on from the instant it stopped at, if it is still the fabric's
+ * (otherwise its last context has gone, and icfab_data_stop() waits for
+ * the work item); a copy that run leaves is this runner's too. Entered
+ * and left with the fabric lock held, having claimed the copier; the
+ * number of copies made.
  */
-static void icfab_data_copy_fn(struct work_struct *work)
+static unsigned int icfab_data_copies_run(struct icfab_data *d)
 {
-	struct icfab_data *d = container_of(work, struct icfab_data,
-					    copy_work);
 	struct icfab_fabric *fabric = d->fabric;
+	unsigned int n = 0;
 	struct icfab_queue *q;
 	struct icfab_req *req;
 	u64 start, finish, queued;
 
-	for (;;) {
-		mutex_lock(&fabric->lock);
-		req = list_first_entry_or_null(&d->copies, struct icfab_req,
-					       node);
+	lockdep_assert_held(&fabric->lock);
+	while ((req = list_first_entry_or_null(&d->copies, struct icfab_req,
+					       node))) {
 		mutex_unlock(&fabric->lock);
-		if (!req)
-			return;
 		icfab_req_copy(req);
 
 		mutex_lock(&fabric->lock);
+		n++;
 		list_del(&req->node);
 		req->copying = false;
 		q = req->q;
@@ -1672,8 +1682,44 @@ static void icfab_data_copy_fn(struct work_struct *work)
 			if (fabric->data == d)
 				icfab_data_advance(fabric);
 		}
-		mutex_unlock(&fabric->lock);
 	}
+	d->copy_busy = false;
+	return n;
+}
+
+/* Claims the copier for the caller: false when it has nothing or a runner. */
+static bool icfab_data_copy_claim(struct icfab_data *d)
+{
+	lockdep_assert_held(&d->fabric->lock);
+	if (d->copy_busy || list_empty(&d->copies))
+		return false;
+	d->copy_busy = true;
+	return true;
+}
+
+/* The copier's work item, for copies that no WAIT runs. */
+static void icfab_data_copy_fn(struct work_struct *work)
+{
+	struct icfab_data *d = container_of(work, struct icfab_data,
+					    copy_work);
+
+	mutex_lock(&d->fabric->lock);
+	if (icfab_data_copy_claim(d))
+		icfab_data_copies_run(d);
+	mutex_unlock(&d->fabric->lock);
+}
+
+/*
+ * After a WAIT's run of the engine (d->copy_here, so a copy it left was
+ * not given to the work item): a copy left and no runner, the work
+ * item's, unless the WAIT goes on to run it (@runs).
+ */
+static void icfab_data_copy_kick(struct icfab_data *d, bool runs)
+{
+	lockdep_assert_held(&d->fabric->lock);
+	d->copy_here = false;
+	if (!runs && !d->copy_busy && !list_empty(&d->copies))
+		queue_work(system_unbound_wq, &d->copy_work);
 }
 
 /* Engine callback: a transfer finished; move its bytes, hand it over. */
@@ -3421,6 +3467,7 @@ static long __icfab_wait_sleep(struct icfab_ctx *ctx, u32 min, bool cq,
 			       u32 timeout_ms)
 {
 	struct icfab_fabric *fabric = ctx->fabric;
+	struct icfab_data *d;
 	long left = timeout_ms ? msecs_to_jiffies(timeout_ms) :
 				 MAX_SCHEDULE_TIMEOUT;
 
@@ -3445,6 +3492,7 @@ static long __icfab_wait_sleep(struct icfab_ctx *ctx, u32 min, bool cq,
 		return -EDEADLK;
 	}
 	ctx->wait_min = min;
+	d = fabric->data;
 	/*
 	 * Ours until the loop below ends: woken, this WAIT has not yet
 	 * taken the lock back, and another WAIT started then would share
@@ -3452,6 +3500,7 @@ static long __icfab_wait_sleep(struct icfab_ctx *ctx, u32 min, bool cq,
 	 * completed, and its ring could never be freed).
 	 */
 	ctx->in_wait = true;
+	d->copy_here = true;
 	if (icfab_ctx_catches_up(ctx)) {
 		/*
 		 * A receiver: step 1 holds the engine at its clock until it
@@ -3459,13 +3508,26 @@ static long __icfab_wait_sleep(struct icfab_ctx *ctx, u32 min, bool cq,
 		 * lets it wait not holding the engine (step 2).
 		 */
 		ctx->catchup = true;
-		fabric->data->nr_catchup++;
+		d->nr_catchup++;
 		icfab_data_advance(fabric);
 	} else if (__icfab_wait_have(ctx) < min) {
 		WRITE_ONCE(ctx->waiting, true);
 		icfab_data_advance(fabric);
 	}
+	icfab_data_copy_kick(d, ctx->waiting || ctx->catchup);
 	while (ctx->waiting || ctx->catchup) {
+		/*
+		 * A copy the engine stopped for: this WAIT's to make rather
+		 * than to sleep through (the work item's wake, and a switch
+		 * to it and back, saved). The context stays attached, so @d
+		 * stays, until its close, which this call holds off.
+		 */
+		if (icfab_data_copy_claim(d)) {
+			atomic_add(icfab_data_copies_run(d),
+				   &fabric->copies_by_wait);
+			__icfab_ctx_slow(ctx);
+			continue;
+		}
 		/* Others hold the engine back; their next move wakes us. */
 		mutex_unlock(&fabric->lock);
 		left = wait_event_interruptible_timeout(ctx->wq,

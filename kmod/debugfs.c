@@ -245,6 +245,8 @@ void icfab_debugfs_init(struct icfab_fabric **fabrics, unsigned int n)
 					&fabrics[i]->fast_writes);
 		debugfs_create_atomic_t("copies_unlocked", 0600, dir,
 					&fabrics[i]->copies_unlocked);
+		debugfs_create_atomic_t("copies_by_wait", 0600, dir,
+					&fabrics[i]->copies_by_wait);
 		debugfs_create_file_unsafe("engine_events_cap", 0400, dir,
 					   fabrics[i], &icfab_events_cap_fops);
 		debugfs_create_file_unsafe("engine_xfers_cap", 0400, dir,

@@ -164,6 +164,8 @@ struct icfab_fabric {
 	atomic_t fast_writes;
 	/* Memory transfers whose bytes were copied off this lock. */
 	atomic_t copies_unlocked;
+	/* Of those, copied by a WAIT rather than the copier's work item. */
+	atomic_t copies_by_wait;
 
 	/* Data path, under lock. The engine exists while contexts attach. */
 	struct icfab_data *data;

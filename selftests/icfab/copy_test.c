@@ -5,7 +5,9 @@
  * device memory off the fabric lock"): the copies in the engine's order,
  * a completion never before its bytes, a FENCE never before the bytes
  * of what came before it, emulated times as with every copy under the
- * lock, and contexts closed or killed with copies pending. Every test
+ * lock, contexts closed or killed with copies pending, the WAIT that makes
+ * the copy it waits for and the work item that wakes a WAIT asleep
+ * ("Who runs the copier"). Every test
  * sets copy_unlocked_min to 1, so that every memory transfer goes to the
  * copier, and puts it back.
  */
@@ -324,6 +326,103 @@ TEST_F(cp, closed_and_killed_with_copies_pending)
 		}
 	}
 	munmap(cm, PAGE);
+}
+
+/*
+ * A context alone on the fabric, each WRITE waited for: the WAIT that
+ * would sleep through the copy makes it itself, every one of them, and
+ * the work item is not needed (docs/ARCHITECTURE.md, "Who runs the
+ * copier").
+ */
+TEST_F(cp, a_wait_makes_the_copy_it_waits_for)
+{
+	long long made = fab_count("copies_unlocked");
+	long long by_wait = fab_count("copies_by_wait");
+
+	if (made < 0 || by_wait < 0)
+		SKIP(return, "no debugfs counts");
+	for (int round = 0; round < 16; round++) {
+		struct icfab_desc d = mv(ICFAB_OP_WRITE, self->q, self->a1, 0,
+					 self->bkey, 0, RSIZE, round);
+		struct icfab_cqe c;
+
+		fill(self->a1m, RSIZE, 50 + round);
+		ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
+		ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
+		ASSERT_EQ(0, c.status);
+		ASSERT_EQ(0, memcmp(self->a1m, self->bm, RSIZE));
+	}
+	EXPECT_EQ(made + 16, fab_count("copies_unlocked"));
+	EXPECT_EQ(by_wait + 16, fab_count("copies_by_wait"));
+}
+
+/* A child's WRITE into @bkey, then its WAIT, which sleeps until woken. */
+static int sleeper(uint64_t bkey, int ready)
+{
+	int fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	struct icfab_desc d;
+	struct icfab_cqe c;
+	unsigned char *m;
+	uint32_t h;
+	uint64_t key;
+	int q;
+
+	if (fd < 0 || ctx_attach(fd, 0))
+		return 1;
+	q = ctx_queue(fd, 0, 4);
+	if (q < 0 || region_map(fd, 0, RSIZE, ICFAB_ACCESS_ALL, &h, &key, &m))
+		return 2;
+	fill(m, RSIZE, 77);
+	d = mv(ICFAB_OP_WRITE, q, h, 0, bkey, 0, RSIZE, 1);
+	if (ctx_submit(fd, &d, 1) != 1)
+		return 3;
+	if (write(ready, "r", 1) != 1)
+		return 4;
+	/* Another context holds the engine before the WRITE's finish. */
+	if (ctx_wait(fd, &c, 1, 1, 20000, NULL) != 1)
+		return 5;
+	return c.status ? 6 : 0;
+}
+
+/*
+ * A WAIT asleep when its WRITE lands, in a run of the engine that no
+ * WAIT made (another context's DELAY moving its clock past the finish):
+ * the copier's work item copies and posts it, and the WAIT wakes with
+ * the bytes there.
+ */
+TEST_F(cp, a_sleeping_wait_is_woken_by_the_copier)
+{
+	for (int round = 0; round < 4; round++) {
+		struct icfab_desc d = { .op = ICFAB_OP_DELAY, .queue = self->q,
+					.len = 1000000000000ULL,
+					.user_tag = 9 };
+		int p[2], status;
+		unsigned char *want = malloc(RSIZE);
+		pid_t pid;
+		char byte;
+
+		ASSERT_NE(NULL, want);
+		fill(want, RSIZE, 77);
+		memset(self->bm, 0, RSIZE);
+		ASSERT_EQ(0, pipe(p));
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid) {
+			close(p[0]);
+			_exit(sleeper(self->bkey, p[1]));
+		}
+		close(p[1]);
+		ASSERT_EQ(1, read(p[0], &byte, 1));
+		close(p[0]);
+		/* Its WAIT asleep by now: nothing of it can land yet. */
+		usleep(300000);
+		ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		ASSERT_TRUE(WIFEXITED(status));
+		ASSERT_EQ(0, WEXITSTATUS(status));
+		ASSERT_EQ(0, memcmp(want, self->bm, RSIZE));
+		free(want);
+	}
 }
 
 TEST_HARNESS_MAIN
