@@ -2,8 +2,10 @@
 /*
  * icfab fabric model: the parallel engine (see pengine.h).
  *
- * A run is a sequence of windows [T, T + lookahead), T the earliest
- * pending event of all partitions. In a window every thread processes
+ * A run is a sequence of windows [T, T + W), T the earliest pending
+ * event of all partitions, W the lookahead and, under store and forward,
+ * the shortest segment's serialisation on a link between partitions
+ * (win_len()). In a window every thread processes
  * its partition's events before the window's end; whatever it sends
  * another partition is at or after that end, so no partition can miss
  * an event of its window. Then, after a barrier, every thread knows the
@@ -80,6 +82,8 @@ struct pengine_pt {
 	icfab_u64 share_fail;
 	int share_err;
 	int adopt_err;
+	/* Its share's shortest segment, bytes (ICFAB_ENGINE_NEVER: none). */
+	icfab_u64 share_min;
 } __attribute__((__aligned__(PE_LINE)));
 
 struct icfab_pengine {
@@ -88,6 +92,20 @@ struct icfab_pengine {
 	unsigned int nr;
 	int started;			/* the shim's threads run */
 	icfab_u64 lookahead;		/* ps */
+	/*
+	 * A run's window, ps: the lookahead and the least time the shortest
+	 * segment in flight takes to serialise on a link between partitions
+	 * (win_len()).
+	 */
+	icfab_u64 window;
+	/* The links between partitions, [nr_cross]. */
+	icfab_u32 *cross;
+	icfab_u32 nr_cross;
+	/*
+	 * The shortest segment of any transfer taken since the engine was
+	 * last empty, bytes, or ICFAB_ENGINE_NEVER: none.
+	 */
+	icfab_u64 min_len;
 	icfab_u16 *of_node;
 	struct pengine_pt **pt;		/* [nr], each its own lines */
 	void **pt_raw;			/* [nr], as allocated */
@@ -174,6 +192,53 @@ static void *pe_zalloc(const struct icfab_pengine *pe, icfab_u64 n,
 	if (__builtin_mul_overflow(n, size, &bytes))
 		return ICFAB_NULL;
 	return pe->sys->zalloc(bytes ? bytes : 1);
+}
+
+/* The last (shortest) segment of @nr_segs >= 1 of @bytes, bytes. */
+static icfab_u64 seg_last(icfab_u64 bytes, icfab_u64 nr_segs, icfab_u32 seg)
+{
+	return bytes - (nr_segs - 1) * seg;
+}
+
+/*
+ * The window of a run, ps: how much later than the event that sends it
+ * any message between partitions is. A message is a segment's next
+ * event, or its arrival, after a link between partitions: at its
+ * departure plus the link's latency when the link forwards cut-through
+ * (from its first byte), otherwise at the departure plus the time its
+ * bytes take at the link's bandwidth (link_xmit() in engine.c: no less,
+ * since a degraded link, a calibrated share and a per-message overhead
+ * only add) plus the latency. The departure is no earlier than the
+ * event. So with no link between partitions cut-through, the lookahead
+ * (the least latency) plus the shortest segment in flight at the
+ * highest bandwidth of those links bounds every message; windows that
+ * long keep every message in a later window (and the import refuses one
+ * from a partition's past all the same). Bandwidths may change between
+ * runs: read again at each.
+ */
+static icfab_u64 win_len(const struct icfab_pengine *pe)
+{
+	const struct icfab_mtopo *m = pe->ep[0]->topo;
+	icfab_u64 bw = 0, ser, w = pe->lookahead;
+	icfab_u32 i;
+
+	if (w == ICFAB_ENGINE_NEVER || pe->min_len == ICFAB_ENGINE_NEVER ||
+	    !pe->min_len)
+		return w;
+	for (i = 0; i < pe->nr_cross; i++) {
+		const struct icfab_mlink *l = &m->links[pe->cross[i]];
+
+		if (!l->present)
+			continue;
+		if (l->cut_through)
+			return w;
+		if (l->bandwidth > bw)
+			bw = l->bandwidth;
+	}
+	if (!bw)
+		return w;
+	ser = icfab_serialize_ps(pe->min_len, bw);
+	return w + ser < w ? ICFAB_ENGINE_NEVER : w + ser;
 }
 
 /* Thread 0, after a barrier: the slowest partition's work on @par. */
@@ -489,8 +554,8 @@ static void window_loop(struct icfab_pengine *pe, unsigned int p)
 		if (err || t == ICFAB_ENGINE_NEVER ||
 		    (pe->horizon != ICFAB_ENGINE_NEVER && t >= pe->horizon))
 			break;
-		hz = t + pe->lookahead < t ? ICFAB_ENGINE_NEVER :
-		     t + pe->lookahead;
+		hz = t + pe->window < t ? ICFAB_ENGINE_NEVER :
+		     t + pe->window;
 		if (pe->horizon != ICFAB_ENGINE_NEVER && hz > pe->horizon)
 			hz = pe->horizon;
 	}
@@ -577,7 +642,9 @@ static int admit(struct icfab_pengine *pe, const struct icfab_pengine_sub *s,
 static void route_share(struct icfab_pengine *pe, unsigned int p,
 			icfab_u64 lo, icfab_u64 hi)
 {
-	icfab_u64 i, sum = 0, lim = pe->now_ps;
+	icfab_u64 i, sum = 0, lim = pe->now_ps, shortest = ICFAB_ENGINE_NEVER;
+	icfab_u64 seen = 0;
+	icfab_u32 seg = pe->ep[p]->segment_size;
 
 	/*
 	 * A submission after both the clock and the last event processed
@@ -610,13 +677,26 @@ static void route_share(struct icfab_pengine *pe, unsigned int p,
 			/* Nothing after the first refusal is taken. */
 			pe->pt[p]->share_fail = i;
 			pe->pt[p]->share_err = err;
-			return;
+			break;
 		}
 		sum += r->need;
 		pe->cum[i] = sum;
+		/*
+		 * Its last segment, the shortest, is its size's: found again
+		 * only when the size changes (a batch is mostly one size).
+		 * Counted for a size whether it goes anywhere or not.
+		 */
+		if (s->bytes != seen) {
+			seen = s->bytes;
+			if (seen && seg_last(seen, (seen - 1) / seg + 1, seg) <
+				    shortest)
+				shortest = seg_last(seen, (seen - 1) / seg + 1,
+						    seg);
+		}
 		icfab_engine_part_slot(&pe->slots[i], s->src, s->dst, s->bytes,
 				       s->submit_ps, s->key, r);
 	}
+	pe->pt[p]->share_min = shortest;
 }
 
 /*
@@ -766,6 +846,9 @@ int icfab_pengine_submit_batch(struct icfab_pengine *pe,
 		}
 		pe->routes_cap = n;
 	}
+	/* Nothing in flight: the shortest segment is the batch's. */
+	if (!pe->events_reserved)
+		pe->min_len = ICFAB_ENGINE_NEVER;
 	pe->subs = subs;
 	pe->nr_subs = n;
 	pe->ids = ids;
@@ -777,6 +860,10 @@ int icfab_pengine_submit_batch(struct icfab_pengine *pe,
 	if (pe->taken)
 		pe->free_head = pe->free_next[pe->ids[pe->taken - 1]];
 	pe->events_reserved += pe->batch_need;
+	/* Routed, if not all taken: no longer than what is in flight. */
+	for (p = 0; p < pe->nr; p++)
+		if (pe->pt[p]->share_min < pe->min_len)
+			pe->min_len = pe->pt[p]->share_min;
 	for (k = 0; k < 3; k++) {
 		icfab_u64 most = 0;
 
@@ -811,8 +898,9 @@ int icfab_pengine_run_until(struct icfab_pengine *pe, icfab_u64 horizon_ps,
 		pe->horizon = horizon_ps;
 		pe->complete = complete;
 		pe->arg = arg;
-		pe->first_hz = t + pe->lookahead < t ? ICFAB_ENGINE_NEVER :
-			       t + pe->lookahead;
+		pe->window = win_len(pe);
+		pe->first_hz = t + pe->window < t ? ICFAB_ENGINE_NEVER :
+			       t + pe->window;
 		if (horizon_ps != ICFAB_ENGINE_NEVER && pe->first_hz > horizon_ps)
 			pe->first_hz = horizon_ps;
 		pe->cmd = CMD_RUN;
@@ -861,9 +949,16 @@ int icfab_pengine_submit(struct icfab_pengine *pe, icfab_u32 src,
 	int err;
 
 	err = icfab_engine_part_route(pe->ep[0], src, dst, bytes, &r);
+	/* Nothing in flight: the shortest segment is this one's. */
+	if (!err && !pe->events_reserved)
+		pe->min_len = ICFAB_ENGINE_NEVER;
 	err = admit(pe, &s, err, &r, xfer_id);
 	if (err)
 		return err;
+	if (r.nr_segs &&
+	    seg_last(bytes, r.nr_segs, pe->ep[0]->segment_size) < pe->min_len)
+		pe->min_len = seg_last(bytes, r.nr_segs,
+				       pe->ep[0]->segment_size);
 	for (p = 0; p < pe->nr; p++) {
 		err = icfab_engine_part_adopt(pe->ep[p], *xfer_id, src, dst,
 					      bytes, submit_ps, key, &r);
@@ -990,6 +1085,7 @@ void icfab_pengine_free(struct icfab_pengine *pe)
 	sys->free(pe->st);
 	sys->free(pe->ep);
 	sys->free(pe->of_node);
+	sys->free(pe->cross);
 	sys->free(pe->cursor);
 	sys->free(pe->slots);
 	sys->free(pe->cum);
@@ -1005,7 +1101,7 @@ static int pengine_build(struct icfab_pengine *pe, const struct icfab_mtopo *m,
 			 icfab_u32 events)
 {
 	const struct icfab_pengine_sys *sys = pe->sys;
-	unsigned int nr = pe->nr, p;
+	unsigned int nr = pe->nr, p, i;
 	icfab_u32 *scratch;
 
 	pe->of_node = pe_zalloc(pe, m->nodes_cap, sizeof(*pe->of_node));
@@ -1048,6 +1144,29 @@ static int pengine_build(struct icfab_pengine *pe, const struct icfab_mtopo *m,
 	sys->free(scratch);
 	if (!pe->lookahead)
 		return -ICFAB_PENGINE_EDOM;
+	pe->min_len = ICFAB_ENGINE_NEVER;
+	pe->window = pe->lookahead;
+	/* The links between partitions, for win_len(). */
+	for (i = 0; i < 2; i++) {
+		icfab_u32 lid, n = 0;
+
+		for (lid = 0; lid < m->links_cap; lid++) {
+			const struct icfab_mlink *l = &m->links[lid];
+
+			if (l->src >= m->nodes_cap || l->dst >= m->nodes_cap ||
+			    pe->of_node[l->src] == pe->of_node[l->dst])
+				continue;
+			if (i)
+				pe->cross[n] = lid;
+			n++;
+		}
+		if (!i) {
+			pe->cross = pe_zalloc(pe, n, sizeof(*pe->cross));
+			if (!pe->cross)
+				return -ICFAB_PENGINE_ENOMEM;
+		}
+		pe->nr_cross = n;
+	}
 	for (p = 0; p < 2 * nr; p++) {
 		struct icfab_engine_part *pp = pe_part(pe, p / 2, p % 2);
 
