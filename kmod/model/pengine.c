@@ -24,7 +24,7 @@
  * here, once, as the sequential engine keeps them (free list order and
  * all), not in step in every partition: a batch of submissions is
  * routed and checked by the threads in shares (icfab_engine_part_route()),
- * thread 0 taking as many ids off the free list meanwhile; after a
+ * each also reading its share's ids off the free list, a stack; after a
  * barrier every thread finds the same admission (how far the batch goes,
  * the refusal that stops it) from the shares' checks and sums of events,
  * and every partition adopts every admitted transfer into its slot: the
@@ -136,11 +136,15 @@ struct icfab_pengine {
 	icfab_u32 nr_order[2];
 	/*
 	 * The sequential engine's transfer table, but for what the
-	 * partitions keep: its free list (from free_head, NO_XFER at the
-	 * end) and the events reserved in all.
+	 * partitions keep: its free list, as a stack (the next id given on
+	 * top, at free_stack[nr_free - 1]: a batch's ids are read off it, not
+	 * walked one after the other through a list), and the events
+	 * reserved in all.
 	 */
-	icfab_u32 xfers_cap, events_cap, free_head;
-	icfab_u32 *free_next;		/* [xfers_cap] */
+	icfab_u32 xfers_cap, events_cap, nr_free;
+	icfab_u32 *free_stack;		/* [xfers_cap] */
+	/* Scratch for a list of ids to or from an engine, [xfers_cap]. */
+	icfab_u32 *free_next;
 	icfab_u64 events_reserved;
 	icfab_u64 windows, messages;
 	/*
@@ -167,7 +171,6 @@ struct icfab_pengine {
 	/* Events needed from the start of its share on, [routes_cap]. */
 	icfab_u64 *cum;
 	icfab_u64 routes_cap;
-	icfab_u64 free_ids;		/* ids given, at most nr_subs */
 	icfab_u64 taken, batch_need;
 	int sub_err;
 };
@@ -418,8 +421,7 @@ static void report(struct icfab_pengine *pe, unsigned int par)
 		 * slot, which is not adopted again before the run ends.
 		 */
 		pe->events_reserved -= (icfab_u64)xs[x].nr_segs + 1;
-		pe->free_next[x] = pe->free_head;
-		pe->free_head = x;
+		pe->free_stack[pe->nr_free++] = x;
 		if (pe->complete && pe->complete(pe->arg, x, o[i].r))
 			pe->ret = 1;
 	}
@@ -623,10 +625,9 @@ static int admit(struct icfab_pengine *pe, const struct icfab_pengine_sub *s,
 	/* xfer_new()'s. */
 	if (r->nr_segs >= pe->events_cap ||
 	    r->need > pe->events_cap - pe->events_reserved ||
-	    pe->free_head == ICFAB_ENGINE_NO_XFER)
+	    !pe->nr_free)
 		return -ICFAB_ENGINE_ENOSPC;
-	*id = pe->free_head;
-	pe->free_head = pe->free_next[*id];
+	*id = pe->free_stack[--pe->nr_free];
 	pe->events_reserved += r->need;
 	return 0;
 }
@@ -744,8 +745,8 @@ static icfab_u64 batch_taken(const struct icfab_pengine *pe, int *err,
 			base += pe->cum[hi - 1];
 	}
 	/* A refusal for want of a slot comes after every other check. */
-	if (pe->free_ids < taken) {
-		taken = pe->free_ids;
+	if (pe->nr_free < taken) {
+		taken = pe->nr_free;
 		*err = -ICFAB_ENGINE_ENOSPC;
 	}
 	/* The events of [0, taken): whole shares, then part of one. */
@@ -773,19 +774,18 @@ static void submit_part(struct icfab_pengine *pe, unsigned int p)
 {
 	icfab_u64 i, lo = pe->nr_subs * p / pe->nr,
 		  hi = pe->nr_subs * (p + 1) / pe->nr, taken, need;
-	icfab_u64 c0 = pe_cpu(pe), c1;
+	icfab_u64 c0 = pe_cpu(pe), c1, nfree = pe->nr_free;
+	const icfab_u32 *stack = pe->free_stack;
+	icfab_u32 *ids = pe->ids;
 	int err = 0, sub_err;
 
 	route_share(pe, p, lo, hi);
-	if (!p) {
-		icfab_u32 x = pe->free_head;
-
-		for (i = 0; i < pe->nr_subs && x != ICFAB_ENGINE_NO_XFER; i++) {
-			pe->ids[i] = x;
-			x = pe->free_next[x];
-		}
-		pe->free_ids = i;
-	}
+	/*
+	 * The ids the free list would give its share, off the top of the
+	 * stack: every thread its own, none walks a list for all.
+	 */
+	for (i = lo; i < hi && i < nfree; i++)
+		ids[i] = stack[nfree - 1 - i];
 	c1 = pe_cpu(pe);
 	pe->pt[p]->phase[0] = c1 - c0;
 	pe->pt[p]->phase[1] = 0;
@@ -857,8 +857,7 @@ int icfab_pengine_submit_batch(struct icfab_pengine *pe,
 	submit_part(pe, 0);
 	pe->sys->cmd_wait(pe, 0);
 	/* admit()'s bookkeeping for the batch as a whole. */
-	if (pe->taken)
-		pe->free_head = pe->free_next[pe->ids[pe->taken - 1]];
+	pe->nr_free -= (icfab_u32)pe->taken;
 	pe->events_reserved += pe->batch_need;
 	/* Routed, if not all taken: no longer than what is in flight. */
 	for (p = 0; p < pe->nr; p++)
@@ -1090,6 +1089,7 @@ void icfab_pengine_free(struct icfab_pengine *pe)
 	sys->free(pe->slots);
 	sys->free(pe->cum);
 	sys->free(pe->free_next);
+	sys->free(pe->free_stack);
 	sys->free(pe->res);
 	sys->free(pe->order);
 	sys->free(pe);
@@ -1112,9 +1112,10 @@ static int pengine_build(struct icfab_pengine *pe, const struct icfab_mtopo *m,
 	pe->st = pe_zalloc(pe, nr, sizeof(*pe->st));
 	pe->cursor = pe_zalloc(pe, nr, sizeof(*pe->cursor));
 	pe->free_next = pe_zalloc(pe, xfers, sizeof(*pe->free_next));
+	pe->free_stack = pe_zalloc(pe, xfers, sizeof(*pe->free_stack));
 	pe->res = pe_zalloc(pe, 2 * (icfab_u64)nr * xfers, sizeof(*pe->res));
 	pe->order = pe_zalloc(pe, 2 * (icfab_u64)xfers, sizeof(*pe->order));
-	if (!pe->free_next || !pe->res || !pe->order ||
+	if (!pe->free_next || !pe->free_stack || !pe->res || !pe->order ||
 	    !pe->of_node || !scratch || !pe->pt || !pe->pt_raw || !pe->ep ||
 	    !pe->st || !pe->cursor) {
 		sys->free(scratch);
@@ -1137,8 +1138,8 @@ static int pengine_build(struct icfab_pengine *pe, const struct icfab_mtopo *m,
 	pe->xfers_cap = xfers;
 	pe->events_cap = events;
 	for (p = 0; p < xfers; p++)
-		pe->free_next[p] = p + 1 < xfers ? p + 1 : ICFAB_ENGINE_NO_XFER;
-	pe->free_head = xfers ? 0 : ICFAB_ENGINE_NO_XFER;
+		pe->free_stack[p] = xfers - 1 - p;
+	pe->nr_free = xfers;
 	pe->lookahead = icfab_part_plan(m, (icfab_u16)nr, pe->of_node,
 					scratch);
 	sys->free(scratch);
@@ -1267,9 +1268,11 @@ int icfab_pengine_load(struct icfab_pengine *pe, const struct icfab_engine *e)
 			return -ICFAB_ENGINE_EINVAL;
 	if (n != pe->xfers_cap)
 		return -ICFAB_ENGINE_EINVAL;
+	/* Its head on top. */
+	i = n;
 	for (x = e->free_xfer; x != ICFAB_ENGINE_NO_XFER; x = e->xfers[x].next)
-		pe->free_next[x] = e->xfers[x].next;
-	pe->free_head = e->free_xfer;
+		pe->free_stack[--i] = x;
+	pe->nr_free = n;
 	dma = icfab_engine_dma_needed(m);
 	for (p = 0; p < pe->nr; p++) {
 		struct icfab_engine *q = pe->ep[p];
@@ -1305,7 +1308,13 @@ int icfab_pengine_store(const struct icfab_pengine *pe,
 
 	if (!pe_matches(pe, e))
 		return -ICFAB_ENGINE_EINVAL;
-	err = icfab_engine_set_free_list(e, pe->free_head, pe->free_next);
+	/* The stack as a list, its top the head (free_next is scratch). */
+	for (i = 0; i < pe->nr_free; i++)
+		pe->free_next[pe->free_stack[i]] =
+			i ? pe->free_stack[i - 1] : ICFAB_ENGINE_NO_XFER;
+	err = icfab_engine_set_free_list(e, pe->nr_free ?
+					 pe->free_stack[pe->nr_free - 1] :
+					 ICFAB_ENGINE_NO_XFER, pe->free_next);
 	if (err)
 		return err;
 	for (i = 0; i < m->links_cap; i++) {
