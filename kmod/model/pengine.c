@@ -492,6 +492,15 @@ static void window_loop(struct icfab_pengine *pe, unsigned int p)
 		mine->nr_done = 0;
 		mine->err = 0;
 		icfab_engine_set_part(e, mine);
+		/*
+		 * One run of the parallel engine is one engine call for the
+		 * topology (it changes only between calls of its caller;
+		 * a callback only reads): the links' caches checked in the
+		 * window before (struct icfab_engine, epoch) stay checked,
+		 * not checked again at their first use in every window.
+		 */
+		if (w)
+			e->epoch--;
 		err = pt->xerr;
 		if (!err) {
 			err = icfab_engine_run_until(e, hz, ICFAB_NULL,
