@@ -13,7 +13,10 @@
  *					under mmap_lock alone, by ->mmap()
  *	    icfab_ctx.lock		spinlock: a context's DELAY and WRITE
  *					paths (data.c), which take it with
- *					no other lock held; outside pool_lock
+ *					no other lock held; outside pool_lock.
+ *					A memory WRITE there reads its regions
+ *					under RCU, not xa_lock or the key
+ *					table's fabric->lock (region.c)
  *	    icfab_ctx.pool_lock		spinlock: a context's spare requests
  *	    xa_lock(data->recvqs)	receive queues by endpoint (data.c)
  *	    xa_lock(fabric->circuits)	circuits by id (circuit.c)
@@ -581,6 +584,10 @@ struct icfab_region *icfab_region_get_local(struct xarray *regions,
 					    u32 handle);
 struct icfab_region *icfab_region_get_key(struct icfab_fabric *fabric,
 					  u64 key);
+bool icfab_region_write_take(struct icfab_ctx *ctx,
+			     const struct icfab_desc *dd, u32 endpoint,
+			     struct icfab_region **local,
+			     struct icfab_region **remote, u32 *dst);
 void icfab_region_put(struct icfab_region *r);
 u32 icfab_region_endpoint(const struct icfab_region *r);
 u32 icfab_region_tier_link(const struct icfab_region *r);

@@ -13,7 +13,12 @@
  * Locking: the handle table is the context's xarray (its own lock, so
  * that mmap(), which runs under mmap_lock, never needs fabric->lock;
  * the data path takes mmap_lock under fabric->lock when it copies to
- * user memory). The key table is under fabric->lock. Charges are atomic,
+ * user memory). The key table is changed under fabric->lock, and read
+ * under it or under RCU: the WRITE path (data.c) looks a memory WRITE's
+ * regions up under its context's own lock alone
+ * (icfab_region_write_take()), so a region is freed a grace period after
+ * its last reference goes, and its key and access bits, which export and
+ * unexport change, are read there with READ_ONCE(). Charges are atomic,
  * so the last put may run anywhere (a VMA close, a completion).
  */
 #include <linux/hashtable.h>
@@ -21,6 +26,7 @@
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/random.h>
+#include <linux/rcupdate.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/version.h>
@@ -38,7 +44,8 @@ static atomic_long_t icfab_pages_used = ATOMIC_LONG_INIT(0);
 #define ICFAB_KEY_HASH_BITS	8
 
 struct icfab_mem {
-	DECLARE_HASHTABLE(keys, ICFAB_KEY_HASH_BITS);	/* under fabric->lock */
+	/* Changed under fabric->lock; read under it, or RCU. */
+	DECLARE_HASHTABLE(keys, ICFAB_KEY_HASH_BITS);
 	atomic64_t *used;		/* bytes, per node id */
 	/*
 	 * Bytes per memory tier, by its home node and kind: index
@@ -51,9 +58,11 @@ struct icfab_region {
 	struct kref ref;
 	struct icfab_fabric *fabric;
 	u32 endpoint;			/* node id */
-	u32 access;			/* ICFAB_ACCESS_*, under fabric->lock */
-	u64 key;			/* 0: not exported; under fabric->lock */
+	/* Both written under fabric->lock, read by RCU readers too. */
+	u32 access;			/* ICFAB_ACCESS_* */
+	u64 key;			/* 0: not exported */
 	struct hlist_node key_node;	/* in mem->keys while exported */
+	struct rcu_head rcu;		/* freed after RCU readers */
 	u64 size;			/* bytes, whole pages */
 	/*
 	 * A region in a memory tier: the tier port's link id and the index
@@ -146,7 +155,11 @@ static void icfab_region_release(struct kref *ref)
 						   r->tier_slot));
 	atomic_long_sub(r->nr_pages, &icfab_pages_used);
 	icfab_quota_uncharge(r->uid, ICFAB_QUOTA_PAGES, r->size >> PAGE_SHIFT);
-	kfree(r);
+	/*
+	 * An RCU reader may still be looking at it (icfab_region_write_take()),
+	 * its fields but not its pages: it fails to get a reference.
+	 */
+	kfree_rcu(r, rcu);
 }
 
 void icfab_region_put(struct icfab_region *r)
@@ -194,14 +207,75 @@ struct icfab_region *icfab_region_get_key(struct icfab_fabric *fabric,
 	return r;
 }
 
+/*
+ * A memory WRITE's regions for the WRITE path (data.c), under its
+ * context's own lock and not the fabric's: true, with a reference to
+ * each in *@local and *@remote and the remote region's endpoint in
+ * *@dst, when icfab_desc_check_memory() would pass @dd from a queue on
+ * @endpoint, and both regions are plain memory (a tier port may go with
+ * a live commit, which only the fabric lock's path checks). False for
+ * anything else, which the fabric lock's path then refuses or takes as
+ * ever: with the references it got left in *@local and *@remote, for the
+ * caller to put once its spinlock is let go (a last put frees pages).
+ *
+ * Looked up under RCU, the key as well as the handle: a region found is
+ * not freed meanwhile (icfab_region_release()), and its size, endpoint
+ * and tier never change; its key and access bits are read once each.
+ * A reference is taken only after every check passed, and only if the
+ * region is not on its way out: a WRITE accepted here came before a
+ * REGION_FREE (or a close) that is not finished yet, as it would had it
+ * taken the fabric lock first, and the references keep both regions'
+ * pages until its copy, as the fabric lock's path's do.
+ */
+bool icfab_region_write_take(struct icfab_ctx *ctx,
+			     const struct icfab_desc *dd, u32 endpoint,
+			     struct icfab_region **local,
+			     struct icfab_region **remote, u32 *dst)
+{
+	struct icfab_region *l, *r;
+	bool ok = false;
+	u64 end;
+
+	if (!dd->rkey)
+		return false;
+	rcu_read_lock();
+	l = xa_load(&ctx->regions, dd->region);
+	if (!l || l->endpoint != endpoint ||
+	    l->tier_link != ICFAB_MODEL_NO_LINK)
+		goto out;
+	hash_for_each_possible_rcu(ctx->fabric->mem->keys, r, key_node,
+				   dd->rkey)
+		if (READ_ONCE(r->key) == dd->rkey)
+			break;
+	if (!r || !(READ_ONCE(r->access) & ICFAB_ACCESS_REMOTE_WRITE) ||
+	    (dd->peer && dd->peer != r->endpoint) ||
+	    r->tier_link != ICFAB_MODEL_NO_LINK ||
+	    check_add_overflow(dd->local_off, dd->len, &end) ||
+	    end > l->size ||
+	    check_add_overflow(dd->remote_off, dd->len, &end) ||
+	    end > r->size)
+		goto out;
+	if (!kref_get_unless_zero(&l->ref))
+		goto out;
+	*local = l;
+	if (!kref_get_unless_zero(&r->ref))
+		goto out;
+	*remote = r;
+	*dst = r->endpoint;
+	ok = true;
+out:
+	rcu_read_unlock();
+	return ok;
+}
+
 /* Take the key away; the fabric lock is held. */
 static void __icfab_region_unexport(struct icfab_fabric *fabric,
 				    struct icfab_region *r)
 {
 	lockdep_assert_held(&fabric->lock);
 	if (r->key) {
-		hash_del(&r->key_node);
-		r->key = 0;
+		hash_del_rcu(&r->key_node);
+		WRITE_ONCE(r->key, 0);
 	}
 }
 
@@ -435,10 +509,12 @@ long icfab_ioctl_region_export(struct icfab_ctx *ctx, void __user *uarg)
 		do {
 			key = get_random_u64();
 		} while (!key || __icfab_region_find_key(fabric, key));
-		r->key = key;
-		hash_add(fabric->mem->keys, &r->key_node, key);
+		/* Its access bits before RCU readers can find it. */
+		WRITE_ONCE(r->access, re.access);
+		WRITE_ONCE(r->key, key);
+		hash_add_rcu(fabric->mem->keys, &r->key_node, key);
 	}
-	r->access = re.access;
+	WRITE_ONCE(r->access, re.access);
 	re.key = r->key;
 	if (copy_to_user(uarg, &re, sizeof(re)))
 		ret = -EFAULT;
