@@ -1332,8 +1332,9 @@ static noinline int icfab_data_room_beside_credit(struct icfab_data *d,
 /*
  * Put a transfer into the engine, starting no earlier than @at. An
  * @accepted one is a WRITE the WRITE path accepted, whose kind
- * icfab_write_accept() fixed: timing-only, so no circuit and no region
- * (no tier port on either side), a WRITE's spray offset; its caller
+ * icfab_write_accept() fixed: timing-only or between regions of plain
+ * memory, so no circuit and no tier port on either side, a WRITE's
+ * spray offset; its caller
  * syncs the tracer once for the chain (__icfab_ctx_start_accepted()).
  * A constant at each call: the same steps, in the same order, with the
  * tests that cannot fail compiled out.
@@ -3016,6 +3017,63 @@ static __always_inline bool icfab_desc_timed_write(const struct icfab_desc *dd)
 }
 
 /*
+ * A memory WRITE (a local region and a remote region's key, bytes
+ * copied, nothing else set) on the WRITE path, as icfab_write_accept()
+ * takes a timing-only one: accepted when icfab_req_prepare() would take
+ * it, with the same checks, its regions' by icfab_region_write_take()
+ * under RCU, and when both regions are plain memory and the remote one
+ * on an endpoint of @d (which icfab_req_start() would find: its engine
+ * refuses another); then chained at **@tail as a timing-only one is.
+ * Its references are taken last, after every other check, so that a
+ * refused one holds some only when a region went away meanwhile or the
+ * peer is no endpoint; they stay in @req, and icfab_submit_fast() puts
+ * them once @ctx's lock is let go.
+ */
+static __always_inline bool icfab_write_accept_memory(struct icfab_ctx *ctx,
+						      const struct icfab_data *d,
+						      const struct icfab_desc *dd,
+						      struct icfab_req *req,
+						      bool to_cq, u32 seg,
+						      struct icfab_req ***tail,
+						      u64 *events)
+{
+	u64 nseg = dd->len / seg + (dd->len % seg != 0);
+	struct icfab_queue *q;
+	u32 dst;
+
+	if (dd->op != ICFAB_OP_WRITE || dd->pad || dd->flags ||
+	    dd->circuit || dd->imm || nseg > ICFAB_MAX_XFER_SEGMENTS ||
+	    nseg + 1 > *events)
+		return false;
+	q = icfab_ctx_queue(ctx, dd->queue);
+	if (!q || q->recv ||
+	    READ_ONCE(q->inflight) + q->accepted >= q->depth)
+		return false;
+	if (!icfab_region_write_take(ctx, dd, q->endpoint, &req->local,
+				     &req->remote, &dst) ||
+	    !icfab_data_is_endpoint(d, dst))
+		return false;
+	*events -= nseg + 1;
+	/* As icfab_write_accept() fills and chains a timing-only one. */
+	req->ctx = ctx;
+	req->to_cq = to_cq;
+	req->q = q;
+	req->op = ICFAB_OP_WRITE;
+	req->len = dd->len;
+	req->cqe.user_tag = dd->user_tag;
+	req->cqe.queue = dd->queue;
+	req->local_off = dd->local_off;
+	req->remote_off = dd->remote_off;
+	req->src = q->endpoint;
+	req->dst = dst;
+	req->cqe.submit_ps = ctx->clock_ps;
+	**tail = req;
+	*tail = &req->pool_next;
+	q->accepted++;
+	return true;
+}
+
+/*
  * A timing-only WRITE on the WRITE path (ICFAB_CTX_FAST_WRITE), under
  * @ctx's own lock: accepted when icfab_req_prepare() would take it (its
  * checks, for this one kind, with the endpoints of @d and its segment size
@@ -3024,7 +3082,8 @@ static __always_inline bool icfab_desc_timed_write(const struct icfab_desc *dd)
  * credit's events left, *@events, have its room; then chained at
  * **@tail, its start the context's clock, for
  * __icfab_ctx_start_accepted() to start. False for anything else,
- * which the fabric lock's path then takes or refuses as ever.
+ * which the fabric lock's path then takes or refuses as ever (or, a
+ * memory WRITE, icfab_submit_mem_writes()).
  */
 static __always_inline bool icfab_write_accept(struct icfab_ctx *ctx,
 					       const struct icfab_data *d,
@@ -3118,6 +3177,49 @@ static noinline u32 icfab_submit_writes(struct icfab_ctx *ctx,
 }
 
 /*
+ * icfab_submit_writes() for memory WRITEs (icfab_write_accept_memory()):
+ * from @chunk[@i] on, those it takes; returns the index of the first it
+ * does not. The same reckoning of the room, the credit and the accepted
+ * counts, once a chunk. A loop of its own, not a test in the timing-only
+ * WRITEs' loop: there the memory WRITE's call cost every timing-only
+ * WRITE its registers (8 guest instructions each, the chain's tail and
+ * the credit on the stack).
+ */
+static noinline u32 icfab_submit_mem_writes(struct icfab_ctx *ctx,
+					    const struct icfab_desc *chunk,
+					    struct icfab_req **fresh, u32 i,
+					    u32 n, bool to_cq)
+{
+	/* Attached (->fast): the engine stays while the lock is held. */
+	const struct icfab_data *d = ctx->fabric->data;
+	u32 seg = d->engine.segment_size;
+	struct icfab_req **tail = ctx->accepted_last ?
+				  &ctx->accepted_last->pool_next :
+				  &ctx->accepted;
+	u32 room = min(ctx->credit_xfers,
+		       icfab_ctx_descs_room_unlocked(ctx, ctx->nr_accepted));
+	u64 events = ctx->credit_events;
+	u32 start = i, nr;
+
+	n = min(n, i + room);
+	for (; i < n; i++)
+		if (!icfab_write_accept_memory(ctx, d, &chunk[i], fresh[i],
+					       to_cq, seg, &tail, &events))
+			break;
+	nr = i - start;
+	if (!nr)
+		return i;
+	*tail = NULL;
+	ctx->accepted_last = container_of(tail, struct icfab_req, pool_next);
+	ctx->accepted_events += ctx->credit_events - events;
+	ctx->credit_events = events;
+	ctx->credit_xfers -= nr;
+	ctx->nr_accepted += nr;
+	atomic_add(nr, &ctx->fabric->fast_mem_writes);
+	return i;
+}
+
+/*
  * The DELAY and WRITE paths, under @ctx's own lock and not the fabric's
  * (->fast): from @chunk[*@at] on, as long as they are DELAYs that
  * icfab_req_prepare() and icfab_req_start() would take, each exactly as
@@ -3202,11 +3304,36 @@ static noinline u32 icfab_submit_fast(struct icfab_ctx *ctx,
 	if ((fast & ICFAB_CTX_FAST_WRITE) && i < n &&
 	    chunk[i].op == ICFAB_OP_WRITE)
 		i = icfab_submit_writes(ctx, chunk, fresh, i, n, to_cq);
+	/*
+	 * Memory WRITEs, and timing-only ones after them, in turn, until
+	 * neither takes one: so no memory WRITE is looked at twice (one
+	 * refused may hold references, put below).
+	 */
+	while ((fast & ICFAB_CTX_FAST_WRITE) && i < n &&
+	       chunk[i].op == ICFAB_OP_WRITE) {
+		u32 from = i;
+
+		i = icfab_submit_mem_writes(ctx, chunk, fresh, i, n, to_cq);
+		if (i == from)
+			break;
+		from = i;
+		i = icfab_submit_writes(ctx, chunk, fresh, i, n, to_cq);
+		if (i == from)
+			break;
+	}
 	/* Not while the engine may post (nothing in flight: DELAY). */
 	if (fast & ICFAB_CTX_FAST_DELAY)
 		__icfab_spent_flush(ctx);
 out:
 	spin_unlock(&ctx->lock);
+	/*
+	 * A memory WRITE refused holding references to its regions
+	 * (icfab_write_accept_memory()): put here, not under the spinlock,
+	 * where a last put would free pages. The fabric lock's path looks
+	 * its regions up again.
+	 */
+	if (i < n && unlikely(fresh[i]->local))
+		icfab_req_put_regions(fresh[i]);
 	n = i - *at;
 	nw = n - nd;
 	*at = i;

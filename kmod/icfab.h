@@ -165,6 +165,8 @@ struct icfab_fabric {
 	atomic_t submit_lock_waits;
 	/* WRITEs the WRITE path accepted under a context's own lock. */
 	atomic_t fast_writes;
+	/* ...of which memory WRITEs (a region and a key, bytes copied). */
+	atomic_t fast_mem_writes;
 	/* Memory transfers whose bytes were copied off this lock. */
 	atomic_t copies_unlocked;
 	/* Of those, copied by a WAIT rather than the copier's work item. */
