@@ -4,11 +4,15 @@
  * for odd sizes, offsets and page crossings over many segments; the
  * descriptor checks and their errnos; regions freed under a transfer;
  * FENCE ordering in exact virtual time; keys exchanged between processes;
- * one process on many endpoints; determinism with a CPU hog beside it.
+ * one process on many endpoints; determinism with a CPU hog beside it;
+ * memory WRITEs on the WRITE path, off the fabric lock: their bytes and
+ * times, their errors, and a REGION_FREE racing them.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -271,6 +275,339 @@ TEST_F(dm, closing_with_copies_in_flight)
 	close(self->fd);
 	self->fd = -1;
 	/* The runner checks that nothing leaked or hung. */
+}
+
+/*
+ * Memory WRITEs go off the fabric lock (fast_mem_writes counts them;
+ * fast_writes too) once a first SUBMIT under it gave the context the
+ * WRITE path, and land as they do under it: the same bytes, and the same
+ * emulated times, each WRITE submitted at the finish its WAIT returned at
+ * and taking the time of its bytes. A batch mixing them with
+ * timing-only WRITEs goes the path whole.
+ */
+TEST_F(dm, memory_writes_go_off_the_fabric_lock_as_under_it)
+{
+	enum { N = 6, LEN = 3 * SEG + 5 };
+	long long m = fab_count("fast_mem_writes");
+	long long w = fab_count("fast_writes");
+	struct icfab_desc mix[3];
+	struct icfab_cqe c[N], cm[3];
+
+	ASSERT_LE(0, m);
+	ASSERT_LE(0, w);
+	fill(self->am, RSIZE, 11);
+	memset(self->bm, 0, RSIZE);
+	for (int i = 0; i < N; i++) {
+		ASSERT_EQ(0, one(self->fd, mv(ICFAB_OP_WRITE, self->q, self->a,
+					      i * 7, self->bkey, i * LEN, LEN,
+					      i + 1), &c[i]));
+		EXPECT_EQ(i + 1, c[i].user_tag);
+		EXPECT_LT(ring_uncontended(3 * SEG, 3),
+			  c[i].finish_ps - c[i].start_ps);
+		if (!i)
+			continue;
+		/* As the first, under the lock, from the clock it left. */
+		EXPECT_EQ(c[0].finish_ps - c[0].start_ps,
+			  c[i].finish_ps - c[i].start_ps);
+		EXPECT_EQ(c[0].start_ps - c[0].submit_ps,
+			  c[i].start_ps - c[i].submit_ps);
+		EXPECT_EQ(c[i - 1].finish_ps, c[i].submit_ps);
+	}
+	/* The first under the fabric lock, then the path. */
+	EXPECT_EQ(m + N - 1, fab_count("fast_mem_writes"));
+	EXPECT_EQ(w + N - 1, fab_count("fast_writes"));
+	for (int i = 0; i < N; i++) {
+		ASSERT_EQ(0, memcmp(self->bm + i * LEN, self->am + i * 7,
+				    LEN)) {
+			TH_LOG("WRITE %d", i);
+		}
+	}
+
+	mix[0] = mv(ICFAB_OP_WRITE, self->q, self->a, 1, self->bkey,
+		    N * LEN, 100, 21);
+	mix[1] = desc_put(self->q, 3, 100, 22);
+	mix[2] = mv(ICFAB_OP_WRITE, self->q, self->a, 2, self->bkey,
+		    N * LEN + 100, 100, 23);
+	ASSERT_EQ(3, ctx_submit(self->fd, mix, 3));
+	EXPECT_EQ(m + N + 1, fab_count("fast_mem_writes"));
+	EXPECT_EQ(w + N + 2, fab_count("fast_writes"));
+	ASSERT_EQ(3, ctx_wait(self->fd, cm, 3, 3, 0, NULL));
+	for (int i = 0; i < 3; i++) {
+		EXPECT_EQ(0, cm[i].status);
+		EXPECT_EQ(c[N - 1].finish_ps, cm[i].submit_ps);
+	}
+	EXPECT_EQ(0, memcmp(self->bm + N * LEN, self->am + 1, 100));
+	EXPECT_EQ(0, memcmp(self->bm + N * LEN + 100, self->am + 2, 100));
+}
+
+/*
+ * A memory WRITE the WRITE path cannot take goes, with what follows it,
+ * to the fabric lock's path, which refuses it with the error it always
+ * gave: the first failing check's, in its order (the descriptor's own
+ * fields, the queue, the local region, its endpoint, the key and its
+ * access, the peer, the ranges, a full queue), whatever else is wrong
+ * with it. Each is tried on a context that has the path: a good WRITE
+ * just before took it (counted), and is still in flight.
+ */
+TEST_F(dm, memory_write_errors_off_the_lock_are_the_locked_paths)
+{
+	struct icfab_desc good = mv(ICFAB_OP_WRITE, self->q, self->a, 0,
+				    self->bkey, 0, 64, 1);
+	struct {
+		struct icfab_desc d;
+		int err;
+	} bad[16];
+	struct icfab_desc batch[4];
+	struct icfab_cqe c[4];
+	uint32_t ro;
+	uint64_t rokey;
+	unsigned char *rom;
+	long long m;
+	int nb = 0;
+
+	ASSERT_EQ(0, region_map(self->fd, 3, PAGE, ICFAB_ACCESS_REMOTE_READ,
+				&ro, &rokey, &rom));
+	/* No handle, and no key either. */
+	bad[nb].d = mv(ICFAB_OP_WRITE, self->q, 999, 0, 0, 0, 8, 0);
+	bad[nb++].err = -EBADF;
+	/* The local region on another endpoint, and no key. */
+	bad[nb].d = mv(ICFAB_OP_WRITE, self->q, self->b, 0, 0, 0, 8, 0);
+	bad[nb++].err = -EINVAL;
+	/* No such key, and out of range. */
+	bad[nb].d = mv(ICFAB_OP_WRITE, self->q, self->a, RSIZE, 0x1234, 0, 8,
+		       0);
+	bad[nb++].err = -EACCES;
+	/* Read-only, and another peer. */
+	bad[nb].d = mv(ICFAB_OP_WRITE, self->q, self->a, 0, rokey, 0, 8, 0);
+	bad[nb].d.peer = 5;
+	bad[nb++].err = -EACCES;
+	/* Read-only alone. */
+	bad[nb].d = mv(ICFAB_OP_WRITE, self->q, self->a, 0, rokey, 0, 8, 0);
+	bad[nb++].err = -EACCES;
+	/* Another peer, and out of range. */
+	bad[nb].d = mv(ICFAB_OP_WRITE, self->q, self->a, RSIZE - 4,
+		       self->bkey, 0, 8, 0);
+	bad[nb].d.peer = 5;
+	bad[nb++].err = -EINVAL;
+	/* Another peer alone. */
+	bad[nb].d = good;
+	bad[nb].d.peer = 5;
+	bad[nb++].err = -EINVAL;
+	/* Out of range, locally, remotely, by overflow. */
+	bad[nb].d = mv(ICFAB_OP_WRITE, self->q, self->a, RSIZE - 7,
+		       self->bkey, 0, 8, 0);
+	bad[nb++].err = -ERANGE;
+	bad[nb].d = mv(ICFAB_OP_WRITE, self->q, self->a, 0, self->bkey,
+		       RSIZE - 7, 8, 0);
+	bad[nb++].err = -ERANGE;
+	bad[nb].d = mv(ICFAB_OP_WRITE, self->q, self->a, 8, self->bkey, 0,
+		       ~0ULL, 0);
+	bad[nb++].err = -ERANGE;
+	/* A pad byte, with no handle. */
+	bad[nb].d = mv(ICFAB_OP_WRITE, self->q, 999, 0, self->bkey, 0, 8, 0);
+	bad[nb].d.pad = 1;
+	bad[nb++].err = -EINVAL;
+	/* No such queue, no handle. */
+	bad[nb].d = mv(ICFAB_OP_WRITE, 777, 999, 0, self->bkey, 0, 8, 0);
+	bad[nb++].err = -ENOENT;
+
+	/* The first under the fabric lock: it gives the path. */
+	ASSERT_EQ(0, one(self->fd, good, c));
+	for (int i = 0; i < nb; i++) {
+		m = fab_count("fast_mem_writes");
+		good.user_tag = 100 + i;
+		ASSERT_EQ(1, ctx_submit(self->fd, &good, 1));
+		EXPECT_EQ(m + 1, fab_count("fast_mem_writes"));
+		EXPECT_EQ(bad[i].err, ctx_submit(self->fd, &bad[i].d, 1)) {
+			TH_LOG("case %d", i);
+		}
+		EXPECT_EQ(m + 1, fab_count("fast_mem_writes"));
+		ASSERT_EQ(1, ctx_wait(self->fd, c, 1, 4, 0, NULL));
+		EXPECT_EQ(100 + i, c[0].user_tag);
+		EXPECT_EQ(0, c[0].status);
+	}
+
+	/*
+	 * A batch: those before the bad one go the path, and they are all
+	 * the SUBMIT takes.
+	 */
+	m = fab_count("fast_mem_writes");
+	batch[0] = good;
+	batch[1] = good;
+	batch[2] = bad[4].d;
+	batch[3] = good;
+	EXPECT_EQ(2, ctx_submit(self->fd, batch, 4));
+	EXPECT_EQ(m + 2, fab_count("fast_mem_writes"));
+	EXPECT_EQ(2, ctx_wait(self->fd, c, 2, 4, 0, NULL));
+	EXPECT_EQ(-EDEADLK, ctx_wait(self->fd, c, 1, 4, 0, NULL));
+
+	/* A full queue: its -EAGAIN comes after the ranges' -ERANGE. */
+	do {
+		struct icfab_desc full[16];
+		struct icfab_cqe cf[16];
+
+		for (int i = 0; i < 16; i++)
+			full[i] = good;
+		m = fab_count("fast_mem_writes");
+		ASSERT_EQ(16, ctx_submit(self->fd, full, 16));
+		EXPECT_EQ(m + 16, fab_count("fast_mem_writes"));
+		EXPECT_EQ(-ERANGE, ctx_submit(self->fd, &bad[8].d, 1));
+		EXPECT_EQ(-EAGAIN, ctx_submit(self->fd, &good, 1));
+		EXPECT_EQ(m + 16, fab_count("fast_mem_writes"));
+		EXPECT_EQ(16, ctx_wait(self->fd, cf, 16, 16, 0, NULL));
+	} while (0);
+	munmap(rom, PAGE);
+}
+
+/*
+ * A REGION_FREE (which takes the key away) racing memory WRITEs to its
+ * key on the WRITE path, by another thread of the same context: each
+ * WRITE either came before it, and lands its bytes (the region's pages
+ * stay while a transfer holds it), or after it, and gets the fabric
+ * lock's -EACCES; once one is refused, none with that key is accepted
+ * again. With KASAN, no use after free of the region the path looked up
+ * under RCU. Rounds of a fresh region each, freed at a different point.
+ */
+struct race {
+	int fd;
+	volatile int round;		/* the region's round, set by the freer */
+	volatile uint64_t key;
+	volatile int accepted;		/* by the writer in this round */
+	volatile int refused;		/* the writer saw -EACCES */
+	volatile int stop;
+	volatile uint32_t region;
+	volatile int free_after;	/* WRITEs accepted before the free */
+	volatile int phase;		/* the freer's; 0: it gave up */
+	volatile int err;		/* its REGION_FREE's */
+};
+
+static void *race_freer(void *arg)
+{
+	struct race *r = arg;
+
+	while (!r->stop) {
+		int round = r->round;
+
+		r->phase = 1;
+		if (round < 0 || r->key == 0) {
+			sched_yield();
+			continue;
+		}
+		r->phase = 2;
+		while (!r->stop && r->accepted < r->free_after && !r->refused)
+			sched_yield();
+		r->phase = 3;
+		r->err = ctx_region_free(r->fd, r->region);
+		if (r->err) {
+			r->phase = 0;
+			return (void *)1;
+		}
+		r->phase = 4;
+		r->key = 0;
+		while (!r->stop && r->round == round)
+			sched_yield();
+	}
+	return NULL;
+}
+
+TEST_F(dm, a_region_freed_under_memory_writes_off_the_lock)
+{
+	enum { ROUNDS = 64, LEN = 8, MAXW = 500 };
+	struct race r = { .fd = self->fd, .round = -1, .phase = 1 };
+	long long m = fab_count("fast_mem_writes");
+	void *ret = NULL;
+	pthread_t t;
+
+	ASSERT_LE(0, m);
+	fill(self->am, RSIZE, 5);
+	ASSERT_EQ(0, pthread_create(&t, NULL, race_freer, &r));
+	for (int round = 0; round < ROUNDS; round++) {
+		unsigned char *map;
+		uint32_t h;
+		uint64_t key;
+		int n = 0, inflight = 0, err = 0;
+		struct icfab_cqe c[16];
+
+		ASSERT_EQ(0, region_map(self->fd, 3, PAGE,
+					ICFAB_ACCESS_REMOTE_WRITE, &h, &key,
+					&map));
+		memset(map, 0, PAGE);
+		r.region = h;
+		r.accepted = 0;
+		r.refused = 0;
+		r.free_after = round % 13;
+		r.key = key;
+		r.round = round;
+		for (;;) {
+			struct icfab_desc d = mv(ICFAB_OP_WRITE, self->q,
+						 self->a, (n * 13) % 4096, key,
+						 n * LEN, LEN, n);
+			int got;
+
+			/*
+			 * The freer has not got there yet (its CPU may be
+			 * slow to run, under TCG): wait for it, then try.
+			 */
+			if (n == MAXW) {
+				while (r.key && r.phase != 0)
+					sched_yield();
+				ASSERT_EQ(0, r.err) {
+					TH_LOG("round %d: free after %d, freer in phase %d",
+					       round, r.free_after, r.phase);
+				}
+			}
+			got = ctx_submit(self->fd, &d, 1);
+			if (got != 1) {
+				err = got;
+				break;
+			}
+			n++;
+			r.accepted = n;
+			/* The freer's turn, on one CPU too. */
+			if (n >= r.free_after)
+				sched_yield();
+			if (++inflight == 8) {
+				got = ctx_wait(self->fd, c, 8, 8, 0, NULL);
+				ASSERT_EQ(8, got);
+				for (int i = 0; i < 8; i++)
+					ASSERT_EQ(0, c[i].status);
+				inflight = 0;
+			}
+		}
+		r.refused = 1;
+		EXPECT_EQ(-EACCES, err);
+		if (inflight) {
+			ASSERT_EQ(inflight, ctx_wait(self->fd, c, inflight,
+						     inflight, 0, NULL));
+			for (int i = 0; i < inflight; i++)
+				ASSERT_EQ(0, c[i].status);
+		}
+		/* Refused once, refused from then on. */
+		while (r.key)
+			sched_yield();
+		do {
+			struct icfab_desc d = mv(ICFAB_OP_WRITE, self->q,
+						 self->a, 0, key, 0, LEN, 0);
+
+			EXPECT_EQ(-EACCES, ctx_submit(self->fd, &d, 1));
+		} while (0);
+		/* Every accepted WRITE landed, in the pages the mapping kept. */
+		for (int i = 0; i < n; i++) {
+			ASSERT_EQ(0, memcmp(map + i * LEN,
+					    self->am + (i * 13) % 4096, LEN)) {
+				TH_LOG("round %d WRITE %d of %d", round, i, n);
+			}
+		}
+		for (int i = n * LEN; i < (int)PAGE; i++)
+			ASSERT_EQ(0, map[i]);
+		munmap(map, PAGE);
+		r.round = -1;
+	}
+	r.stop = 1;
+	pthread_join(t, &ret);
+	EXPECT_EQ(NULL, ret);
+	/* The WRITEs went the path (the first of the test's under the lock). */
+	EXPECT_LT(m + ROUNDS, fab_count("fast_mem_writes"));
 }
 
 static struct icfab_cqe *by_tag(struct icfab_cqe *c, int n, uint64_t tag)
