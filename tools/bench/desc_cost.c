@@ -13,6 +13,11 @@
  *          completions polled from the completion ring (ICFAB_F_CQ_RING),
  *          ICFAB_IOC_CQ_WAIT only when the ring has fewer than 32
  *   ioctl CQ: ICFAB_IOC_SUBMIT of 32 with ICFAB_SUBMIT_F_CQ, the same ring
+ *   ioctl CQ MEM: the same with 64-byte WRITEs of device memory instead,
+ *          from a region on endpoint 0 to one on endpoint 1 by its key
+ *          (bytes copied: the checks of both regions, the copy of 64 bytes
+ *          at the completion); the context attaches both endpoints, for
+ *          every row, to own both regions
  * and, to split the cost, the same paths with 32 zero-length DELAYs
  * instead of the WRITEs (uring-delay, ioctl-delay): everything a
  * descriptor costs except the engine (a DELAY only moves the context's
@@ -45,6 +50,7 @@
 #include <linux/icfab_genl.h>
 
 #include "bench.h"
+#include "fabric_util.h"
 
 #define BATCH	32
 #define LEN	64		/* bytes */
@@ -73,9 +79,18 @@ static int reap(struct io_uring *ring, unsigned int n)
 	return bad ? -1 : 0;
 }
 
-/* The descriptor measured: a timing-only WRITE, or a DELAY of 0 ps. */
+/* The memory row's regions: the local one's handle, the remote one's key. */
+static uint32_t mem_region;
+static uint64_t mem_key;
+
+/*
+ * The descriptor measured: a timing-only WRITE, a DELAY of 0 ps (@delay
+ * 1), or a WRITE of device memory (@delay 2).
+ */
 static struct icfab_desc bench_desc(uint32_t q, int delay)
 {
+	if (delay == 2)
+		return mv(ICFAB_OP_WRITE, q, mem_region, 0, mem_key, 0, LEN, 0);
 	if (delay)
 		return (struct icfab_desc){ .op = ICFAB_OP_DELAY, .queue = q };
 	return (struct icfab_desc){ .op = ICFAB_OP_WRITE, .queue = q,
@@ -186,7 +201,8 @@ static double run_nop(struct io_uring *ring, int rounds)
 }
 
 enum { M_NOP, M_URING, M_IOCTL, M_URING_D, M_IOCTL_D,
-       M_URING_B, M_IOCTL_CQ, M_URING_B_D, M_IOCTL_CQ_D, M_NR_RUN };
+       M_URING_B, M_IOCTL_CQ, M_URING_B_D, M_IOCTL_CQ_D, M_IOCTL_CQ_M,
+       M_NR_RUN };
 /* Without the ring, only the methods before it. */
 static int m_nr_run = M_NR_RUN;
 #define M_NR	(2 * M_NR_RUN - 1)	/* and each one's ratio to nop */
@@ -195,11 +211,12 @@ static const char *const m_name[M_NR_RUN] = {
 	"io_uring NOP", "icfab io_uring SUBMIT", "icfab ioctl SUBMIT",
 	"io_uring DELAY", "ioctl DELAY",
 	"icfab io_uring BATCH", "icfab ioctl CQ", "io_uring BATCH DELAY",
-	"ioctl CQ DELAY",
+	"ioctl CQ DELAY", "icfab ioctl CQ MEM",
 };
 static const char *const m_arg[M_NR_RUN] = {
 	"nop", "uring", "ioctl", "uring-delay", "ioctl-delay",
 	"uring-batch", "ioctl-cq", "uring-batch-delay", "ioctl-cq-delay",
+	"ioctl-cq-mem",
 };
 
 static double run_method(int m, struct io_uring *ring, int fd, uint32_t q,
@@ -217,6 +234,8 @@ static double run_method(int m, struct io_uring *ring, int fd, uint32_t q,
 	case M_IOCTL_CQ:
 	case M_IOCTL_CQ_D:
 		return run_ioctl_cq(fd, q, rounds, m == M_IOCTL_CQ_D);
+	case M_IOCTL_CQ_M:
+		return run_ioctl_cq(fd, q, rounds, 2);
 	default:
 		return run_ioctl(fd, q, rounds, m == M_IOCTL_D);
 	}
@@ -227,7 +246,10 @@ int main(int argc, char **argv)
 	int rounds = argc > 1 ? atoi(argv[1]) : 2000;
 	const char *only = argc > 2 ? argv[2] : NULL;
 	struct icfab_queue_create qc = { .endpoint = 0, .depth = BATCH };
-	struct icfab_attach a = { .endpoint = 0 };
+	struct icfab_attach a = { .endpoint = 0 }, a1 = { .endpoint = 1 };
+	unsigned char *map0, *map1;
+	uint32_t remote;
+	uint64_t key0;
 	double *v[M_NR], mean[M_NR] = { 0 }, best[M_NR];
 	int slices;
 	struct io_uring ring;
@@ -241,8 +263,17 @@ int main(int argc, char **argv)
 	if (fd < 0)
 		return 1;
 	if (ioctl(fd, ICFAB_IOC_ATTACH, &a) ||
+	    ioctl(fd, ICFAB_IOC_ATTACH, &a1) ||
 	    ioctl(fd, ICFAB_IOC_QUEUE_CREATE, &qc)) {
 		perror("desc_cost: /dev/icfab0");
+		return 1;
+	}
+	err = region_map(fd, 0, 4096, 0, &mem_region, &key0, &map0);
+	if (!err)
+		err = region_map(fd, 1, 4096, ICFAB_ACCESS_REMOTE_WRITE,
+				 &remote, &mem_key, &map1);
+	if (err) {
+		fprintf(stderr, "desc_cost: regions: %s\n", strerror(-err));
 		return 1;
 	}
 	err = io_uring_queue_init(2 * BATCH, &ring,
