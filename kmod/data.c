@@ -2518,11 +2518,15 @@ static bool icfab_ctx_descs_full(const struct icfab_ctx *ctx)
  * nothing of the context's own system calls under the fabric lock
  * (->fast): then only the engine's completions, which any context's
  * run posts, change the counts, and only downwards but for nr_done,
- * which a post raises before it drops nr_inflight (__icfab_req_post()).
- * Read in the other order, the sum is never smaller than it was at any
- * instant of the reading: the answer may be less room than was just
- * freed, as a SUBMIT a moment earlier would have found, never more than
- * the cap allows. @more: descriptors it holds besides.
+ * which a post raises before it drops nr_inflight (__icfab_req_post()),
+ * and which a receiver's receive completion raises alone
+ * (__icfab_notify_deliver()). Read in the other order, the sum is never
+ * smaller than it was at an instant of the reading: the answer may be
+ * less room than was just freed, as a SUBMIT a moment earlier would
+ * have found, never more than the cap allowed then; a receive
+ * completion after that instant comes after the WRITEs accepted on it,
+ * as one after a SUBMIT under the fabric lock does. @more: descriptors
+ * it holds besides.
  */
 static inline u32 icfab_ctx_descs_room_unlocked(const struct icfab_ctx *ctx,
 						u32 more)
@@ -2769,9 +2773,14 @@ err_uncount:
  * (its WAIT, which stops holding it, comes here first), so the engine
  * processes nothing at that instant or after it meanwhile, and what
  * icfab_engine_submit_at() and the start read is what they read at the
- * SUBMIT. The room each needs was promised (d->granted_events): it
- * fits. What the chain's WRITEs share is looked at once, before its
- * loop, or compiled out (icfab_xfer_submit()'s @accepted). Called by
+ * SUBMIT. A FENCE or a receiver's TRIGGER that headed the queue's
+ * backlog at the SUBMIT may have gone meanwhile, and what followed it
+ * into the engine: at an instant before that clock (the engine got no
+ * further), so the WRITE, which would have followed them at its start,
+ * goes in after them at the same start. The room each needs was
+ * promised (d->granted_events): it fits. What the chain's WRITEs share
+ * is looked at once, before its loop, or compiled out
+ * (icfab_xfer_submit()'s @accepted). Called by
  * __icfab_ctx_slow() with ->fast clear. The fabric lock is held.
  */
 static noinline void __icfab_ctx_start_accepted(struct icfab_ctx *ctx)
@@ -2892,26 +2901,45 @@ fault:
 }
 
 /*
+ * Does @ctx get the WRITE path alone, not the DELAYs'
+ * (__icfab_ctx_may_fast())? When something of it is in flight, or it
+ * has a receive queue: then the engine's runs, any context's, post into
+ * its completion state (its own completions; the receive completions of
+ * others' NOTIFY WRITEs, which may also release its TRIGGERs and what
+ * waits behind them), and the DELAY path writes that state (the done
+ * list, the ring, the spent stack). The WRITE path writes none of it,
+ * only its own list and counts (ctx->accepted, q->accepted, the
+ * credit), and reads with READ_ONCE() only counts that the posts lower
+ * or, for a receive completion, raise nr_done alone
+ * (icfab_ctx_descs_room_unlocked()): so a receiver's WRITEs may take it
+ * as anyone's (docs/ARCHITECTURE.md, "Receivers on the WRITE path").
+ * The fabric lock is held.
+ */
+static __always_inline bool
+__icfab_ctx_fast_writes(const struct icfab_ctx *ctx)
+{
+	lockdep_assert_held(&ctx->fabric->lock);
+	return ctx->nr_inflight || ctx->u_inflight || ctx->nr_recvqs;
+}
+
+/*
  * May @ctx's DELAYs go under its own lock (->fast)? Only when nothing
  * but its own system calls can touch its completion state: nothing of
  * it in flight, so nothing of it completes from the engine; no receive
  * queue, so no receive completion comes; no WAIT of either kind under
  * way; and a DELAY that moves its clock (neither free-running nor
- * paced). The fabric lock is held.
+ * paced). Its WRITEs on the same terms but that it may have things in
+ * flight or a receive queue (__icfab_ctx_fast_writes()). The fabric
+ * lock is held.
  */
 static u8 __icfab_ctx_may_fast(const struct icfab_ctx *ctx)
 {
 	lockdep_assert_held(&ctx->fabric->lock);
 	if (!ctx->nr_eps || ctx->dead || ctx->free_run ||
-	    ctx->fabric->data->paced || ctx->nr_recvqs || ctx->in_wait ||
+	    ctx->fabric->data->paced || ctx->in_wait ||
 	    ctx->uwait || ctx->waiting || ctx->catchup || ctx->cq_wait)
 		return 0;
-	/*
-	 * WRITEs also with some in flight: the engine's posts only lower
-	 * the counts their checks read (icfab_ctx_descs_room_unlocked()),
-	 * and they touch nothing else the WRITE path does.
-	 */
-	if (ctx->nr_inflight || ctx->u_inflight)
+	if (__icfab_ctx_fast_writes(ctx))
 		return ICFAB_CTX_FAST_WRITE;
 	return ICFAB_CTX_FAST_WRITE | ICFAB_CTX_FAST_DELAY;
 }
@@ -2977,7 +3005,7 @@ static void __icfab_ctx_fast_update(struct icfab_ctx *ctx)
 		return;
 	/* Clear in every caller (cleared as it took the lock): cheap. */
 	__icfab_ctx_slow(ctx);
-	if (fast == ICFAB_CTX_FAST_WRITE)
+	if (ctx->nr_inflight || ctx->u_inflight)
 		/* Something in flight: transfers (may_fast()). */
 		ctx->writes = true;
 	if ((fast & ICFAB_CTX_FAST_WRITE) && ctx->writes)

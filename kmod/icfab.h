@@ -347,12 +347,15 @@ struct icfab_ctx {
 	 * (written; others only read it, WRITE_ONCE/READ_ONCE), its queue
 	 * table and queues' inflight counts, nr_inflight, nr_done and the
 	 * done list, the ring's tail and the spent stack. ->fast is set
-	 * only with fabric->lock and this lock held, when nothing of the
-	 * context can complete from the engine (nothing in flight, no
-	 * receive queue) and no WAIT is under way; anything else that
-	 * takes fabric->lock for the context clears it first, under this
-	 * lock, which waits for a DELAY path under way to finish. Nests
-	 * inside fabric->lock, outside pool_lock.
+	 * only with fabric->lock and this lock held, when no WAIT is under
+	 * way; for DELAYs also only when nothing of the context can
+	 * complete from the engine (nothing in flight, no receive queue),
+	 * while WRITEs, which touch none of that state, may go with things
+	 * in flight and receive completions coming (data.c,
+	 * __icfab_ctx_fast_writes()). Anything else that takes fabric->lock
+	 * for the context clears it first, under this lock, which waits for
+	 * a DELAY or WRITE path under way to finish. Nests inside
+	 * fabric->lock, outside pool_lock.
 	 */
 	spinlock_t lock;
 	u8 fast;			/* ICFAB_CTX_FAST_* */
