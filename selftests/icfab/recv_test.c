@@ -696,4 +696,372 @@ TEST_F(rx, killed_receiver)
 	}
 }
 
+/*
+ * A receiver's WRITEs on the WRITE path (off the fabric lock, counted
+ * in fast_writes) while another context's NOTIFY WRITEs land at it: the
+ * receiver computes far ahead, so the sender's WAIT runs the engine
+ * and posts the receive completions into the receiver while its own
+ * SUBMITs go on. Its first WRITE goes under the fabric lock (no credit
+ * before a transfer was in flight), the other RW_N - 1 on the path;
+ * every receive completion comes once, with the sender's times, and
+ * every WRITE of its own completes once.
+ */
+#define RW_N	64		/* the receiver's WRITEs */
+#define RN_N	32		/* NOTIFY WRITEs to it */
+#define RW_T0	1000000000000ULL	/* ps: where the receiver computes to */
+
+struct notifier {
+	int fd, q, err;
+	struct icfab_cqe c[RN_N];
+};
+
+/* RN_N NOTIFY WRITEs to RX_EP, imm i, one a SUBMIT, then their WAIT. */
+static void *notifier_fn(void *arg)
+{
+	struct notifier *nt = arg;
+	unsigned int got = 0;
+
+	for (unsigned int i = 0; i < RN_N; i++) {
+		struct icfab_desc d = desc_notify_put(nt->q, RX_EP, SEG, i, i);
+
+		if (ctx_submit(nt->fd, &d, 1) != 1) {
+			nt->err = 1;
+			return NULL;
+		}
+	}
+	while (got < RN_N) {
+		int n = ctx_wait(nt->fd, nt->c + got, 1, RN_N - got, 20000,
+				 NULL);
+
+		if (n <= 0) {
+			nt->err = 2;
+			return NULL;
+		}
+		got += n;
+	}
+	return NULL;
+}
+
+TEST_F(rx, a_receivers_writes_take_the_path_while_notifies_land)
+{
+	struct icfab_cqe c[RW_N + RN_N + 1];
+	unsigned int own[RW_N + 1] = { 0 }, heard[RN_N] = { 0 };
+	struct notifier nt = { 0 };
+	struct icfab_desc d = delay(0, RW_T0);
+	long long n0, n1;
+	int q, rq, got = 0;
+	pthread_t t;
+
+	ASSERT_EQ(0, ctx_attach(self->fd, RX_EP));
+	/* Its WRITEs and the DELAY, which counts until reaped. */
+	q = ctx_queue(self->fd, RX_EP, RW_N + 1);
+	rq = ctx_recv_queue(self->fd, RX_EP, RN_N);
+	ASSERT_LE(0, q);
+	ASSERT_LE(0, rq);
+	nt.fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, nt.fd);
+	ASSERT_EQ(0, ctx_attach(nt.fd, TX_EP));
+	nt.q = ctx_queue(nt.fd, TX_EP, RN_N);
+	ASSERT_LE(0, nt.q);
+	d.queue = q;
+	d.user_tag = RW_N;
+	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
+
+	n0 = fab_count("fast_writes");
+	ASSERT_LE(0, n0);
+	d = desc_put(q, OTHER_EP, SEG, 0);
+	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
+	ASSERT_EQ(0, pthread_create(&t, NULL, notifier_fn, &nt));
+	for (unsigned int i = 1; i < RW_N; i++) {
+		d = desc_put(q, OTHER_EP, SEG, i);
+		ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
+	}
+	n1 = fab_count("fast_writes");
+	pthread_join(t, NULL);
+	ASSERT_EQ(0, nt.err);
+	/* The sender's NOTIFY WRITEs never take it (they reserve). */
+	EXPECT_EQ(RW_N - 1, n1 - n0);
+	EXPECT_EQ(n1, fab_count("fast_writes"));
+	/* It holds the engine at its clock: its own WRITEs need it gone. */
+	close(nt.fd);
+
+	while (got < RW_N + RN_N + 1) {
+		int n = ctx_wait(self->fd, c + got, 1, RW_N + RN_N + 1 - got,
+				 20000, NULL);
+
+		ASSERT_LT(0, n);
+		got += n;
+	}
+	for (int i = 0; i < got; i++) {
+		const struct icfab_cqe *r = &c[i];
+
+		EXPECT_EQ(0, r->status);
+		if (i)
+			EXPECT_LE(c[i - 1].finish_ps, r->finish_ps);
+		if (r->queue == (uint32_t)q) {
+			/* Its WRITEs, tags 0 to RW_N - 1, then the DELAY's. */
+			ASSERT_GE(RW_N, r->user_tag);
+			own[r->user_tag]++;
+			EXPECT_EQ(r->user_tag == RW_N ? 0 : RW_T0,
+				  r->submit_ps);
+			continue;
+		}
+		ASSERT_EQ((uint32_t)rq, r->queue);
+		ASSERT_EQ((uint64_t)TX_EP, r->user_tag >> 32);
+		ASSERT_GT(RN_N, (uint32_t)r->user_tag);
+		heard[(uint32_t)r->user_tag]++;
+		/* The transfer's own times, the sender's completion's. */
+		for (unsigned int k = 0; k < RN_N; k++) {
+			if (nt.c[k].user_tag != (uint32_t)r->user_tag)
+				continue;
+			EXPECT_EQ(nt.c[k].submit_ps, r->submit_ps);
+			EXPECT_EQ(nt.c[k].start_ps, r->start_ps);
+			EXPECT_EQ(nt.c[k].finish_ps, r->finish_ps);
+		}
+		EXPECT_GT(RW_T0, r->finish_ps);
+	}
+	for (unsigned int i = 0; i <= RW_N; i++)
+		EXPECT_EQ(1, own[i]);
+	for (unsigned int i = 0; i < RN_N; i++)
+		EXPECT_EQ(1, heard[i]);
+	/* Nothing more: none doubled, none left. */
+	EXPECT_EQ(-ETIMEDOUT, ctx_wait(self->fd, c, 1, 1, 50, NULL));
+	EXPECT_EQ(0, ctx_queue_destroy(self->fd, rq));
+}
+
+/*
+ * A receiver's DELAYs stay under the fabric lock (fast_delays does not
+ * move), though nothing of its own is in flight and its WRITEs take the
+ * WRITE path: the DELAY path writes its done list, which a receive
+ * completion, posted by another context's engine run, writes too.
+ */
+TEST_F(rx, a_receivers_delays_stay_under_the_fabric_lock)
+{
+	struct icfab_cqe c[4];
+	struct icfab_desc d;
+	long long n;
+	int q, rq;
+
+	ASSERT_EQ(0, ctx_attach(self->fd, RX_EP));
+	q = ctx_queue(self->fd, RX_EP, 8);
+	rq = ctx_recv_queue(self->fd, RX_EP, 8);
+	ASSERT_LE(0, q);
+	ASSERT_LE(0, rq);
+	n = fab_count("fast_delays");
+	ASSERT_LE(0, n);
+	for (int i = 0; i < 4; i++) {
+		d = delay(q, 1000);
+		ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
+		ASSERT_EQ(1, ctx_wait(self->fd, c, 1, 1, 5000, NULL));
+		EXPECT_EQ((i + 1) * 1000ULL, c[0].finish_ps);
+	}
+	EXPECT_EQ(n, fab_count("fast_delays"));
+	EXPECT_EQ(0, ctx_queue_destroy(self->fd, rq));
+	/* No receive queue: its DELAYs take their path again. */
+	for (int i = 0; i < 2; i++) {
+		d = delay(q, 1000);
+		ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
+		ASSERT_EQ(1, ctx_wait(self->fd, c, 1, 1, 5000, NULL));
+	}
+	EXPECT_EQ(n + 1, fab_count("fast_delays"));
+}
+
+/*
+ * A receiver's WRITE accepted on the WRITE path behind a TRIGGER of its
+ * queue that waits for a NOTIFY: once with the TRIGGER released while
+ * the WRITE waits on the path's list (the NOTIFY lands before the
+ * receiver's clock, in the sender's WAIT), once with the list started
+ * into the backlog by the receiver's WAIT and the TRIGGER released
+ * later (the NOTIFY lands after that clock). Each against the same
+ * round with the WRITE in the TRIGGER's own SUBMIT, under the fabric
+ * lock: the same times, relative to the round's start.
+ */
+#define TR_STEP	10000000000ULL	/* ps between two rounds' starts */
+#define TR_OFF	1000000000ULL	/* ps: the sender before or after it */
+
+struct tround {
+	struct icfab_cqe w0, trig, w;	/* relative to the round's start */
+	long long fast;			/* fast_writes the TRIGGER's WRITE took */
+};
+
+/*
+ * The sender: its NOTIFY WRITE's completion, then a DELAY to @park, past
+ * the round, so that it does not hold the engine where it landed.
+ */
+struct twaiter {
+	int fd, q, got;
+	uint64_t clock, park;
+	struct icfab_cqe c;
+};
+
+static void *twait_fn(void *arg)
+{
+	struct twaiter *w = arg;
+	struct icfab_desc d;
+	struct icfab_cqe c[4];
+	int n;
+
+	/* Its DELAYs' completions too, reaped along the way. */
+	w->got = 0;
+	while (!w->got) {
+		n = ctx_wait(w->fd, c, 1, 4, 20000, &w->clock);
+		if (n <= 0) {
+			w->got = -1;
+			return NULL;
+		}
+		for (int i = 0; i < n; i++)
+			if (c[i].user_tag == 20) {
+				w->c = c[i];
+				w->got++;
+			}
+	}
+	if (w->got != 1 || w->clock >= w->park)
+		return NULL;
+	d = delay(w->q, w->park - w->clock);
+	if (ctx_submit(w->fd, &d, 1) != 1)
+		w->got = -1;
+	w->clock = w->park;
+	return NULL;
+}
+
+static void rel(struct icfab_cqe *c, uint64_t base)
+{
+	c->submit_ps -= base;
+	c->start_ps -= base;
+	c->finish_ps -= base;
+}
+
+static void trigger_round(struct __test_metadata *_metadata, int rx, int q,
+			  struct twaiter *tx, unsigned int round,
+			  bool path, bool late, uint64_t *rclock,
+			  struct tround *tr)
+{
+	uint64_t base = (round + 1) * TR_STEP;
+	struct icfab_desc d[2];
+	struct icfab_cqe c[4];
+	long long n0;
+	int seen = 0;
+	pthread_t t;
+
+	/* The receiver at the round's start, the sender before or after. */
+	d[0] = delay(q, base - *rclock);
+	ASSERT_EQ(1, ctx_submit(rx, d, 1));
+	d[0] = delay(tx->q, (late ? base + TR_OFF : base - TR_OFF) -
+			    tx->clock);
+	ASSERT_EQ(1, ctx_submit(tx->fd, d, 1));
+	tx->park = base + TR_STEP / 2;
+	/* A WRITE in flight: the chunk after it ends with credit. */
+	d[0] = desc_put(q, OTHER_EP, SEG, 10);
+	ASSERT_EQ(1, ctx_submit(rx, d, 1));
+	d[0] = (struct icfab_desc){ .op = ICFAB_OP_TRIGGER, .queue = q,
+				    .imm = 5, .len = round + 1,
+				    .user_tag = 11 };
+	d[1] = desc_put(q, OTHER_EP, 4 * SEG, 12);
+	n0 = fab_count("fast_writes");
+	if (path) {
+		ASSERT_EQ(1, ctx_submit(rx, &d[0], 1));
+		ASSERT_EQ(1, ctx_submit(rx, &d[1], 1));
+	} else {
+		ASSERT_EQ(2, ctx_submit(rx, d, 2));
+	}
+	tr->fast = fab_count("fast_writes") - n0;
+	d[0] = desc_notify_put(tx->q, RX_EP, SEG, 20, 5);
+	ASSERT_EQ(1, ctx_submit(tx->fd, d, 1));
+	/*
+	 * Not late: it lands before the receiver's clock, which holds the
+	 * engine there, so the sender's WAIT returns with the receiver in
+	 * no system call. Late: only once the receiver waits too.
+	 */
+	if (late) {
+		ASSERT_EQ(0, pthread_create(&t, NULL, twait_fn, tx));
+	} else {
+		twait_fn(tx);
+		ASSERT_EQ(1, tx->got);
+	}
+	/* Its four, and the DELAY's completion along the way. */
+	while (seen != 0xf) {
+		int n = ctx_wait(rx, c, 1, 4, 20000, rclock);
+
+		ASSERT_LT(0, n);
+		for (int i = 0; i < n; i++) {
+			EXPECT_EQ(0, c[i].status);
+			if (c[i].queue != (uint32_t)q) {
+				EXPECT_EQ(((uint64_t)TX_EP << 32) | 5,
+					  c[i].user_tag);
+				seen |= 8;
+			} else if (c[i].user_tag == 10) {
+				tr->w0 = c[i];
+				seen |= 1;
+			} else if (c[i].user_tag == 11) {
+				tr->trig = c[i];
+				seen |= 2;
+			} else if (c[i].user_tag == 12) {
+				tr->w = c[i];
+				seen |= 4;
+			}
+		}
+	}
+	if (late) {
+		pthread_join(t, NULL);
+		ASSERT_EQ(1, tx->got);
+	}
+	EXPECT_EQ(0, tx->c.status);
+	EXPECT_EQ(late, tx->c.finish_ps > base);
+	/* Nothing starts on the queue before its TRIGGER completes. */
+	EXPECT_LE(tr->trig.finish_ps, tr->w.start_ps);
+	rel(&tr->w0, base);
+	rel(&tr->trig, base);
+	rel(&tr->w, base);
+}
+
+static void same_cqe(struct __test_metadata *_metadata,
+		     const struct icfab_cqe *a, const struct icfab_cqe *b)
+{
+	EXPECT_EQ(a->user_tag, b->user_tag);
+	EXPECT_EQ(a->submit_ps, b->submit_ps);
+	EXPECT_EQ(a->start_ps, b->start_ps);
+	EXPECT_EQ(a->finish_ps, b->finish_ps);
+	EXPECT_EQ(a->queued_ps, b->queued_ps);
+}
+
+TEST_F(rx, a_receivers_write_behind_its_trigger_takes_the_path)
+{
+	struct twaiter tx = { 0 };
+	struct tround tr[4];
+	uint64_t rclock = 0;
+	int q, rq;
+
+	ASSERT_EQ(0, ctx_attach(self->fd, RX_EP));
+	q = ctx_queue(self->fd, RX_EP, 8);
+	rq = ctx_recv_queue(self->fd, RX_EP, 8);
+	ASSERT_LE(0, q);
+	ASSERT_LE(0, rq);
+	tx.fd = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, tx.fd);
+	ASSERT_EQ(0, ctx_attach(tx.fd, TX_EP));
+	tx.q = ctx_queue(tx.fd, TX_EP, 8);
+	ASSERT_LE(0, tx.q);
+
+	/* Under the lock, on the path; each early, then late. */
+	trigger_round(_metadata, self->fd, q, &tx, 0, false, false,
+		      &rclock, &tr[0]);
+	trigger_round(_metadata, self->fd, q, &tx, 1, true, false,
+		      &rclock, &tr[1]);
+	trigger_round(_metadata, self->fd, q, &tx, 2, false, true,
+		      &rclock, &tr[2]);
+	trigger_round(_metadata, self->fd, q, &tx, 3, true, true,
+		      &rclock, &tr[3]);
+	for (int i = 0; i < 4; i += 2) {
+		EXPECT_EQ(0, tr[i].fast);
+		EXPECT_EQ(1, tr[i + 1].fast);
+		same_cqe(_metadata, &tr[i].w0, &tr[i + 1].w0);
+		same_cqe(_metadata, &tr[i].trig, &tr[i + 1].trig);
+		same_cqe(_metadata, &tr[i].w, &tr[i + 1].w);
+	}
+	/* Early: released at the TRIGGER's own start; late: at the NOTIFY's. */
+	EXPECT_EQ(0, tr[0].trig.finish_ps);
+	EXPECT_LT(TR_OFF, tr[2].trig.finish_ps);
+	close(tx.fd);
+}
+
 TEST_HARNESS_MAIN
