@@ -33,7 +33,9 @@
  * usage: desc_cost [ROUNDS [METHOD]]   (batches per method, default 2000;
  *        with METHOD one of the names printed as "x NOP: NAME": that one
  *        alone, for a profiler). Without ICFAB_F_CQ_RING the ring rows
- *        are left out.
+ *        are left out. DESC_COST_RECV=1: the context is a receiver too
+ *        (a receive queue of depth 1 on its endpoint, as a libfabricdev
+ *        rank of independent processes binds), which nothing sends to.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -275,6 +277,17 @@ int main(int argc, char **argv)
 	if (err) {
 		fprintf(stderr, "desc_cost: regions: %s\n", strerror(-err));
 		return 1;
+	}
+	if (getenv("DESC_COST_RECV") && *getenv("DESC_COST_RECV")) {
+		struct icfab_queue_create rq = { .endpoint = 0, .depth = 1,
+						 .flags = ICFAB_QUEUE_F_RECV };
+
+		if (ioctl(fd, ICFAB_IOC_QUEUE_CREATE, &rq)) {
+			perror("desc_cost: a receive queue");
+			return 1;
+		}
+		printf("desc_cost: the context is a receiver (receive queue %u)\n",
+		       rq.queue);
 	}
 	err = io_uring_queue_init(2 * BATCH, &ring,
 				  IORING_SETUP_SQE128 | IORING_SETUP_CQE32);
