@@ -3162,6 +3162,43 @@ static __always_inline bool icfab_write_accept(struct icfab_ctx *ctx,
 }
 
 /*
+ * What both WRITE-path loops (icfab_submit_writes(),
+ * icfab_submit_mem_writes()) share: where the accepted chain goes on,
+ * the room read once at the start (its room then, as
+ * icfab_ctx_descs_room_unlocked() reads it, is never more than what it
+ * has at any later instant of the loop, nor more than the credit), and
+ * the counts written once at the end for @nr accepted, the chain ending
+ * at *@tail and @events of credit left; false when there were none.
+ */
+static __always_inline struct icfab_req **
+icfab_accepted_tail(struct icfab_ctx *ctx)
+{
+	return ctx->accepted_last ? &ctx->accepted_last->pool_next :
+				    &ctx->accepted;
+}
+
+static __always_inline u32 icfab_accepted_room(const struct icfab_ctx *ctx)
+{
+	return min(ctx->credit_xfers,
+		   icfab_ctx_descs_room_unlocked(ctx, ctx->nr_accepted));
+}
+
+static __always_inline bool icfab_accepted_add(struct icfab_ctx *ctx,
+					       struct icfab_req **tail,
+					       u64 events, u32 nr)
+{
+	if (!nr)
+		return false;
+	*tail = NULL;
+	ctx->accepted_last = container_of(tail, struct icfab_req, pool_next);
+	ctx->accepted_events += ctx->credit_events - events;
+	ctx->credit_events = events;
+	ctx->credit_xfers -= nr;
+	ctx->nr_accepted += nr;
+	return true;
+}
+
+/*
  * The WRITE path's loop: from @chunk[@i] on, the WRITEs that
  * icfab_write_accept() takes; returns the index of the first it does not.
  * What they take of the credit and add to the accepted WRITEs' counts
@@ -3179,28 +3216,16 @@ static noinline u32 icfab_submit_writes(struct icfab_ctx *ctx,
 	/* Attached (->fast): the engine stays while the lock is held. */
 	const struct icfab_data *d = ctx->fabric->data;
 	u32 seg = d->engine.segment_size;
-	struct icfab_req **tail = ctx->accepted_last ?
-				  &ctx->accepted_last->pool_next :
-				  &ctx->accepted;
-	u32 room = min(ctx->credit_xfers,
-		       icfab_ctx_descs_room_unlocked(ctx, ctx->nr_accepted));
+	struct icfab_req **tail = icfab_accepted_tail(ctx);
 	u64 events = ctx->credit_events;
-	u32 start = i, nr;
+	u32 start = i;
 
-	n = min(n, i + room);
+	n = min(n, i + icfab_accepted_room(ctx));
 	for (; i < n; i++)
 		if (!icfab_write_accept(ctx, d, &chunk[i], fresh[i], to_cq,
 					seg, &tail, &events))
 			break;
-	nr = i - start;
-	if (!nr)
-		return i;
-	*tail = NULL;
-	ctx->accepted_last = container_of(tail, struct icfab_req, pool_next);
-	ctx->accepted_events += ctx->credit_events - events;
-	ctx->credit_events = events;
-	ctx->credit_xfers -= nr;
-	ctx->nr_accepted += nr;
+	icfab_accepted_add(ctx, tail, events, i - start);
 	return i;
 }
 
@@ -3221,29 +3246,17 @@ static noinline u32 icfab_submit_mem_writes(struct icfab_ctx *ctx,
 	/* Attached (->fast): the engine stays while the lock is held. */
 	const struct icfab_data *d = ctx->fabric->data;
 	u32 seg = d->engine.segment_size;
-	struct icfab_req **tail = ctx->accepted_last ?
-				  &ctx->accepted_last->pool_next :
-				  &ctx->accepted;
-	u32 room = min(ctx->credit_xfers,
-		       icfab_ctx_descs_room_unlocked(ctx, ctx->nr_accepted));
+	struct icfab_req **tail = icfab_accepted_tail(ctx);
 	u64 events = ctx->credit_events;
-	u32 start = i, nr;
+	u32 start = i;
 
-	n = min(n, i + room);
+	n = min(n, i + icfab_accepted_room(ctx));
 	for (; i < n; i++)
 		if (!icfab_write_accept_memory(ctx, d, &chunk[i], fresh[i],
 					       to_cq, seg, &tail, &events))
 			break;
-	nr = i - start;
-	if (!nr)
-		return i;
-	*tail = NULL;
-	ctx->accepted_last = container_of(tail, struct icfab_req, pool_next);
-	ctx->accepted_events += ctx->credit_events - events;
-	ctx->credit_events = events;
-	ctx->credit_xfers -= nr;
-	ctx->nr_accepted += nr;
-	atomic_add(nr, &ctx->fabric->fast_mem_writes);
+	if (icfab_accepted_add(ctx, tail, events, i - start))
+		atomic_add(i - start, &ctx->fabric->fast_mem_writes);
 	return i;
 }
 
