@@ -546,6 +546,7 @@ err_free:
  * the fabric lock's holder can change.
  */
 static void __icfab_ctx_start_accepted(struct icfab_ctx *ctx);
+static void __icfab_ctx_fast_update(struct icfab_ctx *ctx);
 
 static void __icfab_ctx_slow(struct icfab_ctx *ctx)
 {
@@ -557,9 +558,6 @@ static void __icfab_ctx_slow(struct icfab_ctx *ctx)
 	spin_lock(&ctx->lock);
 	WRITE_ONCE(ctx->fast, 0);
 	spin_unlock(&ctx->lock);
-	/* Only a context that had transfers in flight gets credit. */
-	if (!ctx->writes)
-		return;
 	/* Its credit back: attached (->fast), so the engine is there. */
 	d = ctx->fabric->data;
 	d->granted_events -= ctx->credit_events;
@@ -2185,6 +2183,7 @@ long icfab_ioctl_attach(struct icfab_ctx *ctx, void __user *uarg)
 	ctx->nr_eps++;
 
 out_unlock:
+	__icfab_ctx_fast_update(ctx);
 	mutex_unlock(&fabric->lock);
 	return ret;
 }
@@ -2348,11 +2347,13 @@ long icfab_ioctl_queue_create(struct icfab_ctx *ctx, void __user *uarg)
 	}
 	ctx->queues[id] = q;
 	ctx->nr_recvqs += q->recv;
+	__icfab_ctx_fast_update(ctx);
 	mutex_unlock(&fabric->lock);
 	bitmap_free(used);
 	return 0;
 
 err_unlock:
+	__icfab_ctx_fast_update(ctx);
 	mutex_unlock(&fabric->lock);
 	bitmap_free(used);
 	kfree(q);
@@ -2988,14 +2989,19 @@ static noinline void __icfab_ctx_credit(struct icfab_ctx *ctx)
 }
 
 /*
- * At the end of a SUBMIT's chunk, or of a WAIT, under the fabric lock:
- * ->fast anew. A WAIT cleared it (__icfab_ctx_slow()), and a context
- * that alternates a SUBMIT of DELAYs and a WAIT would otherwise never
- * take the DELAY path: the WAIT that leaves nothing in flight sets it
- * again, on the same conditions. Credit only for a context that has had
- * transfers in flight at such a time (->writes, kept from then on): one
- * that submits only DELAYs never gets any, so it neither costs their
- * path the credit's reckoning at each change nor holds room.
+ * At the end of a SUBMIT's chunk, of a WAIT, and of the context's own
+ * ATTACH, QUEUE_CREATE, CQ_SETUP and WAIT_END, under the fabric lock:
+ * ->fast anew. Each cleared it (__icfab_ctx_slow()), and a context would
+ * otherwise take neither path until a SUBMIT under the fabric lock set
+ * it: the first chunk after a WAIT (a SUBMIT + WAIT loop of DELAYs
+ * never had the DELAY path), after the queue's creation, after the
+ * ring's. With ICFAB_CTX_FAST_WRITE comes credit, also before the
+ * context has had anything in flight, so that its first chunk of WRITEs
+ * takes the WRITE path too (it went under the fabric lock, one chunk a
+ * context: half the WRITEs of an all-to-all by 16 processes). A context
+ * of DELAYs alone holds some as well: its share, no more than is free,
+ * and taken back before the tables grow (icfab_data_room_beside_credit()),
+ * so it costs nobody room; and the reckoning, once a WAIT.
  */
 static void __icfab_ctx_fast_update(struct icfab_ctx *ctx)
 {
@@ -3005,10 +3011,7 @@ static void __icfab_ctx_fast_update(struct icfab_ctx *ctx)
 		return;
 	/* Clear in every caller (cleared as it took the lock): cheap. */
 	__icfab_ctx_slow(ctx);
-	if (ctx->nr_inflight || ctx->u_inflight)
-		/* Something in flight: transfers (may_fast()). */
-		ctx->writes = true;
-	if ((fast & ICFAB_CTX_FAST_WRITE) && ctx->writes)
+	if (fast & ICFAB_CTX_FAST_WRITE)
 		__icfab_ctx_credit(ctx);
 	spin_lock(&ctx->lock);
 	WRITE_ONCE(ctx->fast, fast);
@@ -3885,6 +3888,7 @@ long icfab_ioctl_wait_end(struct icfab_ctx *ctx)
 	WRITE_ONCE(ctx->wait_end, true);
 	if (ctx->in_wait)
 		wake_up(&ctx->wq);
+	__icfab_ctx_fast_update(ctx);
 	mutex_unlock(&fabric->lock);
 	return 0;
 }
@@ -3914,6 +3918,7 @@ long icfab_ioctl_cq_setup(struct icfab_ctx *ctx, void __user *uarg)
 	else
 		/* Whole before mmap() can see it. */
 		smp_store_release(&ctx->cq, cq);
+	__icfab_ctx_fast_update(ctx);
 	mutex_unlock(&fabric->lock);
 	if (ret) {
 		icfab_cq_destroy(cq);

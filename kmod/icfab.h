@@ -360,11 +360,6 @@ struct icfab_ctx {
 	spinlock_t lock;
 	u8 fast;			/* ICFAB_CTX_FAST_* */
 	/*
-	 * Has had transfers in flight when ->fast was set: only then does
-	 * it get credit (below). Under fabric->lock; never cleared.
-	 */
-	bool writes;
-	/*
 	 * Room in the engine's tables this context may promise its WRITEs
 	 * outside the fabric lock (struct icfab_data, granted_events):
 	 * events and transfers. Given with ICFAB_CTX_FAST_WRITE and taken
