@@ -1329,10 +1329,11 @@ static noinline int icfab_data_room_beside_credit(struct icfab_data *d,
 
 /*
  * Put a transfer into the engine, starting no earlier than @at. An
- * @accepted one is a WRITE the WRITE path accepted, whose kind
- * icfab_write_accept() fixed: timing-only or between regions of plain
- * memory, so no circuit and no tier port on either side, a WRITE's
- * spray offset; its caller
+ * @accepted one is a WRITE or READ the WRITE path accepted, whose kind
+ * icfab_write_accept() and icfab_write_accept_memory() fixed: a
+ * timing-only WRITE, or a WRITE or READ between regions of plain
+ * memory, so no circuit and no tier port on either side; its spray
+ * offset by its op, as any's; its caller
  * syncs the tracer once for the chain (__icfab_ctx_start_accepted()).
  * A constant at each call: the same steps, in the same order, with the
  * tests that cannot fail compiled out.
@@ -1407,8 +1408,8 @@ static __always_inline int icfab_xfer_submit(struct icfab_data *d,
 	 * "Parallel cables"): pieces of one buffer, each a transfer of its
 	 * own, spread over parallel links as one transfer's segments do.
 	 */
-	spray_off = accepted || req->op == ICFAB_OP_WRITE ? req->remote_off :
-							    req->local_off;
+	spray_off = req->op == ICFAB_OP_WRITE ? req->remote_off :
+						req->local_off;
 	/* Below one segment it is turn 0, which the engine starts with. */
 	if ((accepted || !req->cx) && spray_off >= e->segment_size)
 		icfab_engine_set_spray_offset(e, xfer, spray_off);
@@ -3048,17 +3049,21 @@ static __always_inline bool icfab_desc_timed_write(const struct icfab_desc *dd)
 }
 
 /*
- * A memory WRITE (a local region and a remote region's key, bytes
- * copied, nothing else set) on the WRITE path, as icfab_write_accept()
- * takes a timing-only one: accepted when icfab_req_prepare() would take
- * it, with the same checks, its regions' by icfab_region_write_take()
- * under RCU, and when both regions are plain memory and the remote one
- * on an endpoint of @d (which icfab_req_start() would find: its engine
- * refuses another); then chained at **@tail as a timing-only one is.
- * Its references are taken last, after every other check, so that a
- * refused one holds some only when a region went away meanwhile or the
- * peer is no endpoint; they stay in @req, and icfab_submit_fast() puts
- * them once @ctx's lock is let go.
+ * A memory WRITE or READ (a local region and a remote region's key,
+ * bytes copied, nothing else set) on the WRITE path, as
+ * icfab_write_accept() takes a timing-only WRITE: accepted when
+ * icfab_req_prepare() would take it, with the same checks, its regions'
+ * by icfab_region_write_take() or icfab_region_read_take() under RCU
+ * (the remote region's access bit is the op's), and when both regions
+ * are plain memory and the remote one on an endpoint of @d (which
+ * icfab_req_start() would find: its engine refuses another); then
+ * chained at **@tail as a timing-only one is, a READ from the remote
+ * endpoint to the queue's. Its references are taken last, after every
+ * other check, so that a refused one holds some only when a region went
+ * away meanwhile or the peer is no endpoint; they stay in @req, and
+ * icfab_submit_fast() puts them once @ctx's lock is let go. @read, a
+ * constant at each call: READs, or WRITEs, the code for WRITEs the same
+ * as before READs were taken.
  */
 static __always_inline bool icfab_write_accept_memory(struct icfab_ctx *ctx,
 						      const struct icfab_data *d,
@@ -3066,13 +3071,15 @@ static __always_inline bool icfab_write_accept_memory(struct icfab_ctx *ctx,
 						      struct icfab_req *req,
 						      bool to_cq, u32 seg,
 						      struct icfab_req ***tail,
-						      u64 *events)
+						      u64 *events,
+						      const bool read)
 {
 	u64 nseg = dd->len / seg + (dd->len % seg != 0);
 	struct icfab_queue *q;
-	u32 dst;
+	u32 rep;
 
-	if (dd->op != ICFAB_OP_WRITE || dd->pad || dd->flags ||
+	if (dd->op != (read ? ICFAB_OP_READ : ICFAB_OP_WRITE) || dd->pad ||
+	    dd->flags ||
 	    dd->circuit || dd->imm || nseg > ICFAB_MAX_XFER_SEGMENTS ||
 	    nseg + 1 > *events)
 		return false;
@@ -3080,23 +3087,25 @@ static __always_inline bool icfab_write_accept_memory(struct icfab_ctx *ctx,
 	if (!q || q->recv ||
 	    READ_ONCE(q->inflight) + q->accepted >= q->depth)
 		return false;
-	if (!icfab_region_write_take(ctx, dd, q->endpoint, &req->local,
-				     &req->remote, &dst) ||
-	    !icfab_data_is_endpoint(d, dst))
+	if (!(read ? icfab_region_read_take(ctx, dd, q->endpoint,
+					    &req->local, &req->remote, &rep) :
+		     icfab_region_write_take(ctx, dd, q->endpoint,
+					     &req->local, &req->remote, &rep)) ||
+	    !icfab_data_is_endpoint(d, rep))
 		return false;
 	*events -= nseg + 1;
 	/* As icfab_write_accept() fills and chains a timing-only one. */
 	req->ctx = ctx;
 	req->to_cq = to_cq;
 	req->q = q;
-	req->op = ICFAB_OP_WRITE;
+	req->op = read ? ICFAB_OP_READ : ICFAB_OP_WRITE;
 	req->len = dd->len;
 	req->cqe.user_tag = dd->user_tag;
 	req->cqe.queue = dd->queue;
 	req->local_off = dd->local_off;
 	req->remote_off = dd->remote_off;
-	req->src = q->endpoint;
-	req->dst = dst;
+	req->src = read ? rep : q->endpoint;
+	req->dst = read ? q->endpoint : rep;
 	req->cqe.submit_ps = ctx->clock_ps;
 	**tail = req;
 	*tail = &req->pool_next;
@@ -3233,18 +3242,22 @@ static noinline u32 icfab_submit_writes(struct icfab_ctx *ctx,
 }
 
 /*
- * icfab_submit_writes() for memory WRITEs (icfab_write_accept_memory()):
- * from @chunk[@i] on, those it takes; returns the index of the first it
- * does not. The same reckoning of the room, the credit and the accepted
- * counts, once a chunk. A loop of its own, not a test in the timing-only
- * WRITEs' loop: there the memory WRITE's call cost every timing-only
- * WRITE its registers (8 guest instructions each, the chain's tail and
- * the credit on the stack).
+ * icfab_submit_writes() for memory WRITEs, or (@read) memory READs
+ * (icfab_write_accept_memory()): from @chunk[@i] on, those it takes;
+ * returns the index of the first it does not. The same reckoning of the
+ * room, the credit and the accepted counts, once a chunk. A loop of its
+ * own, not a test in the timing-only WRITEs' loop: there the memory
+ * WRITE's call cost every timing-only WRITE its registers (8 guest
+ * instructions each, the chain's tail and the credit on the stack); and
+ * one for each op, @read a constant: a READ's tests in the WRITEs' loop
+ * cost each memory WRITE 24 guest instructions. READs are counted apart
+ * (fast_mem_reads), not in fast_writes.
  */
-static noinline u32 icfab_submit_mem_writes(struct icfab_ctx *ctx,
-					    const struct icfab_desc *chunk,
-					    struct icfab_req **fresh, u32 i,
-					    u32 n, bool to_cq)
+static __always_inline u32 __icfab_submit_mem(struct icfab_ctx *ctx,
+					       const struct icfab_desc *chunk,
+					       struct icfab_req **fresh,
+					       u32 i, u32 n, bool to_cq,
+					       const bool read)
 {
 	/* Attached (->fast): the engine stays while the lock is held. */
 	const struct icfab_data *d = ctx->fabric->data;
@@ -3256,11 +3269,29 @@ static noinline u32 icfab_submit_mem_writes(struct icfab_ctx *ctx,
 	n = min(n, i + icfab_accepted_room(ctx));
 	for (; i < n; i++)
 		if (!icfab_write_accept_memory(ctx, d, &chunk[i], fresh[i],
-					       to_cq, seg, &tail, &events))
+					       to_cq, seg, &tail, &events,
+					       read))
 			break;
 	if (icfab_accepted_add(ctx, tail, events, i - start))
-		atomic_add(i - start, &ctx->fabric->fast_mem_writes);
+		atomic_add(i - start, read ? &ctx->fabric->fast_mem_reads :
+					     &ctx->fabric->fast_mem_writes);
 	return i;
+}
+
+static noinline u32 icfab_submit_mem_writes(struct icfab_ctx *ctx,
+					    const struct icfab_desc *chunk,
+					    struct icfab_req **fresh, u32 i,
+					    u32 n, bool to_cq)
+{
+	return __icfab_submit_mem(ctx, chunk, fresh, i, n, to_cq, false);
+}
+
+static noinline u32 icfab_submit_mem_reads(struct icfab_ctx *ctx,
+					   const struct icfab_desc *chunk,
+					   struct icfab_req **fresh, u32 i,
+					   u32 n, bool to_cq)
+{
+	return __icfab_submit_mem(ctx, chunk, fresh, i, n, to_cq, true);
 }
 
 /*
@@ -3268,7 +3299,8 @@ static noinline u32 icfab_submit_mem_writes(struct icfab_ctx *ctx,
  * (->fast): from @chunk[*@at] on, as long as they are DELAYs that
  * icfab_req_prepare() and icfab_req_start() would take, each exactly as
  * they would (the clock, the completion into the ring or onto the done
- * list), or WRITEs that icfab_write_accept() takes; the first that is
+ * list), or WRITEs and memory READs that icfab_write_accept() and
+ * icfab_write_accept_memory() take; the first that is
  * not, with its error or anything else, is left with the rest to them,
  * under the fabric lock. A DELAY does not follow an accepted WRITE here:
  * it would move the clock the WRITE's start holds the engine at.
@@ -3280,7 +3312,7 @@ static noinline u32 icfab_submit_fast(struct icfab_ctx *ctx,
 				      struct icfab_req **fresh, u32 *at,
 				      u32 n, bool to_cq, u32 *moved)
 {
-	u32 i = *at, nd = 0, nw;
+	u32 i = *at, nd = 0, nr = 0, nw;
 	u8 fast;
 
 	spin_lock(&ctx->lock);
@@ -3345,23 +3377,31 @@ static noinline u32 icfab_submit_fast(struct icfab_ctx *ctx,
 		}
 	}
 	nd = i - *at;
-	if ((fast & ICFAB_CTX_FAST_WRITE) && i < n &&
-	    chunk[i].op == ICFAB_OP_WRITE)
-		i = icfab_submit_writes(ctx, chunk, fresh, i, n, to_cq);
 	/*
-	 * Memory WRITEs, and timing-only ones after them, in turn, until
-	 * neither takes one: so no memory WRITE is looked at twice (one
-	 * refused may hold references, put below).
+	 * Then timing-only WRITEs, memory WRITEs and memory READs, each
+	 * run by its own loop, in turn as they come, until one takes
+	 * nothing: so no memory transfer is looked at twice (one refused
+	 * may hold references, put below). A memory WRITE has no flags, a
+	 * timing-only one ICFAB_DESC_F_TIMING_ONLY (a WRITE with other
+	 * flags is refused by either loop).
 	 */
-	while ((fast & ICFAB_CTX_FAST_WRITE) && i < n &&
-	       chunk[i].op == ICFAB_OP_WRITE) {
+	while ((fast & ICFAB_CTX_FAST_WRITE) && i < n) {
+		const struct icfab_desc *dd = &chunk[i];
 		u32 from = i;
 
-		i = icfab_submit_mem_writes(ctx, chunk, fresh, i, n, to_cq);
-		if (i == from)
+		if (dd->op == ICFAB_OP_READ) {
+			i = icfab_submit_mem_reads(ctx, chunk, fresh, i, n,
+						   to_cq);
+			nr += i - from;
+		} else if (dd->op != ICFAB_OP_WRITE) {
 			break;
-		from = i;
-		i = icfab_submit_writes(ctx, chunk, fresh, i, n, to_cq);
+		} else if (!dd->flags) {
+			i = icfab_submit_mem_writes(ctx, chunk, fresh, i, n,
+						    to_cq);
+		} else {
+			i = icfab_submit_writes(ctx, chunk, fresh, i, n,
+						to_cq);
+		}
 		if (i == from)
 			break;
 	}
@@ -3379,7 +3419,7 @@ out:
 	if (i < n && unlikely(fresh[i]->local))
 		icfab_req_put_regions(fresh[i]);
 	n = i - *at;
-	nw = n - nd;
+	nw = n - nd - nr;
 	*at = i;
 	*moved = nd;
 	if (nd)
@@ -3481,7 +3521,8 @@ long icfab_submit_descs(struct icfab_ctx *ctx,
 		if (nr_fresh &&
 		    ((chunk[0].op == ICFAB_OP_DELAY &&
 		      fast & ICFAB_CTX_FAST_DELAY) ||
-		     (chunk[0].op == ICFAB_OP_WRITE &&
+		     ((chunk[0].op == ICFAB_OP_WRITE ||
+		       chunk[0].op == ICFAB_OP_READ) &&
 		      fast & ICFAB_CTX_FAST_WRITE))) {
 			u32 moved, took;
 

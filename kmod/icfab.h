@@ -167,6 +167,8 @@ struct icfab_fabric {
 	atomic_t fast_writes;
 	/* ...of which memory WRITEs (a region and a key, bytes copied). */
 	atomic_t fast_mem_writes;
+	/* Memory READs it accepted (not in fast_writes). */
+	atomic_t fast_mem_reads;
 	/* Memory transfers whose bytes were copied off this lock. */
 	atomic_t copies_unlocked;
 	/* Of those, copied by a WAIT rather than the copier's work item. */
@@ -588,6 +590,10 @@ bool icfab_region_write_take(struct icfab_ctx *ctx,
 			     const struct icfab_desc *dd, u32 endpoint,
 			     struct icfab_region **local,
 			     struct icfab_region **remote, u32 *dst);
+bool icfab_region_read_take(struct icfab_ctx *ctx,
+			    const struct icfab_desc *dd, u32 endpoint,
+			    struct icfab_region **local,
+			    struct icfab_region **remote, u32 *src);
 void icfab_region_put(struct icfab_region *r);
 u32 icfab_region_endpoint(const struct icfab_region *r);
 u32 icfab_region_tier_link(const struct icfab_region *r);

@@ -15,8 +15,8 @@
  * the data path takes mmap_lock under fabric->lock when it copies to
  * user memory). The key table is changed under fabric->lock, and read
  * under it or under RCU: the WRITE path (data.c) looks a memory WRITE's
- * regions up under its context's own lock alone
- * (icfab_region_write_take()), so a region is freed a grace period after
+ * or READ's regions up under its context's own lock alone
+ * (icfab_region_take()), so a region is freed a grace period after
  * its last reference goes, and its key and access bits, which export and
  * unexport change, are read there with READ_ONCE(). Charges are atomic,
  * so the last put may run anywhere (a VMA close, a completion).
@@ -156,7 +156,7 @@ static void icfab_region_release(struct kref *ref)
 	atomic_long_sub(r->nr_pages, &icfab_pages_used);
 	icfab_quota_uncharge(r->uid, ICFAB_QUOTA_PAGES, r->size >> PAGE_SHIFT);
 	/*
-	 * An RCU reader may still be looking at it (icfab_region_write_take()),
+	 * An RCU reader may still be looking at it (icfab_region_take()),
 	 * its fields but not its pages: it fails to get a reference.
 	 */
 	kfree_rcu(r, rcu);
@@ -208,29 +208,33 @@ struct icfab_region *icfab_region_get_key(struct icfab_fabric *fabric,
 }
 
 /*
- * A memory WRITE's regions for the WRITE path (data.c), under its
- * context's own lock and not the fabric's: true, with a reference to
+ * A memory WRITE's or READ's regions for the WRITE path (data.c), under
+ * its context's own lock and not the fabric's: true, with a reference to
  * each in *@local and *@remote and the remote region's endpoint in
- * *@dst, when icfab_desc_check_memory() would pass @dd from a queue on
- * @endpoint, and both regions are plain memory (a tier port may go with
- * a live commit, which only the fabric lock's path checks). False for
- * anything else, which the fabric lock's path then refuses or takes as
- * ever: with the references it got left in *@local and *@remote, for the
- * caller to put once its spinlock is let go (a last put frees pages).
+ * *@rep, when icfab_desc_check_memory() would pass @dd from a queue on
+ * @endpoint, the remote region's access having @need
+ * (ICFAB_ACCESS_REMOTE_WRITE or _READ), and both regions are plain
+ * memory (a tier port may go with a live commit, which only the fabric
+ * lock's path checks). False for anything else, which the fabric lock's
+ * path then refuses or takes as ever: with the references it got left
+ * in *@local and *@remote, for the caller to put once its spinlock is
+ * let go (a last put frees pages).
  *
  * Looked up under RCU, the key as well as the handle: a region found is
  * not freed meanwhile (icfab_region_release()), and its size, endpoint
  * and tier never change; its key and access bits are read once each.
  * A reference is taken only after every check passed, and only if the
- * region is not on its way out: a WRITE accepted here came before a
+ * region is not on its way out: a transfer accepted here came before a
  * REGION_FREE (or a close) that is not finished yet, as it would had it
  * taken the fabric lock first, and the references keep both regions'
  * pages until its copy, as the fabric lock's path's do.
  */
-bool icfab_region_write_take(struct icfab_ctx *ctx,
-			     const struct icfab_desc *dd, u32 endpoint,
-			     struct icfab_region **local,
-			     struct icfab_region **remote, u32 *dst)
+static __always_inline bool icfab_region_take(struct icfab_ctx *ctx,
+					      const struct icfab_desc *dd,
+					      u32 endpoint, u32 need,
+					      struct icfab_region **local,
+					      struct icfab_region **remote,
+					      u32 *rep)
 {
 	struct icfab_region *l, *r;
 	bool ok = false;
@@ -247,7 +251,7 @@ bool icfab_region_write_take(struct icfab_ctx *ctx,
 				   dd->rkey)
 		if (READ_ONCE(r->key) == dd->rkey)
 			break;
-	if (!r || !(READ_ONCE(r->access) & ICFAB_ACCESS_REMOTE_WRITE) ||
+	if (!r || !(READ_ONCE(r->access) & need) ||
 	    (dd->peer && dd->peer != r->endpoint) ||
 	    r->tier_link != ICFAB_MODEL_NO_LINK ||
 	    check_add_overflow(dd->local_off, dd->len, &end) ||
@@ -261,11 +265,31 @@ bool icfab_region_write_take(struct icfab_ctx *ctx,
 	if (!kref_get_unless_zero(&r->ref))
 		goto out;
 	*remote = r;
-	*dst = r->endpoint;
+	*rep = r->endpoint;
 	ok = true;
 out:
 	rcu_read_unlock();
 	return ok;
+}
+
+/* icfab_region_take() for a WRITE: @dst, the remote region's endpoint. */
+bool icfab_region_write_take(struct icfab_ctx *ctx,
+			     const struct icfab_desc *dd, u32 endpoint,
+			     struct icfab_region **local,
+			     struct icfab_region **remote, u32 *dst)
+{
+	return icfab_region_take(ctx, dd, endpoint, ICFAB_ACCESS_REMOTE_WRITE,
+				 local, remote, dst);
+}
+
+/* icfab_region_take() for a READ: @src, the remote region's endpoint. */
+bool icfab_region_read_take(struct icfab_ctx *ctx,
+			    const struct icfab_desc *dd, u32 endpoint,
+			    struct icfab_region **local,
+			    struct icfab_region **remote, u32 *src)
+{
+	return icfab_region_take(ctx, dd, endpoint, ICFAB_ACCESS_REMOTE_READ,
+				 local, remote, src);
 }
 
 /* Take the key away; the fabric lock is held. */
