@@ -345,6 +345,10 @@ TEST_F(ctx, a_wait_with_nothing_in_flight_gives_delays_their_path_back)
 		.op = ICFAB_OP_DELAY, .queue = self->qa, .len = 5,
 		.user_tag = 1,
 	};
+	struct icfab_desc fd[2] = {
+		{ .op = ICFAB_OP_FENCE, .queue = self->qa, .user_tag = 6 },
+		d,
+	};
 	struct icfab_desc wd[2] = {
 		desc_put(self->qa, 2, SEG, 4),
 		{ .op = ICFAB_OP_DELAY, .queue = self->qa, .len = 13,
@@ -356,10 +360,16 @@ TEST_F(ctx, a_wait_with_nothing_in_flight_gives_delays_their_path_back)
 
 	n = fab_count("fast_delays");
 	ASSERT_LE(0, n);
-	/* The first goes under the fabric lock; its WAIT reaps it. */
-	ASSERT_EQ(1, ctx_submit(self->a, &d, 1));
-	ASSERT_EQ(1, ctx_wait(self->a, c, 1, 1, 1000, &clock));
-	EXPECT_EQ(5, c[0].finish_ps);
+	/*
+	 * The first goes under the fabric lock (a FENCE first takes the
+	 * chunk there: the QUEUE_CREATE left the path set); its WAIT reaps
+	 * it.
+	 */
+	ASSERT_EQ(2, ctx_submit(self->a, fd, 2));
+	ASSERT_EQ(2, ctx_wait(self->a, c, 2, 2, 1000, &clock));
+	EXPECT_EQ(6, c[0].user_tag);
+	EXPECT_EQ(0, c[0].finish_ps);
+	EXPECT_EQ(5, c[1].finish_ps);
 	EXPECT_EQ(5, clock);
 	EXPECT_EQ(n, fab_count("fast_delays"));
 
@@ -484,17 +494,20 @@ TEST_F(ctx, writes_of_two_contexts_go_off_the_fabric_lock)
 	pthread_t ta, tb;
 
 	ASSERT_LE(0, n);
-	/* The first of each under the fabric lock: it gives the path. */
+	/*
+	 * The first of each too: their QUEUE_CREATE left the path set,
+	 * with credit.
+	 */
 	ASSERT_EQ(1, ctx_submit(self->a, &wa[0], 1));
 	ASSERT_EQ(1, ctx_submit(self->b, &wb[0], 1));
-	EXPECT_EQ(n, fab_count("fast_writes"));
+	EXPECT_EQ(n + 2, fab_count("fast_writes"));
 	ASSERT_EQ(1, ctx_submit(self->a, &wa[1], 1));
 	ASSERT_EQ(1, ctx_submit(self->b, &wb[1], 1));
-	EXPECT_EQ(n + 2, fab_count("fast_writes"));
+	EXPECT_EQ(n + 4, fab_count("fast_writes"));
 	/* And once more each, the same way. */
 	ASSERT_EQ(1, ctx_submit(self->a, &wa[0], 1));
 	ASSERT_EQ(1, ctx_submit(self->b, &wb[0], 1));
-	EXPECT_EQ(n + 4, fab_count("fast_writes"));
+	EXPECT_EQ(n + 6, fab_count("fast_writes"));
 
 	/*
 	 * A in its WAIT, which started its two: B holds them at 0 until it
@@ -544,7 +557,7 @@ TEST_F(ctx, a_close_with_writes_accepted_off_the_lock_loses_nothing)
 	ASSERT_EQ(1, ctx_submit(self->a, &w, 1));
 	ASSERT_EQ(1, ctx_submit(self->a, &w, 1));
 	ASSERT_EQ(1, ctx_submit(self->a, &w, 1));
-	EXPECT_EQ(n + 2, fab_count("fast_writes"));
+	EXPECT_EQ(n + 3, fab_count("fast_writes"));
 	close(self->a);
 	self->a = -1;
 	ASSERT_EQ(1, ctx_submit(self->b, &d, 1));
@@ -571,7 +584,7 @@ TEST_F(ctx, an_evicted_context_gets_its_accepted_writes_back)
 	ASSERT_LE(0, n);
 	ASSERT_EQ(1, ctx_submit(self->a, &w[0], 1));
 	ASSERT_EQ(1, ctx_submit(self->a, &w[1], 1));
-	EXPECT_EQ(n + 1, fab_count("fast_writes"));
+	EXPECT_EQ(n + 2, fab_count("fast_writes"));
 	ASSERT_EQ(0, ctx_list(&self->gs, &rs));
 	ASSERT_NE(NULL, row_of(&rs, 0));
 	ASSERT_EQ(0, ctx_evict(&self->gs, row_of(&rs, 0)->id));
@@ -601,10 +614,12 @@ static int write_knob(const char *path, unsigned int v)
 /*
  * The room WRITEs are accepted for off the fabric lock is the engine's,
  * lent, never grown for: with a transfer table of 8 and two contexts,
- * A's credit is 1 transfer (half of the 7 free, split two ways). B's
- * seven WRITEs under the fabric lock need that slot: A's credit, not
- * yet used, goes back rather than the table growing, so A's next WRITE
- * goes under the fabric lock. Every one is accepted and completes.
+ * each gets 2 transfers of credit at its QUEUE_CREATE (half of the 8,
+ * split two ways, at most what is free). A takes one for its WRITE;
+ * B's seven take its two, and its other five, under the fabric lock,
+ * need A's slot not yet used: A's credit goes back rather than the
+ * table growing, so A's next WRITE goes under the fabric lock, where
+ * the table grows. Every one is accepted and completes.
  */
 TEST_F(ctx, credit_not_used_goes_back_before_the_tables_grow)
 {
@@ -638,16 +653,22 @@ TEST_F(ctx, credit_not_used_goes_back_before_the_tables_grow)
 		wb[i] = desc_put(qb, 3, SEG, i + 1);
 	n = fab_count("fast_writes");
 	ASSERT_LE(0, n);
+	EXPECT_EQ(4, fab_count("granted_xfers"));
 	ASSERT_EQ(1, ctx_submit(a, &wa[0], 1));
-	EXPECT_EQ(1, fab_count("granted_xfers"));
-	/* 1 + 7 fill the table: A's unused slot comes back for B's last. */
+	EXPECT_EQ(n + 1, fab_count("fast_writes"));
+	EXPECT_EQ(4, fab_count("granted_xfers"));
+	/*
+	 * 1 + 7 fill the table: B's two on its credit, its last five
+	 * under the fabric lock, for which A's unused slot comes back. A's
+	 * accepted WRITE keeps its own.
+	 */
 	ASSERT_EQ(7, ctx_submit(b, wb, 7));
+	EXPECT_EQ(n + 3, fab_count("fast_writes"));
 	EXPECT_EQ(8, fab_count("engine_xfers_cap"));
-	EXPECT_EQ(0, fab_count("granted_xfers"));
-	EXPECT_EQ(n, fab_count("fast_writes"));
+	EXPECT_EQ(1, fab_count("granted_xfers"));
 	/* No credit left: under the fabric lock, where the table grows. */
 	ASSERT_EQ(1, ctx_submit(a, &wa[1], 1));
-	EXPECT_EQ(n, fab_count("fast_writes"));
+	EXPECT_EQ(n + 3, fab_count("fast_writes"));
 	EXPECT_EQ(16, fab_count("engine_xfers_cap"));
 
 	close(b);
@@ -662,12 +683,13 @@ TEST_F(ctx, credit_not_used_goes_back_before_the_tables_grow)
 /*
  * Many contexts with credit do not make the engine's tables larger than
  * their WRITEs need: sixteen contexts, two WRITEs each (2 events and a
- * transfer each), on tables of 256 events and 64 transfers. The second
- * WRITE of each goes off the fabric lock, on a share of the room; the
- * tables keep their size. (Each context's credit used to be all the
- * room free, up to 16384 events: the next context's WRITE under the
- * fabric lock grew the tables beside it, about 16384 events of table,
- * 768 KiB, per context.) All complete.
+ * transfer each), on tables of 256 events and 64 transfers. Every WRITE
+ * goes off the fabric lock, on a share of the room that each context
+ * got at its QUEUE_CREATE, once all sixteen were attached (8 events and
+ * 2 transfers, a 32nd); the tables keep their size. (Each context's
+ * credit used to be all the room free, up to 16384 events: the next
+ * context's WRITE under the fabric lock grew the tables beside it,
+ * about 16384 events of table, 768 KiB, per context.) All complete.
  */
 TEST_F(ctx, credit_of_many_contexts_does_not_grow_the_tables)
 {
@@ -685,6 +707,8 @@ TEST_F(ctx, credit_of_many_contexts_does_not_grow_the_tables)
 		fd[i] = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
 		ASSERT_LE(0, fd[i]);
 		ASSERT_EQ(0, ctx_attach(fd[i], i % 4));
+	}
+	for (int i = 0; i < N; i++) {
 		q[i] = ctx_queue(fd[i], i % 4, 8);
 		ASSERT_LE(0, q[i]);
 	}
@@ -701,7 +725,7 @@ TEST_F(ctx, credit_of_many_contexts_does_not_grow_the_tables)
 
 			ASSERT_EQ(1, ctx_submit(fd[i], &w, 1));
 		}
-	EXPECT_EQ(n + N, fab_count("fast_writes"));
+	EXPECT_EQ(n + 2 * N, fab_count("fast_writes"));
 	EXPECT_EQ(256, fab_count("engine_events_cap"));
 	EXPECT_EQ(64, fab_count("engine_xfers_cap"));
 	/* What is promised fits beside what is in flight (64, 32). */
@@ -719,37 +743,108 @@ TEST_F(ctx, credit_of_many_contexts_does_not_grow_the_tables)
 }
 
 /*
- * A context that submits only DELAYs holds no credit (it never had a
- * transfer in flight); its first WRITE under the fabric lock gets it
- * some, and its second goes off the lock.
+ * A context's first WRITEs take the WRITE path: its QUEUE_CREATE left
+ * the flag set, with credit, before anything of it was in flight (they
+ * went under the fabric lock, and gave the credit). Their times are
+ * those of the same WRITEs under the fabric lock, by a context whose
+ * first SUBMIT starts with a FENCE (which takes the chunk there, and
+ * moves nothing on an empty queue). The same after a CQ_SETUP, into the
+ * ring.
  */
-TEST_F(ctx, only_a_context_that_writes_holds_credit)
+TEST_F(ctx, a_contexts_first_writes_take_the_path_as_under_the_lock)
 {
-	struct icfab_desc d = {
-		.op = ICFAB_OP_DELAY, .queue = self->qa, .len = 1000,
+	enum { N = 3 };
+	struct icfab_desc w[N + 1] = {
+		{ .op = ICFAB_OP_FENCE, .queue = self->qa, .user_tag = 9 },
 	};
-	struct icfab_desc w = desc_put(self->qa, 2, SEG, 1);
-	struct icfab_cqe c;
-	long long n = fab_count("fast_delays");
+	struct icfab_cqe ca[N], cc[N + 1];
+	struct icfab_cq_setup cs = { .entries = 8 };
+	struct icfab_submit sub = { .nr = 2, .flags = ICFAB_SUBMIT_F_CQ };
+	long long n = fab_count("fast_writes");
+	int c, qc;
 
 	ASSERT_LE(0, n);
 	close(self->b);
 	self->b = -1;
+	for (int i = 0; i < N; i++)
+		w[i + 1] = desc_put(self->qa, 2, (i + 1) * SEG + 3 * i, i + 1);
+	EXPECT_LT(0, fab_count("granted_xfers"));
+	ASSERT_EQ(N, ctx_submit(self->a, &w[1], N));
+	EXPECT_EQ(n + N, fab_count("fast_writes"));
+	ASSERT_EQ(N, ctx_wait(self->a, ca, N, N, 20000, NULL));
+	close(self->a);
+	self->a = -1;
+
+	c = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, c);
+	self->a = c;
+	ASSERT_EQ(0, ctx_attach(c, 0));
+	qc = ctx_queue(c, 0, 8);
+	ASSERT_LE(0, qc);
+	for (int i = 0; i <= N; i++)
+		w[i].queue = qc;
+	ASSERT_EQ(N + 1, ctx_submit(c, w, N + 1));
+	EXPECT_EQ(n + N, fab_count("fast_writes"));
+	ASSERT_EQ(N + 1, ctx_wait(c, cc, N + 1, N + 1, 20000, NULL));
+	EXPECT_EQ(9, cc[0].user_tag);
+	for (int i = 0; i < N; i++) {
+		const struct icfab_cqe *r = &cc[i + 1];
+
+		EXPECT_EQ(i + 1, ca[i].user_tag);
+		EXPECT_EQ(ca[i].user_tag, r->user_tag);
+		EXPECT_EQ(0, ca[i].status);
+		EXPECT_EQ(0, r->status);
+		EXPECT_EQ(0, ca[i].submit_ps);
+		EXPECT_EQ(ca[i].start_ps - ca[i].submit_ps,
+			  r->start_ps - r->submit_ps);
+		EXPECT_EQ(ca[i].finish_ps - ca[i].submit_ps,
+			  r->finish_ps - r->submit_ps);
+		EXPECT_EQ(ca[i].queued_ps, r->queued_ps);
+	}
+
+	/* A ring set up: the flag set again at its end. */
+	ASSERT_EQ(0, ioctl(c, ICFAB_IOC_CQ_SETUP, &cs));
+	sub.descs = (uintptr_t)&w[1];
+	ASSERT_EQ(2, ioctl(c, ICFAB_IOC_SUBMIT, &sub));
+	EXPECT_EQ(n + N + 2, fab_count("fast_writes"));
+}
+
+/*
+ * A context of DELAYs alone holds credit too (the flag is set with it at
+ * its QUEUE_CREATE and at each WAIT), which it never uses: its share of
+ * the room free, never grown for, the same at each WAIT, and all of it
+ * back at its close. Its DELAYs take their own path from the first on.
+ * (A and B each hold a share of the same size: the tables' defaults make
+ * both the cap, 128 transfers.)
+ */
+TEST_F(ctx, a_context_of_delays_gives_its_credit_back)
+{
+	struct icfab_desc d = {
+		.op = ICFAB_OP_DELAY, .queue = self->qa, .len = 1000,
+	};
+	struct icfab_cqe c;
+	long long n = fab_count("fast_delays");
+	long long cap = fab_count("engine_xfers_cap");
+	long long g = fab_count("granted_xfers");
+	long long ge = fab_count("granted_events");
+
+	ASSERT_LE(0, n);
+	EXPECT_LT(0, g);
+	EXPECT_LT(0, ge);
 	for (int i = 0; i < 3; i++) {
 		ASSERT_EQ(1, ctx_submit(self->a, &d, 1));
 		ASSERT_EQ(1, ctx_wait(self->a, &c, 1, 1, 20000, NULL));
+		EXPECT_EQ(1000ULL * (i + 1), c.finish_ps);
 	}
-	/* The DELAY path after the first of them, without credit. */
-	EXPECT_EQ(n + 2, fab_count("fast_delays"));
-	EXPECT_EQ(0, fab_count("granted_xfers"));
-	EXPECT_EQ(0, fab_count("granted_events"));
-	n = fab_count("fast_writes");
-	ASSERT_EQ(1, ctx_submit(self->a, &w, 1));
-	EXPECT_LT(0, fab_count("granted_xfers"));
-	ASSERT_EQ(1, ctx_submit(self->a, &w, 1));
-	EXPECT_EQ(n + 1, fab_count("fast_writes"));
-	ASSERT_EQ(2, ctx_wait(self->a, (struct icfab_cqe[2]){}, 2, 2, 20000,
-			      NULL));
+	EXPECT_EQ(n + 3, fab_count("fast_delays"));
+	EXPECT_EQ(g, fab_count("granted_xfers"));
+	EXPECT_EQ(ge, fab_count("granted_events"));
+	EXPECT_GE(cap / 2, g);
+	EXPECT_EQ(cap, fab_count("engine_xfers_cap"));
+	close(self->a);
+	self->a = -1;
+	EXPECT_EQ(g / 2, fab_count("granted_xfers"));
+	EXPECT_EQ(ge / 2, fab_count("granted_events"));
 }
 
 TEST_HARNESS_MAIN

@@ -218,25 +218,30 @@ TEST_F(live, debugfs_fault_fails_traffic_in_flight)
  */
 TEST_F(live, a_commit_meets_writes_accepted_off_the_lock_as_in_flight)
 {
-	struct icfab_desc d[2] = {
+	struct icfab_desc d[3] = {
+		{ .op = ICFAB_OP_FENCE, .queue = self->q },
 		desc_put(self->q, 2, 64 * SEG, 1),
 		desc_put(self->q, 2, 64 * SEG, 2),
 	};
-	struct icfab_cqe c[2];
+	struct icfab_cqe c[3];
 	long long n = fab_count("fast_writes");
 
 	ASSERT_LE(0, n);
-	/* The first under the fabric lock, the second off it. */
-	ASSERT_EQ(1, ctx_submit(self->fd, &d[0], 1));
-	ASSERT_EQ(1, ctx_submit(self->fd, &d[1], 1));
+	/*
+	 * The first under the fabric lock (a FENCE first takes the chunk
+	 * there), the second off it.
+	 */
+	ASSERT_EQ(2, ctx_submit(self->fd, &d[0], 2));
+	ASSERT_EQ(1, ctx_submit(self->fd, &d[2], 1));
 	EXPECT_EQ(n + 1, fab_count("fast_writes"));
 	ASSERT_EQ(0, fault("link 2 down\n"));
-	ASSERT_EQ(2, ctx_wait(self->fd, c, 2, 2, 0, NULL));
-	EXPECT_EQ(1, c[0].user_tag);
-	EXPECT_EQ(-EHOSTUNREACH, c[0].status);
-	EXPECT_EQ(2, c[1].user_tag);
+	ASSERT_EQ(3, ctx_wait(self->fd, c, 3, 3, 0, NULL));
+	EXPECT_EQ(0, c[0].status);
+	EXPECT_EQ(1, c[1].user_tag);
 	EXPECT_EQ(-EHOSTUNREACH, c[1].status);
-	EXPECT_EQ(0, c[1].submit_ps);
+	EXPECT_EQ(2, c[2].user_tag);
+	EXPECT_EQ(-EHOSTUNREACH, c[2].status);
+	EXPECT_EQ(0, c[2].submit_ps);
 	ASSERT_EQ(0, fault("link 2 up"));
 }
 

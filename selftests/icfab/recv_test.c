@@ -383,6 +383,64 @@ TEST_F(rx, wait_end_ends_the_wait_under_way_or_the_next)
 	EXPECT_EQ(0, ioctl(self->fd, ICFAB_IOC_WAIT, &w));
 }
 
+/*
+ * A receiver's first WRITEs after its idle WAIT ended (ICFAB_IOC_WAIT_END,
+ * as libfabricdev's ranks of independent processes begin each operation)
+ * take the WRITE path, before anything of it was ever in flight: the
+ * WAIT's end set the flag with credit. So do those after a WAIT_END with
+ * no WAIT under way, which clears the flag and sets it again.
+ */
+TEST_F(rx, a_receivers_first_writes_after_its_idle_wait_take_the_path)
+{
+	struct idle_wait iw = { .fd = self->fd, .err = -1 };
+	struct icfab_wait w = { .max = 0, .min = 0, .timeout_ms = 50 };
+	struct icfab_desc d[2];
+	struct icfab_cqe c[4];
+	unsigned int seen = 0;
+	long long n;
+	pthread_t t;
+	int q, got = 0;
+
+	ASSERT_EQ(0, ctx_attach(self->fd, RX_EP));
+	q = ctx_queue(self->fd, RX_EP, 8);
+	ASSERT_LE(0, q);
+	ASSERT_LE(0, ctx_recv_queue(self->fd, RX_EP, 4));
+	ASSERT_EQ(0, pthread_create(&t, NULL, idle_wait_main, &iw));
+	usleep(100000);
+	ASSERT_EQ(0, ioctl(self->fd, ICFAB_IOC_WAIT_END));
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	ASSERT_EQ(ECANCELED, iw.err);
+
+	n = fab_count("fast_writes");
+	ASSERT_LE(0, n);
+	d[0] = desc_put(q, OTHER_EP, SEG, 1);
+	d[1] = desc_put(q, OTHER_EP, 2 * SEG, 2);
+	ASSERT_EQ(2, ctx_submit(self->fd, d, 2));
+	EXPECT_EQ(n + 2, fab_count("fast_writes"));
+
+	/* No WAIT under way: the next one ends at once. */
+	ASSERT_EQ(0, ioctl(self->fd, ICFAB_IOC_WAIT_END));
+	d[0].user_tag = 3;
+	d[1].user_tag = 4;
+	ASSERT_EQ(2, ctx_submit(self->fd, d, 2));
+	EXPECT_EQ(n + 4, fab_count("fast_writes"));
+	EXPECT_EQ(-1, ioctl(self->fd, ICFAB_IOC_WAIT, &w));
+	EXPECT_EQ(ECANCELED, errno);
+	while (got < 4) {
+		int r = ctx_wait(self->fd, c + got, 1, 4 - got, 20000, NULL);
+
+		ASSERT_LT(0, r);
+		got += r;
+	}
+	for (int i = 0; i < 4; i++) {
+		EXPECT_EQ(0, c[i].status);
+		ASSERT_LE(1, c[i].user_tag);
+		ASSERT_GE(4, c[i].user_tag);
+		seen |= 1U << c[i].user_tag;
+	}
+	EXPECT_EQ(0x1eU, seen);
+}
+
 TEST_F(rx, receive_queue_rules)
 {
 	struct icfab_queue_create qc = { .endpoint = RX_EP, .depth = 4,
@@ -701,10 +759,10 @@ TEST_F(rx, killed_receiver)
  * in fast_writes) while another context's NOTIFY WRITEs land at it: the
  * receiver computes far ahead, so the sender's WAIT runs the engine
  * and posts the receive completions into the receiver while its own
- * SUBMITs go on. Its first WRITE goes under the fabric lock (no credit
- * before a transfer was in flight), the other RW_N - 1 on the path;
- * every receive completion comes once, with the sender's times, and
- * every WRITE of its own completes once.
+ * SUBMITs go on. All RW_N take the path, the first too (credit comes
+ * with the flag, also before a transfer was in flight); every receive
+ * completion comes once, with the sender's times, and every WRITE of
+ * its own completes once.
  */
 #define RW_N	64		/* the receiver's WRITEs */
 #define RN_N	32		/* NOTIFY WRITEs to it */
@@ -780,7 +838,7 @@ TEST_F(rx, a_receivers_writes_take_the_path_while_notifies_land)
 	pthread_join(t, NULL);
 	ASSERT_EQ(0, nt.err);
 	/* The sender's NOTIFY WRITEs never take it (they reserve). */
-	EXPECT_EQ(RW_N - 1, n1 - n0);
+	EXPECT_EQ(RW_N, n1 - n0);
 	EXPECT_EQ(n1, fab_count("fast_writes"));
 	/* It holds the engine at its clock: its own WRITEs need it gone. */
 	close(nt.fd);
