@@ -5,8 +5,8 @@
  * descriptor checks and their errnos; regions freed under a transfer;
  * FENCE ordering in exact virtual time; keys exchanged between processes;
  * one process on many endpoints; determinism with a CPU hog beside it;
- * memory WRITEs on the WRITE path, off the fabric lock: their bytes and
- * times, their errors, and a REGION_FREE racing them.
+ * memory WRITEs and READs on the WRITE path, off the fabric lock: their
+ * bytes and times, their errors, and a REGION_FREE racing the WRITEs.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -470,6 +470,187 @@ TEST_F(dm, memory_write_errors_off_the_lock_are_the_locked_paths)
 		EXPECT_EQ(16, ctx_wait(self->fd, cf, 16, 16, 0, NULL));
 	} while (0);
 	munmap(rom, PAGE);
+}
+
+/*
+ * Memory READs go off the fabric lock too (fast_mem_reads counts them,
+ * not fast_writes), and land as they do under it: the same bytes, the
+ * same emulated times. The first goes under the fabric lock behind a
+ * FENCE, for the times to compare with; the rest one a SUBMIT, each
+ * submitted at the finish its WAIT returned at, at offsets of a few
+ * segments (a READ's spray offset is its local one). A batch mixing
+ * them with memory and timing-only WRITEs goes the path whole.
+ */
+TEST_F(dm, memory_reads_go_off_the_fabric_lock_as_under_it)
+{
+	enum { N = 5, LEN = 3 * SEG + 5 };
+	long long r = fab_count("fast_mem_reads");
+	long long m = fab_count("fast_mem_writes");
+	long long w = fab_count("fast_writes");
+	struct icfab_desc mix[4];
+	struct icfab_cqe c[N], cm[4];
+
+	ASSERT_LE(0, r);
+	ASSERT_LE(0, m);
+	ASSERT_LE(0, w);
+	fill(self->bm, RSIZE, 23);
+	memset(self->am, 0, RSIZE);
+	for (int i = 0; i < N; i++) {
+		struct icfab_desc fr[2] = {
+			{ .op = ICFAB_OP_FENCE, .queue = self->q },
+			mv(ICFAB_OP_READ, self->q, self->a, i * LEN,
+			   self->bkey, i * 11, LEN, i + 1),
+		};
+		struct icfab_cqe cf[2];
+
+		if (i) {
+			ASSERT_EQ(1, ctx_submit(self->fd, &fr[1], 1));
+			ASSERT_EQ(1, ctx_wait(self->fd, &c[i], 1, 1, 0, NULL));
+		} else {
+			ASSERT_EQ(2, ctx_submit(self->fd, fr, 2));
+			ASSERT_EQ(2, ctx_wait(self->fd, cf, 2, 2, 0, NULL));
+			c[0] = cf[1];
+		}
+		EXPECT_EQ(0, c[i].status);
+		EXPECT_EQ(i + 1, c[i].user_tag);
+		EXPECT_LT(ring_uncontended(3 * SEG, 3),
+			  c[i].finish_ps - c[i].start_ps);
+		if (!i)
+			continue;
+		EXPECT_EQ(c[0].finish_ps - c[0].start_ps,
+			  c[i].finish_ps - c[i].start_ps);
+		EXPECT_EQ(c[0].start_ps - c[0].submit_ps,
+			  c[i].start_ps - c[i].submit_ps);
+		EXPECT_EQ(c[0].queued_ps, c[i].queued_ps);
+		EXPECT_EQ(c[i - 1].finish_ps, c[i].submit_ps);
+	}
+	EXPECT_EQ(r + N - 1, fab_count("fast_mem_reads"));
+	EXPECT_EQ(m, fab_count("fast_mem_writes"));
+	EXPECT_EQ(w, fab_count("fast_writes"));
+	for (int i = 0; i < N; i++) {
+		ASSERT_EQ(0, memcmp(self->am + i * LEN, self->bm + i * 11,
+				    LEN)) {
+			TH_LOG("READ %d", i);
+		}
+	}
+
+	mix[0] = mv(ICFAB_OP_READ, self->q, self->a, N * LEN, self->bkey, 1,
+		    100, 21);
+	mix[1] = desc_put(self->q, 3, 100, 22);
+	mix[2] = mv(ICFAB_OP_WRITE, self->q, self->a, 0, self->bkey,
+		    RSIZE - 100, 100, 23);
+	mix[3] = mv(ICFAB_OP_READ, self->q, self->a, N * LEN + 100,
+		    self->bkey, 2, 100, 24);
+	ASSERT_EQ(4, ctx_submit(self->fd, mix, 4));
+	EXPECT_EQ(r + N + 1, fab_count("fast_mem_reads"));
+	EXPECT_EQ(m + 1, fab_count("fast_mem_writes"));
+	EXPECT_EQ(w + 2, fab_count("fast_writes"));
+	ASSERT_EQ(4, ctx_wait(self->fd, cm, 4, 4, 0, NULL));
+	for (int i = 0; i < 4; i++) {
+		EXPECT_EQ(0, cm[i].status);
+		EXPECT_EQ(c[N - 1].finish_ps, cm[i].submit_ps);
+	}
+	EXPECT_EQ(0, memcmp(self->am + N * LEN, self->bm + 1, 100));
+	EXPECT_EQ(0, memcmp(self->am + N * LEN + 100, self->bm + 2, 100));
+	EXPECT_EQ(0, memcmp(self->bm + RSIZE - 100, self->am, 100));
+}
+
+/*
+ * A memory READ the path cannot take goes, with what follows it, to the
+ * fabric lock's path, which refuses it with the error it always gave, in
+ * its order: a READ needs the remote region's REMOTE_READ (a key that
+ * only allows WRITEs is -EACCES), and NOTIFY, a circuit or an immediate
+ * on a READ are -EINVAL. Each is tried on a context whose good READ just
+ * before took the path (counted), and is still in flight.
+ */
+TEST_F(dm, memory_read_errors_off_the_lock_are_the_locked_paths)
+{
+	struct icfab_desc good = mv(ICFAB_OP_READ, self->q, self->a, 0,
+				    self->bkey, 0, 64, 1);
+	struct {
+		struct icfab_desc d;
+		int err;
+	} bad[16];
+	struct icfab_desc batch[4];
+	struct icfab_cqe c[4];
+	uint32_t wo;
+	uint64_t wokey;
+	unsigned char *wom;
+	long long m;
+	int nb = 0;
+
+	ASSERT_EQ(0, region_map(self->fd, 3, PAGE, ICFAB_ACCESS_REMOTE_WRITE,
+				&wo, &wokey, &wom));
+	/* No handle, and no key either. */
+	bad[nb].d = mv(ICFAB_OP_READ, self->q, 999, 0, 0, 0, 8, 0);
+	bad[nb++].err = -EBADF;
+	/* The local region on another endpoint. */
+	bad[nb].d = mv(ICFAB_OP_READ, self->q, self->b, 0, self->bkey, 0, 8,
+		       0);
+	bad[nb++].err = -EINVAL;
+	/* No such key, and out of range. */
+	bad[nb].d = mv(ICFAB_OP_READ, self->q, self->a, RSIZE, 0x1234, 0, 8,
+		       0);
+	bad[nb++].err = -EACCES;
+	/* Write-only: a WRITE's key, not a READ's. */
+	bad[nb].d = mv(ICFAB_OP_READ, self->q, self->a, 0, wokey, 0, 8, 0);
+	bad[nb++].err = -EACCES;
+	/* Write-only, and another peer. */
+	bad[nb].d = bad[nb - 1].d;
+	bad[nb].d.peer = 5;
+	bad[nb++].err = -EACCES;
+	/* Another peer alone. */
+	bad[nb].d = good;
+	bad[nb].d.peer = 5;
+	bad[nb++].err = -EINVAL;
+	/* Out of range, locally, remotely. */
+	bad[nb].d = mv(ICFAB_OP_READ, self->q, self->a, RSIZE - 7,
+		       self->bkey, 0, 8, 0);
+	bad[nb++].err = -ERANGE;
+	bad[nb].d = mv(ICFAB_OP_READ, self->q, self->a, 0, self->bkey,
+		       RSIZE - 7, 8, 0);
+	bad[nb++].err = -ERANGE;
+	/* NOTIFY, a circuit, an immediate: a WRITE's, or a TRIGGER's. */
+	bad[nb].d = good;
+	bad[nb].d.flags = ICFAB_DESC_F_NOTIFY;
+	bad[nb++].err = -EINVAL;
+	bad[nb].d = good;
+	bad[nb].d.circuit = 1;
+	bad[nb++].err = -EINVAL;
+	bad[nb].d = good;
+	bad[nb].d.imm = 1;
+	bad[nb++].err = -EINVAL;
+	/* No such queue, no handle. */
+	bad[nb].d = mv(ICFAB_OP_READ, 777, 999, 0, self->bkey, 0, 8, 0);
+	bad[nb++].err = -ENOENT;
+
+	/* A first one: on the path since the QUEUE_CREATE. */
+	ASSERT_EQ(0, one(self->fd, good, c));
+	for (int i = 0; i < nb; i++) {
+		m = fab_count("fast_mem_reads");
+		good.user_tag = 100 + i;
+		ASSERT_EQ(1, ctx_submit(self->fd, &good, 1));
+		EXPECT_EQ(m + 1, fab_count("fast_mem_reads"));
+		EXPECT_EQ(bad[i].err, ctx_submit(self->fd, &bad[i].d, 1)) {
+			TH_LOG("case %d", i);
+		}
+		EXPECT_EQ(m + 1, fab_count("fast_mem_reads"));
+		ASSERT_EQ(1, ctx_wait(self->fd, c, 1, 4, 0, NULL));
+		EXPECT_EQ(100 + i, c[0].user_tag);
+		EXPECT_EQ(0, c[0].status);
+	}
+
+	/* A batch: those before the bad one go the path, and are all. */
+	m = fab_count("fast_mem_reads");
+	batch[0] = good;
+	batch[1] = good;
+	batch[2] = bad[3].d;
+	batch[3] = good;
+	EXPECT_EQ(2, ctx_submit(self->fd, batch, 4));
+	EXPECT_EQ(m + 2, fab_count("fast_mem_reads"));
+	EXPECT_EQ(2, ctx_wait(self->fd, c, 2, 4, 0, NULL));
+	EXPECT_EQ(-EDEADLK, ctx_wait(self->fd, c, 1, 4, 0, NULL));
+	munmap(wom, PAGE);
 }
 
 /*
