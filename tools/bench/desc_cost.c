@@ -18,6 +18,8 @@
  *          (bytes copied: the checks of both regions, the copy of 64 bytes
  *          at the completion); the context attaches both endpoints, for
  *          every row, to own both regions
+ *   ioctl CQ MEM RD: the same with 64-byte READs of device memory, from
+ *          the region on endpoint 1 into the one on endpoint 0
  * and, to split the cost, the same paths with 32 zero-length DELAYs
  * instead of the WRITEs (uring-delay, ioctl-delay): everything a
  * descriptor costs except the engine (a DELAY only moves the context's
@@ -87,10 +89,12 @@ static uint64_t mem_key;
 
 /*
  * The descriptor measured: a timing-only WRITE, a DELAY of 0 ps (@delay
- * 1), or a WRITE of device memory (@delay 2).
+ * 1), a WRITE of device memory (@delay 2) or a READ of it (@delay 3).
  */
 static struct icfab_desc bench_desc(uint32_t q, int delay)
 {
+	if (delay == 3)
+		return mv(ICFAB_OP_READ, q, mem_region, 0, mem_key, 0, LEN, 0);
 	if (delay == 2)
 		return mv(ICFAB_OP_WRITE, q, mem_region, 0, mem_key, 0, LEN, 0);
 	if (delay)
@@ -204,7 +208,7 @@ static double run_nop(struct io_uring *ring, int rounds)
 
 enum { M_NOP, M_URING, M_IOCTL, M_URING_D, M_IOCTL_D,
        M_URING_B, M_IOCTL_CQ, M_URING_B_D, M_IOCTL_CQ_D, M_IOCTL_CQ_M,
-       M_NR_RUN };
+       M_IOCTL_CQ_MR, M_NR_RUN };
 /* Without the ring, only the methods before it. */
 static int m_nr_run = M_NR_RUN;
 #define M_NR	(2 * M_NR_RUN - 1)	/* and each one's ratio to nop */
@@ -213,12 +217,12 @@ static const char *const m_name[M_NR_RUN] = {
 	"io_uring NOP", "icfab io_uring SUBMIT", "icfab ioctl SUBMIT",
 	"io_uring DELAY", "ioctl DELAY",
 	"icfab io_uring BATCH", "icfab ioctl CQ", "io_uring BATCH DELAY",
-	"ioctl CQ DELAY", "icfab ioctl CQ MEM",
+	"ioctl CQ DELAY", "icfab ioctl CQ MEM", "icfab ioctl CQ MEM RD",
 };
 static const char *const m_arg[M_NR_RUN] = {
 	"nop", "uring", "ioctl", "uring-delay", "ioctl-delay",
 	"uring-batch", "ioctl-cq", "uring-batch-delay", "ioctl-cq-delay",
-	"ioctl-cq-mem",
+	"ioctl-cq-mem", "ioctl-cq-mem-read",
 };
 
 static double run_method(int m, struct io_uring *ring, int fd, uint32_t q,
@@ -238,6 +242,8 @@ static double run_method(int m, struct io_uring *ring, int fd, uint32_t q,
 		return run_ioctl_cq(fd, q, rounds, m == M_IOCTL_CQ_D);
 	case M_IOCTL_CQ_M:
 		return run_ioctl_cq(fd, q, rounds, 2);
+	case M_IOCTL_CQ_MR:
+		return run_ioctl_cq(fd, q, rounds, 3);
 	default:
 		return run_ioctl(fd, q, rounds, m == M_IOCTL_D);
 	}
@@ -272,8 +278,9 @@ int main(int argc, char **argv)
 	}
 	err = region_map(fd, 0, 4096, 0, &mem_region, &key0, &map0);
 	if (!err)
-		err = region_map(fd, 1, 4096, ICFAB_ACCESS_REMOTE_WRITE,
-				 &remote, &mem_key, &map1);
+		err = region_map(fd, 1, 4096, ICFAB_ACCESS_REMOTE_WRITE |
+				 ICFAB_ACCESS_REMOTE_READ, &remote, &mem_key,
+				 &map1);
 	if (err) {
 		fprintf(stderr, "desc_cost: regions: %s\n", strerror(-err));
 		return 1;
