@@ -556,6 +556,83 @@ TEST_F(dm, memory_reads_go_off_the_fabric_lock_as_under_it)
 }
 
 /*
+ * A READ's bytes flow from the remote region to the local one, off the
+ * fabric lock as under it: submitted at one instant with a timing-only
+ * WRITE from the remote endpoint to the local one (the other endpoint's
+ * DMA engine), it needs the links that WRITE needs, so one of the two
+ * starts later (the ring's two directions are apart: a READ timed from
+ * the local end to the remote would start with the WRITE). Under the
+ * lock (behind a FENCE) and on the path, each starts and finishes at the
+ * same time after its submission.
+ */
+TEST_F(dm, a_read_off_the_lock_shares_the_links_its_bytes_cross)
+{
+	enum { LEN = 8 * SEG };
+	long long r = fab_count("fast_mem_reads");
+	long long w = fab_count("fast_writes");
+	struct icfab_desc d[3];
+	struct icfab_cqe c[2][3];
+	int q3 = ctx_queue(self->fd, 3, 16);
+
+	ASSERT_LE(0, q3);
+	ASSERT_LE(0, r);
+	ASSERT_LE(0, w);
+	fill(self->bm, RSIZE, 29);
+	memset(self->am, 0, RSIZE);
+	for (int round = 0; round < 2; round++) {
+		struct icfab_cqe *cr = c[round];
+		int n = 0;
+
+		/* Round 0 under the fabric lock: a FENCE leads the chunk. */
+		if (!round)
+			d[n++] = (struct icfab_desc){ .op = ICFAB_OP_FENCE,
+						      .queue = self->q,
+						      .user_tag = 9 };
+		d[n++] = desc_put(q3, 0, LEN, 1);
+		d[n++] = mv(ICFAB_OP_READ, self->q, self->a, round * LEN,
+			    self->bkey, round * 7, LEN, 2);
+		ASSERT_EQ(n, ctx_submit(self->fd, d, n));
+		ASSERT_EQ(n, ctx_wait(self->fd, cr, n, n, 0, NULL));
+		if (!round) {
+			/* The FENCE's completion out of the way. */
+			for (int i = 0; i < 3; i++)
+				if (cr[i].user_tag == 9)
+					cr[i] = cr[2];
+		}
+		/* By tag: the WRITE in [0], the READ in [1]. */
+		if (cr[0].user_tag == 2) {
+			struct icfab_cqe t = cr[0];
+
+			cr[0] = cr[1];
+			cr[1] = t;
+		}
+		ASSERT_EQ(1, cr[0].user_tag);
+		ASSERT_EQ(2, cr[1].user_tag);
+		for (int i = 0; i < 2; i++) {
+			EXPECT_EQ(0, cr[i].status);
+			EXPECT_EQ(cr[0].submit_ps, cr[i].submit_ps);
+		}
+		/* The links they share: one waits for the other. */
+		EXPECT_NE(cr[0].start_ps, cr[1].start_ps);
+		ASSERT_EQ(0, memcmp(self->am + round * LEN,
+				    self->bm + round * 7, LEN));
+	}
+	/* Round 1 went the path, WRITE and READ alike. */
+	EXPECT_EQ(r + 1, fab_count("fast_mem_reads"));
+	EXPECT_EQ(w + 1, fab_count("fast_writes"));
+	for (int i = 0; i < 2; i++) {
+		EXPECT_EQ(c[0][i].start_ps - c[0][i].submit_ps,
+			  c[1][i].start_ps - c[1][i].submit_ps) {
+			TH_LOG("%s", i ? "the READ" : "the WRITE");
+		}
+		EXPECT_EQ(c[0][i].finish_ps - c[0][i].submit_ps,
+			  c[1][i].finish_ps - c[1][i].submit_ps) {
+			TH_LOG("%s", i ? "the READ" : "the WRITE");
+		}
+	}
+}
+
+/*
  * A memory READ the path cannot take goes, with what follows it, to the
  * fabric lock's path, which refuses it with the error it always gave, in
  * its order: a READ needs the remote region's REMOTE_READ (a key that
