@@ -112,6 +112,21 @@ struct icfab_queue {
 	bool trig_held;			/* a TRIGGER of its context may wait
 					 * for trig_count (cleared lazily) */
 	u64 trig_count[ICFAB_TRIGGER_COUNTERS];	/* NOTIFY WRITEs landed, by imm */
+	/*
+	 * Receive queue, its room for NOTIFY WRITEs of the WRITE path
+	 * (icfab_notify_promise(), docs/ARCHITECTURE.md, "NOTIFY WRITEs on
+	 * the WRITE path"): @promised, receive completions that accepted
+	 * WRITEs hold on it, not yet reservations; counted against @depth
+	 * with @inflight, and both raised only under @claim_lock, which
+	 * __icfab_notify_reserve() takes too (the reaps only lower
+	 * @inflight). @closed: no promise any more (QUEUE_DESTROY under
+	 * way, unregistered), under @claim_lock. Freed a grace period after
+	 * the last look (@rcu): a path finds it by xa_load() under RCU.
+	 */
+	spinlock_t claim_lock;
+	u32 promised;
+	bool closed;
+	struct rcu_head rcu;
 };
 
 /*
@@ -119,7 +134,8 @@ struct icfab_queue {
  * reaped. A request is used by icfab_req_prepare() (the fabric lock's
  * path, ioctl and io_uring), icfab_write_accept() and the DELAYs of
  * icfab_submit_fast() (a context's own lock), __icfab_notify_reserve()
- * (a receive completion) and icfab_uring_wait() (a WAIT's result only).
+ * and icfab_notify_promise() (a receive completion) and
+ * icfab_uring_wait() (a WAIT's result only).
  */
 struct icfab_req {
 	/*
@@ -831,7 +847,8 @@ static void __icfab_notify_drop(struct icfab_req *req)
 		return;
 	req->notify = NULL;
 	list_del(&n->node);
-	n->q->inflight--;
+	/* Read under claim_lock by the WRITE path: only lowered here. */
+	WRITE_ONCE(n->q->inflight, n->q->inflight - 1);
 	icfab_req_recycle(n->ctx, n);
 }
 
@@ -2190,34 +2207,82 @@ out_unlock:
 }
 
 /*
+ * No WRITE path promises anything on receive queue @q from here on, and
+ * what was promised there is reserved: every accepted list that may
+ * hold a promise on it is started (__icfab_ctx_slow(), which waits for a
+ * path under way under its context's lock). Only then may its pending
+ * list and its count be looked at as under the fabric lock alone. A
+ * context's path runs only while it is attached, so the attached are
+ * all there is to start; cheap when nothing is promised, the rule. The
+ * fabric lock is held.
+ */
+static void __icfab_recvq_settle(struct icfab_data *d, struct icfab_queue *q)
+{
+	struct icfab_ctx *ctx;
+	u32 promised;
+
+	lockdep_assert_held(&d->fabric->lock);
+	spin_lock(&q->claim_lock);
+	q->closed = true;
+	promised = q->promised;
+	spin_unlock(&q->claim_lock);
+	if (!promised)
+		return;
+	list_for_each_entry(ctx, &d->fabric->attached, attached_node)
+		__icfab_ctx_slow(ctx);
+	/* Closed: none came since, and each started list reserved its own. */
+	WARN_ON_ONCE(READ_ONCE(q->promised));
+}
+
+/*
  * NOTIFY WRITEs no longer find receive queue @q (it stays with its
- * context for what is in flight). The fabric lock is held.
+ * context for what is in flight), nor does the WRITE path promise on it
+ * any more (@q->closed). The fabric lock is held.
  */
 static void __icfab_recvq_unregister(struct icfab_data *d,
 				     struct icfab_queue *q)
 {
 	lockdep_assert_held(&d->fabric->lock);
 
-	if (q->recv && xa_load(&d->recvqs, q->endpoint) == q)
+	if (!q->recv)
+		return;
+	spin_lock(&q->claim_lock);
+	q->closed = true;
+	spin_unlock(&q->claim_lock);
+	if (xa_load(&d->recvqs, q->endpoint) == q)
 		xa_erase(&d->recvqs, q->endpoint);
 }
 
 /*
  * Receive queue @q goes with its context: what NOTIFY WRITEs in flight
- * reserved there is detached from them (they go on, telling nobody).
- * The fabric lock is held.
+ * reserved (or promised) there is detached from them (they go on,
+ * telling nobody). The fabric lock is held.
  */
 static void __icfab_recvq_close(struct icfab_data *d, struct icfab_queue *q)
 {
 	struct icfab_req *n, *tmp;
 
+	__icfab_recvq_settle(d, q);
 	__icfab_recvq_unregister(d, q);
 	list_for_each_entry_safe(n, tmp, &q->pending, node) {
 		n->sender->notify = NULL;
 		list_del(&n->node);
-		q->inflight--;
+		WRITE_ONCE(q->inflight, q->inflight - 1);
 		icfab_req_recycle(n->ctx, n);
 	}
+}
+
+/*
+ * A queue goes: a receive queue a grace period later, for a WRITE path
+ * that found it under RCU (icfab_notify_promise()) and is about to see
+ * it closed.
+ */
+static void icfab_queue_free(struct icfab_queue *q)
+{
+	if (q && q->recv)
+		kfree_rcu(q, rcu);
+	else
+		kfree(q);
 }
 
 /*
@@ -2310,6 +2375,7 @@ long icfab_ioctl_queue_create(struct icfab_ctx *ctx, void __user *uarg)
 	q->ctx = ctx;
 	INIT_LIST_HEAD(&q->backlog);
 	INIT_LIST_HEAD(&q->pending);
+	spin_lock_init(&q->claim_lock);
 
 	mutex_lock(&fabric->lock);
 	__icfab_ctx_slow(ctx);
@@ -2342,8 +2408,9 @@ long icfab_ioctl_queue_create(struct icfab_ctx *ctx, void __user *uarg)
 	qc.queue = id;
 	ret = -EFAULT;
 	if (copy_to_user(uarg, &qc, sizeof(qc))) {
+		/* A WRITE path may have found it meanwhile: as a close. */
 		if (q->recv)
-			xa_erase(&fabric->data->recvqs, q->endpoint);
+			__icfab_recvq_close(fabric->data, q);
 		goto err_unlock;
 	}
 	ctx->queues[id] = q;
@@ -2357,7 +2424,7 @@ err_unlock:
 	__icfab_ctx_fast_update(ctx);
 	mutex_unlock(&fabric->lock);
 	bitmap_free(used);
-	kfree(q);
+	icfab_queue_free(q);
 	return ret;
 }
 
@@ -2402,10 +2469,23 @@ long icfab_ioctl_queue_destroy(struct icfab_ctx *ctx, void __user *uarg)
 	mutex_lock(&fabric->lock);
 	__icfab_ctx_slow(ctx);
 	q = icfab_ctx_queue(ctx, qd.queue);
+	/*
+	 * A receive queue's promises are reservations first: as busy as
+	 * when their WRITEs reserved under the fabric lock. Opened again
+	 * if it stays.
+	 */
+	if (q && q->recv)
+		__icfab_recvq_settle(fabric->data, q);
 	if (!q) {
 		ret = -ENOENT;
 	} else if (q->inflight || __icfab_trigger_waits(ctx, q)) {
 		ret = -EBUSY;
+		if (q->recv) {
+			spin_lock(&q->claim_lock);
+			q->closed = xa_load(&fabric->data->recvqs,
+					    q->endpoint) != q;
+			spin_unlock(&q->claim_lock);
+		}
 	} else {
 		ctx->queues[qd.queue] = NULL;
 		if (q->recv) {
@@ -2416,7 +2496,7 @@ long icfab_ioctl_queue_destroy(struct icfab_ctx *ctx, void __user *uarg)
 	mutex_unlock(&fabric->lock);
 
 	if (!ret)
-		kfree(q);
+		icfab_queue_free(q);
 	return ret;
 }
 
@@ -2476,16 +2556,25 @@ static int __icfab_notify_reserve(struct icfab_ctx *ctx,
 	struct icfab_queue *rq = xa_load(&ctx->fabric->data->recvqs,
 					 req->dst);
 	struct icfab_req *n;
+	bool full;
 
 	lockdep_assert_held(&ctx->fabric->lock);
 
 	if (!rq)
 		return -ENOTCONN;
-	if (rq->inflight >= rq->depth)
+	/* Counted with what WRITE paths promised (icfab_notify_promise()). */
+	spin_lock(&rq->claim_lock);
+	full = rq->inflight + rq->promised >= rq->depth;
+	if (!full)
+		WRITE_ONCE(rq->inflight, rq->inflight + 1);
+	spin_unlock(&rq->claim_lock);
+	if (full)
 		return -EAGAIN;
 	n = icfab_req_alloc(rq->ctx);
-	if (!n)
+	if (!n) {
+		WRITE_ONCE(rq->inflight, rq->inflight - 1);
 		return -ENOMEM;
+	}
 	n->ctx = rq->ctx;
 	n->q = rq;
 	n->op = ICFAB_OP_WRITE;
@@ -2496,9 +2585,28 @@ static int __icfab_notify_reserve(struct icfab_ctx *ctx,
 	n->cqe.queue = rq->id;
 	n->sender = req;
 	list_add_tail(&n->node, &rq->pending);
-	rq->inflight++;
 	req->notify = n;
 	return 0;
+}
+
+/*
+ * A NOTIFY WRITE the WRITE path accepted (icfab_write_accept_notify())
+ * starts: the receive completion it promised becomes a reservation, as
+ * __icfab_notify_reserve() makes, on the receive queue it was promised
+ * on, which stayed for it (__icfab_recvq_settle()); nothing to check, it
+ * was counted against the queue's depth from its promise. The fabric lock
+ * is held.
+ */
+static void __icfab_notify_keep(struct icfab_req *req)
+{
+	struct icfab_req *n = req->notify;
+	struct icfab_queue *rq = n->q;
+
+	spin_lock(&rq->claim_lock);
+	rq->promised--;
+	WRITE_ONCE(rq->inflight, rq->inflight + 1);
+	spin_unlock(&rq->claim_lock);
+	list_add_tail(&n->node, &rq->pending);
 }
 
 /*
@@ -2813,6 +2921,9 @@ static noinline void __icfab_ctx_start_accepted(struct icfab_ctx *ctx)
 		int err;
 
 		next = req->pool_next;
+		/* A NOTIFY's promise is its reservation from here. */
+		if (unlikely(req->notify))
+			__icfab_notify_keep(req);
 		q->accepted--;
 		q->inflight++;
 		if (!list_empty(&q->backlog)) {
@@ -3174,6 +3285,135 @@ static __always_inline bool icfab_write_accept(struct icfab_ctx *ctx,
 }
 
 /*
+ * The receive completion of a NOTIFY WRITE to endpoint @dst that the
+ * WRITE path is about to accept, promised on the receive queue there
+ * (docs/ARCHITECTURE.md, "NOTIFY WRITEs on the WRITE path"): a request
+ * for it, taken without sleeping (@ctx's pool, else GFP_NOWAIT; it goes
+ * to the receiver's pool when reaped, as one from its own), then room on
+ * the queue, counted in its ->promised with what is reserved under its
+ * claim_lock, which __icfab_notify_reserve() takes too. NULL, nothing
+ * changed, where __icfab_notify_reserve() might not take it (no queue, a
+ * full or closed one) or no request came without sleeping: the fabric
+ * lock's path then answers as ever. Found under RCU: a queue is freed a
+ * grace period after it is unregistered, and closed (no promise) before;
+ * one promised on stays until its WRITE starts (__icfab_recvq_settle()
+ * starts it first). Under @ctx's lock (->fast).
+ */
+static struct icfab_req *icfab_notify_promise(struct icfab_ctx *ctx,
+					      struct icfab_data *d, u32 dst)
+{
+	struct icfab_queue *rq;
+	struct icfab_req *n;
+	bool ok = false;
+
+	spin_lock(&ctx->pool_lock);
+	n = ctx->pool;
+	if (n) {
+		ctx->pool = n->pool_next;
+		ctx->nr_pool--;
+	}
+	spin_unlock(&ctx->pool_lock);
+	if (n)
+		icfab_req_clear(n);
+	else
+		n = kzalloc(sizeof(*n), GFP_NOWAIT | __GFP_ACCOUNT |
+			    __GFP_NOWARN);
+	if (!n)
+		return NULL;
+	rcu_read_lock();
+	rq = xa_load(&d->recvqs, dst);
+	if (rq) {
+		spin_lock(&rq->claim_lock);
+		/* A reap lowers ->inflight alone: a stale one refuses more. */
+		ok = !rq->closed &&
+		     READ_ONCE(rq->inflight) + rq->promised < rq->depth;
+		if (ok)
+			rq->promised++;
+		spin_unlock(&rq->claim_lock);
+	}
+	rcu_read_unlock();
+	if (!ok) {
+		icfab_req_recycle(ctx, n);
+		return NULL;
+	}
+	n->ctx = rq->ctx;
+	n->q = rq;
+	return n;
+}
+
+/*
+ * A NOTIFY WRITE (ICFAB_DESC_F_NOTIFY, an immediate maybe; timing-only,
+ * or a memory WRITE as icfab_write_accept_memory() takes them) on the
+ * WRITE path: accepted when icfab_req_prepare() would take it, with its
+ * checks in its order, the reservation of its receive completion last,
+ * promised here (icfab_notify_promise()) and made a reservation when
+ * the list starts (__icfab_notify_keep()); then chained at **@tail as
+ * the others are. A memory one refused at its promise holds its
+ * regions' references, put by icfab_submit_fast().
+ */
+static __always_inline bool icfab_write_accept_notify(struct icfab_ctx *ctx,
+						      struct icfab_data *d,
+						      const struct icfab_desc *dd,
+						      struct icfab_req *req,
+						      bool to_cq, u32 seg,
+						      struct icfab_req ***tail,
+						      u64 *events)
+{
+	u64 nseg = dd->len / seg + (dd->len % seg != 0);
+	struct icfab_queue *q;
+	struct icfab_req *n;
+	u32 dst;
+
+	if (dd->op != ICFAB_OP_WRITE || dd->pad || dd->circuit ||
+	    (dd->flags & ~ICFAB_DESC_F_TIMING_ONLY) != ICFAB_DESC_F_NOTIFY ||
+	    nseg > ICFAB_MAX_XFER_SEGMENTS || nseg + 1 > *events)
+		return false;
+	q = icfab_ctx_queue(ctx, dd->queue);
+	if (!q || q->recv ||
+	    READ_ONCE(q->inflight) + q->accepted >= q->depth)
+		return false;
+	if (dd->flags & ICFAB_DESC_F_TIMING_ONLY) {
+		if (!icfab_data_is_endpoint(d, dd->peer) || dd->region ||
+		    dd->rkey)
+			return false;
+		dst = dd->peer;
+	} else if (!icfab_region_write_take(ctx, dd, q->endpoint,
+					    &req->local, &req->remote, &dst) ||
+		   !icfab_data_is_endpoint(d, dst)) {
+		return false;
+	}
+	n = icfab_notify_promise(ctx, d, dst);
+	if (!n)
+		return false;
+	*events -= nseg + 1;
+	req->ctx = ctx;
+	req->to_cq = to_cq;
+	req->q = q;
+	req->op = ICFAB_OP_WRITE;
+	req->len = dd->len;
+	req->cqe.user_tag = dd->user_tag;
+	req->cqe.queue = dd->queue;
+	req->local_off = dd->local_off;
+	req->remote_off = dd->remote_off;
+	req->src = q->endpoint;
+	req->dst = dst;
+	req->cqe.submit_ps = ctx->clock_ps;
+	/* As __icfab_notify_reserve() fills it. */
+	n->op = ICFAB_OP_WRITE;
+	n->len = dd->len;
+	n->src = q->endpoint;
+	n->dst = dst;
+	n->cqe.user_tag = (u64)q->endpoint << 32 | dd->imm;
+	n->cqe.queue = n->q->id;
+	n->sender = req;
+	req->notify = n;
+	**tail = req;
+	*tail = &req->pool_next;
+	q->accepted++;
+	return true;
+}
+
+/*
  * What both WRITE-path loops (icfab_submit_writes(),
  * icfab_submit_mem_writes()) share: where the accepted chain goes on,
  * the room read once at the start (its room then, as
@@ -3295,6 +3535,33 @@ static noinline u32 icfab_submit_mem_reads(struct icfab_ctx *ctx,
 }
 
 /*
+ * icfab_submit_writes() for NOTIFY WRITEs (icfab_write_accept_notify()),
+ * a loop of its own as icfab_submit_mem_writes() is, and for the same
+ * reason.
+ */
+static noinline u32 icfab_submit_notify_writes(struct icfab_ctx *ctx,
+					       const struct icfab_desc *chunk,
+					       struct icfab_req **fresh, u32 i,
+					       u32 n, bool to_cq)
+{
+	/* Attached (->fast): the engine stays while the lock is held. */
+	struct icfab_data *d = ctx->fabric->data;
+	u32 seg = d->engine.segment_size;
+	struct icfab_req **tail = icfab_accepted_tail(ctx);
+	u64 events = ctx->credit_events;
+	u32 start = i;
+
+	n = min(n, i + icfab_accepted_room(ctx));
+	for (; i < n; i++)
+		if (!icfab_write_accept_notify(ctx, d, &chunk[i], fresh[i],
+					       to_cq, seg, &tail, &events))
+			break;
+	if (icfab_accepted_add(ctx, tail, events, i - start))
+		atomic_add(i - start, &ctx->fabric->fast_notify_writes);
+	return i;
+}
+
+/*
  * The DELAY and WRITE paths, under @ctx's own lock and not the fabric's
  * (->fast): from @chunk[*@at] on, as long as they are DELAYs that
  * icfab_req_prepare() and icfab_req_start() would take, each exactly as
@@ -3313,6 +3580,7 @@ static noinline u32 icfab_submit_fast(struct icfab_ctx *ctx,
 				      u32 n, bool to_cq, u32 *moved)
 {
 	u32 i = *at, nd = 0, nr = 0, nw;
+	u8 kind = 0;
 	u8 fast;
 
 	spin_lock(&ctx->lock);
@@ -3378,26 +3646,43 @@ static noinline u32 icfab_submit_fast(struct icfab_ctx *ctx,
 	}
 	nd = i - *at;
 	/*
-	 * Then timing-only WRITEs, memory WRITEs and memory READs, each
-	 * run by its own loop, in turn as they come, until one takes
-	 * nothing: so no memory transfer is looked at twice (one refused
-	 * may hold references, put below). A memory WRITE has no flags, a
-	 * timing-only one ICFAB_DESC_F_TIMING_ONLY (a WRITE with other
-	 * flags is refused by either loop).
+	 * Then timing-only WRITEs, memory WRITEs, NOTIFY WRITEs and memory
+	 * READs, each run by its own loop, chosen by the descriptor where
+	 * the last loop stopped, until one takes nothing or stops at one of
+	 * its own kind, which it refused: so no loop looks at a descriptor
+	 * twice (a memory one refused may hold references, put below, and
+	 * would take them again). A memory WRITE has no flags, a NOTIFY one
+	 * ICFAB_DESC_F_NOTIFY, a timing-only one ICFAB_DESC_F_TIMING_ONLY
+	 * (a WRITE with other flags is refused by its loop).
 	 */
 	while ((fast & ICFAB_CTX_FAST_WRITE) && i < n) {
 		const struct icfab_desc *dd = &chunk[i];
 		u32 from = i;
+		u8 next;
 
-		if (dd->op == ICFAB_OP_READ) {
+		if (dd->op == ICFAB_OP_READ)
+			next = 1;
+		else if (dd->op != ICFAB_OP_WRITE)
+			break;
+		else if (!dd->flags)
+			next = 2;
+		else if (dd->flags & ICFAB_DESC_F_NOTIFY)
+			next = 3;
+		else
+			next = 4;
+		if (next == kind)
+			break;
+		kind = next;
+		if (kind == 1) {
 			i = icfab_submit_mem_reads(ctx, chunk, fresh, i, n,
 						   to_cq);
 			nr += i - from;
-		} else if (dd->op != ICFAB_OP_WRITE) {
-			break;
-		} else if (!dd->flags) {
+		} else if (kind == 2) {
 			i = icfab_submit_mem_writes(ctx, chunk, fresh, i, n,
 						    to_cq);
+		} else if (kind == 3) {
+			i = icfab_submit_notify_writes(ctx, chunk, fresh, i, n,
+						       to_cq);
 		} else {
 			i = icfab_submit_writes(ctx, chunk, fresh, i, n,
 						to_cq);
@@ -3865,7 +4150,8 @@ long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
 	}
 	list_for_each_entry(req, &reaped, node) {
 		ctx->clock_ps = max(ctx->clock_ps, req->cqe.finish_ps);
-		req->q->inflight--;
+		/* A receive queue's is read under its claim_lock: lowered. */
+		WRITE_ONCE(req->q->inflight, req->q->inflight - 1);
 	}
 	w.clock_ps = ctx->clock_ps;
 	/* The clock may have moved past the safe time others wait on. */
@@ -4425,7 +4711,7 @@ void icfab_ctx_destroy(struct icfab_ctx *ctx)
 	icfab_regions_ctx_destroy(fabric, &ctx->regions);
 	icfab_data_free(gone);
 	for (i = 0; i < ctx->queues_cap; i++)
-		kfree(ctx->queues[i]);
+		icfab_queue_free(ctx->queues[i]);
 	kvfree(ctx->queues);
 	while ((req = ctx->pool)) {
 		ctx->pool = req->pool_next;

@@ -18,6 +18,12 @@
  *					under RCU, not xa_lock or the key
  *					table's fabric->lock (region.c)
  *	    icfab_ctx.pool_lock		spinlock: a context's spare requests
+ *	    icfab_queue.claim_lock	spinlock: a receive queue's count of
+ *					reserved and promised receive
+ *					completions (data.c); under
+ *					icfab_ctx.lock on the WRITE path
+ *					(a NOTIFY WRITE's promise), else
+ *					under fabric->lock alone
  *	    xa_lock(data->recvqs)	receive queues by endpoint (data.c)
  *	    xa_lock(fabric->circuits)	circuits by id (circuit.c)
  *	    icfab_users_lock		spinlock: per-uid quota counts (main.c);
@@ -169,6 +175,8 @@ struct icfab_fabric {
 	atomic_t fast_mem_writes;
 	/* Memory READs it accepted (not in fast_writes). */
 	atomic_t fast_mem_reads;
+	/* NOTIFY WRITEs it accepted (timing-only or memory; in fast_writes). */
+	atomic_t fast_notify_writes;
 	/* Memory transfers whose bytes were copied off this lock. */
 	atomic_t copies_unlocked;
 	/* Of those, copied by a WAIT rather than the copier's work item. */

@@ -230,6 +230,7 @@ static struct icfab_fabric *icfab_fabric_create(u32 id)
 	atomic_set(&fabric->submit_lock_waits, 0);
 	atomic_set(&fabric->fast_writes, 0);
 	atomic_set(&fabric->fast_mem_writes, 0);
+	atomic_set(&fabric->fast_notify_writes, 0);
 	INIT_LIST_HEAD(&fabric->attached);
 	icfab_circuits_init(fabric);
 	fabric->active = icfab_topo_create();
