@@ -762,7 +762,8 @@ TEST_F(rx, killed_receiver)
  * SUBMITs go on. All RW_N take the path, the first too (credit comes
  * with the flag, also before a transfer was in flight); every receive
  * completion comes once, with the sender's times, and every WRITE of
- * its own completes once.
+ * its own completes once. The sender's NOTIFY WRITEs take the path too
+ * (fast_notify_writes, counted in fast_writes as well).
  */
 #define RW_N	64		/* the receiver's WRITEs */
 #define RN_N	32		/* NOTIFY WRITEs to it */
@@ -806,7 +807,7 @@ TEST_F(rx, a_receivers_writes_take_the_path_while_notifies_land)
 	unsigned int own[RW_N + 1] = { 0 }, heard[RN_N] = { 0 };
 	struct notifier nt = { 0 };
 	struct icfab_desc d = delay(0, RW_T0);
-	long long n0, n1;
+	long long n0, n1, nn;
 	int q, rq, got = 0;
 	pthread_t t;
 
@@ -827,6 +828,8 @@ TEST_F(rx, a_receivers_writes_take_the_path_while_notifies_land)
 
 	n0 = fab_count("fast_writes");
 	ASSERT_LE(0, n0);
+	nn = fab_count("fast_notify_writes");
+	ASSERT_LE(0, nn);
 	d = desc_put(q, OTHER_EP, SEG, 0);
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
 	ASSERT_EQ(0, pthread_create(&t, NULL, notifier_fn, &nt));
@@ -834,12 +837,13 @@ TEST_F(rx, a_receivers_writes_take_the_path_while_notifies_land)
 		d = desc_put(q, OTHER_EP, SEG, i);
 		ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
 	}
-	n1 = fab_count("fast_writes");
 	pthread_join(t, NULL);
 	ASSERT_EQ(0, nt.err);
-	/* The sender's NOTIFY WRITEs never take it (they reserve). */
+	/* The sender's NOTIFY WRITEs take it too, counted apart. */
+	nn = fab_count("fast_notify_writes") - nn;
+	EXPECT_LT(0, nn);
+	n1 = fab_count("fast_writes") - nn;
 	EXPECT_EQ(RW_N, n1 - n0);
-	EXPECT_EQ(n1, fab_count("fast_writes"));
 	/* It holds the engine at its clock: its own WRITEs need it gone. */
 	close(nt.fd);
 
@@ -1120,6 +1124,297 @@ TEST_F(rx, a_receivers_write_behind_its_trigger_takes_the_path)
 	EXPECT_EQ(0, tr[0].trig.finish_ps);
 	EXPECT_LT(TR_OFF, tr[2].trig.finish_ps);
 	close(tx.fd);
+}
+
+/*
+ * NOTIFY WRITEs on the WRITE path (fast_notify_writes): a sender's
+ * NOTIFY WRITEs, timing-only and into the receiver's memory, one a
+ * SUBMIT, in rounds that take the path (each NOTIFY first in its chunk)
+ * or the fabric lock (a DELAY of 0 ps first: the sender is a receiver
+ * too, so a DELAY never takes the path, nor does what follows it). Both
+ * kinds of round give the same times to the picosecond, relative to the
+ * round's start, for the sender's completions and the receiver's.
+ */
+#define NP_N	6		/* NOTIFY WRITEs a round */
+#define NP_STEP	10000000000ULL	/* ps between two rounds' starts */
+#define NP_GAP	300000ULL	/* ps the sender computes between two */
+
+struct nround {
+	struct icfab_cqe tx[NP_N], rx[NP_N];	/* by imm, relative */
+	long long fast;				/* fast_notify_writes */
+	int bytes_ok;
+};
+
+static void notify_round(struct __test_metadata *_metadata, int rx, int rq,
+			 int rxq, int tx, int txq, uint32_t handle,
+			 uint64_t key, unsigned char *rmap, unsigned int round,
+			 bool path, uint64_t *rclock, uint64_t *tclock,
+			 struct nround *nr)
+{
+	uint64_t base = (round + 1) * NP_STEP, park = base + NP_STEP / 2;
+	unsigned char want[SEG];
+	struct icfab_cqe c[4 * NP_N];
+	struct icfab_desc d[3];
+	unsigned int got = 0, own = 0;
+	long long n0;
+
+	d[0] = delay(rxq, base - *rclock);
+	ASSERT_EQ(1, ctx_submit(rx, d, 1));
+	d[0] = delay(txq, base - *tclock);
+	d[0].user_tag = 4000;
+	ASSERT_EQ(1, ctx_submit(tx, d, 1));
+	/* A WRITE in flight: the chunk it ends gives credit. */
+	d[0] = desc_put(txq, OTHER_EP, SEG, 1000);
+	ASSERT_EQ(1, ctx_submit(tx, d, 1));
+	memset(rmap, 0, NP_N * SEG);
+	n0 = fab_count("fast_notify_writes");
+	for (unsigned int i = 0; i < NP_N; i++) {
+		struct icfab_desc w, d0 = delay(txq, 0);
+
+		if (i % 2) {
+			w = desc_notify_put(txq, RX_EP, SEG, i, i);
+		} else {
+			w = mv(ICFAB_OP_WRITE, txq, handle, i * SEG, key,
+			       i * SEG, SEG, i);
+			w.flags = ICFAB_DESC_F_NOTIFY;
+			w.imm = i;
+		}
+		d0.user_tag = 2000 + i;
+		d[0] = path ? w : d0;
+		d[1] = path ? d0 : w;
+		d[2] = delay(txq, NP_GAP);
+		d[2].user_tag = 3000 + i;
+		ASSERT_EQ(3, ctx_submit(tx, d, 3));
+	}
+	nr->fast = fab_count("fast_notify_writes") - n0;
+	/* Parked past the round: the receiver's WAIT gets every one. */
+	d[0] = delay(txq, park - (base + NP_N * NP_GAP));
+	d[0].user_tag = 4001;
+	ASSERT_EQ(1, ctx_submit(tx, d, 1));
+	while (got < NP_N) {
+		int n = ctx_wait(rx, c, 1, NP_N + 1, 20000, rclock);
+
+		ASSERT_LT(0, n);
+		for (int i = 0; i < n; i++) {
+			if (c[i].queue == (uint32_t)rxq)
+				continue;	/* its DELAY */
+			ASSERT_EQ((uint32_t)rq, c[i].queue);
+			ASSERT_EQ((uint64_t)TX_EP, c[i].user_tag >> 32);
+			ASSERT_GT(NP_N, (uint32_t)c[i].user_tag);
+			EXPECT_EQ(0, c[i].status);
+			rel(&c[i], base);
+			nr->rx[(uint32_t)c[i].user_tag] = c[i];
+			got++;
+		}
+	}
+	/*
+	 * The receiver to the park too: the sender, a receiver as well,
+	 * catches up to its clock in its WAIT, which needs the engine there.
+	 */
+	d[0] = delay(rxq, park - *rclock);
+	ASSERT_EQ(1, ctx_submit(rx, d, 1));
+	*rclock = park;
+	/* Its WRITE, its NOTIFYs, two DELAYs each, the park, the start. */
+	while (own < 1 + 3 * NP_N + 2) {
+		int n = ctx_wait(tx, c, 1, 4 * NP_N, 20000, tclock);
+
+		ASSERT_LT(0, n);
+		for (int i = 0; i < n; i++) {
+			EXPECT_EQ(0, c[i].status);
+			if (c[i].user_tag < NP_N) {
+				rel(&c[i], base);
+				nr->tx[c[i].user_tag] = c[i];
+			}
+			own++;
+		}
+	}
+	EXPECT_EQ(park, *tclock);
+	nr->bytes_ok = 1;
+	for (unsigned int i = 0; i < NP_N; i += 2) {
+		fill(want, SEG, 7 + i);
+		nr->bytes_ok &= !memcmp(rmap + i * SEG, want, SEG);
+	}
+}
+
+TEST_F(rx, notify_writes_take_the_path_as_under_the_lock)
+{
+	unsigned char *smap, *rmap;
+	uint32_t sh, rh;
+	uint64_t skey, rkey, rclock = 0, tclock = 0;
+	struct nround nr[3];
+	int tx, txq, rxq, rq, trq;
+
+	ASSERT_EQ(0, ctx_attach(self->fd, RX_EP));
+	rxq = ctx_queue(self->fd, RX_EP, 4);
+	rq = ctx_recv_queue(self->fd, RX_EP, NP_N);
+	ASSERT_LE(0, rxq);
+	ASSERT_LE(0, rq);
+	ASSERT_EQ(0, region_map(self->fd, RX_EP, NP_N * SEG,
+				ICFAB_ACCESS_REMOTE_WRITE, &rh, &rkey, &rmap));
+	tx = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, tx);
+	ASSERT_EQ(0, ctx_attach(tx, TX_EP));
+	txq = ctx_queue(tx, TX_EP, 4 * NP_N);
+	ASSERT_LE(0, txq);
+	/* A receiver too: its DELAYs stay under the fabric lock. */
+	trq = ctx_recv_queue(tx, TX_EP, 1);
+	ASSERT_LE(0, trq);
+	/* Each memory WRITE's bytes a pattern of its own, at its offset. */
+	ASSERT_EQ(0, region_map(tx, TX_EP, NP_N * SEG, 0, &sh, &skey, &smap));
+	for (unsigned int k = 0; k < NP_N; k += 2)
+		fill(smap + k * SEG, SEG, 7 + k);
+
+	for (unsigned int i = 0; i < 3; i++)
+		notify_round(_metadata, self->fd, rq, rxq, tx, txq, sh, rkey,
+			     rmap, i, i == 1, &rclock, &tclock, &nr[i]);
+	EXPECT_EQ(0, nr[0].fast);
+	EXPECT_EQ(NP_N, nr[1].fast);
+	EXPECT_EQ(0, nr[2].fast);
+	for (unsigned int r = 0; r < 3; r++)
+		EXPECT_TRUE(nr[r].bytes_ok);
+	for (unsigned int i = 0; i < NP_N; i++) {
+		for (unsigned int r = 1; r < 3; r++) {
+			same_cqe(_metadata, &nr[0].tx[i], &nr[r].tx[i]);
+			same_cqe(_metadata, &nr[0].rx[i], &nr[r].rx[i]);
+		}
+		/* The receive completion has the WRITE's times. */
+		EXPECT_EQ(nr[1].tx[i].start_ps, nr[1].rx[i].start_ps);
+		EXPECT_EQ(nr[1].tx[i].finish_ps, nr[1].rx[i].finish_ps);
+		EXPECT_LT(i * NP_GAP, nr[1].tx[i].finish_ps);
+	}
+	/* Nothing more for either but the receiver's last DELAY. */
+	ASSERT_EQ(1, ctx_wait(self->fd, nr[0].tx, 1, 1, 50, NULL));
+	EXPECT_EQ((uint32_t)rxq, nr[0].tx[0].queue);
+	EXPECT_EQ(-ETIMEDOUT, ctx_wait(self->fd, nr[0].tx, 1, 1, 50, NULL));
+	/* A receiver too: it may wait, and nothing comes. */
+	EXPECT_EQ(-ETIMEDOUT, ctx_wait(tx, nr[0].tx, 1, 1, 50, NULL));
+	EXPECT_EQ(0, ctx_queue_destroy(self->fd, rq));
+	close(tx);
+}
+
+/*
+ * What NOTIFY WRITEs on the WRITE path promise counts as a reservation:
+ * against the receive queue's depth, for another context's NOTIFY under
+ * the fabric lock (-EAGAIN) and the sender's own; for QUEUE_DESTROY
+ * (-EBUSY); and a receiver closed with promises on its queue detaches
+ * them as reservations: the sender's WRITEs complete once each, and
+ * nothing WARNs (the VM's health check) or leaks.
+ */
+#define PR_PARK	1000000000ULL	/* ps: the sender computes this long */
+
+static void pr_notify2(struct __test_metadata *_metadata, int tx, int txq,
+		       uint32_t tag)
+{
+	struct icfab_desc d;
+	long long n0 = fab_count("fast_notify_writes");
+
+	for (uint32_t i = 0; i < 2; i++) {
+		d = desc_notify_put(txq, RX_EP, SEG, tag + i, tag + i);
+		ASSERT_EQ(1, ctx_submit(tx, &d, 1));
+	}
+	/* Both on the path: promised, the sender makes no system call. */
+	ASSERT_EQ(2, fab_count("fast_notify_writes") - n0);
+}
+
+static void pr_park(struct __test_metadata *_metadata, int tx, int txq,
+		    int rx, unsigned int nr)
+{
+	struct icfab_desc d = delay(txq, PR_PARK);
+	struct icfab_cqe c[4];
+	unsigned int got = 0;
+
+	d.user_tag = 999;
+	ASSERT_EQ(1, ctx_submit(tx, &d, 1));
+	while (got < nr) {
+		int n = ctx_wait(rx, c, 1, 4, 20000, NULL);
+
+		ASSERT_LT(0, n);
+		got += n;
+	}
+	ASSERT_EQ(nr, got);
+}
+
+TEST_F(rx, notify_promises_count_as_reservations)
+{
+	struct icfab_cqe c[16];
+	unsigned int seen[16] = { 0 }, got = 0;
+	struct icfab_desc d, two[2];
+	int rx, rq, tx, txq, t3, t3q;
+
+	rx = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, rx);
+	ASSERT_EQ(0, ctx_attach(rx, RX_EP));
+	rq = ctx_recv_queue(rx, RX_EP, 2);
+	ASSERT_LE(0, rq);
+	tx = self->fd;
+	ASSERT_EQ(0, ctx_attach(tx, TX_EP));
+	txq = ctx_queue(tx, TX_EP, 16);
+	ASSERT_LE(0, txq);
+	t3 = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, t3);
+	ASSERT_EQ(0, ctx_attach(t3, 2));
+	t3q = ctx_queue(t3, 2, 4);
+	ASSERT_LE(0, t3q);
+	/* Far ahead: it never holds the engine where the others run. */
+	d = delay(t3q, 1000 * PR_PARK);
+	ASSERT_EQ(1, ctx_submit(t3, &d, 1));
+	/* A WRITE in flight: the chunk it ends gives credit. */
+	d = desc_put(txq, OTHER_EP, SEG, 15);
+	ASSERT_EQ(1, ctx_submit(tx, &d, 1));
+
+	/* Two promised fill depth 2: a third, anyone's, waits. */
+	pr_notify2(_metadata, tx, txq, 0);
+	d = desc_notify_put(t3q, RX_EP, SEG, 0, 0);
+	EXPECT_EQ(-EAGAIN, ctx_submit(t3, &d, 1));
+	d = desc_notify_put(txq, RX_EP, SEG, 2, 2);
+	EXPECT_EQ(-EAGAIN, ctx_submit(tx, &d, 1));
+	pr_park(_metadata, tx, txq, rx, 2);
+
+	/* Promised, not started: the receive queue is busy. */
+	pr_notify2(_metadata, tx, txq, 3);
+	EXPECT_EQ(-EBUSY, ctx_queue_destroy(rx, rq));
+	/* ... and stays, open to the path: two more after these. */
+	pr_park(_metadata, tx, txq, rx, 2);
+	pr_notify2(_metadata, tx, txq, 5);
+
+	/* The receiver goes with both promised. */
+	close(rx);
+	d = desc_notify_put(t3q, RX_EP, SEG, 0, 0);
+	EXPECT_EQ(-ENOTCONN, ctx_submit(t3, &d, 1));
+	d = delay(txq, PR_PARK);
+	d.user_tag = 999;
+	ASSERT_EQ(1, ctx_submit(tx, &d, 1));
+	/* The sender's: its WRITE, six NOTIFYs, three parks, once each. */
+	while (got < 10) {
+		int n = ctx_wait(tx, c + got, 1, 16 - got, 20000, NULL);
+
+		ASSERT_LT(0, n);
+		got += n;
+	}
+	for (unsigned int i = 0; i < got; i++) {
+		EXPECT_EQ(0, c[i].status);
+		if (c[i].user_tag == 999)
+			continue;
+		ASSERT_GT(16, c[i].user_tag);
+		seen[c[i].user_tag]++;
+	}
+	EXPECT_EQ(1, seen[15]);
+	for (unsigned int i = 0; i < 7; i++)
+		EXPECT_EQ(i == 2 ? 0 : 1, seen[i]);
+	/* Nothing left in flight, nothing more to come. */
+	EXPECT_EQ(-EDEADLK, ctx_wait(tx, c, 1, 1, 50, NULL));
+
+	/* A chunk's NOTIFY to nobody: the one before it taken, its error. */
+	rx = open("/dev/icfab0", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, rx);
+	ASSERT_EQ(0, ctx_attach(rx, RX_EP));
+	ASSERT_LE(0, ctx_recv_queue(rx, RX_EP, 2));
+	two[0] = desc_notify_put(txq, RX_EP, SEG, 7, 7);
+	two[1] = desc_notify_put(txq, 3, SEG, 8, 8);
+	EXPECT_EQ(1, ctx_submit(tx, two, 2));
+	EXPECT_EQ(-ENOTCONN, ctx_submit(tx, &two[1], 1));
+	close(rx);
+	close(t3);
 }
 
 TEST_HARNESS_MAIN
