@@ -38,6 +38,11 @@
  *        are left out. DESC_COST_RECV=1: the context is a receiver too
  *        (a receive queue of depth 1 on its endpoint, as a libfabricdev
  *        rank of independent processes binds), which nothing sends to.
+ *        DESC_COST_NOTIFY=1: the two ioctl CQ rows' WRITEs (timing-only
+ *        and memory) carry ICFAB_DESC_F_NOTIFY, to a receive queue of
+ *        the context's own on endpoint 1, their target, and each batch
+ *        also reaps its 32 receive completions with an ICFAB_IOC_WAIT;
+ *        the other rows are a receiver's (as with DESC_COST_RECV).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -86,6 +91,8 @@ static int reap(struct io_uring *ring, unsigned int n)
 /* The memory row's regions: the local one's handle, the remote one's key. */
 static uint32_t mem_region;
 static uint64_t mem_key;
+/* DESC_COST_NOTIFY: the ioctl CQ rows' WRITEs notify (above). */
+static int notify;
 
 /*
  * The descriptor measured: a timing-only WRITE, a DELAY of 0 ps (@delay
@@ -182,13 +189,31 @@ static double run_ioctl_cq(int fd, uint32_t q, int rounds, int delay)
 				  .flags = ICFAB_SUBMIT_F_CQ };
 	double t0;
 
-	for (int i = 0; i < BATCH; i++)
+	struct icfab_cqe rc[BATCH];
+	struct icfab_wait w = { .cqes = (uintptr_t)rc, .min = BATCH,
+				.max = BATCH, .timeout_ms = 10000 };
+	int nt = notify && delay != 1;
+
+	for (int i = 0; i < BATCH; i++) {
 		d[i] = bench_desc(q, delay);
+		if (nt)
+			d[i].flags |= ICFAB_DESC_F_NOTIFY;
+	}
 	t0 = bench_now_ns();
-	for (int r = 0; r < rounds; r++)
+	/*
+	 * The receive completions first: a CQ_WAIT counts what is on the
+	 * done list too, where they go; they come with the sends' (at each
+	 * transfer's finish), so the ring then has its 32.
+	 */
+	for (int r = 0; r < rounds; r++) {
+		/* The WAIT's outputs are zero going in. */
+		w.nr = 0;
+		w.clock_ps = 0;
 		if (ioctl(fd, ICFAB_IOC_SUBMIT, &s) != BATCH ||
+		    (nt && (ioctl(fd, ICFAB_IOC_WAIT, &w) || w.nr != BATCH)) ||
 		    bench_cq_reap(fd, &cq, BATCH))
 			return -1;
+	}
 	return (bench_now_ns() - t0) / ((double)rounds * BATCH);
 }
 
@@ -294,6 +319,19 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		printf("desc_cost: the context is a receiver (receive queue %u)\n",
+		       rq.queue);
+	}
+	if (getenv("DESC_COST_NOTIFY") && *getenv("DESC_COST_NOTIFY")) {
+		struct icfab_queue_create rq = { .endpoint = 1,
+						 .depth = 2 * BATCH,
+						 .flags = ICFAB_QUEUE_F_RECV };
+
+		if (ioctl(fd, ICFAB_IOC_QUEUE_CREATE, &rq)) {
+			perror("desc_cost: a receive queue");
+			return 1;
+		}
+		notify = 1;
+		printf("desc_cost: the ioctl CQ rows' WRITEs notify (receive queue %u)\n",
 		       rq.queue);
 	}
 	err = io_uring_queue_init(2 * BATCH, &ring,

@@ -15,7 +15,8 @@
 # modes, default tp,ll), BYTES per pair of the all-to-all (default
 # 4096), TOKENS per rank (default 16), SEGMENT the fabric's segment size
 # (default 64 KiB). One line per operation: its transfers, how many of
-# them the path accepted, the share.
+# them the path accepted, the share, and of those the NOTIFY WRITEs
+# (debugfs fast_notify_writes; "-" for a module without it).
 . "$(dirname "$0")/lib.sh"
 t=$top/build/libfabricdev/tests/fdev_dev_test
 bench=$top/build/bin/moe_bench
@@ -43,6 +44,7 @@ share() {
 	name=$1
 	shift
 	echo 0 > $dbg/fast_writes
+	[ -w $dbg/fast_notify_writes ] && echo 0 > $dbg/fast_notify_writes
 	: > $tr/trace
 	echo 1 > $tr/events/icfab/icfab_submit/enable
 	r=0 pids=
@@ -56,13 +58,14 @@ share() {
 	for p in $pids; do wait "$p" || prc=1; done
 	echo 0 > $tr/events/icfab/icfab_submit/enable
 	fast=$(cat $dbg/fast_writes)
+	nfast=$(cat $dbg/fast_notify_writes 2>/dev/null || echo -)
 	all=$(grep -c 'icfab_submit:' $tr/trace)
 	lost=$(cat $tr/per_cpu/cpu*/stats | awk '/^overrun:/ { s += $2 } END { print s + 0 }')
 	[ $prc = 0 ] || { cat "$dir/$name".e* | sort | uniq -c | head -5 >&2; rc=1; }
 	[ "$lost" = 0 ] || { echo "path_share.sh: $lost trace events lost" >&2; rc=1; }
-	awk -v n="$name" -v p="$N" -v a="$all" -v f="$fast" 'BEGIN {
-		printf "%s by %d processes: %d transfers, %d on the WRITE path (%.1f%%)\n",
-			n, p, a, f, a ? 100 * f / a : 0 }'
+	awk -v n="$name" -v p="$N" -v a="$all" -v f="$fast" -v nf="$nfast" 'BEGIN {
+		printf "%s by %d processes: %d transfers, %d on the WRITE path (%.1f%%; NOTIFY %s)\n",
+			n, p, a, f, a ? 100 * f / a : 0, nf }'
 }
 
 rc=0
@@ -73,4 +76,7 @@ for mode in $(echo "$MODES" | tr , ' '); do
 	share "moe-$mode" "$bench" -P -n "$N" -t "$T" -H 7168 -e "$e" -k 8 \
 		-m "$mode" -b 100
 done
+# PATH_SHARE_MPALL=1: also fdev_dev_test mpall, every collective and
+# dispatch/combine of a notify communicator (device memory, NOTIFY WRITEs).
+[ -n "${PATH_SHARE_MPALL:-}" ] && share mpall "$t" mpall
 exit $rc
