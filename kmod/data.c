@@ -3160,6 +3160,38 @@ static __always_inline bool icfab_desc_timed_write(const struct icfab_desc *dd)
 }
 
 /*
+ * What the WRITE path's accepts (icfab_write_accept(), _memory(),
+ * _notify()) write of an accepted request, as icfab_req_prepare() would:
+ * its fields from @dd, @op from @src to @dst, its start the context's
+ * clock; then chained at **@tail (not listed: a list_add() is a
+ * checking call under DEBUG_LIST) and counted against its queue.
+ */
+static __always_inline void icfab_accepted_fill(struct icfab_ctx *ctx,
+						struct icfab_req *req,
+						struct icfab_queue *q,
+						const struct icfab_desc *dd,
+						bool to_cq, u8 op, u32 src,
+						u32 dst,
+						struct icfab_req ***tail)
+{
+	req->ctx = ctx;
+	req->to_cq = to_cq;
+	req->q = q;
+	req->op = op;
+	req->len = dd->len;
+	req->cqe.user_tag = dd->user_tag;
+	req->cqe.queue = dd->queue;
+	req->local_off = dd->local_off;
+	req->remote_off = dd->remote_off;
+	req->src = src;
+	req->dst = dst;
+	req->cqe.submit_ps = ctx->clock_ps;
+	**tail = req;
+	*tail = &req->pool_next;
+	q->accepted++;
+}
+
+/*
  * A memory WRITE or READ (a local region and a remote region's key,
  * bytes copied, nothing else set) on the WRITE path, as
  * icfab_write_accept() takes a timing-only WRITE: accepted when
@@ -3205,22 +3237,10 @@ static __always_inline bool icfab_write_accept_memory(struct icfab_ctx *ctx,
 	    !icfab_data_is_endpoint(d, rep))
 		return false;
 	*events -= nseg + 1;
-	/* As icfab_write_accept() fills and chains a timing-only one. */
-	req->ctx = ctx;
-	req->to_cq = to_cq;
-	req->q = q;
-	req->op = read ? ICFAB_OP_READ : ICFAB_OP_WRITE;
-	req->len = dd->len;
-	req->cqe.user_tag = dd->user_tag;
-	req->cqe.queue = dd->queue;
-	req->local_off = dd->local_off;
-	req->remote_off = dd->remote_off;
-	req->src = read ? rep : q->endpoint;
-	req->dst = read ? q->endpoint : rep;
-	req->cqe.submit_ps = ctx->clock_ps;
-	**tail = req;
-	*tail = &req->pool_next;
-	q->accepted++;
+	icfab_accepted_fill(ctx, req, q, dd, to_cq,
+			    read ? ICFAB_OP_READ : ICFAB_OP_WRITE,
+			    read ? rep : q->endpoint, read ? q->endpoint : rep,
+			    tail);
 	return true;
 }
 
@@ -3265,22 +3285,8 @@ static __always_inline bool icfab_write_accept(struct icfab_ctx *ctx,
 	if (nseg + 1 > *events)
 		return false;
 	*events -= nseg + 1;
-	req->ctx = ctx;
-	req->to_cq = to_cq;
-	req->q = q;
-	req->op = ICFAB_OP_WRITE;
-	req->len = dd->len;
-	req->cqe.user_tag = dd->user_tag;
-	req->cqe.queue = dd->queue;
-	req->local_off = dd->local_off;
-	req->remote_off = dd->remote_off;
-	req->src = q->endpoint;
-	req->dst = dd->peer;
-	req->cqe.submit_ps = ctx->clock_ps;
-	/* Chained, not listed: a list_add() is a checking call (DEBUG_LIST). */
-	**tail = req;
-	*tail = &req->pool_next;
-	q->accepted++;
+	icfab_accepted_fill(ctx, req, q, dd, to_cq, ICFAB_OP_WRITE,
+			    q->endpoint, dd->peer, tail);
 	return true;
 }
 
@@ -3386,18 +3392,6 @@ static __always_inline bool icfab_write_accept_notify(struct icfab_ctx *ctx,
 	if (!n)
 		return false;
 	*events -= nseg + 1;
-	req->ctx = ctx;
-	req->to_cq = to_cq;
-	req->q = q;
-	req->op = ICFAB_OP_WRITE;
-	req->len = dd->len;
-	req->cqe.user_tag = dd->user_tag;
-	req->cqe.queue = dd->queue;
-	req->local_off = dd->local_off;
-	req->remote_off = dd->remote_off;
-	req->src = q->endpoint;
-	req->dst = dst;
-	req->cqe.submit_ps = ctx->clock_ps;
 	/* As __icfab_notify_reserve() fills it. */
 	n->op = ICFAB_OP_WRITE;
 	n->len = dd->len;
@@ -3407,9 +3401,8 @@ static __always_inline bool icfab_write_accept_notify(struct icfab_ctx *ctx,
 	n->cqe.queue = n->q->id;
 	n->sender = req;
 	req->notify = n;
-	**tail = req;
-	*tail = &req->pool_next;
-	q->accepted++;
+	icfab_accepted_fill(ctx, req, q, dd, to_cq, ICFAB_OP_WRITE,
+			    q->endpoint, dst, tail);
 	return true;
 }
 
