@@ -353,6 +353,54 @@ TEST_F(dm, memory_writes_go_off_the_fabric_lock_as_under_it)
 	EXPECT_EQ(0, memcmp(self->bm + N * LEN + 100, self->am + 2, 100));
 }
 
+/* A descriptor the path must refuse, and the error the SUBMIT gives. */
+struct bad_desc {
+	struct icfab_desc d;
+	int err;
+};
+
+/*
+ * Each of @bad[0..@nb) after a @good that took the WRITE path (debugfs
+ * @counter counts it): refused with its error, the count unmoved, the
+ * good one completed. Then a batch of two good, @bad[@in_batch] and a
+ * good: the two before the bad one go the path, and are all the SUBMIT
+ * takes. The first good one goes alone first: on the path since the
+ * QUEUE_CREATE.
+ */
+static void refused_beside_the_path(struct __test_metadata *_metadata,
+				    int fd, struct icfab_desc good,
+				    struct bad_desc *bad, int nb,
+				    int in_batch, const char *counter)
+{
+	struct icfab_desc batch[4];
+	struct icfab_cqe c[4];
+	long long m;
+
+	ASSERT_EQ(0, one(fd, good, c));
+	for (int i = 0; i < nb; i++) {
+		m = fab_count(counter);
+		good.user_tag = 100 + i;
+		ASSERT_EQ(1, ctx_submit(fd, &good, 1));
+		EXPECT_EQ(m + 1, fab_count(counter));
+		EXPECT_EQ(bad[i].err, ctx_submit(fd, &bad[i].d, 1)) {
+			TH_LOG("case %d", i);
+		}
+		EXPECT_EQ(m + 1, fab_count(counter));
+		ASSERT_EQ(1, ctx_wait(fd, c, 1, 4, 0, NULL));
+		EXPECT_EQ(100 + i, c[0].user_tag);
+		EXPECT_EQ(0, c[0].status);
+	}
+	m = fab_count(counter);
+	batch[0] = good;
+	batch[1] = good;
+	batch[2] = bad[in_batch].d;
+	batch[3] = good;
+	EXPECT_EQ(2, ctx_submit(fd, batch, 4));
+	EXPECT_EQ(m + 2, fab_count(counter));
+	EXPECT_EQ(2, ctx_wait(fd, c, 2, 4, 0, NULL));
+	EXPECT_EQ(-EDEADLK, ctx_wait(fd, c, 1, 4, 0, NULL));
+}
+
 /*
  * A memory WRITE the WRITE path cannot take goes, with what follows it,
  * to the fabric lock's path, which refuses it with the error it always
@@ -366,12 +414,7 @@ TEST_F(dm, memory_write_errors_off_the_lock_are_the_locked_paths)
 {
 	struct icfab_desc good = mv(ICFAB_OP_WRITE, self->q, self->a, 0,
 				    self->bkey, 0, 64, 1);
-	struct {
-		struct icfab_desc d;
-		int err;
-	} bad[16];
-	struct icfab_desc batch[4];
-	struct icfab_cqe c[4];
+	struct bad_desc bad[16];
 	uint32_t ro;
 	uint64_t rokey;
 	unsigned char *rom;
@@ -424,35 +467,8 @@ TEST_F(dm, memory_write_errors_off_the_lock_are_the_locked_paths)
 	bad[nb].d = mv(ICFAB_OP_WRITE, 777, 999, 0, self->bkey, 0, 8, 0);
 	bad[nb++].err = -ENOENT;
 
-	/* A first one: on the path since the QUEUE_CREATE. */
-	ASSERT_EQ(0, one(self->fd, good, c));
-	for (int i = 0; i < nb; i++) {
-		m = fab_count("fast_mem_writes");
-		good.user_tag = 100 + i;
-		ASSERT_EQ(1, ctx_submit(self->fd, &good, 1));
-		EXPECT_EQ(m + 1, fab_count("fast_mem_writes"));
-		EXPECT_EQ(bad[i].err, ctx_submit(self->fd, &bad[i].d, 1)) {
-			TH_LOG("case %d", i);
-		}
-		EXPECT_EQ(m + 1, fab_count("fast_mem_writes"));
-		ASSERT_EQ(1, ctx_wait(self->fd, c, 1, 4, 0, NULL));
-		EXPECT_EQ(100 + i, c[0].user_tag);
-		EXPECT_EQ(0, c[0].status);
-	}
-
-	/*
-	 * A batch: those before the bad one go the path, and they are all
-	 * the SUBMIT takes.
-	 */
-	m = fab_count("fast_mem_writes");
-	batch[0] = good;
-	batch[1] = good;
-	batch[2] = bad[4].d;
-	batch[3] = good;
-	EXPECT_EQ(2, ctx_submit(self->fd, batch, 4));
-	EXPECT_EQ(m + 2, fab_count("fast_mem_writes"));
-	EXPECT_EQ(2, ctx_wait(self->fd, c, 2, 4, 0, NULL));
-	EXPECT_EQ(-EDEADLK, ctx_wait(self->fd, c, 1, 4, 0, NULL));
+	refused_beside_the_path(_metadata, self->fd, good, bad, nb, 4,
+				"fast_mem_writes");
 
 	/* A full queue: its -EAGAIN comes after the ranges' -ERANGE. */
 	do {
@@ -644,16 +660,10 @@ TEST_F(dm, memory_read_errors_off_the_lock_are_the_locked_paths)
 {
 	struct icfab_desc good = mv(ICFAB_OP_READ, self->q, self->a, 0,
 				    self->bkey, 0, 64, 1);
-	struct {
-		struct icfab_desc d;
-		int err;
-	} bad[16];
-	struct icfab_desc batch[4];
-	struct icfab_cqe c[4];
+	struct bad_desc bad[16];
 	uint32_t wo;
 	uint64_t wokey;
 	unsigned char *wom;
-	long long m;
 	int nb = 0;
 
 	ASSERT_EQ(0, region_map(self->fd, 3, PAGE, ICFAB_ACCESS_REMOTE_WRITE,
@@ -701,32 +711,8 @@ TEST_F(dm, memory_read_errors_off_the_lock_are_the_locked_paths)
 	bad[nb].d = mv(ICFAB_OP_READ, 777, 999, 0, self->bkey, 0, 8, 0);
 	bad[nb++].err = -ENOENT;
 
-	/* A first one: on the path since the QUEUE_CREATE. */
-	ASSERT_EQ(0, one(self->fd, good, c));
-	for (int i = 0; i < nb; i++) {
-		m = fab_count("fast_mem_reads");
-		good.user_tag = 100 + i;
-		ASSERT_EQ(1, ctx_submit(self->fd, &good, 1));
-		EXPECT_EQ(m + 1, fab_count("fast_mem_reads"));
-		EXPECT_EQ(bad[i].err, ctx_submit(self->fd, &bad[i].d, 1)) {
-			TH_LOG("case %d", i);
-		}
-		EXPECT_EQ(m + 1, fab_count("fast_mem_reads"));
-		ASSERT_EQ(1, ctx_wait(self->fd, c, 1, 4, 0, NULL));
-		EXPECT_EQ(100 + i, c[0].user_tag);
-		EXPECT_EQ(0, c[0].status);
-	}
-
-	/* A batch: those before the bad one go the path, and are all. */
-	m = fab_count("fast_mem_reads");
-	batch[0] = good;
-	batch[1] = good;
-	batch[2] = bad[3].d;
-	batch[3] = good;
-	EXPECT_EQ(2, ctx_submit(self->fd, batch, 4));
-	EXPECT_EQ(m + 2, fab_count("fast_mem_reads"));
-	EXPECT_EQ(2, ctx_wait(self->fd, c, 2, 4, 0, NULL));
-	EXPECT_EQ(-EDEADLK, ctx_wait(self->fd, c, 1, 4, 0, NULL));
+	refused_beside_the_path(_metadata, self->fd, good, bad, nb, 3,
+				"fast_mem_reads");
 	munmap(wom, PAGE);
 }
 
