@@ -166,7 +166,8 @@ struct icfab_req {
 	 * before is freed, which reads neither); @src, @dst and the
 	 * offsets for a WRITE or READ, the only ops that read them (a
 	 * circuit's @dst is never read); @trig_imm for a TRIGGER, the only
-	 * op that reads it; @cqe's submit_ps at its start, and its result
+	 * op that reads it, and @u_post for a receive completion, at its
+	 * delivery; @cqe's submit_ps at its start, and its result
 	 * (status, start_ps, finish_ps, queued_ps) with icfab_req_result()
 	 * before it is posted anywhere but the ring, which is written from
 	 * the result itself (__icfab_req_ring()). A receive completion
@@ -180,7 +181,12 @@ struct icfab_req {
 	u64 local_off, remote_off;	/* bytes */
 	u64 len;			/* bytes */
 	u32 src, dst;			/* node ids */
-	u32 trig_imm;			/* TRIGGER: the counter (len: the count) */
+	union {
+		u32 trig_imm;		/* TRIGGER: the counter (len: the
+					 * count) */
+		u64 u_post;		/* receive completion: ctx->u_posts
+					 * when io_uring WAITs counted it */
+	};
 	/*
 	 * On its engine's copier list (d->copies): set there, cleared
 	 * before it is posted, so never set in a request reused or new.
@@ -893,6 +899,7 @@ static void __icfab_uwait_post(struct icfab_ctx *ctx)
 	ctx->clock_ps = max(ctx->clock_ps, ctx->u_max_finish_ps);
 	ctx->u_uncounted = 0;
 	ctx->u_max_finish_ps = 0;
+	ctx->u_posts++;
 	__icfab_uring_post(ctx->uwait, ctx->uwait_res, n, ctx->clock_ps);
 	ctx->uwait = NULL;
 	ctx->uwait_res = NULL;
@@ -1013,6 +1020,8 @@ static int __icfab_notify_deliver(struct icfab_req *req, int status,
 	else
 		woke = 0;
 	woke |= __icfab_done_add(rctx, n);
+	/* Counted until an io_uring WAIT posts, or an ioctl WAIT reaps it. */
+	n->u_post = rctx->u_posts;
 	return woke | __icfab_uring_count(rctx, n->cqe.finish_ps);
 }
 
@@ -4145,6 +4154,15 @@ long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
 		ctx->clock_ps = max(ctx->clock_ps, req->cqe.finish_ps);
 		/* A receive queue's is read under its claim_lock: lowered. */
 		WRITE_ONCE(req->q->inflight, req->q->inflight - 1);
+		/*
+		 * A receive completion no io_uring WAIT has counted yet is
+		 * counted by this WAIT instead, never by the next io_uring
+		 * one: that one would post on completions already reaped,
+		 * and the context, its WAIT over, hold the engine at its
+		 * clock over the descriptors it was waiting for.
+		 */
+		if (req->q->recv && req->u_post == ctx->u_posts)
+			ctx->u_uncounted--;
 	}
 	w.clock_ps = ctx->clock_ps;
 	/* The clock may have moved past the safe time others wait on. */

@@ -434,6 +434,7 @@ struct icfab_ctx {
 	u32 u_inflight;			/* submitted, not complete */
 	u32 u_uncounted;		/* complete, not counted by a WAIT */
 	u64 u_max_finish_ps;		/* ps: latest finish among those */
+	u64 u_posts;			/* io_uring WAITs posted */
 	struct io_uring_cmd *uwait;	/* pending ICFAB_UCMD_WAIT, or NULL */
 	struct icfab_uring_result *uwait_res;
 	u32 uwait_min;

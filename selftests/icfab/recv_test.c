@@ -643,6 +643,66 @@ TEST(pair_over_io_uring_is_deterministic)
 }
 
 /*
+ * A receive completion is counted by one WAIT. Reaped by ICFAB_IOC_WAIT
+ * before any ICFAB_UCMD_WAIT counted it, it does not count again for the
+ * next ICFAB_UCMD_WAIT, which completes on the io_uring descriptors
+ * submitted with it, at their finish. Counted again, it would complete
+ * that WAIT at once, and the context, no longer waiting, would hold the
+ * engine at its clock with those descriptors behind it for ever.
+ */
+TEST_F(rx, a_receive_completion_the_ioctl_reaped_is_not_counted_again)
+{
+	struct __kernel_timespec ts = { .tv_sec = 10 };
+	struct icfab_cqe r[4], rec[2];
+	struct io_uring_cqe *cqe;
+	struct icfab_desc d[2];
+	struct io_uring ring;
+	uint64_t clock, wait_clock = 0, last = 0;
+	int q, rq, wait_res = -1;
+
+	ASSERT_EQ(0, ctx_attach(self->fd, TX_EP));
+	ASSERT_EQ(0, ctx_attach(self->fd, RX_EP));
+	q = ctx_queue(self->fd, TX_EP, 8);
+	ASSERT_LE(0, q);
+	rq = ctx_recv_queue(self->fd, RX_EP, 4);
+	ASSERT_LE(0, rq);
+	d[0] = desc_notify_put(q, RX_EP, SEG, 1, 1);
+	d[1] = desc_notify_put(q, RX_EP, SEG, 2, 2);
+	ASSERT_EQ(2, ctx_submit(self->fd, d, 2));
+	/* The two WRITEs and their two receive completions. */
+	ASSERT_EQ(4, ctx_wait(self->fd, r, 4, 4, 5000, &clock));
+
+	ASSERT_EQ(0, io_uring_queue_init(8, &ring, IORING_SETUP_SQE128 |
+					 IORING_SETUP_CQE32));
+	ASSERT_EQ(0, usubmit(&ring, self->fd, desc_put(q, OTHER_EP, 4 * SEG, 3),
+			     &rec[0], 3));
+	ASSERT_EQ(0, usubmit(&ring, self->fd, desc_put(q, OTHER_EP, 4 * SEG, 4),
+			     &rec[1], 4));
+	ASSERT_EQ(0, uwait(&ring, self->fd, 2, 9));
+	ASSERT_EQ(3, io_uring_submit(&ring));
+	for (int i = 0; i < 3; i++) {
+		ASSERT_EQ(0, io_uring_wait_cqe_timeout(&ring, &cqe, &ts)) {
+			TH_LOG("CQE %d of 3 never came", i + 1);
+		}
+		if (cqe->user_data == 9) {
+			wait_res = cqe->res;
+			wait_clock = cqe->big_cqe[0];
+		} else {
+			EXPECT_EQ(0, cqe->res);
+		}
+		io_uring_cqe_seen(&ring, cqe);
+	}
+	io_uring_queue_exit(&ring);
+	/* Its own two, no more; the clock at the later's finish. */
+	EXPECT_EQ(2, wait_res);
+	last = rec[0].finish_ps > rec[1].finish_ps ? rec[0].finish_ps :
+						     rec[1].finish_ps;
+	EXPECT_LT(clock, last);
+	EXPECT_EQ(last, wait_clock);
+	EXPECT_EQ(0, ctx_queue_destroy(self->fd, rq));
+}
+
+/*
  * A sender killed with NOTIFY WRITEs in flight: the one in the engine
  * still lands and posts, the one behind a FENCE posts -ECANCELED.
  */

@@ -887,9 +887,10 @@ struct icfab_cq_wait {
  * them. -EDEADLK when fewer than @min are in flight and uncounted.
  * For a receiver (ICFAB_QUEUE_F_RECV) every receive completion is
  * counted too, once, by the WAIT in progress when it arrives or the next
- * one (no -EDEADLK); its struct icfab_cqe is still returned by
- * ICFAB_IOC_WAIT, which a receiver that waits through io_uring calls to
- * reap them (@min 0 does not block).
+ * one (no -EDEADLK), unless ICFAB_IOC_WAIT returns it before that one
+ * comes: then no io_uring WAIT counts it. Its struct icfab_cqe is still
+ * returned by ICFAB_IOC_WAIT, which a receiver that waits through
+ * io_uring calls to reap them (@min 0 does not block).
  *
  * When the context's owner exits, or its last file descriptor is closed
  * (io_uring commands in flight keep the file itself open), its commands
