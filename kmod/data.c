@@ -1357,7 +1357,7 @@ static noinline int icfab_data_room_beside_credit(struct icfab_data *d,
  * Put a transfer into the engine, starting no earlier than @at. An
  * @accepted one is a WRITE or READ the WRITE path accepted, whose kind
  * icfab_write_accept() and icfab_write_accept_memory() fixed: a
- * timing-only WRITE, or a WRITE or READ between regions of plain
+ * timing-only WRITE or READ, or a WRITE or READ between regions of plain
  * memory, so no circuit and no tier port on either side; its spray
  * offset by its op, as any's; its caller
  * syncs the tracer once for the chain (__icfab_ctx_start_accepted()).
@@ -3140,15 +3140,19 @@ static void __icfab_ctx_fast_update(struct icfab_ctx *ctx)
 }
 
 /*
- * Is @dd a timing-only WRITE with nothing else set: op, pad and flags
- * as one word, circuit and imm as another, the region, the key? Seven
- * tests a descriptor made four; the same answer.
+ * Is @dd a timing-only WRITE (or, @read, a READ: a constant at each
+ * call) with nothing else set: op, pad and flags as one word, circuit
+ * and imm as another, the region, the key? Seven tests a descriptor
+ * made four; the same answer.
  */
-static __always_inline bool icfab_desc_timed_write(const struct icfab_desc *dd)
+static __always_inline bool icfab_desc_timed(const struct icfab_desc *dd,
+					     const bool read)
 {
-	static const struct icfab_desc want = {
-		.op = ICFAB_OP_WRITE, .flags = ICFAB_DESC_F_TIMING_ONLY,
+	static const struct icfab_desc want_op[2] = {
+		{ .op = ICFAB_OP_WRITE, .flags = ICFAB_DESC_F_TIMING_ONLY },
+		{ .op = ICFAB_OP_READ, .flags = ICFAB_DESC_F_TIMING_ONLY },
 	};
+	const struct icfab_desc *want = &want_op[read];
 	u32 head, want_head;
 	u64 tail;
 
@@ -3161,7 +3165,7 @@ static __always_inline bool icfab_desc_timed_write(const struct icfab_desc *dd)
 		     sizeof(struct icfab_desc) !=
 		     offsetof(struct icfab_desc, circuit) + sizeof(tail));
 	memcpy(&head, dd, sizeof(head));
-	memcpy(&want_head, &want, sizeof(want_head));
+	memcpy(&want_head, want, sizeof(want_head));
 	/* From the descriptor, not its field: fortify sees the two. */
 	memcpy(&tail, (const u8 *)dd + offsetof(struct icfab_desc, circuit),
 	       sizeof(tail));
@@ -3263,7 +3267,11 @@ static __always_inline bool icfab_write_accept_memory(struct icfab_ctx *ctx,
  * **@tail, its start the context's clock, for
  * __icfab_ctx_start_accepted() to start. False for anything else,
  * which the fabric lock's path then takes or refuses as ever (or, a
- * memory WRITE, icfab_submit_mem_writes()).
+ * memory WRITE, icfab_submit_mem_writes()). @read, a constant at each
+ * call: a timing-only READ instead, with the same checks (those of
+ * icfab_req_prepare() for a timing-only transfer are the op's alike),
+ * its transfer from the peer to the queue's endpoint, as
+ * icfab_req_prepare() times it; the code for WRITEs the same as before.
  */
 static __always_inline bool icfab_write_accept(struct icfab_ctx *ctx,
 					       const struct icfab_data *d,
@@ -3271,7 +3279,7 @@ static __always_inline bool icfab_write_accept(struct icfab_ctx *ctx,
 					       struct icfab_req *req,
 					       bool to_cq, u32 seg,
 					       struct icfab_req ***tail,
-					       u64 *events)
+					       u64 *events, const bool read)
 {
 	/*
 	 * Its segments, as icfab_nr_segments() counts them, in one division
@@ -3282,7 +3290,7 @@ static __always_inline bool icfab_write_accept(struct icfab_ctx *ctx,
 	u64 nseg = dd->len / seg + (dd->len % seg != 0);
 	struct icfab_queue *q;
 
-	if (!icfab_desc_timed_write(dd) ||
+	if (!icfab_desc_timed(dd, read) ||
 	    !icfab_data_is_endpoint(d, dd->peer) ||
 	    nseg > ICFAB_MAX_XFER_SEGMENTS)
 		return false;
@@ -3294,8 +3302,10 @@ static __always_inline bool icfab_write_accept(struct icfab_ctx *ctx,
 	if (nseg + 1 > *events)
 		return false;
 	*events -= nseg + 1;
-	icfab_accepted_fill(ctx, req, q, dd, to_cq, ICFAB_OP_WRITE,
-			    q->endpoint, dd->peer, tail);
+	icfab_accepted_fill(ctx, req, q, dd, to_cq,
+			    read ? ICFAB_OP_READ : ICFAB_OP_WRITE,
+			    read ? dd->peer : q->endpoint,
+			    read ? q->endpoint : dd->peer, tail);
 	return true;
 }
 
@@ -3460,12 +3470,16 @@ static __always_inline bool icfab_accepted_add(struct icfab_ctx *ctx,
  * descriptors is read once, at the start: its room then, as
  * icfab_ctx_descs_room_unlocked() reads it, is never more than what it
  * has at any later instant of the loop. Out of line, so that the DELAYs'
- * loop keeps its registers.
+ * loop keeps its registers. @read, a constant at each call: timing-only
+ * READs instead (icfab_submit_timed_reads(), from icfab_submit_reads()),
+ * a loop of their own as the memory READs' is, counted apart
+ * (fast_timed_reads), not in fast_writes.
  */
-static noinline u32 icfab_submit_writes(struct icfab_ctx *ctx,
-					const struct icfab_desc *chunk,
-					struct icfab_req **fresh, u32 i,
-					u32 n, bool to_cq)
+static __always_inline u32 __icfab_submit_timed(struct icfab_ctx *ctx,
+						const struct icfab_desc *chunk,
+						struct icfab_req **fresh,
+						u32 i, u32 n, bool to_cq,
+						const bool read)
 {
 	/* Attached (->fast): the engine stays while the lock is held. */
 	const struct icfab_data *d = ctx->fabric->data;
@@ -3477,10 +3491,27 @@ static noinline u32 icfab_submit_writes(struct icfab_ctx *ctx,
 	n = min(n, i + icfab_accepted_room(ctx));
 	for (; i < n; i++)
 		if (!icfab_write_accept(ctx, d, &chunk[i], fresh[i], to_cq,
-					seg, &tail, &events))
+					seg, &tail, &events, read))
 			break;
-	icfab_accepted_add(ctx, tail, events, i - start);
+	if (icfab_accepted_add(ctx, tail, events, i - start) && read)
+		atomic_add(i - start, &ctx->fabric->fast_timed_reads);
 	return i;
+}
+
+static noinline u32 icfab_submit_writes(struct icfab_ctx *ctx,
+					const struct icfab_desc *chunk,
+					struct icfab_req **fresh, u32 i,
+					u32 n, bool to_cq)
+{
+	return __icfab_submit_timed(ctx, chunk, fresh, i, n, to_cq, false);
+}
+
+static noinline u32 icfab_submit_timed_reads(struct icfab_ctx *ctx,
+					     const struct icfab_desc *chunk,
+					     struct icfab_req **fresh, u32 i,
+					     u32 n, bool to_cq)
+{
+	return __icfab_submit_timed(ctx, chunk, fresh, i, n, to_cq, true);
 }
 
 /*
@@ -3564,12 +3595,49 @@ static noinline u32 icfab_submit_notify_writes(struct icfab_ctx *ctx,
 }
 
 /*
+ * READs, memory and timing-only, from @chunk[@i] on: each kind's loop
+ * (icfab_submit_mem_reads(), icfab_submit_timed_reads()) chosen by the
+ * descriptor where the last stopped, as icfab_submit_fast() chooses
+ * among its loops, until one takes nothing or stops at one of its own
+ * kind; returns the index of the first READ not taken, or of the first
+ * descriptor that is no READ. One call for READs of either kind in
+ * icfab_submit_fast(), as the memory READs' loop was: a call there of
+ * its own cost the WRITEs' way through it registers.
+ */
+static noinline u32 icfab_submit_reads(struct icfab_ctx *ctx,
+				       const struct icfab_desc *chunk,
+				       struct icfab_req **fresh, u32 i,
+				       u32 n, bool to_cq)
+{
+	bool timed, last = false, first = true;
+
+	while (i < n && chunk[i].op == ICFAB_OP_READ) {
+		u32 from = i;
+
+		/* A memory READ has no flags; any other is tried as timed. */
+		timed = chunk[i].flags;
+		if (!first && timed == last)
+			break;
+		first = false;
+		last = timed;
+		i = timed ? icfab_submit_timed_reads(ctx, chunk, fresh, i, n,
+						     to_cq) :
+			    icfab_submit_mem_reads(ctx, chunk, fresh, i, n,
+						   to_cq);
+		if (i == from)
+			break;
+	}
+	return i;
+}
+
+/*
  * The DELAY and WRITE paths, under @ctx's own lock and not the fabric's
  * (->fast): from @chunk[*@at] on, as long as they are DELAYs that
  * icfab_req_prepare() and icfab_req_start() would take, each exactly as
  * they would (the clock, the completion into the ring or onto the done
- * list), or WRITEs and memory READs that icfab_write_accept() and
- * icfab_write_accept_memory() take; the first that is
+ * list), or WRITEs and READs that icfab_write_accept(),
+ * icfab_write_accept_memory() and icfab_write_accept_notify() take; the
+ * first that is
  * not, with its error or anything else, is left with the rest to them,
  * under the fabric lock. A DELAY does not follow an accepted WRITE here:
  * it would move the clock the WRITE's start holds the engine at.
@@ -3648,14 +3716,16 @@ static noinline u32 icfab_submit_fast(struct icfab_ctx *ctx,
 	}
 	nd = i - *at;
 	/*
-	 * Then timing-only WRITEs, memory WRITEs, NOTIFY WRITEs and memory
-	 * READs, each run by its own loop, chosen by the descriptor where
-	 * the last loop stopped, until one takes nothing or stops at one of
-	 * its own kind, which it refused: so no loop looks at a descriptor
-	 * twice (a memory one refused may hold references, put below, and
-	 * would take them again). A memory WRITE has no flags, a NOTIFY one
-	 * ICFAB_DESC_F_NOTIFY, a timing-only one ICFAB_DESC_F_TIMING_ONLY
-	 * (a WRITE with other flags is refused by its loop).
+	 * Then timing-only WRITEs, memory WRITEs, NOTIFY WRITEs, memory
+	 * READs and timing-only READs, each run by its own loop, chosen by
+	 * the descriptor where the last loop stopped, until one takes
+	 * nothing or stops at one of its own kind, which it refused: so no
+	 * loop looks at a descriptor twice (a memory one refused may hold
+	 * references, put below, and would take them again). A memory
+	 * WRITE or READ has no flags, a NOTIFY WRITE ICFAB_DESC_F_NOTIFY, a
+	 * timing-only one ICFAB_DESC_F_TIMING_ONLY (a WRITE or READ with
+	 * other flags is refused by its loop). READs of both kinds are one
+	 * kind here, icfab_submit_reads() choosing between their loops.
 	 */
 	while ((fast & ICFAB_CTX_FAST_WRITE) && i < n) {
 		const struct icfab_desc *dd = &chunk[i];
@@ -3676,8 +3746,7 @@ static noinline u32 icfab_submit_fast(struct icfab_ctx *ctx,
 			break;
 		kind = next;
 		if (kind == 1) {
-			i = icfab_submit_mem_reads(ctx, chunk, fresh, i, n,
-						   to_cq);
+			i = icfab_submit_reads(ctx, chunk, fresh, i, n, to_cq);
 			nr += i - from;
 		} else if (kind == 2) {
 			i = icfab_submit_mem_writes(ctx, chunk, fresh, i, n,

@@ -247,6 +247,8 @@ void icfab_debugfs_init(struct icfab_fabric **fabrics, unsigned int n)
 					&fabrics[i]->fast_mem_writes);
 		debugfs_create_atomic_t("fast_mem_reads", 0600, dir,
 					&fabrics[i]->fast_mem_reads);
+		debugfs_create_atomic_t("fast_timed_reads", 0600, dir,
+					&fabrics[i]->fast_timed_reads);
 		debugfs_create_atomic_t("fast_notify_writes", 0600, dir,
 					&fabrics[i]->fast_notify_writes);
 		debugfs_create_atomic_t("copies_unlocked", 0600, dir,

@@ -154,10 +154,15 @@ struct icfab_fabric {
 	struct icfab_topo *active;	/* committed configuration, never NULL */
 	struct icfab_topo *staged;	/* being edited, or NULL */
 	u32 staged_portid;		/* netlink socket that owns staged */
-	u64 commit_ps;			/* ps: when the last commit took effect */
-	u64 generation;			/* bumped by every commit */
+	/*
+	 * Beside staged_portid, in what was a hole: so that the counts
+	 * below fill 8-byte words and nothing after them moves (a move of
+	 * the fields from data on changed the engine's run's registers).
+	 */
 	u32 change_seq;			/* bumped by every commit or staging edit;
 					 * dumps use it to flag NLM_F_DUMP_INTR */
+	u64 commit_ps;			/* ps: when the last commit took effect */
+	u64 generation;			/* bumped by every commit */
 
 	atomic_t nr_contexts;		/* open files */
 	/*
@@ -175,6 +180,8 @@ struct icfab_fabric {
 	atomic_t fast_mem_writes;
 	/* Memory READs it accepted (not in fast_writes). */
 	atomic_t fast_mem_reads;
+	/* Timing-only READs it accepted (not in fast_writes either). */
+	atomic_t fast_timed_reads;
 	/* NOTIFY WRITEs it accepted (timing-only or memory; in fast_writes). */
 	atomic_t fast_notify_writes;
 	/* Memory transfers whose bytes were copied off this lock. */
