@@ -6,7 +6,8 @@
  * FENCE ordering in exact virtual time; keys exchanged between processes;
  * one process on many endpoints; determinism with a CPU hog beside it;
  * memory WRITEs and READs on the WRITE path, off the fabric lock: their
- * bytes and times, their errors, and a REGION_FREE racing the WRITEs.
+ * bytes and times, their errors, and a REGION_FREE racing the WRITEs;
+ * timing-only READs on it too, beside them.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -714,6 +715,242 @@ TEST_F(dm, memory_read_errors_off_the_lock_are_the_locked_paths)
 	refused_beside_the_path(_metadata, self->fd, good, bad, nb, 3,
 				"fast_mem_reads");
 	munmap(wom, PAGE);
+}
+
+/* A timing-only READ of @len bytes from endpoint @peer into queue @q's. */
+static struct icfab_desc desc_get(uint32_t q, uint32_t peer, uint64_t len,
+				  uint64_t tag)
+{
+	struct icfab_desc d = desc_put(q, peer, len, tag);
+
+	d.op = ICFAB_OP_READ;
+	return d;
+}
+
+/*
+ * Timing-only READs go off the fabric lock too (fast_timed_reads counts
+ * them, not fast_writes nor fast_mem_reads), with the times they get
+ * under it: the first under the fabric lock behind a FENCE, the rest one
+ * a SUBMIT, each submitted at the finish its WAIT returned at, at local
+ * and remote offsets of a few segments. A batch mixing them with memory
+ * READs and WRITEs and timing-only WRITEs goes the path whole, each loop
+ * in turn.
+ */
+TEST_F(dm, timing_only_reads_go_off_the_fabric_lock_as_under_it)
+{
+	enum { N = 5, LEN = 3 * SEG + 5 };
+	long long t = fab_count("fast_timed_reads");
+	long long r = fab_count("fast_mem_reads");
+	long long m = fab_count("fast_mem_writes");
+	long long w = fab_count("fast_writes");
+	struct icfab_desc mix[5];
+	struct icfab_cqe c[N], cm[5];
+
+	ASSERT_LE(0, t);
+	ASSERT_LE(0, r);
+	ASSERT_LE(0, m);
+	ASSERT_LE(0, w);
+	for (int i = 0; i < N; i++) {
+		struct icfab_desc fr[2] = {
+			{ .op = ICFAB_OP_FENCE, .queue = self->q },
+			desc_get(self->q, 3, LEN, i + 1),
+		};
+		struct icfab_cqe cf[2];
+
+		fr[1].local_off = i * LEN;
+		fr[1].remote_off = i * 11;
+		if (i) {
+			ASSERT_EQ(1, ctx_submit(self->fd, &fr[1], 1));
+			ASSERT_EQ(1, ctx_wait(self->fd, &c[i], 1, 1, 0, NULL));
+		} else {
+			ASSERT_EQ(2, ctx_submit(self->fd, fr, 2));
+			ASSERT_EQ(2, ctx_wait(self->fd, cf, 2, 2, 0, NULL));
+			c[0] = cf[1];
+		}
+		EXPECT_EQ(0, c[i].status);
+		EXPECT_EQ(i + 1, c[i].user_tag);
+		EXPECT_LT(ring_uncontended(3 * SEG, 3),
+			  c[i].finish_ps - c[i].start_ps);
+		if (!i)
+			continue;
+		EXPECT_EQ(c[0].finish_ps - c[0].start_ps,
+			  c[i].finish_ps - c[i].start_ps);
+		EXPECT_EQ(c[0].start_ps - c[0].submit_ps,
+			  c[i].start_ps - c[i].submit_ps);
+		EXPECT_EQ(c[0].queued_ps, c[i].queued_ps);
+		EXPECT_EQ(c[i - 1].finish_ps, c[i].submit_ps);
+	}
+	EXPECT_EQ(t + N - 1, fab_count("fast_timed_reads"));
+	EXPECT_EQ(r, fab_count("fast_mem_reads"));
+	EXPECT_EQ(w, fab_count("fast_writes"));
+
+	/* Apart: the memory READ's bytes, and the WRITE's. */
+	fill(self->bm, RSIZE, 31);
+	fill(self->am, RSIZE, 37);
+	mix[0] = desc_get(self->q, 3, 100, 21);
+	mix[1] = mv(ICFAB_OP_READ, self->q, self->a, 200, self->bkey, 5, 100,
+		    22);
+	mix[2] = desc_get(self->q, 3, 100, 23);
+	mix[3] = desc_put(self->q, 3, 100, 24);
+	mix[4] = mv(ICFAB_OP_WRITE, self->q, self->a, 1000, self->bkey,
+		    RSIZE - 100, 100, 25);
+	ASSERT_EQ(5, ctx_submit(self->fd, mix, 5));
+	EXPECT_EQ(t + N + 1, fab_count("fast_timed_reads"));
+	EXPECT_EQ(r + 1, fab_count("fast_mem_reads"));
+	EXPECT_EQ(m + 1, fab_count("fast_mem_writes"));
+	EXPECT_EQ(w + 2, fab_count("fast_writes"));
+	ASSERT_EQ(5, ctx_wait(self->fd, cm, 5, 5, 0, NULL));
+	for (int i = 0; i < 5; i++) {
+		EXPECT_EQ(0, cm[i].status);
+		EXPECT_EQ(c[N - 1].finish_ps, cm[i].submit_ps);
+	}
+	EXPECT_EQ(0, memcmp(self->am + 200, self->bm + 5, 100));
+	EXPECT_EQ(0, memcmp(self->bm + RSIZE - 100, self->am + 1000, 100));
+}
+
+/*
+ * A timing-only READ is timed from its peer to the queue's endpoint, off
+ * the fabric lock as under it: submitted at one instant with a
+ * timing-only WRITE from the peer's endpoint to the queue's, it needs the
+ * links that WRITE needs, so one of the two starts later (the ring's two
+ * directions are apart: a READ timed from the queue's end to the peer
+ * would start with the WRITE). Under the lock (behind a FENCE) and on
+ * the path, each starts and finishes at the same time after its
+ * submission.
+ */
+TEST_F(dm, a_timing_only_read_off_the_lock_shares_the_links_it_crosses)
+{
+	enum { LEN = 8 * SEG };
+	long long t = fab_count("fast_timed_reads");
+	long long w = fab_count("fast_writes");
+	struct icfab_desc d[3];
+	struct icfab_cqe c[2][3];
+	int q3 = ctx_queue(self->fd, 3, 16);
+
+	ASSERT_LE(0, q3);
+	ASSERT_LE(0, t);
+	ASSERT_LE(0, w);
+	for (int round = 0; round < 2; round++) {
+		struct icfab_cqe *cr = c[round];
+		int n = 0;
+
+		/* Round 0 under the fabric lock: a FENCE leads the chunk. */
+		if (!round)
+			d[n++] = (struct icfab_desc){ .op = ICFAB_OP_FENCE,
+						      .queue = self->q,
+						      .user_tag = 9 };
+		d[n++] = desc_put(q3, 0, LEN, 1);
+		d[n++] = desc_get(self->q, 3, LEN, 2);
+		ASSERT_EQ(n, ctx_submit(self->fd, d, n));
+		ASSERT_EQ(n, ctx_wait(self->fd, cr, n, n, 0, NULL));
+		if (!round) {
+			/* The FENCE's completion out of the way. */
+			for (int i = 0; i < 3; i++)
+				if (cr[i].user_tag == 9)
+					cr[i] = cr[2];
+		}
+		/* By tag: the WRITE in [0], the READ in [1]. */
+		if (cr[0].user_tag == 2) {
+			struct icfab_cqe x = cr[0];
+
+			cr[0] = cr[1];
+			cr[1] = x;
+		}
+		ASSERT_EQ(1, cr[0].user_tag);
+		ASSERT_EQ(2, cr[1].user_tag);
+		for (int i = 0; i < 2; i++) {
+			EXPECT_EQ(0, cr[i].status);
+			EXPECT_EQ(cr[0].submit_ps, cr[i].submit_ps);
+		}
+		/* The links they share: one waits for the other. */
+		EXPECT_NE(cr[0].start_ps, cr[1].start_ps);
+	}
+	/* Round 1 went the path, WRITE and READ alike. */
+	EXPECT_EQ(t + 1, fab_count("fast_timed_reads"));
+	EXPECT_EQ(w + 1, fab_count("fast_writes"));
+	for (int i = 0; i < 2; i++) {
+		EXPECT_EQ(c[0][i].start_ps - c[0][i].submit_ps,
+			  c[1][i].start_ps - c[1][i].submit_ps) {
+			TH_LOG("%s", i ? "the READ" : "the WRITE");
+		}
+		EXPECT_EQ(c[0][i].finish_ps - c[0][i].submit_ps,
+			  c[1][i].finish_ps - c[1][i].submit_ps) {
+			TH_LOG("%s", i ? "the READ" : "the WRITE");
+		}
+	}
+}
+
+/*
+ * A timing-only READ the path cannot take goes, with what follows it,
+ * to the fabric lock's path, which refuses it with the error it always
+ * gave, in its order: the descriptor's own fields (a pad byte, NOTIFY,
+ * a circuit, an immediate), the queue, the peer, a region or a key
+ * beside ICFAB_DESC_F_TIMING_ONLY, the length, a full queue. Each is
+ * tried on a context whose good READ just before took the path
+ * (counted), and is still in flight.
+ */
+TEST_F(dm, timing_only_read_errors_off_the_lock_are_the_locked_paths)
+{
+	struct icfab_desc good = desc_get(self->q, 3, 64, 1);
+	struct bad_desc bad[16];
+	long long m;
+	int nb = 0;
+
+	/* No such endpoint. */
+	bad[nb].d = good;
+	bad[nb].d.peer = 1000;
+	bad[nb++].err = -EINVAL;
+	/* A region, a key: a memory READ's, not a timing-only one's. */
+	bad[nb].d = good;
+	bad[nb].d.region = self->a;
+	bad[nb++].err = -EINVAL;
+	bad[nb].d = good;
+	bad[nb].d.rkey = self->bkey;
+	bad[nb++].err = -EINVAL;
+	/* NOTIFY, a circuit, an immediate, a pad byte. */
+	bad[nb].d = good;
+	bad[nb].d.flags |= ICFAB_DESC_F_NOTIFY;
+	bad[nb++].err = -EINVAL;
+	bad[nb].d = good;
+	bad[nb].d.circuit = 1;
+	bad[nb++].err = -EINVAL;
+	bad[nb].d = good;
+	bad[nb].d.imm = 1;
+	bad[nb++].err = -EINVAL;
+	bad[nb].d = good;
+	bad[nb].d.pad = 1;
+	bad[nb++].err = -EINVAL;
+	/* No such queue, and no such endpoint. */
+	bad[nb].d = good;
+	bad[nb].d.queue = 777;
+	bad[nb].d.peer = 1000;
+	bad[nb++].err = -ENOENT;
+	/* More segments than any engine holds; and with a bad peer. */
+	bad[nb].d = good;
+	bad[nb].d.len = ~0ULL;
+	bad[nb++].err = -E2BIG;
+	bad[nb].d = bad[nb - 1].d;
+	bad[nb].d.peer = 1000;
+	bad[nb++].err = -EINVAL;
+
+	refused_beside_the_path(_metadata, self->fd, good, bad, nb, 1,
+				"fast_timed_reads");
+
+	/* A full queue: its -EAGAIN comes after the length's -E2BIG. */
+	do {
+		struct icfab_desc full[16];
+		struct icfab_cqe cf[16];
+
+		for (int i = 0; i < 16; i++)
+			full[i] = good;
+		m = fab_count("fast_timed_reads");
+		ASSERT_EQ(16, ctx_submit(self->fd, full, 16));
+		EXPECT_EQ(m + 16, fab_count("fast_timed_reads"));
+		EXPECT_EQ(-E2BIG, ctx_submit(self->fd, &bad[8].d, 1));
+		EXPECT_EQ(-EAGAIN, ctx_submit(self->fd, &good, 1));
+		EXPECT_EQ(m + 16, fab_count("fast_timed_reads"));
+		EXPECT_EQ(16, ctx_wait(self->fd, cf, 16, 16, 0, NULL));
+	} while (0);
 }
 
 /*
