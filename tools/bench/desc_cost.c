@@ -20,6 +20,8 @@
  *          every row, to own both regions
  *   ioctl CQ MEM RD: the same with 64-byte READs of device memory, from
  *          the region on endpoint 1 into the one on endpoint 0
+ *   ioctl CQ RD: ioctl CQ with 64-byte timing-only READs from endpoint 1
+ *          instead of its WRITEs
  * and, to split the cost, the same paths with 32 zero-length DELAYs
  * instead of the WRITEs (uring-delay, ioctl-delay): everything a
  * descriptor costs except the engine (a DELAY only moves the context's
@@ -96,10 +98,15 @@ static int notify;
 
 /*
  * The descriptor measured: a timing-only WRITE, a DELAY of 0 ps (@delay
- * 1), a WRITE of device memory (@delay 2) or a READ of it (@delay 3).
+ * 1), a WRITE of device memory (@delay 2), a READ of it (@delay 3) or a
+ * timing-only READ (@delay 4).
  */
 static struct icfab_desc bench_desc(uint32_t q, int delay)
 {
+	if (delay == 4)
+		return (struct icfab_desc){ .op = ICFAB_OP_READ, .queue = q,
+			.peer = 1, .len = LEN,
+			.flags = ICFAB_DESC_F_TIMING_ONLY };
 	if (delay == 3)
 		return mv(ICFAB_OP_READ, q, mem_region, 0, mem_key, 0, LEN, 0);
 	if (delay == 2)
@@ -233,7 +240,7 @@ static double run_nop(struct io_uring *ring, int rounds)
 
 enum { M_NOP, M_URING, M_IOCTL, M_URING_D, M_IOCTL_D,
        M_URING_B, M_IOCTL_CQ, M_URING_B_D, M_IOCTL_CQ_D, M_IOCTL_CQ_M,
-       M_IOCTL_CQ_MR, M_NR_RUN };
+       M_IOCTL_CQ_MR, M_IOCTL_CQ_RD, M_NR_RUN };
 /* Without the ring, only the methods before it. */
 static int m_nr_run = M_NR_RUN;
 #define M_NR	(2 * M_NR_RUN - 1)	/* and each one's ratio to nop */
@@ -243,11 +250,12 @@ static const char *const m_name[M_NR_RUN] = {
 	"io_uring DELAY", "ioctl DELAY",
 	"icfab io_uring BATCH", "icfab ioctl CQ", "io_uring BATCH DELAY",
 	"ioctl CQ DELAY", "icfab ioctl CQ MEM", "icfab ioctl CQ MEM RD",
+	"icfab ioctl CQ RD",
 };
 static const char *const m_arg[M_NR_RUN] = {
 	"nop", "uring", "ioctl", "uring-delay", "ioctl-delay",
 	"uring-batch", "ioctl-cq", "uring-batch-delay", "ioctl-cq-delay",
-	"ioctl-cq-mem", "ioctl-cq-mem-read",
+	"ioctl-cq-mem", "ioctl-cq-mem-read", "ioctl-cq-read",
 };
 
 static double run_method(int m, struct io_uring *ring, int fd, uint32_t q,
@@ -269,6 +277,8 @@ static double run_method(int m, struct io_uring *ring, int fd, uint32_t q,
 		return run_ioctl_cq(fd, q, rounds, 2);
 	case M_IOCTL_CQ_MR:
 		return run_ioctl_cq(fd, q, rounds, 3);
+	case M_IOCTL_CQ_RD:
+		return run_ioctl_cq(fd, q, rounds, 4);
 	default:
 		return run_ioctl(fd, q, rounds, m == M_IOCTL_D);
 	}
