@@ -3559,7 +3559,6 @@ static noinline u32 icfab_submit_mem_writes(struct icfab_ctx *ctx,
 	return __icfab_submit_mem(ctx, chunk, fresh, i, n, to_cq, false);
 }
 
-
 /*
  * icfab_submit_writes() for NOTIFY WRITEs (icfab_write_accept_notify()),
  * a loop of its own as icfab_submit_mem_writes() is, and for the same
