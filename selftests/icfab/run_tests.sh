@@ -71,6 +71,7 @@ fault_test.sh		1500
 ocs_test.sh		1500
 torch_test.sh		2700
 syscall_fuzz		600
+race_test		600
 '
 # Limits of tests that run only when named (not in the run list).
 named_only='
