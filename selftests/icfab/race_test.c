@@ -4,19 +4,20 @@
  * bounded stress of several processes and threads on one fabric.
  *
  * Counting senders (SENDERS processes, on endpoints 0 and 1) submit, in
- * batches of 1 to BATCH, timing-only WRITEs, NOTIFY WRITEs (timing-only
- * and into a target's region), memory WRITEs and memory READs, by ioctl
- * SUBMIT, SUBMIT with ICFAB_SUBMIT_F_CQ and io_uring's SUBMIT_BATCH, in
- * turn, from two threads on the one context at once (one thread's WRITE
- * path meets the other's taking of the fabric lock, which starts its
- * accepted list). Between batches they destroy one of their send queues
- * (-EBUSY while it has anything in flight) and free and unmap their own
- * region with transfers on it; a third thread ends their WAITs
- * (WAIT_END). Each reaps everything it was told was accepted, from the
- * ring and the WAIT list, and counts: every accepted descriptor (its
- * user_tag) must complete exactly once, whatever its status, and
- * nothing else may. Every memory transfer's bytes go by the copier, off
- * the lock (copy_unlocked_min lowered to their size for the test).
+ * batches of 1 to BATCH, timing-only WRITEs and READs, NOTIFY WRITEs
+ * (timing-only and into a target's region), memory WRITEs and memory
+ * READs, by ioctl SUBMIT, SUBMIT with ICFAB_SUBMIT_F_CQ and io_uring's
+ * SUBMIT_BATCH, in turn, from two threads on the one context at once
+ * (one thread's WRITE path meets the other's taking of the fabric lock,
+ * which starts its accepted list). Between batches they destroy one of
+ * their send queues (-EBUSY while it has anything in flight) and free
+ * and unmap their own region with transfers on it; a third thread ends
+ * their WAITs (WAIT_END). Each reaps everything it was told was
+ * accepted, from the ring and the WAIT list, and counts: every accepted
+ * descriptor (its user_tag) must complete exactly once, whatever its
+ * status, and nothing else may. Every memory transfer's bytes go by the
+ * copier, off the lock (copy_unlocked_min lowered to their size for the
+ * test).
  *
  * Targets (endpoints 2 and 3) have the receive queue the NOTIFY WRITEs
  * go to and the region the memory ones name by key; they reap, destroy
@@ -234,7 +235,7 @@ static void region_drop(int fd, struct region *r, bool unmap_first)
 static struct icfab_desc mix(uint32_t *seed, uint32_t q, uint32_t self_ep,
 			     struct region *loc, uint64_t tag)
 {
-	uint32_t k = rnd(seed) % 11;
+	uint32_t k = rnd(seed) % 12;
 	uint32_t t = TARGET0 + rnd(seed) % TARGETS;
 	uint32_t peer = (self_ep + 1 + rnd(seed) % (NR_EPS - 1)) % NR_EPS;
 	uint64_t key = __atomic_load_n(&sh->key[t], __ATOMIC_RELAXED);
@@ -259,6 +260,11 @@ static struct icfab_desc mix(uint32_t *seed, uint32_t q, uint32_t self_ep,
 	case 8: case 9:
 		return mv(ICFAB_OP_READ, q, region, loff, key, roff, XLEN,
 			  tag);
+	case 10:
+		/* A timing-only READ from @peer. */
+		d = desc_put(q, peer, XLEN, tag);
+		d.op = ICFAB_OP_READ;
+		return d;
 	default:
 		return (struct icfab_desc){ .op = ICFAB_OP_DELAY, .queue = q,
 					    .len = 1000, .user_tag = tag };
@@ -823,13 +829,13 @@ TEST_F_TIMEOUT(race, writes_off_the_lock_against_teardown, 600)
 {
 	static const char *const counts[] = { "fast_writes",
 		"fast_mem_writes", "fast_mem_reads", "fast_notify_writes",
-		"fast_delays", "copies_unlocked" };
-	long long before[6];
+		"fast_delays", "copies_unlocked", "fast_timed_reads" };
+	long long before[7];
 	pid_t tp[TARGETS], sp[SENDERS];
 	int status, i, c, bad = 0;
 	unsigned long acc = 0;
 
-	for (i = 0; i < 6; i++)
+	for (i = 0; i < 7; i++)
 		before[i] = fab_count(counts[i]);
 	atomic_store(&sh->senders_left, SENDERS);
 	for (i = 0; i < TARGETS; i++)
@@ -898,7 +904,7 @@ TEST_F_TIMEOUT(race, writes_off_the_lock_against_teardown, 600)
 		EXPECT_EQ(0, r->err) TH_LOG("target %d failed at line %d",
 					    i, r->line);
 	}
-	for (i = 0; i < 6; i++)
+	for (i = 0; i < 7; i++)
 		TH_LOG("%s: +%lld", counts[i],
 		       fab_count(counts[i]) - before[i]);
 
