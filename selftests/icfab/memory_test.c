@@ -49,6 +49,49 @@ static int one(int fd, struct icfab_desc d, struct icfab_cqe *c)
 	return c->status;
 }
 
+/*
+ * @d[0..@n-1] on queue @q one at a time, user_tag i + 1: the first
+ * behind a FENCE (so under the fabric lock, a reference), the rest each
+ * a SUBMIT and its WAIT (on the path). Each completes with status 0,
+ * longer than 3 segments' uncontended time over three hops, and every
+ * one after the first with the first's times, submitted at the finish
+ * the previous WAIT returned at. Their completions in @c.
+ */
+static void fenced_first_then_alike(struct __test_metadata *_metadata,
+				    int fd, uint32_t q,
+				    const struct icfab_desc *d,
+				    struct icfab_cqe *c, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct icfab_desc fenced[2] = {
+			{ .op = ICFAB_OP_FENCE, .queue = q }, d[i],
+		};
+		struct icfab_cqe cf[2];
+
+		if (i) {
+			ASSERT_EQ(0, one(fd, d[i], &c[i]));
+		} else {
+			ASSERT_EQ(2, ctx_submit(fd, fenced, 2));
+			ASSERT_EQ(2, ctx_wait(fd, cf, 2, 2, 0, NULL));
+			ASSERT_EQ(0, cf[1].status);
+			c[0] = cf[1];
+		}
+		EXPECT_EQ(0, c[i].status);
+		EXPECT_EQ(i + 1, c[i].user_tag);
+		EXPECT_LT(ring_uncontended(3 * SEG, 3),
+			  c[i].finish_ps - c[i].start_ps);
+		if (!i)
+			continue;
+		/* As the first, under the lock, from the clock it left. */
+		EXPECT_EQ(c[0].finish_ps - c[0].start_ps,
+			  c[i].finish_ps - c[i].start_ps);
+		EXPECT_EQ(c[0].start_ps - c[0].submit_ps,
+			  c[i].start_ps - c[i].submit_ps);
+		EXPECT_EQ(c[0].queued_ps, c[i].queued_ps);
+		EXPECT_EQ(c[i - 1].finish_ps, c[i].submit_ps);
+	}
+}
+
 FIXTURE(dm) {
 	struct genl_sock gs;
 	int fd, q;
@@ -292,41 +335,17 @@ TEST_F(dm, memory_writes_go_off_the_fabric_lock_as_under_it)
 	enum { N = 6, LEN = 3 * SEG + 5 };
 	long long m = fab_count("fast_mem_writes");
 	long long w = fab_count("fast_writes");
-	struct icfab_desc mix[3];
+	struct icfab_desc mix[3], dw[N];
 	struct icfab_cqe c[N], cm[3];
 
 	ASSERT_LE(0, m);
 	ASSERT_LE(0, w);
 	fill(self->am, RSIZE, 11);
 	memset(self->bm, 0, RSIZE);
-	for (int i = 0; i < N; i++) {
-		struct icfab_desc fw[2] = {
-			{ .op = ICFAB_OP_FENCE, .queue = self->q },
-			mv(ICFAB_OP_WRITE, self->q, self->a, i * 7, self->bkey,
-			   i * LEN, LEN, i + 1),
-		};
-		struct icfab_cqe cf[2];
-
-		if (i) {
-			ASSERT_EQ(0, one(self->fd, fw[1], &c[i]));
-		} else {
-			ASSERT_EQ(2, ctx_submit(self->fd, fw, 2));
-			ASSERT_EQ(2, ctx_wait(self->fd, cf, 2, 2, 0, NULL));
-			ASSERT_EQ(0, cf[1].status);
-			c[0] = cf[1];
-		}
-		EXPECT_EQ(i + 1, c[i].user_tag);
-		EXPECT_LT(ring_uncontended(3 * SEG, 3),
-			  c[i].finish_ps - c[i].start_ps);
-		if (!i)
-			continue;
-		/* As the first, under the lock, from the clock it left. */
-		EXPECT_EQ(c[0].finish_ps - c[0].start_ps,
-			  c[i].finish_ps - c[i].start_ps);
-		EXPECT_EQ(c[0].start_ps - c[0].submit_ps,
-			  c[i].start_ps - c[i].submit_ps);
-		EXPECT_EQ(c[i - 1].finish_ps, c[i].submit_ps);
-	}
+	for (int i = 0; i < N; i++)
+		dw[i] = mv(ICFAB_OP_WRITE, self->q, self->a, i * 7, self->bkey,
+			   i * LEN, LEN, i + 1);
+	fenced_first_then_alike(_metadata, self->fd, self->q, dw, c, N);
 	/* The first under the fabric lock, then the path. */
 	EXPECT_EQ(m + N - 1, fab_count("fast_mem_writes"));
 	EXPECT_EQ(w + N - 1, fab_count("fast_writes"));
@@ -504,7 +523,7 @@ TEST_F(dm, memory_reads_go_off_the_fabric_lock_as_under_it)
 	long long r = fab_count("fast_mem_reads");
 	long long m = fab_count("fast_mem_writes");
 	long long w = fab_count("fast_writes");
-	struct icfab_desc mix[4];
+	struct icfab_desc mix[4], dr[N];
 	struct icfab_cqe c[N], cm[4];
 
 	ASSERT_LE(0, r);
@@ -512,35 +531,10 @@ TEST_F(dm, memory_reads_go_off_the_fabric_lock_as_under_it)
 	ASSERT_LE(0, w);
 	fill(self->bm, RSIZE, 23);
 	memset(self->am, 0, RSIZE);
-	for (int i = 0; i < N; i++) {
-		struct icfab_desc fr[2] = {
-			{ .op = ICFAB_OP_FENCE, .queue = self->q },
-			mv(ICFAB_OP_READ, self->q, self->a, i * LEN,
-			   self->bkey, i * 11, LEN, i + 1),
-		};
-		struct icfab_cqe cf[2];
-
-		if (i) {
-			ASSERT_EQ(1, ctx_submit(self->fd, &fr[1], 1));
-			ASSERT_EQ(1, ctx_wait(self->fd, &c[i], 1, 1, 0, NULL));
-		} else {
-			ASSERT_EQ(2, ctx_submit(self->fd, fr, 2));
-			ASSERT_EQ(2, ctx_wait(self->fd, cf, 2, 2, 0, NULL));
-			c[0] = cf[1];
-		}
-		EXPECT_EQ(0, c[i].status);
-		EXPECT_EQ(i + 1, c[i].user_tag);
-		EXPECT_LT(ring_uncontended(3 * SEG, 3),
-			  c[i].finish_ps - c[i].start_ps);
-		if (!i)
-			continue;
-		EXPECT_EQ(c[0].finish_ps - c[0].start_ps,
-			  c[i].finish_ps - c[i].start_ps);
-		EXPECT_EQ(c[0].start_ps - c[0].submit_ps,
-			  c[i].start_ps - c[i].submit_ps);
-		EXPECT_EQ(c[0].queued_ps, c[i].queued_ps);
-		EXPECT_EQ(c[i - 1].finish_ps, c[i].submit_ps);
-	}
+	for (int i = 0; i < N; i++)
+		dr[i] = mv(ICFAB_OP_READ, self->q, self->a, i * LEN,
+			   self->bkey, i * 11, LEN, i + 1);
+	fenced_first_then_alike(_metadata, self->fd, self->q, dr, c, N);
 	EXPECT_EQ(r + N - 1, fab_count("fast_mem_reads"));
 	EXPECT_EQ(m, fab_count("fast_mem_writes"));
 	EXPECT_EQ(w, fab_count("fast_writes"));
@@ -743,7 +737,7 @@ TEST_F(dm, timing_only_reads_go_off_the_fabric_lock_as_under_it)
 	long long r = fab_count("fast_mem_reads");
 	long long m = fab_count("fast_mem_writes");
 	long long w = fab_count("fast_writes");
-	struct icfab_desc mix[5];
+	struct icfab_desc mix[5], dr[N];
 	struct icfab_cqe c[N], cm[5];
 
 	ASSERT_LE(0, t);
@@ -751,35 +745,11 @@ TEST_F(dm, timing_only_reads_go_off_the_fabric_lock_as_under_it)
 	ASSERT_LE(0, m);
 	ASSERT_LE(0, w);
 	for (int i = 0; i < N; i++) {
-		struct icfab_desc fr[2] = {
-			{ .op = ICFAB_OP_FENCE, .queue = self->q },
-			desc_get(self->q, 3, LEN, i + 1),
-		};
-		struct icfab_cqe cf[2];
-
-		fr[1].local_off = i * LEN;
-		fr[1].remote_off = i * 11;
-		if (i) {
-			ASSERT_EQ(1, ctx_submit(self->fd, &fr[1], 1));
-			ASSERT_EQ(1, ctx_wait(self->fd, &c[i], 1, 1, 0, NULL));
-		} else {
-			ASSERT_EQ(2, ctx_submit(self->fd, fr, 2));
-			ASSERT_EQ(2, ctx_wait(self->fd, cf, 2, 2, 0, NULL));
-			c[0] = cf[1];
-		}
-		EXPECT_EQ(0, c[i].status);
-		EXPECT_EQ(i + 1, c[i].user_tag);
-		EXPECT_LT(ring_uncontended(3 * SEG, 3),
-			  c[i].finish_ps - c[i].start_ps);
-		if (!i)
-			continue;
-		EXPECT_EQ(c[0].finish_ps - c[0].start_ps,
-			  c[i].finish_ps - c[i].start_ps);
-		EXPECT_EQ(c[0].start_ps - c[0].submit_ps,
-			  c[i].start_ps - c[i].submit_ps);
-		EXPECT_EQ(c[0].queued_ps, c[i].queued_ps);
-		EXPECT_EQ(c[i - 1].finish_ps, c[i].submit_ps);
+		dr[i] = desc_get(self->q, 3, LEN, i + 1);
+		dr[i].local_off = i * LEN;
+		dr[i].remote_off = i * 11;
 	}
+	fenced_first_then_alike(_metadata, self->fd, self->q, dr, c, N);
 	EXPECT_EQ(t + N - 1, fab_count("fast_timed_reads"));
 	EXPECT_EQ(r, fab_count("fast_mem_reads"));
 	EXPECT_EQ(w, fab_count("fast_writes"));
