@@ -28,29 +28,6 @@
 #define NR	150		/* more than two of the kernel's chunks */
 #define DEPTH	256
 
-struct cq_map {
-	struct icfab_cq_ring *r;
-	struct icfab_cqe *cqes;
-	size_t size;
-};
-
-static int cq_setup(int fd, uint32_t entries, struct cq_map *m)
-{
-	struct icfab_cq_setup cs = { .entries = entries };
-	void *p;
-
-	if (ioctl(fd, ICFAB_IOC_CQ_SETUP, &cs))
-		return -errno;
-	p = mmap(NULL, cs.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		 cs.mmap_offset);
-	if (p == MAP_FAILED)
-		return -errno;
-	m->r = p;
-	m->cqes = (struct icfab_cqe *)((char *)p + cs.cqes_off);
-	m->size = cs.mmap_size;
-	return cs.entries;
-}
-
 /* Everything in the ring, in order, to @out; the count. */
 static unsigned int cq_drain(struct cq_map *m, struct icfab_cqe *out)
 {

@@ -587,3 +587,35 @@ long long fab_count(const char *name)
 	fclose(f);
 	return n;
 }
+
+int fabric_fault(const char *cmd)
+{
+	int fd = open("/sys/kernel/debug/icfab/icfab0/fault",
+		      O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+	int err;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, cmd, strlen(cmd));
+	err = n < 0 ? -errno : 0;
+	close(fd);
+	return err;
+}
+
+int cq_setup(int fd, uint32_t entries, struct cq_map *m)
+{
+	struct icfab_cq_setup cs = { .entries = entries };
+	void *p;
+
+	if (ioctl(fd, ICFAB_IOC_CQ_SETUP, &cs))
+		return -errno;
+	p = mmap(NULL, cs.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		 cs.mmap_offset);
+	if (p == MAP_FAILED)
+		return -errno;
+	m->r = p;
+	m->cqes = (struct icfab_cqe *)((char *)p + cs.cqes_off);
+	m->size = cs.mmap_size;
+	return cs.entries;
+}

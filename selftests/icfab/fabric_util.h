@@ -136,5 +136,18 @@ int pair_rank_attach(int p, int ready, int go);
 
 /* debugfs: a count of icfab0 (fast_delays, fast_writes, ...), or -1. */
 long long fab_count(const char *name);
+/* Write @cmd to icfab0's debugfs fault file ("link 2 down"): 0 or -errno. */
+int fabric_fault(const char *cmd);
+
+#include <stddef.h>
+/* A context's completion ring, mapped (ICFAB_IOC_CQ_SETUP). */
+struct icfab_cq_ring;
+struct cq_map {
+	struct icfab_cq_ring *r;
+	struct icfab_cqe *cqes;
+	size_t size;
+};
+/* Set up @fd's ring of @entries and map it into *@m: its entries, or -errno. */
+int cq_setup(int fd, uint32_t entries, struct cq_map *m);
 
 #endif

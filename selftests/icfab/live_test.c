@@ -25,7 +25,6 @@
 #define BW	50000000000ULL		/* bytes/s */
 #define LAT	500000ULL		/* ps */
 #define SEG	4096ULL			/* bytes, the default segment size */
-#define FAULT	"/sys/kernel/debug/icfab/icfab0/fault"
 
 /* Move the context's clock forward by @ps (a DELAY and its completion). */
 static int delay(int fd, uint32_t q, uint64_t ps)
@@ -107,21 +106,6 @@ static int link_set(struct genl_sock *gs, uint32_t id, uint32_t state,
 	return genl_request(gs, &m, NULL, NULL);
 }
 
-/* Write @s to the debugfs fault file: 0 or -errno. */
-static int fault(const char *s)
-{
-	int fd = open(FAULT, O_WRONLY | O_CLOEXEC);
-	ssize_t n;
-	int err;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, s, strlen(s));
-	err = n < 0 ? -errno : 0;
-	close(fd);
-	return err;
-}
-
 FIXTURE(live) {
 	struct genl_sock gs;
 	int fd;
@@ -191,7 +175,7 @@ TEST_F(live, debugfs_fault_fails_traffic_in_flight)
 
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
 	gen = fab_get(&self->gs).generation;
-	ASSERT_EQ(0, fault("link 2 down\n"));
+	ASSERT_EQ(0, fabric_fault("link 2 down\n"));
 	EXPECT_EQ(gen + 1, fab_get(&self->gs).generation);
 	ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
 	EXPECT_EQ(-EHOSTUNREACH, c.status);
@@ -202,7 +186,7 @@ TEST_F(live, debugfs_fault_fails_traffic_in_flight)
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
 	ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
 	EXPECT_EQ(-EHOSTUNREACH, c.status);
-	ASSERT_EQ(0, fault("link 2 up"));
+	ASSERT_EQ(0, fabric_fault("link 2 up"));
 	d = desc_put(self->q, 2, 8 * SEG, 4);
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
 	ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
@@ -234,7 +218,7 @@ TEST_F(live, a_commit_meets_writes_accepted_off_the_lock_as_in_flight)
 	ASSERT_EQ(2, ctx_submit(self->fd, &d[0], 2));
 	ASSERT_EQ(1, ctx_submit(self->fd, &d[2], 1));
 	EXPECT_EQ(n + 1, fab_count("fast_writes"));
-	ASSERT_EQ(0, fault("link 2 down\n"));
+	ASSERT_EQ(0, fabric_fault("link 2 down\n"));
 	ASSERT_EQ(3, ctx_wait(self->fd, c, 3, 3, 0, NULL));
 	EXPECT_EQ(0, c[0].status);
 	EXPECT_EQ(1, c[1].user_tag);
@@ -242,7 +226,7 @@ TEST_F(live, a_commit_meets_writes_accepted_off_the_lock_as_in_flight)
 	EXPECT_EQ(2, c[2].user_tag);
 	EXPECT_EQ(-EHOSTUNREACH, c[2].status);
 	EXPECT_EQ(0, c[2].submit_ps);
-	ASSERT_EQ(0, fault("link 2 up"));
+	ASSERT_EQ(0, fabric_fault("link 2 up"));
 }
 
 TEST_F(live, debugfs_node_fault_takes_every_link_of_the_node)
@@ -250,14 +234,14 @@ TEST_F(live, debugfs_node_fault_takes_every_link_of_the_node)
 	struct icfab_desc d = desc_put(self->q, 1, 8 * SEG, 5);
 	struct icfab_cqe c;
 
-	ASSERT_EQ(0, fault("node 1 down"));
+	ASSERT_EQ(0, fabric_fault("node 1 down"));
 	for (unsigned int l = 0; l < 4; l++)	/* 0->1, 1->0, 1->2, 2->1 */
 		EXPECT_EQ(ICFAB_LINK_DOWN, lnk_get(&self->gs, l).state);
 	EXPECT_EQ(ICFAB_LINK_UP, lnk_get(&self->gs, 4).state);
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
 	ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
 	EXPECT_EQ(-EHOSTUNREACH, c.status);
-	ASSERT_EQ(0, fault("node 1 up"));
+	ASSERT_EQ(0, fabric_fault("node 1 up"));
 	EXPECT_EQ(ICFAB_LINK_UP, lnk_get(&self->gs, 0).state);
 }
 
@@ -266,7 +250,7 @@ TEST_F(live, debugfs_degrade_slows_the_link)
 	struct icfab_desc d = desc_put(self->q, 1, SEG, 6);
 	struct icfab_cqe c;
 
-	ASSERT_EQ(0, fault("link 0 degrade 500"));
+	ASSERT_EQ(0, fabric_fault("link 0 degrade 500"));
 	EXPECT_EQ(ICFAB_LINK_DEGRADED, lnk_get(&self->gs, 0).state);
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
 	ASSERT_EQ(1, ctx_wait(self->fd, &c, 1, 1, 0, NULL));
@@ -287,12 +271,12 @@ TEST_F(live, debugfs_bad_faults_change_nothing)
 	uint64_t gen = fab_get(&self->gs).generation;
 
 	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		EXPECT_EQ(-EINVAL, fault(bad[i])) {
+		EXPECT_EQ(-EINVAL, fabric_fault(bad[i])) {
 			TH_LOG("\"%s\"", bad[i]);
 		}
 	}
-	EXPECT_EQ(-ENOENT, fault("link 999 down"));
-	EXPECT_EQ(-ENOENT, fault("node 99 down"));
+	EXPECT_EQ(-ENOENT, fabric_fault("link 999 down"));
+	EXPECT_EQ(-ENOENT, fabric_fault("node 99 down"));
 	EXPECT_EQ(gen, fab_get(&self->gs).generation);
 	EXPECT_EQ(ICFAB_LINK_UP, lnk_get(&self->gs, 0).state);
 }
@@ -303,10 +287,10 @@ TEST_F(live, debugfs_fault_waits_for_no_staging)
 
 	ASSERT_EQ(0, link_set(&self->gs, 0, ICFAB_LINK_UP, 0, -1));
 	gen = fab_get(&self->gs).generation;
-	EXPECT_EQ(-EBUSY, fault("link 3 down"));
+	EXPECT_EQ(-EBUSY, fabric_fault("link 3 down"));
 	EXPECT_EQ(gen, fab_get(&self->gs).generation);
 	ASSERT_EQ(0, cmd(&self->gs, ICFAB_CMD_FABRIC_ABORT));
-	EXPECT_EQ(0, fault("link 3 down"));
+	EXPECT_EQ(0, fabric_fault("link 3 down"));
 }
 
 /* What would change the engine's nodes is still refused, and changes nothing. */

@@ -77,7 +77,6 @@
 #include "kselftest_harness.h"
 
 #define DEV		"/dev/icfab0"
-#define FAULT		"/sys/kernel/debug/icfab/icfab0/fault"
 #define NR_EPS		4
 #define SENDERS		4		/* counting senders, on eps 0 and 1 */
 #define TARGETS		2		/* eps 2 and 3 */
@@ -133,43 +132,6 @@ static uint32_t rnd(uint32_t *s)
 {
 	*s = *s * 1103515245u + 12345u;
 	return *s >> 8;
-}
-
-static int fault(const char *s)
-{
-	int fd = open(FAULT, O_WRONLY | O_CLOEXEC);
-	ssize_t n;
-	int err;
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, s, strlen(s));
-	err = n < 0 ? -errno : 0;
-	close(fd);
-	return err;
-}
-
-struct cq_map {
-	struct icfab_cq_ring *r;
-	struct icfab_cqe *cqes;
-	size_t size;
-};
-
-static int cq_setup(int fd, uint32_t entries, struct cq_map *m)
-{
-	struct icfab_cq_setup cs = { .entries = entries };
-	void *p;
-
-	if (ioctl(fd, ICFAB_IOC_CQ_SETUP, &cs))
-		return -errno;
-	p = mmap(NULL, cs.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		 cs.mmap_offset);
-	if (p == MAP_FAILED)
-		return -errno;
-	m->r = p;
-	m->cqes = (struct icfab_cqe *)((char *)p + cs.cqes_off);
-	m->size = cs.mmap_size;
-	return cs.entries;
 }
 
 static int submit_flags(int fd, struct icfab_desc *d, unsigned int n,
@@ -322,6 +284,17 @@ static void *twin_fn(void *arg)
 	}
 }
 
+/* A completion of tag @t: its one, a stray's or a duplicate's. */
+static void saw(struct sres *r, unsigned char *seen, uint64_t t)
+{
+	if (t >= MAX_TAGS || seen[t] == 0)
+		r->stray++;
+	else if (seen[t] == 2)
+		r->dup++;
+	else
+		seen[t] = 2;
+}
+
 #define SFAIL(e) do { r->err = (e); r->line = __LINE__; goto out; } while (0)
 
 /* Counting sender @i: see the top. 0, or its result says what failed. */
@@ -438,30 +411,14 @@ static void sender(int i)
 						      __ATOMIC_ACQUIRE);
 			unsigned int got = 0;
 
-			for (; head != tl; head++, got++) {
-				uint64_t t = m.cqes[head & m.r->mask].user_tag;
-
-				if (t >= MAX_TAGS || seen[t] == 0)
-					r->stray++;
-				else if (seen[t] == 2)
-					r->dup++;
-				else
-					seen[t] = 2;
-			}
+			for (; head != tl; head++, got++)
+				saw(r, seen, m.cqes[head & m.r->mask].user_tag);
 			__atomic_store_n(&m.r->head, head, __ATOMIC_RELEASE);
 			ret = ctx_wait(fd, c, 0, 64, 0, NULL);
 			if (ret < 0 && ret != -ECANCELED)
 				SFAIL(ret);
-			for (k = 0; k < ret; k++, got++) {
-				uint64_t t = c[k].user_tag;
-
-				if (t >= MAX_TAGS || seen[t] == 0)
-					r->stray++;
-				else if (seen[t] == 2)
-					r->dup++;
-				else
-					seen[t] = 2;
-			}
+			for (k = 0; k < ret; k++, got++)
+				saw(r, seen, c[k].user_tag);
 			r->completed += got;
 			if (got > out_n)
 				SFAIL(-6);
@@ -751,7 +708,7 @@ FIXTURE_TEARDOWN(race)
 {
 	if (self->fd >= 0)
 		close(self->fd);
-	fault("link 1 up");
+	fabric_fault("link 1 up");
 	if (self->copy_min >= 0)
 		param_set("copy_unlocked_min", self->copy_min);
 	fabric_close(&self->gs);
@@ -861,10 +818,10 @@ TEST_F_TIMEOUT(race, writes_off_the_lock_against_teardown, 600)
 		if (WIFEXITED(status) && WEXITSTATUS(status))
 			bad++;
 		if (c % 3 == 0)
-			EXPECT_EQ(0, fault(c % 2 ? "link 1 down\n" :
+			EXPECT_EQ(0, fabric_fault(c % 2 ? "link 1 down\n" :
 					   "link 1 up\n"));
 	}
-	EXPECT_EQ(0, fault("link 1 up\n"));
+	EXPECT_EQ(0, fabric_fault("link 1 up\n"));
 	EXPECT_EQ(0, bad);
 
 	for (i = 0; i < SENDERS; i++) {
