@@ -24,6 +24,32 @@ def wait_idle(limit):
     return 0
 
 
+def host():
+    """The CPU's model and caches, as the kernel shows them: the ratios
+    these scripts take depend on the host (tools/bench/README.md, "The
+    parallel engine's wall time on another host")."""
+    info = {}
+    for line in open('/proc/cpuinfo'):
+        if not line.strip():
+            break
+        k, _, v = line.partition(':')
+        info[k.strip()] = v.strip()
+    model = "%s (family %s model %s stepping %s)" % (
+        info.get('model name', '?'), info.get('cpu family', '?'),
+        info.get('model', '?'), info.get('stepping', '?'))
+    caches = []
+    base = '/sys/devices/system/cpu/cpu0/cache'
+    for d in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        try:
+            rd = lambda f: open(os.path.join(base, d, f)).read().strip()
+            caches.append("L%s%s %s" % (rd('level'),
+                                        {'Data': 'd', 'Instruction': 'i'}
+                                        .get(rd('type'), ''), rd('size')))
+        except OSError:
+            pass
+    return "host: %s, %d CPUs, %s" % (model, os.cpu_count(), ", ".join(caches))
+
+
 def spread(v):
     if not v:
         return "none"

@@ -20,7 +20,7 @@
 # cores of this host give: the bound on any split".
 import sys, subprocess, os, time, statistics
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hostidle import wait_idle, spread
+from hostidle import wait_idle, spread, host
 
 if len(sys.argv) < 4:
     sys.exit("usage: pair_bound.py ROUNDS MAXSECS LABEL=BINARY:ARGS ...")
@@ -53,6 +53,7 @@ res = {lab: [dict(alone=[], pair=[], s=[]) for _ in (0, 1)]
 t_end = time.time() + maxs
 print("start", time.strftime("%H:%M:%S", time.gmtime()),
       open('/proc/loadavg').read().strip(), flush=True)
+print(host(), flush=True)
 print("# round label alone_cpu0_s alone_cpu1_s pair_cpu0_s pair_cpu1_s",
       flush=True)
 r = 0

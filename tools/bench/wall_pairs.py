@@ -22,7 +22,7 @@
 # adoption where routes reach, a cheaper import".
 import sys, subprocess, statistics, os, time, resource
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hostidle import stat, wait_idle, spread
+from hostidle import stat, wait_idle, spread, host
 
 args = sys.argv[1:]
 quiet_others, quiet_steal = 0.05, 0.02
@@ -43,6 +43,7 @@ res = {lab: [] for lab, _ in cfgs}
 t_end = time.time() + maxs
 print("start", time.strftime("%H:%M:%S", time.gmtime()),
       open('/proc/loadavg').read().strip(), flush=True)
+print(host(), flush=True)
 print("# round label wall_s cpu_s crit_s | proc_cpu_s nvcsw nivcsw others_s "
       "steal_s idle_before quiet", flush=True)
 r = 0
