@@ -24,7 +24,6 @@
  *					icfab_ctx.lock on the WRITE path
  *					(a NOTIFY WRITE's promise), else
  *					under fabric->lock alone
- *	    xa_lock(data->recvqs)	receive queues by endpoint (data.c)
  *	    xa_lock(fabric->circuits)	circuits by id (circuit.c)
  *	    icfab_users_lock		spinlock: per-uid quota counts (main.c);
  *					also taken with no other lock held
