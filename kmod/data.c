@@ -1652,7 +1652,8 @@ static bool icfab_data_copy_later(struct icfab_data *d, struct icfab_req *req,
 
 /*
  * icfab_data_complete() for a request that holds something (a region, a
- * circuit, a receive completion) or whose context is gone: its bytes
+ * circuit, a receive completion with one of those) or whose context is
+ * gone: its bytes
  * move, and it ends by __icfab_req_finish(); or ICFAB_DATA_COPYING, when
  * it went to the copier (icfab_data_copy_later()). Its queue's count is
  * dropped already. The fabric lock is held.
@@ -1681,6 +1682,31 @@ static noinline int icfab_data_complete_held(struct icfab_data *d,
 	}
 	return __icfab_req_finish(req, status, r->start_ps, r->finish_ps,
 				  r->queued_ps);
+}
+
+/*
+ * icfab_data_complete() for a timing-only NOTIFY WRITE whose context is
+ * there, which holds nothing but its receive completion: what
+ * icfab_data_complete_held() and __icfab_req_finish() do for it, without
+ * their calls and their tests of what it does not hold; its receive
+ * completion first, then its own, as a plain one's in
+ * icfab_data_complete(). Out of line, so that the plain ones keep their
+ * registers. The fabric lock is held.
+ */
+static noinline int icfab_data_complete_notify(struct icfab_ctx *ctx,
+					       struct icfab_req *req,
+					       int status,
+					       const struct icfab_xfer_result *r)
+{
+	int woke;
+
+	/* Evicted: it lands nothing, and it and its receiver are told so. */
+	if (unlikely(ctx->evicted) && !status)
+		status = -ECANCELED;
+	woke = __icfab_notify_post(req, status, r->start_ps, r->finish_ps,
+				   r->queued_ps);
+	return woke | __icfab_req_post(ctx, req, status, r->start_ps,
+				       r->finish_ps, r->queued_ps);
 }
 
 /*
@@ -1802,7 +1828,8 @@ static int icfab_data_complete(void *arg, u32 xfer_id,
 	 * which a remote one never comes without, no circuit or NOTIFY) and
 	 * has its context ends as a DELAY does, by the inline second half
 	 * of __icfab_req_finish(): this is the one completion every
-	 * transfer of the engine comes through.
+	 * transfer of the engine comes through. A timing-only NOTIFY
+	 * WRITE ends so too, out of line (icfab_data_complete_notify()).
 	 */
 	ctx = req->ctx;
 	if (likely(ctx && !req->local && !req->cx && !req->notify)) {
@@ -1811,6 +1838,8 @@ static int icfab_data_complete(void *arg, u32 xfer_id,
 			status = -ECANCELED;
 		woke = __icfab_req_post(ctx, req, status, r->start_ps,
 					r->finish_ps, r->queued_ps);
+	} else if (ctx && !req->local && !req->cx) {
+		woke = icfab_data_complete_notify(ctx, req, status, r);
 	} else {
 		woke = icfab_data_complete_held(d, req, status, r);
 		/* Posted, and its backlog let go, after its copy: stop here. */
