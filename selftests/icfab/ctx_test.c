@@ -597,6 +597,44 @@ TEST_F(ctx, an_evicted_context_gets_its_accepted_writes_back)
 	EXPECT_EQ(-ECANCELED, c[1].status);
 }
 
+/*
+ * An evicted context's timing-only NOTIFY WRITE in the engine lands
+ * nothing: it completes with -ECANCELED, and so does its receive
+ * completion at the receiver, with the WRITE's times (the completion
+ * that icfab_data_complete_notify() posts in place).
+ */
+TEST_F(ctx, an_evicted_senders_notify_write_cancels_its_receive_completion)
+{
+	struct icfab_desc d = desc_put(self->qa, 1, 4 * SEG, 1);
+	struct icfab_cqe r[1], c[1];
+	struct rows rs;
+	int rq;
+
+	rq = ctx_recv_queue(self->b, 1, 4);
+	ASSERT_LE(0, rq);
+	d.flags |= ICFAB_DESC_F_NOTIFY;
+	d.imm = 5;
+	/* B holds at 0: the WRITE stays in the engine. */
+	ASSERT_EQ(1, ctx_submit(self->a, &d, 1));
+	ASSERT_EQ(0, ctx_list(&self->gs, &rs));
+	ASSERT_NE(NULL, row_of(&rs, 0));
+	ASSERT_EQ(0, ctx_evict(&self->gs, row_of(&rs, 0)->id));
+	/* B's WAIT lets the engine run to the WRITE's finish. */
+	ASSERT_EQ(1, ctx_wait(self->b, r, 1, 1, 20000, NULL));
+	EXPECT_EQ((uint32_t)rq, r[0].queue);
+	EXPECT_EQ(5, r[0].user_tag);	/* from endpoint 0, imm 5 */
+	EXPECT_EQ(-ECANCELED, r[0].status);
+	ASSERT_EQ(1, ctx_wait(self->a, c, 1, 1, 20000, NULL));
+	EXPECT_EQ(1, c[0].user_tag);
+	EXPECT_EQ(-ECANCELED, c[0].status);
+	EXPECT_EQ(c[0].submit_ps, r[0].submit_ps);
+	EXPECT_EQ(c[0].start_ps, r[0].start_ps);
+	EXPECT_EQ(c[0].finish_ps, r[0].finish_ps);
+	EXPECT_EQ(c[0].queued_ps, r[0].queued_ps);
+	EXPECT_LT(0, r[0].finish_ps);
+	EXPECT_EQ(0, ctx_queue_destroy(self->b, rq));
+}
+
 static int write_knob(const char *path, unsigned int v)
 {
 	FILE *f = fopen(path, "w");

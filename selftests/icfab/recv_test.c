@@ -602,6 +602,52 @@ TEST_F(rx, notify_to_self_then_close)
 }
 
 /*
+ * A timing-only NOTIFY WRITE holds nothing but its receive completion,
+ * which icfab_data_complete_notify() posts in place: the receive
+ * completion first, with the WRITE's status and all four of its times,
+ * then the WRITE's own. Two to the context's own receive queue, the
+ * second behind the first on the same links; without a ring both of a
+ * pair go on the done list, where a tie keeps the order of their posts.
+ */
+TEST_F(rx, a_timing_only_notify_posts_its_receive_completion_first)
+{
+	struct icfab_desc d[2];
+	struct icfab_cqe c[4];
+	int q, rq;
+
+	ASSERT_EQ(0, ctx_attach(self->fd, TX_EP));
+	ASSERT_EQ(0, ctx_attach(self->fd, RX_EP));
+	q = ctx_queue(self->fd, TX_EP, 8);
+	rq = ctx_recv_queue(self->fd, RX_EP, 8);
+	ASSERT_LE(0, q);
+	ASSERT_LE(0, rq);
+	d[0] = desc_notify_put(q, RX_EP, 8 * SEG, 1, 5);
+	d[1] = desc_notify_put(q, RX_EP, 8 * SEG, 2, 6);
+	ASSERT_EQ(2, ctx_submit(self->fd, d, 2));
+	ASSERT_EQ(4, ctx_wait(self->fd, c, 4, 4, 5000, NULL));
+	for (int k = 0; k < 2; k++) {
+		const struct icfab_cqe *r = &c[2 * k], *w = &c[2 * k + 1];
+
+		EXPECT_EQ((uint32_t)rq, r->queue);
+		EXPECT_EQ(((uint64_t)TX_EP << 32) | (5 + k), r->user_tag);
+		EXPECT_EQ(0, r->status);
+		EXPECT_EQ((uint32_t)q, w->queue);
+		EXPECT_EQ((uint64_t)(1 + k), w->user_tag);
+		EXPECT_EQ(0, w->status);
+		EXPECT_EQ(w->submit_ps, r->submit_ps);
+		EXPECT_EQ(w->start_ps, r->start_ps);
+		EXPECT_EQ(w->finish_ps, r->finish_ps);
+		EXPECT_EQ(w->queued_ps, r->queued_ps);
+	}
+	EXPECT_EQ(ring_uncontended(8 * SEG, 4),
+		  c[1].finish_ps - c[1].start_ps);
+	/* The second waited behind the first. */
+	EXPECT_LT(c[1].finish_ps, c[3].finish_ps);
+	EXPECT_LT(0, c[3].queued_ps);
+	EXPECT_EQ(0, ctx_queue_destroy(self->fd, rq));
+}
+
+/*
  * Runs the pair twice on an 8-ring, once beside a CPU hog (@hog_first:
  * the first run), and checks that both traces are the same to the bit.
  */
