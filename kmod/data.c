@@ -757,6 +757,61 @@ static struct icfab_req *icfab_req_alloc(struct icfab_ctx *ctx)
 	return icfab_req_alloc_many(ctx, &req, 1) ? req : NULL;
 }
 
+/*
+ * Up to @nr requests of @ctx's pool under one pool_lock, chained by
+ * pool_next, not made fit for use (icfab_req_clear()): NULL when the pool
+ * is empty.
+ */
+static struct icfab_req *icfab_pool_take(struct icfab_ctx *ctx, u32 nr)
+{
+	struct icfab_req *first, *req, *last = NULL;
+	u32 i;
+
+	if (!nr)
+		return NULL;
+	spin_lock(&ctx->pool_lock);
+	first = req = ctx->pool;
+	for (i = 0; i < nr && req; i++) {
+		last = req;
+		req = req->pool_next;
+	}
+	ctx->pool = req;
+	ctx->nr_pool -= i;
+	spin_unlock(&ctx->pool_lock);
+	if (!last)
+		return NULL;
+	last->pool_next = NULL;
+	return first;
+}
+
+/*
+ * The requests chained from @first by pool_next (icfab_pool_take()'s,
+ * not used) back to @ctx's pool under one pool_lock, or to the slab when
+ * it has no room for them all.
+ */
+static void icfab_pool_give(struct icfab_ctx *ctx, struct icfab_req *first)
+{
+	struct icfab_req *last = first, *next;
+	u32 n = 1;
+
+	while (last->pool_next) {
+		last = last->pool_next;
+		n++;
+	}
+	spin_lock(&ctx->pool_lock);
+	if (ctx->nr_pool + n <= ICFAB_REQ_POOL) {
+		last->pool_next = ctx->pool;
+		ctx->pool = first;
+		ctx->nr_pool += n;
+		first = NULL;
+	}
+	spin_unlock(&ctx->pool_lock);
+	for (; first; first = next) {
+		next = first->pool_next;
+		kfree(first);
+	}
+}
+
 /* Back to @ctx's pool, or to the slab when there is no context. */
 static void icfab_req_recycle(struct icfab_ctx *ctx, struct icfab_req *req)
 {
@@ -3370,8 +3425,10 @@ static __always_inline bool icfab_write_accept(struct icfab_ctx *ctx,
  * The receive completion of a NOTIFY WRITE to endpoint @dst that the
  * WRITE path is about to accept, promised on the receive queue there
  * (docs/ARCHITECTURE.md, "NOTIFY WRITEs on the WRITE path"): a request
- * for it, taken without sleeping (@ctx's pool, else GFP_NOWAIT; it goes
- * to the receiver's pool when reaped, as one from its own), then room on
+ * for it, taken without sleeping (from *@spare, what
+ * icfab_submit_notify_writes() took of @ctx's pool for its loop, else
+ * GFP_NOWAIT; it goes to the receiver's pool when reaped, as one from
+ * its own; back onto *@spare when refused), then room on
  * the queue, counted in its ->promised with what is reserved under its
  * claim_lock, which __icfab_notify_reserve() takes too. NULL, nothing
  * changed, where __icfab_notify_reserve() might not take it (no queue, a
@@ -3381,25 +3438,21 @@ static __always_inline bool icfab_write_accept(struct icfab_ctx *ctx,
  * one promised on stays until its WRITE starts (__icfab_recvq_settle()
  * starts it first). Under @ctx's lock (->fast).
  */
-static struct icfab_req *icfab_notify_promise(struct icfab_ctx *ctx,
-					      struct icfab_data *d, u32 dst)
+static struct icfab_req *icfab_notify_promise(struct icfab_data *d, u32 dst,
+					      struct icfab_req **spare)
 {
 	struct icfab_queue *rq;
 	struct icfab_req *n;
 	bool ok = false;
 
-	spin_lock(&ctx->pool_lock);
-	n = ctx->pool;
+	n = *spare;
 	if (n) {
-		ctx->pool = n->pool_next;
-		ctx->nr_pool--;
-	}
-	spin_unlock(&ctx->pool_lock);
-	if (n)
+		*spare = n->pool_next;
 		icfab_req_clear(n);
-	else
+	} else {
 		n = kzalloc(sizeof(*n), GFP_NOWAIT | __GFP_ACCOUNT |
 			    __GFP_NOWARN);
+	}
 	if (!n)
 		return NULL;
 	rcu_read_lock();
@@ -3415,7 +3468,8 @@ static struct icfab_req *icfab_notify_promise(struct icfab_ctx *ctx,
 	}
 	rcu_read_unlock();
 	if (!ok) {
-		icfab_req_recycle(ctx, n);
+		n->pool_next = *spare;
+		*spare = n;
 		return NULL;
 	}
 	n->ctx = rq->ctx;
@@ -3431,7 +3485,8 @@ static struct icfab_req *icfab_notify_promise(struct icfab_ctx *ctx,
  * promised here (icfab_notify_promise()) and made a reservation when
  * the list starts (__icfab_notify_keep()); then chained at **@tail as
  * the others are. A memory one refused at its promise holds its
- * regions' references, put by icfab_submit_fast().
+ * regions' references, put by icfab_submit_fast(). Its receive
+ * completion's request from *@spare (icfab_notify_promise()).
  */
 static __always_inline bool icfab_write_accept_notify(struct icfab_ctx *ctx,
 						      struct icfab_data *d,
@@ -3439,7 +3494,8 @@ static __always_inline bool icfab_write_accept_notify(struct icfab_ctx *ctx,
 						      struct icfab_req *req,
 						      bool to_cq, u32 seg,
 						      struct icfab_req ***tail,
-						      u64 *events)
+						      u64 *events,
+						      struct icfab_req **spare)
 {
 	u64 nseg = dd->len / seg + (dd->len % seg != 0);
 	struct icfab_queue *q;
@@ -3464,7 +3520,7 @@ static __always_inline bool icfab_write_accept_notify(struct icfab_ctx *ctx,
 		   !icfab_data_is_endpoint(d, dst)) {
 		return false;
 	}
-	n = icfab_notify_promise(ctx, d, dst);
+	n = icfab_notify_promise(d, dst, spare);
 	if (!n)
 		return false;
 	*events -= nseg + 1;
@@ -3631,13 +3687,27 @@ static noinline u32 icfab_submit_notify_writes(struct icfab_ctx *ctx,
 	u32 seg = d->engine.segment_size;
 	struct icfab_req **tail = icfab_accepted_tail(ctx);
 	u64 events = ctx->credit_events;
-	u32 start = i;
+	struct icfab_req *spare;
+	u32 start = i, k;
 
 	n = min(n, i + icfab_accepted_room(ctx));
+	/*
+	 * The receive completions' requests, one for each descriptor
+	 * ahead that asks to notify, from the pool under one pool_lock
+	 * rather than one each; what a refusal leaves goes back under
+	 * another. Not onto the spent stack: the engine's runs, under the
+	 * fabric lock alone, post this context's completions meanwhile.
+	 */
+	for (k = i; k < n && chunk[k].flags & ICFAB_DESC_F_NOTIFY; k++)
+		;
+	spare = icfab_pool_take(ctx, k - i);
 	for (; i < n; i++)
 		if (!icfab_write_accept_notify(ctx, d, &chunk[i], fresh[i],
-					       to_cq, seg, &tail, &events))
+					       to_cq, seg, &tail, &events,
+					       &spare))
 			break;
+	if (unlikely(spare))
+		icfab_pool_give(ctx, spare);
 	if (icfab_accepted_add(ctx, tail, events, i - start))
 		atomic_add(i - start, &ctx->fabric->fast_notify_writes);
 	return i;
