@@ -986,8 +986,11 @@ static void __icfab_uwait_post(struct icfab_ctx *ctx)
 /*
  * One more completion for io_uring WAITs to count. Returns 1 when it
  * completed the pending one (not while a receiver's is in its step 1).
+ * Inline in __icfab_notify_deliver(), where every receive completion
+ * comes through; a call elsewhere (__icfab_uring_count()).
  */
-static int __icfab_uring_count(struct icfab_ctx *ctx, u64 finish)
+static __always_inline int ___icfab_uring_count(struct icfab_ctx *ctx,
+						u64 finish)
 {
 	lockdep_assert_held(&ctx->fabric->lock);
 
@@ -999,6 +1002,11 @@ static int __icfab_uring_count(struct icfab_ctx *ctx, u64 finish)
 		return 1;
 	}
 	return 0;
+}
+
+static int __icfab_uring_count(struct icfab_ctx *ctx, u64 finish)
+{
+	return ___icfab_uring_count(ctx, finish);
 }
 
 /*
@@ -1100,7 +1108,7 @@ static int __icfab_notify_deliver(struct icfab_req *req, int status,
 	woke |= __icfab_done_add(rctx, n);
 	/* Counted until an io_uring WAIT posts, or an ioctl WAIT reaps it. */
 	n->u_post = rctx->u_posts;
-	return woke | __icfab_uring_count(rctx, n->cqe.finish_ps);
+	return woke | ___icfab_uring_count(rctx, n->cqe.finish_ps);
 }
 
 /*
