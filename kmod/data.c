@@ -4364,22 +4364,31 @@ long icfab_ioctl_wait(struct icfab_ctx *ctx, void __user *uarg)
 		__icfab_done_merge(ctx, &reaped, n);
 		goto out_unlock;
 	}
-	list_for_each_entry(req, &reaped, node) {
-		ctx->clock_ps = max(ctx->clock_ps, req->cqe.finish_ps);
-		/* A receive queue's is read under its claim_lock: lowered. */
-		WRITE_ONCE(req->q->inflight, req->q->inflight - 1);
-	}
 	/*
 	 * A receive completion no io_uring WAIT has counted yet is counted
 	 * by this WAIT instead, never by the next io_uring one: that one
 	 * would post on completions already reaped, and the context, its
 	 * WAIT over, hold the engine at its clock over the descriptors it
-	 * was waiting for. Only a receiver with some uncounted looks.
+	 * was waiting for. Only a receiver with some uncounted looks, in
+	 * the walk that lowers the counts (a walk of its own cost each
+	 * receive completion reaped a second walk's instructions).
 	 */
-	if (ctx->u_uncounted)
-		list_for_each_entry(req, &reaped, node)
-			if (req->q->recv && req->u_post == ctx->u_posts)
+	if (likely(!ctx->u_uncounted)) {
+		list_for_each_entry(req, &reaped, node) {
+			ctx->clock_ps = max(ctx->clock_ps, req->cqe.finish_ps);
+			/* A receive queue's is read under its claim_lock. */
+			WRITE_ONCE(req->q->inflight, req->q->inflight - 1);
+		}
+	} else {
+		list_for_each_entry(req, &reaped, node) {
+			struct icfab_queue *q = req->q;
+
+			ctx->clock_ps = max(ctx->clock_ps, req->cqe.finish_ps);
+			WRITE_ONCE(q->inflight, q->inflight - 1);
+			if (q->recv && req->u_post == ctx->u_posts)
 				ctx->u_uncounted--;
+		}
+	}
 	w.clock_ps = ctx->clock_ps;
 	/* The clock may have moved past the safe time others wait on. */
 	icfab_data_advance(fabric);
