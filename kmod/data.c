@@ -1716,10 +1716,10 @@ static bool icfab_data_copy_later(struct icfab_data *d, struct icfab_req *req,
 /*
  * icfab_data_complete() for a request that holds something (a region, a
  * circuit, a receive completion with one of those) or whose context is
- * gone: its bytes
- * move, and it ends by __icfab_req_finish(); or ICFAB_DATA_COPYING, when
- * it went to the copier (icfab_data_copy_later()). Its queue's count is
- * dropped already. The fabric lock is held.
+ * gone: its bytes move, and it ends by __icfab_req_finish(); or
+ * ICFAB_DATA_COPYING, when it went to the copier
+ * (icfab_data_copy_later()). Its queue's count is dropped already. The
+ * fabric lock is held.
  */
 static noinline int icfab_data_complete_held(struct icfab_data *d,
 					     struct icfab_req *req,
@@ -2523,7 +2523,8 @@ long icfab_ioctl_queue_create(struct icfab_ctx *ctx, void __user *uarg)
 
 		/*
 		 * Attached, so the engine is there, its table holding the
-		 * endpoint. -EBUSY: one already.
+		 * endpoint (an attached one is always below its size, which
+		 * is the topology's). -EBUSY: one already.
 		 */
 		ret = -EBUSY;
 		if (q->endpoint >= d->recvqs_cap ||
@@ -3706,7 +3707,7 @@ static noinline u32 icfab_submit_notify_writes(struct icfab_ctx *ctx,
 	 * another. Not onto the spent stack: the engine's runs, under the
 	 * fabric lock alone, post this context's completions meanwhile.
 	 */
-	for (k = i; k < n && chunk[k].flags & ICFAB_DESC_F_NOTIFY; k++)
+	for (k = i; k < n && (chunk[k].flags & ICFAB_DESC_F_NOTIFY); k++)
 		;
 	spare = icfab_pool_take(ctx, k - i);
 	for (; i < n; i++)
