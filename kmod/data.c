@@ -107,8 +107,13 @@ struct icfab_queue {
 	struct list_head backlog;	/* of struct icfab_req, behind a FENCE */
 	/* Receive queue: */
 	struct icfab_ctx *ctx;		/* its context */
-	struct list_head pending;	/* of struct icfab_req, reserved by
-					 * NOTIFY WRITEs still in flight */
+	/*
+	 * Of struct icfab_req (->pnode), reserved by NOTIFY WRITEs still in
+	 * flight: an hlist, whose add and delete are a few stores, where a
+	 * list's are checking calls under DEBUG_LIST (two a NOTIFY WRITE);
+	 * only a close walks it, in any order.
+	 */
+	struct hlist_head pending;
 	bool trig_held;			/* a TRIGGER of its context may wait
 					 * for trig_count (cleared lazily) */
 	u64 trig_count[ICFAB_TRIGGER_COUNTERS];	/* NOTIFY WRITEs landed, by imm */
@@ -176,6 +181,8 @@ struct icfab_req {
 	 */
 	struct list_head node;		/* in ctx->done, or q->backlog */
 	struct list_head unode;		/* in ctx->ureqs (io_uring) */
+	struct hlist_node pnode;	/* a receive completion reserved: in
+					 * its queue's ->pending */
 	struct icfab_ctx *ctx;		/* NULL once the context is gone */
 	struct icfab_queue *q;		/* NULL once the context is gone */
 	u64 local_off, remote_off;	/* bytes */
@@ -930,7 +937,7 @@ static void __icfab_notify_drop(struct icfab_req *req)
 	if (!n)
 		return;
 	req->notify = NULL;
-	list_del(&n->node);
+	hlist_del(&n->pnode);
 	/* Read under claim_lock by the WRITE path: only lowered here. */
 	WRITE_ONCE(n->q->inflight, n->q->inflight - 1);
 	icfab_req_recycle(n->ctx, n);
@@ -1094,7 +1101,7 @@ static int __icfab_notify_deliver(struct icfab_req *req, int status,
 
 	req->notify = NULL;
 	n->sender = NULL;
-	list_del(&n->node);
+	hlist_del(&n->pnode);
 	icfab_req_result(n, status, start, finish, queued);
 	n->cqe.submit_ps = req->cqe.submit_ps;
 	rctx = n->ctx;
@@ -2384,13 +2391,14 @@ static void __icfab_recvq_unregister(struct icfab_data *d,
  */
 static void __icfab_recvq_close(struct icfab_data *d, struct icfab_queue *q)
 {
-	struct icfab_req *n, *tmp;
+	struct hlist_node *tmp;
+	struct icfab_req *n;
 
 	__icfab_recvq_settle(d, q);
 	__icfab_recvq_unregister(d, q);
-	list_for_each_entry_safe(n, tmp, &q->pending, node) {
+	hlist_for_each_entry_safe(n, tmp, &q->pending, pnode) {
 		n->sender->notify = NULL;
-		list_del(&n->node);
+		hlist_del(&n->pnode);
 		WRITE_ONCE(q->inflight, q->inflight - 1);
 		icfab_req_recycle(n->ctx, n);
 	}
@@ -2498,7 +2506,7 @@ long icfab_ioctl_queue_create(struct icfab_ctx *ctx, void __user *uarg)
 	q->recv = qc.flags & ICFAB_QUEUE_F_RECV;
 	q->ctx = ctx;
 	INIT_LIST_HEAD(&q->backlog);
-	INIT_LIST_HEAD(&q->pending);
+	INIT_HLIST_HEAD(&q->pending);
 	spin_lock_init(&q->claim_lock);
 
 	mutex_lock(&fabric->lock);
@@ -2714,7 +2722,7 @@ static int __icfab_notify_reserve(struct icfab_ctx *ctx,
 	n->cqe.user_tag = (u64)req->src << 32 | imm;
 	n->cqe.queue = rq->id;
 	n->sender = req;
-	list_add_tail(&n->node, &rq->pending);
+	hlist_add_head(&n->pnode, &rq->pending);
 	req->notify = n;
 	return 0;
 }
@@ -2736,7 +2744,7 @@ static void __icfab_notify_keep(struct icfab_req *req)
 	rq->promised--;
 	WRITE_ONCE(rq->inflight, rq->inflight + 1);
 	spin_unlock(&rq->claim_lock);
-	list_add_tail(&n->node, &rq->pending);
+	hlist_add_head(&n->pnode, &rq->pending);
 }
 
 /*
