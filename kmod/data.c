@@ -124,12 +124,19 @@ struct icfab_queue {
 	 * WRITEs hold on it, not yet reservations; counted against @depth
 	 * with @inflight, and both raised only under @claim_lock, which
 	 * __icfab_notify_reserve() takes too (the reaps only lower
-	 * @inflight). @closed: no promise any more (QUEUE_DESTROY under
-	 * way, unregistered), under @claim_lock. Freed a grace period after
-	 * the last look (@rcu): a path finds it by icfab_recvq() under RCU.
+	 * @inflight). The start's conversion of a promise to a reservation
+	 * (__icfab_notify_keep(), under the fabric lock, where every change
+	 * of @inflight is made) raises @inflight first and then lowers
+	 * @promised, an atomic, with release order, without @claim_lock: a
+	 * promise reads @promised with acquire order and then @inflight, so
+	 * it sees their sum at most one too high meanwhile (it refuses, and
+	 * the fabric lock's path answers), never too low. @closed: no
+	 * promise any more (QUEUE_DESTROY under way, unregistered), under
+	 * @claim_lock. Freed a grace period after the last look (@rcu): a
+	 * path finds it by icfab_recvq() under RCU.
 	 */
 	spinlock_t claim_lock;
-	u32 promised;
+	atomic_t promised;
 	bool closed;
 	struct rcu_head rcu;
 };
@@ -2355,14 +2362,14 @@ static void __icfab_recvq_settle(struct icfab_data *d, struct icfab_queue *q)
 	lockdep_assert_held(&d->fabric->lock);
 	spin_lock(&q->claim_lock);
 	q->closed = true;
-	promised = q->promised;
+	promised = atomic_read(&q->promised);
 	spin_unlock(&q->claim_lock);
 	if (!promised)
 		return;
 	list_for_each_entry(ctx, &d->fabric->attached, attached_node)
 		__icfab_ctx_slow(ctx);
 	/* Closed: none came since, and each started list reserved its own. */
-	WARN_ON_ONCE(READ_ONCE(q->promised));
+	WARN_ON_ONCE(atomic_read(&q->promised));
 }
 
 /*
@@ -2508,6 +2515,7 @@ long icfab_ioctl_queue_create(struct icfab_ctx *ctx, void __user *uarg)
 	INIT_LIST_HEAD(&q->backlog);
 	INIT_HLIST_HEAD(&q->pending);
 	spin_lock_init(&q->claim_lock);
+	atomic_set(&q->promised, 0);
 
 	mutex_lock(&fabric->lock);
 	__icfab_ctx_slow(ctx);
@@ -2702,7 +2710,7 @@ static int __icfab_notify_reserve(struct icfab_ctx *ctx,
 		return -ENOTCONN;
 	/* Counted with what WRITE paths promised (icfab_notify_promise()). */
 	spin_lock(&rq->claim_lock);
-	full = rq->inflight + rq->promised >= rq->depth;
+	full = rq->inflight + atomic_read(&rq->promised) >= rq->depth;
 	if (!full)
 		WRITE_ONCE(rq->inflight, rq->inflight + 1);
 	spin_unlock(&rq->claim_lock);
@@ -2732,18 +2740,18 @@ static int __icfab_notify_reserve(struct icfab_ctx *ctx,
  * starts: the receive completion it promised becomes a reservation, as
  * __icfab_notify_reserve() makes, on the receive queue it was promised
  * on, which stayed for it (__icfab_recvq_settle()); nothing to check, it
- * was counted against the queue's depth from its promise. The fabric lock
- * is held.
+ * was counted against the queue's depth from its promise. Without
+ * claim_lock: ->inflight up, then ->promised down with release order
+ * (struct icfab_queue). The fabric lock is held.
  */
 static void __icfab_notify_keep(struct icfab_req *req)
 {
 	struct icfab_req *n = req->notify;
 	struct icfab_queue *rq = n->q;
 
-	spin_lock(&rq->claim_lock);
-	rq->promised--;
 	WRITE_ONCE(rq->inflight, rq->inflight + 1);
-	spin_unlock(&rq->claim_lock);
+	smp_mb__before_atomic();
+	atomic_dec(&rq->promised);
 	hlist_add_head(&n->pnode, &rq->pending);
 }
 
@@ -3461,6 +3469,7 @@ static struct icfab_req *icfab_notify_promise(struct icfab_data *d, u32 dst,
 	struct icfab_queue *rq;
 	struct icfab_req *n;
 	bool ok = false;
+	int promised;
 
 	n = *spare;
 	if (n) {
@@ -3476,11 +3485,15 @@ static struct icfab_req *icfab_notify_promise(struct icfab_data *d, u32 dst,
 	rq = icfab_recvq(d, dst);
 	if (rq) {
 		spin_lock(&rq->claim_lock);
-		/* A reap lowers ->inflight alone: a stale one refuses more. */
+		/*
+		 * A reap lowers ->inflight alone: a stale one refuses more.
+		 * ->promised first, then ->inflight (struct icfab_queue).
+		 */
+		promised = atomic_read_acquire(&rq->promised);
 		ok = !rq->closed &&
-		     READ_ONCE(rq->inflight) + rq->promised < rq->depth;
+		     READ_ONCE(rq->inflight) + promised < rq->depth;
 		if (ok)
-			rq->promised++;
+			atomic_inc(&rq->promised);
 		spin_unlock(&rq->claim_lock);
 	}
 	rcu_read_unlock();
