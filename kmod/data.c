@@ -122,18 +122,18 @@ struct icfab_queue {
 	 * (icfab_notify_promise(), docs/ARCHITECTURE.md, "NOTIFY WRITEs on
 	 * the WRITE path"): @promised, receive completions that accepted
 	 * WRITEs hold on it, not yet reservations; counted against @depth
-	 * with @inflight, and both raised only under @claim_lock, which
+	 * with @inflight, and their sum raised only under @claim_lock, which
 	 * __icfab_notify_reserve() takes too (the reaps only lower
 	 * @inflight). The start's conversion of a promise to a reservation
 	 * (__icfab_notify_keep(), under the fabric lock, where every change
-	 * of @inflight is made) raises @inflight first and then lowers
-	 * @promised, an atomic, with release order, without @claim_lock: a
-	 * promise reads @promised with acquire order and then @inflight, so
-	 * it sees their sum at most one too high meanwhile (it refuses, and
-	 * the fabric lock's path answers), never too low. @closed: no
-	 * promise any more (QUEUE_DESTROY under way, unregistered), under
-	 * @claim_lock. Freed a grace period after the last look (@rcu): a
-	 * path finds it by icfab_recvq() under RCU.
+	 * of @inflight is made) leaves the sum as it is: it raises @inflight
+	 * first and then lowers @promised, an atomic, with release order,
+	 * without @claim_lock: a promise reads @promised with acquire order
+	 * and then @inflight, so it sees their sum at most one too high
+	 * meanwhile (it refuses, and the fabric lock's path answers), never
+	 * too low. @closed: no promise any more (QUEUE_DESTROY under way,
+	 * unregistered), under @claim_lock. Freed a grace period after the
+	 * last look (@rcu): a path finds it by icfab_recvq() under RCU.
 	 */
 	spinlock_t claim_lock;
 	atomic_t promised;
