@@ -69,17 +69,6 @@ static int ctx_list(struct genl_sock *gs, struct rows *rs)
 	return genl_request(gs, &m, row_cb, rs);
 }
 
-/* CTX_EVICT of @id (0: without CTX_ID). */
-static int ctx_evict(struct genl_sock *gs, uint32_t id)
-{
-	struct genl_msg m;
-
-	genl_msg_init(&m, gs->family, ICFAB_CMD_CTX_EVICT, 0);
-	if (id)
-		genl_put_u32(&m, ICFAB_A_CTX_ID, id);
-	return genl_request(gs, &m, NULL, NULL);
-}
-
 static const struct row *row_of(const struct rows *rs, uint32_t first)
 {
 	for (unsigned int i = 0; i < rs->n; i++)

@@ -619,3 +619,48 @@ int cq_setup(int fd, uint32_t entries, struct cq_map *m)
 	m->size = cs.mmap_size;
 	return cs.entries;
 }
+
+struct ctx_of_pid {
+	uint32_t pid, id;
+};
+
+static int ctx_of_pid_cb(const struct genl_reply *rp, void *arg)
+{
+	struct ctx_of_pid *c = arg;
+
+	if (!rp->tb[ICFAB_A_CTX_ID] || !rp->tb[ICFAB_A_CTX_PID] ||
+	    !rp->tb[ICFAB_A_CTX_STATE])
+		return -EBADMSG;
+	/* The last attached one that has not ended: ids only grow. */
+	if (genl_u32(rp->tb[ICFAB_A_CTX_PID]) == c->pid &&
+	    !(genl_u32(rp->tb[ICFAB_A_CTX_STATE]) & ICFAB_CTX_DEAD) &&
+	    genl_u32(rp->tb[ICFAB_A_CTX_ID]) > c->id)
+		c->id = genl_u32(rp->tb[ICFAB_A_CTX_ID]);
+	return 0;
+}
+
+int ctx_id_of_pid(struct genl_sock *gs, uint32_t pid, uint32_t *id)
+{
+	struct ctx_of_pid c = { .pid = pid };
+	struct genl_msg m;
+	int err;
+
+	genl_msg_init(&m, gs->family, ICFAB_CMD_CTX_GET, NLM_F_DUMP);
+	err = genl_request(gs, &m, ctx_of_pid_cb, &c);
+	if (err)
+		return err;
+	if (!c.id)
+		return -ENOENT;
+	*id = c.id;
+	return 0;
+}
+
+int ctx_evict(struct genl_sock *gs, uint32_t id)
+{
+	struct genl_msg m;
+
+	genl_msg_init(&m, gs->family, ICFAB_CMD_CTX_EVICT, 0);
+	if (id)
+		genl_put_u32(&m, ICFAB_A_CTX_ID, id);
+	return genl_request(gs, &m, NULL, NULL);
+}

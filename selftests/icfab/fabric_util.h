@@ -138,6 +138,13 @@ int pair_rank_attach(int p, int ready, int go);
 long long fab_count(const char *name);
 /* Write @cmd to icfab0's debugfs fault file ("link 2 down"): 0 or -errno. */
 int fabric_fault(const char *cmd);
+/*
+ * CTX_GET: the id of the latest context of process @pid that has not
+ * ended, in *@id; 0, -ENOENT when it has none, or -errno.
+ */
+int ctx_id_of_pid(struct genl_sock *gs, uint32_t pid, uint32_t *id);
+/* CTX_EVICT of context @id (0: without ICFAB_A_CTX_ID): 0 or -errno. */
+int ctx_evict(struct genl_sock *gs, uint32_t id);
 
 #include <stddef.h>
 /* A context's completion ring, mapped (ICFAB_IOC_CQ_SETUP). */
