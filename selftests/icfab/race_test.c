@@ -31,7 +31,12 @@
  * single SUBMITs too) and go at once: close, exit, free and unmap their
  * region first, or SIGKILL mid-SUBMIT. The parent makes live commits
  * meanwhile (a link down and up through debugfs' fault file: each one
- * passes every attached context through the path's give-back).
+ * passes every attached context through the path's give-back), and
+ * evicts (CTX_EVICT) one chaos process in six mid-flight and now and
+ * then a target's context, with NOTIFY WRITEs promised and reserved on
+ * its receive queue: the target leaves it, as when it closes, and
+ * attaches again (a step of a target that fails while it is evicted is
+ * not a failure). How many evictions hit is logged, not asserted.
  *
  * Then, once the senders are gone, each target's receive queue must be
  * destroyable (nothing promised or reserved stays on it); once every
@@ -105,8 +110,16 @@ struct shared {
 	struct tres {
 		int err, line;
 		unsigned long reaped, sent, qdestroyed, qbusy, rfreed;
-		unsigned long reopened, efault;
+		unsigned long reopened, efault, evicted;
+		/*
+		 * 1 while the parent evicts the target's context (CTX_EVICT
+		 * of the one it finds attached), 2 once it has: then the
+		 * target leaves the context it has and sets it back to 0.
+		 */
+		atomic_int evicting;
 	} t[TARGETS];
+	/* CTX_EVICTs that ended a context (0), of chaos and targets. */
+	unsigned long chaos_evicted, targets_evicted;
 };
 
 static struct shared *sh;
@@ -463,12 +476,24 @@ static int recv_queue_efault(int fd, uint32_t ep)
 	return ret;
 }
 
-#define TFAIL(e) do { r->err = (e); r->line = __LINE__; goto out; } while (0)
+/*
+ * A step of a target failed: the test fails, unless the parent is
+ * evicting its context or has (r->evicting), after which any step may
+ * fail: then the target leaves as case 5 leaves, and attaches again.
+ */
+#define TFAIL(e) do {							\
+	if (atomic_load(&r->evicting))					\
+		goto leave;						\
+	r->err = (e);							\
+	r->line = __LINE__;						\
+	goto out;							\
+} while (0)
 
 /*
  * Target @i on endpoint TARGET0 + @i: a receive queue and an exported
  * region, reaped, destroyed, freed and made again, and its context
- * closed and attached again, until the senders are done.
+ * closed and attached again, or evicted by the parent, until the senders
+ * are done.
  */
 static void target(int i)
 {
@@ -482,6 +507,9 @@ static void target(int i)
 	int fd = -1, rq = -1, sq = -1, ret, n;
 
 	while (!atomic_load(&sh->stop)) {
+		/* Evicted (maybe): nothing it does counts any more. */
+		if (fd >= 0 && atomic_load(&r->evicting) == 2)
+			goto leave;
 		if (fd < 0) {
 			fd = open(DEV, O_RDWR | O_CLOEXEC);
 			if (fd < 0)
@@ -559,45 +587,72 @@ static void target(int i)
 				r->sent += ret;
 			break;
 		case 5:
-			/* Gone with whatever is promised and reserved. */
-			atomic_store(&ender_stop, 1);
-			pthread_join(th, NULL);
-			th_up = false;
-			if (rnd(&seed) % 2)
-				region_drop(fd, &reg, true);
-			else if (reg.map)
-				munmap(reg.map, RSIZE);
-			reg = (struct region){ 0 };
-			close(fd);
-			fd = -1;
-			rq = -1;
 			r->reopened++;
-			break;
+			goto leave;
 		}
+		continue;
+leave:
+		/*
+		 * Gone with whatever is promised and reserved (case 5), or
+		 * ended under it by the parent.
+		 */
+		if (atomic_load(&r->evicting) == 2) {
+			/* The parent is done: a context made now stays. */
+			atomic_store(&r->evicting, 0);
+			r->evicted++;
+		}
+		atomic_store(&ender_stop, 1);
+		if (th_up)
+			pthread_join(th, NULL);
+		th_up = false;
+		if (rnd(&seed) % 2)
+			region_drop(fd, &reg, true);
+		else if (reg.map)
+			munmap(reg.map, RSIZE);
+		reg = (struct region){ 0 };
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+		rq = -1;
 	}
 	/*
 	 * The senders are gone: what they sent lands, and its receive
 	 * completions are reaped, so the receive queue must go, with
 	 * nothing promised or reserved on it left (a hang bound, not a
-	 * timing: the engine runs free with nobody holding it).
+	 * timing: the engine runs free with nobody holding it). The parent
+	 * evicts nobody by now: r->evicting is 0 or 2.
 	 */
 	atomic_store(&ender_stop, 1);
 	if (th_up)
 		pthread_join(th, NULL);
 	th_up = false;
+	if (atomic_load(&r->evicting) && fd >= 0) {
+		r->evicted++;
+		close(fd);
+		fd = -1;
+	}
 	for (int k = 0; fd >= 0 && rq >= 0; k++) {
-		if (k == 2000)
-			TFAIL(-EBUSY);
+		if (k == 2000) {
+			r->err = -EBUSY;
+			r->line = __LINE__;
+			goto out;
+		}
 		ret = ctx_wait(fd, c, 1, 64, 5, NULL);
 		if (ret > 0)
 			r->reaped += ret;
-		else if (ret != -ETIMEDOUT && ret != -ECANCELED)
-			TFAIL(ret);
+		else if (ret != -ETIMEDOUT && ret != -ECANCELED) {
+			r->err = ret;
+			r->line = __LINE__;
+			goto out;
+		}
 		ret = ctx_queue_destroy(fd, rq);
-		if (!ret)
+		if (!ret) {
 			rq = -1;
-		else if (ret != -EBUSY)
-			TFAIL(ret);
+		} else if (ret != -EBUSY) {
+			r->err = ret;
+			r->line = __LINE__;
+			goto out;
+		}
 	}
 out:
 	atomic_store(&ender_stop, 1);
@@ -661,6 +716,24 @@ static int chaos(int i)
 		break;
 	}
 	return 0;		/* and exit with everything in flight */
+}
+
+/*
+ * CTX_EVICT of process @pid's context, once it has one (@tries looks, a
+ * millisecond apart): true when an eviction ended it. Its file may close
+ * between the look and the eviction (-ENOENT, or -EALREADY while it is
+ * listed as ended): nothing to evict then.
+ */
+static bool evict_pid(struct genl_sock *gs, pid_t pid, int tries)
+{
+	uint32_t id;
+
+	for (int k = 0; k < tries; k++) {
+		if (ctx_id_of_pid(gs, pid, &id) == 0)
+			return ctx_evict(gs, id) == 0;
+		usleep(1000);
+	}
+	return false;
 }
 
 FIXTURE(race) {
@@ -808,14 +881,33 @@ TEST_F_TIMEOUT(race, writes_off_the_lock_against_teardown, 600)
 	for (c = 0; c < CHAOS * getenv_rounds(); c++) {
 		pid_t pid = fork();
 
+		bool ended = false;
+
 		if (!pid)
 			_exit(chaos(c));
 		if (c % 6 == 5) {
 			usleep(2000);
 			kill(pid, SIGKILL);
 		}
+		/* Evicted mid-flight: any of its steps may fail after. */
+		if (c % 6 == 2)
+			ended = evict_pid(&self->gs, pid, 200);
+		if (ended)
+			sh->chaos_evicted++;
+		/* A target evicted: what it has promised and reserved. */
+		if (c % 8 == 4) {
+			struct tres *t = &sh->t[(c / 8) % TARGETS];
+
+			if (atomic_load(&t->evicting) == 0) {
+				atomic_store(&t->evicting, 1);
+				if (evict_pid(&self->gs, tp[(c / 8) % TARGETS],
+					      1))
+					sh->targets_evicted++;
+				atomic_store(&t->evicting, 2);
+			}
+		}
 		ASSERT_EQ(pid, waitpid(pid, &status, 0));
-		if (WIFEXITED(status) && WEXITSTATUS(status))
+		if (WIFEXITED(status) && WEXITSTATUS(status) && !ended)
 			bad++;
 		if (c % 3 == 0)
 			EXPECT_EQ(0, fabric_fault(c % 2 ? "link 1 down\n" :
@@ -855,12 +947,14 @@ TEST_F_TIMEOUT(race, writes_off_the_lock_against_teardown, 600)
 	for (i = 0; i < TARGETS; i++) {
 		struct tres *r = &sh->t[i];
 
-		TH_LOG("target %d: sent %lu, reaped %lu, queue destroyed %lu (busy %lu, created -EFAULT %lu), region freed %lu, reopened %lu",
+		TH_LOG("target %d: sent %lu, reaped %lu, queue destroyed %lu (busy %lu, created -EFAULT %lu), region freed %lu, reopened %lu, left evicted %lu",
 		       i, r->sent, r->reaped, r->qdestroyed, r->qbusy,
-		       r->efault, r->rfreed, r->reopened);
+		       r->efault, r->rfreed, r->reopened, r->evicted);
 		EXPECT_EQ(0, r->err) TH_LOG("target %d failed at line %d",
 					    i, r->line);
 	}
+	TH_LOG("evicted: %lu chaos contexts, %lu targets",
+	       sh->chaos_evicted, sh->targets_evicted);
 	for (i = 0; i < 7; i++)
 		TH_LOG("%s: +%lld", counts[i],
 		       fab_count(counts[i]) - before[i]);
