@@ -54,16 +54,6 @@ static int cq_wait(int fd, uint32_t min, uint32_t *ready, uint64_t *clock)
 	return 0;
 }
 
-static int submit_flags(int fd, struct icfab_desc *d, unsigned int n,
-			uint32_t flags)
-{
-	struct icfab_submit s = { .descs = (uintptr_t)d, .nr = n,
-				  .flags = flags };
-	int ret = ioctl(fd, ICFAB_IOC_SUBMIT, &s);
-
-	return ret < 0 ? -errno : ret;
-}
-
 /*
  * A mix over two queues: WRITEs of several sizes to three peers, DELAYs
  * and FENCEs, whose timing depends on the order and the context's clock.
@@ -114,7 +104,7 @@ static int run(enum mode mode, struct icfab_cqe *by_tag, uint32_t *overflow)
 		break;
 	case BATCH_CQ:
 	case BATCH_CQ_TINY:
-		if (submit_flags(fd, d, NR, ICFAB_SUBMIT_F_CQ) != NR)
+		if (ctx_submit_flags(fd, d, NR, ICFAB_SUBMIT_F_CQ) != NR)
 			goto out;
 		break;
 	case URING_BATCH: {
@@ -220,7 +210,7 @@ TEST_F(cqr, ring_receives_completions)
 	EXPECT_EQ(63, m.r->mask);
 	for (unsigned int i = 0; i < 16; i++)
 		d[i] = desc_put(self->q, 3, 65536, 100 + i);
-	ASSERT_EQ(16, submit_flags(self->fd, d, 16, ICFAB_SUBMIT_F_CQ));
+	ASSERT_EQ(16, ctx_submit_flags(self->fd, d, 16, ICFAB_SUBMIT_F_CQ));
 	ASSERT_EQ(0, cq_wait(self->fd, 16, &ready, &clock));
 	EXPECT_EQ(16, ready);
 	ASSERT_EQ(16, cq_drain(&m, got));
@@ -238,8 +228,8 @@ TEST_F(cqr, ring_receives_completions)
 	EXPECT_EQ(-EDEADLK, cq_wait(self->fd, 1, NULL, NULL));
 	/* Reaped: the queue's whole depth is free again. */
 	for (unsigned int round = 0; round < 20; round++) {
-		ASSERT_EQ(16, submit_flags(self->fd, d, 16,
-					   ICFAB_SUBMIT_F_CQ));
+		ASSERT_EQ(16, ctx_submit_flags(self->fd, d, 16,
+					       ICFAB_SUBMIT_F_CQ));
 		ASSERT_EQ(0, cq_wait(self->fd, 16, &ready, NULL));
 		ASSERT_EQ(16, cq_drain(&m, got));
 	}
@@ -258,7 +248,7 @@ TEST_F(cqr, overflow_loses_none)
 	ASSERT_EQ(4, cq_setup(self->fd, 3, &m));
 	for (unsigned int i = 0; i < 40; i++)
 		d[i] = desc_put(self->q, 2, 8192, i);
-	ASSERT_EQ(40, submit_flags(self->fd, d, 40, ICFAB_SUBMIT_F_CQ));
+	ASSERT_EQ(40, ctx_submit_flags(self->fd, d, 40, ICFAB_SUBMIT_F_CQ));
 	ASSERT_EQ(0, cq_wait(self->fd, 40, &ready, NULL));
 	EXPECT_EQ(40, ready);
 	EXPECT_EQ(36, m.r->overflow);
@@ -295,7 +285,7 @@ TEST_F(cqr, garbage_head_is_full_ring)
 	m.r->tail = 12345;	/* ignored: the kernel keeps its own */
 	for (unsigned int i = 0; i < 8; i++)
 		d[i] = desc_put(self->q, 1, 4096, i);
-	ASSERT_EQ(8, submit_flags(self->fd, d, 8, ICFAB_SUBMIT_F_CQ));
+	ASSERT_EQ(8, ctx_submit_flags(self->fd, d, 8, ICFAB_SUBMIT_F_CQ));
 	/* "Full" counts 8 ready: waiting for 16 waits for the 8 real ones. */
 	ASSERT_EQ(0, cq_wait(self->fd, 16, &ready, NULL));
 	EXPECT_EQ(16, ready);
@@ -345,12 +335,13 @@ TEST_F(cqr, bad_inputs)
 	void *p;
 
 	/* No ring yet. */
-	EXPECT_EQ(-ENXIO, submit_flags(self->fd, &d, 1, ICFAB_SUBMIT_F_CQ));
+	EXPECT_EQ(-ENXIO, ctx_submit_flags(self->fd, &d, 1,
+					   ICFAB_SUBMIT_F_CQ));
 	EXPECT_EQ(-ENXIO, cq_wait(self->fd, 0, NULL, NULL));
 	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, self->fd, 0);
 	EXPECT_EQ(MAP_FAILED, p);
 	EXPECT_EQ(ENXIO, errno);
-	EXPECT_EQ(-EINVAL, submit_flags(self->fd, &d, 1, 1u << 5));
+	EXPECT_EQ(-EINVAL, ctx_submit_flags(self->fd, &d, 1, 1u << 5));
 
 	cs.entries = 0;
 	EXPECT_EQ(-1, ioctl(self->fd, ICFAB_IOC_CQ_SETUP, &cs));
@@ -404,9 +395,10 @@ TEST_F(cqr, bad_inputs)
 
 	/* A bad descriptor first: nothing submitted, nothing posted. */
 	d.pad = 1;
-	EXPECT_EQ(-EINVAL, submit_flags(self->fd, &d, 1, ICFAB_SUBMIT_F_CQ));
-	EXPECT_EQ(-EFAULT, submit_flags(self->fd, (void *)8, 1,
-					ICFAB_SUBMIT_F_CQ));
+	EXPECT_EQ(-EINVAL, ctx_submit_flags(self->fd, &d, 1,
+					    ICFAB_SUBMIT_F_CQ));
+	EXPECT_EQ(-EFAULT, ctx_submit_flags(self->fd, (void *)8, 1,
+					    ICFAB_SUBMIT_F_CQ));
 	EXPECT_EQ(-EDEADLK, cq_wait(self->fd, 1, NULL, NULL));
 	EXPECT_EQ(0, cq_drain(&m, got));
 	EXPECT_EQ(0, m.r->tail);
@@ -516,8 +508,8 @@ TEST_F(cqr, close_with_mapped_ring_in_flight)
 		ASSERT_EQ(16, cq_setup(fd, 16, &m));
 		for (int i = 0; i < DEPTH; i++)
 			d[i] = desc_put(q, 5, 1 << 20, i);
-		ASSERT_EQ(DEPTH, submit_flags(fd, d, DEPTH,
-					      ICFAB_SUBMIT_F_CQ));
+		ASSERT_EQ(DEPTH, ctx_submit_flags(fd, d, DEPTH,
+						  ICFAB_SUBMIT_F_CQ));
 		if (round == 1) {
 			pid_t pid = fork();
 

@@ -317,12 +317,19 @@ int ctx_queue_destroy(int fd, uint32_t q)
 	return ioctl(fd, ICFAB_IOC_QUEUE_DESTROY, &qd) ? -errno : 0;
 }
 
-int ctx_submit(int fd, struct icfab_desc *d, unsigned int n)
+int ctx_submit_flags(int fd, struct icfab_desc *d, unsigned int n,
+		     uint32_t flags)
 {
-	struct icfab_submit s = { .descs = (uintptr_t)d, .nr = n };
+	struct icfab_submit s = { .descs = (uintptr_t)d, .nr = n,
+				  .flags = flags };
 	int ret = ioctl(fd, ICFAB_IOC_SUBMIT, &s);
 
 	return ret < 0 ? -errno : ret;
+}
+
+int ctx_submit(int fd, struct icfab_desc *d, unsigned int n)
+{
+	return ctx_submit_flags(fd, d, n, 0);
 }
 
 int ctx_region_free(int fd, uint32_t region)

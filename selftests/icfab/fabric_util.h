@@ -88,6 +88,9 @@ int ctx_recv_queue(int fd, uint32_t ep, uint32_t depth);
 int ctx_queue_destroy(int fd, uint32_t q);
 /* The number of descriptors accepted. */
 int ctx_submit(int fd, struct icfab_desc *d, unsigned int n);
+/* ctx_submit() with ICFAB_SUBMIT_F_* @flags. */
+int ctx_submit_flags(int fd, struct icfab_desc *d, unsigned int n,
+		     uint32_t flags);
 int ctx_region_free(int fd, uint32_t region);
 /*
  * A region of @size bytes on endpoint @ep, mapped at *@map, then

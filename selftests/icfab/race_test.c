@@ -147,16 +147,6 @@ static uint32_t rnd(uint32_t *s)
 	return *s >> 8;
 }
 
-static int submit_flags(int fd, struct icfab_desc *d, unsigned int n,
-			uint32_t flags)
-{
-	struct icfab_submit s = { .descs = (uintptr_t)d, .nr = n,
-				  .flags = flags };
-	int ret = ioctl(fd, ICFAB_IOC_SUBMIT, &s);
-
-	return ret < 0 ? -errno : ret;
-}
-
 static int uring_batch(struct io_uring *ring, int fd, struct icfab_desc *d,
 		       unsigned int n)
 {
@@ -267,7 +257,7 @@ static int submit_way(int fd, struct io_uring *ring, struct icfab_desc *d,
 	if (way == 0)
 		return ctx_submit(fd, d, n);
 	if (way == 1)
-		return submit_flags(fd, d, n, ICFAB_SUBMIT_F_CQ);
+		return ctx_submit_flags(fd, d, n, ICFAB_SUBMIT_F_CQ);
 	return uring_batch(ring, fd, d, n);
 }
 
@@ -693,7 +683,7 @@ static int chaos(int i)
 			ctx_submit(fd, d, n);
 			break;
 		case 1:
-			submit_flags(fd, d, n, ICFAB_SUBMIT_F_CQ);
+			ctx_submit_flags(fd, d, n, ICFAB_SUBMIT_F_CQ);
 			break;
 		case 2:
 			uring_batch(&ring, fd, d, n);
