@@ -317,6 +317,23 @@ FIXTURE_TEARDOWN(rx)
 	fabric_close(&self->gs);
 }
 
+/*
+ * @fd attached to TX_EP and RX_EP, a queue of 8 on the first in *@q and
+ * its own receive queue of 8 on the second in *@rq: 0 or -errno.
+ */
+static int self_notify_queues(int fd, int *q, int *rq)
+{
+	int err;
+
+	if ((err = ctx_attach(fd, TX_EP)) || (err = ctx_attach(fd, RX_EP)))
+		return err;
+	*q = ctx_queue(fd, TX_EP, 8);
+	if (*q < 0)
+		return *q;
+	*rq = ctx_recv_queue(fd, RX_EP, 8);
+	return *rq < 0 ? *rq : 0;
+}
+
 TEST_F(rx, info_announces_recv_notify)
 {
 	struct icfab_info in;
@@ -586,12 +603,7 @@ TEST_F(rx, notify_to_self_then_close)
 	int q, rq;
 
 	/* Its own receive queue, on another of its endpoints. */
-	ASSERT_EQ(0, ctx_attach(self->fd, TX_EP));
-	ASSERT_EQ(0, ctx_attach(self->fd, RX_EP));
-	q = ctx_queue(self->fd, TX_EP, 8);
-	rq = ctx_recv_queue(self->fd, RX_EP, 8);
-	ASSERT_LE(0, q);
-	ASSERT_LE(0, rq);
+	ASSERT_EQ(0, self_notify_queues(self->fd, &q, &rq));
 	d = desc_notify_put(q, RX_EP, 64 * SEG, 0, 1);
 	ASSERT_EQ(1, ctx_submit(self->fd, &d, 1));
 	d = (struct icfab_desc){ .op = ICFAB_OP_FENCE, .queue = q };
@@ -615,12 +627,7 @@ TEST_F(rx, a_timing_only_notify_posts_its_receive_completion_first)
 	struct icfab_cqe c[4];
 	int q, rq;
 
-	ASSERT_EQ(0, ctx_attach(self->fd, TX_EP));
-	ASSERT_EQ(0, ctx_attach(self->fd, RX_EP));
-	q = ctx_queue(self->fd, TX_EP, 8);
-	rq = ctx_recv_queue(self->fd, RX_EP, 8);
-	ASSERT_LE(0, q);
-	ASSERT_LE(0, rq);
+	ASSERT_EQ(0, self_notify_queues(self->fd, &q, &rq));
 	d[0] = desc_notify_put(q, RX_EP, 8 * SEG, 1, 5);
 	d[1] = desc_notify_put(q, RX_EP, 8 * SEG, 2, 6);
 	ASSERT_EQ(2, ctx_submit(self->fd, d, 2));
